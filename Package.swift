@@ -1,0 +1,87 @@
+// swift-tools-version: 6.2
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+]
+
+let package = Package(
+    name: "HealthProbe",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "HealthProbeArchive", targets: ["HealthProbeArchive"]),
+        .library(name: "HealthProbeSimulator", targets: ["HealthProbeSimulator"]),
+        .executable(name: "hp-node", targets: ["HPNode"]),
+        .executable(name: "hp-server", targets: ["HPServer"]),
+        .executable(name: "hp-bench", targets: ["HPBench"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ],
+    targets: [
+        .target(
+            name: "HealthProbeArchive",
+            dependencies: [
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "HealthProbeSimulator",
+            dependencies: ["HealthProbeArchive", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "HealthProbeCLI",
+            dependencies: ["HealthProbeArchive"],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "HPNode",
+            dependencies: [
+                "HealthProbeArchive",
+                "HealthProbeSimulator",
+                "HealthProbeCLI",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/hp-node",
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "HPServer",
+            dependencies: [
+                "HealthProbeArchive",
+                "HealthProbeCLI",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/hp-server",
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "HPBench",
+            dependencies: [
+                "HealthProbeArchive",
+                "HealthProbeSimulator",
+                "HealthProbeCLI",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Sources/hp-bench",
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "HealthProbeArchiveTests",
+            dependencies: ["HealthProbeArchive", "HealthProbeSimulator", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strict
+        ),
+    ]
+)

@@ -1,0 +1,151 @@
+import Foundation
+import GRDB
+import Logging
+
+/// One capture: one `observations` row, then type runs, then a final status
+/// (database-design.md section 7). Pages commit one transaction each, all
+/// under this observation's id. Use from one task at a time.
+public final class CaptureSession {
+    public let node: NodeArchive
+    public let observationID: Int64
+    public let observedAt: Double
+    let normalizer: SampleNormalizer
+    var caches = WriteCaches()
+    private(set) var activeRun: TypeRunWriter?
+    private(set) var finished = false
+
+    var archive: Archive { node.archive }
+    var logger: Logger { node.archive.logger }
+
+    /// Starts a capture: writes the observation with status `running`.
+    public static func begin(_ node: NodeArchive, context: ObservationContext) throws -> CaptureSession {
+        let now = node.clock.now()
+        let observedAt = CanonicalDate.normalize(now)
+        let schema = try node.archive.schemaVersion()
+        let id: Int64 = try node.archive.writer.write { db in
+            try db.execute(sql: """
+                INSERT INTO observations(device_chain_id, observed_at, started_at, status, trigger_reason, app_version,
+                    os_version, time_zone_identifier, time_zone_seconds_from_gmt, schema_version, selected_type_set_hash, notes)
+                VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [node.deviceChainID, observedAt, now, context.triggerReason, context.appVersion,
+                                 SampleNormalizer.cleanOSVersion(context.osVersion), context.timeZoneIdentifier,
+                                 context.timeZoneSecondsFromGMT, schema,
+                                 context.selectedTypes.isEmpty ? nil : ObservationContext.typeSetHash(context.selectedTypes),
+                                 context.notes])
+            return db.lastInsertedRowID
+        }
+        node.archive.logger.info("observation started", metadata: ["observation.id": "\(id)", "observation.trigger": "\(context.triggerReason)"])
+        return CaptureSession(node: node, observationID: id, observedAt: observedAt)
+    }
+
+    init(node: NodeArchive, observationID: Int64, observedAt: Double) {
+        self.node = node
+        self.observationID = observationID
+        self.observedAt = observedAt
+        normalizer = SampleNormalizer(hasher: node.hasher)
+    }
+
+    /// Starts a type run. One run is active at a time; finish it before the next.
+    public func beginTypeRun(_ type: SampleTypeDescriptor, kind: TypeRunKind, anchorBefore: [UInt8]? = nil) throws -> TypeRunWriter {
+        guard !finished else { throw ArchiveError(.invalidState, "observation \(observationID) is already finished") }
+        if let run = activeRun, !run.isFinished {
+            throw ArchiveError(.invalidState, "type run for \(run.type.identifier) is still open; complete or fail it before starting \(type.identifier)")
+        }
+        let now = node.clock.now()
+        let chain = node.deviceChainID
+        let obs = observationID
+        let (typeID, runID, previousVerifiedAt): (Int64, Int64, Double?) = try archive.writer.write { db in
+            try db.execute(sql: "INSERT OR IGNORE INTO sample_types(type_identifier, display_name, category) VALUES (?, ?, ?)",
+                           arguments: [type.identifier, type.displayName, type.category])
+            if type.displayName != nil || type.category != nil {
+                try db.execute(sql: "UPDATE sample_types SET display_name = coalesce(?, display_name), category = coalesce(?, category) WHERE type_identifier = ?",
+                               arguments: [type.displayName, type.category, type.identifier])
+            }
+            let typeID = try Int64.fetchOne(db, sql: "SELECT id FROM sample_types WHERE type_identifier = ?", arguments: [type.identifier])!
+            if let existing = try Row.fetchOne(db, sql: "SELECT id, status FROM observation_type_runs WHERE observation_id = ? AND sample_type_id = ?", arguments: [obs, typeID]) {
+                throw ArchiveError(.invalidState, "observation \(obs) already has a \(existing["status"] as String) type run for \(type.identifier)")
+            }
+            try db.execute(sql: """
+                INSERT INTO observation_type_runs(observation_id, sample_type_id, status, started_at, anchor_before, run_kind)
+                VALUES (?, ?, 'running', ?, ?, ?)
+                """, arguments: [obs, typeID, now, anchorBefore.map { Data($0) }, kind.rawValue])
+            let runID = db.lastInsertedRowID
+            let prev = try Double.fetchOne(db, sql: """
+                SELECT o.observed_at FROM observation_type_runs t JOIN observations o ON o.id = t.observation_id
+                WHERE t.sample_type_id = ? AND o.device_chain_id = ? AND t.observation_id < ?
+                  AND t.status IN ('completed', 'needs_review')
+                ORDER BY t.observation_id DESC LIMIT 1
+                """, arguments: [typeID, chain, obs])
+            try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS hp_run_seen(sample_id INTEGER PRIMARY KEY)")
+            try db.execute(sql: "DELETE FROM temp.hp_run_seen")
+            return (typeID, runID, prev)
+        }
+        let run = TypeRunWriter(session: self, type: type, kind: kind, typeID: typeID, runID: runID,
+                                previousVerifiedAt: previousVerifiedAt ?? observedAt)
+        activeRun = run
+        return run
+    }
+
+    /// Ends the capture, deriving the final status from its type runs.
+    @discardableResult
+    public func finish() throws -> ObservationStatus {
+        if let run = activeRun, !run.isFinished {
+            throw ArchiveError(.invalidState, "type run for \(run.type.identifier) is still open; complete or fail it before finishing the observation")
+        }
+        let now = node.clock.now()
+        let obs = observationID
+        let status: ObservationStatus = try archive.writer.write { db in
+            let statuses = try String.fetchAll(db, sql: "SELECT status FROM observation_type_runs WHERE observation_id = ?", arguments: [obs])
+                .compactMap(TypeRunStatus.init(rawValue:))
+            let status = Self.overallStatus(statuses)
+            try db.execute(sql: "UPDATE observations SET status = ?, ended_at = ? WHERE id = ?", arguments: [status.rawValue, now, obs])
+            return status
+        }
+        finished = true
+        logger.info("observation finished", metadata: ["observation.id": "\(obs)", "observation.status": "\(status.rawValue)"])
+        return status
+    }
+
+    /// Marks the capture failed (for example, the source could not be read at all).
+    public func abandon(reason: String) throws {
+        let now = node.clock.now()
+        let obs = observationID
+        try archive.writer.write { db in
+            try db.execute(sql: "UPDATE observation_type_runs SET status = 'failed', ended_at = ?, error_kind = 'abandoned' WHERE observation_id = ? AND status = 'running'", arguments: [now, obs])
+            try db.execute(sql: "UPDATE observations SET status = 'failed', ended_at = ?, notes = ? WHERE id = ?", arguments: [now, reason, obs])
+        }
+        finished = true
+        activeRun?.isFinished = true
+    }
+
+    /// The observation status implied by its type runs.
+    static func overallStatus(_ runs: [TypeRunStatus]) -> ObservationStatus {
+        if runs.isEmpty { return .completed }
+        let ok = runs.filter { $0 == .completed || $0 == .needsReview }.count
+        if ok == 0 { return .failed }
+        if runs.contains(.failed) || runs.contains(.interrupted) { return .partialFailed }
+        if runs.contains(.unauthorized) { return .partialUnauthorized }
+        if runs.contains(.needsReview) { return .needsReview }
+        return .completed
+    }
+}
+
+/// Small id caches for sources, revisions, devices and metadata (bounded).
+struct WriteCaches {
+    var sources: [NormalizedSample.Source: Int64] = [:]
+    var revisions: [RevisionKey: Int64] = [:]
+    var devices: [String: Int64] = [:]
+    var metadata: [String: Int64] = [:]
+
+    struct RevisionKey: Hashable {
+        var sourceID: Int64
+        var revision: NormalizedSample.Revision
+    }
+
+    mutating func trim() {
+        if metadata.count > 20_000 { metadata.removeAll(keepingCapacity: true) }
+        if devices.count > 20_000 { devices.removeAll(keepingCapacity: true) }
+        if revisions.count > 20_000 { revisions.removeAll(keepingCapacity: true) }
+        if sources.count > 20_000 { sources.removeAll(keepingCapacity: true) }
+    }
+}

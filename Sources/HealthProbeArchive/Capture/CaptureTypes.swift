@@ -1,0 +1,111 @@
+import Foundation
+
+/// What triggered a capture and the device context at that moment.
+public struct ObservationContext: Sendable {
+    public var triggerReason: String
+    public var appVersion: String?
+    public var osVersion: String?
+    public var timeZoneIdentifier: String?
+    public var timeZoneSecondsFromGMT: Int?
+    /// The type identifiers this capture was asked to cover.
+    public var selectedTypes: [String]
+    public var notes: String?
+
+    public init(triggerReason: String, appVersion: String? = HealthProbeVersion.current, osVersion: String? = nil,
+                timeZoneIdentifier: String? = nil, timeZoneSecondsFromGMT: Int? = nil,
+                selectedTypes: [String] = [], notes: String? = nil) {
+        self.triggerReason = triggerReason
+        self.appVersion = appVersion
+        self.osVersion = osVersion
+        self.timeZoneIdentifier = timeZoneIdentifier
+        self.timeZoneSecondsFromGMT = timeZoneSecondsFromGMT
+        self.selectedTypes = selectedTypes
+        self.notes = notes
+    }
+
+    /// `hp:v2:type_set:` SHA-256 of the sorted, de-duplicated type list as canonical JSON.
+    public static func typeSetHash(_ types: [String]) -> String {
+        let sorted = Array(Set(types)).sorted(by: CanonicalJSON.keyPrecedes)
+        // Strings only: encoding cannot fail.
+        return (try? ArchiveHasher.sha256(.typeSet, json: .array(sorted.map(JSONValue.string)))) ?? ""
+    }
+}
+
+/// The product version carried in observations and exports.
+public enum HealthProbeVersion {
+    public static let current = "0.1.0"
+}
+
+/// A sample type as the archive registers it.
+public struct SampleTypeDescriptor: Sendable, Hashable {
+    public var identifier: String
+    public var displayName: String?
+    public var category: String?
+    public init(_ identifier: String, displayName: String? = nil, category: String? = nil) {
+        self.identifier = identifier
+        self.displayName = displayName
+        self.category = category
+    }
+}
+
+/// How a type run reads its source.
+public enum TypeRunKind: String, Sendable, Codable {
+    /// Only what the source reports added or deleted since the anchor.
+    case anchored
+    /// Everything visible; what is not seen again disappears once the scan succeeds.
+    case fullScan = "full_scan"
+}
+
+/// Status of one type run.
+public enum TypeRunStatus: String, Sendable, Codable {
+    case running, completed, unauthorized, failed, interrupted
+    /// Completed, but some records were rejected: nothing was closed.
+    case needsReview = "needs_review"
+}
+
+/// Status of an observation.
+public enum ObservationStatus: String, Sendable, Codable {
+    case running, completed, failed, interrupted
+    case needsReview = "needs_review"
+    case partialUnauthorized = "partial_unauthorized"
+    case partialFailed = "partial_failed"
+}
+
+/// Event kinds in `sample_observation_events`.
+public enum EventKind: String, Sendable, Codable, CaseIterable {
+    case appeared
+    case disappeared
+    case representationChanged = "representation_changed"
+    /// Deleted-object evidence for a sample that was not visible (or never seen).
+    case deletedObject = "deleted_object"
+}
+
+/// Evidence kinds in `sample_observation_events.evidence_kind`.
+public enum EvidenceKind: String, Sendable, Codable {
+    case reported
+    case fullScanAbsent = "full_scan_absent"
+    case deletedObject = "hk_deleted_object"
+}
+
+/// What one page did.
+public struct PageResult: Sendable, Equatable {
+    public var records = 0
+    public var appeared = 0
+    public var changed = 0
+    public var disappeared = 0
+    public var deletedUnknown = 0
+    public var unchanged = 0
+    /// The page had been committed before (a retry): nothing was written.
+    public var alreadyCommitted = false
+    public init() {}
+}
+
+/// What a finished type run recorded.
+public struct TypeRunResult: Sendable, Equatable {
+    public var typeIdentifier: String
+    public var status: TypeRunStatus
+    public var insertedEvents: Int
+    public var deletedEvents: Int
+    public var visibleCount: Int?
+    public var rejectedRecords: Int
+}

@@ -1,0 +1,149 @@
+import Foundation
+
+/// A sample's values exactly as the archive stores them, with every hash
+/// computed from those same values (database-design.md 6.2, 6.4).
+public struct NormalizedSample: Sendable {
+    public struct Source: Sendable, Hashable {
+        public var nameHash: String?
+        public var bundleIdentifier: String?
+    }
+    public struct Revision: Sendable, Hashable {
+        public var productType: String?
+        public var version: String?
+        public var operatingSystemVersion: String?
+    }
+    public struct Device: Sendable, Hashable {
+        public var deviceHash: String
+        public var manufacturerHash: String?
+        public var model: String?
+        public var hardwareVersion: String?
+        public var firmwareVersion: String?
+        public var softwareVersion: String?
+        public var localIdentifierHash: String?
+        public var udiHash: String?
+    }
+
+    public var typeIdentifier: String
+    public var uuidHash: String?
+    public var startDate: Double
+    public var endDate: Double
+    public var valueKind: ValueKind
+    public var numericValue: Double?
+    public var unit: String?
+    public var categoryValue: Int?
+    public var workoutActivityType: Int?
+    public var durationSeconds: Double?
+    public var source: Source?
+    public var revision: Revision?
+    public var device: Device?
+    public var metadataJSON: String?
+    public var metadataHash: String?
+    public var sourceBundleHash: String?
+    public var semanticFingerprint: String?
+    public var payloadHash: String
+}
+
+/// Turns raw `CapturedSample`s into `NormalizedSample`s.
+public struct SampleNormalizer: Sendable {
+    public let hasher: ArchiveHasher
+
+    public init(hasher: ArchiveHasher) { self.hasher = hasher }
+
+    /// Trims; empty becomes absent.
+    @inline(__always)
+    static func clean(_ s: String?) -> String? {
+        guard let s else { return nil }
+        let t = s.trimmingCharacters(in: .whitespacesAndNewlines)
+        return t.isEmpty ? nil : t
+    }
+
+    /// OS versions: unknown ones (`0`, `0.0`, `0.0.0`) are absent.
+    static func cleanOSVersion(_ s: String?) -> String? {
+        guard let v = clean(s) else { return nil }
+        if v.allSatisfy({ $0 == "0" || $0 == "." }) { return nil }
+        return v
+    }
+
+    /// Normalizes one sample of `typeIdentifier`.
+    public func normalize(_ sample: CapturedSample, typeIdentifier: String) throws(ArchiveError) -> NormalizedSample {
+        guard sample.startDate.isFinite, sample.endDate.isFinite else {
+            throw ArchiveError(.invalidInput, "a \(typeIdentifier) sample has a non-finite date")
+        }
+        let start = CanonicalDate.normalize(sample.startDate)
+        let end = CanonicalDate.normalize(sample.endDate)
+        guard end >= start else {
+            throw ArchiveError(.invalidInput, "a \(typeIdentifier) sample ends before it starts")
+        }
+        if let v = sample.numericValue, !v.isFinite {
+            throw ArchiveError(.invalidInput, "a \(typeIdentifier) sample has a non-finite value")
+        }
+        if let d = sample.durationSeconds, !d.isFinite {
+            throw ArchiveError(.invalidInput, "a \(typeIdentifier) sample has a non-finite duration")
+        }
+        var n = NormalizedSample(
+            typeIdentifier: typeIdentifier,
+            uuidHash: Self.clean(sample.uuid).map { hasher.hmac(.sampleUUID, $0.uppercased()) },
+            startDate: start, endDate: end, valueKind: sample.valueKind,
+            numericValue: sample.numericValue.map { $0 == 0 ? 0 : $0 },
+            unit: Self.clean(sample.unit), categoryValue: sample.categoryValue,
+            workoutActivityType: sample.workoutActivityType, durationSeconds: sample.durationSeconds,
+            source: nil, revision: nil, device: nil, metadataJSON: nil, metadataHash: nil,
+            sourceBundleHash: nil, semanticFingerprint: nil, payloadHash: "")
+        if let s = sample.source {
+            let name = Self.clean(s.name)
+            let bundle = Self.clean(s.bundleIdentifier)
+            if name != nil || bundle != nil {
+                n.source = .init(nameHash: name.map { hasher.hmac(.sourceName, $0) }, bundleIdentifier: bundle)
+                n.sourceBundleHash = bundle.map { ArchiveHasher.sha256(.sourceBundle, $0) }
+                let rev = NormalizedSample.Revision(productType: Self.clean(s.productType), version: Self.clean(s.version),
+                                                    operatingSystemVersion: Self.cleanOSVersion(s.operatingSystemVersion))
+                n.revision = rev
+            }
+        }
+        if let d = sample.device {
+            n.device = try normalizeDevice(d)
+        }
+        if let m = sample.metadata, !m.isEmpty {
+            let bytes: [UInt8]
+            do { bytes = try CanonicalJSON.encode(.object(m)) } catch {
+                throw ArchiveError(.invalidInput, "a \(typeIdentifier) sample has metadata that cannot be encoded canonically", cause: error)
+            }
+            n.metadataJSON = String(decoding: bytes, as: UTF8.self)
+            n.metadataHash = ArchiveHasher.sha256(.metadata, bytes)
+        }
+        if let key = sample.semanticKey {
+            do {
+                n.semanticFingerprint = try ArchiveHasher.sha256(.semanticFingerprint, json: .object(["type": .string(typeIdentifier), "key": key]))
+            } catch {
+                throw ArchiveError(.invalidInput, "a \(typeIdentifier) sample has a semantic key that cannot be encoded", cause: error)
+            }
+        }
+        do {
+            n.payloadHash = ArchiveHasher.sha256(.payload, try SampleEncoding.payload(n))
+        } catch {
+            throw ArchiveError(.invalidInput, "a \(typeIdentifier) sample cannot be hashed", cause: error)
+        }
+        return n
+    }
+
+    func normalizeDevice(_ d: DeviceDescriptor) throws(ArchiveError) -> NormalizedSample.Device? {
+        let fields: [String: String?] = [
+            "name": Self.clean(d.name), "manufacturer": Self.clean(d.manufacturer), "model": Self.clean(d.model),
+            "hardware_version": Self.clean(d.hardwareVersion), "firmware_version": Self.clean(d.firmwareVersion),
+            "software_version": Self.cleanOSVersion(d.softwareVersion), "local_identifier": Self.clean(d.localIdentifier),
+            "udi_device_identifier": Self.clean(d.udiDeviceIdentifier),
+        ]
+        if fields.values.allSatisfy({ $0 == nil }) { return nil }
+        let json = JSONValue.object(fields.mapValues { JSONValue.optional($0) })
+        let canonical: String
+        do { canonical = try CanonicalJSON.string(json) } catch {
+            throw ArchiveError(.invalidInput, "device fields cannot be encoded", cause: error)
+        }
+        return .init(deviceHash: hasher.hmac(.device, canonical),
+                     manufacturerHash: Self.clean(d.manufacturer).map { hasher.hmac(.manufacturer, $0) },
+                     model: Self.clean(d.model), hardwareVersion: Self.clean(d.hardwareVersion),
+                     firmwareVersion: Self.clean(d.firmwareVersion), softwareVersion: Self.cleanOSVersion(d.softwareVersion),
+                     localIdentifierHash: Self.clean(d.localIdentifier).map { hasher.hmac(.localIdentifier, $0) },
+                     udiHash: Self.clean(d.udiDeviceIdentifier).map { hasher.hmac(.udi, $0) })
+    }
+}

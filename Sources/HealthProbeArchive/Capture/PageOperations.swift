@@ -1,0 +1,231 @@
+import Foundation
+import GRDB
+
+/// The per-sample write logic of one page, inside its transaction, with
+/// prepared statements (database-design.md 7.1, 7.2).
+struct PageOperations {
+    let db: Database
+    let run: TypeRunWriter
+    let obs: Int64
+    let at: Double
+    let typeID: Int64
+
+    let byUUID: FastStatement
+    let byFingerprint: FastStatement
+    let insertSample: FastStatement
+    let markSeen: FastStatement
+    let findVersion: FastStatement
+    let insertVersion: FastStatement
+    let insertEvent: FastStatement
+    let openRange: FastStatement
+    let closeRange: FastStatement
+
+    init(_ db: Database, run: TypeRunWriter) throws {
+        self.db = db
+        self.run = run
+        obs = run.session.observationID
+        at = run.session.observedAt
+        typeID = run.typeID
+        let lookup = """
+            SELECT s.id, r.version_id, v.payload_hash
+            FROM samples s
+            LEFT JOIN sample_visibility_ranges r ON r.sample_id = s.id AND +r.last_observation_id IS NULL
+            LEFT JOIN sample_versions v ON v.id = r.version_id
+            """
+        byUUID = try FastStatement(db, lookup + " WHERE s.sample_uuid_hash = ? AND s.sample_type_id = ? ORDER BY s.id LIMIT 1")
+        byFingerprint = try FastStatement(db, lookup + " WHERE s.sample_type_id = ? AND s.strict_fingerprint = ? AND s.sample_uuid_hash IS NULL")
+        insertSample = try FastStatement(db, """
+            INSERT OR IGNORE INTO samples(sample_type_id, sample_uuid_hash, strict_fingerprint, semantic_fingerprint, first_seen_observation_id, first_seen_at)
+            VALUES (?, ?, ?, ?, ?, ?)
+            """)
+        markSeen = try FastStatement(db, "INSERT OR IGNORE INTO temp.hp_run_seen(sample_id) VALUES (?)")
+        findVersion = try FastStatement(db, "SELECT id FROM sample_versions WHERE sample_id = ? AND payload_hash = ?")
+        insertVersion = try FastStatement(db, """
+            INSERT INTO sample_versions(sample_id, payload_hash, start_date, end_date, value_kind, numeric_value, unit, category_value,
+                workout_activity_type, duration_seconds, source_revision_id, hk_device_id, metadata_id, created_observation_id)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """)
+        insertEvent = try FastStatement(db, """
+            INSERT OR IGNORE INTO sample_observation_events(observation_id, sample_id, version_id, event_kind, observed_at, evidence_kind)
+            VALUES (?, ?, ?, ?, ?, ?)
+            """)
+        openRange = try FastStatement(db, """
+            INSERT OR IGNORE INTO sample_visibility_ranges(sample_id, version_id, first_observation_id, last_observation_id, first_seen_at, last_seen_at)
+            VALUES (?, ?, ?, NULL, ?, NULL)
+            """)
+        closeRange = try FastStatement(db, """
+            UPDATE sample_visibility_ranges SET last_observation_id = ?, last_seen_at = max(first_seen_at, ?)
+            WHERE sample_id = ? AND +last_observation_id IS NULL
+            """)
+    }
+
+    /// The sample's id and its open range's version and payload hash, if any.
+    struct Found { var sampleID: Int64; var openVersionID: Int64?; var openPayloadMatches: Bool }
+
+    private func lookup(_ stmt: FastStatement, _ args: [FastStatement.Value], payloadHash: String) throws -> Found? {
+        var found: Found?
+        try stmt.query(db, args) { row in
+            if found == nil {
+                found = Found(sampleID: row.int(0)!, openVersionID: row.int(1), openPayloadMatches: row.textEquals(2, payloadHash))
+            }
+        }
+        return found
+    }
+
+    private func seen(_ sampleID: Int64) throws -> Bool {
+        try markSeen.run(db, [.int(sampleID)]) == 0
+    }
+
+    /// Inserts a new sample identity, trying occurrences from `start` until a
+    /// free strict fingerprint is found.
+    private func createSample(_ n: NormalizedSample, startOccurrence: Int) throws -> Int64 {
+        var occurrence = startOccurrence
+        while true {
+            let fp = try SampleEncoding.strictFingerprintHash(n, occurrence: occurrence)
+            let changed = try insertSample.run(db, [.int(typeID), .text(n.uuidHash), .text(fp), .text(n.semanticFingerprint), .int(obs), .double(at)])
+            if changed == 1 {
+                let id = db.lastInsertedRowID
+                _ = try seen(id)
+                return id
+            }
+            occurrence += 1
+            if occurrence > 1_000_000 { throw ArchiveError(.invalidState, "too many identical samples of \(n.typeIdentifier)") }
+        }
+    }
+
+    /// Applies one visible sample.
+    mutating func apply(_ n: NormalizedSample, into result: inout PageResult) throws {
+        result.records += 1
+        var found: Found?
+        var isNew = false
+        if let uuidHash = n.uuidHash {
+            found = try lookup(byUUID, [.text(uuidHash), .int(typeID)], payloadHash: n.payloadHash)
+            if let f = found { _ = try seen(f.sampleID) }
+        } else {
+            // Exact duplicates are told apart by occurrence within this run.
+            var occurrence = 0
+            while true {
+                let fp = try SampleEncoding.strictFingerprintHash(n, occurrence: occurrence)
+                guard let f = try lookup(byFingerprint, [.int(typeID), .text(fp)], payloadHash: n.payloadHash) else { break }
+                if try !seen(f.sampleID) { found = f; break }
+                occurrence += 1
+            }
+            if found == nil {
+                let id = try createSample(n, startOccurrence: occurrence)
+                found = Found(sampleID: id, openVersionID: nil, openPayloadMatches: false)
+                isNew = true
+            }
+        }
+        if found == nil {
+            let id = try createSample(n, startOccurrence: 0)
+            found = Found(sampleID: id, openVersionID: nil, openPayloadMatches: false)
+            isNew = true
+        }
+        let f = found!
+        if !isNew, f.openVersionID != nil, f.openPayloadMatches {
+            result.unchanged += 1
+            return
+        }
+        var versionID: Int64?
+        if !isNew {
+            try findVersion.query(db, [.int(f.sampleID), .text(n.payloadHash)]) { row in versionID = row.int(0) }
+        }
+        if versionID == nil { versionID = try insertVersion(f.sampleID, n) }
+        let vid = versionID!
+        if let open = f.openVersionID, open != vid {
+            try closeRange.run(db, [.int(obs), .double(run.previousVerifiedAt), .int(f.sampleID)])
+            try insertEvent.run(db, [.int(obs), .int(f.sampleID), .int(vid), .text(EventKind.representationChanged.rawValue), .double(at), .text(EvidenceKind.reported.rawValue)])
+            try openRange.run(db, [.int(f.sampleID), .int(vid), .int(obs), .double(at)])
+            result.changed += 1
+        } else if f.openVersionID == nil {
+            try insertEvent.run(db, [.int(obs), .int(f.sampleID), .int(vid), .text(EventKind.appeared.rawValue), .double(at), .text(EvidenceKind.reported.rawValue)])
+            try openRange.run(db, [.int(f.sampleID), .int(vid), .int(obs), .double(at)])
+            result.appeared += 1
+        } else {
+            result.unchanged += 1
+        }
+    }
+
+    /// Applies deleted-object evidence for one UUID hash.
+    mutating func applyDeleted(uuidHash: String, into result: inout PageResult) throws {
+        result.records += 1
+        var found: Found?
+        try byUUID.query(db, [.text(uuidHash), .int(typeID)]) { row in
+            if found == nil { found = Found(sampleID: row.int(0)!, openVersionID: row.int(1), openPayloadMatches: false) }
+        }
+        if let f = found, let open = f.openVersionID {
+            try closeRange.run(db, [.int(obs), .double(run.previousVerifiedAt), .int(f.sampleID)])
+            try insertEvent.run(db, [.int(obs), .int(f.sampleID), .int(open), .text(EventKind.disappeared.rawValue), .double(at), .text(EvidenceKind.deletedObject.rawValue)])
+            result.disappeared += 1
+            return
+        }
+        let sampleID: Int64
+        if let f = found {
+            sampleID = f.sampleID
+        } else {
+            let fp = SampleEncoding.deletedOnlyFingerprint(typeIdentifier: run.type.identifier, uuidHash: uuidHash)
+            try insertSample.run(db, [.int(typeID), .text(uuidHash), .text(fp), .text(nil), .int(obs), .double(at)])
+            sampleID = db.lastInsertedRowID
+        }
+        if try insertEvent.run(db, [.int(obs), .int(sampleID), .int(nil), .text(EventKind.deletedObject.rawValue), .double(at), .text(EvidenceKind.deletedObject.rawValue)]) == 1 {
+            result.deletedUnknown += 1
+        }
+    }
+
+    private mutating func insertVersion(_ sampleID: Int64, _ n: NormalizedSample) throws -> Int64 {
+        let revisionID = try revisionID(n)
+        let deviceID = try deviceID(n)
+        let metadataID = try metadataID(n)
+        try insertVersion.run(db, [
+            .int(sampleID), .text(n.payloadHash), .double(n.startDate), .double(n.endDate), .text(n.valueKind.rawValue),
+            .double(n.numericValue), .text(n.unit), .int(n.categoryValue.map(Int64.init)), .int(n.workoutActivityType.map(Int64.init)),
+            .double(n.durationSeconds), .int(revisionID), .int(deviceID), .int(metadataID), .int(obs),
+        ])
+        return db.lastInsertedRowID
+    }
+
+    private func revisionID(_ n: NormalizedSample) throws -> Int64? {
+        guard let source = n.source else { return nil }
+        let sourceID: Int64
+        if let id = run.session.caches.sources[source] {
+            sourceID = id
+        } else {
+            try db.execute(sql: "INSERT OR IGNORE INTO sources(source_name_hash, bundle_identifier) VALUES (?, ?)", arguments: [source.nameHash, source.bundleIdentifier])
+            sourceID = try Int64.fetchOne(db, sql: "SELECT id FROM sources WHERE ifnull(source_name_hash, '') = ifnull(?, '') AND ifnull(bundle_identifier, '') = ifnull(?, '')",
+                                          arguments: [source.nameHash, source.bundleIdentifier])!
+            run.session.caches.sources[source] = sourceID
+        }
+        let rev = n.revision ?? NormalizedSample.Revision()
+        let key = WriteCaches.RevisionKey(sourceID: sourceID, revision: rev)
+        if let id = run.session.caches.revisions[key] { return id }
+        try db.execute(sql: "INSERT OR IGNORE INTO source_revisions(source_id, product_type, version, operating_system_version) VALUES (?, ?, ?, ?)",
+                       arguments: [sourceID, rev.productType, rev.version, rev.operatingSystemVersion])
+        let id = try Int64.fetchOne(db, sql: """
+            SELECT id FROM source_revisions WHERE source_id = ? AND ifnull(product_type, '') = ifnull(?, '')
+              AND ifnull(version, '') = ifnull(?, '') AND ifnull(operating_system_version, '') = ifnull(?, '')
+            """, arguments: [sourceID, rev.productType, rev.version, rev.operatingSystemVersion])!
+        run.session.caches.revisions[key] = id
+        return id
+    }
+
+    private func deviceID(_ n: NormalizedSample) throws -> Int64? {
+        guard let d = n.device else { return nil }
+        if let id = run.session.caches.devices[d.deviceHash] { return id }
+        try db.execute(sql: """
+            INSERT OR IGNORE INTO hk_devices(device_hash, manufacturer_hash, model, hardware_version, firmware_version, software_version, local_identifier_hash, udi_hash)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """, arguments: [d.deviceHash, d.manufacturerHash, d.model, d.hardwareVersion, d.firmwareVersion, d.softwareVersion, d.localIdentifierHash, d.udiHash])
+        let id = try Int64.fetchOne(db, sql: "SELECT id FROM hk_devices WHERE device_hash = ?", arguments: [d.deviceHash])!
+        run.session.caches.devices[d.deviceHash] = id
+        return id
+    }
+
+    private func metadataID(_ n: NormalizedSample) throws -> Int64? {
+        guard let hash = n.metadataHash, let json = n.metadataJSON else { return nil }
+        if let id = run.session.caches.metadata[hash] { return id }
+        try db.execute(sql: "INSERT OR IGNORE INTO metadata_blobs(metadata_hash, metadata_json) VALUES (?, ?)", arguments: [hash, json])
+        let id = try Int64.fetchOne(db, sql: "SELECT id FROM metadata_blobs WHERE metadata_hash = ?", arguments: [hash])!
+        run.session.caches.metadata[hash] = id
+        return id
+    }
+}

@@ -1,0 +1,81 @@
+/// The canonical JSON documents behind a sample's payload hash and strict
+/// fingerprint (documented byte for byte in docs/hashing.md).
+public enum SampleEncoding {
+    /// Canonical payload JSON: every stored field of the version.
+    /// Keys in RFC 8785 order.
+    public static func payload(_ n: NormalizedSample) throws(HashingError) -> [UInt8] {
+        var w = CanonicalJSONWriter(capacity: 512)
+        w.beginObject()
+        w.field("category_value", n.categoryValue)
+        w.field("device_hash", n.device?.deviceHash)
+        try w.field("duration_seconds", n.durationSeconds)
+        w.key("end_date"); appendDate(n.endDate, &w)
+        w.field("metadata_hash", n.metadataHash)
+        try w.field("numeric_value", n.numericValue)
+        w.key("source")
+        if let s = n.source {
+            w.beginObject()
+            w.field("bundle_identifier", s.bundleIdentifier)
+            w.field("name_hash", s.nameHash)
+            w.endObject()
+        } else { w.writeNull() }
+        w.key("source_revision")
+        if let r = n.revision {
+            w.beginObject()
+            w.field("operating_system_version", r.operatingSystemVersion)
+            w.field("product_type", r.productType)
+            w.field("version", r.version)
+            w.endObject()
+        } else { w.writeNull() }
+        w.key("start_date"); appendDate(n.startDate, &w)
+        w.field("type", n.typeIdentifier)
+        w.field("unit", n.unit)
+        w.field("value_kind", n.valueKind.rawValue)
+        w.field("workout_activity_type", n.workoutActivityType)
+        w.endObject()
+        return w.bytes
+    }
+
+    /// Canonical strict-fingerprint JSON: the identifying content fields plus
+    /// `occurrence`, which tells apart exact duplicates (0 for the first).
+    public static func strictFingerprint(_ n: NormalizedSample, occurrence: Int) throws(HashingError) -> [UInt8] {
+        var w = CanonicalJSONWriter(capacity: 384)
+        w.beginObject()
+        w.field("category_value", n.categoryValue)
+        try w.field("duration_seconds", n.durationSeconds)
+        w.key("end_date"); appendDate(n.endDate, &w)
+        try w.field("numeric_value", n.numericValue)
+        w.field("occurrence", occurrence)
+        w.field("source_bundle_hash", n.sourceBundleHash)
+        w.key("start_date"); appendDate(n.startDate, &w)
+        w.field("type", n.typeIdentifier)
+        w.field("unit", n.unit)
+        w.field("value_kind", n.valueKind.rawValue)
+        w.field("workout_activity_type", n.workoutActivityType)
+        w.endObject()
+        return w.bytes
+    }
+
+    /// The strict fingerprint hash for `occurrence`.
+    public static func strictFingerprintHash(_ n: NormalizedSample, occurrence: Int) throws(HashingError) -> String {
+        ArchiveHasher.sha256(.strictFingerprint, try strictFingerprint(n, occurrence: occurrence))
+    }
+
+    /// Strict fingerprint of a sample known only from deleted-object evidence.
+    public static func deletedOnlyFingerprint(typeIdentifier: String, uuidHash: String) -> String {
+        var w = CanonicalJSONWriter()
+        w.beginObject()
+        w.field("deleted_object_uuid_hash", uuidHash)
+        w.field("type", typeIdentifier)
+        w.endObject()
+        return ArchiveHasher.sha256(.strictFingerprint, w.bytes)
+    }
+
+    @inline(__always)
+    static func appendDate(_ d: Double, _ w: inout CanonicalJSONWriter) {
+        var text: [UInt8] = []
+        text.reserveCapacity(24)
+        CanonicalDate.append(d, to: &text)
+        w.writeString(String(decoding: text, as: UTF8.self))
+    }
+}

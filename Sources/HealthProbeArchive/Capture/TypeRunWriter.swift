@@ -1,0 +1,204 @@
+import Foundation
+import GRDB
+
+/// Writes one type run of a capture: pages of samples, deleted-object
+/// evidence, then completion (full scans close what was not seen) or failure.
+///
+/// Every page is one transaction and is recorded in `capture_pages` with a
+/// hash of its content: a retried page is recognized and changes nothing.
+public final class TypeRunWriter {
+    public let type: SampleTypeDescriptor
+    public let kind: TypeRunKind
+    let typeID: Int64
+    let runID: Int64
+    /// When this type was last verified before this observation (closing ranges' `last_seen_at`).
+    let previousVerifiedAt: Double
+    unowned let session: CaptureSession
+    var isFinished = false
+    public private(set) var rejectedRecords = 0
+    private var totals = PageResult()
+
+    init(session: CaptureSession, type: SampleTypeDescriptor, kind: TypeRunKind, typeID: Int64, runID: Int64, previousVerifiedAt: Double) {
+        self.session = session
+        self.type = type
+        self.kind = kind
+        self.typeID = typeID
+        self.runID = runID
+        self.previousVerifiedAt = previousVerifiedAt
+    }
+
+    /// Totals over the pages written so far.
+    public var totalsSoFar: PageResult { totals }
+
+    /// Normalizes `samples` (outside the transaction), then writes them as page `index`.
+    @discardableResult
+    public func writePage(index: Int, samples: [CapturedSample]) throws -> PageResult {
+        var normalized: [NormalizedSample] = []
+        normalized.reserveCapacity(samples.count)
+        for s in samples { normalized.append(try session.normalizer.normalize(s, typeIdentifier: type.identifier)) }
+        return try writePage(index: index, normalized: normalized)
+    }
+
+    /// Writes already-normalized samples as page `index`.
+    @discardableResult
+    public func writePage(index: Int, normalized: [NormalizedSample]) throws -> PageResult {
+        try ensureOpen()
+        var pageBytes: [UInt8] = []
+        pageBytes.reserveCapacity(normalized.count * 132)
+        for n in normalized {
+            pageBytes.append(contentsOf: (n.uuidHash ?? "-").utf8)
+            pageBytes.append(0x20)
+            pageBytes.append(contentsOf: n.payloadHash.utf8)
+            pageBytes.append(0x0A)
+        }
+        let pageHash = ArchiveHasher.sha256(.page, pageBytes)
+        let saved = session.caches
+        do {
+            let result = try session.archive.writer.write { db -> PageResult in
+                if try checkLedger(db, index: index, hash: pageHash) { var r = PageResult(); r.alreadyCommitted = true; return r }
+                var ops = try PageOperations(db, run: self)
+                var result = PageResult()
+                for n in normalized { try ops.apply(n, into: &result) }
+                try finishPage(db, index: index, hash: pageHash, result: result)
+                return result
+            }
+            add(result)
+            session.caches.trim()
+            return result
+        } catch {
+            session.caches = saved
+            throw error
+        }
+    }
+
+    /// Records deleted-object evidence (HealthKit `HKDeletedObject`) for these UUIDs as page `index`.
+    @discardableResult
+    public func recordDeletedObjects(index: Int, uuids: [String]) throws -> PageResult {
+        try ensureOpen()
+        let hashes = uuids.compactMap(SampleNormalizer.clean).map { session.node.hasher.hmac(.sampleUUID, $0.uppercased()) }
+        let pageHash = ArchiveHasher.sha256(.page, Array(("deleted\n" + hashes.joined(separator: "\n")).utf8))
+        let result = try session.archive.writer.write { db -> PageResult in
+            if try checkLedger(db, index: index, hash: pageHash) { var r = PageResult(); r.alreadyCommitted = true; return r }
+            var ops = try PageOperations(db, run: self)
+            var result = PageResult()
+            for h in hashes { try ops.applyDeleted(uuidHash: h, into: &result) }
+            try finishPage(db, index: index, hash: pageHash, result: result)
+            return result
+        }
+        add(result)
+        return result
+    }
+
+    /// Counts records the source held but that could not be read (malformed).
+    /// A full scan with rejected records closes nothing and ends `needs_review`.
+    public func recordRejected(count: Int = 1) throws {
+        try ensureOpen()
+        rejectedRecords += count
+        let run = runID
+        try session.archive.writer.write { db in
+            try db.execute(sql: "UPDATE observation_type_runs SET rejected_record_count = rejected_record_count + ? WHERE id = ?", arguments: [count, run])
+        }
+    }
+
+    /// Completes the run. A full scan closes the ranges of everything visible
+    /// before and not seen now (`disappeared`, `full_scan_absent`), unless
+    /// records were rejected. Records the verified visible count.
+    @discardableResult
+    public func complete(anchorAfter: [UInt8]? = nil) throws -> TypeRunResult {
+        try ensureOpen()
+        let obs = session.observationID
+        let at = session.observedAt
+        let now = session.node.clock.now()
+        let status: TypeRunStatus = rejectedRecords > 0 ? .needsReview : .completed
+        let closes = kind == .fullScan && status == .completed
+        let (gone, visible) = try session.archive.writer.write { db -> (Int, Int) in
+            var gone = 0
+            if closes {
+                try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS hp_run_gone(sample_id INTEGER PRIMARY KEY, version_id INTEGER)")
+                try db.execute(sql: "DELETE FROM temp.hp_run_gone")
+                try db.execute(sql: """
+                    INSERT INTO temp.hp_run_gone(sample_id, version_id)
+                    SELECT r.sample_id, r.version_id
+                    FROM samples s JOIN sample_visibility_ranges r ON r.sample_id = s.id AND +r.last_observation_id IS NULL
+                    WHERE s.sample_type_id = ? AND s.id NOT IN (SELECT sample_id FROM temp.hp_run_seen)
+                    """, arguments: [typeID])
+                gone = db.changesCount
+                if gone > 0 {
+                    try db.execute(sql: """
+                        INSERT OR IGNORE INTO sample_observation_events(observation_id, sample_id, version_id, event_kind, observed_at, evidence_kind)
+                        SELECT ?, sample_id, version_id, 'disappeared', ?, 'full_scan_absent' FROM temp.hp_run_gone
+                        """, arguments: [obs, at])
+                    try db.execute(sql: """
+                        UPDATE sample_visibility_ranges SET last_observation_id = ?, last_seen_at = max(first_seen_at, ?)
+                        WHERE sample_id IN (SELECT sample_id FROM temp.hp_run_gone) AND +last_observation_id IS NULL
+                        """, arguments: [obs, previousVerifiedAt])
+                }
+                try db.execute(sql: "DELETE FROM temp.hp_run_gone")
+            }
+            let visible = try Int.fetchOne(db, sql: """
+                SELECT count(*) FROM samples s JOIN sample_visibility_ranges r ON r.sample_id = s.id AND +r.last_observation_id IS NULL
+                WHERE s.sample_type_id = ?
+                """, arguments: [typeID]) ?? 0
+            try db.execute(sql: """
+                UPDATE observation_type_runs SET status = ?, ended_at = ?, anchor_after = ?, verified_visible_count = ?,
+                    deleted_event_count = deleted_event_count + ?
+                WHERE id = ?
+                """, arguments: [status.rawValue, now, anchorAfter.map { Data($0) }, visible, gone, runID])
+            try db.execute(sql: "DELETE FROM temp.hp_run_seen")
+            return (gone, visible)
+        }
+        totals.disappeared += gone
+        isFinished = true
+        return TypeRunResult(typeIdentifier: type.identifier, status: status, insertedEvents: totals.appeared + totals.changed,
+                             deletedEvents: totals.disappeared + totals.deletedUnknown, visibleCount: visible, rejectedRecords: rejectedRecords)
+    }
+
+    /// Ends the run as `unauthorized` or `failed`. Nothing is closed; pages
+    /// already committed stay (their appearances are real evidence).
+    @discardableResult
+    public func fail(_ status: TypeRunStatus, errorKind: String, message: String? = nil) throws -> TypeRunResult {
+        try ensureOpen()
+        guard status == .failed || status == .unauthorized else {
+            throw ArchiveError(.invalidState, "a type run can fail only as failed or unauthorized, not \(status.rawValue)")
+        }
+        let now = session.node.clock.now()
+        let messageHash = message.map { session.node.hasher.hmac(.errorMessage, $0) }
+        try session.archive.writer.write { db in
+            try db.execute(sql: "UPDATE observation_type_runs SET status = ?, ended_at = ?, error_kind = ?, error_message_hash = ? WHERE id = ?",
+                           arguments: [status.rawValue, now, errorKind, messageHash, runID])
+            try db.execute(sql: "DELETE FROM temp.hp_run_seen")
+        }
+        isFinished = true
+        return TypeRunResult(typeIdentifier: type.identifier, status: status, insertedEvents: totals.appeared + totals.changed,
+                             deletedEvents: totals.disappeared + totals.deletedUnknown, visibleCount: nil, rejectedRecords: rejectedRecords)
+    }
+
+    private func ensureOpen() throws {
+        if isFinished { throw ArchiveError(.invalidState, "the \(type.identifier) type run is already finished") }
+    }
+
+    private func add(_ r: PageResult) {
+        totals.records += r.records
+        totals.appeared += r.appeared
+        totals.changed += r.changed
+        totals.disappeared += r.disappeared
+        totals.deletedUnknown += r.deletedUnknown
+        totals.unchanged += r.unchanged
+    }
+
+    /// True when this page was already committed with the same content.
+    private func checkLedger(_ db: Database, index: Int, hash: String) throws -> Bool {
+        guard let existing = try String.fetchOne(db, sql: "SELECT page_hash FROM capture_pages WHERE type_run_id = ? AND page_index = ?", arguments: [runID, index]) else {
+            return false
+        }
+        if existing == hash { return true }
+        throw ArchiveError(.pageConflict, "page \(index) of the \(type.identifier) run was already committed with different content; a retry must resend the same page")
+    }
+
+    private func finishPage(_ db: Database, index: Int, hash: String, result: PageResult) throws {
+        try db.execute(sql: "INSERT INTO capture_pages(type_run_id, page_index, page_hash, record_count, committed_at) VALUES (?, ?, ?, ?, ?)",
+                       arguments: [runID, index, hash, result.records, session.node.clock.now()])
+        try db.execute(sql: "UPDATE observation_type_runs SET inserted_event_count = inserted_event_count + ?, deleted_event_count = deleted_event_count + ? WHERE id = ?",
+                       arguments: [result.appeared + result.changed, result.disappeared + result.deletedUnknown, runID])
+    }
+}

@@ -1,0 +1,27 @@
+/// Every hashed input starts with `hp:v2:<domain>:`. One case per domain.
+public enum HashDomain: String, Sendable, CaseIterable {
+    // Content hashes (SHA-256).
+    case payload
+    case strictFingerprint = "strict_fingerprint"
+    case semanticFingerprint = "semantic_fingerprint"
+    case sourceBundle = "source_bundle"
+    case metadata
+    case typeSet = "type_set"
+    case aggregate
+    case item
+    case manifest
+    case page
+    // Privacy hashes (HMAC-SHA256 with the archive secret).
+    case sampleUUID = "sample_uuid"
+    case deviceChain = "device_chain"
+    case sourceName = "source_name"
+    case device
+    case manufacturer
+    case localIdentifier = "local_identifier"
+    case udi
+    case errorMessage = "error_message"
+    case personal
+
+    /// `hp:v2:<domain>:` as bytes.
+    public var prefix: [UInt8] { Array("hp:v2:\(rawValue):".utf8) }
+}

@@ -1,0 +1,94 @@
+import Foundation
+import GRDB
+import Logging
+
+/// An open v2 archive: a SQLite database in WAL mode with foreign keys on,
+/// migrated to the latest schema. Writers hold an exclusive process lock;
+/// opening for writing marks observations a crash left `running` as `interrupted`.
+public final class Archive: Sendable {
+    /// The database (a pool on disk, a queue in memory).
+    public let writer: any DatabaseWriter
+    /// The file path, or `nil` in memory.
+    public let path: String?
+    public let logger: Logger
+    private let lock: FileLock?
+
+    /// How an archive is opened.
+    public enum Mode: Sendable { case readWrite, readOnly }
+
+    /// Opens (creating if needed) the archive at `path`.
+    public static func open(path: String, mode: Mode = .readWrite, clock: any ArchiveClock = SystemClock(),
+                            logger: Logger = Archive.silentLogger) throws -> Archive {
+        let directory = (path as NSString).deletingLastPathComponent
+        if mode == .readOnly && !FileManager.default.fileExists(atPath: path) {
+            throw ArchiveError(.notFound, "no archive at \(path); run `hp-node init` or a capture first")
+        }
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let lock = mode == .readWrite ? try FileLock(path: path + ".lock") : nil
+        var config = Configuration()
+        config.foreignKeysEnabled = true
+        config.readonly = false
+        config.busyMode = .timeout(10)
+        config.prepareDatabase { db in
+            try db.execute(sql: """
+                PRAGMA synchronous = NORMAL;
+                PRAGMA temp_store = MEMORY;
+                PRAGMA cache_size = -65536;
+                """)
+        }
+        let pool: DatabasePool
+        do {
+            pool = try DatabasePool(path: path, configuration: config)
+        } catch {
+            throw ArchiveError(.notAnArchive, "cannot open \(path) as a SQLite archive; it may be corrupt or not an archive", cause: error)
+        }
+        let archive = Archive(writer: pool, path: path, lock: lock, logger: logger)
+        try archive.prepare(clock: clock, recoverInterrupted: mode == .readWrite)
+        return archive
+    }
+
+    /// An in-memory archive (tests).
+    public static func inMemory(clock: any ArchiveClock = SystemClock()) throws -> Archive {
+        var config = Configuration()
+        config.foreignKeysEnabled = true
+        let queue = try DatabaseQueue(configuration: config)
+        let archive = Archive(writer: queue, path: nil, lock: nil, logger: Archive.silentLogger)
+        try archive.prepare(clock: clock, recoverInterrupted: true)
+        return archive
+    }
+
+    /// The default logger: libraries stay quiet unless the caller passes a logger.
+    public static let silentLogger = Logger(label: "healthprobe.archive", factory: { _ in SwiftLogNoOpLogHandler() })
+
+    init(writer: any DatabaseWriter, path: String?, lock: FileLock?, logger: Logger) {
+        self.writer = writer
+        self.path = path
+        self.lock = lock
+        self.logger = logger
+    }
+
+    /// Migrates with the given migration list (tests use it to simulate failures).
+    func prepare(clock: any ArchiveClock, recoverInterrupted: Bool,
+                 migrations: [ArchiveMigrations.Migration] = ArchiveMigrations.all) throws {
+        try ArchiveMigrations.migrate(writer, migrations: migrations, now: clock.now())
+        if recoverInterrupted { try markInterrupted(now: clock.now()) }
+    }
+
+    /// The schema version recorded in the archive.
+    public func schemaVersion() throws -> Int {
+        try writer.read { db in try Int.fetchOne(db, sql: "SELECT max(version) FROM schema_migrations") ?? 0 }
+    }
+
+    /// Marks observations and type runs a crash left `running` as `interrupted`.
+    /// Committed pages stay as they are; no visibility range is closed.
+    @discardableResult
+    func markInterrupted(now: Double) throws -> Int {
+        try writer.write { db in
+            try db.execute(sql: "UPDATE observation_type_runs SET status = 'interrupted', ended_at = ? WHERE status = 'running'", arguments: [now])
+            try db.execute(sql: "UPDATE observations SET status = 'interrupted', ended_at = ? WHERE status = 'running'", arguments: [now])
+            let n = db.changesCount
+            if n > 0 { logger.warning("marked observations left running as interrupted", metadata: ["archive.interrupted_count": "\(n)"]) }
+            return n
+        }
+    }
+}

@@ -1,0 +1,67 @@
+import Foundation
+import GRDB
+
+/// Versioned archive migrations. Each one runs in a transaction and records
+/// itself in `schema_migrations`; a failure rolls back and leaves the file as
+/// it was. Shipped migrations are never edited.
+public enum ArchiveMigrations {
+    /// A migration: a version, a description and its SQL.
+    public struct Migration: Sendable {
+        public let version: Int
+        public let description: String
+        public let sql: String
+        public init(version: Int, description: String, sql: String) {
+            self.version = version
+            self.description = description
+            self.sql = sql
+        }
+    }
+
+    /// The migrations this build knows, in order.
+    public static let all: [Migration] = [
+        Migration(version: SchemaV2.version, description: SchemaV2.description, sql: SchemaV2.sql),
+    ]
+
+    /// The highest schema version this build knows.
+    public static var latestVersion: Int { all.map(\.version).max() ?? 0 }
+
+    /// Value of `archive_metadata.archive_format`.
+    public static let archiveFormat = "healthprobe-archive-v2"
+
+    /// Brings `db` up to date, refusing archives from newer builds.
+    static func migrate(_ writer: any DatabaseWriter, migrations: [Migration] = all, now: Double) throws {
+        let known = migrations.map(\.version).max() ?? 0
+        let applied: Int? = try writer.read { db in
+            guard try db.tableExists("schema_migrations") else {
+                let tables = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name != 'grdb_migrations'") ?? 0
+                if tables > 0 {
+                    throw ArchiveError(.notAnArchive, "this SQLite file has tables but no schema_migrations table: it is not a HealthProbe archive; point --home at a HealthProbe home or an empty directory")
+                }
+                return nil
+            }
+            return try Int.fetchOne(db, sql: "SELECT max(version) FROM schema_migrations")
+        }
+        if let applied, applied > known {
+            throw ArchiveError(.newerSchema, "the archive has schema version \(applied) but this build knows only up to \(known); it was written by a newer HealthProbe. Upgrade HealthProbe to open it; the archive was not changed")
+        }
+        var migrator = DatabaseMigrator()
+        for m in migrations {
+            migrator.registerMigration("v\(m.version)") { db in
+                try db.execute(sql: m.sql)
+                try db.execute(sql: "INSERT INTO schema_migrations(version, applied_at, description) VALUES (?, ?, ?)",
+                               arguments: [m.version, now, m.description])
+                try db.execute(sql: "INSERT INTO archive_metadata(key, value) VALUES ('schema_version', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                               arguments: [String(m.version)])
+                try db.execute(sql: "INSERT OR IGNORE INTO archive_metadata(key, value) VALUES ('archive_format', ?)", arguments: [archiveFormat])
+                try db.execute(sql: "INSERT OR IGNORE INTO archive_metadata(key, value) VALUES ('created_at', ?)", arguments: [CanonicalDate.string(now)])
+            }
+        }
+        do {
+            try migrator.migrate(writer)
+        } catch let error as ArchiveError {
+            throw error
+        } catch {
+            throw ArchiveError(.migrationFailed, "a schema migration failed and was rolled back; the archive is unchanged and was not deleted. Report this with the cause below", cause: error)
+        }
+    }
+}

@@ -1,0 +1,88 @@
+import Foundation
+import GRDB
+import GRDBSQLite
+
+/// Binds and steps a GRDB-prepared statement through the SQLite C API, for
+/// the capture write path's hot loops. Use only inside a database access
+/// closure; always `reset()` after use (the methods do).
+struct FastStatement {
+    let statement: Statement
+    private var raw: OpaquePointer { statement.sqliteStatement }
+    private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+
+    init(_ db: Database, _ sql: String) throws {
+        statement = try db.cachedStatement(sql: sql)
+    }
+
+    enum Value {
+        case int(Int64?)
+        case double(Double?)
+        case text(String?)
+        case blob([UInt8]?)
+    }
+
+    func bind(_ values: [Value]) {
+        sqlite3_reset(raw)
+        sqlite3_clear_bindings(raw)
+        for (i, v) in values.enumerated() {
+            let idx = Int32(i + 1)
+            switch v {
+            case .int(let x): if let x { sqlite3_bind_int64(raw, idx, x) } else { sqlite3_bind_null(raw, idx) }
+            case .double(let x): if let x { sqlite3_bind_double(raw, idx, x) } else { sqlite3_bind_null(raw, idx) }
+            case .text(let x):
+                if let x {
+                    var s = x
+                    s.withUTF8 { buf in
+                        _ = sqlite3_bind_text(raw, idx, UnsafeRawPointer(buf.baseAddress!).assumingMemoryBound(to: CChar.self), Int32(buf.count), Self.transient)
+                    }
+                } else { sqlite3_bind_null(raw, idx) }
+            case .blob(let x):
+                if let x {
+                    x.withUnsafeBytes { buf in _ = sqlite3_bind_blob(raw, idx, buf.baseAddress, Int32(buf.count), Self.transient) }
+                } else { sqlite3_bind_null(raw, idx) }
+            }
+        }
+    }
+
+    /// Executes a write; returns the number of changed rows.
+    @discardableResult
+    func run(_ db: Database, _ values: [Value]) throws -> Int {
+        bind(values)
+        defer { sqlite3_reset(raw) }
+        let rc = sqlite3_step(raw)
+        guard rc == SQLITE_DONE || rc == SQLITE_ROW else { throw error(db, rc) }
+        return Int(sqlite3_changes(db.sqliteConnection))
+    }
+
+    /// Runs a query and calls `row` for each result row (columns read with `int`, `text`...).
+    func query(_ db: Database, _ values: [Value], _ row: (FastStatement) throws -> Void) throws {
+        bind(values)
+        defer { sqlite3_reset(raw) }
+        while true {
+            let rc = sqlite3_step(raw)
+            if rc == SQLITE_DONE { return }
+            guard rc == SQLITE_ROW else { throw error(db, rc) }
+            try row(self)
+        }
+    }
+
+    func isNull(_ col: Int32) -> Bool { sqlite3_column_type(raw, col) == SQLITE_NULL }
+    func int(_ col: Int32) -> Int64? { isNull(col) ? nil : sqlite3_column_int64(raw, col) }
+    func double(_ col: Int32) -> Double? { isNull(col) ? nil : sqlite3_column_double(raw, col) }
+    func text(_ col: Int32) -> String? {
+        guard let p = sqlite3_column_text(raw, col) else { return nil }
+        return String(cString: p)
+    }
+    /// Compares a text column with `s` without allocating.
+    func textEquals(_ col: Int32, _ s: String) -> Bool {
+        guard let p = sqlite3_column_text(raw, col) else { return false }
+        let n = Int(sqlite3_column_bytes(raw, col))
+        var s = s
+        return s.withUTF8 { buf in buf.count == n && memcmp(buf.baseAddress!, p, n) == 0 }
+    }
+
+    private func error(_ db: Database, _ rc: Int32) -> DatabaseError {
+        let message = String(cString: sqlite3_errmsg(db.sqliteConnection))
+        return DatabaseError(resultCode: ResultCode(rawValue: rc), message: message, sql: statement.sql)
+    }
+}

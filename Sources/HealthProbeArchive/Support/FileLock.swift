@@ -1,0 +1,30 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// An exclusive advisory lock (flock) held for the lifetime of the object.
+final class FileLock: @unchecked Sendable {
+    private let fd: Int32
+    let path: String
+
+    /// Takes the lock without waiting; throws `.locked` if another process holds it.
+    init(path: String) throws {
+        self.path = path
+        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw ArchiveError(.storage, "cannot open lock file \(path): \(String(cString: strerror(errno)))")
+        }
+        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            close(fd)
+            throw ArchiveError(.locked, "the archive is in use by another HealthProbe process (lock \(path)); wait for it to finish and try again")
+        }
+    }
+
+    deinit {
+        flock(fd, LOCK_UN)
+        close(fd)
+    }
+}

@@ -1,0 +1,74 @@
+import Foundation
+import HealthProbeArchive
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Writing command output: JSON for tools, progress only on terminals.
+public enum Output {
+    /// Pretty, key-sorted JSON of `value` on stdout.
+    public static func json<T: Encodable>(_ value: T) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        let data = try encoder.encode(value)
+        FileHandle.standardOutput.write(data)
+        FileHandle.standardOutput.write(Data("\n".utf8))
+    }
+
+    /// One-line JSON (JSON Lines) of `value` on stdout.
+    public static func jsonLine<T: Encodable>(_ value: T) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        FileHandle.standardOutput.write(try encoder.encode(value))
+        FileHandle.standardOutput.write(Data("\n".utf8))
+    }
+
+    /// True when stdout is a terminal.
+    public static var stdoutIsTerminal: Bool { isatty(STDOUT_FILENO) == 1 }
+
+    /// Writes to stderr.
+    public static func err(_ text: String) {
+        FileHandle.standardError.write(Data((text + "\n").utf8))
+    }
+
+    /// ISO 8601 text for a Unix time, or "-".
+    public static func date(_ t: Double?) -> String { t.map(CanonicalDate.string) ?? "-" }
+}
+
+/// A single, rewritten progress line on a terminal; silent otherwise.
+public final class ProgressLine {
+    private let enabled: Bool
+    private let start = Date()
+    private var last = Date.distantPast
+    private let label: String
+
+    public init(label: String, enabled: Bool = Output.stdoutIsTerminal) {
+        self.label = label
+        self.enabled = enabled
+    }
+
+    /// Reports `done` of `total` (if known) units.
+    public func update(done: Int, total: Int?, unit: String = "records") {
+        guard enabled else { return }
+        let now = Date()
+        guard now.timeIntervalSince(last) >= 0.2 else { return }
+        last = now
+        let elapsed = now.timeIntervalSince(start)
+        let rate = elapsed > 0 ? Double(done) / elapsed : 0
+        var text = "\(label): \(done) \(unit), \(Int(rate)) \(unit)/s"
+        if let total, total > 0 {
+            let pct = Double(done) / Double(total) * 100
+            let eta = rate > 0 ? Double(total - done) / rate : 0
+            text += String(format: ", %.1f%%, ETA %.0fs", pct, eta)
+        }
+        FileHandle.standardOutput.write(Data(("\r\u{1B}[K" + text).utf8))
+    }
+
+    /// Clears the line.
+    public func finish() {
+        guard enabled else { return }
+        FileHandle.standardOutput.write(Data("\r\u{1B}[K".utf8))
+    }
+}

@@ -1,0 +1,132 @@
+import Foundation
+import GRDB
+import HealthProbeArchive
+
+/// Continues a simulated person's timeline in an archive by one capture,
+/// shaped like a HealthKit capture: one anchored (or full-scan) run per type.
+public struct SimulatorCapture {
+    public struct Options: Sendable {
+        public var seed: UInt64 = 1
+        public var days: Int = 1
+        public var fullScan = false
+        public var pageSize = 2000
+        public var types: [SimulatedType] = SimulatedType.all
+        public init() {}
+    }
+
+    public struct Outcome: Sendable {
+        public var observationID: Int64
+        public var status: ObservationStatus
+        public var throughDay: Int
+        public var runs: [TypeRunResult]
+    }
+
+    static let seedKey = "simulator.seed"
+    static let dayKey = "simulator.day"
+
+    /// Anchors are `sim:v1:day=<T>`.
+    static func anchor(_ T: Int) -> [UInt8] { Array("sim:v1:day=\(T)".utf8) }
+    static func parseAnchor(_ bytes: [UInt8]?) -> Int? {
+        guard let bytes, let text = String(bytes: bytes, encoding: .utf8), text.hasPrefix("sim:v1:day=") else { return nil }
+        return Int(text.dropFirst("sim:v1:day=".count))
+    }
+
+    /// Runs one capture. Simulated time drives the observation's clock.
+    public static func run(home: ArchiveHome, options: Options) throws -> Outcome {
+        guard options.days >= 1 && options.days <= 3650 else {
+            throw ArchiveError(.invalidInput, "--days must be between 1 and 3650")
+        }
+        // Open once to read the simulator position, then reopen with the simulated clock.
+        let clock = ManualClock(SimulatedPerson.epoch)
+        let node = try home.open(clock: clock)
+        let person = SimulatedPerson(seed: options.seed)
+        let (storedSeed, storedDay): (String?, Int?) = try node.archive.writer.read { db in
+            (try String.fetchOne(db, sql: "SELECT value FROM archive_metadata WHERE key = ?", arguments: [seedKey]),
+             try String.fetchOne(db, sql: "SELECT value FROM archive_metadata WHERE key = ?", arguments: [dayKey]).flatMap { Int($0) })
+        }
+        if let storedSeed, storedSeed != String(options.seed) {
+            throw ArchiveError(.invalidInput, "this archive continues the simulated person with seed \(storedSeed); pass --seed \(storedSeed), or reset the archive to start another person")
+        }
+        let T = (storedDay ?? 0) + options.days
+        let captureNumber = try node.archive.writer.read { db in
+            try Int.fetchOne(db, sql: "SELECT count(*) FROM observations WHERE trigger_reason = 'simulator' AND device_chain_id = ?", arguments: [node.deviceChainID]) ?? 0
+        } + 1
+        clock.set(SimulatedPerson.captureTime(at: T))
+        let tz = person.timeZone(at: T)
+        let context = ObservationContext(triggerReason: "simulator", osVersion: "17.1.2", timeZoneIdentifier: tz.identifier,
+                                         timeZoneSecondsFromGMT: tz.secondsFromGMT(for: Date(timeIntervalSince1970: clock.now())),
+                                         selectedTypes: options.types.map(\.identifier),
+                                         notes: "simulated capture seed=\(options.seed) day=\(T)")
+        let session = try CaptureSession.begin(node, context: context)
+        var results: [TypeRunResult] = []
+        for t in options.types {
+            let from = try lastAnchor(node, type: t.identifier)
+            let kind: TypeRunKind = options.fullScan ? .fullScan : .anchored
+            let run = try session.beginTypeRun(t.descriptor, kind: kind, anchorBefore: from.map(anchor))
+            if t.unauthorizedEvery > 0 && captureNumber % t.unauthorizedEvery == 0 {
+                results.append(try run.fail(.unauthorized, errorKind: "authorization_denied"))
+                continue
+            }
+            var page: [CapturedSample] = []
+            var deleted: [String] = []
+            var pageIndex = 0
+            let failAfterFirstPage = t.failsEvery > 0 && captureNumber % t.failsEvery == 0
+            var failed = false
+            func flush() throws {
+                if !page.isEmpty {
+                    try run.writePage(index: pageIndex, samples: page)
+                    pageIndex += 1
+                    page.removeAll(keepingCapacity: true)
+                    if failAfterFirstPage { failed = true }
+                }
+            }
+            do {
+                if options.fullScan {
+                    try person.visible(t, at: T) { s in
+                        if failed { return }
+                        page.append(s)
+                        if page.count >= options.pageSize { try flush() }
+                    }
+                } else {
+                    try person.delta(t, from: from, to: T, added: { s in
+                        if failed { return }
+                        page.append(s)
+                        if page.count >= options.pageSize { try flush() }
+                    }, deleted: { deleted.append($0) })
+                }
+                if !failed { try flush() }
+            }
+            if failed {
+                results.append(try run.fail(.failed, errorKind: "query_failed", message: "simulated query failure"))
+                continue
+            }
+            if !deleted.isEmpty && !options.fullScan {
+                for chunk in stride(from: 0, to: deleted.count, by: options.pageSize) {
+                    try run.recordDeletedObjects(index: pageIndex, uuids: Array(deleted[chunk..<min(chunk + options.pageSize, deleted.count)]))
+                    pageIndex += 1
+                }
+            }
+            results.append(try run.complete(anchorAfter: anchor(T)))
+        }
+        let status = try session.finish()
+        try node.archive.writer.write { db in
+            try db.execute(sql: "INSERT INTO archive_metadata(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", arguments: [seedKey, String(options.seed)])
+            try db.execute(sql: "INSERT INTO archive_metadata(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", arguments: [dayKey, String(T)])
+        }
+        return Outcome(observationID: session.observationID, status: status, throughDay: T, runs: results)
+    }
+
+    /// The anchor of the type's last completed run in this chain.
+    static func lastAnchor(_ node: NodeArchive, type: String) throws -> Int? {
+        let data = try node.archive.writer.read { db in
+            try Data.fetchOne(db, sql: """
+                SELECT t.anchor_after FROM observation_type_runs t
+                JOIN observations o ON o.id = t.observation_id
+                JOIN sample_types st ON st.id = t.sample_type_id
+                WHERE st.type_identifier = ? AND o.device_chain_id = ? AND t.status IN ('completed', 'needs_review') AND t.anchor_after IS NOT NULL
+                ORDER BY t.observation_id DESC LIMIT 1
+                """, arguments: [type, node.deviceChainID])
+        }
+        return parseAnchor(data.map { Array($0) })
+    }
+}

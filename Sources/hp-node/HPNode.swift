@@ -1,0 +1,27 @@
+import ArgumentParser
+import HealthProbeArchive
+
+/// `hp-node`: a device node's archive, captures and sync.
+@main
+struct HPNode: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "hp-node",
+        abstract: "Keep a differential archive of health records and show what changed.",
+        version: HealthProbeVersion.current,
+        subcommands: [Init.self, Capture.self, Observations.self, Show.self, Status.self, Reset.self]
+    )
+
+    /// Accepts `hp-node --home DIR <command>`; subcommands share the same group.
+    @OptionGroup var options: HomeOptions
+}
+
+/// Options every `hp-node` command takes.
+struct HomeOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("The node's home directory (archive and keys).", discussion: "Default: $HP_HOME, else $XDG_DATA_HOME/healthprobe, else ~/.local/share/healthprobe."))
+    var home: String?
+
+    @Flag(name: .long, help: "Print JSON for tools instead of tables.")
+    var json = false
+
+    var resolvedHome: ArchiveHome { ArchiveHome.resolve(explicit: home) }
+}

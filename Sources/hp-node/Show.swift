@@ -1,0 +1,30 @@
+import ArgumentParser
+import HealthProbeArchive
+import HealthProbeCLI
+
+struct Show: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show what one observation changed, per type.")
+
+    @OptionGroup var options: HomeOptions
+
+    @Argument(help: "Observation id (default: the latest).")
+    var observation: Int64?
+
+    func run() async throws {
+        let node = try options.resolvedHome.open(mode: .readOnly)
+        let (id, rows): (Int64, [TypeChangeRow]) = try await node.archive.writer.read { db in
+            guard let id = try observation ?? ObservationQueries.latestObservationID(db, chainID: node.deviceChainID) else {
+                throw ArchiveError(.notFound, "the archive has no observations yet; run `hp-node capture --simulate` or `hp-node import`")
+            }
+            return (id, try ObservationQueries.changes(db, observationID: id))
+        }
+        if options.json { try Output.json(rows); return }
+        print("observation \(id)")
+        var t = TextTable(["type", "run", "appeared", "disappeared", "changed", "deleted", "visible after"], rightAligned: [2, 3, 4, 5, 6])
+        for r in rows {
+            t.add([r.typeIdentifier, [r.runKind, r.runStatus].compactMap { $0 }.joined(separator: " "), String(r.appeared), String(r.disappeared),
+                   String(r.changed), String(r.deletedObjects), r.visibleAfter.map(String.init) ?? "-"])
+        }
+        print(t.render())
+    }
+}
