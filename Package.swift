@@ -34,7 +34,7 @@ let package = Package(
         ),
         .target(
             name: "HealthProbeSimulator",
-            dependencies: ["HealthProbeArchive", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["HealthProbeArchive", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
         .target(

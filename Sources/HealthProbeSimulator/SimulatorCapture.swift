@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import HealthProbeArchive
+import Logging
 
 /// Continues a simulated person's timeline in an archive by one capture,
 /// shaped like a HealthKit capture: one anchored (or full-scan) run per type.
@@ -32,13 +33,13 @@ public struct SimulatorCapture {
     }
 
     /// Runs one capture. Simulated time drives the observation's clock.
-    public static func run(home: ArchiveHome, options: Options) throws -> Outcome {
+    public static func run(home: ArchiveHome, options: Options, logger: Logger = Archive.silentLogger) throws -> Outcome {
         guard options.days >= 1 && options.days <= 3650 else {
             throw ArchiveError(.invalidInput, "--days must be between 1 and 3650")
         }
         // Open once to read the simulator position, then reopen with the simulated clock.
         let clock = ManualClock(SimulatedPerson.epoch)
-        let node = try home.open(clock: clock)
+        let node = try home.open(clock: clock, logger: logger)
         let person = SimulatedPerson(seed: options.seed)
         let (storedSeed, storedDay): (String?, Int?) = try node.archive.writer.read { db in
             (try String.fetchOne(db, sql: "SELECT value FROM archive_metadata WHERE key = ?", arguments: [seedKey]),

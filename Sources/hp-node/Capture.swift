@@ -46,7 +46,7 @@ struct Capture: AsyncParsableCommand {
         o.seed = seed
         o.days = days
         o.fullScan = fullScan
-        let outcome = try SimulatorCapture.run(home: options.resolvedHome, options: o)
+        let outcome = try SimulatorCapture.run(home: options.resolvedHome, options: o, logger: NodeLogging.logger())
         let r = Result(observationId: outcome.observationID, status: outcome.status.rawValue, throughDay: outcome.throughDay,
                        runs: outcome.runs.map { .init(type: $0.typeIdentifier, status: $0.status.rawValue, insertedEvents: $0.insertedEvents,
                                                       deletedEvents: $0.deletedEvents, visible: $0.visibleCount) })

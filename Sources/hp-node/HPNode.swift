@@ -24,4 +24,9 @@ struct HomeOptions: ParsableArguments {
     var json = false
 
     var resolvedHome: ArchiveHome { ArchiveHome.resolve(explicit: home) }
+
+    /// Opens the node archive with the command-line logger.
+    func open(_ mode: Archive.Mode = .readWrite) throws -> NodeArchive {
+        try resolvedHome.open(mode: mode, logger: NodeLogging.logger())
+    }
 }

@@ -14,7 +14,7 @@ struct Observations: AsyncParsableCommand {
     var limit: Int = 200
 
     func run() async throws {
-        let node = try options.resolvedHome.open(mode: .readOnly)
+        let node = try options.open(.readOnly)
         let rows = try await node.archive.writer.read { db in
             try ObservationQueries.list(db, chainID: node.deviceChainID, afterID: after, limit: limit)
         }

@@ -11,7 +11,7 @@ struct Show: AsyncParsableCommand {
     var observation: Int64?
 
     func run() async throws {
-        let node = try options.resolvedHome.open(mode: .readOnly)
+        let node = try options.open(.readOnly)
         let (id, rows): (Int64, [TypeChangeRow]) = try await node.archive.writer.read { db in
             guard let id = try observation ?? ObservationQueries.latestObservationID(db, chainID: node.deviceChainID) else {
                 throw ArchiveError(.notFound, "the archive has no observations yet; run `hp-node capture --simulate` or `hp-node import`")

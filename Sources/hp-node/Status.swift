@@ -9,7 +9,7 @@ struct Status: AsyncParsableCommand {
 
     func run() async throws {
         let home = options.resolvedHome
-        let node = try home.open(mode: .readOnly)
+        let node = try options.open(.readOnly)
         let s = try await node.archive.writer.read { db in try ObservationQueries.status(db, chainID: node.deviceChainID) }
         if options.json { try Output.json(s); return }
         print("archive           \(home.archivePath)")

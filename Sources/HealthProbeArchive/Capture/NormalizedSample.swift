@@ -43,9 +43,13 @@ public struct NormalizedSample: Sendable {
     public var payloadHash: String
 }
 
-/// Turns raw `CapturedSample`s into `NormalizedSample`s.
-public struct SampleNormalizer: Sendable {
+/// Turns raw `CapturedSample`s into `NormalizedSample`s. Keeps small,
+/// bounded memos of source and device normalization (HMACs are costly and
+/// sources repeat). Not thread-safe: one per capture session.
+public final class SampleNormalizer {
     public let hasher: ArchiveHasher
+    private var sourceMemo: [SourceDescriptor: (NormalizedSample.Source, NormalizedSample.Revision, String?)?] = [:]
+    private var deviceMemo: [DeviceDescriptor: NormalizedSample.Device?] = [:]
 
     public init(hasher: ArchiveHasher) { self.hasher = hasher }
 
@@ -53,9 +57,15 @@ public struct SampleNormalizer: Sendable {
     @inline(__always)
     static func clean(_ s: String?) -> String? {
         guard let s else { return nil }
+        let u = s.utf8
+        guard let first = u.first, let last = u.last else { return nil }
+        if !isSpace(first) && !isSpace(last) { return s }
         let t = s.trimmingCharacters(in: .whitespacesAndNewlines)
         return t.isEmpty ? nil : t
     }
+
+    @inline(__always)
+    private static func isSpace(_ b: UInt8) -> Bool { b == 0x20 || (b >= 0x09 && b <= 0x0D) || b >= 0x80 }
 
     /// OS versions: unknown ones (`0`, `0.0`, `0.0.0`) are absent.
     static func cleanOSVersion(_ s: String?) -> String? {
@@ -89,19 +99,20 @@ public struct SampleNormalizer: Sendable {
             workoutActivityType: sample.workoutActivityType, durationSeconds: sample.durationSeconds,
             source: nil, revision: nil, device: nil, metadataJSON: nil, metadataHash: nil,
             sourceBundleHash: nil, semanticFingerprint: nil, payloadHash: "")
-        if let s = sample.source {
-            let name = Self.clean(s.name)
-            let bundle = Self.clean(s.bundleIdentifier)
-            if name != nil || bundle != nil {
-                n.source = .init(nameHash: name.map { hasher.hmac(.sourceName, $0) }, bundleIdentifier: bundle)
-                n.sourceBundleHash = bundle.map { ArchiveHasher.sha256(.sourceBundle, $0) }
-                let rev = NormalizedSample.Revision(productType: Self.clean(s.productType), version: Self.clean(s.version),
-                                                    operatingSystemVersion: Self.cleanOSVersion(s.operatingSystemVersion))
-                n.revision = rev
-            }
+        if let s = sample.source, let (source, revision, bundleHash) = normalizeSource(s) {
+            n.source = source
+            n.revision = revision
+            n.sourceBundleHash = bundleHash
         }
         if let d = sample.device {
-            n.device = try normalizeDevice(d)
+            if let memo = deviceMemo[d] {
+                n.device = memo
+            } else {
+                let device = try normalizeDevice(d)
+                if deviceMemo.count > 4096 { deviceMemo.removeAll() }
+                deviceMemo[d] = device
+                n.device = device
+            }
         }
         if let m = sample.metadata, !m.isEmpty {
             let bytes: [UInt8]
@@ -124,6 +135,22 @@ public struct SampleNormalizer: Sendable {
             throw ArchiveError(.invalidInput, "a \(typeIdentifier) sample cannot be hashed", cause: error)
         }
         return n
+    }
+
+    private func normalizeSource(_ s: SourceDescriptor) -> (NormalizedSample.Source, NormalizedSample.Revision, String?)? {
+        if let memo = sourceMemo[s] { return memo }
+        var result: (NormalizedSample.Source, NormalizedSample.Revision, String?)?
+        let name = Self.clean(s.name)
+        let bundle = Self.clean(s.bundleIdentifier)
+        if name != nil || bundle != nil {
+            result = (.init(nameHash: name.map { hasher.hmac(.sourceName, $0) }, bundleIdentifier: bundle),
+                      .init(productType: Self.clean(s.productType), version: Self.clean(s.version),
+                            operatingSystemVersion: Self.cleanOSVersion(s.operatingSystemVersion)),
+                      bundle.map { ArchiveHasher.sha256(.sourceBundle, $0) })
+        }
+        if sourceMemo.count > 4096 { sourceMemo.removeAll() }
+        sourceMemo[s] = result
+        return result
     }
 
     func normalizeDevice(_ d: DeviceDescriptor) throws(ArchiveError) -> NormalizedSample.Device? {

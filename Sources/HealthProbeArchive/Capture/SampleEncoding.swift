@@ -56,9 +56,19 @@ public enum SampleEncoding {
         return w.bytes
     }
 
-    /// The strict fingerprint hash for `occurrence`.
+    /// The strict fingerprint for `occurrence`: 16 hex digits of the start time
+    /// (milliseconds + 2^63, big-endian) then the first 48 hex digits of the
+    /// SHA-256. Time-ordered keys keep index inserts local (docs/hashing.md 6).
     public static func strictFingerprintHash(_ n: NormalizedSample, occurrence: Int) throws(HashingError) -> String {
-        ArchiveHasher.sha256(.strictFingerprint, try strictFingerprint(n, occurrence: occurrence))
+        let digest = ArchiveHasher.sha256(.strictFingerprint, try strictFingerprint(n, occurrence: occurrence))
+        return timePrefix(n.startDate) + digest.prefix(48)
+    }
+
+    /// `hex16(milliseconds + 2^63)`.
+    public static func timePrefix(_ seconds: Double) -> String {
+        let biased = UInt64(bitPattern: CanonicalDate.milliseconds(seconds)) &+ (1 << 63)
+        var be = biased.bigEndian
+        return withUnsafeBytes(of: &be) { ArchiveHasher.hex(buffer: $0) }
     }
 
     /// Strict fingerprint of a sample known only from deleted-object evidence.
@@ -68,14 +78,9 @@ public enum SampleEncoding {
         w.field("deleted_object_uuid_hash", uuidHash)
         w.field("type", typeIdentifier)
         w.endObject()
-        return ArchiveHasher.sha256(.strictFingerprint, w.bytes)
+        return String(repeating: "0", count: 16) + ArchiveHasher.sha256(.strictFingerprint, w.bytes).prefix(48)
     }
 
     @inline(__always)
-    static func appendDate(_ d: Double, _ w: inout CanonicalJSONWriter) {
-        var text: [UInt8] = []
-        text.reserveCapacity(24)
-        CanonicalDate.append(d, to: &text)
-        w.writeString(String(decoding: text, as: UTF8.self))
-    }
+    static func appendDate(_ d: Double, _ w: inout CanonicalJSONWriter) { w.writeDate(d) }
 }

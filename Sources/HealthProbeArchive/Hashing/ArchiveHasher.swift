@@ -4,17 +4,34 @@ import Crypto
 /// every input prefixed with its `hp:v2:<domain>:` domain.
 /// `@unchecked`: the only stored property is an immutable `SymmetricKey`.
 public struct ArchiveHasher: @unchecked Sendable {
-    private let key: SymmetricKey
+    /// Per domain, an HMAC already keyed and fed the domain prefix. HMAC and
+    /// SHA256 are copy-on-write values: copies are taken, the templates never change.
+    private let hmacTemplates: [HashDomain: HMAC<SHA256>]
 
     /// `secret` is the archive secret from the key directory.
-    public init(secret: [UInt8]) { self.key = SymmetricKey(data: secret) }
+    public init(secret: [UInt8]) {
+        let key = SymmetricKey(data: secret)
+        var templates: [HashDomain: HMAC<SHA256>] = [:]
+        for domain in HashDomain.allCases {
+            var m = HMAC<SHA256>(key: key)
+            m.update(data: domain.prefix)
+            templates[domain] = m
+        }
+        hmacTemplates = templates
+    }
+
+    // Immutable after initialization; callers only copy values out.
+    nonisolated(unsafe) private static let shaTemplates: [HashDomain: SHA256] = Dictionary(uniqueKeysWithValues: HashDomain.allCases.map { domain in
+        var h = SHA256()
+        h.update(data: domain.prefix)
+        return (domain, h)
+    })
 
     /// SHA-256 over `hp:v2:<domain>:` + `bytes`.
     public static func sha256(_ domain: HashDomain, _ bytes: [UInt8]) -> String {
-        var h = SHA256()
-        h.update(data: domain.prefix)
-        h.update(data: bytes)
-        return hex(h.finalize())
+        var h = shaTemplates[domain]!
+        bytes.withUnsafeBytes { h.update(bufferPointer: $0) }
+        return h.finalize().withUnsafeBytes { hex(buffer: $0) }
     }
 
     /// SHA-256 over `hp:v2:<domain>:` + UTF-8 of `text`.
@@ -29,26 +46,34 @@ public struct ArchiveHasher: @unchecked Sendable {
 
     /// HMAC-SHA256(archive secret, `hp:v2:<domain>:` + UTF-8 of `text`).
     public func hmac(_ domain: HashDomain, _ text: String) -> String {
-        var m = HMAC<SHA256>(key: key)
-        m.update(data: domain.prefix)
-        m.update(data: Array(text.utf8))
-        return Self.hex(m.finalize())
+        var m = hmacTemplates[domain]!
+        var t = text
+        t.withUTF8 { m.update(data: UnsafeRawBufferPointer($0)) }
+        return m.finalize().withUnsafeBytes { Self.hex(buffer: $0) }
     }
 
-    /// Lower-case hex of a digest or MAC.
-    public static func hex(_ bytes: some Sequence<UInt8>) -> String {
-        let digits: [UInt8] = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        out.reserveCapacity(64)
-        for b in bytes {
-            out.append(digits[Int(b >> 4)])
-            out.append(digits[Int(b & 0x0F)])
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
+    /// Lower-case hex of raw bytes.
+    public static func hex(buffer: UnsafeRawBufferPointer) -> String {
+        String(unsafeUninitializedCapacity: buffer.count * 2) { out in
+            hexDigits.withUnsafeBufferPointer { digits in
+                for (i, b) in buffer.enumerated() {
+                    out[2 * i] = digits[Int(b >> 4)]
+                    out[2 * i + 1] = digits[Int(b & 0x0F)]
+                }
+            }
+            return buffer.count * 2
         }
-        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Lower-case hex of bytes.
+    public static func hex(_ bytes: [UInt8]) -> String {
+        bytes.withUnsafeBytes { hex(buffer: $0) }
     }
 }
 
 extension SHA256.Digest {
     /// Lower-case hex.
-    public var hex: String { ArchiveHasher.hex(self) }
+    public var hex: String { withUnsafeBytes { ArchiveHasher.hex(buffer: $0) } }
 }

@@ -37,21 +37,12 @@ public enum CanonicalDate {
         let day = doy - (153 * mp + 2) / 5 + 1
         let month = mp < 10 ? mp + 3 : mp - 9
         if month <= 2 { year += 1 }
-        func put(_ v: Int64, _ width: Int) {
-            var digits = [UInt8](repeating: 0x30, count: width)
-            var x = v
-            for i in stride(from: width - 1, through: 0, by: -1) {
-                digits[i] = 0x30 + UInt8(x % 10)
-                x /= 10
-            }
-            out.append(contentsOf: digits)
-        }
-        put(year, 4); out.append(0x2D); put(month, 2); out.append(0x2D); put(day, 2)
-        out.append(0x54)
-        put(msOfDay / 3_600_000, 2); out.append(0x3A)
-        put(msOfDay / 60_000 % 60, 2); out.append(0x3A)
-        put(msOfDay / 1000 % 60, 2); out.append(0x2E)
-        put(msOfDay % 1000, 3); out.append(0x5A)
+        @inline(__always) func d(_ v: Int64) -> UInt8 { 0x30 + UInt8(truncatingIfNeeded: v % 10) }
+        let h = msOfDay / 3_600_000, mi = msOfDay / 60_000 % 60, s = msOfDay / 1000 % 60, f = msOfDay % 1000
+        out.append(contentsOf: [
+            d(year / 1000), d(year / 100), d(year / 10), d(year), 0x2D, d(month / 10), d(month), 0x2D, d(day / 10), d(day), 0x54,
+            d(h / 10), d(h), 0x3A, d(mi / 10), d(mi), 0x3A, d(s / 10), d(s), 0x2E, d(f / 100), d(f / 10), d(f), 0x5A,
+        ])
     }
 
     /// Parses `YYYY-MM-DDTHH:MM:SS(.sss)?Z` or with a `±HH:MM`/`±HHMM` offset,

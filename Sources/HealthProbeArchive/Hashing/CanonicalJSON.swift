@@ -84,6 +84,11 @@ public struct CanonicalJSONWriter: Sendable {
     }
 
     public mutating func writeNumber(_ d: Double) throws(HashingError) {
+        // Integral values below 2^53 print as plain integers.
+        if d == d.rounded(.towardZero) && d.magnitude < 9_007_199_254_740_992 {
+            writeInt(Int(d))
+            return
+        }
         guard let text = ECMAScriptNumber.format(d) else {
             throw HashingError(code: .nonFiniteNumber, message: "a number to be hashed is NaN or infinite; canonical JSON cannot represent it")
         }
@@ -92,13 +97,43 @@ public struct CanonicalJSONWriter: Sendable {
 
     /// Writes an integer (exact for |n| < 2^53).
     public mutating func writeInt(_ n: Int) {
-        bytes.append(contentsOf: String(n).utf8)
+        if n == 0 { bytes.append(0x30); return }
+        var x = n.magnitude
+        if n < 0 { bytes.append(UInt8(ascii: "-")) }
+        var tmp: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes of scratch
+        let count = withUnsafeMutableBytes(of: &tmp) { buf -> Int in
+            var i = buf.count
+            while x > 0 { i -= 1; buf[i] = 0x30 + UInt8(x % 10); x /= 10 }
+            bytes.append(contentsOf: buf[i...])
+            return buf.count - i
+        }
+        _ = count
     }
 
     public mutating func writeNull() { bytes.append(contentsOf: [0x6E, 0x75, 0x6C, 0x6C]) }
 
     public mutating func writeString(_ s: String) {
         bytes.append(UInt8(ascii: "\""))
+        var s = s
+        let clean: Bool = s.withUTF8 { buf in
+            for b in buf where b < 0x20 || b == 0x22 || b == 0x5C { return false }
+            bytes.append(contentsOf: buf)
+            return true
+        }
+        if !clean { appendEscaped(s) }
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// Writes a date as its canonical ISO 8601 string (`"2025-05-23T12:00:00.250Z"`).
+    public mutating func writeDate(_ seconds: Double) {
+        bytes.append(UInt8(ascii: "\""))
+        CanonicalDate.append(seconds, to: &bytes)
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
+    private mutating func appendEscaped(_ s: String) {
         for byte in s.utf8 {
             switch byte {
             case 0x22: bytes.append(0x5C); bytes.append(0x22)
@@ -109,26 +144,36 @@ public struct CanonicalJSONWriter: Sendable {
             case 0x0C: bytes.append(0x5C); bytes.append(UInt8(ascii: "f"))
             case 0x0D: bytes.append(0x5C); bytes.append(UInt8(ascii: "r"))
             case 0x00..<0x20:
-                let hex: [UInt8] = Array("0123456789abcdef".utf8)
-                bytes.append(contentsOf: Array("\\u00".utf8))
-                bytes.append(hex[Int(byte >> 4)])
-                bytes.append(hex[Int(byte & 0xF)])
+                bytes.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30])
+                bytes.append(Self.hexDigits[Int(byte >> 4)])
+                bytes.append(Self.hexDigits[Int(byte & 0xF)])
             default: bytes.append(byte)
             }
         }
-        bytes.append(UInt8(ascii: "\""))
     }
 
-    // Hand-built objects (keys must be given in canonical order).
-    private var needsComma: [Bool] = []
+    // Hand-built objects (keys must be given in canonical order). A bit per
+    // nesting level says whether the current object already has a member.
+    private var depth = 0
+    private var hasMember: UInt64 = 0
 
-    public mutating func beginObject() { bytes.append(UInt8(ascii: "{")); needsComma.append(false) }
-    public mutating func endObject() { bytes.append(UInt8(ascii: "}")); needsComma.removeLast() }
+    public mutating func beginObject() {
+        bytes.append(UInt8(ascii: "{"))
+        depth += 1
+        precondition(depth < 64, "canonical JSON nested too deeply")
+        hasMember &= ~(1 << UInt64(depth))
+    }
+
+    public mutating func endObject() {
+        bytes.append(UInt8(ascii: "}"))
+        depth -= 1
+    }
 
     /// Writes `"key":`; the value must follow.
     public mutating func key(_ k: StaticString) {
-        if needsComma[needsComma.count - 1] { bytes.append(UInt8(ascii: ",")) }
-        needsComma[needsComma.count - 1] = true
+        let bit: UInt64 = 1 << UInt64(depth)
+        if hasMember & bit != 0 { bytes.append(UInt8(ascii: ",")) }
+        hasMember |= bit
         bytes.append(UInt8(ascii: "\""))
         k.withUTF8Buffer { bytes.append(contentsOf: $0) }
         bytes.append(UInt8(ascii: "\""))

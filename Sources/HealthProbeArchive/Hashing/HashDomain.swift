@@ -23,5 +23,8 @@ public enum HashDomain: String, Sendable, CaseIterable {
     case personal
 
     /// `hp:v2:<domain>:` as bytes.
-    public var prefix: [UInt8] { Array("hp:v2:\(rawValue):".utf8) }
+    public var prefix: [UInt8] { Self.prefixes[self]! }
+
+    private static let prefixes: [HashDomain: [UInt8]] = Dictionary(
+        uniqueKeysWithValues: allCases.map { ($0, Array("hp:v2:\($0.rawValue):".utf8)) })
 }

@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+"""Reference implementation of HealthProbe canonical JSON (RFC 8785) and the
+hp:v2 hashes, written from docs/hashing.md alone. It generates
+Protocol/vectors/hashing.json; the Swift tests check the product against it.
+
+Usage: python3 Protocol/reference/hp_canonical.py > Protocol/vectors/hashing.json
+"""
+import hashlib, hmac, json, struct, sys
+from datetime import datetime, timezone
+
+
+def es_number(x: float) -> str:
+    """ECMAScript Number.prototype.toString(x), as RFC 8785 requires."""
+    if x != x or x in (float("inf"), float("-inf")):
+        raise ValueError("NaN/Infinity are not JSON")
+    if x == 0:
+        return "0"
+    sign = "-" if x < 0 else ""
+    r = repr(abs(x))  # shortest round-trip digits
+    mant, _, exp = r.partition("e")
+    exp = int(exp) if exp else 0
+    ip, _, fp = mant.partition(".")
+    digits = ip + fp
+    n = len(ip) + exp
+    stripped = digits.lstrip("0")
+    n -= len(digits) - len(stripped)
+    s = stripped.rstrip("0") or "0"
+    k = len(s)
+    if k <= n <= 21:
+        out = s + "0" * (n - k)
+    elif 0 < n <= 21:
+        out = s[:n] + "." + s[n:]
+    elif -6 < n <= 0:
+        out = "0." + "0" * (-n) + s
+    else:
+        e = n - 1
+        out = s[0] + ("." + s[1:] if k > 1 else "") + "e" + ("+" if e >= 0 else "-") + str(abs(e))
+    return sign + out
+
+
+def es_string(s: str) -> str:
+    out = ['"']
+    for ch in s:
+        c = ord(ch)
+        if ch == '"': out.append('\\"')
+        elif ch == "\\": out.append("\\\\")
+        elif ch == "\b": out.append("\\b")
+        elif ch == "\t": out.append("\\t")
+        elif ch == "\n": out.append("\\n")
+        elif ch == "\f": out.append("\\f")
+        elif ch == "\r": out.append("\\r")
+        elif c < 0x20: out.append("\\u%04x" % c)
+        else: out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def canonical(v) -> str:
+    if v is None: return "null"
+    if v is True: return "true"
+    if v is False: return "false"
+    if isinstance(v, (int, float)): return es_number(float(v))
+    if isinstance(v, str): return es_string(v)
+    if isinstance(v, list): return "[" + ",".join(canonical(x) for x in v) + "]"
+    if isinstance(v, dict):
+        keys = sorted(v.keys(), key=lambda k: k.encode("utf-16-be"))
+        return "{" + ",".join(es_string(k) + ":" + canonical(v[k]) for k in keys) + "}"
+    raise TypeError(type(v))
+
+
+def iso(seconds: float) -> str:
+    ms = round(seconds * 1000)
+    dt = datetime.fromtimestamp(ms // 1000, tz=timezone.utc)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S") + ".%03dZ" % (ms % 1000)
+
+
+def norm_date(seconds: float) -> float:
+    return round(seconds * 1000) / 1000
+
+
+def sha(domain: str, data: bytes) -> str:
+    return hashlib.sha256(b"hp:v2:" + domain.encode() + b":" + data).hexdigest()
+
+
+def mac(key: bytes, domain: str, text: str) -> str:
+    return hmac.new(key, b"hp:v2:" + domain.encode() + b":" + text.encode(), hashlib.sha256).hexdigest()
+
+
+def clean(s):
+    if s is None: return None
+    s = s.strip()
+    return s or None
+
+
+def clean_os(s):
+    s = clean(s)
+    if s is None or all(c in "0." for c in s): return None
+    return s
+
+
+def sample_hashes(secret: bytes, type_id: str, raw: dict) -> dict:
+    """Normalizes a raw sample and returns every hash docs/hashing.md defines."""
+    out = {}
+    uuid = clean(raw.get("uuid"))
+    out["uuid_hash"] = mac(secret, "sample_uuid", uuid.upper()) if uuid else None
+    src = raw.get("source") or {}
+    name, bundle = clean(src.get("name")), clean(src.get("bundle_identifier"))
+    source = revision = bundle_hash = None
+    if name or bundle:
+        source = {"bundle_identifier": bundle, "name_hash": mac(secret, "source_name", name) if name else None}
+        revision = {"operating_system_version": clean_os(src.get("operating_system_version")),
+                    "product_type": clean(src.get("product_type")), "version": clean(src.get("version"))}
+        bundle_hash = sha("source_bundle", bundle.encode()) if bundle else None
+    dev = raw.get("device")
+    device_hash = None
+    if dev:
+        fields = {"name": clean(dev.get("name")), "manufacturer": clean(dev.get("manufacturer")),
+                  "model": clean(dev.get("model")), "hardware_version": clean(dev.get("hardware_version")),
+                  "firmware_version": clean(dev.get("firmware_version")),
+                  "software_version": clean_os(dev.get("software_version")),
+                  "local_identifier": clean(dev.get("local_identifier")),
+                  "udi_device_identifier": clean(dev.get("udi_device_identifier"))}
+        if any(v is not None for v in fields.values()):
+            out["device_json"] = canonical(fields)
+            device_hash = mac(secret, "device", out["device_json"])
+    out["device_hash"] = device_hash
+    meta = raw.get("metadata")
+    metadata_hash = None
+    if meta:
+        out["metadata_json"] = canonical(meta)
+        metadata_hash = sha("metadata", out["metadata_json"].encode())
+    out["metadata_hash"] = metadata_hash
+    value = raw.get("numeric_value")
+    payload = {
+        "category_value": raw.get("category_value"), "device_hash": device_hash,
+        "duration_seconds": raw.get("duration_seconds"), "end_date": iso(norm_date(raw["end"])),
+        "metadata_hash": metadata_hash, "numeric_value": value, "source": source, "source_revision": revision,
+        "start_date": iso(norm_date(raw["start"])), "type": type_id, "unit": clean(raw.get("unit")),
+        "value_kind": raw["value_kind"], "workout_activity_type": raw.get("workout_activity_type"),
+    }
+    out["payload_json"] = canonical(payload)
+    out["payload_hash"] = sha("payload", out["payload_json"].encode())
+    strict = {
+        "category_value": raw.get("category_value"), "duration_seconds": raw.get("duration_seconds"),
+        "end_date": payload["end_date"], "numeric_value": value, "occurrence": 0,
+        "source_bundle_hash": bundle_hash, "start_date": payload["start_date"], "type": type_id,
+        "unit": payload["unit"], "value_kind": raw["value_kind"],
+        "workout_activity_type": raw.get("workout_activity_type"),
+    }
+    prefix = "%016x" % ((round(norm_date(raw["start"]) * 1000) + (1 << 63)) % (1 << 64))
+    out["strict_fingerprint_json"] = canonical(strict)
+    out["strict_fingerprint"] = prefix + sha("strict_fingerprint", out["strict_fingerprint_json"].encode())[:48]
+    strict["occurrence"] = 1
+    out["strict_fingerprint_occurrence_1"] = prefix + sha("strict_fingerprint", canonical(strict).encode())[:48]
+    return out
+
+
+def bits_to_float(h: str) -> float:
+    return struct.unpack(">d", bytes.fromhex(h))[0]
+
+
+def main():
+    numbers = ["0000000000000000", "8000000000000000", "0000000000000001", "8000000000000001",
+               "7fefffffffffffff", "ffefffffffffffff", "4340000000000000", "c340000000000000",
+               "4430000000000000", "44b52d02c7e14af5", "44b52d02c7e14af6", "44b52d02c7e14af7",
+               "444b1ae4d6e2ef4e", "444b1ae4d6e2ef4f", "444b1ae4d6e2ef50", "3eb0c6f7a0b5ed8c",
+               "3eb0c6f7a0b5ed8d", "41b3de4355555553", "41b3de4355555554", "41b3de4355555555",
+               "41b3de4355555556", "41b3de4355555557", "becbf647612f3696", "43143ff3c1cb0959",
+               "3ff0000000000000", "4059000000000000", "3fb999999999999a", "3e7ad7f29abcaf48",
+               "3eb0c6f7a0b5ed8d", "4415af1d78b58c40"]
+    json_cases = [
+        ("rfc8785-3.2.2", '{"numbers":[333333333.33333329,1E30,4.50,2e-3,0.000000000000000000000000001],'
+                          '"string":"\\u20ac$\\u000F\\u000aA\'\\u0042\\u0022\\u005c\\\\\\"\\/","literals":[null,true,false]}'),
+        ("rfc8785-3.2.3-key-order", '{"\\u20ac":"Euro Sign","\\r":"Carriage Return","\\ufb33":"Hebrew Letter Dalet With Dagesh",'
+                                    '"1":"One","\\ud83d\\ude00":"Emoji: Grinning Face","\\u0080":"Control","\\u00f6":"Latin Small Letter O With Diaeresis"}'),
+        ("nested", '{"b":[1,{"z":null,"a":"x"}],"a":{"d":-0.0,"c":1e-7}}'),
+        ("whitespace-and-escapes", ' { "tab\\t" : "line\\nbreak" , "ctl" : "\\u001f\\u0008" } '),
+    ]
+    secret = bytes.fromhex("000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f")
+    samples = [
+        ("heart-rate-with-uuid", "HKQuantityTypeIdentifierHeartRate", {
+            "uuid": "7d3c1f2e-4b5a-4c6d-8e9f-0a1b2c3d4e5f", "start": 1748001600.25, "end": 1748001600.25,
+            "value_kind": "quantity", "numeric_value": 72, "unit": "count/min",
+            "source": {"name": "Synthetic Watch", "bundle_identifier": "com.apple.health.5E3F1C2A-0000-4000-8000-000000000001",
+                       "product_type": "Watch6,1", "version": "10.1", "operating_system_version": "10.1"},
+            "device": {"name": "Apple Watch", "manufacturer": "Apple Inc.", "model": "Watch", "hardware_version": "Watch6,1", "software_version": "10.1"},
+            "metadata": {"HKMetadataKeyHeartRateMotionContext": 1}}),
+        ("steps-no-uuid-unknown-os", "HKQuantityTypeIdentifierStepCount", {
+            "start": 1748001600.0004, "end": 1748005200, "value_kind": "quantity", "numeric_value": 1234.5, "unit": " count ",
+            "source": {"name": "Synthetic iPhone", "bundle_identifier": "com.example.steps", "operating_system_version": "0.0.0"}}),
+        ("sleep-category", "HKCategoryTypeIdentifierSleepAnalysis", {
+            "uuid": "A1B2C3D4-0000-4000-8000-000000000002", "start": 1748037600, "end": 1748068200,
+            "value_kind": "category", "category_value": 3}),
+        ("workout", "HKWorkoutTypeIdentifier", {
+            "uuid": "A1B2C3D4-0000-4000-8000-000000000003", "start": 1748019600, "end": 1748022300.5,
+            "value_kind": "workout", "numeric_value": 412, "unit": "kcal", "workout_activity_type": 37, "duration_seconds": 2700.5,
+            "metadata": {"HKIndoorWorkout": 0, "HKTimeZone": "Europe/Berlin", "nested": {"b": [1, 2.5e-7], "a": "\u00f6"}}}),
+    ]
+    doc = {
+        "description": "HealthProbe canonical JSON (RFC 8785) and hp:v2 hash vectors; see docs/hashing.md. Generated by Protocol/reference/hp_canonical.py.",
+        "numbers": [{"bits": b, "canonical": es_number(bits_to_float(b))} for b in numbers],
+        "canonical_json": [{"name": n, "input": i, "canonical": canonical(json.loads(i))} for n, i in json_cases],
+        "dates": [{"unix_seconds": t, "canonical": iso(t)} for t in
+                  [0, 1748001600.25, 1748001600.0004, 1748001600.9995, -1.5, 951782400, 4102444799.999]],
+        "sha256": [{"domain": d, "input": i, "hex": sha(d, i.encode())} for d, i in
+                   [("payload", ""), ("metadata", '{"HKIndoorWorkout":0}'), ("type_set", '["HKQuantityTypeIdentifierHeartRate"]')]],
+        "hmac": [{"key_hex": secret.hex(), "domain": d, "input": i, "hex": mac(secret, d, i)} for d, i in
+                 [("sample_uuid", "7D3C1F2E-4B5A-4C6D-8E9F-0A1B2C3D4E5F"), ("source_name", "Synthetic Watch"),
+                  ("device_chain", "00" * 32)]],
+        "samples": [{"name": n, "secret_hex": secret.hex(), "type": t, "sample": s, "expected": sample_hashes(secret, t, s)}
+                    for n, t, s in samples],
+    }
+    json.dump(doc, sys.stdout, indent=2, ensure_ascii=False, sort_keys=True)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,66 @@
+import Foundation
+import HealthProbeCLI
+
+/// One measured phase (printed as a table row or one JSON object).
+struct PhaseResult: Codable {
+    var phase: String
+    var samples: Int
+    var seconds: Double
+    var samplesPerSecond: Double
+    var archiveBytes: Int64
+    var peakRssBytes: Int64
+    var notes: String?
+}
+
+enum Measure {
+    /// Peak resident set size of this process (VmHWM), in bytes.
+    static func peakRSS() -> Int64 { statusField("VmHWM:") }
+    static func currentRSS() -> Int64 { statusField("VmRSS:") }
+
+    private static func statusField(_ name: String) -> Int64 {
+        guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+        for line in text.split(separator: "\n") where line.hasPrefix(name) {
+            let kb = line.split(separator: " ").compactMap { Int64($0) }.first ?? 0
+            return kb * 1024
+        }
+        return 0
+    }
+
+    /// Resets the peak RSS counter so each phase reports its own peak (Linux).
+    static func resetPeakRSS() {
+        try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
+    }
+
+    /// Size of a SQLite database with its WAL.
+    static func databaseBytes(_ path: String) -> Int64 {
+        var total: Int64 = 0
+        for suffix in ["", "-wal"] {
+            if let attrs = try? FileManager.default.attributesOfItem(atPath: path + suffix), let n = attrs[.size] as? NSNumber {
+                total += n.int64Value
+            }
+        }
+        return total
+    }
+
+    static func time<T>(_ body: () throws -> T) rethrows -> (T, Double) {
+        let start = DispatchTime.now().uptimeNanoseconds
+        let r = try body()
+        return (r, Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
+    }
+}
+
+enum Report {
+    static func print(_ results: [PhaseResult], json: Bool) throws {
+        if json {
+            for r in results { try Output.jsonLine(r) }
+            return
+        }
+        var t = TextTable(["phase", "samples", "seconds", "samples/s", "archive MB", "peak RSS MB", "notes"], rightAligned: [1, 2, 3, 4, 5])
+        for r in results {
+            t.add([r.phase, String(r.samples), String(format: "%.2f", r.seconds), String(format: "%.0f", r.samplesPerSecond),
+                   String(format: "%.1f", Double(r.archiveBytes) / 1_048_576), String(format: "%.1f", Double(r.peakRssBytes) / 1_048_576),
+                   r.notes ?? ""])
+        }
+        Swift.print(t.render())
+    }
+}

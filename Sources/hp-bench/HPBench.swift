@@ -1,0 +1,13 @@
+import ArgumentParser
+import HealthProbeArchive
+
+/// `hp-bench`: release-build benchmarks. Figures go in docs/benchmarks.md.
+@main
+struct HPBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "hp-bench",
+        abstract: "Benchmarks for HealthProbe (build with -c release).",
+        version: HealthProbeVersion.current,
+        subcommands: [CaptureBench.self, NormalizeBench.self]
+    )
+}

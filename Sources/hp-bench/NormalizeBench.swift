@@ -1,0 +1,32 @@
+import ArgumentParser
+import Foundation
+import HealthProbeArchive
+
+/// `hp-bench normalize`: normalization and hashing alone (no SQLite).
+struct NormalizeBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "normalize", abstract: "Measure sample normalization and hashing without SQLite.")
+
+    @Option(name: .long, help: "Number of samples.")
+    var samples: Int = 1_000_000
+
+    func run() async throws {
+        let normalizer = SampleNormalizer(hasher: ArchiveHasher(secret: [UInt8](repeating: 1, count: 32)))
+        var generated: [CapturedSample] = []
+        generated.reserveCapacity(10_000)
+        for i in 0..<10_000 { generated.append(CaptureBench.sample(type: 0, index: i, generation: 0)!) }
+        var checksum = 0
+        let (_, gen) = Measure.time { for i in 0..<samples { checksum &+= CaptureBench.sample(type: 0, index: i, generation: 0)!.startDate.exponent } }
+        let (_, norm) = try Measure.time {
+            for i in 0..<samples {
+                let n = try normalizer.normalize(generated[i % 10_000], typeIdentifier: "HKQuantityTypeIdentifierHeartRate")
+                checksum &+= n.payloadHash.utf8.count
+            }
+        }
+        let (_, fp) = try Measure.time {
+            let n = try normalizer.normalize(generated[0], typeIdentifier: "HKQuantityTypeIdentifierHeartRate")
+            for _ in 0..<samples { checksum &+= try SampleEncoding.strictFingerprintHash(n, occurrence: 0).utf8.count }
+        }
+        print(String(format: "generate %.2f µs, normalize %.2f µs, strict fingerprint %.2f µs per sample (checksum %d)",
+                     gen / Double(samples) * 1e6, norm / Double(samples) * 1e6, fp / Double(samples) * 1e6, checksum))
+    }
+}

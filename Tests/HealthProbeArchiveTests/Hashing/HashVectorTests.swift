@@ -1,0 +1,135 @@
+import Foundation
+import Testing
+@testable import HealthProbeArchive
+
+/// Loads `Protocol/vectors/<name>` from the repository.
+func vectorURL(_ name: String) -> URL {
+    URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Protocol/vectors/\(name)")
+}
+
+struct HashVectors: Decodable {
+    struct NumberCase: Decodable { var bits: String; var canonical: String }
+    struct JSONCase: Decodable { var name: String; var input: String; var canonical: String }
+    struct DateCase: Decodable { var unixSeconds: Double; var canonical: String }
+    struct SHACase: Decodable { var domain: String; var input: String; var hex: String }
+    struct HMACCase: Decodable { var keyHex: String; var domain: String; var input: String; var hex: String }
+    struct SampleCase: Decodable {
+        var name: String
+        var secretHex: String
+        var type: String
+        var sample: [String: JSONValue]
+        var expected: [String: JSONValue]
+    }
+    var numbers: [NumberCase]
+    var canonicalJson: [JSONCase]
+    var dates: [DateCase]
+    var sha256: [SHACase]
+    var hmac: [HMACCase]
+    var samples: [SampleCase]
+
+    static func load() throws -> HashVectors {
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        return try decoder.decode(HashVectors.self, from: Data(contentsOf: vectorURL("hashing.json")))
+    }
+}
+
+extension JSONValue {
+    var string: String? { if case .string(let s) = self { return s }; return nil }
+    var number: Double? { if case .number(let d) = self { return d }; return nil }
+    var object: [String: JSONValue]? { if case .object(let o) = self { return o }; return nil }
+}
+
+@Suite("Hash vectors (Protocol/vectors/hashing.json)")
+struct HashVectorTests {
+    let v: HashVectors
+    init() throws { v = try HashVectors.load() }
+
+    @Test("numbers print as ECMAScript prints them")
+    func numbers() throws {
+        #expect(v.numbers.count >= 24)
+        for c in v.numbers {
+            let d = Double(bitPattern: UInt64(c.bits, radix: 16)!)
+            #expect(ECMAScriptNumber.format(d) == c.canonical, "bits \(c.bits)")
+        }
+        #expect(ECMAScriptNumber.format(.nan) == nil)
+        #expect(ECMAScriptNumber.format(.infinity) == nil)
+    }
+
+    @Test("documents canonicalize per RFC 8785")
+    func canonicalJSON() throws {
+        for c in v.canonicalJson {
+            let value = try JSONDecoder().decode(JSONValue.self, from: Data(c.input.utf8))
+            #expect(try CanonicalJSON.string(value) == c.canonical, "case \(c.name)")
+        }
+    }
+
+    @Test("dates print as ISO 8601 UTC with milliseconds and parse back")
+    func dates() {
+        for c in v.dates {
+            #expect(CanonicalDate.string(c.unixSeconds) == c.canonical, "t=\(c.unixSeconds)")
+            #expect(CanonicalDate.parse(c.canonical) == CanonicalDate.normalize(c.unixSeconds))
+        }
+        #expect(CanonicalDate.parse("2024-03-10 08:15:00 -0500") == CanonicalDate.parse("2024-03-10T13:15:00.000Z"))
+        #expect(CanonicalDate.parse("2024-13-10T00:00:00Z") == nil)
+        #expect(CanonicalDate.parse("not a date") == nil)
+    }
+
+    @Test("domain-prefixed SHA-256 and HMAC-SHA256")
+    func hashes() throws {
+        for c in v.sha256 {
+            #expect(ArchiveHasher.sha256(HashDomain(rawValue: c.domain)!, c.input) == c.hex)
+        }
+        for c in v.hmac {
+            let hasher = ArchiveHasher(secret: KeyStore.decodeHex(c.keyHex)!)
+            #expect(hasher.hmac(HashDomain(rawValue: c.domain)!, c.input) == c.hex)
+        }
+    }
+
+    @Test("sample payload, fingerprint and provenance hashes")
+    func samples() throws {
+        #expect(v.samples.count >= 4)
+        for c in v.samples {
+            let s = c.sample
+            func str(_ o: [String: JSONValue]?, _ k: String) -> String? { o?[k]?.string }
+            var sample = CapturedSample(uuid: str(s, "uuid"), startDate: s["start"]!.number!, endDate: s["end"]!.number!,
+                                        valueKind: ValueKind(rawValue: s["value_kind"]!.string!)!,
+                                        numericValue: s["numeric_value"]?.number, unit: str(s, "unit"),
+                                        categoryValue: s["category_value"]?.number.map { Int($0) },
+                                        workoutActivityType: s["workout_activity_type"]?.number.map { Int($0) },
+                                        durationSeconds: s["duration_seconds"]?.number, metadata: s["metadata"]?.object)
+            if let src = s["source"]?.object {
+                sample.source = SourceDescriptor(name: str(src, "name"), bundleIdentifier: str(src, "bundle_identifier"),
+                                                 productType: str(src, "product_type"), version: str(src, "version"),
+                                                 operatingSystemVersion: str(src, "operating_system_version"))
+            }
+            if let d = s["device"]?.object {
+                sample.device = DeviceDescriptor(name: str(d, "name"), manufacturer: str(d, "manufacturer"), model: str(d, "model"),
+                                                 hardwareVersion: str(d, "hardware_version"), softwareVersion: str(d, "software_version"))
+            }
+            let hasher = ArchiveHasher(secret: KeyStore.decodeHex(c.secretHex)!)
+            let n = try SampleNormalizer(hasher: hasher).normalize(sample, typeIdentifier: c.type)
+            let e = c.expected
+            #expect(String(decoding: try SampleEncoding.payload(n), as: UTF8.self) == e["payload_json"]?.string, "\(c.name) payload json")
+            #expect(n.payloadHash == e["payload_hash"]?.string, "\(c.name) payload hash")
+            #expect(String(decoding: try SampleEncoding.strictFingerprint(n, occurrence: 0), as: UTF8.self) == e["strict_fingerprint_json"]?.string, "\(c.name)")
+            #expect(try SampleEncoding.strictFingerprintHash(n, occurrence: 0) == e["strict_fingerprint"]?.string, "\(c.name)")
+            #expect(try SampleEncoding.strictFingerprintHash(n, occurrence: 1) == e["strict_fingerprint_occurrence_1"]?.string, "\(c.name)")
+            #expect(n.uuidHash == e["uuid_hash"]?.string, "\(c.name) uuid hash")
+            #expect(n.device?.deviceHash == e["device_hash"]?.string, "\(c.name) device hash")
+            #expect(n.metadataHash == e["metadata_hash"]?.string, "\(c.name) metadata hash")
+            #expect(n.metadataJSON == e["metadata_json"]?.string, "\(c.name) metadata json")
+        }
+    }
+
+    @Test("hand-built payload JSON equals the generic canonical encoder's output")
+    func handBuiltMatchesGeneric() throws {
+        let hasher = ArchiveHasher(secret: [UInt8](repeating: 7, count: 32))
+        let n = try SampleNormalizer(hasher: hasher).normalize(hr(3), typeIdentifier: heartRate.identifier)
+        let bytes = try SampleEncoding.payload(n)
+        let reparsed = try JSONDecoder().decode(JSONValue.self, from: Data(bytes))
+        #expect(try CanonicalJSON.encode(reparsed) == bytes)
+    }
+}

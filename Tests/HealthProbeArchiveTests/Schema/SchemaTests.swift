@@ -1,0 +1,141 @@
+import Foundation
+import GRDB
+import Testing
+@testable import HealthProbeArchive
+
+@Suite("Schema and migrations")
+struct SchemaTests {
+    static let tables = ["schema_migrations", "archive_metadata", "device_chains", "observations", "sample_types",
+                         "observation_type_runs", "sources", "source_revisions", "hk_devices", "metadata_blobs", "samples",
+                         "sample_versions", "sample_observation_events", "sample_visibility_ranges", "sample_relationships",
+                         "observation_type_summaries", "daily_type_aggregates", "export_manifests", "export_items", "capture_pages"]
+    static let indexes = ["idx_observations_device_time", "idx_type_runs_type_observation", "idx_samples_uuid_hash",
+                          "idx_samples_type_semantic", "idx_sample_versions_sample", "idx_sample_versions_time",
+                          "idx_events_observation_kind", "idx_events_sample", "idx_visibility_open_ranges",
+                          "idx_visibility_point_lookup", "idx_relationship_source", "idx_relationship_target", "idx_daily_type_bucket"]
+
+    func checkSchema(_ archive: Archive) throws {
+        try archive.writer.read { db throws in
+            let tables = Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'"))
+            for t in Self.tables { #expect(tables.contains(t), "table \(t)") }
+            let indexes = Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index'"))
+            for i in Self.indexes { #expect(indexes.contains(i), "index \(i)") }
+            #expect(try Int.fetchOne(db, sql: "PRAGMA foreign_keys") == 1)
+            let m = try Row.fetchOne(db, sql: "SELECT version, description FROM schema_migrations")!
+            #expect(m["version"] == 2)
+            #expect(try String.fetchOne(db, sql: "SELECT value FROM archive_metadata WHERE key = 'schema_version'") == "2")
+            #expect(try String.fetchOne(db, sql: "SELECT value FROM archive_metadata WHERE key = 'archive_format'") == ArchiveMigrations.archiveFormat)
+            #expect(try String.fetchOne(db, sql: "SELECT value FROM archive_metadata WHERE key = 'created_at'") != nil)
+        }
+    }
+
+    @Test("on disk: every table and index of section 5, WAL, foreign keys, migrations recorded")
+    func onDisk() throws {
+        let t = TempHome()
+        let node = try t.open()
+        try checkSchema(node.archive)
+        try node.archive.writer.read { db throws in
+            #expect(try String.fetchOne(db, sql: "PRAGMA journal_mode") == "wal")
+        }
+    }
+
+    @Test("in memory: the same schema, and foreign keys are enforced")
+    func inMemory() throws {
+        let archive = try Archive.inMemory()
+        try checkSchema(archive)
+        #expect(throws: DatabaseError.self) {
+            try archive.writer.write { db in
+                try db.execute(sql: "INSERT INTO observations(device_chain_id, observed_at, status, trigger_reason, schema_version) VALUES (42, 0, 'running', 'x', 2)")
+            }
+        }
+    }
+
+    @Test("sample identity and event uniqueness are enforced by the schema")
+    func uniqueness() throws {
+        let archive = try Archive.inMemory()
+        try archive.writer.write { db in
+            try db.execute(sql: """
+                INSERT INTO device_chains(id, device_chain_hash, created_at) VALUES (1, 'c', 0);
+                INSERT INTO observations(id, device_chain_id, observed_at, status, trigger_reason, schema_version) VALUES (1, 1, 0, 'running', 't', 2);
+                INSERT INTO sample_types(id, type_identifier) VALUES (1, 'T');
+                INSERT INTO samples(id, sample_type_id, strict_fingerprint, first_seen_observation_id, first_seen_at) VALUES (1, 1, 'f', 1, 0);
+                INSERT INTO sample_observation_events(observation_id, sample_id, event_kind, observed_at) VALUES (1, 1, 'appeared', 0);
+                """)
+        }
+        #expect(throws: DatabaseError.self) {
+            try archive.writer.write { db in try db.execute(sql: "INSERT INTO samples(sample_type_id, strict_fingerprint, first_seen_observation_id, first_seen_at) VALUES (1, 'f', 1, 0)") }
+        }
+        #expect(throws: DatabaseError.self) {
+            try archive.writer.write { db in try db.execute(sql: "INSERT INTO sample_observation_events(observation_id, sample_id, event_kind, observed_at) VALUES (1, 1, 'appeared', 0)") }
+        }
+    }
+
+    @Test("an archive with a newer schema refuses to open and is left unchanged")
+    func newerSchemaRefused() throws {
+        let t = TempHome()
+        do {
+            let node = try t.open()
+            try node.archive.writer.write { db in
+                try db.execute(sql: "INSERT INTO schema_migrations(version, applied_at, description) VALUES (99, 0, 'from the future')")
+            }
+        }
+        func content() throws -> [String] {
+            let q = try DatabaseQueue(path: t.home.archivePath)
+            return try q.read { db in
+                try String.fetchAll(db, sql: "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY name")
+                    + (try String.fetchAll(db, sql: "SELECT version || ':' || description FROM schema_migrations ORDER BY version"))
+                    + (try String.fetchAll(db, sql: "SELECT key || '=' || value FROM archive_metadata ORDER BY key"))
+            }
+        }
+        let before = try content()
+        do {
+            _ = try t.open()
+            Issue.record("opened an archive with a newer schema")
+        } catch let e as ArchiveError {
+            #expect(e.code == .newerSchema)
+            #expect(e.message.contains("99"))
+        }
+        #expect(FileManager.default.fileExists(atPath: t.home.archivePath))
+        #expect(try content() == before)
+    }
+
+    @Test("a failed migration rolls back and never deletes the archive")
+    func failedMigration() throws {
+        let t = TempHome()
+        do {
+            let node = try t.open()
+            try capture(node, samples: (0..<5).map { hr($0) })
+        }
+        let pool = try DatabasePool(path: t.home.archivePath)
+        let archive = Archive(writer: pool, path: t.home.archivePath, lock: nil, logger: Archive.silentLogger)
+        let broken = ArchiveMigrations.all + [.init(version: 3, description: "broken", sql: "CREATE TABLE extra(x); INSERT INTO no_such_table VALUES (1);")]
+        do {
+            try archive.prepare(clock: t.clock, recoverInterrupted: false, migrations: broken)
+            Issue.record("a broken migration succeeded")
+        } catch let e as ArchiveError {
+            #expect(e.code == .migrationFailed)
+        }
+        try pool.read { db throws in
+            #expect(try Int.fetchOne(db, sql: "SELECT max(version) FROM schema_migrations") == 2)
+            #expect(try db.tableExists("extra") == false)
+            #expect(try Int.fetchOne(db, sql: "SELECT count(*) FROM samples") == 5)
+        }
+    }
+
+    @Test("a SQLite file that is not an archive is refused")
+    func notAnArchive() throws {
+        let path = NSTemporaryDirectory() + "hp-other-\(UUID().uuidString).sqlite"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let q = try DatabaseQueue(path: path)
+        try q.write { db in try db.execute(sql: "CREATE TABLE something(x)") }
+        #expect { _ = try Archive.open(path: path) } throws: { ($0 as? ArchiveError)?.code == .notAnArchive }
+    }
+
+    @Test("a second writer is refused while the archive is open for writing")
+    func writerLock() throws {
+        let t = TempHome()
+        let node = try t.open()
+        #expect { _ = try t.open() } throws: { ($0 as? ArchiveError)?.code == .locked }
+        _ = node
+    }
+}
