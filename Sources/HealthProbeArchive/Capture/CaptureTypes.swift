@@ -98,6 +98,16 @@ public struct PageResult: Sendable, Equatable {
     /// The page had been committed before (a retry): nothing was written.
     public var alreadyCommitted = false
     public init() {}
+
+    /// Adds another page's counts to these.
+    public mutating func add(_ r: PageResult) {
+        records += r.records
+        appeared += r.appeared
+        changed += r.changed
+        disappeared += r.disappeared
+        deletedUnknown += r.deletedUnknown
+        unchanged += r.unchanged
+    }
 }
 
 /// What a finished type run recorded.

@@ -77,12 +77,6 @@ public final class PipelinedPageWriter {
             inFlight = nil
             throw error
         }
-        let r = try run.writePage(index: item.index, normalized: normalized)
-        totals.records += r.records
-        totals.appeared += r.appeared
-        totals.changed += r.changed
-        totals.unchanged += r.unchanged
-        totals.disappeared += r.disappeared
-        totals.deletedUnknown += r.deletedUnknown
+        totals.add(try run.writePage(index: item.index, normalized: normalized))
     }
 }

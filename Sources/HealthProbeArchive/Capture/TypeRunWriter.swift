@@ -177,14 +177,7 @@ public final class TypeRunWriter {
         if isFinished { throw ArchiveError(.invalidState, "the \(type.identifier) type run is already finished") }
     }
 
-    private func add(_ r: PageResult) {
-        totals.records += r.records
-        totals.appeared += r.appeared
-        totals.changed += r.changed
-        totals.disappeared += r.disappeared
-        totals.deletedUnknown += r.deletedUnknown
-        totals.unchanged += r.unchanged
-    }
+    private func add(_ r: PageResult) { totals.add(r) }
 
     /// True when this page was already committed with the same content.
     private func checkLedger(_ db: Database, index: Int, hash: String) throws -> Bool {
