@@ -20,6 +20,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.20"),
     ],
     targets: [
         .target(
@@ -34,7 +35,18 @@ let package = Package(
         ),
         .target(
             name: "HealthProbeSimulator",
-            dependencies: ["HealthProbeArchive", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")],
+            dependencies: ["HealthProbeArchive", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"),
+                           .product(name: "ZIPFoundation", package: "ZIPFoundation")],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "HealthProbeImport",
+            dependencies: [
+                "HealthProbeArchive",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strict
         ),
         .target(
@@ -47,6 +59,7 @@ let package = Package(
             dependencies: [
                 "HealthProbeArchive",
                 "HealthProbeSimulator",
+                "HealthProbeImport",
                 "HealthProbeCLI",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -80,7 +93,8 @@ let package = Package(
         ),
         .testTarget(
             name: "HealthProbeArchiveTests",
-            dependencies: ["HealthProbeArchive", "HealthProbeSimulator", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["HealthProbeArchive", "HealthProbeSimulator", "HealthProbeImport", .product(name: "GRDB", package: "GRDB.swift"),
+                           .product(name: "ZIPFoundation", package: "ZIPFoundation")],
             swiftSettings: strict
         ),
     ]

@@ -131,8 +131,9 @@ def sample_hashes(secret: bytes, type_id: str, raw: dict) -> dict:
         metadata_hash = sha("metadata", out["metadata_json"].encode())
     out["metadata_hash"] = metadata_hash
     value = raw.get("numeric_value")
+    creation = iso(norm_date(raw["creation"])) if raw.get("creation") is not None else None
     payload = {
-        "category_value": raw.get("category_value"), "device_hash": device_hash,
+        "category_value": raw.get("category_value"), "creation_date": creation, "device_hash": device_hash,
         "duration_seconds": raw.get("duration_seconds"), "end_date": iso(norm_date(raw["end"])),
         "metadata_hash": metadata_hash, "numeric_value": value, "source": source, "source_revision": revision,
         "start_date": iso(norm_date(raw["start"])), "type": type_id, "unit": clean(raw.get("unit")),
@@ -141,7 +142,7 @@ def sample_hashes(secret: bytes, type_id: str, raw: dict) -> dict:
     out["payload_json"] = canonical(payload)
     out["payload_hash"] = sha("payload", out["payload_json"].encode())
     strict = {
-        "category_value": raw.get("category_value"), "duration_seconds": raw.get("duration_seconds"),
+        "category_value": raw.get("category_value"), "creation_date": creation, "duration_seconds": raw.get("duration_seconds"),
         "end_date": payload["end_date"], "numeric_value": value, "occurrence": 0,
         "source_bundle_hash": bundle_hash, "start_date": payload["start_date"], "type": type_id,
         "unit": payload["unit"], "value_kind": raw["value_kind"],
@@ -186,7 +187,7 @@ def main():
             "device": {"name": "Apple Watch", "manufacturer": "Apple Inc.", "model": "Watch", "hardware_version": "Watch6,1", "software_version": "10.1"},
             "metadata": {"HKMetadataKeyHeartRateMotionContext": 1}}),
         ("steps-no-uuid-unknown-os", "HKQuantityTypeIdentifierStepCount", {
-            "start": 1748001600.0004, "end": 1748005200, "value_kind": "quantity", "numeric_value": 1234.5, "unit": " count ",
+            "start": 1748001600.0004, "end": 1748005200, "creation": 1748005260.5, "value_kind": "quantity", "numeric_value": 1234.5, "unit": " count ",
             "source": {"name": "Synthetic iPhone", "bundle_identifier": "com.example.steps", "operating_system_version": "0.0.0"}}),
         ("sleep-category", "HKCategoryTypeIdentifierSleepAnalysis", {
             "uuid": "A1B2C3D4-0000-4000-8000-000000000002", "start": 1748037600, "end": 1748068200,

@@ -49,8 +49,8 @@ public final class ProgressLine {
         self.enabled = enabled
     }
 
-    /// Reports `done` of `total` (if known) units.
-    public func update(done: Int, total: Int?, unit: String = "records") {
+    /// Reports `done` of `total` (if known) units; `fraction` overrides the percentage (e.g. bytes read).
+    public func update(done: Int, total: Int?, unit: String = "records", fraction: Double? = nil) {
         guard enabled else { return }
         let now = Date()
         guard now.timeIntervalSince(last) >= 0.2 else { return }
@@ -58,10 +58,9 @@ public final class ProgressLine {
         let elapsed = now.timeIntervalSince(start)
         let rate = elapsed > 0 ? Double(done) / elapsed : 0
         var text = "\(label): \(done) \(unit), \(Int(rate)) \(unit)/s"
-        if let total, total > 0 {
-            let pct = Double(done) / Double(total) * 100
-            let eta = rate > 0 ? Double(total - done) / rate : 0
-            text += String(format: ", %.1f%%, ETA %.0fs", pct, eta)
+        if let f = fraction ?? total.map({ Double(done) / Double(max($0, 1)) }), f > 0 {
+            let eta = elapsed / f - elapsed
+            text += String(format: ", %.1f%%, ETA %.0fs", min(f, 1) * 100, max(eta, 0))
         }
         FileHandle.standardOutput.write(Data(("\r\u{1B}[K" + text).utf8))
     }

@@ -82,7 +82,7 @@ struct CaptureBench: AsyncParsableCommand {
                         }
                         if page.count == pageSize || i == perType - 1 {
                             seen += page.count
-                            try pipeline.submit(page)
+                            try pipeline.submit(page, to: run)
                             page = []
                             page.reserveCapacity(pageSize)
                         }

@@ -11,7 +11,8 @@ public final class CaptureSession {
     public let observedAt: Double
     let normalizer: SampleNormalizer
     var caches = WriteCaches()
-    private(set) var activeRun: TypeRunWriter?
+    /// Runs not yet completed or failed (several may be open at once).
+    private(set) var openRuns: [Int64: TypeRunWriter] = [:]
     private(set) var finished = false
 
     var archive: Archive { node.archive }
@@ -48,9 +49,6 @@ public final class CaptureSession {
     /// Starts a type run. One run is active at a time; finish it before the next.
     public func beginTypeRun(_ type: SampleTypeDescriptor, kind: TypeRunKind, anchorBefore: [UInt8]? = nil) throws -> TypeRunWriter {
         guard !finished else { throw ArchiveError(.invalidState, "observation \(observationID) is already finished") }
-        if let run = activeRun, !run.isFinished {
-            throw ArchiveError(.invalidState, "type run for \(run.type.identifier) is still open; complete or fail it before starting \(type.identifier)")
-        }
         let now = node.clock.now()
         let chain = node.deviceChainID
         let obs = observationID
@@ -76,20 +74,20 @@ public final class CaptureSession {
                   AND t.status IN ('completed', 'needs_review')
                 ORDER BY t.observation_id DESC LIMIT 1
                 """, arguments: [typeID, chain, obs])
-            try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS hp_run_seen(sample_id INTEGER PRIMARY KEY)")
-            try db.execute(sql: "DELETE FROM temp.hp_run_seen")
+            try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS hp_run_seen(type_run_id INTEGER NOT NULL, sample_id INTEGER NOT NULL, PRIMARY KEY (type_run_id, sample_id)) WITHOUT ROWID")
+            try db.execute(sql: "DELETE FROM temp.hp_run_seen WHERE type_run_id = ?", arguments: [runID])
             return (typeID, runID, prev)
         }
         let run = TypeRunWriter(session: self, type: type, kind: kind, typeID: typeID, runID: runID,
                                 previousVerifiedAt: previousVerifiedAt ?? observedAt)
-        activeRun = run
+        openRuns[runID] = run
         return run
     }
 
     /// Ends the capture, deriving the final status from its type runs.
     @discardableResult
     public func finish() throws -> ObservationStatus {
-        if let run = activeRun, !run.isFinished {
+        if let run = openRuns.values.first(where: { !$0.isFinished }) {
             throw ArchiveError(.invalidState, "type run for \(run.type.identifier) is still open; complete or fail it before finishing the observation")
         }
         let now = node.clock.now()
@@ -115,7 +113,47 @@ public final class CaptureSession {
             try db.execute(sql: "UPDATE observations SET status = 'failed', ended_at = ?, notes = ? WHERE id = ?", arguments: [now, reason, obs])
         }
         finished = true
-        activeRun?.isFinished = true
+        for run in openRuns.values { run.isFinished = true }
+    }
+
+    /// Undoes everything this observation wrote, in one transaction, and marks
+    /// it `failed` with `reason`: ranges it closed are reopened; events,
+    /// relationships, ranges, versions and samples it created are deleted. The
+    /// archive's visible state is then exactly what it was before the capture;
+    /// the observation and its type runs remain as the record of the attempt.
+    public func revert(reason: String) throws {
+        let now = node.clock.now()
+        let obs = observationID
+        try archive.writer.write { db in
+            try db.execute(sql: """
+                DELETE FROM sample_visibility_ranges WHERE first_observation_id = ?;
+                UPDATE sample_visibility_ranges SET last_observation_id = NULL, last_seen_at = NULL WHERE last_observation_id = ?;
+                DELETE FROM sample_observation_events WHERE observation_id = ?;
+                DELETE FROM sample_relationships WHERE observation_id = ?;
+                DELETE FROM sample_versions WHERE created_observation_id = ?;
+                DELETE FROM samples WHERE first_seen_observation_id = ?;
+                DELETE FROM capture_pages WHERE type_run_id IN (SELECT id FROM observation_type_runs WHERE observation_id = ?);
+                UPDATE observation_type_runs SET status = 'failed', ended_at = ?, error_kind = coalesce(error_kind, 'reverted'),
+                    inserted_event_count = 0, deleted_event_count = 0, verified_visible_count = NULL
+                WHERE observation_id = ?;
+                UPDATE observations SET status = 'failed', ended_at = ?, notes = ? WHERE id = ?;
+                """, arguments: [obs, obs, obs, obs, obs, obs, obs, now, obs, now, reason, obs])
+            try db.execute(sql: "DELETE FROM temp.hp_run_seen WHERE type_run_id IN (SELECT id FROM observation_type_runs WHERE observation_id = ?)", arguments: [obs])
+        }
+        caches = WriteCaches()
+        finished = true
+        for run in openRuns.values { run.isFinished = true }
+        logger.warning("observation reverted", metadata: ["observation.id": "\(obs)"])
+    }
+
+    /// Replaces the observation's context fields learned during capture
+    /// (an export's date and UTC offset, importer notes).
+    public func updateContext(timeZoneSecondsFromGMT: Int?, notes: String?) throws {
+        let obs = observationID
+        try archive.writer.write { db in
+            try db.execute(sql: "UPDATE observations SET time_zone_seconds_from_gmt = coalesce(?, time_zone_seconds_from_gmt), notes = coalesce(?, notes) WHERE id = ?",
+                           arguments: [timeZoneSecondsFromGMT, notes, obs])
+        }
     }
 
     /// The observation status implied by its type runs.

@@ -61,6 +61,8 @@ public struct CapturedSample: Sendable, Hashable {
     public var uuid: String?
     public var startDate: Double
     public var endDate: Double
+    /// When the source created the sample, if it says (Apple Health exports do).
+    public var creationDate: Double?
     public var valueKind: ValueKind
     public var numericValue: Double?
     public var unit: String?

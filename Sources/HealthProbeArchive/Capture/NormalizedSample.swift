@@ -27,6 +27,7 @@ public struct NormalizedSample: Sendable {
     public var uuidHash: String?
     public var startDate: Double
     public var endDate: Double
+    public var creationDate: Double?
     public var valueKind: ValueKind
     public var numericValue: Double?
     public var unit: String?
@@ -87,13 +88,16 @@ public final class SampleNormalizer {
         if let v = sample.numericValue, !v.isFinite {
             throw ArchiveError(.invalidInput, "a \(typeIdentifier) sample has a non-finite value")
         }
+        if let c = sample.creationDate, !c.isFinite {
+            throw ArchiveError(.invalidInput, "a \(typeIdentifier) sample has a non-finite creation date")
+        }
         if let d = sample.durationSeconds, !d.isFinite {
             throw ArchiveError(.invalidInput, "a \(typeIdentifier) sample has a non-finite duration")
         }
         var n = NormalizedSample(
             typeIdentifier: typeIdentifier,
             uuidHash: Self.clean(sample.uuid).map { hasher.hmac(.sampleUUID, $0.uppercased()) },
-            startDate: start, endDate: end, valueKind: sample.valueKind,
+            startDate: start, endDate: end, creationDate: sample.creationDate.map(CanonicalDate.normalize), valueKind: sample.valueKind,
             numericValue: sample.numericValue.map { $0 == 0 ? 0 : $0 },
             unit: Self.clean(sample.unit), categoryValue: sample.categoryValue,
             workoutActivityType: sample.workoutActivityType, durationSeconds: sample.durationSeconds,

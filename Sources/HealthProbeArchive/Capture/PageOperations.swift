@@ -9,6 +9,7 @@ struct PageOperations {
     let obs: Int64
     let at: Double
     let typeID: Int64
+    let runID: Int64
 
     let byUUID: FastStatement
     let byFingerprint: FastStatement
@@ -26,6 +27,7 @@ struct PageOperations {
         obs = run.session.observationID
         at = run.session.observedAt
         typeID = run.typeID
+        runID = run.runID
         let lookup = """
             SELECT s.id, r.version_id, v.payload_hash
             FROM samples s
@@ -38,7 +40,7 @@ struct PageOperations {
             INSERT OR IGNORE INTO samples(sample_type_id, sample_uuid_hash, strict_fingerprint, semantic_fingerprint, first_seen_observation_id, first_seen_at)
             VALUES (?, ?, ?, ?, ?, ?)
             """)
-        markSeen = try FastStatement(db, "INSERT OR IGNORE INTO temp.hp_run_seen(sample_id) VALUES (?)")
+        markSeen = try FastStatement(db, "INSERT OR IGNORE INTO temp.hp_run_seen(type_run_id, sample_id) VALUES (?, ?)")
         findVersion = try FastStatement(db, "SELECT id FROM sample_versions WHERE sample_id = ? AND payload_hash = ?")
         insertVersion = try FastStatement(db, """
             INSERT INTO sample_versions(sample_id, payload_hash, start_date, end_date, value_kind, numeric_value, unit, category_value,
@@ -73,7 +75,7 @@ struct PageOperations {
     }
 
     private func seen(_ sampleID: Int64) throws -> Bool {
-        try markSeen.run(db, [.int(sampleID)]) == 0
+        try markSeen.run(db, [.int(runID), .int(sampleID)]) == 0
     }
 
     /// Inserts a new sample identity, trying occurrences from `start` until a

@@ -1,16 +1,14 @@
 import Dispatch
 import Foundation
 
-/// Writes a type run's pages with normalization and hashing of the next page
-/// running on a second core while the current page is written to SQLite.
-/// Pages are numbered from `firstIndex` in submission order. Not thread-safe:
-/// call from one thread. While a pipeline is active, do not call the run's
-/// `writePage` directly.
+/// Writes pages of one or more type runs of a capture, normalizing and
+/// hashing the next page on a second core while the current one is written
+/// to SQLite. Each run's pages are numbered from its `nextPageIndex` in
+/// submission order. Not thread-safe: call from one thread. While a pipeline
+/// is active, do not call a run's `writePage` directly.
 public final class PipelinedPageWriter {
-    private let run: TypeRunWriter
     private let queue = DispatchQueue(label: "healthprobe.capture.normalize")
-    private var nextIndex: Int
-    private var inFlight: (index: Int, box: Box, group: DispatchGroup)?
+    private var inFlight: (run: TypeRunWriter, index: Int, box: Box, group: DispatchGroup)?
     public private(set) var totals = PageResult()
 
     /// The normalization result of one page, handed between threads.
@@ -18,25 +16,26 @@ public final class PipelinedPageWriter {
         var result: Result<[NormalizedSample], any Error> = .success([])
     }
 
-    /// The normalizer is only used on `queue` while this writer is active.
+    /// The session's normalizer, used only on `queue` while this writer is active.
     private final class NormalizerRef: @unchecked Sendable {
         let normalizer: SampleNormalizer
-        let type: String
-        init(_ n: SampleNormalizer, _ t: String) { normalizer = n; type = t }
+        init(_ n: SampleNormalizer) { normalizer = n }
     }
     private let normalizer: NormalizerRef
 
-    public init(run: TypeRunWriter, firstIndex: Int = 0) {
-        self.run = run
-        nextIndex = firstIndex
-        normalizer = NormalizerRef(run.session.normalizer, run.type.identifier)
+    public init(session: CaptureSession) {
+        normalizer = NormalizerRef(session.normalizer)
     }
 
-    /// Queues a page for normalization and writes the previously queued one.
-    public func submit(_ samples: [CapturedSample]) throws {
+    /// A writer for a single run.
+    public convenience init(run: TypeRunWriter) { self.init(session: run.session) }
+
+    /// Queues a page of `run` for normalization and writes the previously queued page.
+    public func submit(_ samples: [CapturedSample], to run: TypeRunWriter) throws {
         let box = Box()
         let group = DispatchGroup()
         let ref = normalizer
+        let type = run.type.identifier
         group.enter()
         let previous = inFlight
         // The queue is serial: this page is normalized after the previous one.
@@ -44,15 +43,15 @@ public final class PipelinedPageWriter {
             var out: [NormalizedSample] = []
             out.reserveCapacity(samples.count)
             do {
-                for s in samples { out.append(try ref.normalizer.normalize(s, typeIdentifier: ref.type)) }
+                for s in samples { out.append(try ref.normalizer.normalize(s, typeIdentifier: type)) }
                 box.result = .success(out)
             } catch {
                 box.result = .failure(error)
             }
             group.leave()
         }
-        inFlight = (nextIndex, box, group)
-        nextIndex += 1
+        inFlight = (run, run.nextPageIndex, box, group)
+        run.nextPageIndex += 1
         if let previous { try write(previous) }
     }
 
@@ -66,7 +65,7 @@ public final class PipelinedPageWriter {
         return totals
     }
 
-    private func write(_ item: (index: Int, box: Box, group: DispatchGroup)) throws {
+    private func write(_ item: (run: TypeRunWriter, index: Int, box: Box, group: DispatchGroup)) throws {
         item.group.wait()
         let normalized: [NormalizedSample]
         do {
@@ -77,6 +76,6 @@ public final class PipelinedPageWriter {
             inFlight = nil
             throw error
         }
-        totals.add(try run.writePage(index: item.index, normalized: normalized))
+        totals.add(try item.run.writePage(index: item.index, normalized: normalized))
     }
 }

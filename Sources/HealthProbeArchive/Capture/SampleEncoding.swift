@@ -7,6 +7,7 @@ public enum SampleEncoding {
         var w = CanonicalJSONWriter(capacity: 512)
         w.beginObject()
         w.field("category_value", n.categoryValue)
+        w.key("creation_date"); if let c = n.creationDate { w.writeDate(c) } else { w.writeNull() }
         w.field("device_hash", n.device?.deviceHash)
         try w.field("duration_seconds", n.durationSeconds)
         w.key("end_date"); appendDate(n.endDate, &w)
@@ -42,6 +43,7 @@ public enum SampleEncoding {
         var w = CanonicalJSONWriter(capacity: 384)
         w.beginObject()
         w.field("category_value", n.categoryValue)
+        w.key("creation_date"); if let c = n.creationDate { w.writeDate(c) } else { w.writeNull() }
         try w.field("duration_seconds", n.durationSeconds)
         w.key("end_date"); appendDate(n.endDate, &w)
         try w.field("numeric_value", n.numericValue)

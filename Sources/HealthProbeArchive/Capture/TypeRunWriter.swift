@@ -16,6 +16,8 @@ public final class TypeRunWriter {
     unowned let session: CaptureSession
     var isFinished = false
     public private(set) var rejectedRecords = 0
+    /// The index the next page gets when written through a `PipelinedPageWriter`.
+    public var nextPageIndex = 0
     private var totals = PageResult()
 
     init(session: CaptureSession, type: SampleTypeDescriptor, kind: TypeRunKind, typeID: Int64, runID: Int64, previousVerifiedAt: Double) {
@@ -120,8 +122,8 @@ public final class TypeRunWriter {
                     INSERT INTO temp.hp_run_gone(sample_id, version_id)
                     SELECT r.sample_id, r.version_id
                     FROM samples s JOIN sample_visibility_ranges r ON r.sample_id = s.id AND +r.last_observation_id IS NULL
-                    WHERE s.sample_type_id = ? AND s.id NOT IN (SELECT sample_id FROM temp.hp_run_seen)
-                    """, arguments: [typeID])
+                    WHERE s.sample_type_id = ? AND s.id NOT IN (SELECT sample_id FROM temp.hp_run_seen WHERE type_run_id = ?)
+                    """, arguments: [typeID, runID])
                 gone = db.changesCount
                 if gone > 0 {
                     try db.execute(sql: """
@@ -144,7 +146,7 @@ public final class TypeRunWriter {
                     deleted_event_count = deleted_event_count + ?
                 WHERE id = ?
                 """, arguments: [status.rawValue, now, anchorAfter.map { Data($0) }, visible, gone, runID])
-            try db.execute(sql: "DELETE FROM temp.hp_run_seen")
+            try db.execute(sql: "DELETE FROM temp.hp_run_seen WHERE type_run_id = ?", arguments: [runID])
             return (gone, visible)
         }
         totals.disappeared += gone
@@ -166,7 +168,7 @@ public final class TypeRunWriter {
         try session.archive.writer.write { db in
             try db.execute(sql: "UPDATE observation_type_runs SET status = ?, ended_at = ?, error_kind = ?, error_message_hash = ? WHERE id = ?",
                            arguments: [status.rawValue, now, errorKind, messageHash, runID])
-            try db.execute(sql: "DELETE FROM temp.hp_run_seen")
+            try db.execute(sql: "DELETE FROM temp.hp_run_seen WHERE type_run_id = ?", arguments: [runID])
         }
         isFinished = true
         return TypeRunResult(typeIdentifier: type.identifier, status: status, insertedEvents: totals.appeared + totals.changed,

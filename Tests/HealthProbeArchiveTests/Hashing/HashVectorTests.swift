@@ -100,6 +100,7 @@ struct HashVectorTests {
                                         categoryValue: s["category_value"]?.number.map { Int($0) },
                                         workoutActivityType: s["workout_activity_type"]?.number.map { Int($0) },
                                         durationSeconds: s["duration_seconds"]?.number, metadata: s["metadata"]?.object)
+            sample.creationDate = s["creation"]?.number
             if let src = s["source"]?.object {
                 sample.source = SourceDescriptor(name: str(src, "name"), bundleIdentifier: str(src, "bundle_identifier"),
                                                  productType: str(src, "product_type"), version: str(src, "version"),

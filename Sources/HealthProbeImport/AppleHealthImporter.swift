@@ -1,0 +1,363 @@
+import Foundation
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+import GRDB
+import HealthProbeArchive
+import Logging
+
+/// Imports an Apple Health export as one observation: every sample type is a
+/// full-scan type run. Streaming: memory is bounded by the page buffers, not
+/// the file. A malformed element is skipped, reported with its line and
+/// column, and makes its type's run (and the observation) `needs_review`,
+/// closing nothing for that type. A corrupt zip, a malformed document or a
+/// storage failure reverts the whole observation: the archive's visible state
+/// is exactly as before, and the attempt is recorded as a failed observation.
+public final class AppleHealthImporter {
+    public struct Options: Sendable {
+        /// Samples per page (one transaction each).
+        public var pageSize = 5000
+        /// Samples buffered across all types before the largest buffer is flushed.
+        public var maxBuffered = 40_000
+        /// At most this many rejections are kept for the report (all are counted).
+        public var maxReportedRejections = 200
+        public init() {}
+    }
+
+    public struct Result: Sendable, Codable {
+        public var observationId: Int64
+        public var status: String
+        public var source: String
+        public var records: Int
+        public var types: Int
+        public var appeared: Int
+        public var changed: Int
+        public var disappeared: Int
+        public var unchanged: Int
+        public var relationships: Int
+        public var rejected: Int
+        public var rejections: [Rejection]
+        public var controlCharactersReplaced: Int
+        public var bytes: Int64
+        public var seconds: Double
+        /// True when nothing appeared, changed or disappeared.
+        public var noChanges: Bool { appeared == 0 && changed == 0 && disappeared == 0 }
+    }
+
+    let node: NodeArchive
+    let options: Options
+    let logger: Logger
+    /// Progress: (bytes read, total bytes if known, records so far).
+    public var onProgress: ((Int64, Int64?, Int) -> Void)?
+
+    public init(node: NodeArchive, options: Options = Options(), logger: Logger = Archive.silentLogger) {
+        self.node = node
+        self.options = options
+        self.logger = logger
+    }
+
+    /// Imports the export at `path` (export.zip, export.xml or the unzipped folder).
+    public func importExport(at path: String) throws -> Result {
+        let location = try ExportLocation.locate(path)
+        return try importExport(location)
+    }
+
+    private final class State {
+        var runs: [String: TypeRunWriter] = [:]
+        var buffers: [String: [CapturedSample]] = [:]
+        var buffered = 0
+        var records = 0
+        var rejected = 0
+        var rejectedByType: [String: Int] = [:]
+        var rejectedUnknownType = 0
+        var rejections: [Rejection] = []
+        var pendingRelations: [(ImportedSample, ImportedChild)] = []
+        var exportDate: Double?
+        var exportOffset: Int?
+        var locale: String?
+        var me: [String: String] = [:]
+        var displayUnits: [String: Set<String>] = [:]
+    }
+
+    func importExport(_ location: ExportLocation) throws -> Result {
+        let started = Date()
+        let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: "import", notes: "importing an Apple Health export"))
+        let state = State()
+        let pipeline = PipelinedPageWriter(session: session)
+        let source: ByteSource
+        do { source = try location.open() } catch {
+            try? session.revert(reason: "import failed before reading: \(error)")
+            throw error
+        }
+        defer { source.close() }
+        let stream = SanitizingStream(source: source)
+        let total = source.totalBytes
+        stream.onProgress = { [weak self] bytes in self?.onProgress?(bytes, total, state.records) }
+        try prepareRelationTable()
+
+        let parser = XMLParser(stream: stream)
+        let delegate = ExportParser()
+        delegate.parser = parser
+        parser.delegate = delegate
+        parser.shouldResolveExternalEntities = false
+        delegate.onLocale = { state.locale = $0 }
+        delegate.onExportDate = { t, offset in state.exportDate = t; state.exportOffset = offset }
+        delegate.onMe = { state.me = $0 }
+        delegate.onRejection = { r in
+            state.rejected += 1
+            if let t = r.typeIdentifier { state.rejectedByType[t, default: 0] += 1 } else { state.rejectedUnknownType += 1 }
+            if state.rejections.count < self.options.maxReportedRejections { state.rejections.append(r) }
+            self.logger.warning("rejected a malformed element", metadata: ["import.line": "\(r.line)", "import.column": "\(r.column)", "import.element": "\(r.element)", "import.reason": "\(r.reason)"])
+        }
+        delegate.onSample = { item in
+            try self.accept(item, state: state, session: session, pipeline: pipeline)
+        }
+
+        do {
+            let ok = parser.parse()
+            if let e = delegate.callbackError { throw e }
+            if let e = stream.error { throw e }
+            if !delegate.sawHealthData {
+                throw ImportError(.notAnExport, "\(location.displayName) has no <HealthData> element; it is not an Apple Health export")
+            }
+            if let e = delegate.xmlError {
+                throw ImportError(.malformedXML, "\(location.displayName) is not well-formed XML at line \(e.line), column \(e.column) (XML error \(e.code)); nothing was imported")
+            }
+            if !ok || !delegate.sawEnd {
+                throw ImportError(.malformedXML, "\(location.displayName) ends before </HealthData> (line \(parser.lineNumber)): the file is truncated; nothing was imported")
+            }
+            // Flush what is buffered, then members of correlations not present at top level.
+            for type in state.buffers.keys.sorted() { try flush(type, state: state, session: session, pipeline: pipeline) }
+            try pipeline.flush()
+            try writeMissingMembers(state: state, session: session, pipeline: pipeline)
+            try pipeline.flush()
+            // Rejections of unknown type: no run may close anything.
+            var results: [TypeRunResult] = []
+            for (type, run) in state.runs.sorted(by: { $0.key < $1.key }) {
+                let n = (state.rejectedByType[type] ?? 0) + state.rejectedUnknownType
+                if n > 0 { try run.recordRejected(count: n) }
+                results.append(try run.complete())
+            }
+            // Types whose every element was malformed still get a run that says so.
+            for (type, n) in state.rejectedByType where state.runs[type] == nil {
+                let run = try session.beginTypeRun(SampleTypeDescriptor(type), kind: .fullScan)
+                state.runs[type] = run
+                try run.recordRejected(count: n)
+                results.append(try run.complete())
+            }
+            // An export is the whole visible state: a type earlier imports held and this one
+            // does not has lost every record. Its full-scan run sees nothing and closes them.
+            for type in try typesOfEarlierImports(excluding: session.observationID) where state.runs[type] == nil {
+                let run = try session.beginTypeRun(SampleTypeDescriptor(type, category: Self.category(type)), kind: .fullScan)
+                state.runs[type] = run
+                if state.rejectedUnknownType > 0 { try run.recordRejected(count: state.rejectedUnknownType) }
+                results.append(try run.complete())
+            }
+            let edits = try matchEdits(session.observationID)
+            let relationships = try writeRelationships(state: state, session: session)
+            try session.updateContext(timeZoneSecondsFromGMT: state.exportOffset, notes: notes(location: location, state: state, stream: stream))
+            let status = try session.finish()
+            let totals = pipeline.totals
+            return Result(observationId: session.observationID, status: status.rawValue, source: location.displayName,
+                          records: state.records, types: state.runs.count, appeared: totals.appeared - edits, changed: totals.changed + edits,
+                          disappeared: results.reduce(0) { $0 + $1.deletedEvents } - edits, unchanged: totals.unchanged,
+                          relationships: relationships, rejected: state.rejected, rejections: state.rejections,
+                          controlCharactersReplaced: stream.controlCharactersReplaced, bytes: stream.bytesRead,
+                          seconds: Date().timeIntervalSince(started))
+        } catch {
+            let wrapped = Self.wrap(error, location: location)
+            do {
+                try session.revert(reason: "import failed and was reverted: \(wrapped.message)")
+            } catch let revertError {
+                throw ImportError(.storage, "\(wrapped.message); reverting the partial import also failed, so observation \(session.observationID) will be marked interrupted with its committed pages (run `hp-node observations`)", cause: revertError)
+            }
+            throw wrapped
+        }
+    }
+
+    static func describe(_ e: any Error) -> String {
+        let ns = e as NSError
+        return "XML error \(ns.code)"
+    }
+
+    static func wrap(_ error: any Error, location: ExportLocation) -> ImportError {
+        if let e = error as? ImportError { return e }
+        if let e = error as? DatabaseError, e.resultCode == .SQLITE_FULL {
+            return ImportError(.storage, "the disk is full while importing \(location.displayName); nothing was imported. Free space and import again", cause: e)
+        }
+        if let e = error as? ArchiveError { return ImportError(.storage, "storing \(location.displayName) failed: \(e.message); nothing was imported", cause: e) }
+        return ImportError(.storage, "importing \(location.displayName) failed; nothing was imported", cause: error)
+    }
+
+    private func accept(_ item: ImportedSample, state: State, session: CaptureSession, pipeline: PipelinedPageWriter) throws {
+        state.records += 1
+        if let u = item.sample.unit { state.displayUnits[item.typeIdentifier, default: []].insert(u) }
+        for child in item.children {
+            state.pendingRelations.append((item, child))
+            if state.pendingRelations.count >= 1000 { try savePendingRelations(state) }
+        }
+        if state.runs[item.typeIdentifier] == nil {
+            state.runs[item.typeIdentifier] = try session.beginTypeRun(SampleTypeDescriptor(item.typeIdentifier, category: Self.category(item.typeIdentifier)), kind: .fullScan)
+        }
+        state.buffers[item.typeIdentifier, default: []].append(item.sample)
+        state.buffered += 1
+        if state.buffers[item.typeIdentifier]!.count >= options.pageSize {
+            try flush(item.typeIdentifier, state: state, session: session, pipeline: pipeline)
+        } else if state.buffered >= options.maxBuffered, let largest = state.buffers.max(by: { $0.value.count < $1.value.count })?.key {
+            try flush(largest, state: state, session: session, pipeline: pipeline)
+        }
+    }
+
+    private func flush(_ type: String, state: State, session: CaptureSession, pipeline: PipelinedPageWriter) throws {
+        guard let page = state.buffers[type], !page.isEmpty, let run = state.runs[type] else { return }
+        state.buffers[type] = []
+        state.buffered -= page.count
+        try pipeline.submit(page, to: run)
+    }
+
+    static func category(_ type: String) -> String? {
+        if type.hasPrefix("HKQuantityTypeIdentifier") { return "quantity" }
+        if type.hasPrefix("HKCategoryTypeIdentifier") { return "category" }
+        if type.hasPrefix("HKCorrelationTypeIdentifier") { return "correlation" }
+        if type == "HKWorkoutTypeIdentifier" { return "workout" }
+        if type == ExportParser.routeType { return "route" }
+        if type == ExportParser.activitySummaryType { return "activity_summary" }
+        return "other"
+    }
+
+    /// Types that earlier import observations of this chain had runs for.
+    private func typesOfEarlierImports(excluding obs: Int64) throws -> [String] {
+        let chain = node.deviceChainID
+        return try node.archive.writer.read { db in
+            try String.fetchAll(db, sql: """
+                SELECT DISTINCT st.type_identifier FROM observation_type_runs t
+                JOIN observations o ON o.id = t.observation_id JOIN sample_types st ON st.id = t.sample_type_id
+                WHERE o.trigger_reason = 'import' AND o.device_chain_id = ? AND o.id != ? AND t.status IN ('completed', 'needs_review')
+                ORDER BY 1
+                """, arguments: [chain, obs])
+        }
+    }
+
+    /// Records without UUIDs cannot keep an identity across a value edit: the
+    /// archive records disappeared + appeared. For the report, pairs of one
+    /// disappeared and one appeared sample of the same type and time window
+    /// (the semantic fingerprint) count as one edited record.
+    private func matchEdits(_ obs: Int64) throws -> Int {
+        try node.archive.writer.read { db in
+            try Int.fetchOne(db, sql: """
+                WITH a AS (SELECT s.sample_type_id AS t, s.semantic_fingerprint AS k, count(*) AS n
+                           FROM sample_observation_events e JOIN samples s ON s.id = e.sample_id
+                           WHERE e.observation_id = ? AND e.event_kind = 'appeared' AND s.semantic_fingerprint IS NOT NULL GROUP BY 1, 2),
+                     d AS (SELECT s.sample_type_id AS t, s.semantic_fingerprint AS k, count(*) AS n
+                           FROM sample_observation_events e JOIN samples s ON s.id = e.sample_id
+                           WHERE e.observation_id = ? AND e.event_kind = 'disappeared' AND s.semantic_fingerprint IS NOT NULL GROUP BY 1, 2)
+                SELECT ifnull(sum(min(a.n, d.n)), 0) FROM a JOIN d ON d.t = a.t AND d.k = a.k
+                """, arguments: [obs, obs]) ?? 0
+        }
+    }
+
+    // MARK: relationships
+
+    private func prepareRelationTable() throws {
+        try node.archive.writer.write { db in
+            try db.execute(sql: """
+                CREATE TEMP TABLE IF NOT EXISTS hp_import_relations(
+                    parent_type TEXT NOT NULL, parent_fp TEXT NOT NULL, child_type TEXT NOT NULL, child_fp TEXT NOT NULL,
+                    kind TEXT NOT NULL, also_emitted INTEGER NOT NULL, child_json TEXT);
+                DELETE FROM temp.hp_import_relations;
+                """)
+        }
+    }
+
+    private func savePendingRelations(_ state: State) throws {
+        guard !state.pendingRelations.isEmpty else { return }
+        let normalizer = SampleNormalizer(hasher: node.hasher)
+        var rows: [[DatabaseValueConvertible?]] = []
+        for (parent, child) in state.pendingRelations {
+            let p = try normalizer.normalize(parent.sample, typeIdentifier: parent.typeIdentifier)
+            let c = try normalizer.normalize(child.sample, typeIdentifier: child.typeIdentifier)
+            let childJSON: String? = child.alsoEmitted ? nil : String(decoding: try JSONEncoder().encode(CodableSample(child.sample)), as: UTF8.self)
+            rows.append([parent.typeIdentifier, try SampleEncoding.strictFingerprintHash(p, occurrence: 0), child.typeIdentifier,
+                         try SampleEncoding.strictFingerprintHash(c, occurrence: 0), child.kind.rawValue, child.alsoEmitted ? 1 : 0, childJSON])
+        }
+        state.pendingRelations.removeAll(keepingCapacity: true)
+        try node.archive.writer.write { db in
+            for r in rows {
+                try db.execute(sql: "INSERT INTO temp.hp_import_relations VALUES (?, ?, ?, ?, ?, ?, ?)", arguments: StatementArguments(r))
+            }
+        }
+    }
+
+    /// Correlation members normally also appear at top level; any that did not
+    /// are written to their type's run so nothing in the file is lost.
+    private func writeMissingMembers(state: State, session: CaptureSession, pipeline: PipelinedPageWriter) throws {
+        try savePendingRelations(state)
+        // Temporary tables live on the writer connection.
+        let obs = session.observationID
+        let missing: [(String, String)] = try node.archive.writer.write { db in
+            try Row.fetchAll(db, sql: """
+                SELECT DISTINCT r.child_type, r.child_json FROM temp.hp_import_relations r
+                WHERE r.also_emitted = 0 AND NOT EXISTS (
+                    SELECT 1 FROM samples s JOIN sample_types st ON st.id = s.sample_type_id
+                    JOIN observation_type_runs t ON t.observation_id = ? AND t.sample_type_id = s.sample_type_id
+                    JOIN temp.hp_run_seen x ON x.type_run_id = t.id AND x.sample_id = s.id
+                    WHERE st.type_identifier = r.child_type AND s.strict_fingerprint = r.child_fp)
+                """, arguments: [obs]).map { ($0[0], $0[1]) }
+        }
+        guard !missing.isEmpty else { return }
+        logger.info("correlation members missing at top level were archived", metadata: ["import.count": "\(missing.count)"])
+        for (type, json) in missing {
+            let sample = try JSONDecoder().decode(CodableSample.self, from: Data(json.utf8)).sample
+            state.records += 1
+            if state.runs[type] == nil {
+                state.runs[type] = try session.beginTypeRun(SampleTypeDescriptor(type, category: Self.category(type)), kind: .fullScan)
+            }
+            state.buffers[type, default: []].append(sample)
+            state.buffered += 1
+        }
+        for type in state.buffers.keys.sorted() { try flush(type, state: state, session: session, pipeline: pipeline) }
+    }
+
+    /// Records each relationship once, in the first observation that saw it.
+    private func writeRelationships(state: State, session: CaptureSession) throws -> Int {
+        try savePendingRelations(state)
+        let obs = session.observationID
+        return try node.archive.writer.write { db in
+            try db.execute(sql: """
+                INSERT OR IGNORE INTO sample_relationships(observation_id, source_sample_id, target_sample_id, relationship_kind)
+                SELECT DISTINCT ?, p.id, c.id, r.kind
+                FROM temp.hp_import_relations r
+                JOIN sample_types pt ON pt.type_identifier = r.parent_type
+                JOIN samples p ON p.sample_type_id = pt.id AND p.strict_fingerprint = r.parent_fp
+                JOIN sample_types ct ON ct.type_identifier = r.child_type
+                JOIN samples c ON c.sample_type_id = ct.id AND c.strict_fingerprint = r.child_fp
+                WHERE NOT EXISTS (SELECT 1 FROM sample_relationships x
+                                  WHERE x.source_sample_id = p.id AND x.target_sample_id = c.id AND x.relationship_kind = r.kind)
+                """, arguments: [obs])
+            let n = db.changesCount
+            try db.execute(sql: "DELETE FROM temp.hp_import_relations")
+            return n
+        }
+    }
+
+    // MARK: observation notes
+
+    private func notes(location: ExportLocation, state: State, stream: SanitizingStream) throws -> String {
+        var o: [String: JSONValue] = [
+            "importer": .string("apple-health-export"),
+            "source_kind": .string(location.kind.rawValue),
+            "records": .int(state.records),
+            "rejected": .int(state.rejected),
+            "control_characters_replaced": .int(stream.controlCharactersReplaced),
+        ]
+        if let d = state.exportDate { o["export_date"] = .string(CanonicalDate.string(d)) }
+        if let off = state.exportOffset { o["export_utc_offset_seconds"] = .int(off) }
+        if let l = state.locale { o["locale"] = .string(l) }
+        // Personal characteristics: kept only as privacy hashes.
+        if !state.me.isEmpty {
+            o["me"] = .object(state.me.mapValues { .string(node.hasher.hmac(.personal, $0)) })
+        }
+        o["display_units"] = .object(state.displayUnits.mapValues { .array($0.sorted().map(JSONValue.string)) })
+        return try CanonicalJSON.string(.object(o))
+    }
+}

@@ -1,0 +1,26 @@
+/// An import failed as a whole. Messages name what is wrong and where, and
+/// never contain health values.
+public struct ImportError: Error, CustomStringConvertible, Sendable {
+    public enum Code: String, Sendable {
+        case notFound = "not_found"
+        case notAnExport = "not_an_export"
+        case corruptZip = "corrupt_zip"
+        case malformedXML = "malformed_xml"
+        case io
+        case storage
+    }
+    public let code: Code
+    public let message: String
+    public let cause: (any Error)?
+
+    public init(_ code: Code, _ message: String, cause: (any Error)? = nil) {
+        self.code = code
+        self.message = message
+        self.cause = cause
+    }
+
+    public var description: String {
+        if let cause { return "\(message) (cause: \(cause))" }
+        return message
+    }
+}

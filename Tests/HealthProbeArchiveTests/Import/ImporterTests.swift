@@ -1,0 +1,273 @@
+import Foundation
+import GRDB
+import Testing
+@testable import HealthProbeArchive
+@testable import HealthProbeImport
+@testable import HealthProbeSimulator
+
+/// `../shared/fixtures/apple-health/<name>` next to the repository.
+func fixture(_ name: String) -> String {
+    URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared/fixtures/apple-health/\(name)").path
+}
+
+final class TempDir {
+    let path = NSTemporaryDirectory() + "hp-import-" + UUID().uuidString
+    init() { try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true) }
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+    func file(_ name: String) -> String { path + "/" + name }
+}
+
+@discardableResult
+func importExport(_ t: TempHome, _ path: String, pageSize: Int = 5000) throws -> AppleHealthImporter.Result {
+    t.clock.advance(86_400)
+    let node = try t.open()
+    var o = AppleHealthImporter.Options()
+    o.pageSize = pageSize
+    return try AppleHealthImporter(node: node, options: o).importExport(at: path)
+}
+
+func metadataJSON(_ t: TempHome) throws -> [String] {
+    try t.open().archive.writer.read { db in try String.fetchAll(db, sql: "SELECT metadata_json FROM metadata_blobs") }
+}
+
+@Suite("Apple Health export importer")
+struct ImporterTests {
+    @Test("fixture with the v14 DTD: every element archived, correlation members and routes related, re-import changes nothing")
+    func grllFixture() throws {
+        let t = TempHome()
+        let r = try importExport(t, fixture("grll-apple-health-mcp/export.xml"))
+        #expect(r.status == "completed")
+        #expect(r.records == 36)
+        #expect(r.appeared == 36)
+        #expect(r.rejected == 0)
+        let before: Counts
+        do {
+        let node = try t.open()
+        try node.archive.writer.read { db throws in
+            let kinds = try String.fetchAll(db, sql: "SELECT relationship_kind FROM sample_relationships ORDER BY 1")
+            #expect(kinds.filter { $0 == "correlation_member" }.count == 2)
+            #expect(kinds.contains("workout_route"))
+            // The blood glucose unit with a molar mass is converted to mg/dL.
+            let units = try String.fetchAll(db, sql: "SELECT DISTINCT unit FROM sample_versions WHERE unit IS NOT NULL")
+            #expect(units.contains("mg/dL"))
+            #expect(!units.contains { $0.hasPrefix("mmol<") })
+            // Dates are stored in UTC: 12:30 +0100 is 11:30Z.
+            let bg = try Double.fetchOne(db, sql: """
+                SELECT min(v.start_date) FROM sample_versions v JOIN samples s ON s.id = v.sample_id JOIN sample_types st ON st.id = s.sample_type_id
+                WHERE st.type_identifier = 'HKQuantityTypeIdentifierBloodGlucose'
+                """)
+            #expect(bg.map(CanonicalDate.string) == "2024-01-09T11:30:00.000Z")
+            // Me is kept only as privacy hashes.
+            let notes = try String.fetchOne(db, sql: "SELECT notes FROM observations") ?? ""
+            #expect(notes.contains("\"me\""))
+            #expect(!notes.contains("1995-01-15"))
+        }
+        before = try Counts.of(node)
+        }
+        let again = try importExport(t, fixture("grll-apple-health-mcp/export.xml"))
+        #expect(again.noChanges)
+        #expect(again.records == 36)
+        #expect(try Counts.of(try t.open()) == before)
+    }
+
+    @Test("fixture without DTD: metadata keys differing only in case are both kept")
+    func dogsheepFixture() throws {
+        let t = TempHome()
+        let r = try importExport(t, fixture("dogsheep-healthkit-to-sqlite/tests_export.xml"))
+        #expect(r.status == "completed")
+        #expect(r.records > 0)
+        let all = try metadataJSON(t).joined()
+        #expect(all.contains("HKWeatherTemperature"))
+        let r2 = try importExport(t, fixture("dogsheep-healthkit-to-sqlite/zip_contents_export.xml"))
+        #expect(r2.status == "completed")
+        #expect(try metadataJSON(t).joined().contains("hp:file_reference"))
+    }
+
+    @Test("zip with __MACOSX members and .DS_Store; typographic apostrophes and multi-line attributes")
+    func zipFixture() throws {
+        let t = TempHome()
+        let r = try importExport(t, fixture("alxdrcirilo-apple-health-parser/export.zip"))
+        #expect(r.status == "completed")
+        #expect(r.source.hasSuffix("apple_health_export/export.xml"))
+        let x = try importExport(t, fixture("alxdrcirilo-apple-health-parser/export.xml"))
+        #expect(x.records == r.records)
+    }
+
+    @Test("the broken iOS 16 DTD and the v13 DTD do not stop the import; line numbers stay true")
+    func dtds() throws {
+        for name in ["apple-dtd/dtd_v12_ios16_BROKEN_from_jshrake-healthkit-to-sqlite.txt", "apple-dtd/dtd_v13_from_k0rventen-apple-health-grafana.txt"] {
+            let dir = TempDir()
+            let header = try String(contentsOfFile: fixture(name), encoding: .utf8)
+            var e = SyntheticExport(records: 30)
+            e.dtd = header.replacingOccurrences(of: "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", with: "")
+            try e.writeXML(to: dir.file("export.xml"))
+            // Break one record so the reported line can be checked against the file.
+            var text = try String(contentsOfFile: dir.file("export.xml"), encoding: .utf8)
+            let lines = text.components(separatedBy: "\n")
+            let target = lines.firstIndex { $0.contains("<Record") && $0.contains("StepCount") }!
+            text = lines.enumerated().map { $0.offset == target ? $0.element.replacingOccurrences(of: "startDate=\"", with: "startDate=\"x") : $0.element }.joined(separator: "\n")
+            try text.write(toFile: dir.file("export.xml"), atomically: true, encoding: .utf8)
+            let t = TempHome()
+            let r = try importExport(t, dir.file("export.xml"))
+            #expect(r.records == 29, "\(name)")
+            #expect(r.rejected == 1)
+            #expect(r.rejections.first?.line == target + 1, "\(name)")
+            #expect(r.rejections.first?.reason == "startDate is not a date")
+            #expect(r.status == "needs_review")
+        }
+    }
+
+    @Test("a zip whose XML has another name, beside export_cda.xml and junk, is found by content")
+    func localizedName() throws {
+        let dir = TempDir()
+        var e = SyntheticExport(records: 200)
+        e.compositeEvery = 50
+        try e.writeZip(to: dir.file("export.zip"), xmlName: "Exportieren.xml")
+        let t = TempHome()
+        let r = try importExport(t, dir.file("export.zip"))
+        #expect(r.source.hasSuffix("apple_health_export/Exportieren.xml"))
+        #expect(r.status == "completed")
+        // 200 records + 4 x (2 blood pressure records, correlation, workout, route).
+        #expect(r.records == 200 + 4 * 5)
+    }
+
+    @Test("re-import: unchanged writes nothing; edited, removed and added records are exactly that")
+    func reimport() throws {
+        let dir = TempDir()
+        var base = SyntheticExport(records: 3000)
+        try base.writeXML(to: dir.file("a.xml"))
+        let t = TempHome()
+        let first = try importExport(t, dir.file("a.xml"), pageSize: 700)
+        #expect(first.appeared == first.records)
+        let before = try Counts.of(try t.open())
+        let same = try importExport(t, dir.file("a.xml"), pageSize: 700)
+        #expect(same.noChanges)
+        #expect(try Counts.of(try t.open()) == before)
+
+        base.editEvery = 1000      // records 999, 1999, 2999
+        base.removeEvery = 1500    // records 1499, 2999 (2999 removed, so not edited)
+        base.added = 4
+        try base.writeXML(to: dir.file("b.xml"))
+        let r = try importExport(t, dir.file("b.xml"), pageSize: 700)
+        #expect(r.changed == 2)
+        #expect(r.disappeared == 2)
+        #expect(r.appeared == 4)
+    }
+
+    @Test("display-unit changes (kJ vs kcal, mi vs km) and new device addresses are not changes")
+    func unitsAndDeviceAddresses() throws {
+        let dir = TempDir()
+        var e = SyntheticExport(records: 600)
+        e.compositeEvery = 100
+        try e.writeXML(to: dir.file("a.xml"))
+        e.alternateUnits = true
+        e.deviceAddressSalt = 77
+        try e.writeXML(to: dir.file("b.xml"))
+        #expect(try String(contentsOfFile: dir.file("b.xml"), encoding: .utf8).contains("unit=\"kJ\""))
+        let t = TempHome()
+        try importExport(t, dir.file("a.xml"))
+        let r = try importExport(t, dir.file("b.xml"))
+        #expect(r.noChanges, "appeared \(r.appeared) changed \(r.changed) disappeared \(r.disappeared)")
+    }
+
+    @Test("stray control characters are replaced and counted")
+    func controlCharacters() throws {
+        let dir = TempDir()
+        try SyntheticExport(records: 20).writeXML(to: dir.file("a.xml"))
+        var text = try String(contentsOfFile: dir.file("a.xml"), encoding: .utf8)
+        text = text.replacingOccurrences(of: "sourceName=\"Synthetic Watch\"", with: "sourceName=\"Synthetic\u{01}Watch\u{0B}\"")
+        try text.write(toFile: dir.file("a.xml"), atomically: true, encoding: .utf8)
+        let r = try importExport(TempHome(), dir.file("a.xml"))
+        #expect(r.status == "completed")
+        #expect(r.records == 20)
+        #expect(r.controlCharactersReplaced == 40)
+    }
+
+    @Test("a type missing from a later export disappears; one with a malformed element closes nothing")
+    func fullScanSemantics() throws {
+        let dir = TempDir()
+        let t = TempHome()
+        try SyntheticExport(records: 120).writeXML(to: dir.file("a.xml"))
+        try importExport(t, dir.file("a.xml"))
+        var text = try String(contentsOfFile: dir.file("a.xml"), encoding: .utf8)
+        let lines = text.components(separatedBy: "\n")
+        // Drop every step record; break one heart-rate record's value.
+        var broke = false
+        text = lines.filter { !$0.contains("StepCount") }.map { line -> String in
+            if !broke && line.contains("HeartRate\"") { broke = true; return line.replacingOccurrences(of: "value=\"", with: "value=\"n/a") }
+            return line
+        }.joined(separator: "\n")
+        try text.write(toFile: dir.file("b.xml"), atomically: true, encoding: .utf8)
+        let r = try importExport(t, dir.file("b.xml"))
+        #expect(r.status == "needs_review")
+        #expect(r.rejected == 1)
+        #expect(r.rejections.first?.reason == "value is not a number")
+        #expect(r.disappeared == 20)  // the 20 step records; no heart rate
+        let node = try t.open()
+        let runs = try node.archive.writer.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT st.type_identifier, t.status FROM observation_type_runs t JOIN sample_types st ON st.id = t.sample_type_id
+                WHERE t.observation_id = ?
+                """, arguments: [r.observationId]).reduce(into: [String: String]()) { $0[$1[0]] = $1[1] }
+        }
+        #expect(runs["HKQuantityTypeIdentifierHeartRate"] == "needs_review")
+        #expect(runs["HKQuantityTypeIdentifierStepCount"] == "completed")
+    }
+
+    @Test("truncated or corrupt files and non-exports fail clearly and leave the archive as it was")
+    func badInput() throws {
+        let dir = TempDir()
+        var e = SyntheticExport(records: 4000)
+        e.compositeEvery = 0
+        try e.writeZip(to: dir.file("export.zip"))
+        try e.writeXML(to: dir.file("export.xml"))
+        let t = TempHome()
+        try importExport(t, dir.file("export.zip"), pageSize: 500)
+        let before = try Counts.of(try t.open())
+
+        let zip = try Data(contentsOf: URL(fileURLWithPath: dir.file("export.zip")))
+        try zip.prefix(zip.count / 2).write(to: URL(fileURLWithPath: dir.file("truncated.zip")))
+        var corrupt = zip
+        for i in stride(from: 2000, to: min(corrupt.count / 2, 60_000), by: 97) { corrupt[i] ^= 0x5A }
+        try corrupt.write(to: URL(fileURLWithPath: dir.file("corrupt.zip")))
+        let xml = try Data(contentsOf: URL(fileURLWithPath: dir.file("export.xml")))
+        try xml.prefix(xml.count * 2 / 3).write(to: URL(fileURLWithPath: dir.file("truncated.xml")))
+        try Data("just some text, not an export\n".utf8).write(to: URL(fileURLWithPath: dir.file("notes.txt")))
+
+        for (name, code) in [("truncated.zip", ImportError.Code.corruptZip), ("corrupt.zip", .corruptZip),
+                             ("truncated.xml", .malformedXML), ("notes.txt", .notAnExport), ("missing.zip", .notFound)] {
+            do {
+                try importExport(t, dir.file(name), pageSize: 500)
+                Issue.record("\(name) imported")
+            } catch let error as ImportError {
+                #expect(error.code == code, "\(name): \(error)")
+                #expect(error.message.contains(name) || error.message.contains("export.xml"), "\(name): \(error.message)")
+            }
+            #expect(try Counts.of(try t.open()) == before, "\(name) changed the archive")
+        }
+        // Failed attempts are on record as failed observations with no events.
+        let statuses = try t.open().archive.writer.read { db in try String.fetchAll(db, sql: "SELECT status FROM observations ORDER BY id") }
+        #expect(statuses.first == "completed")
+        #expect(statuses.dropFirst().allSatisfy { $0 == "failed" })
+    }
+
+    @Test("the device string is parsed without its memory address")
+    func deviceString() {
+        let d = DeviceString.parse("<<HKDevice: 0x533ad2350>, name:Apple Watch, manufacturer:Apple Inc., model:Watch, hardware:Watch4,4, software:9.6.3>")
+        #expect(d?.name == "Apple Watch")
+        #expect(d?.hardwareVersion == "Watch4,4")
+        #expect(d?.softwareVersion == "9.6.3")
+        #expect(d?.manufacturer == "Apple Inc.")
+    }
+
+    @Test("unit canonicalization")
+    func units() {
+        #expect(UnitCanon.canonical(4.184, "kJ").1 == "kcal")
+        #expect(abs(UnitCanon.canonical(4.184, "kJ").0 - 1) < 1e-12)
+        #expect(UnitCanon.canonical(1, "mi") == (1609.344, "m"))
+        #expect(UnitCanon.canonical(212, "degF") == (100, "degC"))
+        #expect(UnitCanon.canonical(5, "mmol<180.1558800000541>/L").1 == "mg/dL")
+        #expect(UnitCanon.canonical(3, "count") == (3, "count"))
+    }
+}
