@@ -84,6 +84,7 @@ let package = Package(
             dependencies: [
                 "HealthProbeArchive",
                 "HealthProbeSimulator",
+                "HealthProbeImport",
                 "HealthProbeCLI",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -18,7 +18,7 @@ public final class AppleHealthImporter {
         /// Samples per page (one transaction each).
         public var pageSize = 5000
         /// Samples buffered across all types before the largest buffer is flushed.
-        public var maxBuffered = 40_000
+        public var maxBuffered = 20_000
         /// At most this many rejections are kept for the report (all are counted).
         public var maxReportedRejections = 200
         public init() {}

@@ -5,6 +5,20 @@ import HealthProbeArchive
 /// `<<HKDevice: 0x533ad2350>, name:Apple Watch, manufacturer:Apple Inc., model:Watch, hardware:Watch4,4, software:9.6.3>`.
 /// The memory address changes between exports and is dropped.
 enum DeviceString {
+    /// Parses with a small memo keyed by the text after the address (devices repeat).
+    final class Memo {
+        private var cache: [Substring: DeviceDescriptor?] = [:]
+        func parse(_ s: String) -> DeviceDescriptor? {
+            guard let close = s.firstIndex(of: ">") else { return DeviceString.parse(s) }
+            let key = s[close...]
+            if let hit = cache[key] { return hit }
+            let d = DeviceString.parse(s)
+            if cache.count > 4096 { cache.removeAll() }
+            cache[key] = d
+            return d
+        }
+    }
+
     static func parse(_ s: String) -> DeviceDescriptor? {
         guard s.hasPrefix("<<HKDevice") else { return nil }
         var d = DeviceDescriptor()

@@ -23,6 +23,7 @@ final class ExportParser: NSObject, XMLParserDelegate {
     private(set) var exportOffset: Int?
 
     weak var parser: XMLParser?
+    private let deviceMemo = DeviceString.Memo()
 
     /// An element under construction.
     private final class Frame {
@@ -185,7 +186,7 @@ final class ExportParser: NSObject, XMLParserDelegate {
         // Weak context only: the time window, to report an edited record as changed.
         s.semanticKey = .object(["start": .string(CanonicalDate.string(start)), "end": .string(CanonicalDate.string(end))])
         s.source = source(f)
-        s.device = f.attributes["device"].flatMap(DeviceString.parse)
+        s.device = f.attributes["device"].flatMap(deviceMemo.parse)
         var meta = f.metadata
         if !f.beats.isEmpty { meta["hp:beats"] = .array(f.beats) }
         if !f.others.isEmpty { meta["hp:children"] = .array(f.others) }

@@ -122,7 +122,8 @@ public final class TypeRunWriter {
                     INSERT INTO temp.hp_run_gone(sample_id, version_id)
                     SELECT r.sample_id, r.version_id
                     FROM samples s JOIN sample_visibility_ranges r ON r.sample_id = s.id AND +r.last_observation_id IS NULL
-                    WHERE s.sample_type_id = ? AND s.id NOT IN (SELECT sample_id FROM temp.hp_run_seen WHERE type_run_id = ?)
+                    WHERE s.sample_type_id = ?
+                      AND NOT EXISTS (SELECT 1 FROM temp.hp_run_seen x WHERE x.type_run_id = ? AND x.sample_id = s.id)
                     """, arguments: [typeID, runID])
                 gone = db.changesCount
                 if gone > 0 {

@@ -32,8 +32,9 @@ public final class Archive: Sendable {
         config.prepareDatabase { db in
             try db.execute(sql: """
                 PRAGMA synchronous = NORMAL;
-                PRAGMA temp_store = MEMORY;
+                PRAGMA temp_store = FILE;
                 PRAGMA cache_size = -65536;
+                PRAGMA temp.cache_size = -16384;
                 """)
         }
         let pool: DatabasePool

@@ -271,3 +271,31 @@ struct ImporterTests {
         #expect(UnitCanon.canonical(3, "count") == (3, "count"))
     }
 }
+
+@Suite("Import under a full disk")
+struct FullDiskTests {
+    @Test("SQLITE_FULL mid-import: a clear error, and the archive exactly as before")
+    func fullDisk() throws {
+        let dir = TempDir()
+        try SyntheticExport(records: 200).writeXML(to: dir.file("small.xml"))
+        try SyntheticExport(records: 20_000).writeXML(to: dir.file("big.xml"))
+        let t = TempHome()
+        try importExport(t, dir.file("small.xml"))
+        let node = try t.open()
+        let before = try Counts.of(node)
+        // Cap the database file a little above its current size: writes then fail with SQLITE_FULL.
+        try node.archive.writer.writeWithoutTransaction { db in
+            let pages = try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 0
+            try db.execute(sql: "PRAGMA max_page_count = \(pages + 40)")
+        }
+        var o = AppleHealthImporter.Options()
+        o.pageSize = 500
+        #expect { _ = try AppleHealthImporter(node: node, options: o).importExport(at: dir.file("big.xml")) } throws: { e in
+            guard let e = e as? ImportError else { return false }
+            return e.code == .storage && e.message.contains("disk is full")
+        }
+        #expect(try Counts.of(node) == before)
+        let last = try node.archive.writer.read { db in try String.fetchOne(db, sql: "SELECT status FROM observations ORDER BY id DESC LIMIT 1") }
+        #expect(last == "failed")
+    }
+}

@@ -1,0 +1,75 @@
+import Foundation
+import Testing
+@testable import HealthProbeSimulator
+
+/// Runs the built `hp-node` (next to the test bundle) and returns (status, stdout, stderr).
+func hpNode(_ args: [String]) throws -> (Int32, String, String) {
+    let dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    var exe = dir.appendingPathComponent("hp-node")
+    if !FileManager.default.fileExists(atPath: exe.path) {
+        exe = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent(".build/debug/hp-node")
+    }
+    let p = Process()
+    p.executableURL = exe
+    p.arguments = args
+    let out = Pipe(), err = Pipe()
+    p.standardOutput = out
+    p.standardError = err
+    try p.run()
+    let o = out.fileHandleForReading.readDataToEndOfFile()
+    let e = err.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+}
+
+@Suite("hp-node command line")
+struct NodeCommandTests {
+    @Test("init, capture, observations --json, show, status")
+    func basics() throws {
+        let home = TempDir()
+        #expect(try hpNode(["--home", home.path, "init"]).0 == 0)
+        let c = try hpNode(["--home", home.path, "capture", "--simulate", "--days", "3", "--json"])
+        #expect(c.0 == 0, "\(c.2)")
+        let obs = try JSONSerialization.jsonObject(with: Data(try hpNode(["observations", "--home", home.path, "--json"]).1.utf8)) as? [[String: Any]]
+        #expect(obs?.count == 1)
+        #expect((obs?.first?["appeared"] as? Int ?? 0) > 1000)
+        let s = try hpNode(["--home", home.path, "status"])
+        #expect(s.1.contains("observations      1"))
+        #expect(try hpNode(["--home", home.path, "show"]).1.contains("HKQuantityTypeIdentifierHeartRate"))
+    }
+
+    @Test("reset needs its confirmation flag; with it, the archive goes and the keys stay")
+    func reset() throws {
+        let home = TempDir()
+        #expect(try hpNode(["--home", home.path, "init"]).0 == 0)
+        let refused = try hpNode(["--home", home.path, "reset"])
+        #expect(refused.0 != 0)
+        #expect(refused.2.contains("--yes-delete-archive"))
+        #expect(FileManager.default.fileExists(atPath: home.path + "/archive/HealthProbeArchive.sqlite"))
+        #expect(try hpNode(["--home", home.path, "reset", "--yes-delete-archive", "--keep-chain"]).0 == 0)
+        #expect(!FileManager.default.fileExists(atPath: home.path + "/archive/HealthProbeArchive.sqlite"))
+        #expect(FileManager.default.fileExists(atPath: home.path + "/keys/archive-secret"))
+    }
+
+    @Test("import exit statuses: 0 archived, 3 archived with rejected elements, 1 unusable file")
+    func importStatuses() throws {
+        let home = TempDir(), dir = TempDir()
+        try SyntheticExport(records: 50).writeXML(to: dir.file("ok.xml"))
+        var text = try String(contentsOfFile: dir.file("ok.xml"), encoding: .utf8)
+        let firstRecord = text.range(of: "<Record")!.upperBound
+        text = text.replacingOccurrences(of: "value=\"", with: "value=\"?", options: [], range: text.range(of: "value=\"", range: firstRecord..<text.endIndex))
+        try text.write(toFile: dir.file("bad.xml"), atomically: true, encoding: .utf8)
+        try Data("PK\u{3}\u{4}truncated".utf8).write(to: URL(fileURLWithPath: dir.file("broken.zip")))
+        #expect(try hpNode(["--home", home.path, "import", dir.file("ok.xml")]).0 == 0)
+        let again = try hpNode(["--home", home.path, "import", dir.file("ok.xml")])
+        #expect(again.1.contains("no changes"))
+        let bad = try hpNode(["--home", home.path, "import", dir.file("bad.xml")])
+        #expect(bad.0 == 3)
+        #expect(bad.1.contains("line "))
+        #expect(!bad.1.contains("?"))  // no values in the report
+        let broken = try hpNode(["--home", home.path, "import", dir.file("broken.zip")])
+        #expect(broken.0 == 1)
+        #expect(broken.2.contains("broken.zip"))
+    }
+}
