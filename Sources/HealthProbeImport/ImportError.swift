@@ -1,6 +1,8 @@
+import HealthProbeArchive
+
 /// An import failed as a whole. Messages name what is wrong and where, and
 /// never contain health values.
-public struct ImportError: Error, CustomStringConvertible, Sendable {
+public struct ImportError: CodedError {
     public enum Code: String, Sendable {
         case notFound = "not_found"
         case notAnExport = "not_an_export"
@@ -17,10 +19,5 @@ public struct ImportError: Error, CustomStringConvertible, Sendable {
         self.code = code
         self.message = message
         self.cause = cause
-    }
-
-    public var description: String {
-        if let cause { return "\(message) (cause: \(cause))" }
-        return message
     }
 }

@@ -1,5 +1,25 @@
+import ArgumentParser
 import Foundation
 import HealthProbeCLI
+
+/// Options every benchmark takes.
+struct BenchOptions: ParsableArguments {
+    @Option(name: .long, help: "Samples per page (one transaction each).")
+    var pageSize: Int = 5000
+
+    @Option(name: .long, help: "Directory for the throw-away data (default: a temporary directory).")
+    var dir: String?
+
+    @Flag(name: .long, help: "One JSON object per phase.")
+    var json = false
+
+    @Flag(name: .long, help: "Keep the directory afterwards.")
+    var keep = false
+
+    func validate() throws {
+        guard (1...100_000).contains(pageSize) else { throw ValidationError("--page-size must be 1...100000") }
+    }
+}
 
 /// One measured phase (printed as a table row or one JSON object).
 struct PhaseResult: Codable {

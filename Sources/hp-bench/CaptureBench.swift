@@ -13,24 +13,13 @@ struct CaptureBench: AsyncParsableCommand {
     @Option(name: .long, help: "Number of samples.")
     var samples: Int = 1_000_000
 
-    @Option(name: .long, help: "Samples per page (one transaction each).")
-    var pageSize: Int = 5000
-
-    @Option(name: .long, help: "Directory for the throw-away home (default: a temporary directory).")
-    var dir: String?
-
-    @Flag(name: .long, help: "One JSON object per phase.")
-    var json = false
-
-    @Flag(name: .long, help: "Keep the home directory afterwards.")
-    var keep = false
+    @OptionGroup var bench: BenchOptions
 
     @Flag(name: .long, help: "Samples without HealthKit UUIDs (as in Apple Health exports).")
     var noUuid = false
 
     func validate() throws {
         guard samples >= 100 else { throw ValidationError("--samples must be at least 100") }
-        guard (1...100_000).contains(pageSize) else { throw ValidationError("--page-size must be 1...100000") }
     }
 
     static let types: [SampleTypeDescriptor] = [
@@ -54,9 +43,9 @@ struct CaptureBench: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let root = dir ?? (NSTemporaryDirectory() + "hp-bench-\(UUID().uuidString)")
+        let root = bench.dir ?? (NSTemporaryDirectory() + "hp-bench-\(UUID().uuidString)")
         let home = ArchiveHome(root: root)
-        defer { if !keep { try? FileManager.default.removeItem(atPath: root) } }
+        defer { if !bench.keep { try? FileManager.default.removeItem(atPath: root) } }
         let perType = samples / Self.types.count
         let total = perType * Self.types.count
         var results: [PhaseResult] = []
@@ -74,17 +63,17 @@ struct CaptureBench: AsyncParsableCommand {
                     let run = try session.beginTypeRun(type, kind: .fullScan)
                     let pipeline = PipelinedPageWriter(run: run)
                     var page: [CapturedSample] = []
-                    page.reserveCapacity(pageSize)
+                    page.reserveCapacity(bench.pageSize)
                     for i in 0..<perType {
                         if var s = Self.sample(type: ti, index: i, generation: gen) {
                             if noUuid { s.uuid = nil }
                             page.append(s)
                         }
-                        if page.count == pageSize || i == perType - 1 {
+                        if page.count == bench.pageSize || i == perType - 1 {
                             seen += page.count
                             try pipeline.submit(page, to: run)
                             page = []
-                            page.reserveCapacity(pageSize)
+                            page.reserveCapacity(bench.pageSize)
                         }
                     }
                     let pr = try pipeline.flush()
@@ -100,9 +89,9 @@ struct CaptureBench: AsyncParsableCommand {
             results.append(PhaseResult(phase: name, samples: seen, seconds: seconds, samplesPerSecond: Double(seen) / seconds,
                                        archiveBytes: bytes, peakRssBytes: Measure.peakRSS(),
                                        notes: "\(status.rawValue); appeared \(changes.appeared), changed \(changes.changed), disappeared \(changes.disappeared)" + (gen > 0 ? String(format: "; growth %.2f%%", growth) : "")))
-            if !json { FileHandle.standardError.write(Data("\(name): \(String(format: "%.1f", seconds)) s\n".utf8)) }
+            if !bench.json { FileHandle.standardError.write(Data("\(name): \(String(format: "%.1f", seconds)) s\n".utf8)) }
         }
         _ = total
-        try Report.print(results, json: json)
+        try Report.print(results, json: bench.json)
     }
 }

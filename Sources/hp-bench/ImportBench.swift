@@ -13,32 +13,22 @@ struct ImportBench: AsyncParsableCommand {
     @Option(name: .long, help: "Number of records in the synthetic export.")
     var records: Int = 1_000_000
 
-    @Option(name: .long, help: "Samples per page (one transaction each).")
-    var pageSize: Int = 5000
-
-    @Option(name: .long, help: "Directory for the exports and the throw-away home (default: a temporary directory).")
-    var dir: String?
-
-    @Flag(name: .long, help: "One JSON object per phase.")
-    var json = false
-
-    @Flag(name: .long, help: "Keep the directory afterwards.")
-    var keep = false
+    @OptionGroup var bench: BenchOptions
 
     func validate() throws {
         guard records >= 100 else { throw ValidationError("--records must be at least 100") }
     }
 
     func run() async throws {
-        let root = dir ?? (NSTemporaryDirectory() + "hp-bench-import-\(UUID().uuidString)")
+        let root = bench.dir ?? (NSTemporaryDirectory() + "hp-bench-import-\(UUID().uuidString)")
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
-        defer { if !keep { try? FileManager.default.removeItem(atPath: root) } }
+        defer { if !bench.keep { try? FileManager.default.removeItem(atPath: root) } }
         var base = SyntheticExport(records: records)
         let (_, genA) = try Measure.time { try base.writeZip(to: root + "/export-a.zip") }
         base.editEvery = 100   // 1% of records changed
         let (_, genB) = try Measure.time { try base.writeZip(to: root + "/export-b.zip") }
         let zipBytes = (try FileManager.default.attributesOfItem(atPath: root + "/export-a.zip")[.size] as? NSNumber)?.int64Value ?? 0
-        if !json {
+        if !bench.json {
             FileHandle.standardError.write(Data(String(format: "generated two exports in %.1f s and %.1f s (zip %.1f MB each)\n", genA, genB, Double(zipBytes) / 1_048_576).utf8))
         }
         let home = ArchiveHome(root: root + "/home")
@@ -48,15 +38,15 @@ struct ImportBench: AsyncParsableCommand {
             Measure.resetPeakRSS()
             let node = try home.open()
             var o = AppleHealthImporter.Options()
-            o.pageSize = pageSize
+            o.pageSize = bench.pageSize
             let (r, seconds) = try Measure.time { try AppleHealthImporter(node: node, options: o).importExport(at: root + "/" + file) }
             let bytes = Measure.databaseBytes(home.archivePath)
             let growth = before > 0 ? Double(bytes - before) / Double(before) * 100 : 0
             results.append(PhaseResult(phase: name, samples: r.records, seconds: seconds, samplesPerSecond: Double(r.records) / seconds,
                                        archiveBytes: bytes, peakRssBytes: Measure.peakRSS(),
                                        notes: "\(r.status); xml \(r.bytes / 1_048_576) MB; appeared \(r.appeared), changed \(r.changed), disappeared \(r.disappeared)" + (before > 0 ? String(format: "; growth %.2f%%", growth) : "")))
-            if !json { FileHandle.standardError.write(Data("\(name): \(String(format: "%.1f", seconds)) s\n".utf8)) }
+            if !bench.json { FileHandle.standardError.write(Data("\(name): \(String(format: "%.1f", seconds)) s\n".utf8)) }
         }
-        try Report.print(results, json: json)
+        try Report.print(results, json: bench.json)
     }
 }

@@ -1,7 +1,7 @@
 /// An archive operation failed. `code` is stable for tools; `message` says
 /// what is wrong, where, and how to fix it; `cause` is the underlying error.
 /// Messages never contain health values.
-public struct ArchiveError: Error, CustomStringConvertible, Sendable {
+public struct ArchiveError: CodedError {
     public enum Code: String, Sendable {
         case newerSchema = "newer_schema"
         case migrationFailed = "migration_failed"
@@ -24,10 +24,5 @@ public struct ArchiveError: Error, CustomStringConvertible, Sendable {
         self.code = code
         self.message = message
         self.cause = cause
-    }
-
-    public var description: String {
-        if let cause { return "\(message) (cause: \(cause))" }
-        return message
     }
 }

@@ -1,0 +1,13 @@
+/// An error with a stable code, a message that says what is wrong and how to
+/// fix it, and an optional underlying cause.
+public protocol CodedError: Error, CustomStringConvertible, Sendable {
+    var message: String { get }
+    var cause: (any Error)? { get }
+}
+
+extension CodedError {
+    public var description: String {
+        if let cause { return "\(message) (cause: \(cause))" }
+        return message
+    }
+}
