@@ -4,6 +4,7 @@ hp:v2 hashes, written from docs/hashing.md alone. It generates
 Protocol/vectors/hashing.json; the Swift tests check the product against it.
 
 Usage: python3 Protocol/reference/hp_canonical.py > Protocol/vectors/hashing.json
+       python3 Protocol/reference/hp_canonical.py verify-bundle FILE [MANIFEST_HASH]
 """
 import hashlib, hmac, json, struct, sys
 from datetime import datetime, timezone
@@ -215,5 +216,68 @@ def main():
     sys.stdout.write("\n")
 
 
+KINDS = ["observation", "sample_type", "source", "source_revision", "device", "metadata", "sample",
+         "version", "event", "range_open", "range_close", "relationship", "type_run"]
+
+
+def verify_bundle(path, expected):
+    """Verifies a bundle in line form (Protocol/bundles.md section 5). Prints 'ok <manifest hash>'
+    or '<error code> line <n>' and returns the exit status."""
+    with open(path, "rb") as f:
+        lines = f.read().split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    def fail(code, line):
+        print("%s line %s" % (code, line))
+        return 1
+    if not lines:
+        return fail("malformed", 1)
+    m = hashlib.sha256(b"hp:v2:manifest:")
+    counts, n, last, done = {}, 0, 0, False
+    for i, raw in enumerate(lines, start=1):
+        if done:
+            return fail("malformed", i)
+        try:
+            v = json.loads(raw.decode("utf-8"))
+        except Exception:
+            return fail("malformed", i)
+        if canonical(v).encode("utf-8") != raw:
+            return fail("not_canonical", i)
+        if i == 1:
+            if set(v) != {"bundle_format", "device_chain_hash", "observation_id", "previous_manifest_hash", "sequence"} or v["bundle_format"] != 1:
+                return fail("malformed", i)
+            m.update(raw + b"\n")
+            continue
+        if "kind" not in v:
+            trailer = {"counts": counts, "item_count": n}
+            if v != trailer:
+                return fail("counts", i)
+            m.update(raw)
+            done = True
+            continue
+        k = v["kind"]
+        if k not in KINDS:
+            return fail("unknown_kind", i)
+        if KINDS.index(k) < last or (k == "observation" and i != 2):
+            return fail("order", i)
+        last = KINDS.index(k)
+        if k == "metadata" and sha("metadata", v["metadata_json"].encode()) != v["metadata_hash"]:
+            return fail("metadata_hash", i)
+        if k == "version" and sha("payload", canonical(v["payload"]).encode()) != v["payload_hash"]:
+            return fail("payload_hash", i)
+        m.update(sha("item", raw).encode() + b"\n")
+        counts[k] = counts.get(k, 0) + 1
+        n += 1
+    if not done:
+        return fail("malformed", len(lines))
+    h = m.hexdigest()
+    if expected and h != expected:
+        return fail("manifest_hash", "-")
+    print("ok " + h)
+    return 0
+
+
 if __name__ == "__main__":
+    if len(sys.argv) >= 3 and sys.argv[1] == "verify-bundle":
+        sys.exit(verify_bundle(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else ""))
     main()

@@ -165,6 +165,8 @@ public final class AppleHealthImporter {
                           controlCharactersReplaced: stream.controlCharactersReplaced, bytes: stream.bytesRead,
                           seconds: Date().timeIntervalSince(started))
         } catch {
+            // Let queued pages finish (they stop at the first error) before undoing them.
+            _ = try? pipeline.flush()
             let wrapped = Self.wrap(error, location: location)
             do {
                 try session.revert(reason: "import failed and was reverted: \(wrapped.message)")

@@ -44,8 +44,8 @@ struct PageOperations {
         findVersion = try FastStatement(db, "SELECT id FROM sample_versions WHERE sample_id = ? AND payload_hash = ?")
         insertVersion = try FastStatement(db, """
             INSERT INTO sample_versions(sample_id, payload_hash, start_date, end_date, value_kind, numeric_value, unit, category_value,
-                workout_activity_type, duration_seconds, source_revision_id, hk_device_id, metadata_id, created_observation_id)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                workout_activity_type, duration_seconds, source_revision_id, hk_device_id, metadata_id, created_observation_id, creation_date)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """)
         insertEvent = try FastStatement(db, """
             INSERT OR IGNORE INTO sample_observation_events(observation_id, sample_id, version_id, event_kind, observed_at, evidence_kind)
@@ -181,7 +181,7 @@ struct PageOperations {
         try insertVersion.run(db, [
             .int(sampleID), .text(n.payloadHash), .double(n.startDate), .double(n.endDate), .text(n.valueKind.rawValue),
             .double(n.numericValue), .text(n.unit), .int(n.categoryValue.map(Int64.init)), .int(n.workoutActivityType.map(Int64.init)),
-            .double(n.durationSeconds), .int(revisionID), .int(deviceID), .int(metadataID), .int(obs),
+            .double(n.durationSeconds), .int(revisionID), .int(deviceID), .int(metadataID), .int(obs), .double(n.creationDate),
         ])
         return db.lastInsertedRowID
     }

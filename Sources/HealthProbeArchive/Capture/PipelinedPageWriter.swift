@@ -1,81 +1,95 @@
 import Dispatch
 import Foundation
 
-/// Writes pages of one or more type runs of a capture, normalizing and
-/// hashing the next page on a second core while the current one is written
-/// to SQLite. Each run's pages are numbered from its `nextPageIndex` in
-/// submission order. Not thread-safe: call from one thread. While a pipeline
-/// is active, do not call a run's `writePage` directly.
+/// Writes pages of one or more type runs of a capture through a three-stage
+/// pipeline: the caller produces pages (parsing, generating), one serial
+/// queue normalizes and hashes them, another writes them to SQLite in
+/// submission order. At most `maxInFlight` pages are queued (memory stays
+/// bounded). Each run's pages are numbered from its `nextPageIndex` in
+/// submission order. The first error stops the pipeline and is thrown by the
+/// next `submit` or by `flush`. Call from one thread; while a pipeline is
+/// active, do not call a run's `writePage` directly or complete its runs
+/// before `flush()` returns.
 public final class PipelinedPageWriter {
-    private let queue = DispatchQueue(label: "healthprobe.capture.normalize")
-    private var inFlight: (run: TypeRunWriter, index: Int, box: Box, group: DispatchGroup)?
-    public private(set) var totals = PageResult()
+    private let normalizeQueue = DispatchQueue(label: "healthprobe.capture.normalize")
+    private let writeQueue = DispatchQueue(label: "healthprobe.capture.write")
+    private let slots: DispatchSemaphore
+    private let group = DispatchGroup()
+    private let shared = Shared()
 
-    /// The normalization result of one page, handed between threads.
-    private final class Box: @unchecked Sendable {
-        var result: Result<[NormalizedSample], any Error> = .success([])
+    /// State shared with the queues (guarded by its lock).
+    private final class Shared: @unchecked Sendable {
+        let lock = NSLock()
+        var error: (any Error)?
+        var totals = PageResult()
+        var failed: Bool { lock.withLock { error != nil } }
+        func fail(_ e: any Error) { lock.withLock { if error == nil { error = e } } }
     }
 
-    /// The session's normalizer, used only on `queue` while this writer is active.
+    /// A run handed to the write queue (used there, and on the caller's thread only after `flush`).
+    private final class RunRef: @unchecked Sendable {
+        let run: TypeRunWriter
+        init(_ run: TypeRunWriter) { self.run = run }
+    }
+
     private final class NormalizerRef: @unchecked Sendable {
         let normalizer: SampleNormalizer
         init(_ n: SampleNormalizer) { normalizer = n }
     }
     private let normalizer: NormalizerRef
 
-    public init(session: CaptureSession) {
+    public init(session: CaptureSession, maxInFlight: Int = 3) {
         normalizer = NormalizerRef(session.normalizer)
+        slots = DispatchSemaphore(value: maxInFlight)
     }
 
     /// A writer for a single run.
     public convenience init(run: TypeRunWriter) { self.init(session: run.session) }
 
-    /// Queues a page of `run` for normalization and writes the previously queued page.
+    /// Totals over the pages written so far (complete after `flush`).
+    public var totals: PageResult { shared.lock.withLock { shared.totals } }
+
+    /// Queues a page of `run`; blocks while `maxInFlight` pages are queued.
     public func submit(_ samples: [CapturedSample], to run: TypeRunWriter) throws {
-        let box = Box()
-        let group = DispatchGroup()
-        let ref = normalizer
+        if let e = shared.lock.withLock({ shared.error }) { throw e }
+        slots.wait()
+        let index = run.nextPageIndex
+        run.nextPageIndex += 1
+        let ref = RunRef(run), norm = normalizer, state = shared, slots = self.slots, group = self.group
+        let writeQueue = self.writeQueue
         let type = run.type.identifier
         group.enter()
-        let previous = inFlight
-        // The queue is serial: this page is normalized after the previous one.
-        queue.async {
+        normalizeQueue.async {
+            guard !state.failed else { slots.signal(); group.leave(); return }
             var out: [NormalizedSample] = []
             out.reserveCapacity(samples.count)
             do {
-                for s in samples { out.append(try ref.normalizer.normalize(s, typeIdentifier: type)) }
-                box.result = .success(out)
+                for s in samples { out.append(try norm.normalizer.normalize(s, typeIdentifier: type)) }
             } catch {
-                box.result = .failure(error)
+                state.fail(error)
+                slots.signal()
+                group.leave()
+                return
             }
-            group.leave()
+            let page = out
+            writeQueue.async {
+                defer { slots.signal(); group.leave() }
+                guard !state.failed else { return }
+                do {
+                    let r = try ref.run.writePage(index: index, normalized: page)
+                    state.lock.withLock { state.totals.add(r) }
+                } catch {
+                    state.fail(error)
+                }
+            }
         }
-        inFlight = (run, run.nextPageIndex, box, group)
-        run.nextPageIndex += 1
-        if let previous { try write(previous) }
     }
 
-    /// Writes what is still queued; returns the totals over all pages.
+    /// Waits for every queued page; throws the first error, if any.
     @discardableResult
     public func flush() throws -> PageResult {
-        if let pending = inFlight {
-            inFlight = nil
-            try write(pending)
-        }
+        group.wait()
+        if let e = shared.lock.withLock({ shared.error }) { throw e }
         return totals
-    }
-
-    private func write(_ item: (run: TypeRunWriter, index: Int, box: Box, group: DispatchGroup)) throws {
-        item.group.wait()
-        let normalized: [NormalizedSample]
-        do {
-            normalized = try item.box.result.get()
-        } catch {
-            // Let any later page finish normalizing before reporting.
-            inFlight?.group.wait()
-            inFlight = nil
-            throw error
-        }
-        totals.add(try item.run.writePage(index: item.index, normalized: normalized))
     }
 }

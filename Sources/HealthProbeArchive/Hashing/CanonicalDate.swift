@@ -48,8 +48,13 @@ public enum CanonicalDate {
     /// Parses `YYYY-MM-DDTHH:MM:SS(.sss)?Z` or with a `±HH:MM`/`±HHMM` offset,
     /// returning Unix seconds UTC; `nil` when it is not of that form.
     public static func parse(_ text: String) -> Double? {
-        let b = Array(text.utf8)
-        func num(_ from: Int, _ count: Int) -> Int64? {
+        var t = text
+        return t.withUTF8 { parse(bytes: $0) }
+    }
+
+    /// `parse` over UTF-8 bytes (no copy).
+    public static func parse(bytes b: UnsafeBufferPointer<UInt8>) -> Double? {
+        @inline(__always) func num(_ from: Int, _ count: Int) -> Int64? {
             guard from + count <= b.count else { return nil }
             var v: Int64 = 0
             for i in from..<(from + count) {

@@ -33,9 +33,11 @@ public final class Archive: Sendable {
             try db.execute(sql: """
                 PRAGMA synchronous = NORMAL;
                 PRAGMA temp_store = FILE;
-                PRAGMA cache_size = -65536;
                 PRAGMA temp.cache_size = -16384;
                 """)
+            // The writer gets a large page cache; pool readers a small one, so
+            // memory stays bounded however many connections read.
+            try db.execute(sql: db.configuration.readonly ? "PRAGMA cache_size = -8192" : "PRAGMA cache_size = -65536")
         }
         let pool: DatabasePool
         do {

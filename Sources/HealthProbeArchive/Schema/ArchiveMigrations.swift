@@ -20,6 +20,7 @@ public enum ArchiveMigrations {
     /// The migrations this build knows, in order.
     public static let all: [Migration] = [
         Migration(version: SchemaV2.version, description: SchemaV2.description, sql: SchemaV2.sql),
+        Migration(version: SchemaV3.version, description: SchemaV3.description, sql: SchemaV3.sql),
     ]
 
     /// The highest schema version this build knows.

@@ -21,9 +21,8 @@ struct SchemaTests {
             let indexes = Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index'"))
             for i in Self.indexes { #expect(indexes.contains(i), "index \(i)") }
             #expect(try Int.fetchOne(db, sql: "PRAGMA foreign_keys") == 1)
-            let m = try Row.fetchOne(db, sql: "SELECT version, description FROM schema_migrations")!
-            #expect(m["version"] == 2)
-            #expect(try String.fetchOne(db, sql: "SELECT value FROM archive_metadata WHERE key = 'schema_version'") == "2")
+            #expect(try Int.fetchAll(db, sql: "SELECT version FROM schema_migrations ORDER BY version") == [2, 3])
+            #expect(try String.fetchOne(db, sql: "SELECT value FROM archive_metadata WHERE key = 'schema_version'") == "3")
             #expect(try String.fetchOne(db, sql: "SELECT value FROM archive_metadata WHERE key = 'archive_format'") == ArchiveMigrations.archiveFormat)
             #expect(try String.fetchOne(db, sql: "SELECT value FROM archive_metadata WHERE key = 'created_at'") != nil)
         }
@@ -108,7 +107,7 @@ struct SchemaTests {
         }
         let pool = try DatabasePool(path: t.home.archivePath)
         let archive = Archive(writer: pool, path: t.home.archivePath, lock: nil, logger: Archive.silentLogger)
-        let broken = ArchiveMigrations.all + [.init(version: 3, description: "broken", sql: "CREATE TABLE extra(x); INSERT INTO no_such_table VALUES (1);")]
+        let broken = ArchiveMigrations.all + [.init(version: 4, description: "broken", sql: "CREATE TABLE extra(x); INSERT INTO no_such_table VALUES (1);")]
         do {
             try archive.prepare(clock: t.clock, recoverInterrupted: false, migrations: broken)
             Issue.record("a broken migration succeeded")
@@ -116,9 +115,32 @@ struct SchemaTests {
             #expect(e.code == .migrationFailed)
         }
         try pool.read { db throws in
-            #expect(try Int.fetchOne(db, sql: "SELECT max(version) FROM schema_migrations") == 2)
+            #expect(try Int.fetchOne(db, sql: "SELECT max(version) FROM schema_migrations") == 3)
             #expect(try db.tableExists("extra") == false)
             #expect(try Int.fetchOne(db, sql: "SELECT count(*) FROM samples") == 5)
+        }
+    }
+
+    @Test("a version-2 archive on disk is upgraded to version 3 with its data intact")
+    func upgradeFromV2() throws {
+        let t = TempHome()
+        try FileManager.default.createDirectory(atPath: t.home.archiveDirectory, withIntermediateDirectories: true)
+        do {
+            let pool = try DatabasePool(path: t.home.archivePath)
+            let v2 = Archive(writer: pool, path: t.home.archivePath, lock: nil, logger: Archive.silentLogger)
+            try v2.prepare(clock: t.clock, recoverInterrupted: false, migrations: [ArchiveMigrations.all[0]])
+            try pool.write { db in
+                try db.execute(sql: """
+                    INSERT INTO device_chains(id, device_chain_hash, created_at) VALUES (1, 'c', 0);
+                    INSERT INTO observations(id, device_chain_id, observed_at, status, trigger_reason, schema_version) VALUES (1, 1, 0, 'completed', 't', 2);
+                    """)
+            }
+        }
+        let archive = try Archive.open(path: t.home.archivePath)
+        try archive.writer.read { db throws in
+            #expect(try Int.fetchOne(db, sql: "SELECT max(version) FROM schema_migrations") == 3)
+            #expect(try Int.fetchOne(db, sql: "SELECT count(*) FROM observations") == 1)
+            #expect(try db.columns(in: "sample_versions").contains { $0.name == "creation_date" })
         }
     }
 

@@ -1,0 +1,177 @@
+import Foundation
+import GRDB
+
+/// Builds the canonical items of one observation's bundle from the archive:
+/// everything that observation added, in a fixed order, streamed from
+/// SQLite in one read transaction (Protocol/bundles.md).
+public enum ObservationBundleBuilder {
+    /// The item order.
+    public static let kinds = ["observation", "sample_type", "source", "source_revision", "device", "metadata", "sample",
+                               "version", "event", "range_open", "range_close", "relationship", "type_run"]
+
+    /// Streams the items of observation `observationID` to `emit(kind, canonicalBytes, itemHash)`
+    /// and returns the header, trailer and manifest hash.
+    public static func build(_ db: Database, observationID obs: Int64, previousManifestHash: String?,
+                             emit: (String, [UInt8], String) throws -> Void) throws -> (BundleHeader, BundleTrailer, String) {
+        guard let o = try Row.fetchOne(db, sql: "SELECT * FROM observations WHERE id = ?", arguments: [obs]) else {
+            throw ArchiveError(.notFound, "no observation \(obs)")
+        }
+        let chainID: Int64 = o["device_chain_id"]
+        let chainHash = try String.fetchOne(db, sql: "SELECT device_chain_hash FROM device_chains WHERE id = ?", arguments: [chainID])!
+        let sequence = try Int.fetchOne(db, sql: "SELECT count(*) FROM observations WHERE device_chain_id = ? AND id <= ?", arguments: [chainID, obs])!
+        let header = BundleHeader(deviceChainHash: chainHash, sequence: sequence, observationId: obs, previousManifestHash: previousManifestHash)
+        var manifest = try ManifestHasher(header: header)
+
+        func item(_ kind: String, _ fields: [String: JSONValue]) throws {
+            var f = fields
+            f["kind"] = .string(kind)
+            let bytes = try CanonicalJSON.encode(.object(f))
+            let hash = ArchiveHasher.sha256(.item, bytes)
+            manifest.add(itemHash: hash, kind: kind)
+            try emit(kind, bytes, hash)
+        }
+        func each(_ sql: String, _ arguments: StatementArguments, _ body: (Row) throws -> Void) throws {
+            let cursor = try Row.fetchCursor(db, sql: sql, arguments: arguments)
+            while let row = try cursor.next() { try body(row) }
+        }
+        func d(_ row: Row, _ col: String) -> JSONValue { (row[col] as Double?).map { .string(CanonicalDate.string($0)) } ?? .null }
+        func s(_ row: Row, _ col: String) -> JSONValue { .optional(row[col] as String?) }
+        func i(_ row: Row, _ col: String) -> JSONValue { (row[col] as Int64?).map { .number(Double($0)) } ?? .null }
+        func n(_ row: Row, _ col: String) -> JSONValue { .optional(row[col] as Double?) }
+        func blob(_ row: Row, _ col: String) -> JSONValue { (row[col] as Data?).map { .string($0.base64EncodedString()) } ?? .null }
+
+        try item("observation", [
+            "observed_at": d(o, "observed_at"), "started_at": d(o, "started_at"), "ended_at": d(o, "ended_at"),
+            "status": s(o, "status"), "trigger_reason": s(o, "trigger_reason"), "app_version": s(o, "app_version"),
+            "os_version": s(o, "os_version"), "time_zone_identifier": s(o, "time_zone_identifier"),
+            "time_zone_seconds_from_gmt": i(o, "time_zone_seconds_from_gmt"), "schema_version": i(o, "schema_version"),
+            "selected_type_set_hash": s(o, "selected_type_set_hash"), "notes": s(o, "notes"),
+        ])
+        try each("""
+            SELECT DISTINCT st.type_identifier, st.display_name, st.category FROM sample_types st
+            WHERE st.id IN (SELECT sample_type_id FROM observation_type_runs WHERE observation_id = ?
+                            UNION SELECT sample_type_id FROM samples WHERE first_seen_observation_id = ?)
+            ORDER BY st.type_identifier
+            """, [obs, obs]) { r in
+            try item("sample_type", ["type_identifier": s(r, "type_identifier"), "display_name": s(r, "display_name"), "category": s(r, "category")])
+        }
+        // Provenance referenced by the versions this observation created.
+        try each("""
+            SELECT DISTINCT so.id, so.source_name_hash, so.bundle_identifier FROM sample_versions v
+            JOIN source_revisions sr ON sr.id = v.source_revision_id JOIN sources so ON so.id = sr.source_id
+            WHERE v.created_observation_id = ? ORDER BY so.id
+            """, [obs]) { r in
+            try item("source", ["source_name_hash": s(r, "source_name_hash"), "bundle_identifier": s(r, "bundle_identifier")])
+        }
+        try each("""
+            SELECT DISTINCT sr.id, so.source_name_hash, so.bundle_identifier, sr.product_type, sr.version, sr.operating_system_version
+            FROM sample_versions v JOIN source_revisions sr ON sr.id = v.source_revision_id JOIN sources so ON so.id = sr.source_id
+            WHERE v.created_observation_id = ? ORDER BY sr.id
+            """, [obs]) { r in
+            try item("source_revision", ["source": .object(["source_name_hash": s(r, "source_name_hash"), "bundle_identifier": s(r, "bundle_identifier")]),
+                                         "product_type": s(r, "product_type"), "version": s(r, "version"),
+                                         "operating_system_version": s(r, "operating_system_version")])
+        }
+        try each("""
+            SELECT DISTINCT h.* FROM sample_versions v JOIN hk_devices h ON h.id = v.hk_device_id
+            WHERE v.created_observation_id = ? ORDER BY h.id
+            """, [obs]) { r in
+            try item("device", ["device_hash": s(r, "device_hash"), "manufacturer_hash": s(r, "manufacturer_hash"), "model": s(r, "model"),
+                                "hardware_version": s(r, "hardware_version"), "firmware_version": s(r, "firmware_version"),
+                                "software_version": s(r, "software_version"), "local_identifier_hash": s(r, "local_identifier_hash"),
+                                "udi_hash": s(r, "udi_hash")])
+        }
+        try each("""
+            SELECT DISTINCT m.id, m.metadata_hash, m.metadata_json FROM sample_versions v JOIN metadata_blobs m ON m.id = v.metadata_id
+            WHERE v.created_observation_id = ? ORDER BY m.id
+            """, [obs]) { r in
+            try item("metadata", ["metadata_hash": s(r, "metadata_hash"), "metadata_json": s(r, "metadata_json")])
+        }
+        try each("""
+            SELECT st.type_identifier, s.* FROM samples s JOIN sample_types st ON st.id = s.sample_type_id
+            WHERE s.first_seen_observation_id = ? ORDER BY s.id
+            """, [obs]) { r in
+            try item("sample", ["type_identifier": s(r, "type_identifier"), "sample_uuid_hash": s(r, "sample_uuid_hash"),
+                                "strict_fingerprint": s(r, "strict_fingerprint"), "semantic_fingerprint": s(r, "semantic_fingerprint"),
+                                "fuzzy_key": s(r, "fuzzy_key"), "first_seen_at": d(r, "first_seen_at")])
+        }
+        try each("""
+            SELECT st.type_identifier, s.strict_fingerprint, v.*, so.source_name_hash, so.bundle_identifier,
+                   sr.product_type, sr.version AS revision_version, sr.operating_system_version, h.device_hash, m.metadata_hash
+            FROM sample_versions v JOIN samples s ON s.id = v.sample_id JOIN sample_types st ON st.id = s.sample_type_id
+            LEFT JOIN source_revisions sr ON sr.id = v.source_revision_id LEFT JOIN sources so ON so.id = sr.source_id
+            LEFT JOIN hk_devices h ON h.id = v.hk_device_id LEFT JOIN metadata_blobs m ON m.id = v.metadata_id
+            WHERE v.created_observation_id = ? ORDER BY v.id
+            """, [obs]) { r in
+            let source: JSONValue = (r["source_revision_id"] as Int64?) == nil ? .null
+                : .object(["bundle_identifier": s(r, "bundle_identifier"), "name_hash": s(r, "source_name_hash")])
+            let revision: JSONValue = (r["source_revision_id"] as Int64?) == nil ? .null
+                : .object(["operating_system_version": s(r, "operating_system_version"), "product_type": s(r, "product_type"),
+                           "version": s(r, "revision_version")])
+            let payload: JSONValue = .object([
+                "category_value": i(r, "category_value"), "creation_date": d(r, "creation_date"), "device_hash": s(r, "device_hash"),
+                "duration_seconds": n(r, "duration_seconds"), "end_date": d(r, "end_date"), "metadata_hash": s(r, "metadata_hash"),
+                "numeric_value": n(r, "numeric_value"), "source": source, "source_revision": revision, "start_date": d(r, "start_date"),
+                "type": s(r, "type_identifier"), "unit": s(r, "unit"), "value_kind": s(r, "value_kind"),
+                "workout_activity_type": i(r, "workout_activity_type"),
+            ])
+            try item("version", ["sample": sampleRef(r), "payload_hash": s(r, "payload_hash"), "payload": payload])
+        }
+        try each("""
+            SELECT st.type_identifier, s.strict_fingerprint, v.payload_hash, e.event_kind, e.observed_at, e.evidence_kind
+            FROM sample_observation_events e JOIN samples s ON s.id = e.sample_id JOIN sample_types st ON st.id = s.sample_type_id
+            LEFT JOIN sample_versions v ON v.id = e.version_id
+            WHERE e.observation_id = ? ORDER BY e.id
+            """, [obs]) { r in
+            try item("event", ["sample": sampleRef(r), "payload_hash": s(r, "payload_hash"), "event_kind": s(r, "event_kind"),
+                               "observed_at": d(r, "observed_at"), "evidence_kind": s(r, "evidence_kind")])
+        }
+        try each("""
+            SELECT st.type_identifier, s.strict_fingerprint, v.payload_hash, g.first_seen_at
+            FROM sample_visibility_ranges g JOIN samples s ON s.id = g.sample_id JOIN sample_types st ON st.id = s.sample_type_id
+            LEFT JOIN sample_versions v ON v.id = g.version_id
+            WHERE g.first_observation_id = ? ORDER BY g.rowid
+            """, [obs]) { r in
+            try item("range_open", ["sample": sampleRef(r), "payload_hash": s(r, "payload_hash"), "first_seen_at": d(r, "first_seen_at")])
+        }
+        try each("""
+            SELECT st.type_identifier, s.strict_fingerprint, v.payload_hash, g.last_seen_at,
+                   (SELECT count(*) FROM observations o2 WHERE o2.device_chain_id = ? AND o2.id <= g.first_observation_id) AS first_sequence
+            FROM sample_visibility_ranges g JOIN samples s ON s.id = g.sample_id JOIN sample_types st ON st.id = s.sample_type_id
+            LEFT JOIN sample_versions v ON v.id = g.version_id
+            WHERE g.last_observation_id = ? ORDER BY g.rowid
+            """, [chainID, obs]) { r in
+            try item("range_close", ["sample": sampleRef(r), "payload_hash": s(r, "payload_hash"), "first_sequence": i(r, "first_sequence"),
+                                     "last_seen_at": d(r, "last_seen_at")])
+        }
+        try each("""
+            SELECT pst.type_identifier AS source_type, p.strict_fingerprint AS source_fp, cst.type_identifier AS target_type,
+                   c.strict_fingerprint AS target_fp, x.relationship_kind, m.metadata_hash
+            FROM sample_relationships x JOIN samples p ON p.id = x.source_sample_id JOIN sample_types pst ON pst.id = p.sample_type_id
+            JOIN samples c ON c.id = x.target_sample_id JOIN sample_types cst ON cst.id = c.sample_type_id
+            LEFT JOIN metadata_blobs m ON m.id = x.metadata_id
+            WHERE x.observation_id = ? ORDER BY x.id
+            """, [obs]) { r in
+            try item("relationship", ["source": .object(["type": s(r, "source_type"), "strict_fingerprint": s(r, "source_fp")]),
+                                      "target": .object(["type": s(r, "target_type"), "strict_fingerprint": s(r, "target_fp")]),
+                                      "relationship_kind": s(r, "relationship_kind"), "metadata_hash": s(r, "metadata_hash")])
+        }
+        try each("""
+            SELECT st.type_identifier, t.* FROM observation_type_runs t JOIN sample_types st ON st.id = t.sample_type_id
+            WHERE t.observation_id = ? ORDER BY t.id
+            """, [obs]) { r in
+            try item("type_run", ["type_identifier": s(r, "type_identifier"), "status": s(r, "status"), "run_kind": s(r, "run_kind"),
+                                  "started_at": d(r, "started_at"), "ended_at": d(r, "ended_at"), "anchor_before": blob(r, "anchor_before"),
+                                  "anchor_after": blob(r, "anchor_after"), "inserted_event_count": i(r, "inserted_event_count"),
+                                  "deleted_event_count": i(r, "deleted_event_count"), "verified_visible_count": i(r, "verified_visible_count"),
+                                  "rejected_record_count": i(r, "rejected_record_count"), "error_kind": s(r, "error_kind"),
+                                  "error_message_hash": s(r, "error_message_hash")])
+        }
+        let trailer = manifest.trailer
+        return (header, trailer, try manifest.finish())
+    }
+
+    static func sampleRef(_ r: Row) -> JSONValue {
+        .object(["type": .optional(r["type_identifier"] as String?), "strict_fingerprint": .optional(r["strict_fingerprint"] as String?)])
+    }
+}

@@ -1,0 +1,136 @@
+import Foundation
+
+/// A bundle failed verification: which line (1-based: line 1 is the header),
+/// which item kind and field, and why.
+public struct BundleError: CodedError, Equatable {
+    public enum Code: String, Sendable {
+        case malformed, notCanonical = "not_canonical", unknownKind = "unknown_kind", order
+        case itemHash = "item_hash", payloadHash = "payload_hash", metadataHash = "metadata_hash"
+        case counts, manifestHash = "manifest_hash", chainLink = "chain_link"
+    }
+    public let code: Code
+    public let message: String
+    public var cause: (any Error)? { nil }
+    public let line: Int?
+
+    public init(_ code: Code, line: Int?, _ message: String) {
+        self.code = code
+        self.line = line
+        self.message = message
+    }
+
+    public static func == (a: BundleError, b: BundleError) -> Bool { a.code == b.code && a.line == b.line }
+}
+
+/// Verifies an observation bundle in its line form (header, items, trailer,
+/// each canonical JSON on its own line) from the bytes alone: every item is
+/// canonical, kinds come in order, metadata and payload hashes recompute,
+/// counts match, and the manifest hash recomputes. Streaming: feed lines one
+/// at a time; memory does not grow with the bundle.
+public struct BundleVerifier {
+    private var header: BundleHeader?
+    private var manifest: ManifestHasher?
+    private var line = 0
+    private var kindIndex = 0
+    private var done = false
+    public private(set) var manifestHash: String?
+
+    public init() {}
+
+    /// Feeds the next line (without its newline).
+    public mutating func feed(_ bytes: [UInt8]) throws(BundleError) {
+        line += 1
+        guard !done else { throw BundleError(.malformed, line: line, "data after the trailer") }
+        let value: JSONValue
+        do { value = try JSONDecoder().decode(JSONValue.self, from: Data(bytes)) } catch {
+            throw BundleError(.malformed, line: line, "line \(line) is not JSON")
+        }
+        guard (try? CanonicalJSON.encode(value)) == bytes else {
+            throw BundleError(.notCanonical, line: line, "line \(line) is not in canonical JSON form (RFC 8785)")
+        }
+        guard case .object(let o) = value else { throw BundleError(.malformed, line: line, "line \(line) is not a JSON object") }
+        if header == nil {
+            header = try Self.parseHeader(o, line: line)
+            do { manifest = try ManifestHasher(header: header!) } catch {
+                throw BundleError(.malformed, line: line, "header cannot be hashed")
+            }
+            return
+        }
+        if o["kind"] == nil {
+            // The trailer.
+            let trailer = manifest!.trailer
+            guard value == trailer.json else {
+                throw BundleError(.counts, line: line, "the trailer's counts do not match the \(trailer.itemCount) items read")
+            }
+            done = true
+            do { manifestHash = try manifest.take()!.finish() } catch {
+                throw BundleError(.malformed, line: line, "trailer cannot be hashed")
+            }
+            return
+        }
+        guard case .string(let kind) = o["kind"]!, let k = ObservationBundleBuilder.kinds.firstIndex(of: kind) else {
+            throw BundleError(.unknownKind, line: line, "line \(line): unknown item kind")
+        }
+        guard k >= kindIndex, kind != "observation" || line == 2 else {
+            throw BundleError(.order, line: line, "line \(line): a \(kind) item is out of order (Protocol/bundles.md, item order)")
+        }
+        kindIndex = k
+        try Self.checkContent(kind, o, line: line)
+        manifest!.add(itemHash: ArchiveHasher.sha256(.item, bytes), kind: kind)
+    }
+
+    /// Ends verification: the bundle must have had its trailer; the manifest
+    /// hash must equal `expected` when given; the chain link must equal
+    /// `previousManifestHash` when given.
+    public mutating func finish(expected: String?, previousManifestHash: String?? = .none) throws(BundleError) -> BundleHeader {
+        guard done, let header, let manifestHash else { throw BundleError(.malformed, line: nil, "the bundle ends before its trailer (truncated)") }
+        if let expected, expected != manifestHash {
+            throw BundleError(.manifestHash, line: nil, "the manifest hash does not match: computed \(manifestHash), expected \(expected)")
+        }
+        if case .some(let prev) = previousManifestHash, prev != header.previousManifestHash {
+            throw BundleError(.chainLink, line: 1, "the bundle does not follow the previous bundle of its chain (previous_manifest_hash differs)")
+        }
+        return header
+    }
+
+    static func parseHeader(_ o: [String: JSONValue], line: Int) throws(BundleError) -> BundleHeader {
+        guard case .number(let f)? = o["bundle_format"], f == 1 else {
+            throw BundleError(.malformed, line: line, "header: bundle_format must be 1")
+        }
+        guard case .string(let chain)? = o["device_chain_hash"], chain.count == 64,
+              case .number(let seq)? = o["sequence"], seq >= 1, seq == seq.rounded(),
+              case .number(let obs)? = o["observation_id"] else {
+            throw BundleError(.malformed, line: line, "header: device_chain_hash, sequence or observation_id missing or invalid")
+        }
+        var prev: String?
+        switch o["previous_manifest_hash"] {
+        case .string(let p)?: prev = p
+        case .null?: prev = nil
+        default: throw BundleError(.malformed, line: line, "header: previous_manifest_hash missing")
+        }
+        guard o.count == 5 else { throw BundleError(.malformed, line: line, "header: unexpected fields") }
+        return BundleHeader(deviceChainHash: chain, sequence: Int(seq), observationId: Int64(obs), previousManifestHash: prev)
+    }
+
+    static func checkContent(_ kind: String, _ o: [String: JSONValue], line: Int) throws(BundleError) {
+        switch kind {
+        case "metadata":
+            guard case .string(let json)? = o["metadata_json"], case .string(let hash)? = o["metadata_hash"] else {
+                throw BundleError(.malformed, line: line, "line \(line): metadata item lacks metadata_json or metadata_hash")
+            }
+            guard ArchiveHasher.sha256(.metadata, json) == hash else {
+                throw BundleError(.metadataHash, line: line, "line \(line): metadata_hash does not match metadata_json")
+            }
+        case "version":
+            guard case .object? = o["payload"], case .string(let hash)? = o["payload_hash"],
+                  let bytes = try? CanonicalJSON.encode(o["payload"]!) else {
+                throw BundleError(.malformed, line: line, "line \(line): version item lacks payload or payload_hash")
+            }
+            guard ArchiveHasher.sha256(.payload, bytes) == hash else {
+                throw BundleError(.payloadHash, line: line, "line \(line): payload_hash does not match the payload")
+            }
+        default:
+            break
+        }
+    }
+}

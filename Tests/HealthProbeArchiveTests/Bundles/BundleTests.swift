@@ -1,0 +1,177 @@
+import Foundation
+import GRDB
+import Testing
+@testable import HealthProbeArchive
+@testable import HealthProbeSimulator
+
+/// Builds the bundle of `obs` as lines (header, items, trailer).
+func bundleLines(_ node: NodeArchive, _ obs: Int64, previous: String?) throws -> ([[UInt8]], String) {
+    try node.archive.writer.read { db in
+        var lines: [[UInt8]] = []
+        let (header, trailer, hash) = try ObservationBundleBuilder.build(db, observationID: obs, previousManifestHash: previous) { _, bytes, _ in
+            lines.append(bytes)
+        }
+        return ([try CanonicalJSON.encode(header.json)] + lines + [try CanonicalJSON.encode(trailer.json)], hash)
+    }
+}
+
+func verify(_ lines: [[UInt8]], expected: String?, previous: String?? = .none) throws(BundleError) -> BundleHeader {
+    var v = BundleVerifier()
+    for l in lines { try v.feed(l) }
+    return try v.finish(expected: expected, previousManifestHash: previous)
+}
+
+/// A home with fixed keys, so bundles are reproducible byte for byte.
+func fixedKeyHome() throws -> TempHome {
+    let t = TempHome()
+    try FileManager.default.createDirectory(atPath: t.root + "/keys", withIntermediateDirectories: true)
+    try (String(repeating: "0f", count: 32) + "\n").write(toFile: t.root + "/keys/archive-secret", atomically: true, encoding: .utf8)
+    try (String(repeating: "a5", count: 32) + "\n").write(toFile: t.root + "/keys/device-chain-seed", atomically: true, encoding: .utf8)
+    return t
+}
+
+@Suite("Observation bundles")
+struct BundleTests {
+    @Test("every observation of a simulated history builds a bundle that verifies and chains to the previous one")
+    func simulatedHistory() throws {
+        let t = TempHome()
+        var o = SimulatorCapture.Options()
+        o.seed = 5
+        o.days = 8
+        _ = try SimulatorCapture.run(home: t.home, options: o)
+        o.days = 3
+        for _ in 0..<4 { _ = try SimulatorCapture.run(home: t.home, options: o) }
+        let node = try t.open()
+        var previous: String?
+        var kindsSeen = Set<String>()
+        for obs in Int64(1)...5 {
+            let (lines, hash) = try bundleLines(node, obs, previous: previous)
+            let header = try verify(lines, expected: hash, previous: .some(previous))
+            #expect(header.sequence == Int(obs))
+            for l in lines.dropFirst().dropLast() {
+                if case .object(let o) = try JSONDecoder().decode(JSONValue.self, from: Data(l)), case .string(let k)? = o["kind"] { kindsSeen.insert(k) }
+            }
+            previous = hash
+        }
+        for k in ["observation", "sample_type", "source", "source_revision", "device", "metadata", "sample", "version", "event", "range_open", "range_close", "type_run"] {
+            #expect(kindsSeen.contains(k), "no \(k) item in the history")
+        }
+    }
+
+    @Test("tampering is caught and located")
+    func tampering() throws {
+        let t = TempHome()
+        var o = SimulatorCapture.Options()
+        o.days = 2
+        o.types = Array(SimulatedType.all.prefix(3))
+        _ = try SimulatorCapture.run(home: t.home, options: o)
+        let (lines, hash) = try bundleLines(try t.open(), 1, previous: nil)
+        #expect(throws: Never.self) { _ = try verify(lines, expected: hash) }
+
+        let versionLine = lines.firstIndex { String(decoding: $0, as: UTF8.self).contains("\"kind\":\"version\"") }!
+        var edited = lines
+        let text = String(decoding: lines[versionLine], as: UTF8.self)
+        let changed = text.replacingOccurrences(of: "\"unit\":\"count/min\"", with: "\"unit\":\"count/s\"")
+        #expect(changed != text)
+        edited[versionLine] = Array(changed.utf8)
+        #expect(throws: BundleError(.payloadHash, line: versionLine + 1, "")) { _ = try verify(edited, expected: hash) }
+
+        var reordered = lines
+        reordered.swapAt(2, lines.count - 2)
+        #expect { _ = try verify(reordered, expected: hash) } throws: { ($0 as? BundleError)?.code == .order }
+
+        #expect { _ = try verify(Array(lines.dropLast()), expected: hash) } throws: { ($0 as? BundleError)?.code == .malformed }
+        var spaced = lines
+        spaced[3] = Array((" " + String(decoding: lines[3], as: UTF8.self)).utf8)
+        #expect { _ = try verify(spaced, expected: hash) } throws: { ($0 as? BundleError)?.code == .notCanonical }
+        #expect { _ = try verify(lines, expected: String(repeating: "0", count: 64)) } throws: { ($0 as? BundleError)?.code == .manifestHash }
+        #expect { _ = try verify(lines, expected: hash, previous: .some("ab")) } throws: { ($0 as? BundleError)?.code == .chainLink }
+        var dropped = lines
+        dropped.remove(at: versionLine)
+        #expect { _ = try verify(dropped, expected: hash) } throws: { ($0 as? BundleError)?.code == .counts }
+    }
+
+    @Test("the Python reference verifier (written from Protocol/bundles.md) agrees with the vectors")
+    func pythonReference() throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") || FileManager.default.fileExists(atPath: "/usr/local/bin/python3") else { return }
+        let script = vectorURL("../reference/hp_canonical.py").standardizedFileURL.path
+        let dir = vectorURL("bundles")
+        let dec = JSONDecoder()
+        dec.keyDecodingStrategy = .convertFromSnakeCase
+        let index = try dec.decode(VectorIndex.self, from: Data(contentsOf: dir.appendingPathComponent("bundles.json")))
+        for c in index.cases {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            p.arguments = ["python3", script, "verify-bundle", dir.appendingPathComponent(c.file).path, c.manifestHash ?? ""]
+            let out = Pipe()
+            p.standardOutput = out
+            try p.run()
+            let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            p.waitUntilExit()
+            if let e = c.error {
+                #expect(p.terminationStatus != 0, "\(c.file)")
+                #expect(text.contains(e), "\(c.file): \(text)")
+            } else {
+                #expect(p.terminationStatus == 0, "\(c.file): \(text)")
+            }
+        }
+    }
+
+    /// The committed vectors: `bundles.json` lists files with their manifest hash or expected error.
+    struct VectorIndex: Codable {
+        struct Case: Codable { var file: String; var manifestHash: String?; var error: String?; var line: Int? }
+        var cases: [Case]
+    }
+
+    @Test("committed bundle vectors verify (or fail) as listed, and the builder reproduces the valid one byte for byte")
+    func vectors() throws {
+        let dir = vectorURL("bundles")
+        // Rebuild the valid vector from a fixed-key home and a fixed seed.
+        let t = try fixedKeyHome()
+        var o = SimulatorCapture.Options()
+        o.seed = 11
+        o.days = 1
+        o.types = [SimulatedType.all[7], SimulatedType.all[10], SimulatedType.all[15]]  // resting HR, body mass, workouts
+        _ = try SimulatorCapture.run(home: t.home, options: o)
+        let (lines, hash) = try bundleLines(try t.open(), 1, previous: nil)
+        let valid = lines.map { String(decoding: $0, as: UTF8.self) }.joined(separator: "\n") + "\n"
+
+        if ProcessInfo.processInfo.environment["HP_WRITE_VECTORS"] == "1" {
+            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+            try valid.write(to: dir.appendingPathComponent("observation-1.jsonl"), atomically: true, encoding: .utf8)
+            var l = lines.map { String(decoding: $0, as: UTF8.self) }
+            let v = l.firstIndex { $0.contains("\"kind\":\"version\"") }!
+            l[v] = l[v].replacingOccurrences(of: "\"numeric_value\":", with: "\"numeric_value\":1")
+            try (l.joined(separator: "\n") + "\n").write(to: dir.appendingPathComponent("bad-payload.jsonl"), atomically: true, encoding: .utf8)
+            try (lines.dropLast().map { String(decoding: $0, as: UTF8.self) }.joined(separator: "\n") + "\n")
+                .write(to: dir.appendingPathComponent("truncated.jsonl"), atomically: true, encoding: .utf8)
+            let index = VectorIndex(cases: [
+                .init(file: "observation-1.jsonl", manifestHash: hash, error: nil, line: nil),
+                .init(file: "bad-payload.jsonl", manifestHash: hash, error: "payload_hash", line: v + 1),
+                .init(file: "truncated.jsonl", manifestHash: hash, error: "malformed", line: nil),
+            ])
+            let enc = JSONEncoder()
+            enc.outputFormatting = [.prettyPrinted, .sortedKeys]
+            enc.keyEncodingStrategy = .convertToSnakeCase
+            try enc.encode(index).write(to: dir.appendingPathComponent("bundles.json"))
+        }
+
+        let dec = JSONDecoder()
+        dec.keyDecodingStrategy = .convertFromSnakeCase
+        let index = try dec.decode(VectorIndex.self, from: Data(contentsOf: dir.appendingPathComponent("bundles.json")))
+        #expect(index.cases.count >= 3)
+        #expect(try String(contentsOf: dir.appendingPathComponent("observation-1.jsonl"), encoding: .utf8) == valid)
+        #expect(index.cases.first?.manifestHash == hash)
+        for c in index.cases {
+            let text = try String(contentsOf: dir.appendingPathComponent(c.file), encoding: .utf8)
+            let fileLines = text.split(separator: "\n", omittingEmptySubsequences: true).map { Array($0.utf8) }
+            do {
+                _ = try verify(fileLines, expected: c.manifestHash)
+                #expect(c.error == nil, "\(c.file) verified but should fail with \(c.error ?? "")")
+            } catch {
+                #expect(error.code.rawValue == c.error, "\(c.file): \(error)")
+                if let line = c.line { #expect(error.line == line, "\(c.file)") }
+            }
+        }
+    }
+}
