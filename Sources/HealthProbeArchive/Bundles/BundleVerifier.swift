@@ -34,6 +34,8 @@ public struct BundleVerifier {
     private var kindIndex = 0
     private var done = false
     public private(set) var manifestHash: String?
+    /// Items read so far.
+    public private(set) var itemCount = 0
 
     public init() {}
 
@@ -77,6 +79,7 @@ public struct BundleVerifier {
         kindIndex = k
         try Self.checkContent(kind, o, line: line)
         manifest!.add(itemHash: ArchiveHasher.sha256(.item, bytes), kind: kind)
+        itemCount += 1
     }
 
     /// Ends verification: the bundle must have had its trailer; the manifest

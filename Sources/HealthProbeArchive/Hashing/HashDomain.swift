@@ -11,6 +11,7 @@ public enum HashDomain: String, Sendable, CaseIterable {
     case item
     case manifest
     case page
+    case chainState = "chain_state"
     // Privacy hashes (HMAC-SHA256 with the archive secret).
     case sampleUUID = "sample_uuid"
     case deviceChain = "device_chain"

@@ -1,0 +1,99 @@
+import Foundation
+import GRDB
+import Testing
+@testable import HealthProbeArchive
+@testable import HealthProbeSimulator
+
+@Suite("Replica fidelity")
+struct ReplicaTests {
+    /// A node with a simulated history: edits, deletions, late insertions, consolidation,
+    /// an unauthorized and a failed run.
+    func history() throws -> TempHome {
+        let t = TempHome()
+        var o = SimulatorCapture.Options()
+        o.seed = 9
+        o.types = [SimulatedType.all[0], SimulatedType.all[8], SimulatedType.all[10], SimulatedType.all[15]]
+        o.days = 44
+        _ = try SimulatorCapture.run(home: t.home, options: o)
+        o.days = 2
+        for _ in 0..<4 { _ = try SimulatorCapture.run(home: t.home, options: o) }
+        return t
+    }
+
+    @Test("every observation applied to a replica gives the node's chain-state digest; re-sends change nothing")
+    func fidelity() throws {
+        let t = try history()
+        let node = try t.open()
+        let replicaDir = TempDir()
+        let replica = try Archive.open(path: replicaDir.file("replica.sqlite"))
+        let count = try node.archive.writer.read { db in try Int64.fetchOne(db, sql: "SELECT count(*) FROM observations") ?? 0 }
+        #expect(count == 5)
+        var previous: String?
+        var consolidationSeen = false
+        for obs in Int64(1)...count {
+            let (lines, hash) = try bundleLines(node, obs, previous: previous)
+            let outcome = try BundleApplier.apply(replica, lines: lines, manifestHash: hash, now: 1)
+            guard case .applied(let replicaObs, let seq) = outcome else { Issue.record("not applied: \(outcome)"); return }
+            #expect(seq == Int(obs))
+            let a = try node.archive.writer.read { db in try ChainStateDigest.compute(db, observationID: obs) }
+            let b = try replica.writer.read { db in try ChainStateDigest.compute(db, observationID: replicaObs) }
+            #expect(a == b, "observation \(obs)")
+            #expect(a.visibleCount > 0)
+            #expect(try BundleApplier.apply(replica, lines: lines, manifestHash: hash, now: 2) == .alreadyApplied(sequence: Int(obs)))
+            previous = hash
+            consolidationSeen = consolidationSeen || lines.contains { String(decoding: $0, as: UTF8.self).contains("\"range_close\"") }
+        }
+        #expect(consolidationSeen)
+        // Every earlier observation still matches after later ones were applied.
+        for obs in Int64(1)...count {
+            let a = try node.archive.writer.read { db in try ChainStateDigest.compute(db, observationID: obs) }
+            let b = try replica.writer.read { db in try ChainStateDigest.compute(db, observationID: obs) }
+            #expect(a == b, "observation \(obs) after the whole chain")
+        }
+    }
+
+    @Test("a tampered, out-of-order or divergent bundle is refused and nothing of it is stored")
+    func refusals() throws {
+        let t = TempHome()
+        var o = SimulatorCapture.Options()
+        o.types = Array(SimulatedType.all.prefix(2))
+        o.days = 2
+        _ = try SimulatorCapture.run(home: t.home, options: o)
+        _ = try SimulatorCapture.run(home: t.home, options: o)
+        let node = try t.open()
+        let (b1, h1) = try bundleLines(node, 1, previous: nil)
+        let (b2, h2) = try bundleLines(node, 2, previous: h1)
+        let replicaDir = TempDir()
+        let replica = try Archive.open(path: replicaDir.file("replica.sqlite"))
+        func rows() throws -> Int { try replica.writer.read { db in try Int.fetchOne(db, sql: "SELECT (SELECT count(*) FROM samples) + (SELECT count(*) FROM observations) + (SELECT count(*) FROM bundle_log)") ?? 0 } }
+
+        // Out of order: sequence 2 before 1.
+        #expect { _ = try BundleApplier.apply(replica, lines: b2, manifestHash: h2, now: 1) } throws: {
+            ($0 as? BundleApplier.ApplyError)?.code == .outOfOrder
+        }
+        #expect(try rows() == 0)
+        // A flipped value: the payload hash catches it; nothing stored.
+        var bad = b1
+        let v = bad.firstIndex { String(decoding: $0, as: UTF8.self).contains("\"kind\":\"version\"") }!
+        bad[v] = Array(String(decoding: bad[v], as: UTF8.self).replacingOccurrences(of: "\"numeric_value\":", with: "\"numeric_value\":9").utf8)
+        #expect { _ = try BundleApplier.apply(replica, lines: bad, manifestHash: h1, now: 1) } throws: { ($0 as? BundleError)?.code == .payloadHash }
+        #expect(try rows() == 0)
+        // Truncated: no trailer.
+        #expect { _ = try BundleApplier.apply(replica, lines: Array(b1.dropLast()), manifestHash: h1, now: 1) } throws: { ($0 as? BundleError)?.code == .malformed }
+        #expect(try rows() == 0)
+        // The real one applies; a different bundle claiming the same position is divergence.
+        _ = try BundleApplier.apply(replica, lines: b1, manifestHash: h1, now: 1)
+        let after = try rows()
+        #expect { _ = try BundleApplier.apply(replica, lines: b2, manifestHash: h1, now: 1) } throws: { _ in true }
+        var fork = b1
+        fork[1] = Array(String(decoding: fork[1], as: UTF8.self).replacingOccurrences(of: "\"status\":\"completed\"", with: "\"status\":\"failed\"").utf8)
+        var v2 = BundleVerifier()
+        for l in fork { try v2.feed(l) }
+        let forkHash = try v2.finish(expected: nil).sequence == 1 ? v2.manifestHash! : ""
+        #expect { _ = try BundleApplier.apply(replica, lines: fork, manifestHash: forkHash, now: 1) } throws: {
+            ($0 as? BundleApplier.ApplyError)?.code == .divergence
+        }
+        #expect(try rows() == after)
+        #expect(try BundleApplier.apply(replica, lines: b2, manifestHash: h2, now: 1) == .applied(observationID: 2, sequence: 2))
+    }
+}
