@@ -12,7 +12,7 @@ struct ReplicaTests {
         let t = TempHome()
         var o = SimulatorCapture.Options()
         o.seed = 9
-        o.types = [SimulatedType.all[0], SimulatedType.all[8], SimulatedType.all[10], SimulatedType.all[15]]
+        o.types = [SimulatedType.all[2], SimulatedType.all[8], SimulatedType.all[10], SimulatedType.all[15]]  // active energy consolidates after 45 days
         o.days = 44
         _ = try SimulatorCapture.run(home: t.home, options: o)
         o.days = 2
