@@ -12,6 +12,7 @@ public enum ObservationBundleBuilder {
     /// Streams the items of observation `observationID` to `emit(kind, canonicalBytes, itemHash)`
     /// and returns the header, trailer and manifest hash.
     public static func build(_ db: Database, observationID obs: Int64, previousManifestHash: String?,
+                             onHeader: (BundleHeader) throws -> Void = { _ in },
                              emit: (String, [UInt8], String) throws -> Void) throws -> (BundleHeader, BundleTrailer, String) {
         guard let o = try Row.fetchOne(db, sql: "SELECT * FROM observations WHERE id = ?", arguments: [obs]) else {
             throw ArchiveError(.notFound, "no observation \(obs)")
@@ -21,6 +22,7 @@ public enum ObservationBundleBuilder {
         let sequence = try Int.fetchOne(db, sql: "SELECT count(*) FROM observations WHERE device_chain_id = ? AND id <= ?", arguments: [chainID, obs])!
         let header = BundleHeader(deviceChainHash: chainHash, sequence: sequence, observationId: obs, previousManifestHash: previousManifestHash)
         var manifest = try ManifestHasher(header: header)
+        try onHeader(header)
 
         func item(_ kind: String, _ fields: [String: JSONValue]) throws {
             var f = fields

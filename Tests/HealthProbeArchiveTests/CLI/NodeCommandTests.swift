@@ -72,4 +72,26 @@ struct NodeCommandTests {
         #expect(broken.0 == 1)
         #expect(broken.2.contains("broken.zip"))
     }
+
+    @Test("bundle, verify-bundle and digest")
+    func bundles() throws {
+        let home = TempDir()
+        #expect(try hpNode(["--home", home.path, "capture", "--simulate", "--days", "2"]).0 == 0)
+        #expect(try hpNode(["--home", home.path, "capture", "--simulate"]).0 == 0)
+        let b = try hpNode(["--home", home.path, "bundle", "--at", "2", "--out", home.file("b.jsonl"), "--json"])
+        #expect(b.0 == 0, "\(b.2)")
+        let hash = (try JSONSerialization.jsonObject(with: Data(b.1.utf8)) as? [String: Any])?["manifest_hash"] as? String ?? ""
+        #expect(hash.count == 64)
+        #expect(try hpNode(["verify-bundle", home.file("b.jsonl"), "--manifest-hash", hash]).0 == 0)
+        #expect(try hpNode(["verify-bundle", home.file("b.jsonl"), "--manifest-hash", String(repeating: "0", count: 64)]).0 == 1)
+        var text = try String(contentsOfFile: home.file("b.jsonl"), encoding: .utf8)
+        text = text.replacingOccurrences(of: "\"status\":\"completed\"", with: "\"status\":\"failed\"")
+        try text.write(toFile: home.file("b.jsonl"), atomically: true, encoding: .utf8)
+        let tampered = try hpNode(["verify-bundle", home.file("b.jsonl"), "--manifest-hash", hash])
+        #expect(tampered.0 == 1)
+        #expect(tampered.2.contains("manifest hash"))
+        let d = try hpNode(["--home", home.path, "digest", "--at", "1", "--json"])
+        #expect(d.0 == 0)
+        #expect(d.1.contains("\"digest\""))
+    }
 }

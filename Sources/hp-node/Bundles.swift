@@ -1,0 +1,109 @@
+import ArgumentParser
+import Foundation
+import GRDB
+import HealthProbeArchive
+import HealthProbeCLI
+
+struct Digest: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print the chain-state digest at an observation.",
+        discussion: "A SHA-256 over the canonical items visible at the observation (Protocol/bundles.md); a replica of this chain gives the same digest for the same observation.")
+
+    @OptionGroup var options: HomeOptions
+
+    @Option(name: .long, help: "Observation id (default: the latest).")
+    var at: Int64?
+
+    func run() async throws {
+        let node = try options.open(.readOnly)
+        let at = self.at
+        let (obs, r): (Int64, ChainStateDigest.Result) = try await node.archive.writer.read { db in
+            guard let obs = try at ?? ObservationQueries.latestObservationID(db, chainID: node.deviceChainID) else {
+                throw ArchiveError(.notFound, "the archive has no observations yet")
+            }
+            return (obs, try ChainStateDigest.compute(db, observationID: obs))
+        }
+        if options.json {
+            try Output.json(["observation_id": .number(Double(obs)), "digest": .string(r.digest), "visible_count": .int(r.visibleCount)] as [String: JSONValue])
+            return
+        }
+        print("observation \(obs): \(r.digest) (\(r.visibleCount) visible)")
+    }
+}
+
+struct Bundle: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Write an observation's bundle in line form (Protocol/bundles.md) and print its manifest hash.",
+        discussion: "Bundles chain: each names the previous bundle's manifest hash, so the earlier observations of the chain are bundled too (streamed, not kept) to compute it.")
+
+    @OptionGroup var options: HomeOptions
+
+    @Option(name: .long, help: "Observation id.")
+    var at: Int64
+
+    @Option(name: .long, help: "Output file.")
+    var out: String
+
+    func run() async throws {
+        let node = try options.open(.readOnly)
+        let chain = node.deviceChainID
+        let at = self.at, path = out
+        FileManager.default.createFile(atPath: path, contents: nil)
+        guard let handle = FileHandle(forWritingAtPath: path) else { throw ValidationError("cannot write \(path)") }
+        defer { try? handle.close() }
+        let (header, trailer, hash): (BundleHeader, BundleTrailer, String) = try await node.archive.writer.read { db in
+            let ids = try Int64.fetchAll(db, sql: "SELECT id FROM observations WHERE device_chain_id = ? AND id <= ? ORDER BY id", arguments: [chain, at])
+            guard ids.last == at else { throw ArchiveError(.notFound, "no observation \(at) in this device chain; list them with `hp-node observations`") }
+            var previous: String?
+            for id in ids.dropLast() {
+                previous = try ObservationBundleBuilder.build(db, observationID: id, previousManifestHash: previous) { _, _, _ in }.2
+            }
+            var buffer = Data()
+            func line(_ bytes: [UInt8]) throws {
+                buffer.append(contentsOf: bytes)
+                buffer.append(0x0A)
+                if buffer.count > 1 << 20 { try handle.write(contentsOf: buffer); buffer.removeAll(keepingCapacity: true) }
+            }
+            let result = try ObservationBundleBuilder.build(db, observationID: at, previousManifestHash: previous,
+                                                            onHeader: { try line(CanonicalJSON.encode($0.json)) }) { _, bytes, _ in try line(bytes) }
+            try line(CanonicalJSON.encode(result.1.json))
+            try handle.write(contentsOf: buffer)
+            return result
+        }
+        if options.json {
+            try Output.json(["manifest_hash": .string(hash), "sequence": .int(header.sequence), "item_count": .int(trailer.itemCount), "file": .string(path)] as [String: JSONValue])
+            return
+        }
+        print("wrote \(path): observation \(at), sequence \(header.sequence), \(trailer.itemCount) items")
+        print("manifest hash \(hash)")
+    }
+}
+
+struct VerifyBundle: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "verify-bundle",
+        abstract: "Verify a bundle file from its bytes alone (Protocol/bundles.md section 5).",
+        discussion: "Exits 0 and prints the manifest hash when the bundle is valid (and matches --manifest-hash if given); otherwise exits 1 naming the check and line that failed.")
+
+    @Argument(help: "Bundle file in line form.")
+    var file: String
+
+    @Option(name: .long, help: "The manifest hash the bundle was issued with.")
+    var manifestHash: String?
+
+    func run() async throws {
+        guard let handle = FileHandle(forReadingAtPath: file) else { throw ValidationError("cannot read \(file)") }
+        defer { try? handle.close() }
+        var verifier = BundleVerifier()
+        var pending: [UInt8] = []
+        while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
+            for b in chunk {
+                if b == 0x0A { try verifier.feed(pending); pending.removeAll(keepingCapacity: true) } else { pending.append(b) }
+            }
+        }
+        if !pending.isEmpty { try verifier.feed(pending) }
+        let header = try verifier.finish(expected: manifestHash)
+        print("valid: chain \(header.deviceChainHash.prefix(16)), sequence \(header.sequence), \(verifier.itemCount) items")
+        print("manifest hash \(verifier.manifestHash ?? "")")
+    }
+}
