@@ -21,6 +21,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.20"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         .target(
@@ -46,6 +47,19 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ZIPFoundation", package: "ZIPFoundation"),
                 .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .systemLibrary(
+            name: "HPZlib",
+            providers: [.apt(["libz-dev"])]
+        ),
+        .target(
+            name: "HealthProbeSync",
+            dependencies: [
+                "HealthProbeArchive",
+                "HPZlib",
+                .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: strict
         ),
@@ -94,7 +108,9 @@ let package = Package(
         ),
         .testTarget(
             name: "HealthProbeArchiveTests",
-            dependencies: ["HealthProbeArchive", "HealthProbeSimulator", "HealthProbeImport", .product(name: "GRDB", package: "GRDB.swift"),
+            dependencies: ["HealthProbeArchive", "HealthProbeSimulator", "HealthProbeImport", "HealthProbeSync",
+                           .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
+                           .product(name: "NIOTestUtils", package: "swift-nio"), .product(name: "GRDB", package: "GRDB.swift"),
                            .product(name: "ZIPFoundation", package: "ZIPFoundation")],
             swiftSettings: strict
         ),

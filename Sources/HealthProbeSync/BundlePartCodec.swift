@@ -1,0 +1,57 @@
+import HPZlib
+import Foundation
+
+/// zlib (RFC 1950) compression of bundle parts, with the uncompressed size
+/// declared and checked before and while inflating (Protocol/README.md section 3).
+public enum BundlePartCodec {
+    /// Largest uncompressed part: 8 MiB.
+    public static let maxPartSize = 8 * 1024 * 1024
+
+    /// Compresses `bytes` (zlib format, default level).
+    public static func compress(_ bytes: [UInt8]) throws -> [UInt8] {
+        var bound = compressBound(uLong(bytes.count))
+        var out = [UInt8](repeating: 0, count: Int(bound))
+        let rc = out.withUnsafeMutableBufferPointer { o in
+            bytes.withUnsafeBufferPointer { i in compress2(o.baseAddress, &bound, i.baseAddress, uLong(bytes.count), Z_DEFAULT_COMPRESSION) }
+        }
+        guard rc == Z_OK else { throw SyncProtocolError(.malformedFrame, "zlib compression failed (\(rc))") }
+        return Array(out.prefix(Int(bound)))
+    }
+
+    /// Inflates `data` that declares `declaredSize` bytes: refuses a declared size over the
+    /// limit before inflating, inflates into a buffer of exactly that size, and refuses
+    /// output that is longer (a zlib bomb) or shorter.
+    public static func inflate(_ data: [UInt8], declaredSize: Int, limit: Int = maxPartSize) throws -> [UInt8] {
+        guard declaredSize >= 0, declaredSize <= limit else {
+            throw SyncProtocolError(.inflateLimit, "a part declares \(declaredSize) uncompressed bytes; the limit is \(limit)")
+        }
+        var out = [UInt8](repeating: 0, count: declaredSize + 1)  // one spare byte detects longer output
+        var stream = z_stream()
+        var rc = inflateInit_(&stream, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size))
+        guard rc == Z_OK else { throw SyncProtocolError(.malformedFrame, "zlib could not start (\(rc))") }
+        defer { inflateEnd(&stream) }
+        var input = data
+        let produced: Int = input.withUnsafeMutableBufferPointer { i in
+            out.withUnsafeMutableBufferPointer { o in
+                stream.next_in = i.baseAddress
+                stream.avail_in = uInt(i.count)
+                stream.next_out = o.baseAddress
+                stream.avail_out = uInt(o.count)
+                rc = HPZlib.inflate(&stream, Z_FINISH)
+                return o.count - Int(stream.avail_out)
+            }
+        }
+        if produced > declaredSize {
+            throw SyncProtocolError(.inflateLimit, "a part inflates to more than its declared \(declaredSize) bytes")
+        }
+        guard rc == Z_STREAM_END else {
+            throw SyncProtocolError(.malformedFrame, rc == Z_BUF_ERROR || rc == Z_OK
+                ? "a part's zlib data ends early or declares too few bytes"
+                : "a part's zlib data is corrupt (zlib \(rc))")
+        }
+        guard produced == declaredSize, stream.avail_in == 0 else {
+            throw SyncProtocolError(.malformedFrame, "a part inflates to \(produced) bytes, not the declared \(declaredSize)")
+        }
+        return Array(out.prefix(declaredSize))
+    }
+}

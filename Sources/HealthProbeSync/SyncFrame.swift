@@ -1,0 +1,46 @@
+import NIOCore
+
+/// One frame after the hello: `length u32 BE | type u8 | payload`.
+public struct SyncFrame: Equatable, Sendable {
+    public enum Kind: UInt8, Sendable, CaseIterable {
+        case chainStatusRequest = 0x10
+        case chainStatus = 0x11
+        case bundleBegin = 0x20
+        case bundlePart = 0x21
+        case bundleEnd = 0x22
+        case bundleAck = 0x23
+        case ping = 0x30
+        case pong = 0x31
+        case error = 0x7F
+    }
+
+    public var kind: Kind
+    public var payload: ByteBuffer
+
+    public init(kind: Kind, payload: ByteBuffer) {
+        self.kind = kind
+        self.payload = payload
+    }
+
+    /// Maximum value of the length field (type byte + payload): 16 MiB.
+    public static let maxLength = 16 * 1024 * 1024
+}
+
+/// The eight-byte hello: `"HPSY" | version u16 BE | flags u16 BE`.
+public struct SyncHello: Equatable, Sendable {
+    public static let magic: [UInt8] = [0x48, 0x50, 0x53, 0x59]
+    public static let currentVersion: UInt16 = 1
+    public var version: UInt16
+    public var flags: UInt16
+
+    public init(version: UInt16 = SyncHello.currentVersion, flags: UInt16 = 0) {
+        self.version = version
+        self.flags = flags
+    }
+
+    public func write(to buffer: inout ByteBuffer) {
+        buffer.writeBytes(Self.magic)
+        buffer.writeInteger(version, endianness: .big)
+        buffer.writeInteger(flags, endianness: .big)
+    }
+}

@@ -1,0 +1,37 @@
+import HealthProbeArchive
+
+/// A protocol violation or refusal, with the `ERROR` frame code it maps to
+/// (Protocol/README.md section 5).
+public struct SyncProtocolError: CodedError, Equatable {
+    public enum Code: String, Sendable, Codable {
+        case badMagic = "bad_magic"
+        case protocolVersion = "protocol_version"
+        case frameTooLarge = "frame_too_large"
+        case malformedFrame = "malformed_frame"
+        case unexpectedMessage = "unexpected_message"
+        case inflateLimit = "inflate_limit"
+        case bundleInvalid = "bundle_invalid"
+        case outOfOrder = "out_of_order"
+        case divergence
+        case storage
+        case busy
+
+        /// Whether the client may retry after this error.
+        public var retryable: Bool {
+            switch self {
+            case .bundleInvalid, .outOfOrder, .storage, .busy: return true
+            default: return false
+            }
+        }
+    }
+    public let code: Code
+    public let message: String
+    public var cause: (any Error)? { nil }
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public static func == (a: SyncProtocolError, b: SyncProtocolError) -> Bool { a.code == b.code }
+}

@@ -1,0 +1,163 @@
+import Foundation
+import NIOCore
+import NIOEmbedded
+import NIOTestUtils
+import Testing
+@testable import HealthProbeSync
+
+struct FrameVectors: Decodable {
+    struct Frame: Decodable { var type: UInt8; var payloadHex: String }
+    struct FrameCase: Decodable { var name: String; var hex: String; var frames: [Frame]?; var error: String?; var incomplete: Bool? }
+    struct HelloCase: Decodable { var name: String; var hex: String; var version: UInt16?; var error: String?; var incomplete: Bool? }
+    struct PartCase: Decodable { var name: String; var zlibHex: String; var declared: Int; var inflatedHex: String?; var error: String? }
+    var frames: [FrameCase]
+    var hellos: [HelloCase]
+    var parts: [PartCase]
+
+    static func load() throws -> FrameVectors {
+        let d = JSONDecoder()
+        d.keyDecodingStrategy = .convertFromSnakeCase
+        return try d.decode(FrameVectors.self, from: Data(contentsOf: vectorURL("frames.json")))
+    }
+}
+
+func bytes(_ hex: String) -> [UInt8] {
+    var out: [UInt8] = []
+    var i = hex.startIndex
+    while i < hex.endIndex {
+        let j = hex.index(i, offsetBy: 2)
+        out.append(UInt8(hex[i..<j], radix: 16)!)
+        i = j
+    }
+    return out
+}
+
+@Suite("Sync frame codec")
+struct FrameCodecTests {
+    let v: FrameVectors
+    init() throws { v = try FrameVectors.load() }
+
+    @Test("frame vectors decode, or fail with their error, fed whole and byte by byte")
+    func frameVectors() throws {
+        for c in v.frames {
+            for chunked in [false, true] {
+                let channel = EmbeddedChannel(handler: ByteToMessageHandler(SyncFrameDecoder()))
+                let input = bytes(c.hex)
+                var decoded: [SyncFrame] = []
+                var failure: SyncProtocolError?
+                do {
+                    if chunked {
+                        for b in input { try channel.writeInbound(channel.allocator.buffer(bytes: [b])) }
+                    } else {
+                        try channel.writeInbound(channel.allocator.buffer(bytes: input))
+                    }
+                    while let f: SyncFrame = try channel.readInbound() { decoded.append(f) }
+                } catch let e as SyncProtocolError { failure = e }
+                if let expected = c.error {
+                    #expect(failure?.code.rawValue == expected, "\(c.name)")
+                    _ = try? channel.finish()
+                    continue
+                }
+                #expect(failure == nil, "\(c.name): \(String(describing: failure))")
+                let want = c.frames ?? []
+                #expect(decoded.count == want.count, "\(c.name)")
+                for (f, w) in zip(decoded, want) {
+                    #expect(f.kind.rawValue == w.type)
+                    #expect(Array(f.payload.readableBytesView) == bytes(w.payloadHex), "\(c.name)")
+                }
+                if c.incomplete == true {
+                    // Bytes left over at the end are a truncated frame.
+                    #expect(throws: (any Error).self) { _ = try channel.finish() }
+                } else {
+                    #expect(try channel.finish().isClean, "\(c.name)")
+                }
+            }
+        }
+    }
+
+    @Test("the decoder passes NIO's ByteToMessageDecoderVerifier")
+    func verifier() throws {
+        var input: [(ByteBuffer, [SyncFrame])] = []
+        for c in v.frames where c.frames != nil && c.incomplete != true {
+            let expected = c.frames!.map { SyncFrame(kind: SyncFrame.Kind(rawValue: $0.type)!, payload: ByteBuffer(bytes: bytes($0.payloadHex))) }
+            input.append((ByteBuffer(bytes: bytes(c.hex)), expected))
+        }
+        try ByteToMessageDecoderVerifier.verifyDecoder(inputOutputPairs: input) { SyncFrameDecoder() }
+    }
+
+    @Test("encode then decode round-trips every frame kind; an oversize frame is refused on send")
+    func roundTrip() throws {
+        let channel = EmbeddedChannel(handlers: [ByteToMessageHandler(SyncFrameDecoder()), MessageToByteHandler(SyncFrameEncoder())])
+        for kind in SyncFrame.Kind.allCases {
+            let frame = SyncFrame(kind: kind, payload: ByteBuffer(string: "{\"k\":\(kind.rawValue)}"))
+            try channel.writeOutbound(frame)
+            let wire: ByteBuffer = try channel.readOutbound()!
+            try channel.writeInbound(wire)
+            #expect(try channel.readInbound() == frame)
+        }
+        #expect(try channel.finish().isClean)
+        #expect(throws: SyncProtocolError.self) {
+            var out = ByteBuffer()
+            try SyncFrameEncoder().encode(data: SyncFrame(kind: .bundlePart, payload: ByteBuffer(repeating: 0, count: SyncFrame.maxLength)), out: &out)
+        }
+    }
+
+    @Test("hello vectors")
+    func hellos() throws {
+        for c in v.hellos {
+            let channel = EmbeddedChannel(handler: ByteToMessageHandler(SyncHelloDecoder()))
+            do {
+                try channel.writeInbound(channel.allocator.buffer(bytes: bytes(c.hex)))
+                let hello: SyncHello? = try channel.readInbound()
+                #expect(c.error == nil, "\(c.name)")
+                if let version = c.version { #expect(hello?.version == version, "\(c.name)") }
+                if c.incomplete == true { #expect(hello == nil) }
+            } catch let e as SyncProtocolError {
+                #expect(e.code.rawValue == c.error, "\(c.name)")
+            }
+            _ = try? channel.finish()
+        }
+        var b = ByteBuffer()
+        SyncHello().write(to: &b)
+        #expect(Array(b.readableBytesView) == bytes(v.hellos[0].hex))
+    }
+
+    @Test("bundle parts: inflate checks the declared size; a zlib bomb is refused")
+    func parts() throws {
+        for c in v.parts {
+            do {
+                let out = try BundlePartCodec.inflate(bytes(c.zlibHex), declaredSize: c.declared)
+                #expect(c.error == nil, "\(c.name)")
+                #expect(out == bytes(c.inflatedHex ?? ""), "\(c.name)")
+            } catch let e as SyncProtocolError {
+                #expect(e.code.rawValue == c.error, "\(c.name): \(e)")
+            }
+        }
+        let data = Array(String(repeating: "{\"kind\":\"event\"}\n", count: 500).utf8)
+        #expect(try BundlePartCodec.inflate(BundlePartCodec.compress(data), declaredSize: data.count) == data)
+    }
+
+    @Test("bounded fuzz: random bytes and mutated vectors never crash the decoders")
+    func fuzz() throws {
+        var rng = SystemRandomNumberGenerator()
+        let seeds = v.frames.map { bytes($0.hex) } + v.hellos.map { bytes($0.hex) }
+        for i in 0..<3000 {
+            var input: [UInt8]
+            if i % 2 == 0 {
+                input = (0..<Int.random(in: 0...64, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            } else {
+                input = seeds[i % seeds.count]
+                for _ in 0..<Int.random(in: 1...4, using: &rng) where !input.isEmpty {
+                    input[Int.random(in: 0..<input.count, using: &rng)] = UInt8.random(in: 0...255, using: &rng)
+                }
+            }
+            var buffer = ByteBuffer(bytes: input)
+            var decoder = SyncFrameDecoder(maxLength: 4096)
+            while (try? decoder.decode(buffer: &buffer)).flatMap({ $0 }) != nil {}
+            var hb = ByteBuffer(bytes: input)
+            var hello = SyncHelloDecoder()
+            _ = try? hello.decode(buffer: &hb)
+            _ = try? BundlePartCodec.inflate(input, declaredSize: Int.random(in: 0...1024, using: &rng))
+        }
+    }
+}
