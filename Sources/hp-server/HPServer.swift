@@ -1,27 +1,36 @@
-import Foundation
 import ArgumentParser
+import Foundation
 import HealthProbeArchive
 
-/// `hp-server`: the household server. Sync (serve) arrives with the sync protocol.
+/// `hp-server`: the household server. Each device chain has its own replica archive.
 @main
 struct HPServer: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "hp-server",
         abstract: "The household server: per-chain replicas of device archives.",
+        discussion: "Network sync (serve) arrives with the sync protocol; bundles can already be applied from files.",
         version: HealthProbeVersion.current,
-        subcommands: [Init.self]
+        subcommands: [Init.self, Apply.self, Chains.self, Digest.self]
     )
+}
+
+/// Options every `hp-server` command takes.
+struct DataOptions: ParsableArguments {
+    @Option(name: .long, help: "The server's data directory.")
+    var data: String
+
+    @Flag(name: .long, help: "Print JSON for tools instead of tables.")
+    var json = false
+
+    var store: ServerStore { ServerStore(root: data) }
 }
 
 struct Init: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Create a server data directory.")
-
-    @Option(name: .long, help: "The server's data directory.")
-    var data: String
+    @OptionGroup var options: DataOptions
 
     func run() async throws {
-        let chains = data + "/chains"
-        try FileManager.default.createDirectory(atPath: chains, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        print("initialized \(data)")
+        try options.store.create()
+        print("initialized \(options.data)")
     }
 }

@@ -3,12 +3,17 @@ import Testing
 @testable import HealthProbeSimulator
 
 /// Runs the built `hp-node` (next to the test bundle) and returns (status, stdout, stderr).
-func hpNode(_ args: [String]) throws -> (Int32, String, String) {
+func hpNode(_ args: [String]) throws -> (Int32, String, String) { try runTool("hp-node", args) }
+
+/// Runs the built `hp-server`.
+func hpServer(_ args: [String]) throws -> (Int32, String, String) { try runTool("hp-server", args) }
+
+func runTool(_ name: String, _ args: [String]) throws -> (Int32, String, String) {
     let dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-    var exe = dir.appendingPathComponent("hp-node")
+    var exe = dir.appendingPathComponent(name)
     if !FileManager.default.fileExists(atPath: exe.path) {
         exe = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent(".build/debug/hp-node")
+            .deletingLastPathComponent().appendingPathComponent(".build/debug/\(name)")
     }
     let p = Process()
     p.executableURL = exe
@@ -93,5 +98,38 @@ struct NodeCommandTests {
         let d = try hpNode(["--home", home.path, "digest", "--at", "1", "--json"])
         #expect(d.0 == 0)
         #expect(d.1.contains("\"digest\""))
+    }
+
+    @Test("hp-node bundles applied with hp-server apply give the same digest; re-apply changes nothing")
+    func nodeToServer() throws {
+        let home = TempDir(), data = TempDir()
+        #expect(try hpServer(["init", "--data", data.path]).0 == 0)
+        for days in ["3", "1", "2"] { #expect(try hpNode(["--home", home.path, "capture", "--simulate", "--days", days]).0 == 0) }
+        for obs in 1...3 {
+            let b = try hpNode(["--home", home.path, "bundle", "--at", String(obs), "--out", home.file("b\(obs).jsonl"), "--json"])
+            let hash = (try JSONSerialization.jsonObject(with: Data(b.1.utf8)) as? [String: Any])?["manifest_hash"] as? String ?? ""
+            let a = try hpServer(["apply", "--data", data.path, home.file("b\(obs).jsonl"), "--manifest-hash", hash])
+            #expect(a.0 == 0, "\(a.2)")
+            #expect(a.1.contains("applied"))
+            if obs == 3 {
+                #expect(try hpServer(["apply", "--data", data.path, home.file("b3.jsonl"), "--manifest-hash", hash]).1.contains("already applied"))
+            }
+        }
+        let nodeDigest = try hpNode(["--home", home.path, "digest", "--at", "3", "--json"]).1
+        let chains = try JSONSerialization.jsonObject(with: Data(try hpServer(["chains", "--data", data.path, "--json"]).1.utf8)) as? [[String: Any]]
+        #expect(chains?.count == 1)
+        let chain = chains?.first?["chain"] as? String ?? ""
+        let serverDigest = try hpServer(["digest", "--data", data.path, "--chain", String(chain.prefix(12)), "--at", "3", "--json"]).1
+        func digest(_ s: String) -> String? { (try? JSONSerialization.jsonObject(with: Data(s.utf8)) as? [String: Any])?["digest"] as? String }
+        #expect(digest(nodeDigest) != nil)
+        #expect(digest(nodeDigest) == digest(serverDigest))
+        // Out of order is refused: a fresh server given bundle 2 first.
+        let other = TempDir()
+        _ = try hpServer(["init", "--data", other.path])
+        let b2 = try hpNode(["--home", home.path, "bundle", "--at", "2", "--out", home.file("x.jsonl"), "--json"])
+        let h2 = (try JSONSerialization.jsonObject(with: Data(b2.1.utf8)) as? [String: Any])?["manifest_hash"] as? String ?? ""
+        let refused = try hpServer(["apply", "--data", other.path, home.file("x.jsonl"), "--manifest-hash", h2])
+        #expect(refused.0 != 0)
+        #expect(refused.2.contains("expects sequence 1"))
     }
 }

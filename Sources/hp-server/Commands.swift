@@ -1,0 +1,102 @@
+import ArgumentParser
+import Foundation
+import GRDB
+import HealthProbeArchive
+import HealthProbeCLI
+
+struct Apply: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Verify a bundle file and apply it to its chain's replica.",
+        discussion: "Verification and application run in one transaction: a bundle that fails any check stores nothing. The same bundle again is acknowledged as already applied; a different bundle at a taken sequence is refused as divergence.")
+    @OptionGroup var options: DataOptions
+
+    @Argument(help: "Bundle file in line form (hp-node bundle).")
+    var file: String
+
+    @Option(name: .long, help: "The manifest hash the bundle was issued with.")
+    var manifestHash: String
+
+    func run() async throws {
+        let store = options.store
+        try store.requireInitialized()
+        var lines = try FileLines(path: file)
+        guard let first = lines.next(), case .object(let o)? = try? JSONDecoder().decode(JSONValue.self, from: Data(first)),
+              case .string(let chain)? = o["device_chain_hash"], chain.count == 64, chain.allSatisfy(\.isHexDigit) else {
+            throw ValidationError("\(file) does not start with a bundle header")
+        }
+        let path = store.replicaPath(chain.lowercased())
+        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        let replica = try Archive.open(path: path)
+        let outcome = try BundleApplier.apply(replica, lines: Prepended(first: first, rest: lines), manifestHash: manifestHash,
+                                              now: Date().timeIntervalSince1970)
+        switch outcome {
+        case .applied(let obs, let seq): print("applied: chain \(chain.prefix(16)), sequence \(seq), replica observation \(obs)")
+        case .alreadyApplied(let seq): print("already applied: chain \(chain.prefix(16)), sequence \(seq); nothing changed")
+        }
+    }
+}
+
+struct Chains: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List the device chains and what was received of each.")
+    @OptionGroup var options: DataOptions
+
+    struct Row: Codable { var chain: String; var sequences: Int; var lastManifestHash: String?; var lastReceivedAt: Double? }
+
+    func run() async throws {
+        var rows: [Row] = []
+        for chain in try options.store.chains() {
+            let replica = try Archive.open(path: options.store.replicaPath(chain), mode: .readOnly)
+            rows.append(try await replica.writer.read { db in
+                let r = try GRDB.Row.fetchOne(db, sql: "SELECT count(*) AS n, max(sequence) AS s, max(recorded_at) AS t FROM bundle_log WHERE direction = 'received'")
+                let last = try String.fetchOne(db, sql: "SELECT manifest_hash FROM bundle_log WHERE direction = 'received' ORDER BY sequence DESC LIMIT 1")
+                return Row(chain: chain, sequences: r?["n"] ?? 0, lastManifestHash: last, lastReceivedAt: r?["t"])
+            })
+        }
+        if options.json { try Output.json(rows); return }
+        var t = TextTable(["chain", "bundles", "last manifest", "last received (UTC)"], rightAligned: [1])
+        for r in rows { t.add([String(r.chain.prefix(16)), String(r.sequences), r.lastManifestHash.map { String($0.prefix(16)) } ?? "-", Output.date(r.lastReceivedAt)]) }
+        print(t.render())
+    }
+}
+
+struct Digest: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print a chain's state digest at a sequence (equal to `hp-node digest` at the same observation).")
+    @OptionGroup var options: DataOptions
+
+    @Option(name: .long, help: "Chain hash or a unique prefix of it.")
+    var chain: String
+
+    @Option(name: .long, help: "Sequence number (default: the latest received).")
+    var at: Int?
+
+    func run() async throws {
+        let store = options.store
+        let chainHash = try store.chain(matching: chain)
+        let replica = try Archive.open(path: store.replicaPath(chainHash), mode: .readOnly)
+        let at = self.at
+        let (seq, r): (Int, ChainStateDigest.Result) = try await replica.writer.read { db in
+            let seq = try at ?? Int.fetchOne(db, sql: "SELECT max(sequence) FROM bundle_log WHERE direction = 'received'") ?? 0
+            guard let obs = try Int64.fetchOne(db, sql: "SELECT observation_id FROM bundle_log WHERE direction = 'received' AND sequence = ?", arguments: [seq]) else {
+                throw ArchiveError(.notFound, "chain \(chainHash.prefix(16)) has no bundle at sequence \(seq)")
+            }
+            return (seq, try ChainStateDigest.compute(db, observationID: obs))
+        }
+        if options.json {
+            try Output.json(["sequence": .int(seq), "digest": .string(r.digest), "visible_count": .int(r.visibleCount)] as [String: JSONValue])
+            return
+        }
+        print("chain \(chainHash.prefix(16)) sequence \(seq): \(r.digest) (\(r.visibleCount) visible)")
+    }
+}
+
+/// `first`, then the rest of the file's lines (streamed).
+struct Prepended: Sequence, IteratorProtocol {
+    var first: [UInt8]?
+    var rest: FileLines
+    mutating func next() -> [UInt8]? {
+        if let f = first { first = nil; return f }
+        return rest.next()
+    }
+}
