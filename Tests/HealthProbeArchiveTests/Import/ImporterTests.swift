@@ -252,6 +252,45 @@ struct ImporterTests {
         #expect(statuses.dropFirst().allSatisfy { $0 == "failed" })
     }
 
+    @Test("HRV beat lists and statistics nested in WorkoutActivity (which the DTD does not allow) are archived")
+    func nestedElements() throws {
+        let dir = TempDir()
+        let xml = """
+        <?xml version="1.0" encoding="UTF-8"?>
+        <HealthData locale="en_US">
+         <ExportDate value="2024-06-01 09:00:00 +0200"/>
+         <Record type="HKQuantityTypeIdentifierHeartRateVariabilitySDNN" sourceName="Synthetic Watch" sourceVersion="10.1" unit="ms" creationDate="2024-05-01 07:00:00 +0200" startDate="2024-05-01 06:58:00 +0200" endDate="2024-05-01 06:59:00 +0200" value="48.2">
+          <HeartRateVariabilityMetadataList>
+           <InstantaneousBeatsPerMinute bpm="61" time="6:58:01.12 AM"/>
+           <InstantaneousBeatsPerMinute bpm="63" time="6:58:02.07 AM"/>
+          </HeartRateVariabilityMetadataList>
+         </Record>
+         <Workout workoutActivityType="HKWorkoutActivityTypeWalking" duration="20" durationUnit="min" sourceName="Synthetic Watch" sourceVersion="10.1" creationDate="2024-05-01 18:21:00 +0200" startDate="2024-05-01 18:00:00 +0200" endDate="2024-05-01 18:20:00 +0200">
+          <WorkoutActivity uuid="11111111-2222-4333-8444-555555555555" startDate="2024-05-01 18:00:00 +0200" endDate="2024-05-01 18:20:00 +0200" duration="20" durationUnit="min">
+           <WorkoutEvent type="HKWorkoutEventTypeSegment" date="2024-05-01 18:10:00 +0200" duration="10" durationUnit="min"/>
+           <WorkoutStatistics type="HKQuantityTypeIdentifierDistanceWalkingRunning" startDate="2024-05-01 18:00:00 +0200" endDate="2024-05-01 18:20:00 +0200" sum="1.25" unit="mi"/>
+          </WorkoutActivity>
+         </Workout>
+        </HealthData>
+        """
+        try xml.write(toFile: dir.file("export.xml"), atomically: true, encoding: .utf8)
+        let t = TempHome()
+        let r = try importExport(t, dir.file("export.xml"))
+        #expect(r.status == "completed")
+        #expect(r.records == 2)
+        let all = try metadataJSON(t)
+        let hrv = all.first { $0.contains("hp:beats") }
+        #expect(hrv?.contains("\"bpm\":\"61\"") == true)
+        let workout = all.first { $0.contains("hp:workout_activities") } ?? ""
+        // The nested statistic kept, with its distance converted from miles to metres.
+        #expect(workout.contains("DistanceWalkingRunning"))
+        #expect(workout.contains("\"sum\":2011.68"))
+        #expect(workout.contains("\"unit\":\"m\""))
+        #expect(workout.contains("HKWorkoutEventTypeSegment"))
+        // Dates in nested elements are canonical UTC.
+        #expect(workout.contains("2024-05-01T16:00:00.000Z"))
+    }
+
     @Test("the device string is parsed without its memory address")
     func deviceString() {
         let d = DeviceString.parse("<<HKDevice: 0x533ad2350>, name:Apple Watch, manufacturer:Apple Inc., model:Watch, hardware:Watch4,4, software:9.6.3>")
