@@ -59,7 +59,10 @@ let package = Package(
             dependencies: [
                 "HealthProbeArchive",
                 "HPZlib",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),
@@ -74,6 +77,7 @@ let package = Package(
                 "HealthProbeArchive",
                 "HealthProbeSimulator",
                 "HealthProbeImport",
+                "HealthProbeSync",
                 "HealthProbeCLI",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -86,6 +90,7 @@ let package = Package(
             name: "HPServer",
             dependencies: [
                 "HealthProbeArchive",
+                "HealthProbeSync",
                 "HealthProbeCLI",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -111,6 +116,7 @@ let package = Package(
             name: "HealthProbeArchiveTests",
             dependencies: ["HealthProbeArchive", "HealthProbeSimulator", "HealthProbeImport", "HealthProbeSync",
                            .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
+                           .product(name: "NIOPosix", package: "swift-nio"),
                            .product(name: "NIOTestUtils", package: "swift-nio"), .product(name: "GRDB", package: "GRDB.swift"),
                            .product(name: "ZIPFoundation", package: "ZIPFoundation")],
             swiftSettings: strict

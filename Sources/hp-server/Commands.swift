@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import HealthProbeArchive
 import HealthProbeCLI
+import HealthProbeSync
 
 struct Apply: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -91,12 +92,3 @@ struct Digest: AsyncParsableCommand {
     }
 }
 
-/// `first`, then the rest of the file's lines (streamed).
-struct Prepended: Sequence, IteratorProtocol {
-    var first: [UInt8]?
-    var rest: FileLines
-    mutating func next() -> [UInt8]? {
-        if let f = first { first = nil; return f }
-        return rest.next()
-    }
-}

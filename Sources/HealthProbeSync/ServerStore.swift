@@ -5,11 +5,13 @@ import HealthProbeArchive
 /// The server's data directory: `chains/<device_chain_hash>/replica.sqlite`,
 /// one replica archive (the v2 schema, with its `bundle_log`) per device chain.
 /// Chains never share a file, so identities are never merged across chains.
-struct ServerStore {
-    let root: String
+public struct ServerStore: Sendable {
+    public let root: String
+
+    public init(root: String) { self.root = root }
     var chainsDirectory: String { root + "/chains" }
 
-    func create() throws {
+    public func create() throws {
         try FileManager.default.createDirectory(atPath: chainsDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let marker = root + "/healthprobe-server"
         if !FileManager.default.fileExists(atPath: marker) {
@@ -17,23 +19,23 @@ struct ServerStore {
         }
     }
 
-    func requireInitialized() throws {
+    public func requireInitialized() throws {
         guard FileManager.default.fileExists(atPath: root + "/healthprobe-server") else {
             throw ArchiveError(.notFound, "\(root) is not a HealthProbe server data directory; run `hp-server init --data \(root)` first")
         }
     }
 
-    func replicaPath(_ chainHash: String) -> String { chainsDirectory + "/\(chainHash)/replica.sqlite" }
+    public func replicaPath(_ chainHash: String) -> String { chainsDirectory + "/\(chainHash)/replica.sqlite" }
 
     /// Chain hashes with a replica.
-    func chains() throws -> [String] {
+    public func chains() throws -> [String] {
         try requireInitialized()
         return try FileManager.default.contentsOfDirectory(atPath: chainsDirectory)
             .filter { $0.count == 64 && FileManager.default.fileExists(atPath: replicaPath($0)) }.sorted()
     }
 
     /// The one chain whose hash starts with `prefix`.
-    func chain(matching prefix: String) throws -> String {
+    public func chain(matching prefix: String) throws -> String {
         let matches = try chains().filter { $0.hasPrefix(prefix.lowercased()) }
         guard matches.count == 1 else {
             throw ArchiveError(.notFound, matches.isEmpty ? "no chain starts with \(prefix); list them with `hp-server chains`" : "\(prefix) matches \(matches.count) chains; give more characters")
@@ -43,18 +45,18 @@ struct ServerStore {
 }
 
 /// Lines of a file, read in chunks (a bundle is never held whole).
-struct FileLines: Sequence, IteratorProtocol {
+public struct FileLines: Sequence, IteratorProtocol {
     let handle: FileHandle
     var chunk: [UInt8] = []
     var index = 0
     var atEnd = false
 
-    init(path: String) throws {
+    public init(path: String) throws {
         guard let h = FileHandle(forReadingAtPath: path) else { throw ArchiveError(.notFound, "cannot read \(path)") }
         handle = h
     }
 
-    mutating func next() -> [UInt8]? {
+    public mutating func next() -> [UInt8]? {
         var line: [UInt8] = []
         while true {
             if index >= chunk.count {
@@ -69,5 +71,39 @@ struct FileLines: Sequence, IteratorProtocol {
             if b == 0x0A { return line }
             line.append(b)
         }
+    }
+}
+
+extension ServerStore {
+    /// Opens (creating if needed) the replica of `chainHash`.
+    public func openReplica(_ chainHash: String) throws -> Archive {
+        let path = replicaPath(chainHash.lowercased())
+        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        return try Archive.open(path: path)
+    }
+
+    /// The last received sequence and manifest hash of a chain (0, nil when new).
+    public func status(_ chainHash: String) throws -> (Int, String?) {
+        guard FileManager.default.fileExists(atPath: replicaPath(chainHash.lowercased())) else { return (0, nil) }
+        let replica = try Archive.open(path: replicaPath(chainHash.lowercased()), mode: .readOnly)
+        return try replica.writer.read { db in
+            let row = try Row.fetchOne(db, sql: "SELECT sequence, manifest_hash FROM bundle_log WHERE direction = 'received' ORDER BY sequence DESC LIMIT 1")
+            return (row?["sequence"] ?? 0, row?["manifest_hash"])
+        }
+    }
+
+    /// Where bundles being received are kept until verified and applied.
+    public var quarantineDirectory: String { root + "/quarantine" }
+}
+
+/// `first`, then the rest of the lines.
+public struct Prepended: Sequence, IteratorProtocol {
+    var first: [UInt8]?
+    var rest: FileLines
+    public init(first: [UInt8], rest: FileLines) { self.first = first; self.rest = rest }
+    public mutating func next() -> [UInt8]? {
+        if let f = first { first = nil; return f }
+        return rest.next()
     }
 }

@@ -1,0 +1,218 @@
+import Foundation
+import GRDB
+import HealthProbeArchive
+import Logging
+import NIOCore
+import NIOPosix
+
+/// Pushes a node's unacknowledged observations to a server, oldest first
+/// (Protocol/README.md section 4). Each bundle is built into an outbox file,
+/// verified from that file, sent in zlib parts, and recorded as acknowledged
+/// in the node's `bundle_log` once the server has applied it. After any
+/// disconnect, running it again resumes from what the server reports.
+public struct SyncClient {
+    public struct Report: Sendable, Codable, Equatable {
+        public var serverHadSequence: Int
+        public var sent: Int
+        public var alreadyApplied: Int
+        public var lastSequence: Int
+        public var bytesOnWire: Int
+        public var uncompressedBytes: Int
+    }
+
+    public let node: NodeArchive
+    public let outbox: String
+    public let logger: Logger
+    /// Called after each acknowledged bundle: (sequence, last sequence to send).
+    public var onProgress: (Int, Int) -> Void = { _, _ in }
+
+    public init(node: NodeArchive, outbox: String, logger: Logger = Archive.silentLogger) {
+        self.node = node
+        self.outbox = outbox
+        self.logger = logger
+    }
+
+    public func sync(host: String, port: Int) async throws -> Report {
+        try FileManager.default.createDirectory(atPath: outbox, withIntermediateDirectories: true)
+        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .connect(host: host, port: port) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(SyncConnectionDecoder()))
+                    try channel.pipeline.syncOperations.addHandler(MessageToByteHandler(SyncConnectionEncoder()))
+                    return try NIOAsyncChannel<SyncInbound, SyncOutbound>(wrappingChannelSynchronously: channel)
+                }
+            }
+        return try await channel.executeThenClose { inbound, outbound in
+            var messages = inbound.makeAsyncIterator()
+            try await outbound.write(.hello(SyncHello()))
+            guard case .hello? = try await messages.next() else {
+                throw SyncProtocolError(.badMagic, "the server did not answer the hello")
+            }
+            func nextFrame() async throws -> SyncFrame {
+                guard let m = try await messages.next() else { throw SyncProtocolError(.malformedFrame, "the server closed the connection") }
+                guard case .frame(let f) = m else { throw SyncProtocolError(.unexpectedMessage, "a second hello from the server") }
+                if f.kind == .error { throw Self.serverError(f) }
+                return f
+            }
+            try await outbound.write(.frame(.json(.chainStatusRequest, .object(["device_chain_hash": .string(node.deviceChainHash)]))))
+            let status = try await nextFrame()
+            guard status.kind == .chainStatus else { throw SyncProtocolError(.unexpectedMessage, "expected CHAIN_STATUS, got \(status.kind)") }
+            let s = try status.jsonObject()
+            guard case .number(let lastSeqD)? = s["last_sequence"] else { throw SyncProtocolError(.malformedFrame, "CHAIN_STATUS lacks last_sequence") }
+            let serverSeq = Int(lastSeqD)
+            let serverHash: String? = { if case .string(let h)? = s["last_manifest_hash"] { return h }; return nil }()
+
+            let observations = try sendableObservations()
+            guard serverSeq <= observations.count else {
+                throw SyncProtocolError(.divergence, "the server holds \(serverSeq) bundles of this chain but this node has only \(observations.count) observations")
+            }
+            var previous: String?
+            if serverSeq > 0 {
+                previous = try manifestHash(upTo: serverSeq, observations: observations)
+                guard previous == serverHash else {
+                    throw SyncProtocolError(.divergence, "the server's bundle \(serverSeq) of this chain differs from this node's; an administrator must look (hp-server chains)")
+                }
+            }
+            var report = Report(serverHadSequence: serverSeq, sent: 0, alreadyApplied: 0, lastSequence: serverSeq, bytesOnWire: 0, uncompressedBytes: 0)
+            for seq in (serverSeq + 1)..<(observations.count + 1) where seq > serverSeq {
+                let obs = observations[seq - 1]
+                let file = outbox + "/\(seq).jsonl"
+                defer { try? FileManager.default.removeItem(atPath: file) }
+                let (hash, items, size) = try writeBundle(observation: obs, previous: previous, to: file)
+                try verify(file: file, manifestHash: hash, previous: previous)
+                let parts = try Self.partRanges(file: file)
+                try await outbound.write(.frame(.json(.bundleBegin, .object([
+                    "sequence": .int(seq), "manifest_hash": .string(hash), "parts": .int(parts.count),
+                    "item_count": .int(items), "uncompressed_size": .int(size)]))))
+                let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: file))
+                defer { try? handle.close() }
+                for (i, range) in parts.enumerated() {
+                    try handle.seek(toOffset: UInt64(range.lowerBound))
+                    let data = Array(try handle.read(upToCount: range.count) ?? Data())
+                    let compressed = try BundlePartCodec.compress(data)
+                    var payload = ByteBuffer()
+                    payload.writeInteger(UInt32(i), endianness: .big)
+                    payload.writeInteger(UInt32(data.count), endianness: .big)
+                    payload.writeBytes(compressed)
+                    report.bytesOnWire += payload.readableBytes + 5
+                    report.uncompressedBytes += data.count
+                    try await outbound.write(.frame(SyncFrame(kind: .bundlePart, payload: payload)))
+                }
+                try await outbound.write(.frame(.json(.bundleEnd, .object(["sequence": .int(seq), "manifest_hash": .string(hash)]))))
+                let ack = try await nextFrame()
+                let a = try ack.jsonObject()
+                guard ack.kind == .bundleAck, case .string(let ackHash)? = a["manifest_hash"], ackHash == hash else {
+                    throw SyncProtocolError(.unexpectedMessage, "expected the acknowledgement of bundle \(seq)")
+                }
+                if case .string("already_applied")? = a["status"] { report.alreadyApplied += 1 } else { report.sent += 1 }
+                try recordAcknowledged(sequence: seq, observation: obs, manifestHash: hash, previous: previous, items: items)
+                report.lastSequence = seq
+                previous = hash
+                onProgress(seq, observations.count)
+                logger.info("bundle acknowledged", metadata: ["sync.sequence": "\(seq)"])
+            }
+            return report
+        }
+    }
+
+    /// The chain's observations that may be sent, oldest first (stops at one still running).
+    func sendableObservations() throws -> [Int64] {
+        let rows = try node.archive.writer.read { db in
+            try Row.fetchAll(db, sql: "SELECT id, status FROM observations WHERE device_chain_id = ? ORDER BY id", arguments: [node.deviceChainID])
+        }
+        var out: [Int64] = []
+        for r in rows {
+            if (r["status"] as String) == "running" { break }
+            out.append(r["id"])
+        }
+        return out
+    }
+
+    /// The manifest hash of the bundle at `sequence`, from the node's log or by building.
+    func manifestHash(upTo sequence: Int, observations: [Int64]) throws -> String {
+        let chain = node.deviceChainID
+        let logged = try node.archive.writer.read { db in
+            try Row.fetchAll(db, sql: "SELECT sequence, manifest_hash FROM bundle_log WHERE device_chain_id = ? AND direction = 'sent' AND sequence <= ? ORDER BY sequence",
+                             arguments: [chain, sequence]).reduce(into: [Int: String]()) { $0[$1["sequence"]] = $1["manifest_hash"] }
+        }
+        if let h = logged[sequence] { return h }
+        var previous: String?
+        for seq in 1...sequence {
+            if let h = logged[seq] { previous = h; continue }
+            let obs = observations[seq - 1]
+            previous = try node.archive.writer.read { db in
+                try ObservationBundleBuilder.build(db, observationID: obs, previousManifestHash: previous) { _, _, _ in }.2
+            }
+        }
+        return previous!
+    }
+
+    /// Writes the bundle of `observation` in line form; returns (manifest hash, items, bytes).
+    func writeBundle(observation: Int64, previous: String?, to path: String) throws -> (String, Int, Int) {
+        FileManager.default.createFile(atPath: path, contents: nil)
+        guard let handle = FileHandle(forWritingAtPath: path) else { throw ArchiveError(.storage, "cannot write \(path)") }
+        defer { try? handle.close() }
+        var buffer = Data()
+        var size = 0
+        func line(_ bytes: [UInt8]) throws {
+            buffer.append(contentsOf: bytes)
+            buffer.append(0x0A)
+            size += bytes.count + 1
+            if buffer.count > 1 << 20 { try handle.write(contentsOf: buffer); buffer.removeAll(keepingCapacity: true) }
+        }
+        let (_, trailer, hash) = try node.archive.writer.read { db in
+            try ObservationBundleBuilder.build(db, observationID: observation, previousManifestHash: previous,
+                                               onHeader: { try line(CanonicalJSON.encode($0.json)) }) { _, bytes, _ in try line(bytes) }
+        }
+        try line(CanonicalJSON.encode(trailer.json))
+        try handle.write(contentsOf: buffer)
+        return (hash, trailer.itemCount, size)
+    }
+
+    /// Verifies the outbox file from its bytes before it is sent.
+    func verify(file: String, manifestHash: String, previous: String?) throws {
+        var verifier = BundleVerifier()
+        for line in try FileLines(path: file) { try verifier.feed(line) }
+        _ = try verifier.finish(expected: manifestHash, previousManifestHash: .some(previous))
+    }
+
+    /// Byte ranges of parts: whole lines, at most `BundlePartCodec.maxPartSize` each.
+    static func partRanges(file: String) throws -> [Range<Int>] {
+        var ranges: [Range<Int>] = []
+        var start = 0, offset = 0, lineStart = 0
+        for line in try FileLines(path: file) {
+            let length = line.count + 1
+            guard length <= BundlePartCodec.maxPartSize else {
+                throw SyncProtocolError(.frameTooLarge, "a bundle line of \(length) bytes is over the part limit")
+            }
+            if offset + length - start > BundlePartCodec.maxPartSize {
+                ranges.append(start..<offset)
+                start = offset
+            }
+            lineStart = offset
+            offset += length
+        }
+        _ = lineStart
+        if offset > start || ranges.isEmpty { ranges.append(start..<offset) }
+        return ranges
+    }
+
+    func recordAcknowledged(sequence: Int, observation: Int64, manifestHash: String, previous: String?, items: Int) throws {
+        let chain = node.deviceChainID
+        let now = node.clock.now()
+        try node.archive.writer.write { db in
+            try db.execute(sql: """
+                INSERT INTO bundle_log(device_chain_id, sequence, observation_id, manifest_hash, previous_manifest_hash, item_count, direction, recorded_at, acknowledged_at)
+                VALUES (?, ?, ?, ?, ?, ?, 'sent', ?, ?)
+                ON CONFLICT(device_chain_id, direction, sequence) DO UPDATE SET acknowledged_at = excluded.acknowledged_at
+                """, arguments: [chain, sequence, observation, manifestHash, previous, items, now, now])
+        }
+    }
+
+    static func serverError(_ f: SyncFrame) -> SyncProtocolError {
+        let o = (try? f.jsonObject()) ?? [:]
+        let code: SyncProtocolError.Code = { if case .string(let c)? = o["code"] { return SyncProtocolError.Code(rawValue: c) ?? .malformedFrame }; return .malformedFrame }()
+        let message: String = { if case .string(let m)? = o["message"] { return m }; return "the server reported an error" }()
+        return SyncProtocolError(code, "server: \(message)")
+    }
+}

@@ -1,0 +1,34 @@
+import ArgumentParser
+import Foundation
+import HealthProbeArchive
+import HealthProbeSync
+import Logging
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Serve the sync protocol on HOST:PORT (Protocol/README.md).",
+        discussion: "Bundles are verified and applied in one transaction each, then acknowledged. Stop with Ctrl-C. Plain TCP: use it on a trusted network until TLS and enrollment arrive.")
+
+    @OptionGroup var options: DataOptions
+
+    @Option(name: .long, help: "Address to listen on, HOST:PORT (port 0: any free port, printed).")
+    var listen: String = "127.0.0.1:7447"
+
+    func run() async throws {
+        guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]), (0...65535).contains(port) else {
+            throw ValidationError("--listen must be HOST:PORT, got \(listen)")
+        }
+        let host = String(listen[..<colon])
+        let level = ProcessInfo.processInfo.environment["HP_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
+        LoggingSystem.bootstrap { label in
+            var h = StreamLogHandler.standardError(label: label)
+            h.logLevel = level
+            return h
+        }
+        let server = SyncServer(store: options.store, logger: Logger(label: "healthprobe.server"))
+        try await server.run(host: host, port: port) { bound in
+            // Unbuffered, so a supervisor or script reading a pipe sees it at once.
+            FileHandle.standardOutput.write(Data("listening on \(host):\(bound)\n".utf8))
+        }
+    }
+}
