@@ -105,6 +105,7 @@ let package = Package(
                 "HealthProbeArchive",
                 "HealthProbeSimulator",
                 "HealthProbeImport",
+                "HealthProbeSync",
                 "HealthProbeCLI",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

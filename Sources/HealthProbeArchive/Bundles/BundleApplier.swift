@@ -43,10 +43,10 @@ public enum BundleApplier {
             }
             guard let s = state else { throw BundleError(.malformed, line: nil, "the bundle is empty") }
             _ = try verifier.finish(expected: manifestHash, previousManifestHash: .some(s.previousLogged))
-            try db.execute(sql: """
+            try db.cachedStatement(sql: """
                 INSERT INTO bundle_log(device_chain_id, sequence, observation_id, manifest_hash, previous_manifest_hash, item_count, direction, recorded_at)
                 VALUES (?, ?, ?, ?, ?, ?, 'received', ?)
-                """, arguments: [s.chainID, s.header.sequence, s.observationID, manifestHash, s.header.previousManifestHash, verifier.itemCount, now])
+                """).execute(arguments: [s.chainID, s.header.sequence, s.observationID, manifestHash, s.header.previousManifestHash, verifier.itemCount, now])
             return s.outcome
         }
     }
@@ -62,7 +62,7 @@ public enum BundleApplier {
         static func begin(_ db: Database, header: BundleHeader, manifestHash: String, now: Double) throws -> State {
             try db.execute(sql: "INSERT OR IGNORE INTO device_chains(device_chain_hash, created_at, recovered_from_keychain) VALUES (?, ?, 0)",
                            arguments: [header.deviceChainHash, now])
-            let chainID = try Int64.fetchOne(db, sql: "SELECT id FROM device_chains WHERE device_chain_hash = ?", arguments: [header.deviceChainHash])!
+            let chainID = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM device_chains WHERE device_chain_hash = ?"), arguments: [header.deviceChainHash])!
             if let logged = try String.fetchOne(db, sql: "SELECT manifest_hash FROM bundle_log WHERE device_chain_id = ? AND direction = 'received' AND sequence = ?",
                                                 arguments: [chainID, header.sequence]) {
                 guard logged == manifestHash else {
@@ -88,8 +88,8 @@ public enum BundleApplier {
         mutating func typeID(_ db: Database, _ type: String?) throws -> Int64 {
             guard let type else { throw ApplyError(code: .unresolved, message: "an item names no sample type") }
             if let id = typeIDs[type] { return id }
-            try db.execute(sql: "INSERT OR IGNORE INTO sample_types(type_identifier) VALUES (?)", arguments: [type])
-            let id = try Int64.fetchOne(db, sql: "SELECT id FROM sample_types WHERE type_identifier = ?", arguments: [type])!
+            try db.cachedStatement(sql: "INSERT OR IGNORE INTO sample_types(type_identifier) VALUES (?)").execute(arguments: [type])
+            let id = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM sample_types WHERE type_identifier = ?"), arguments: [type])!
             typeIDs[type] = id
             return id
         }
@@ -106,7 +106,7 @@ public enum BundleApplier {
 
         func versionID(_ db: Database, sample: Int64, payloadHash: String?) throws -> Int64? {
             guard let payloadHash else { return nil }
-            guard let id = try Int64.fetchOne(db, sql: "SELECT id FROM sample_versions WHERE sample_id = ? AND payload_hash = ?", arguments: [sample, payloadHash]) else {
+            guard let id = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM sample_versions WHERE sample_id = ? AND payload_hash = ?"), arguments: [sample, payloadHash]) else {
                 throw ApplyError(code: .unresolved, message: "an item refers to a payload version the replica does not have")
             }
             return id
@@ -122,11 +122,11 @@ public enum BundleApplier {
             let obs = observationID
             switch kind {
             case "observation":
-                try db.execute(sql: """
+                try db.cachedStatement(sql: """
                     INSERT INTO observations(device_chain_id, observed_at, started_at, ended_at, status, trigger_reason, app_version, os_version,
                         time_zone_identifier, time_zone_seconds_from_gmt, schema_version, selected_type_set_hash, notes)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """, arguments: [chainID, Self.date(o["observed_at"]), Self.date(o["started_at"]), Self.date(o["ended_at"]), Self.str(o["status"]),
+                    """).execute(arguments: [chainID, Self.date(o["observed_at"]), Self.date(o["started_at"]), Self.date(o["ended_at"]), Self.str(o["status"]),
                                      Self.str(o["trigger_reason"]), Self.str(o["app_version"]), Self.str(o["os_version"]), Self.str(o["time_zone_identifier"]),
                                      Self.int(o["time_zone_seconds_from_gmt"]), Self.int(o["schema_version"]), Self.str(o["selected_type_set_hash"]), Self.str(o["notes"])])
                 observationID = db.lastInsertedRowID
@@ -143,20 +143,20 @@ public enum BundleApplier {
                 try db.execute(sql: "INSERT OR IGNORE INTO source_revisions(source_id, product_type, version, operating_system_version) VALUES (?, ?, ?, ?)",
                                arguments: [src, Self.str(o["product_type"]), Self.str(o["version"]), Self.str(o["operating_system_version"])])
             case "device":
-                try db.execute(sql: """
+                try db.cachedStatement(sql: """
                     INSERT OR IGNORE INTO hk_devices(device_hash, manufacturer_hash, model, hardware_version, firmware_version, software_version, local_identifier_hash, udi_hash)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                    """, arguments: [Self.str(o["device_hash"]), Self.str(o["manufacturer_hash"]), Self.str(o["model"]), Self.str(o["hardware_version"]),
+                    """).execute(arguments: [Self.str(o["device_hash"]), Self.str(o["manufacturer_hash"]), Self.str(o["model"]), Self.str(o["hardware_version"]),
                                      Self.str(o["firmware_version"]), Self.str(o["software_version"]), Self.str(o["local_identifier_hash"]), Self.str(o["udi_hash"])])
             case "metadata":
                 try db.execute(sql: "INSERT OR IGNORE INTO metadata_blobs(metadata_hash, metadata_json) VALUES (?, ?)",
                                arguments: [Self.str(o["metadata_hash"]), Self.str(o["metadata_json"])])
             case "sample":
                 let t = try typeID(db, Self.str(o["type_identifier"]))
-                try db.execute(sql: """
+                try db.cachedStatement(sql: """
                     INSERT INTO samples(sample_type_id, sample_uuid_hash, strict_fingerprint, semantic_fingerprint, fuzzy_key, first_seen_observation_id, first_seen_at)
                     VALUES (?, ?, ?, ?, ?, ?, ?)
-                    """, arguments: [t, Self.str(o["sample_uuid_hash"]), Self.str(o["strict_fingerprint"]), Self.str(o["semantic_fingerprint"]),
+                    """).execute(arguments: [t, Self.str(o["sample_uuid_hash"]), Self.str(o["strict_fingerprint"]), Self.str(o["semantic_fingerprint"]),
                                      Self.str(o["fuzzy_key"]), obs, Self.date(o["first_seen_at"])])
             case "version":
                 let sample = try sampleID(db, o["sample"])
@@ -164,18 +164,18 @@ public enum BundleApplier {
                 var revision: Int64?
                 if let src = Self.obj(p["source"]), let sid = try sourceID(db, src) {
                     let r = Self.obj(p["source_revision"]) ?? [:]
-                    revision = try Int64.fetchOne(db, sql: """
+                    revision = try Int64.fetchOne(db.cachedStatement(sql: """
                         SELECT id FROM source_revisions WHERE source_id = ? AND ifnull(product_type, '') = ifnull(?, '')
                           AND ifnull(version, '') = ifnull(?, '') AND ifnull(operating_system_version, '') = ifnull(?, '')
-                        """, arguments: [sid, Self.str(r["product_type"]), Self.str(r["version"]), Self.str(r["operating_system_version"])])
+                        """), arguments: [sid, Self.str(r["product_type"]), Self.str(r["version"]), Self.str(r["operating_system_version"])])
                 }
-                let device = try Self.str(p["device_hash"]).flatMap { try Int64.fetchOne(db, sql: "SELECT id FROM hk_devices WHERE device_hash = ?", arguments: [$0]) }
-                let metadata = try Self.str(p["metadata_hash"]).flatMap { try Int64.fetchOne(db, sql: "SELECT id FROM metadata_blobs WHERE metadata_hash = ?", arguments: [$0]) }
-                try db.execute(sql: """
+                let device = try Self.str(p["device_hash"]).flatMap { try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM hk_devices WHERE device_hash = ?"), arguments: [$0]) }
+                let metadata = try Self.str(p["metadata_hash"]).flatMap { try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM metadata_blobs WHERE metadata_hash = ?"), arguments: [$0]) }
+                try db.cachedStatement(sql: """
                     INSERT INTO sample_versions(sample_id, payload_hash, start_date, end_date, value_kind, numeric_value, unit, category_value,
                         workout_activity_type, duration_seconds, source_revision_id, hk_device_id, metadata_id, created_observation_id, creation_date)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """, arguments: [sample, Self.str(o["payload_hash"]), Self.date(p["start_date"]), Self.date(p["end_date"]), Self.str(p["value_kind"]),
+                    """).execute(arguments: [sample, Self.str(o["payload_hash"]), Self.date(p["start_date"]), Self.date(p["end_date"]), Self.str(p["value_kind"]),
                                      Self.num(p["numeric_value"]), Self.str(p["unit"]), Self.int(p["category_value"]), Self.int(p["workout_activity_type"]),
                                      Self.num(p["duration_seconds"]), revision, device, metadata, obs, Self.date(p["creation_date"])])
             case "event":
@@ -192,7 +192,7 @@ public enum BundleApplier {
                 let sample = try sampleID(db, o["sample"])
                 let version = try versionID(db, sample: sample, payloadHash: Self.str(o["payload_hash"]))
                 guard let seq = Self.int(o["first_sequence"]),
-                      let first = try Int64.fetchOne(db, sql: "SELECT id FROM observations WHERE device_chain_id = ? ORDER BY id LIMIT 1 OFFSET ?", arguments: [chainID, seq - 1]) else {
+                      let first = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM observations WHERE device_chain_id = ? ORDER BY id LIMIT 1 OFFSET ?"), arguments: [chainID, seq - 1]) else {
                     throw ApplyError(code: .unresolved, message: "a closed range names an observation the replica does not have")
                 }
                 try db.execute(sql: "UPDATE sample_visibility_ranges SET last_observation_id = ?, last_seen_at = ? WHERE sample_id = ? AND version_id IS ? AND first_observation_id = ?",
@@ -200,17 +200,17 @@ public enum BundleApplier {
                 guard db.changesCount == 1 else { throw ApplyError(code: .unresolved, message: "a closed range does not match an open range of the replica") }
             case "relationship":
                 let source = try sampleID(db, o["source"]), target = try sampleID(db, o["target"])
-                let metadata = try Self.str(o["metadata_hash"]).flatMap { try Int64.fetchOne(db, sql: "SELECT id FROM metadata_blobs WHERE metadata_hash = ?", arguments: [$0]) }
+                let metadata = try Self.str(o["metadata_hash"]).flatMap { try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM metadata_blobs WHERE metadata_hash = ?"), arguments: [$0]) }
                 try db.execute(sql: "INSERT INTO sample_relationships(observation_id, source_sample_id, target_sample_id, relationship_kind, metadata_id) VALUES (?, ?, ?, ?, ?)",
                                arguments: [obs, source, target, Self.str(o["relationship_kind"]), metadata])
             case "type_run":
                 let t = try typeID(db, Self.str(o["type_identifier"]))
                 func blob(_ v: JSONValue?) -> Data? { Self.str(v).flatMap { Data(base64Encoded: $0) } }
-                try db.execute(sql: """
+                try db.cachedStatement(sql: """
                     INSERT INTO observation_type_runs(observation_id, sample_type_id, status, started_at, ended_at, anchor_before, anchor_after,
                         inserted_event_count, deleted_event_count, verified_visible_count, error_kind, error_message_hash, run_kind, rejected_record_count)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """, arguments: [obs, t, Self.str(o["status"]), Self.date(o["started_at"]), Self.date(o["ended_at"]), blob(o["anchor_before"]),
+                    """).execute(arguments: [obs, t, Self.str(o["status"]), Self.date(o["started_at"]), Self.date(o["ended_at"]), blob(o["anchor_before"]),
                                      blob(o["anchor_after"]), Self.int(o["inserted_event_count"]) ?? 0, Self.int(o["deleted_event_count"]) ?? 0,
                                      Self.int(o["verified_visible_count"]), Self.str(o["error_kind"]), Self.str(o["error_message_hash"]),
                                      Self.str(o["run_kind"]) ?? "full_scan", Self.int(o["rejected_record_count"]) ?? 0])

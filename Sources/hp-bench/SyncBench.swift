@@ -1,0 +1,99 @@
+import ArgumentParser
+import Foundation
+import HealthProbeArchive
+import HealthProbeSimulator
+import HealthProbeSync
+
+/// `hp-bench sync --samples N`: a node with one N-sample observation and a
+/// server in this process on 127.0.0.1; measures the first sync end to end
+/// (build, verify, send, the server's verify and apply), then the sync of a
+/// 1,000-change observation.
+struct SyncBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "sync", abstract: "Measure sync over TCP on 127.0.0.1.")
+
+    @Option(name: .long, help: "Samples in the first observation.")
+    var samples: Int = 100_000
+
+    @OptionGroup var bench: BenchOptions
+
+    struct Result: Codable {
+        var phase: String
+        var samples: Int
+        var seconds: Double
+        var samplesPerSecond: Double
+        var bytesOnWire: Int
+        var uncompressedBytes: Int
+        var compressionRatio: Double
+        var peakRssBytes: Int64
+    }
+
+    func run() async throws {
+        let root = bench.dir ?? (NSTemporaryDirectory() + "hp-bench-sync-\(UUID().uuidString)")
+        defer { if !bench.keep { try? FileManager.default.removeItem(atPath: root) } }
+        let home = ArchiveHome(root: root + "/node")
+        let clock = ManualClock(1_750_000_000)
+        try capture(home: home, clock: clock, count: samples, offset: 0)
+        let store = ServerStore(root: root + "/server")
+        try store.create()
+        let server = SyncServer(store: store)
+        var results: [Result] = []
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+            group.addTask { try await server.run(host: "127.0.0.1", port: 0) { continuation.yield($0) } }
+            var it = ports.makeAsyncIterator()
+            guard let port = await it.next() else { return }
+            for (phase, count) in [("first_sync", samples), ("incremental_sync_1000_changes", 1000)] {
+                if phase != "first_sync" {
+                    clock.advance(3600)
+                    try capture(home: home, clock: clock, count: count, offset: samples)
+                }
+                Measure.resetPeakRSS()
+                let node = try home.open(clock: clock)
+                let (report, seconds) = try await Self.time { try await SyncClient(node: node, outbox: root + "/outbox").sync(host: "127.0.0.1", port: port) }
+                results.append(Result(phase: phase, samples: count, seconds: seconds, samplesPerSecond: Double(count) / seconds,
+                                      bytesOnWire: report.bytesOnWire, uncompressedBytes: report.uncompressedBytes,
+                                      compressionRatio: Double(report.uncompressedBytes) / Double(max(report.bytesOnWire, 1)),
+                                      peakRssBytes: Measure.peakRSS()))
+            }
+            group.cancelAll()
+        }
+        if bench.json { for r in results { try HealthProbeCLIOutput.line(r) }; return }
+        for r in results {
+            print(String(format: "%@: %d samples in %.2f s = %.0f samples/s; %.1f MB on the wire for %.1f MB of bundles (%.1fx); peak RSS %.1f MB (node and server in one process)",
+                         r.phase, r.samples, r.seconds, r.samplesPerSecond, Double(r.bytesOnWire) / 1_048_576, Double(r.uncompressedBytes) / 1_048_576,
+                         r.compressionRatio, Double(r.peakRssBytes) / 1_048_576))
+        }
+    }
+
+    static func time<T>(_ body: () async throws -> T) async rethrows -> (T, Double) {
+        let start = DispatchTime.now().uptimeNanoseconds
+        let r = try await body()
+        return (r, Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
+    }
+
+    /// One anchored observation adding `count` samples (indices from `offset`).
+    func capture(home: ArchiveHome, clock: ManualClock, count: Int, offset: Int) throws {
+        let node = try home.open(clock: clock)
+        let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: "benchmark"))
+        let run = try session.beginTypeRun(CaptureBench.types[0], kind: .anchored)
+        let pipeline = PipelinedPageWriter(run: run)
+        var page: [CapturedSample] = []
+        for i in offset..<(offset + count) {
+            page.append(CaptureBench.sample(type: 0, index: i, generation: 0)!)
+            if page.count == bench.pageSize { try pipeline.submit(page, to: run); page = [] }
+        }
+        if !page.isEmpty { try pipeline.submit(page, to: run) }
+        try pipeline.flush()
+        try run.complete()
+        try session.finish()
+    }
+}
+
+enum HealthProbeCLIOutput {
+    static func line<T: Encodable>(_ v: T) throws {
+        let e = JSONEncoder()
+        e.outputFormatting = [.sortedKeys]
+        e.keyEncodingStrategy = .convertToSnakeCase
+        FileHandle.standardOutput.write(try e.encode(v) + Data("\n".utf8))
+    }
+}
