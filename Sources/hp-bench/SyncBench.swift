@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HealthProbeArchive
+import HealthProbeCLI
 import HealthProbeSimulator
 import HealthProbeSync
 
@@ -57,7 +58,7 @@ struct SyncBench: AsyncParsableCommand {
             }
             group.cancelAll()
         }
-        if bench.json { for r in results { try HealthProbeCLIOutput.line(r) }; return }
+        if bench.json { for r in results { try Output.jsonLine(r) }; return }
         for r in results {
             print(String(format: "%@: %d samples in %.2f s = %.0f samples/s; %.1f MB on the wire for %.1f MB of bundles (%.1fx); peak RSS %.1f MB (node and server in one process)",
                          r.phase, r.samples, r.seconds, r.samplesPerSecond, Double(r.bytesOnWire) / 1_048_576, Double(r.uncompressedBytes) / 1_048_576,
@@ -86,14 +87,5 @@ struct SyncBench: AsyncParsableCommand {
         try pipeline.flush()
         try run.complete()
         try session.finish()
-    }
-}
-
-enum HealthProbeCLIOutput {
-    static func line<T: Encodable>(_ v: T) throws {
-        let e = JSONEncoder()
-        e.outputFormatting = [.sortedKeys]
-        e.keyEncodingStrategy = .convertToSnakeCase
-        FileHandle.standardOutput.write(try e.encode(v) + Data("\n".utf8))
     }
 }
