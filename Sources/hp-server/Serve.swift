@@ -3,11 +3,12 @@ import Foundation
 import HealthProbeArchive
 import HealthProbeSync
 import Logging
+import ServiceLifecycle
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Serve the sync protocol on HOST:PORT (Protocol/README.md).",
-        discussion: "Bundles are verified and applied in one transaction each, then acknowledged. Stop with Ctrl-C. Plain TCP: use it on a trusted network until TLS and enrollment arrive.")
+        discussion: "Bundles are verified and applied in one transaction each, then acknowledged. SIGTERM or Ctrl-C shuts down gracefully: a bundle being applied finishes (or was never started); a bundle still arriving is discarded with its quarantine file. Plain TCP: use it on a trusted network until TLS and enrollment arrive.")
 
     @OptionGroup var options: DataOptions
 
@@ -25,10 +26,31 @@ struct Serve: AsyncParsableCommand {
             h.logLevel = level
             return h
         }
-        let server = SyncServer(store: options.store, logger: Logger(label: "healthprobe.server"))
-        try await server.run(host: host, port: port) { bound in
-            // Unbuffered, so a supervisor or script reading a pipe sees it at once.
-            FileHandle.standardOutput.write(Data("listening on \(host):\(bound)\n".utf8))
+        let logger = Logger(label: "healthprobe.server")
+        let service = SyncService(server: SyncServer(store: options.store, logger: logger), host: host, port: port)
+        let group = ServiceGroup(configuration: .init(services: [.init(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
+        logger.info("sync server stopped")
+    }
+}
+
+/// The sync server as a `Service`: a graceful shutdown cancels the accept loop
+/// and the connection tasks; applies are transactions, so none is left half done.
+struct SyncService: Service {
+    let server: SyncServer
+    let host: String
+    let port: Int
+
+    func run() async throws {
+        do {
+            try await cancelWhenGracefulShutdown {
+                try await server.run(host: host, port: port) { bound in
+                    // Unbuffered, so a supervisor or script reading a pipe sees it at once.
+                    FileHandle.standardOutput.write(Data("listening on \(host):\(bound)\n".utf8))
+                }
+            }
+        } catch is CancellationError {
+            // Graceful shutdown.
         }
     }
 }

@@ -132,4 +132,45 @@ struct NodeCommandTests {
         #expect(refused.0 != 0)
         #expect(refused.2.contains("expects sequence 1"))
     }
+
+    @Test("hp-server serve: a node syncs to it over TCP, and SIGTERM stops it gracefully with status 0")
+    func serveAndTerminate() throws {
+        let data = TempDir(), home = TempDir()
+        #expect(try hpServer(["init", "--data", data.path]).0 == 0)
+        let dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        var exe = dir.appendingPathComponent("hp-server")
+        if !FileManager.default.fileExists(atPath: exe.path) {
+            exe = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent().appendingPathComponent(".build/debug/hp-server")
+        }
+        let p = Process()
+        p.executableURL = exe
+        p.arguments = ["serve", "--data", data.path, "--listen", "127.0.0.1:0"]
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        defer { if p.isRunning { p.terminate() } }
+        // Read "listening on 127.0.0.1:PORT".
+        var text = ""
+        let deadline = Date().addingTimeInterval(20)
+        while !text.contains("\n") && Date() < deadline {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            text += String(decoding: chunk, as: UTF8.self)
+        }
+        guard let port = text.split(separator: ":").last.flatMap({ Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }) else {
+            Issue.record("no port in \(text)")
+            return
+        }
+        #expect(try hpNode(["--home", home.path, "capture", "--simulate", "--days", "2"]).0 == 0)
+        let sync = try hpNode(["--home", home.path, "sync", "--server", "127.0.0.1:\(port)"])
+        #expect(sync.0 == 0, "\(sync.2)")
+        #expect(sync.1.contains("sent 1 bundle"))
+        kill(p.processIdentifier, SIGTERM)
+        let stopBy = Date().addingTimeInterval(10)
+        while p.isRunning && Date() < stopBy { Thread.sleep(forTimeInterval: 0.05) }
+        #expect(!p.isRunning)
+        #expect(p.terminationStatus == 0)
+    }
 }
