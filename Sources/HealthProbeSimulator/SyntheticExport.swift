@@ -39,7 +39,7 @@ public struct SyntheticExport: Sendable {
 
     /// Writes export.xml to `path`, streaming.
     public func writeXML(to path: String) throws {
-        FileManager.default.createFile(atPath: path, contents: nil)
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
         guard let h = FileHandle(forWritingAtPath: path) else { throw CocoaError(.fileWriteUnknown) }
         defer { try? h.close() }
         var buf = ""

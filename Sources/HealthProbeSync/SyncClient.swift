@@ -149,7 +149,7 @@ public struct SyncClient {
 
     /// Writes the bundle of `observation` in line form; returns (manifest hash, items, bytes).
     func writeBundle(observation: Int64, previous: String?, to path: String) throws -> (String, Int, Int) {
-        FileManager.default.createFile(atPath: path, contents: nil)
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
         guard let handle = FileHandle(forWritingAtPath: path) else { throw ArchiveError(.storage, "cannot write \(path)") }
         defer { try? handle.close() }
         var buffer = Data()

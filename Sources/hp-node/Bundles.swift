@@ -48,7 +48,7 @@ struct Bundle: AsyncParsableCommand {
         let node = try options.open(.readOnly)
         let chain = node.deviceChainID
         let at = self.at, path = out
-        FileManager.default.createFile(atPath: path, contents: nil)
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
         guard let handle = FileHandle(forWritingAtPath: path) else { throw ValidationError("cannot write \(path)") }
         defer { try? handle.close() }
         let (header, trailer, hash): (BundleHeader, BundleTrailer, String) = try await node.archive.writer.read { db in

@@ -28,9 +28,8 @@ public enum BundleApplier {
             var state: State?
             var iterator = lines.makeIterator()
             while let bytes = iterator.next() {
-                try verifier.feed(bytes)
-                let value = try JSONDecoder().decode(JSONValue.self, from: Data(bytes))
-                guard case .object(let o) = value else { continue }
+                // The verifier decodes each line once; the applier uses that value.
+                guard case .object(let o) = try verifier.feed(bytes) else { continue }
                 if state == nil {
                     let header = try BundleVerifier.parseHeader(o, line: 1)
                     let s = try State.begin(db, header: header, manifestHash: manifestHash, now: now)

@@ -39,8 +39,9 @@ public struct BundleVerifier {
 
     public init() {}
 
-    /// Feeds the next line (without its newline).
-    public mutating func feed(_ bytes: [UInt8]) throws(BundleError) {
+    /// Feeds the next line (without its newline); returns it decoded.
+    @discardableResult
+    public mutating func feed(_ bytes: [UInt8]) throws(BundleError) -> JSONValue {
         line += 1
         guard !done else { throw BundleError(.malformed, line: line, "data after the trailer") }
         let value: JSONValue
@@ -56,7 +57,7 @@ public struct BundleVerifier {
             do { manifest = try ManifestHasher(header: header!) } catch {
                 throw BundleError(.malformed, line: line, "header cannot be hashed")
             }
-            return
+            return value
         }
         if o["kind"] == nil {
             // The trailer.
@@ -68,7 +69,7 @@ public struct BundleVerifier {
             do { manifestHash = try manifest.take()!.finish() } catch {
                 throw BundleError(.malformed, line: line, "trailer cannot be hashed")
             }
-            return
+            return value
         }
         guard case .string(let kind) = o["kind"]!, let k = ObservationBundleBuilder.kinds.firstIndex(of: kind) else {
             throw BundleError(.unknownKind, line: line, "line \(line): unknown item kind")
@@ -80,6 +81,7 @@ public struct BundleVerifier {
         try Self.checkContent(kind, o, line: line)
         manifest!.add(itemHash: ArchiveHasher.sha256(.item, bytes), kind: kind)
         itemCount += 1
+        return value
     }
 
     /// Ends verification: the bundle must have had its trailer; the manifest
