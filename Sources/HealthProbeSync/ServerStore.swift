@@ -44,36 +44,6 @@ public struct ServerStore: Sendable {
     }
 }
 
-/// Lines of a file, read in chunks (a bundle is never held whole).
-public struct FileLines: Sequence, IteratorProtocol {
-    let handle: FileHandle
-    var chunk: [UInt8] = []
-    var index = 0
-    var atEnd = false
-
-    public init(path: String) throws {
-        guard let h = FileHandle(forReadingAtPath: path) else { throw ArchiveError(.notFound, "cannot read \(path)") }
-        handle = h
-    }
-
-    public mutating func next() -> [UInt8]? {
-        var line: [UInt8] = []
-        while true {
-            if index >= chunk.count {
-                if atEnd { return line.isEmpty ? nil : line }
-                let data = (try? handle.read(upToCount: 1 << 20)) ?? nil
-                guard let data, !data.isEmpty else { atEnd = true; continue }
-                chunk = Array(data)
-                index = 0
-            }
-            let b = chunk[index]
-            index += 1
-            if b == 0x0A { return line }
-            line.append(b)
-        }
-    }
-}
-
 extension ServerStore {
     /// Opens (creating if needed) the replica of `chainHash`.
     public func openReplica(_ chainHash: String) throws -> Archive {
@@ -95,6 +65,27 @@ extension ServerStore {
 
     /// Where bundles being received are kept until verified and applied.
     public var quarantineDirectory: String { root + "/quarantine" }
+
+    /// A chain hash as it must appear in a header: 64 lower-case hex characters.
+    public static func chainHash(_ header: [String: JSONValue]) throws -> String {
+        guard case .string(let chain)? = header["device_chain_hash"], chain.count == 64,
+              chain.allSatisfy({ $0.isHexDigit && !$0.isUppercase }) else {
+            throw SyncProtocolError(.malformedFrame, "device_chain_hash must be 64 lower-case hex characters")
+        }
+        return chain
+    }
+
+    /// Verifies the bundle file at `path` and applies it to its chain's replica
+    /// (one transaction: nothing is stored unless every check passes).
+    public func apply(file path: String, manifestHash: String, now: Double) throws -> (chain: String, outcome: BundleApplier.Outcome) {
+        var lines = try FileLines(path: path)
+        guard let first = lines.next(), case .object(let header)? = try? JSONDecoder().decode(JSONValue.self, from: Data(first)) else {
+            throw BundleError(.malformed, line: 1, "\(path) does not start with a bundle header")
+        }
+        let chain = try Self.chainHash(header)
+        let replica = try openReplica(chain)
+        return (chain, try BundleApplier.apply(replica, lines: Prepended(first: first, rest: lines), manifestHash: manifestHash, now: now))
+    }
 }
 
 /// `first`, then the rest of the lines.

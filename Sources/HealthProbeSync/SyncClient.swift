@@ -78,8 +78,13 @@ public struct SyncClient {
                 let obs = observations[seq - 1]
                 let file = outbox + "/\(seq).jsonl"
                 defer { try? FileManager.default.removeItem(atPath: file) }
-                let (hash, items, size) = try writeBundle(observation: obs, previous: previous, to: file)
-                try verify(file: file, manifestHash: hash, previous: previous)
+                let link = previous
+                let written = try await node.archive.writer.read { db in
+                    try BundleFile.write(db, observationID: obs, previousManifestHash: link, to: file)
+                }
+                let (hash, items, size) = (written.manifestHash, written.trailer.itemCount, written.size)
+                // Verified from the file's bytes before it is sent.
+                _ = try BundleFile.verify(file, expected: hash, previousManifestHash: .some(previous))
                 let parts = try Self.partRanges(file: file)
                 try await outbound.write(.frame(.json(.bundleBegin, .object([
                     "sequence": .int(seq), "manifest_hash": .string(hash), "parts": .int(parts.count),
@@ -145,35 +150,6 @@ public struct SyncClient {
             }
         }
         return previous!
-    }
-
-    /// Writes the bundle of `observation` in line form; returns (manifest hash, items, bytes).
-    func writeBundle(observation: Int64, previous: String?, to path: String) throws -> (String, Int, Int) {
-        _ = FileManager.default.createFile(atPath: path, contents: nil)
-        guard let handle = FileHandle(forWritingAtPath: path) else { throw ArchiveError(.storage, "cannot write \(path)") }
-        defer { try? handle.close() }
-        var buffer = Data()
-        var size = 0
-        func line(_ bytes: [UInt8]) throws {
-            buffer.append(contentsOf: bytes)
-            buffer.append(0x0A)
-            size += bytes.count + 1
-            if buffer.count > 1 << 20 { try handle.write(contentsOf: buffer); buffer.removeAll(keepingCapacity: true) }
-        }
-        let (_, trailer, hash) = try node.archive.writer.read { db in
-            try ObservationBundleBuilder.build(db, observationID: observation, previousManifestHash: previous,
-                                               onHeader: { try line(CanonicalJSON.encode($0.json)) }) { _, bytes, _ in try line(bytes) }
-        }
-        try line(CanonicalJSON.encode(trailer.json))
-        try handle.write(contentsOf: buffer)
-        return (hash, trailer.itemCount, size)
-    }
-
-    /// Verifies the outbox file from its bytes before it is sent.
-    func verify(file: String, manifestHash: String, previous: String?) throws {
-        var verifier = BundleVerifier()
-        for line in try FileLines(path: file) { try verifier.feed(line) }
-        _ = try verifier.finish(expected: manifestHash, previousManifestHash: .some(previous))
     }
 
     /// Byte ranges of parts: whole lines, at most `BundlePartCodec.maxPartSize` each.

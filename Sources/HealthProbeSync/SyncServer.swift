@@ -63,7 +63,7 @@ public struct SyncServer: Sendable {
                         case .ping:
                             try await outbound.write(.frame(SyncFrame(kind: .pong, payload: ByteBuffer())))
                         case .chainStatusRequest:
-                            let chain = try Self.chainHash(try frame.jsonObject())
+                            let chain = try ServerStore.chainHash(try frame.jsonObject())
                             let (seq, hash) = try store.status(chain)
                             try await outbound.write(.frame(.json(.chainStatus, .object([
                                 "device_chain_hash": .string(chain), "last_sequence": .int(seq), "last_manifest_hash": .optional(hash)]))))
@@ -108,13 +108,6 @@ public struct SyncServer: Sendable {
         } catch {
             logger.debug("connection ended", metadata: ["sync.error": "\(error)"])
         }
-    }
-
-    static func chainHash(_ o: [String: JSONValue]) throws -> String {
-        guard case .string(let chain)? = o["device_chain_hash"], chain.count == 64, chain.allSatisfy({ $0.isHexDigit && !$0.isUppercase }) else {
-            throw SyncProtocolError(.malformedFrame, "device_chain_hash must be 64 lower-case hex characters")
-        }
-        return chain
     }
 
     static func protocolError(_ error: any Error) -> SyncProtocolError {
@@ -195,12 +188,6 @@ actor ApplyQueue {
     init(store: ServerStore) { self.store = store }
 
     func apply(path: String, manifestHash: String) throws -> BundleApplier.Outcome {
-        var lines = try FileLines(path: path)
-        guard let first = lines.next(), case .object(let o)? = try? JSONDecoder().decode(JSONValue.self, from: Data(first)) else {
-            throw BundleError(.malformed, line: 1, "the bundle does not start with a header")
-        }
-        let chain = try SyncServer.chainHash(o)
-        let replica = try store.openReplica(chain)
-        return try BundleApplier.apply(replica, lines: Prepended(first: first, rest: lines), manifestHash: manifestHash, now: Date().timeIntervalSince1970)
+        try store.apply(file: path, manifestHash: manifestHash, now: Date().timeIntervalSince1970).outcome
     }
 }

@@ -48,28 +48,16 @@ struct Bundle: AsyncParsableCommand {
         let node = try options.open(.readOnly)
         let chain = node.deviceChainID
         let at = self.at, path = out
-        _ = FileManager.default.createFile(atPath: path, contents: nil)
-        guard let handle = FileHandle(forWritingAtPath: path) else { throw ValidationError("cannot write \(path)") }
-        defer { try? handle.close() }
-        let (header, trailer, hash): (BundleHeader, BundleTrailer, String) = try await node.archive.writer.read { db in
+        let written: BundleFile.Written = try await node.archive.writer.read { db in
             let ids = try Int64.fetchAll(db, sql: "SELECT id FROM observations WHERE device_chain_id = ? AND id <= ? ORDER BY id", arguments: [chain, at])
             guard ids.last == at else { throw ArchiveError(.notFound, "no observation \(at) in this device chain; list them with `hp-node observations`") }
             var previous: String?
             for id in ids.dropLast() {
                 previous = try ObservationBundleBuilder.build(db, observationID: id, previousManifestHash: previous) { _, _, _ in }.2
             }
-            var buffer = Data()
-            func line(_ bytes: [UInt8]) throws {
-                buffer.append(contentsOf: bytes)
-                buffer.append(0x0A)
-                if buffer.count > 1 << 20 { try handle.write(contentsOf: buffer); buffer.removeAll(keepingCapacity: true) }
-            }
-            let result = try ObservationBundleBuilder.build(db, observationID: at, previousManifestHash: previous,
-                                                            onHeader: { try line(CanonicalJSON.encode($0.json)) }) { _, bytes, _ in try line(bytes) }
-            try line(CanonicalJSON.encode(result.1.json))
-            try handle.write(contentsOf: buffer)
-            return result
+            return try BundleFile.write(db, observationID: at, previousManifestHash: previous, to: path)
         }
+        let (header, trailer, hash) = (written.header, written.trailer, written.manifestHash)
         if options.json {
             try Output.json(["manifest_hash": .string(hash), "sequence": .int(header.sequence), "item_count": .int(trailer.itemCount), "file": .string(path)] as [String: JSONValue])
             return
@@ -92,17 +80,7 @@ struct VerifyBundle: AsyncParsableCommand {
     var manifestHash: String?
 
     func run() async throws {
-        guard let handle = FileHandle(forReadingAtPath: file) else { throw ValidationError("cannot read \(file)") }
-        defer { try? handle.close() }
-        var verifier = BundleVerifier()
-        var pending: [UInt8] = []
-        while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
-            for b in chunk {
-                if b == 0x0A { try verifier.feed(pending); pending.removeAll(keepingCapacity: true) } else { pending.append(b) }
-            }
-        }
-        if !pending.isEmpty { try verifier.feed(pending) }
-        let header = try verifier.finish(expected: manifestHash)
+        let (header, verifier) = try BundleFile.verify(file, expected: manifestHash)
         print("valid: chain \(header.deviceChainHash.prefix(16)), sequence \(header.sequence), \(verifier.itemCount) items")
         print("manifest hash \(verifier.manifestHash ?? "")")
     }

@@ -20,17 +20,7 @@ struct Apply: AsyncParsableCommand {
     func run() async throws {
         let store = options.store
         try store.requireInitialized()
-        var lines = try FileLines(path: file)
-        guard let first = lines.next(), case .object(let o)? = try? JSONDecoder().decode(JSONValue.self, from: Data(first)),
-              case .string(let chain)? = o["device_chain_hash"], chain.count == 64, chain.allSatisfy(\.isHexDigit) else {
-            throw ValidationError("\(file) does not start with a bundle header")
-        }
-        let path = store.replicaPath(chain.lowercased())
-        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
-        let replica = try Archive.open(path: path)
-        let outcome = try BundleApplier.apply(replica, lines: Prepended(first: first, rest: lines), manifestHash: manifestHash,
-                                              now: Date().timeIntervalSince1970)
+        let (chain, outcome) = try store.apply(file: file, manifestHash: manifestHash, now: Date().timeIntervalSince1970)
         switch outcome {
         case .applied(let obs, let seq): print("applied: chain \(chain.prefix(16)), sequence \(seq), replica observation \(obs)")
         case .alreadyApplied(let seq): print("already applied: chain \(chain.prefix(16)), sequence \(seq); nothing changed")

@@ -1,0 +1,72 @@
+import Foundation
+import GRDB
+
+/// A bundle in line form on disk (Protocol/bundles.md section 2): written
+/// while it is built, read back line by line; never held whole in memory.
+public enum BundleFile {
+    public struct Written: Sendable {
+        public var header: BundleHeader
+        public var trailer: BundleTrailer
+        public var manifestHash: String
+        /// Bytes written, newlines included.
+        public var size: Int
+    }
+
+    /// Builds the bundle of `observationID` into `path`.
+    public static func write(_ db: Database, observationID: Int64, previousManifestHash: String?, to path: String) throws -> Written {
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
+        guard let handle = FileHandle(forWritingAtPath: path) else { throw ArchiveError(.storage, "cannot write \(path)") }
+        defer { try? handle.close() }
+        var buffer = Data()
+        var size = 0
+        func line(_ bytes: [UInt8]) throws {
+            buffer.append(contentsOf: bytes)
+            buffer.append(0x0A)
+            size += bytes.count + 1
+            if buffer.count > 1 << 20 { try handle.write(contentsOf: buffer); buffer.removeAll(keepingCapacity: true) }
+        }
+        let (header, trailer, hash) = try ObservationBundleBuilder.build(db, observationID: observationID, previousManifestHash: previousManifestHash,
+                                                                         onHeader: { try line(CanonicalJSON.encode($0.json)) }) { _, bytes, _ in try line(bytes) }
+        try line(CanonicalJSON.encode(trailer.json))
+        try handle.write(contentsOf: buffer)
+        return Written(header: header, trailer: trailer, manifestHash: hash, size: size)
+    }
+
+    /// Verifies the bundle in `path` from its bytes (see `BundleVerifier.finish`).
+    public static func verify(_ path: String, expected: String?, previousManifestHash: String?? = .none) throws -> (BundleHeader, BundleVerifier) {
+        var verifier = BundleVerifier()
+        for line in try FileLines(path: path) { try verifier.feed(line) }
+        let header = try verifier.finish(expected: expected, previousManifestHash: previousManifestHash)
+        return (header, verifier)
+    }
+}
+
+/// Lines of a file, read in chunks (the newline is not part of a line).
+public struct FileLines: Sequence, IteratorProtocol {
+    let handle: FileHandle
+    var chunk: [UInt8] = []
+    var index = 0
+    var atEnd = false
+
+    public init(path: String) throws {
+        guard let h = FileHandle(forReadingAtPath: path) else { throw ArchiveError(.notFound, "cannot read \(path)") }
+        handle = h
+    }
+
+    public mutating func next() -> [UInt8]? {
+        var line: [UInt8] = []
+        while true {
+            if index >= chunk.count {
+                if atEnd { return line.isEmpty ? nil : line }
+                let data = (try? handle.read(upToCount: 1 << 20)) ?? nil
+                guard let data, !data.isEmpty else { atEnd = true; continue }
+                chunk = Array(data)
+                index = 0
+            }
+            let b = chunk[index]
+            index += 1
+            if b == 0x0A { return line }
+            line.append(b)
+        }
+    }
+}
