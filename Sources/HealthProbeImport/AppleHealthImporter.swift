@@ -177,11 +177,6 @@ public final class AppleHealthImporter {
         }
     }
 
-    static func describe(_ e: any Error) -> String {
-        let ns = e as NSError
-        return "XML error \(ns.code)"
-    }
-
     static func wrap(_ error: any Error, location: ExportLocation) -> ImportError {
         if let e = error as? ImportError { return e }
         if let e = error as? DatabaseError, e.resultCode == .SQLITE_FULL {

@@ -93,7 +93,6 @@ final class ZipEntrySource: ByteSource, @unchecked Sendable {
             buffer.update(from: raw.baseAddress!.advanced(by: offset).assumingMemoryBound(to: UInt8.self), count: n)
         }
         offset += n
-        // A CRC failure is only known at the end: check before reporting the last bytes as final.
         return n
     }
 

@@ -155,7 +155,7 @@ public struct SyncClient {
     /// Byte ranges of parts: whole lines, at most `BundlePartCodec.maxPartSize` each.
     static func partRanges(file: String) throws -> [Range<Int>] {
         var ranges: [Range<Int>] = []
-        var start = 0, offset = 0, lineStart = 0
+        var start = 0, offset = 0
         for line in try FileLines(path: file) {
             let length = line.count + 1
             guard length <= BundlePartCodec.maxPartSize else {
@@ -165,10 +165,8 @@ public struct SyncClient {
                 ranges.append(start..<offset)
                 start = offset
             }
-            lineStart = offset
             offset += length
         }
-        _ = lineStart
         if offset > start || ranges.isEmpty { ranges.append(start..<offset) }
         return ranges
     }

@@ -1,3 +1,5 @@
+import Foundation
+import HealthProbeArchive
 import NIOCore
 
 /// What arrives on a sync connection: first the peer's hello, then frames.
@@ -51,13 +53,13 @@ public struct SyncConnectionEncoder: MessageToByteEncoder {
 
 extension SyncFrame {
     /// A frame whose payload is the canonical JSON of `value`.
-    public static func json(_ kind: Kind, _ value: HealthProbeArchiveJSON) throws -> SyncFrame {
-        SyncFrame(kind: kind, payload: ByteBuffer(bytes: try CanonicalJSONBridge.encode(value)))
+    public static func json(_ kind: Kind, _ value: JSONValue) throws -> SyncFrame {
+        SyncFrame(kind: kind, payload: ByteBuffer(bytes: try CanonicalJSON.encode(value)))
     }
 
     /// The payload as a JSON object.
-    public func jsonObject() throws -> [String: HealthProbeArchiveJSON] {
-        guard let o = try CanonicalJSONBridge.decodeObject(Array(payload.readableBytesView)) else {
+    public func jsonObject() throws -> [String: JSONValue] {
+        guard case .object(let o)? = try? JSONDecoder().decode(JSONValue.self, from: Data(payload.readableBytesView)) else {
             throw SyncProtocolError(.malformedFrame, "a \(kind) frame's payload is not a JSON object")
         }
         return o

@@ -15,17 +15,12 @@ struct Sync: AsyncParsableCommand {
     var server: String
 
     func validate() throws {
-        guard Self.split(server) != nil else { throw ValidationError("--server must be HOST:PORT, got \(server)") }
-    }
-
-    static func split(_ s: String) -> (String, Int)? {
-        guard let colon = s.lastIndex(of: ":"), let port = Int(s[s.index(after: colon)...]), (1...65535).contains(port) else { return nil }
-        return (String(s[..<colon]), port)
+        guard SyncAddress.parse(server) != nil else { throw ValidationError("--server must be HOST:PORT, got \(server)") }
     }
 
     func run() async throws {
         let node = try options.open()
-        let (host, port) = Self.split(server)!
+        let (host, port) = SyncAddress.parse(server)!
         var client = SyncClient(node: node, outbox: options.resolvedHome.root + "/outbox", logger: NodeLogging.logger())
         let progress = ProgressLine(label: "syncing")
         client.onProgress = { seq, total in progress.update(done: seq, total: total, unit: "bundles") }

@@ -16,10 +16,9 @@ struct Serve: AsyncParsableCommand {
     var listen: String = "127.0.0.1:7447"
 
     func run() async throws {
-        guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]), (0...65535).contains(port) else {
+        guard let (host, port) = SyncAddress.parse(listen, allowAnyPort: true) else {
             throw ValidationError("--listen must be HOST:PORT, got \(listen)")
         }
-        let host = String(listen[..<colon])
         let level = ProcessInfo.processInfo.environment["HP_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
         LoggingSystem.bootstrap { label in
             var h = StreamLogHandler.standardError(label: label)

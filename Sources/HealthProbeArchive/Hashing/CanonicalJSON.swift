@@ -101,13 +101,11 @@ public struct CanonicalJSONWriter: Sendable {
         var x = n.magnitude
         if n < 0 { bytes.append(UInt8(ascii: "-")) }
         var tmp: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes of scratch
-        let count = withUnsafeMutableBytes(of: &tmp) { buf -> Int in
+        withUnsafeMutableBytes(of: &tmp) { buf in
             var i = buf.count
             while x > 0 { i -= 1; buf[i] = 0x30 + UInt8(x % 10); x /= 10 }
             bytes.append(contentsOf: buf[i...])
-            return buf.count - i
         }
-        _ = count
     }
 
     public mutating func writeNull() { bytes.append(contentsOf: [0x6E, 0x75, 0x6C, 0x6C]) }
