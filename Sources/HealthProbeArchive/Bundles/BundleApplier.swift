@@ -42,6 +42,8 @@ public enum BundleApplier {
             }
             guard let s = state else { throw BundleError(.malformed, line: nil, "the bundle is empty") }
             _ = try verifier.finish(expected: manifestHash, previousManifestHash: .some(s.previousLogged))
+            // The replica's aggregates are derived here, never carried in bundles.
+            try Aggregates.update(db, observationID: s.observationID, now: now)
             try db.cachedStatement(sql: """
                 INSERT INTO bundle_log(device_chain_id, sequence, observation_id, manifest_hash, previous_manifest_hash, item_count, direction, recorded_at)
                 VALUES (?, ?, ?, ?, ?, ?, 'received', ?)

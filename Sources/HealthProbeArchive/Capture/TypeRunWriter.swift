@@ -148,6 +148,7 @@ public final class TypeRunWriter {
                 WHERE id = ?
                 """, arguments: [status.rawValue, now, anchorAfter.map { Data($0) }, visible, gone, runID])
             try db.execute(sql: "DELETE FROM temp.hp_run_seen WHERE type_run_id = ?", arguments: [runID])
+            try Aggregates.update(db, observationID: obs, typeID: typeID, now: now)
             return (gone, visible)
         }
         totals.disappeared += gone
@@ -170,6 +171,7 @@ public final class TypeRunWriter {
             try db.execute(sql: "UPDATE observation_type_runs SET status = ?, ended_at = ?, error_kind = ?, error_message_hash = ? WHERE id = ?",
                            arguments: [status.rawValue, now, errorKind, messageHash, runID])
             try db.execute(sql: "DELETE FROM temp.hp_run_seen WHERE type_run_id = ?", arguments: [runID])
+            try Aggregates.update(db, observationID: session.observationID, typeID: typeID, now: now)
         }
         isFinished = true
         return TypeRunResult(typeIdentifier: type.identifier, status: status, insertedEvents: totals.appeared + totals.changed,

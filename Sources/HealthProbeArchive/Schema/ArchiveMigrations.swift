@@ -22,6 +22,7 @@ public enum ArchiveMigrations {
         Migration(version: SchemaV2.version, description: SchemaV2.description, sql: SchemaV2.sql),
         Migration(version: SchemaV3.version, description: SchemaV3.description, sql: SchemaV3.sql),
         Migration(version: SchemaV4.version, description: SchemaV4.description, sql: SchemaV4.sql),
+        Migration(version: SchemaV5.version, description: SchemaV5.description, sql: SchemaV5.sql),
     ]
 
     /// The highest schema version this build knows.

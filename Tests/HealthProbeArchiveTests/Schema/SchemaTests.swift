@@ -21,8 +21,8 @@ struct SchemaTests {
             let indexes = Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index'"))
             for i in Self.indexes { #expect(indexes.contains(i), "index \(i)") }
             #expect(try Int.fetchOne(db, sql: "PRAGMA foreign_keys") == 1)
-            #expect(try Int.fetchAll(db, sql: "SELECT version FROM schema_migrations ORDER BY version") == [2, 3, 4])
-            #expect(try String.fetchOne(db, sql: "SELECT value FROM archive_metadata WHERE key = 'schema_version'") == "4")
+            #expect(try Int.fetchAll(db, sql: "SELECT version FROM schema_migrations ORDER BY version") == Array(2...ArchiveMigrations.latestVersion))
+            #expect(try String.fetchOne(db, sql: "SELECT value FROM archive_metadata WHERE key = 'schema_version'") == String(ArchiveMigrations.latestVersion))
             #expect(try String.fetchOne(db, sql: "SELECT value FROM archive_metadata WHERE key = 'archive_format'") == ArchiveMigrations.archiveFormat)
             #expect(try String.fetchOne(db, sql: "SELECT value FROM archive_metadata WHERE key = 'created_at'") != nil)
         }
@@ -107,7 +107,7 @@ struct SchemaTests {
         }
         let pool = try DatabasePool(path: t.home.archivePath)
         let archive = Archive(writer: pool, path: t.home.archivePath, lock: nil, logger: Archive.silentLogger)
-        let broken = ArchiveMigrations.all + [.init(version: 5, description: "broken", sql: "CREATE TABLE extra(x); INSERT INTO no_such_table VALUES (1);")]
+        let broken = ArchiveMigrations.all + [.init(version: ArchiveMigrations.latestVersion + 1, description: "broken", sql: "CREATE TABLE extra(x); INSERT INTO no_such_table VALUES (1);")]
         do {
             try archive.prepare(clock: t.clock, recoverInterrupted: false, migrations: broken)
             Issue.record("a broken migration succeeded")
@@ -115,7 +115,7 @@ struct SchemaTests {
             #expect(e.code == .migrationFailed)
         }
         try pool.read { db throws in
-            #expect(try Int.fetchOne(db, sql: "SELECT max(version) FROM schema_migrations") == 4)
+            #expect(try Int.fetchOne(db, sql: "SELECT max(version) FROM schema_migrations") == ArchiveMigrations.latestVersion)
             #expect(try db.tableExists("extra") == false)
             #expect(try Int.fetchOne(db, sql: "SELECT count(*) FROM samples") == 5)
         }
@@ -138,7 +138,7 @@ struct SchemaTests {
         }
         let archive = try Archive.open(path: t.home.archivePath)
         try archive.writer.read { db throws in
-            #expect(try Int.fetchOne(db, sql: "SELECT max(version) FROM schema_migrations") == 4)
+            #expect(try Int.fetchOne(db, sql: "SELECT max(version) FROM schema_migrations") == ArchiveMigrations.latestVersion)
             #expect(try Int.fetchOne(db, sql: "SELECT count(*) FROM observations") == 1)
             #expect(try db.columns(in: "sample_versions").contains { $0.name == "creation_date" })
         }

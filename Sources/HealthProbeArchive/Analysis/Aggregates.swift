@@ -1,0 +1,179 @@
+import Foundation
+import GRDB
+
+/// Materialized aggregates (database-design.md 5.8, 6.5, 6.8), computed in
+/// SQLite from visibility ranges after each type run.
+///
+/// `observation_type_summaries` gets a row per type run. `daily_type_aggregates`
+/// is differential: when a type's visible set did not change since its last
+/// summary (no range of the type opened or closed in between, same timezone),
+/// the new summary shares the earlier daily rows through
+/// `daily_base_observation_id` instead of copying them.
+public enum Aggregates {
+    /// Values are summed exactly in integer micro-units, so a sum does not
+    /// depend on row order (a replica hashes the same aggregates as its node).
+    static let sumScale = 1_000_000.0
+
+    /// The SQL of the samples of `typeID` visible at observation `obs`
+    /// (arguments: type, obs, obs).
+    static let visibleSQL = """
+        SELECT v.id AS version_id, v.sample_id, v.start_date, v.end_date, v.numeric_value, v.unit, v.source_revision_id
+        FROM samples s
+        JOIN sample_visibility_ranges r ON r.sample_id = s.id
+        JOIN sample_versions v ON v.id = r.version_id
+        WHERE s.sample_type_id = ? AND r.first_observation_id <= ? AND (r.last_observation_id IS NULL OR r.last_observation_id > ?)
+        """
+
+    /// Computes the summary of `typeID` at `observationID` and, when the type
+    /// changed, its daily rows. Replaces what was there.
+    public static func update(_ db: Database, observationID obs: Int64, typeID: Int64, now: Double) throws {
+        guard let o = try Row.fetchOne(db, sql: "SELECT device_chain_id, time_zone_identifier, time_zone_seconds_from_gmt FROM observations WHERE id = ?", arguments: [obs]) else {
+            throw ArchiveError(.notFound, "no observation \(obs) to aggregate")
+        }
+        let chain: Int64 = o["device_chain_id"]
+        let zoneID: String? = o["time_zone_identifier"]
+        let zoneOffset: Int? = o["time_zone_seconds_from_gmt"]
+        try db.execute(sql: "DELETE FROM daily_type_aggregates WHERE observation_id = ? AND sample_type_id = ?", arguments: [obs, typeID])
+        try db.execute(sql: "DELETE FROM observation_type_summaries WHERE observation_id = ? AND sample_type_id = ?", arguments: [obs, typeID])
+
+        // Change counts recorded by this observation for the type.
+        let counts = try Row.fetchOne(db, sql: """
+            SELECT ifnull(sum(e.event_kind = 'appeared'), 0) AS a, ifnull(sum(e.event_kind = 'disappeared'), 0) AS d,
+                   ifnull(sum(e.event_kind = 'representation_changed'), 0) AS c
+            FROM sample_observation_events e JOIN samples s ON s.id = e.sample_id
+            WHERE e.observation_id = ? AND s.sample_type_id = ?
+            """, arguments: [obs, typeID])!
+        let appeared: Int = counts["a"], disappeared: Int = counts["d"], changed: Int = counts["c"]
+
+        // The previous summary of the type in this chain, and whether anything moved since.
+        let previous = try Row.fetchOne(db, sql: """
+            SELECT ts.*, o.time_zone_identifier AS zid, o.time_zone_seconds_from_gmt AS zoff
+            FROM observation_type_summaries ts JOIN observations o ON o.id = ts.observation_id
+            WHERE ts.sample_type_id = ? AND ts.observation_id < ? AND o.device_chain_id = ?
+            ORDER BY ts.observation_id DESC LIMIT 1
+            """, arguments: [typeID, obs, chain])
+        if let p = previous {
+            let pid: Int64 = p["observation_id"]
+            let sameZone = (p["zid"] as String?) == zoneID && (zoneID != nil || (p["zoff"] as Int?) == zoneOffset)
+            if sameZone, try !moved(db, typeID: typeID, after: pid, upTo: obs) {
+                try db.execute(sql: """
+                    INSERT INTO observation_type_summaries(observation_id, sample_type_id, visible_record_count, appeared_count, disappeared_count,
+                        representation_changed_count, earliest_start_date, latest_end_date, value_sum, value_max, aggregate_hash,
+                        daily_base_observation_id, computed_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """, arguments: [obs, typeID, p["visible_record_count"], appeared, disappeared, changed, p["earliest_start_date"],
+                                     p["latest_end_date"], p["value_sum"], p["value_max"], p["aggregate_hash"],
+                                     p["daily_base_observation_id"] ?? pid, now])
+                return
+            }
+        }
+
+        let typeIdentifier = try String.fetchOne(db, sql: "SELECT type_identifier FROM sample_types WHERE id = ?", arguments: [typeID]) ?? ""
+        let totals = try Row.fetchOne(db, sql: """
+            SELECT count(*) AS n, min(start_date) AS first, max(end_date) AS last, max(start_date) AS last_start,
+                   CASE WHEN count(DISTINCT unit) <= 1 THEN sum(CAST(round(numeric_value * \(sumScale)) AS INTEGER)) / \(sumScale) END AS total,
+                   max(numeric_value) AS top
+            FROM (\(visibleSQL))
+            """, arguments: [typeID, obs, obs])!
+        let n: Int = totals["n"]
+        let first: Double? = totals["first"], last: Double? = totals["last"], total: Double? = totals["total"], top: Double? = totals["top"]
+        var fields: [String: JSONValue] = [:]
+        fields["kind"] = .string("type_summary")
+        fields["type"] = .string(typeIdentifier)
+        fields["visible_record_count"] = .int(n)
+        fields["earliest_start_date"] = first.map { .string(CanonicalDate.string($0)) } ?? .null
+        fields["latest_end_date"] = last.map { .string(CanonicalDate.string($0)) } ?? .null
+        fields["value_sum"] = total.map(JSONValue.number) ?? .null
+        fields["value_max"] = top.map(JSONValue.number) ?? .null
+        let summaryHash = try ArchiveHasher.sha256(.aggregate, json: .object(fields))
+        try db.execute(sql: """
+            INSERT INTO observation_type_summaries(observation_id, sample_type_id, visible_record_count, appeared_count, disappeared_count,
+                representation_changed_count, earliest_start_date, latest_end_date, value_sum, value_max, aggregate_hash,
+                daily_base_observation_id, computed_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, arguments: [obs, typeID, n, appeared, disappeared, changed, first, last, total, top, summaryHash, obs, now])
+        guard n > 0, let first, let lastStart = totals["last_start"] as Double? else { return }
+        try writeDaily(db, obs: obs, typeID: typeID, typeIdentifier: typeIdentifier,
+                       days: LocalDays(identifier: zoneID, secondsFromGMT: zoneOffset), from: first, to: lastStart)
+    }
+
+    /// True when a range of the type opened or closed in `(after, upTo]`.
+    static func moved(_ db: Database, typeID: Int64, after: Int64, upTo: Int64) throws -> Bool {
+        try Bool.fetchOne(db, sql: """
+            SELECT EXISTS (SELECT 1 FROM sample_visibility_ranges r JOIN samples s ON s.id = r.sample_id
+                           WHERE r.first_observation_id > ? AND r.first_observation_id <= ? AND s.sample_type_id = ?)
+                OR EXISTS (SELECT 1 FROM sample_visibility_ranges r JOIN samples s ON s.id = r.sample_id
+                           WHERE r.last_observation_id > ? AND r.last_observation_id <= ? AND s.sample_type_id = ?)
+            """, arguments: [after, upTo, typeID, after, upTo, typeID]) ?? true
+    }
+
+    /// Daily rows (per local day and source revision) of the type's visible samples.
+    static func writeDaily(_ db: Database, obs: Int64, typeID: Int64, typeIdentifier: String, days: LocalDays, from: Double, to: Double) throws {
+        try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS hp_days(bucket_start REAL PRIMARY KEY, bucket_end REAL NOT NULL)")
+        try db.execute(sql: "DELETE FROM temp.hp_days")
+        let insertDay = try db.cachedStatement(sql: "INSERT INTO temp.hp_days(bucket_start, bucket_end) VALUES (?, ?)")
+        try days.forEachDay(from: from, to: to) { start, end in try insertDay.execute(arguments: [start, end]) }
+        try db.execute(sql: """
+            INSERT INTO daily_type_aggregates(observation_id, sample_type_id, bucket_start, bucket_end, visible_record_count,
+                value_sum, value_max, source_revision_id, aggregate_hash)
+            SELECT ?, ?, g.b, d.bucket_end, g.n, g.total, g.top, g.rev, NULL
+            FROM (
+                SELECT (SELECT max(x.bucket_start) FROM temp.hp_days x WHERE x.bucket_start <= vis.start_date) AS b,
+                       vis.source_revision_id AS rev, count(*) AS n,
+                       CASE WHEN count(DISTINCT vis.unit) <= 1 THEN sum(CAST(round(vis.numeric_value * \(sumScale)) AS INTEGER)) / \(sumScale) END AS total,
+                       max(vis.numeric_value) AS top
+                FROM (\(visibleSQL)) vis
+                GROUP BY b, rev
+            ) g JOIN temp.hp_days d ON d.bucket_start = g.b
+            """, arguments: [obs, typeID, typeID, obs, obs])
+        try db.execute(sql: "DELETE FROM temp.hp_days")
+        // Hash each row over content that is the same in every replica (no local ids).
+        let rows = try Row.fetchAll(db, sql: """
+            SELECT a.rowid AS rid, a.bucket_start, a.bucket_end, a.visible_record_count, a.value_sum, a.value_max,
+                   sr.product_type, sr.version, sr.operating_system_version, so.source_name_hash, so.bundle_identifier,
+                   a.source_revision_id IS NULL AS no_rev
+            FROM daily_type_aggregates a
+            LEFT JOIN source_revisions sr ON sr.id = a.source_revision_id
+            LEFT JOIN sources so ON so.id = sr.source_id
+            WHERE a.observation_id = ? AND a.sample_type_id = ?
+            """, arguments: [obs, typeID])
+        let setHash = try db.cachedStatement(sql: "UPDATE daily_type_aggregates SET aggregate_hash = ? WHERE rowid = ?")
+        for r in rows {
+            var revision = JSONValue.null
+            if !(r["no_rev"] as Bool) {
+                var rev: [String: JSONValue] = [:]
+                for key in ["bundle_identifier", "operating_system_version", "product_type", "version"] { rev[key] = .optional(r[key] as String?) }
+                rev["name_hash"] = .optional(r["source_name_hash"] as String?)
+                revision = .object(rev)
+            }
+            let start: Double = r["bucket_start"], end: Double = r["bucket_end"], count: Int = r["visible_record_count"]
+            let sum: Double? = r["value_sum"], top: Double? = r["value_max"]
+            var fields: [String: JSONValue] = [:]
+            fields["kind"] = .string("daily")
+            fields["type"] = .string(typeIdentifier)
+            fields["bucket_start"] = .string(CanonicalDate.string(start))
+            fields["bucket_end"] = .string(CanonicalDate.string(end))
+            fields["visible_record_count"] = .int(count)
+            fields["source_revision"] = revision
+            fields["value_sum"] = sum.map(JSONValue.number) ?? .null
+            fields["value_max"] = top.map(JSONValue.number) ?? .null
+            let hash = try ArchiveHasher.sha256(.aggregate, json: .object(fields))
+            try setHash.execute(arguments: [hash, r["rid"] as Int64])
+        }
+    }
+
+    /// Computes the aggregates of every type run of `observationID`.
+    public static func update(_ db: Database, observationID obs: Int64, now: Double) throws {
+        let types = try Int64.fetchAll(db, sql: "SELECT DISTINCT sample_type_id FROM observation_type_runs WHERE observation_id = ? ORDER BY sample_type_id", arguments: [obs])
+        for t in types { try update(db, observationID: obs, typeID: t, now: now) }
+    }
+
+    /// Deletes every aggregate and recomputes them, observation by observation.
+    /// The result equals what the incremental updates produced.
+    public static func rebuildAll(_ db: Database, now: Double) throws {
+        try db.execute(sql: "DELETE FROM daily_type_aggregates")
+        try db.execute(sql: "DELETE FROM observation_type_summaries")
+        let observations = try Int64.fetchAll(db, sql: "SELECT DISTINCT observation_id FROM observation_type_runs ORDER BY observation_id")
+        for obs in observations { try update(db, observationID: obs, now: now) }
+    }
+}

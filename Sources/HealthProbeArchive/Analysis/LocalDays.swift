@@ -1,0 +1,41 @@
+import Foundation
+
+/// Local-day buckets of an observation's timezone, as UTC bounds: midnight to
+/// midnight, so a DST day has 23 or 25 hours (database-design.md 6.5).
+public struct LocalDays: Sendable {
+    public let timeZone: TimeZone
+    private let calendar: Calendar
+
+    /// The observation's timezone: its identifier when known, else its fixed
+    /// offset, else UTC.
+    public init(identifier: String?, secondsFromGMT: Int?) {
+        let zone = identifier.flatMap(TimeZone.init(identifier:)) ?? secondsFromGMT.flatMap(TimeZone.init(secondsFromGMT:)) ?? TimeZone(identifier: "UTC")!
+        timeZone = zone
+        var c = Calendar(identifier: .gregorian)
+        c.timeZone = zone
+        calendar = c
+    }
+
+    /// Start (UTC seconds) of the local day holding `seconds`.
+    public func dayStart(_ seconds: Double) -> Double {
+        calendar.startOfDay(for: Date(timeIntervalSince1970: seconds)).timeIntervalSince1970
+    }
+
+    /// Start of the local day after the one starting at `start`.
+    public func nextDayStart(_ start: Double) -> Double {
+        let d = Date(timeIntervalSince1970: start)
+        guard let next = calendar.date(byAdding: .day, value: 1, to: d) else { return start + 86_400 }
+        return calendar.startOfDay(for: next).timeIntervalSince1970
+    }
+
+    /// Every local day from the one holding `from` to the one holding `to`, as
+    /// `(start, end)` UTC bounds; `body` is called once per day.
+    public func forEachDay(from: Double, to: Double, _ body: (Double, Double) throws -> Void) rethrows {
+        var start = dayStart(from)
+        while start <= to {
+            let end = nextDayStart(start)
+            try body(start, end)
+            start = end
+        }
+    }
+}

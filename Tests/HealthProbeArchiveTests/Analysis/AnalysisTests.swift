@@ -1,0 +1,243 @@
+import Foundation
+import GRDB
+import Testing
+@testable import HealthProbeArchive
+@testable import HealthProbeSimulator
+
+/// Captures one observation of `type` in `zone`.
+@discardableResult
+func captureIn(_ node: NodeArchive, _ type: SampleTypeDescriptor = heartRate, zone: String? = nil,
+               samples: [CapturedSample], fail: Bool = false) throws -> Int64 {
+    let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: "test", timeZoneIdentifier: zone, selectedTypes: [type.identifier]))
+    let run = try session.beginTypeRun(type, kind: .fullScan)
+    if !samples.isEmpty { try run.writePage(index: 0, samples: samples) }
+    if fail { try run.fail(.failed, errorKind: "test") } else { try run.complete() }
+    try session.finish()
+    return session.observationID
+}
+
+/// A 5-minute heart-rate sample `i` of a day starting at `day0`.
+func beat(_ day0: Double, _ i: Int, value: Double) -> CapturedSample {
+    CapturedSample(uuid: String(format: "00000000-0000-4000-8000-%012d", Int(day0 / 300) + i), startDate: day0 + Double(i) * 300, endDate: day0 + Double(i) * 300 + 60,
+                   valueKind: .quantity, numericValue: value, unit: "count/min",
+                   source: SourceDescriptor(name: "Test Watch", bundleIdentifier: "com.example.watch", productType: "Watch6,1", version: "10.1", operatingSystemVersion: "10.1"))
+}
+
+/// The hourly mean of those samples, as iOS consolidation writes it.
+func hourly(_ day0: Double, _ h: Int, value: Double) -> CapturedSample {
+    CapturedSample(uuid: String(format: "00000000-0000-4000-9000-%012d", Int(day0 / 3600) + h), startDate: day0 + Double(h) * 3600, endDate: day0 + Double(h + 1) * 3600,
+                   valueKind: .quantity, numericValue: value, unit: "count/min",
+                   source: SourceDescriptor(name: "Test Watch", bundleIdentifier: "com.example.watch", productType: "Watch6,1", version: "10.1", operatingSystemVersion: "10.1"))
+}
+
+@Suite("Analysis")
+struct AnalysisTests {
+    func aggregateRows(_ node: NodeArchive) throws -> [String] {
+        try node.archive.writer.read { db in
+            let s = try String.fetchAll(db, sql: """
+                SELECT 's ' || observation_id || ' ' || sample_type_id || ' ' || visible_record_count || ' ' || appeared_count || ' ' || disappeared_count || ' ' ||
+                       representation_changed_count || ' ' || ifnull(earliest_start_date, '-') || ' ' || ifnull(latest_end_date, '-') || ' ' ||
+                       ifnull(value_sum, '-') || ' ' || ifnull(value_max, '-') || ' ' || ifnull(aggregate_hash, '-') || ' ' || ifnull(daily_base_observation_id, '-')
+                FROM observation_type_summaries ORDER BY observation_id, sample_type_id
+                """)
+            let d = try String.fetchAll(db, sql: """
+                SELECT 'd ' || observation_id || ' ' || sample_type_id || ' ' || bucket_start || ' ' || bucket_end || ' ' || visible_record_count || ' ' ||
+                       ifnull(value_sum, '-') || ' ' || ifnull(value_max, '-') || ' ' || ifnull(source_revision_id, '-') || ' ' || aggregate_hash
+                FROM daily_type_aggregates ORDER BY observation_id, sample_type_id, bucket_start, source_revision_id
+                """)
+            return s + d
+        }
+    }
+
+    @Test("aggregates: a rebuild from the archive equals the incremental result over a simulated history")
+    func rebuildEqualsIncremental() throws {
+        let t = TempHome()
+        var o = SimulatorCapture.Options()
+        o.seed = 5
+        o.days = 30
+        o.pageSize = 500
+        _ = try SimulatorCapture.run(home: t.home, options: o)
+        o.days = 3
+        for _ in 0..<5 { _ = try SimulatorCapture.run(home: t.home, options: o) }
+        let node = try t.open()
+        let incremental = try aggregateRows(node)
+        #expect(incremental.count > 100)
+        // Some summaries share earlier daily rows (types that did not change).
+        let shared = try node.archive.writer.read { db in
+            try Int.fetchOne(db, sql: "SELECT count(*) FROM observation_type_summaries WHERE daily_base_observation_id != observation_id")!
+        }
+        #expect(shared > 0)
+        try node.archive.writer.write { db in try Aggregates.rebuildAll(db, now: 1) }
+        let rebuilt = try aggregateRows(node)
+        #expect(rebuilt == incremental)
+    }
+
+    @Test("aggregates: an unchanged type copies no daily rows; a changed one gets its own")
+    func differential() throws {
+        let t = TempHome()
+        let node = try t.open()
+        let day0 = 1_750_000_000.0 - 1_750_000_000.0.truncatingRemainder(dividingBy: 86_400) - 5 * 86_400
+        let samples = (0..<20).map { beat(day0, $0 * 20, value: 60 + Double($0)) }
+        let a = try captureIn(node, zone: "UTC", samples: samples)
+        let b = try captureIn(node, zone: "UTC", samples: samples)
+        let c = try captureIn(node, zone: "UTC", samples: Array(samples.dropLast()))
+        try node.archive.writer.read { db in
+            #expect(try Int.fetchOne(db, sql: "SELECT count(*) FROM daily_type_aggregates WHERE observation_id = ?", arguments: [b]) == 0)
+            #expect(try Int64.fetchOne(db, sql: "SELECT daily_base_observation_id FROM observation_type_summaries WHERE observation_id = ?", arguments: [b]) == a)
+            #expect(try Int.fetchOne(db, sql: "SELECT count(*) FROM daily_type_aggregates WHERE observation_id = ?", arguments: [c])! > 0)
+            let sums = try Double.fetchAll(db, sql: "SELECT value_sum FROM observation_type_summaries ORDER BY observation_id")
+            #expect(sums == [1390, 1390, 1311])
+            let daily = try AggregateQueries.daily(db, at: b, typeIdentifier: heartRate.identifier)
+            #expect(daily.map(\.visibleRecordCount).reduce(0, +) == 20)
+        }
+    }
+
+    @Test("aggregates: local days of the observation's timezone; a DST day has 23 hours")
+    func dstBuckets() throws {
+        let t = TempHome()
+        let node = try t.open()
+        // 2025-03-30 is 23 hours long in Europe/Berlin (CET to CEST).
+        let berlinMidnight = 1_743_289_200.0  // 2025-03-29T23:00:00Z
+        let samples = (0..<10).map { beat(berlinMidnight - 86_400, $0 * 60, value: 70) }
+        let obs = try captureIn(node, zone: "Europe/Berlin", samples: samples)
+        try node.archive.writer.read { db in
+            let rows = try AggregateQueries.daily(db, at: obs, typeIdentifier: heartRate.identifier)
+            #expect(rows.map(\.visibleRecordCount).reduce(0, +) == 10)
+            let dst = rows.first { $0.bucketStart == berlinMidnight }
+            #expect(dst?.bucketEnd == berlinMidnight + 23 * 3600)
+            let before = rows.first { $0.bucketEnd == berlinMidnight }
+            #expect(before.map { $0.bucketEnd - $0.bucketStart } == 86_400)
+        }
+    }
+
+    @Test("point in time: pages with a keyset cursor equal the full stream and the state of that observation")
+    func pointInTime() throws {
+        let t = TempHome()
+        let node = try t.open()
+        let first = (0..<40).map { hr($0, value: 60) }
+        let a = try capture(node, samples: first).obs
+        var second = Array(first.dropFirst(5))
+        second[0].numericValue = 99
+        second += (100..<110).map { hr($0) }
+        let b = try capture(node, samples: second).obs
+        try node.archive.writer.read { db in
+            for (obs, expected) in [(a, 40), (b, 45)] {
+                let scope = SnapshotScope(observationID: obs, typeIdentifier: heartRate.identifier)
+                var streamed: [VisibleSample] = []
+                try PointInTime.stream(db, scope) { streamed.append($0) }
+                #expect(streamed.count == expected)
+                #expect(try PointInTime.count(db, scope) == expected)
+                var paged: [VisibleSample] = []
+                var cursor: PointInTime.Cursor?
+                repeat {
+                    let page = try PointInTime.page(db, scope, after: cursor, limit: 7)
+                    #expect(page.rows.count <= 7)
+                    paged += page.rows
+                    cursor = page.next
+                    if let c = cursor { #expect(PointInTime.Cursor(token: c.token) == c) }
+                } while cursor != nil
+                #expect(paged == streamed)
+                #expect(streamed.map(\.strictFingerprint) == streamed.map(\.strictFingerprint).sorted())
+            }
+            let atA = try PointInTime.page(db, SnapshotScope(observationID: a), limit: 1000).rows
+            #expect(Set(atA.map(\.numericValue)) == [60])
+            let atB = try PointInTime.page(db, SnapshotScope(observationID: b), limit: 1000).rows
+            #expect(atB.filter { $0.numericValue == 99 }.count == 1)
+            // A window of start dates.
+            let window = SnapshotScope(observationID: a, from: 1_700_000_000 + 10 * 300, to: 1_700_000_000 + 20 * 300)
+            #expect(try PointInTime.count(db, window) == 10)
+        }
+        #expect(throws: ArchiveError.self) { try node.archive.writer.read { db in _ = try PointInTime.page(db, SnapshotScope(observationID: 999)) } }
+    }
+
+    @Test("diff: adjacent or not, either direction, with before and after versions; cost follows changes")
+    func diff() throws {
+        let t = TempHome()
+        let node = try t.open()
+        let first = (0..<30).map { hr($0, value: 60) }
+        let a = try capture(node, samples: first).obs
+        var second = Array(first.dropFirst(3))   // 0,1,2 disappear
+        second[0].numericValue = 75              // 3 changes
+        let b = try capture(node, samples: second + [hr(50)]).obs   // 50 appears
+        let c = try capture(node, samples: second + [hr(50), hr(51)] + [hr(0, value: 60)]).obs   // 51 appears, 0 comes back unchanged
+        try node.archive.writer.write { db in
+            let ab = try ObservationDiff.prepare(db, from: a, to: b)
+            #expect(try ab.counts(db) == [DiffTypeCount(typeIdentifier: heartRate.identifier, appeared: 1, disappeared: 3, changed: 1)])
+            let ac = try ObservationDiff.prepare(db, from: a, to: c)
+            #expect(try ac.counts(db) == [DiffTypeCount(typeIdentifier: heartRate.identifier, appeared: 2, disappeared: 2, changed: 1)])
+            let changed = try ac.page(db, kind: .changed)
+            #expect(changed.count == 1)
+            #expect(changed.first?.before?.numericValue == 60 && changed.first?.after?.numericValue == 75)
+            let ca = try ObservationDiff.prepare(db, from: c, to: a)
+            #expect(try ca.counts(db) == [DiffTypeCount(typeIdentifier: heartRate.identifier, appeared: 2, disappeared: 2, changed: 1)])
+            let back = try ca.page(db, kind: .changed)
+            #expect(back.first?.before?.numericValue == 75 && back.first?.after?.numericValue == 60)
+            // Paging by sample id.
+            var seen: [Int64] = []
+            var after: Int64 = 0
+            while true {
+                let p = try ac.page(db, afterSampleID: after, limit: 2)
+                if p.isEmpty { break }
+                seen += p.map(\.sampleID)
+                after = p.last!.sampleID
+            }
+            #expect(seen.count == 5 && seen == seen.sorted())
+        }
+    }
+
+    @Test("classification: consolidation is not loss; a real deletion is; a failed run is unavailable")
+    func classification() throws {
+        let t = TempHome()
+        let node = try t.open()
+        let day0 = 1_749_945_600.0  // a UTC midnight
+        let day1 = day0 + 86_400
+        let value: (Int) -> Double = { 60 + Double($0 % 7) }
+        let raw0 = (0..<288).map { beat(day0, $0, value: value($0)) }
+        let raw1 = (0..<288).map { beat(day1, $0, value: value($0)) }
+        let a = try captureIn(node, samples: raw0 + raw1)
+        // Day 0 consolidated into hourly means; day 1 untouched.
+        let means = (0..<24).map { h in hourly(day0, h, value: (0..<12).map { value(h * 12 + $0) }.reduce(0, +) / 12) }
+        let b = try captureIn(node, samples: means + raw1)
+        // Then 20 samples of day 1 deleted with nothing in their place.
+        let c = try captureIn(node, samples: means + Array(raw1.dropLast(20)))
+        let d = try captureIn(node, samples: [], fail: true)
+        try node.archive.writer.write { db in
+            let ab = try ChangeClassifier.classify(db, diff: ObservationDiff.prepare(db, from: a, to: b)).types[0]
+            #expect(ab.labels.contains(.consolidationLikely))
+            #expect(!ab.labels.contains(.loss))
+            #expect(ab.consolidatedRecords == 288 && ab.lostRecords == 0)
+            #expect(ab.recordCountDelta == 24 - 288)
+            let bc = try ChangeClassifier.classify(db, diff: ObservationDiff.prepare(db, from: b, to: c)).types[0]
+            #expect(bc.labels == [.loss])
+            #expect(bc.lostRecords == 20)
+            let ac = try ChangeClassifier.classify(db, diff: ObservationDiff.prepare(db, from: a, to: c)).types[0]
+            #expect(ac.labels.contains(.loss) && ac.labels.contains(.consolidationLikely))
+            #expect(ac.lostRecords == 20 && ac.consolidatedRecords == 288)
+            let cd = try ChangeClassifier.classify(db, diff: ObservationDiff.prepare(db, from: c, to: d)).types[0]
+            #expect(cd.labels == [.unavailable])
+        }
+    }
+
+    @Test("classification on a simulated history: consolidation after 45 days is not called loss")
+    func simulatedConsolidation() throws {
+        let t = TempHome()
+        var o = SimulatorCapture.Options()
+        o.seed = 11
+        o.days = 44
+        o.pageSize = 1000
+        o.types = SimulatedType.all.filter { $0.identifier.hasSuffix("HeartRate") || $0.identifier.hasSuffix("ActiveEnergyBurned") }
+        let first = try SimulatorCapture.run(home: t.home, options: o)
+        o.days = 3
+        let second = try SimulatorCapture.run(home: t.home, options: o)
+        let node = try t.open()
+        let report = try node.archive.writer.write { db in
+            try ChangeClassifier.classify(db, diff: ObservationDiff.prepare(db, from: first.observationID, to: second.observationID))
+        }
+        for id in ["HKQuantityTypeIdentifierHeartRate", "HKQuantityTypeIdentifierActiveEnergyBurned"] {
+            let c = try #require(report.types.first { $0.typeIdentifier == id })
+            #expect(c.labels.contains(.consolidationLikely), "\(id): \(c.labels)")
+            // Days 0-2 were consolidated (every original disappeared); they are not counted as lost.
+            #expect(c.consolidatedRecords > c.lostRecords, "\(id): consolidated \(c.consolidatedRecords), lost \(c.lostRecords)")
+        }
+    }
+}
