@@ -15,14 +15,15 @@ struct Observations: AsyncParsableCommand {
 
     func run() async throws {
         let node = try options.open(.readOnly)
-        let rows = try await node.archive.writer.read { db in
-            try ObservationQueries.list(db, chainID: node.deviceChainID, afterID: after, limit: limit)
-        }
+        // Read from the report cache, brought up to date from the archive first.
+        let cache = try ArchiveCache.of(options.resolvedHome)
+        try cache.refresh(from: node)
+        let rows = try cache.observations(afterID: after, limit: limit)
         if options.json { try Output.json(rows); return }
-        var t = TextTable(["id", "observed at (UTC)", "status", "trigger", "types", "appeared", "disappeared", "changed", "deleted"],
-                          rightAligned: [0, 4, 5, 6, 7, 8])
+        var t = TextTable(["id", "observed at (UTC)", "status", "trigger", "types", "visible", "appeared", "disappeared", "changed", "deleted"],
+                          rightAligned: [0, 4, 5, 6, 7, 8, 9])
         for r in rows {
-            t.add([String(r.id), Output.date(r.observedAt), r.status, r.triggerReason, String(r.typeRuns), String(r.appeared),
+            t.add([String(r.id), Output.date(r.observedAt), r.status, r.triggerReason, String(r.trackedTypeCount), String(r.visibleRecordCount), String(r.appeared),
                    String(r.disappeared), String(r.changed), String(r.deletedObjects)])
         }
         print(t.render())

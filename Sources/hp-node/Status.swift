@@ -10,7 +10,10 @@ struct Status: AsyncParsableCommand {
     func run() async throws {
         let home = options.resolvedHome
         let node = try options.open(.readOnly)
-        let s = try await node.archive.writer.read { db in try ObservationQueries.status(db, chainID: node.deviceChainID) }
+        // Read from the report cache, brought up to date from the archive first.
+        let cache = try ArchiveCache.of(home)
+        try cache.refresh(from: node)
+        guard let s = try cache.status() else { throw ArchiveError(.invalidState, "the report cache has no status after a refresh; run `hp-node cache rebuild`") }
         if options.json { try Output.json(s); return }
         print("archive           \(home.archivePath)")
         print("schema version    \(s.schemaVersion)")
