@@ -103,13 +103,13 @@ public enum PointInTime {
             if let after, typeID < after.typeID { continue }
             let start = (after?.typeID == typeID) ? max(after!.fingerprint, lo) : lo
             var more = true
-            try stmt.query(db, [.int(scope.observationID), .int(typeID), .text(start), .text(hi), .double(scope.from), .double(scope.to)]) { r in
-                guard more else { return }
+            try stmt.queryWhile(db, [.int(scope.observationID), .int(typeID), .text(start), .text(hi), .double(scope.from), .double(scope.to)], { r in
                 let row = VisibleSample(sampleID: r.int(0)!, versionID: r.int(1)!, typeIdentifier: identifier, strictFingerprint: r.text(2)!,
                                         payloadHash: r.text(3)!, startDate: r.double(4)!, endDate: r.double(5)!, valueKind: r.text(6),
                                         numericValue: r.double(7), unit: r.text(8), categoryValue: r.int(9), visibleSince: r.int(10)!)
                 more = try body(typeID, row)
-            }
+                return more
+            })
             if !more { return }
         }
     }

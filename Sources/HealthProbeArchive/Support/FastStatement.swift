@@ -66,6 +66,18 @@ struct FastStatement {
         }
     }
 
+    /// Like `query`, but stops stepping as soon as `row` returns false.
+    func queryWhile(_ db: Database, _ values: [Value], _ row: (FastStatement) throws -> Bool) throws {
+        bind(values)
+        defer { sqlite3_reset(raw) }
+        while true {
+            let rc = sqlite3_step(raw)
+            if rc == SQLITE_DONE { return }
+            guard rc == SQLITE_ROW else { throw error(db, rc) }
+            if try !row(self) { return }
+        }
+    }
+
     func isNull(_ col: Int32) -> Bool { sqlite3_column_type(raw, col) == SQLITE_NULL }
     func int(_ col: Int32) -> Int64? { isNull(col) ? nil : sqlite3_column_int64(raw, col) }
     func double(_ col: Int32) -> Double? { isNull(col) ? nil : sqlite3_column_double(raw, col) }
