@@ -31,6 +31,8 @@ public struct SetEvidence: Sendable, Codable, Equatable {
     public var earliestStart: Double?
     public var latestEnd: Double?
     public var meanDurationSeconds: Double?
+    /// Records per hour over the set's window (density).
+    public var recordsPerHour: Double?
     /// Counts per source revision (`bundle id product version`).
     public var bySourceRevision: [String: Int] = [:]
 }
@@ -178,6 +180,7 @@ public enum ChangeClassifier {
         e.earliestStart = r["first"]
         e.latestEnd = r["last"]
         e.meanDurationSeconds = r["dur"]
+        if let a = e.earliestStart, let b = e.latestEnd, e.count > 0 { e.recordsPerHour = Double(e.count) / max((b - a) / 3600, 1.0 / 60) }
         for row in try Row.fetchAll(db, sql: """
             SELECT ifnull(so.bundle_identifier, '?') || ' ' || ifnull(sr.product_type, '?') || ' ' || ifnull(sr.version, '?') AS label, count(*) AS n
             FROM temp.hp_diff d JOIN sample_versions v ON v.id = d.\(column)

@@ -241,3 +241,60 @@ struct AnalysisTests {
         }
     }
 }
+
+@Suite("Change classification labels")
+struct ClassificationLabelTests {
+    let types = ["HeartRate", "StepCount", "BodyMass", "RespiratoryRate", "OxygenSaturation"].map {
+        SampleTypeDescriptor("HKQuantityTypeIdentifier" + $0)
+    }
+
+    func sample(_ i: Int, uuid: Bool = false, value: Double = 60) -> CapturedSample {
+        var s = hr(i, value: value, uuid: uuid)
+        s.endDate = s.startDate + 60
+        return s
+    }
+
+    /// One observation with a full-scan run per type.
+    func observe(_ node: NodeArchive, _ perType: [String: [CapturedSample]]) throws -> Int64 {
+        let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: "test", selectedTypes: types.map(\.identifier)))
+        for t in types {
+            let run = try session.beginTypeRun(t, kind: .fullScan)
+            if let s = perType[t.identifier], !s.isEmpty { try run.writePage(index: 0, samples: s) }
+            try run.complete()
+        }
+        try session.finish()
+        return session.observationID
+    }
+
+    @Test("historical insertion, duplication and many types shifting at once")
+    func labels() throws {
+        let t = TempHome()
+        let node = try t.open()
+        let base = (100..<150).map { sample($0) }
+        var first: [String: [CapturedSample]] = [:]
+        for ty in types { first[ty.identifier] = base }
+        let a = try observe(node, first)
+        var second = first
+        // Heart rate: samples dated before everything seen so far.
+        second[types[0].identifier] = base + (0..<10).map { sample($0) }
+        // Steps: exact duplicates of visible samples (no UUIDs, as in exports).
+        second[types[1].identifier] = base + base.prefix(20)
+        // Two more types grow by 30% with new data: four types shift over 10%.
+        second[types[2].identifier] = base + (200..<215).map { sample($0) }
+        second[types[3].identifier] = base + (200..<215).map { sample($0) }
+        let b = try observe(node, second)
+        let report = try node.archive.writer.write { db in try ChangeClassifier.classify(db, diff: ObservationDiff.prepare(db, from: a, to: b)) }
+        let byType = Dictionary(uniqueKeysWithValues: report.types.map { ($0.typeIdentifier, $0) })
+        let heart = try #require(byType[types[0].identifier])
+        #expect(heart.labels.contains(.historicalInsertion) && heart.historicalRecords == 10)
+        #expect(!heart.labels.contains(.loss))
+        let steps = try #require(byType[types[1].identifier])
+        #expect(steps.labels.contains(.duplication), "\(steps.labels)")
+        #expect(steps.duplicateRecords == 20)
+        #expect(byType[types[2].identifier]?.labels.contains(.newData) == true)
+        #expect(report.manyTypesShifting)
+        #expect(byType[types[3].identifier]?.labels.contains(.manyTypesShifting) == true)
+        #expect(byType[types[4].identifier]?.labels == [.noChange])
+        #expect(heart.appeared.recordsPerHour != nil)
+    }
+}
