@@ -5,6 +5,7 @@ Protocol/vectors/hashing.json; the Swift tests check the product against it.
 
 Usage: python3 Protocol/reference/hp_canonical.py > Protocol/vectors/hashing.json
        python3 Protocol/reference/hp_canonical.py verify-bundle FILE [MANIFEST_HASH]
+       python3 Protocol/reference/hp_canonical.py verify-export FILE
 """
 import hashlib, hmac, json, struct, sys
 from datetime import datetime, timezone
@@ -277,7 +278,103 @@ def verify_bundle(path, expected):
     return 0
 
 
+def export_counts(kind, items):
+    """The manifest counts of an export kind, rebuilt from its items (docs/export-format.md)."""
+    if kind == "observation_diff_json":
+        by = {}
+        for it in items:
+            by.setdefault(it["sample_type_identifier"], {})
+            by[it["sample_type_identifier"]][it["change"]] = by[it["sample_type_identifier"]].get(it["change"], 0) + 1
+        return {"by_type": by, "records": len(items)}
+    if kind == "type_summary_json":
+        s = sum(1 for it in items if it["kind"] == "type_summary")
+        return {"records": len(items), "type_summaries": s, "daily_rows": len(items) - s}
+    if kind == "archive_manifest_json":
+        o = sum(1 for it in items if it["kind"] == "observation")
+        return {"records": len(items), "observations": o, "bundles": len(items) - o}
+    by = {}
+    for it in items:
+        if it.get("kind") == "record":
+            by[it["sample_type_identifier"]] = by.get(it["sample_type_identifier"], 0) + 1
+    return {"by_type": by, "records": sum(by.values()), "relationships": len(items) - sum(by.values())}
+
+
+def manifest_hash(metadata, item_hashes, counts, filters):
+    m = hashlib.sha256(b"hp:v2:export_manifest:")
+    m.update(canonical(metadata).encode() + b"\n")
+    for h in item_hashes:
+        m.update(h.encode() + b"\n")
+    m.update(canonical(counts).encode() + b"\n" + canonical(filters).encode())
+    return m.hexdigest()
+
+
+def verify_export(path):
+    """Verifies a JSON export (the whole file parsed as one JSON document) or, when
+    PATH.manifest.json exists, a CSV export. Prints 'ok <manifest hash>' or the problems."""
+    import csv, os
+    problems = []
+    if os.path.exists(path + ".manifest.json"):
+        env = json.load(open(path + ".manifest.json", encoding="utf-8"))
+        hashes, by, rels = [], {}, 0
+        numeric = {"observation_id", "numeric_value", "category_value", "workout_activity_type", "duration_seconds",
+                   "first_seen_observation_id", "last_verified_observation_id", "disappeared_observation_id"}
+        with open(path, newline="", encoding="utf-8") as f:
+            rows = csv.reader(f)
+            cols = next(rows)
+            for n, row in enumerate(rows, start=2):
+                item = {}
+                for c, v in zip(cols[1:-1], row[1:-1]):
+                    item[c] = None if v == "" else (float(v) if c in numeric else v)
+                if sha("export_item", canonical(item).encode()) != row[-1]:
+                    problems.append("%s line %d: item_hash" % (path, n))
+                hashes.append(row[-1])
+                by[row[2]] = by.get(row[2], 0) + 1
+        relfile = env.get("files", {}).get("relationships")
+        if relfile:
+            with open(os.path.join(os.path.dirname(path), relfile), newline="", encoding="utf-8") as f:
+                rows = csv.reader(f)
+                next(rows)
+                for n, r in enumerate(rows, start=2):
+                    item = {"kind": "relationship", "metadata_hash": r[7] or None, "observation_id": float(r[2]) if r[2] else None,
+                            "relationship_kind": r[1], "source_identity_hash": r[4], "source_type_identifier": r[3],
+                            "target_identity_hash": r[6], "target_type_identifier": r[5]}
+                    if sha("export_item", canonical(item).encode()) != r[-1]:
+                        problems.append("%s line %d: item_hash" % (relfile, n))
+                    hashes.append(r[-1])
+                    rels += 1
+        counts = {"by_type": by, "records": sum(by.values()), "relationships": rels}
+        meta = {k: v for k, v in env.items() if k not in ("export_id", "created_at", "manifest", "files")}
+        man = env["manifest"]
+    else:
+        env = json.load(open(path, encoding="utf-8"))
+        items = env["items"]
+        hashes = []
+        for n, it in enumerate(items, start=1):
+            body = {k: v for k, v in it.items() if k != "item_hash"}
+            if sha("export_item", canonical(body).encode()) != it.get("item_hash"):
+                problems.append("item %d: item_hash" % n)
+            hashes.append(it.get("item_hash", ""))
+        counts = export_counts(env["export_kind"], items)
+        meta = {k: v for k, v in env.items() if k not in ("export_id", "created_at", "items", "manifest")}
+        man = env["manifest"]
+    if man["counts"] != counts:
+        problems.append("manifest.counts")
+    if man["record_count"] != len(hashes):
+        problems.append("manifest.record_count")
+    h = manifest_hash(meta, hashes, man["counts"], meta["filters"])
+    if h != man["manifest_hash"]:
+        problems.append("manifest.manifest_hash (computed %s)" % h)
+    for p in problems:
+        print(p)
+    if problems:
+        return 1
+    print("ok " + h)
+    return 0
+
+
 if __name__ == "__main__":
+    if len(sys.argv) >= 3 and sys.argv[1] == "verify-export":
+        sys.exit(verify_export(sys.argv[2]))
     if len(sys.argv) >= 3 and sys.argv[1] == "verify-bundle":
         sys.exit(verify_bundle(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else ""))
     main()

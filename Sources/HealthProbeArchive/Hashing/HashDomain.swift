@@ -12,6 +12,9 @@ public enum HashDomain: String, Sendable, CaseIterable {
     case manifest
     case page
     case chainState = "chain_state"
+    case exportItem = "export_item"
+    case exportManifest = "export_manifest"
+    case source
     // Privacy hashes (HMAC-SHA256 with the archive secret).
     case sampleUUID = "sample_uuid"
     case deviceChain = "device_chain"

@@ -23,6 +23,7 @@ public enum ArchiveMigrations {
         Migration(version: SchemaV3.version, description: SchemaV3.description, sql: SchemaV3.sql),
         Migration(version: SchemaV4.version, description: SchemaV4.description, sql: SchemaV4.sql),
         Migration(version: SchemaV5.version, description: SchemaV5.description, sql: SchemaV5.sql),
+        Migration(version: SchemaV6.version, description: SchemaV6.description, sql: SchemaV6.sql),
     ]
 
     /// The highest schema version this build knows.

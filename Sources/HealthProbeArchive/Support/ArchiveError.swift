@@ -13,6 +13,7 @@ public struct ArchiveError: CodedError {
         case invalidInput = "invalid_input"
         case notFound = "not_found"
         case storage
+        case cancelled
         case confirmationRequired = "confirmation_required"
     }
 

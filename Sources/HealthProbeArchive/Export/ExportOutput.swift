@@ -1,0 +1,118 @@
+import Foundation
+
+/// A file written through a buffer to `path + ".partial"` and renamed into
+/// place only when complete, so no file that looks complete is left behind
+/// by a cancelled or failed export.
+final class ExportOutput {
+    let path: String
+    let partial: String
+    private let handle: FileHandle
+    private var buffer: [UInt8] = []
+    private(set) var bytesWritten = 0
+
+    init(path: String, overwrite: Bool) throws {
+        self.path = path
+        partial = path + ".partial"
+        let fm = FileManager.default
+        if fm.fileExists(atPath: path) && !overwrite {
+            throw ArchiveError(.invalidInput, "\(path) already exists; choose another --out or pass --overwrite")
+        }
+        let dir = (path as NSString).deletingLastPathComponent
+        if !dir.isEmpty && !fm.fileExists(atPath: dir) {
+            throw ArchiveError(.notFound, "the directory \(dir) does not exist")
+        }
+        guard fm.createFile(atPath: partial, contents: nil), let h = FileHandle(forWritingAtPath: partial) else {
+            throw ArchiveError(.storage, "cannot create \(partial); check the directory's permissions")
+        }
+        handle = h
+        buffer.reserveCapacity(1 << 20)
+    }
+
+    func write(_ bytes: [UInt8]) throws {
+        buffer.append(contentsOf: bytes)
+        if buffer.count >= 1 << 20 { try flush() }
+    }
+
+    func write(_ text: String) throws { try write(Array(text.utf8)) }
+
+    func flush() throws {
+        guard !buffer.isEmpty else { return }
+        do {
+            try handle.write(contentsOf: buffer)
+        } catch {
+            throw ArchiveError(.storage, "writing \(partial) failed (disk full?)", cause: error)
+        }
+        bytesWritten += buffer.count
+        buffer.removeAll(keepingCapacity: true)
+    }
+
+    /// Flushes, syncs and renames the file into place.
+    func commit() throws {
+        try flush()
+        do {
+            try handle.synchronize()
+            try handle.close()
+        } catch {
+            throw ArchiveError(.storage, "finishing \(partial) failed", cause: error)
+        }
+        if FileManager.default.fileExists(atPath: path) { try FileManager.default.removeItem(atPath: path) }
+        try FileManager.default.moveItem(atPath: partial, toPath: path)
+    }
+
+    /// Closes and deletes the partial file.
+    func abandon() {
+        try? handle.close()
+        try? FileManager.default.removeItem(atPath: partial)
+    }
+}
+
+/// RFC 4180 CSV fields.
+enum CSV {
+    /// A field: quoted when it holds a comma, quote, CR or LF.
+    static func field(_ s: String) -> String {
+        if s.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) {
+            return "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        }
+        return s
+    }
+
+    /// The text of a canonical value in a CSV cell (null is empty; numbers as in canonical JSON).
+    static func text(_ v: JSONValue) throws -> String {
+        switch v {
+        case .null: return ""
+        case .string(let s): return s
+        case .bool(let b): return b ? "true" : "false"
+        default: return String(decoding: try CanonicalJSON.encode(v), as: UTF8.self)
+        }
+    }
+
+    /// A CRLF-terminated row.
+    static func row(_ fields: [String]) -> String { fields.map(field).joined(separator: ",") + "\r\n" }
+
+    /// Splits one RFC 4180 record (no embedded line breaks in our exports' fields).
+    static func parse(_ line: String) -> [String]? {
+        var out: [String] = []
+        var cur = ""
+        var inQuotes = false
+        var chars = Array(line)
+        if chars.last == "\r" { chars.removeLast() }
+        var i = 0
+        while i < chars.count {
+            let c = chars[i]
+            if inQuotes {
+                if c == "\"" {
+                    if i + 1 < chars.count && chars[i + 1] == "\"" { cur.append("\""); i += 1 } else { inQuotes = false }
+                } else { cur.append(c) }
+            } else if c == "\"" {
+                guard cur.isEmpty else { return nil }
+                inQuotes = true
+            } else if c == "," {
+                out.append(cur); cur = ""
+            } else { cur.append(c) }
+            i += 1
+        }
+        if inQuotes { return nil }
+        out.append(cur)
+        return out
+    }
+}

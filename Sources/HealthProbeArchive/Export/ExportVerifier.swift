@@ -1,0 +1,260 @@
+import Foundation
+
+/// What `verify-export` found.
+public struct ExportVerification: Sendable, Codable, Equatable {
+    public var path: String
+    public var kind: String?
+    public var exportID: String?
+    public var items: Int
+    public var manifestHash: String?
+    /// Each problem names the line (and item) or field that does not match.
+    public var problems: [String]
+    public var ok: Bool { problems.isEmpty }
+}
+
+/// Recomputes every item hash and the manifest hash of an export from its
+/// file(s) alone (docs/export-format.md), streaming line by line.
+public enum ExportVerifier {
+    public static func verify(path: String) throws -> ExportVerification {
+        guard FileManager.default.fileExists(atPath: path) else { throw ArchiveError(.notFound, "no file at \(path)") }
+        if FileManager.default.fileExists(atPath: path + ".manifest.json") { return try verifyCSV(path: path) }
+        return try verifyJSON(path: path)
+    }
+
+    static func decode(_ bytes: some Collection<UInt8>) -> [String: JSONValue]? {
+        guard let v = try? JSONDecoder().decode(JSONValue.self, from: Data(bytes)), case .object(let o) = v else { return nil }
+        return o
+    }
+
+    /// Counts as the exporter computes them, rebuilt from the items.
+    struct Counter {
+        var kind: String
+        var byType: [String: Int] = [:]
+        var relationships = 0
+        var diff: [String: [String: Int]] = [:]
+        var summaries = 0, daily = 0, observations = 0, bundles = 0
+
+        mutating func add(_ o: [String: JSONValue]) {
+            guard case .string(let k)? = o["kind"] else { return }
+            let type: String = { if case .string(let t)? = o["sample_type_identifier"] { return t }; return "" }()
+            switch k {
+            case "record": byType[type, default: 0] += 1
+            case "relationship": relationships += 1
+            case "diff_entry": if case .string(let c)? = o["change"] { diff[type, default: [:]][c, default: 0] += 1 }
+            case "type_summary": summaries += 1
+            case "daily": daily += 1
+            case "observation": observations += 1
+            case "bundle": bundles += 1
+            default: break
+            }
+        }
+
+        var counts: JSONValue {
+            switch kind {
+            case ExportKind.observationDiffJSON.rawValue:
+                return .object(["by_type": .object(diff.mapValues { .object($0.mapValues { .int($0) }) }),
+                                "records": .int(diff.values.reduce(0) { $0 + $1.values.reduce(0, +) })])
+            case ExportKind.typeSummaryJSON.rawValue:
+                return .object(["records": .int(summaries + daily), "type_summaries": .int(summaries), "daily_rows": .int(daily)])
+            case ExportKind.archiveManifestJSON.rawValue:
+                return .object(["records": .int(observations + bundles), "observations": .int(observations), "bundles": .int(bundles)])
+            default:
+                return Exporter.counts(byType: byType, relationships: relationships)
+            }
+        }
+    }
+
+    /// The spec's order key of a record item.
+    static func orderKey(_ o: [String: JSONValue]) -> [String] {
+        ["sample_type_identifier", "start_date", "end_date", "sample_identity_hash", "payload_hash"].map { k in
+            if case .string(let s)? = o[k] { return s }; return ""
+        }
+    }
+
+    static func verifyJSON(path: String) throws -> ExportVerification {
+        var report = ExportVerification(path: path, items: 0, problems: [])
+        var lines = try FileLines(path: path)
+        guard let first = lines.next() else { report.problems.append("line 1: the file is empty"); return report }
+        let suffix = Array(",\"items\":[".utf8)
+        guard first.count > suffix.count, Array(first.suffix(suffix.count)) == suffix, var header = decode(first + Array("]}".utf8)) else {
+            report.problems.append("line 1: not an export envelope header (it must be the envelope up to `\"items\":[`)")
+            return report
+        }
+        if case .string(let k)? = header["export_kind"] { report.kind = k }
+        if case .string(let e)? = header["export_id"] { report.exportID = e }
+        guard let kind = report.kind, ExportKind(rawValue: kind) != nil else {
+            report.problems.append("line 1: export_kind is missing or unknown"); return report
+        }
+        var counter = Counter(kind: kind)
+        var footer: [String: JSONValue]?
+        var lineNo = 1
+        var previousHadComma = true
+        var lastKey: [String]?
+        // Item hashes go into the manifest in order as they are checked.
+        var manifestItems = SHA256Accumulator()
+        while let raw = lines.next() {
+            lineNo += 1
+            if raw.starts(with: Array("],".utf8)) || raw == Array("]".utf8) {
+                footer = decode(Array("{".utf8) + raw.dropFirst(2))
+                if footer == nil { report.problems.append("line \(lineNo): the envelope's closing line is not valid JSON") }
+                if previousHadComma && report.items > 0 { report.problems.append("line \(lineNo - 1): the last item must not end with a comma") }
+                break
+            }
+            if !previousHadComma { report.problems.append("line \(lineNo - 1): items must be separated by a comma at the end of the line") }
+            var body = raw[...]
+            previousHadComma = body.last == UInt8(ascii: ",")
+            if previousHadComma { body = body.dropLast() }
+            report.items += 1
+            guard var o = decode(body) else { report.problems.append("line \(lineNo): item \(report.items) is not a JSON object"); continue }
+            guard case .string(let stated)? = o.removeValue(forKey: "item_hash") else {
+                report.problems.append("line \(lineNo): item \(report.items) has no item_hash"); continue
+            }
+            let computed = ArchiveHasher.sha256(.exportItem, try CanonicalJSON.encode(.object(o)))
+            if computed != stated {
+                var what = "item \(report.items)"
+                if case .string(let id)? = o["sample_identity_hash"] { what += " (sample_identity_hash \(id.prefix(16))...)" }
+                report.problems.append("line \(lineNo): \(what): item_hash does not match its content (stated \(stated.prefix(16))..., computed \(computed.prefix(16))...)")
+            }
+            if case .string("record")? = o["kind"] {
+                let key = orderKey(o)
+                if let lastKey, key.lexicographicallyPrecedes(lastKey) {
+                    report.problems.append("line \(lineNo): item \(report.items) is out of the spec's order (type, start, end, identity, payload)")
+                }
+                lastKey = key
+            }
+            counter.add(o)
+            manifestItems.add(stated)
+        }
+        guard let footer else {
+            report.problems.append("line \(lineNo): the file ends before the envelope closes (truncated?)")
+            return report
+        }
+        guard case .object(let manifest)? = footer["manifest"] else { report.problems.append("manifest: missing"); return report }
+        if case .string(let h)? = manifest["manifest_hash"] { report.manifestHash = h }
+        if manifest["record_count"] != .int(report.items) {
+            report.problems.append("manifest.record_count: the file has \(report.items) items")
+        }
+        let counts = counter.counts
+        if manifest["counts"] != counts { report.problems.append("manifest.counts: do not match the items") }
+        header.removeValue(forKey: "export_id"); header.removeValue(forKey: "created_at"); header.removeValue(forKey: "items")
+        header["provenance_warning"] = footer["provenance_warning"] ?? .null
+        if footer["provenance_warning"] != .string(ProvenanceWarning.text) { report.problems.append("provenance_warning: missing or altered") }
+        let filters = header["filters"] ?? .null
+        let recomputed = try manifestItems.finish(metadata: .object(header), counts: manifest["counts"] ?? counts, filters: filters)
+        if recomputed != report.manifestHash {
+            report.problems.append("manifest.manifest_hash: does not match the envelope and items (computed \(recomputed))")
+        }
+        return report
+    }
+
+    static func verifyCSV(path: String) throws -> ExportVerification {
+        var report = ExportVerification(path: path, items: 0, problems: [])
+        guard let data = FileManager.default.contents(atPath: path + ".manifest.json"), var envelope = decode(data) else {
+            report.problems.append("\(path).manifest.json: not a JSON object"); return report
+        }
+        if case .string(let k)? = envelope["export_kind"] { report.kind = k }
+        if case .string(let e)? = envelope["export_id"] { report.exportID = e }
+        guard case .object(let manifest)? = envelope["manifest"] else { report.problems.append("manifest: missing"); return report }
+        if case .string(let h)? = manifest["manifest_hash"] { report.manifestHash = h }
+        var acc = SHA256Accumulator()
+        var byType: [String: Int] = [:]
+        var relationships = 0
+        func check(file: String, columns: [String], isRecord: Bool) throws {
+            var lines = try FileLines(path: file)
+            guard let head = lines.next(), CSV.parse(String(decoding: head, as: UTF8.self)) == columns else {
+                report.problems.append("\(file) line 1: the header row must be exactly: \(columns.joined(separator: ","))"); return
+            }
+            var lineNo = 1
+            while let raw = lines.next() {
+                lineNo += 1
+                let text = String(decoding: raw, as: UTF8.self)
+                if text.isEmpty || text == "\r" { continue }
+                report.items += 1
+                guard let f = CSV.parse(text), f.count == columns.count else {
+                    report.problems.append("\(file) line \(lineNo): expected \(columns.count) fields"); continue
+                }
+                if f[0] != report.exportID { report.problems.append("\(file) line \(lineNo): export_id differs from the manifest's") }
+                let stated = f[columns.count - 1]
+                let computed: String
+                if isRecord {
+                    var values: [JSONValue] = []
+                    for (i, name) in columns.enumerated() where i > 0 && i < columns.count - 1 {
+                        let cell = f[i]
+                        if cell.isEmpty { values.append(.null) }
+                        else if CSVColumns.numeric.contains(name) {
+                            guard let d = Double(cell) else { report.problems.append("\(file) line \(lineNo): \(name) is not a number"); values.append(.string(cell)); continue }
+                            values.append(.number(d))
+                        } else { values.append(.string(cell)) }
+                    }
+                    computed = try CSVColumns.recordHash(values)
+                    byType[f[2], default: 0] += 1
+                } else {
+                    let item = RelationshipItems.item(kind: f[1], observation: Int64(f[2]), metadataHash: f[7].isEmpty ? nil : f[7], sourceType: f[3],
+                                                      sourceIdentity: f[4], targetType: f[5], targetIdentity: f[6])
+                    computed = ArchiveHasher.sha256(.exportItem, item)
+                    relationships += 1
+                }
+                if computed != stated {
+                    report.problems.append("\(file) line \(lineNo): item_hash does not match the row (\(isRecord ? "sample_identity_hash \(f[3].prefix(16))..." : "relationship"))")
+                }
+                acc.add(stated)
+            }
+        }
+        try check(file: path, columns: CSVColumns.records, isRecord: true)
+        if case .object(let files)? = envelope["files"], case .string(let rel)? = files["relationships"] {
+            let relPath = ((path as NSString).deletingLastPathComponent as NSString).appendingPathComponent(rel)
+            if FileManager.default.fileExists(atPath: relPath) { try check(file: relPath, columns: CSVColumns.relationships, isRecord: false) }
+            else { report.problems.append("\(relPath): the relationships file named by the manifest is missing") }
+        }
+        if manifest["record_count"] != .int(report.items) { report.problems.append("manifest.record_count: the files have \(report.items) rows") }
+        let counts = Exporter.counts(byType: byType, relationships: relationships)
+        if manifest["counts"] != counts { report.problems.append("manifest.counts: do not match the rows") }
+        for k in ["export_id", "created_at", "manifest", "files"] { envelope.removeValue(forKey: k) }
+        let recomputed = try acc.finish(metadata: .object(envelope), counts: manifest["counts"] ?? counts, filters: envelope["filters"] ?? .null)
+        if recomputed != report.manifestHash { report.problems.append("manifest.manifest_hash: does not match the envelope and rows (computed \(recomputed))") }
+        return report
+    }
+}
+
+/// Item hashes collected in order for the manifest hash, which needs the
+/// metadata first: the hashes are kept as a running digest of their own and
+/// replayed (64 bytes each) into the manifest at the end.
+struct SHA256Accumulator {
+    private var spill: [UInt8] = []
+    private var file: FileHandle?
+    private var spillPath: String?
+
+    mutating func add(_ hash: String) {
+        spill.append(contentsOf: Array(hash.utf8))
+        spill.append(0x0A)
+        if spill.count >= 1 << 20 { flushToDisk() }
+    }
+
+    private mutating func flushToDisk() {
+        if file == nil {
+            let p = NSTemporaryDirectory() + "hp-verify-\(UUID().uuidString)"
+            _ = FileManager.default.createFile(atPath: p, contents: nil)
+            spillPath = p
+            file = FileHandle(forUpdatingAtPath: p)
+        }
+        try? file?.write(contentsOf: spill)
+        spill.removeAll(keepingCapacity: true)
+    }
+
+    consuming func finish(metadata: JSONValue, counts: JSONValue, filters: JSONValue) throws -> String {
+        var s = SHA256Stream(domain: .exportManifest)
+        s.update(try CanonicalJSON.encode(metadata))
+        s.update([0x0A])
+        if let file, let spillPath {
+            try file.seek(toOffset: 0)
+            while let chunk = try file.read(upToCount: 1 << 20), !chunk.isEmpty { s.update(Array(chunk)) }
+            try? file.close()
+            try? FileManager.default.removeItem(atPath: spillPath)
+        }
+        s.update(spill)
+        s.update(try CanonicalJSON.encode(counts))
+        s.update([0x0A])
+        s.update(try CanonicalJSON.encode(filters))
+        return s.finalize()
+    }
+}

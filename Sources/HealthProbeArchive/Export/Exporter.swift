@@ -1,0 +1,236 @@
+import Foundation
+import GRDB
+
+/// Column layouts of the CSV exports (export-spec.md 6).
+public enum CSVColumns {
+    public static let records = [
+        "export_id", "observation_id", "sample_type_identifier", "sample_identity_hash", "sample_uuid_hash", "strict_fingerprint",
+        "semantic_fingerprint", "payload_hash", "start_date_utc", "end_date_utc", "value_kind", "numeric_value", "unit", "category_value",
+        "workout_activity_type", "duration_seconds", "source_hash", "device_hash", "metadata_hash", "first_seen_observation_id",
+        "last_verified_observation_id", "disappeared_observation_id", "item_hash",
+    ]
+    /// Columns holding numbers (the rest are text); empty cells are null.
+    public static let numeric: Set<String> = [
+        "observation_id", "numeric_value", "category_value", "workout_activity_type", "duration_seconds",
+        "first_seen_observation_id", "last_verified_observation_id", "disappeared_observation_id",
+    ]
+    public static let relationships = [
+        "export_id", "relationship_kind", "observation_id", "source_type_identifier", "source_identity_hash",
+        "target_type_identifier", "target_identity_hash", "metadata_hash", "item_hash",
+    ]
+
+    /// The item hash of a CSV record row: SHA-256 of `hp:v2:export_item:` and
+    /// the canonical JSON object of columns 2-22 by name.
+    static func recordHash(_ values: [JSONValue]) throws -> String {
+        var o: [String: JSONValue] = [:]
+        for (i, v) in values.enumerated() { o[records[i + 1]] = v }
+        return ArchiveHasher.sha256(.exportItem, try CanonicalJSON.encode(.object(o)))
+    }
+}
+
+/// Streams an export from SQLite to a file: items in the spec's order, item
+/// hashes and the manifest hash computed as rows go by, the file renamed into
+/// place and the manifest row marked `completed` only at the end.
+public enum Exporter {
+    /// Runs an export. `isCancelled` is polled between items; a cancelled export
+    /// throws `ArchiveError(.cancelled)` and leaves no file behind.
+    public static func run(node: NodeArchive, request: ExportRequest, out: String, overwrite: Bool = false,
+                           exportID: String = UUID().uuidString.lowercased(),
+                           isCancelled: @escaping @Sendable () -> Bool = { false },
+                           progress: (Int) -> Void = { _ in }) throws -> ExportResult {
+        let now = node.clock.now()
+        let chain = node.deviceChainID
+        // Resolve the scope.
+        let scope = try node.archive.writer.read { db in try Scope.resolve(db, request: request, chainID: chain) }
+        let envelope = ExportEnvelope(exportID: exportID, kind: request.kind, createdAt: now,
+                                      app: .object(["name": .string("HealthProbe"), "version": .string(HealthProbeVersion.current)]),
+                                      archive: scope.archiveJSON(chainHash: node.deviceChainHash), filters: scope.filters)
+        let rowID = try node.archive.writer.write { db -> Int64 in
+            if try Bool.fetchOne(db, sql: "SELECT 1 FROM export_manifests WHERE export_id = ?", arguments: [exportID]) != nil {
+                throw ArchiveError(.invalidInput, "an export with id \(exportID) is already recorded; export ids are unique")
+            }
+            try db.execute(sql: """
+                INSERT INTO export_manifests(export_id, created_at, export_kind, from_observation_id, to_observation_id, filter_json,
+                    manifest_hash, record_count, status, file_path, as_of_observation_id)
+                VALUES (?, ?, ?, ?, ?, ?, '', 0, 'running', ?, ?)
+                """, arguments: [exportID, now, request.kind.rawValue, scope.from, scope.to,
+                                 String(decoding: try CanonicalJSON.encode(scope.filters), as: UTF8.self), out, scope.asOf])
+            return db.lastInsertedRowID
+        }
+        var outputs: [ExportOutput] = []
+        do {
+            let result = try node.archive.writer.read { db -> ExportResult in
+                try write(db, request: request, scope: scope, envelope: envelope, out: out, overwrite: overwrite,
+                          outputs: &outputs, isCancelled: isCancelled, progress: progress)
+            }
+            for o in outputs { try o.commit() }
+            try node.archive.writer.write { db in
+                try db.execute(sql: "UPDATE export_manifests SET status = 'completed', manifest_hash = ?, record_count = ?, ended_at = ? WHERE id = ?",
+                               arguments: [result.manifestHash, result.recordCount, node.clock.now(), rowID])
+            }
+            return result
+        } catch {
+            for o in outputs { o.abandon() }
+            let status = (error as? ArchiveError)?.code == .cancelled ? "cancelled" : "failed"
+            try? node.archive.writer.write { db in
+                try db.execute(sql: "UPDATE export_manifests SET status = ?, ended_at = ? WHERE id = ?", arguments: [status, node.clock.now(), rowID])
+            }
+            throw error
+        }
+    }
+
+    /// The observations an export covers, resolved and checked.
+    struct Scope {
+        var at: Int64?
+        var from: Int64?
+        var to: Int64?
+        var asOf: Int64
+        var filters: JSONValue
+        var zone: JSONValue
+        var schemaVersion: Int
+
+        static func resolve(_ db: Database, request r: ExportRequest, chainID: Int64) throws -> Scope {
+            guard let latest = try ObservationQueries.latestObservationID(db, chainID: chainID) else {
+                throw ArchiveError(.notFound, "the archive has no observations to export yet")
+            }
+            func check(_ id: Int64?, _ what: String) throws {
+                guard let id else { return }
+                guard try Int64.fetchOne(db, sql: "SELECT device_chain_id FROM observations WHERE id = ?", arguments: [id]) == chainID else {
+                    throw ArchiveError(.notFound, "\(what) \(id) is not an observation of this archive's chain; list them with `hp-node observations`")
+                }
+            }
+            let asOf = r.asOf ?? latest
+            try check(r.asOf, "--as-of")
+            var s = Scope(asOf: asOf, filters: .null, zone: .null, schemaVersion: try Int.fetchOne(db, sql: "SELECT max(version) FROM schema_migrations") ?? 0)
+            switch r.kind {
+            case .observationDiffJSON:
+                guard let f = r.from, let t = r.to else { throw ArchiveError(.invalidInput, "observation_diff_json needs --from A --to B") }
+                try check(f, "--from"); try check(t, "--to")
+                s.from = f; s.to = t
+            case .archiveManifestJSON:
+                s.from = try Int64.fetchOne(db, sql: "SELECT min(id) FROM observations WHERE device_chain_id = ?", arguments: [chainID])
+                s.to = asOf
+            default:
+                let at = r.at ?? min(latest, asOf)
+                try check(at, "--at")
+                if at > asOf { throw ArchiveError(.invalidInput, "--at \(at) is after --as-of \(asOf)") }
+                s.at = at; s.from = at
+            }
+            if let obs = s.at ?? s.to, let z = try Row.fetchOne(db, sql: "SELECT time_zone_identifier, time_zone_seconds_from_gmt FROM observations WHERE id = ?", arguments: [obs]) {
+                s.zone = .object(["identifier": .optional(z[0] as String?), "seconds_from_gmt": .optional((z[1] as Int?))])
+            }
+            let range: JSONValue = (r.dateFrom == nil && r.dateTo == nil) ? .null
+                : .object(["start": r.dateFrom.map { .string(CanonicalDate.string($0)) } ?? .null, "end": r.dateTo.map { .string(CanonicalDate.string($0)) } ?? .null])
+            s.filters = .object([
+                "sample_type_identifiers": .array(Array(Set(r.types)).sorted(by: CanonicalJSON.keyPrecedes).map(JSONValue.string)),
+                "date_range": range, "include_relationships": .bool(r.includeRelationships), "include_metadata": .bool(r.includeMetadata),
+            ])
+            return s
+        }
+
+        func archiveJSON(chainHash: String) -> JSONValue {
+            .object(["schema_version": .int(schemaVersion), "device_chain_hash": .string(chainHash),
+                     "from_observation_id": from.map { .int(Int($0)) } ?? .null, "to_observation_id": to.map { .int(Int($0)) } ?? .null,
+                     "as_of_observation_id": .int(Int(asOf)), "time_zone": zone])
+        }
+    }
+
+    static func write(_ db: Database, request: ExportRequest, scope: Scope, envelope: ExportEnvelope, out: String, overwrite: Bool,
+                      outputs: inout [ExportOutput], isCancelled: () -> Bool, progress: (Int) -> Void) throws -> ExportResult {
+        var manifest = try ExportManifestHasher(metadata: envelope.metadata)
+        var byType: [String: Int] = [:]
+        var relationships = 0
+        var n = 0
+        func tick() throws {
+            n += 1
+            if n == 1 || n & 1023 == 0 {
+                if isCancelled() { throw ArchiveError(.cancelled, "the export was cancelled; no file was left and no completed manifest was recorded") }
+                progress(n)
+            }
+        }
+        let records = { () throws -> RecordItems in
+            try RecordItems(db: db, observationID: scope.at!, asOf: scope.asOf, types: request.types, dateFrom: request.dateFrom,
+                            dateTo: request.dateTo, includeMetadata: request.includeMetadata)
+        }
+        let rels = RelationshipItems(db: db, observationID: scope.at ?? 0, types: request.types, dateFrom: request.dateFrom, dateTo: request.dateTo)
+
+        if request.kind == .observationRecordsCSV {
+            let main = try ExportOutput(path: out, overwrite: overwrite); outputs.append(main)
+            try main.write(CSV.row(CSVColumns.records))
+            try records().forEach { item in
+                let hash = try CSVColumns.recordHash(item.csv)
+                manifest.add(itemHash: hash)
+                byType[item.typeIdentifier, default: 0] += 1
+                try main.write(CSV.row([envelope.exportID] + item.csv.map(CSV.text) + [hash]))
+                try tick()
+                return true
+            }
+            var files: [String: JSONValue] = ["records": .string((out as NSString).lastPathComponent)]
+            var companions: [String] = []
+            if request.includeRelationships {
+                let relPath = out + ".relationships.csv"
+                let rel = try ExportOutput(path: relPath, overwrite: overwrite); outputs.append(rel)
+                try rel.write(CSV.row(CSVColumns.relationships))
+                try rels.forEach { _, hash, fields in
+                    manifest.add(itemHash: hash)
+                    relationships += 1
+                    try rel.write(CSV.row([envelope.exportID] + (try fields.map(CSV.text)) + [hash]))
+                    try tick()
+                    return true
+                }
+                files["relationships"] = .string((relPath as NSString).lastPathComponent)
+                companions.append(relPath)
+            }
+            let counts = Self.counts(byType: byType, relationships: relationships)
+            let hash = try manifest.finish(counts: counts, filters: scope.filters)
+            let m = ExportEnvelope.manifest(recordCount: n, counts: counts, manifestHash: hash)
+            let manifestPath = out + ".manifest.json"
+            let mo = try ExportOutput(path: manifestPath, overwrite: overwrite); outputs.append(mo)
+            try mo.write(try envelope.standalone(manifest: m, files: .object(files)))
+            return ExportResult(exportID: envelope.exportID, kind: request.kind, path: out, companionPaths: companions + [manifestPath],
+                                recordCount: n, manifestHash: hash)
+        }
+
+        let file = try ExportOutput(path: out, overwrite: overwrite); outputs.append(file)
+        try file.write(try envelope.header())
+        var first = true
+        func emit(_ json: [UInt8], _ hash: String) throws {
+            if !first { try file.write([UInt8(ascii: ","), 0x0A]) }
+            first = false
+            try file.write(json)
+            manifest.add(itemHash: hash)
+            try tick()
+        }
+        var counts: JSONValue
+        switch request.kind {
+        case .observationRecordsJSON:
+            try records().forEach { item in
+                byType[item.typeIdentifier, default: 0] += 1
+                try emit(item.json, item.itemHash)
+                return true
+            }
+            if request.includeRelationships {
+                try rels.forEach { json, hash, _ in relationships += 1; try emit(json, hash); return true }
+            }
+            counts = Self.counts(byType: byType, relationships: relationships)
+        case .observationDiffJSON:
+            counts = try DiffItems.write(db, from: scope.from!, to: scope.to!, types: request.types, emit: emit)
+        case .typeSummaryJSON:
+            counts = try SummaryItems.write(db, at: scope.at!, types: request.types, emit: emit)
+        case .archiveManifestJSON:
+            counts = try ArchiveManifestItems.write(db, from: scope.from ?? 0, to: scope.to!, emit: emit)
+        case .observationRecordsCSV:
+            fatalError("handled above")
+        }
+        if !first { try file.write([0x0A]) }
+        if isCancelled() { throw ArchiveError(.cancelled, "the export was cancelled; no file was left and no completed manifest was recorded") }
+        let hash = try manifest.finish(counts: counts, filters: scope.filters)
+        try file.write(try ExportEnvelope.footer(manifest: ExportEnvelope.manifest(recordCount: n, counts: counts, manifestHash: hash)))
+        return ExportResult(exportID: envelope.exportID, kind: request.kind, path: out, companionPaths: [], recordCount: n, manifestHash: hash)
+    }
+
+    static func counts(byType: [String: Int], relationships: Int) -> JSONValue {
+        .object(["records": .int(byType.values.reduce(0, +)), "relationships": .int(relationships),
+                 "by_type": .object(byType.mapValues { .int($0) })])
+    }
+}

@@ -1,0 +1,172 @@
+import Foundation
+import GRDB
+
+/// One exported record: its canonical item (with `item_hash`) and the fields
+/// of its CSV row.
+public struct RecordItem {
+    public var typeIdentifier: String
+    /// Canonical item JSON including `item_hash`.
+    public var json: [UInt8]
+    public var itemHash: String
+    /// The CSV row's columns 2-22 (observation_id ... disappeared_observation_id), as canonical values.
+    public var csv: [JSONValue]
+}
+
+/// Streams the records visible at an observation in the spec's item order
+/// (type identifier, start, end, sample identity hash, payload hash), paged
+/// by SQLite: one sorted statement per type, rows visited one at a time.
+struct RecordItems {
+    let db: Database
+    let observationID: Int64
+    let asOf: Int64
+    let types: [String]
+    let dateFrom: Double?
+    let dateTo: Double?
+    let includeMetadata: Bool
+    /// Per type id: observations with a completed run of it, ascending, up to `asOf`.
+    var verified: [Int64: [Int64]] = [:]
+
+    init(db: Database, observationID: Int64, asOf: Int64, types: [String], dateFrom: Double?, dateTo: Double?, includeMetadata: Bool) throws {
+        self.db = db
+        self.observationID = observationID
+        self.asOf = asOf
+        self.types = types
+        self.dateFrom = dateFrom
+        self.dateTo = dateTo
+        self.includeMetadata = includeMetadata
+        for r in try Row.fetchAll(db, sql: """
+            SELECT sample_type_id, observation_id FROM observation_type_runs
+            WHERE status = 'completed' AND observation_id <= ? ORDER BY sample_type_id, observation_id
+            """, arguments: [asOf]) {
+            verified[r[0], default: []].append(r[1])
+        }
+    }
+
+    /// The types in scope, sorted by identifier.
+    func typeRows() throws -> [(Int64, String)] {
+        let all = try Row.fetchAll(db, sql: "SELECT id, type_identifier FROM sample_types ORDER BY type_identifier").map { ($0[0] as Int64, $0[1] as String) }
+        if types.isEmpty { return all }
+        for t in types where !all.contains(where: { $0.1 == t }) {
+            throw ArchiveError(.notFound, "the archive has no samples of type \(t)")
+        }
+        return all.filter { types.contains($0.1) }
+    }
+
+    static let sql = """
+        SELECT s.sample_uuid_hash, s.strict_fingerprint, s.semantic_fingerprint, s.first_seen_observation_id,
+               v.payload_hash, v.start_date, v.end_date, v.value_kind, v.numeric_value, v.unit, v.category_value,
+               v.workout_activity_type, v.duration_seconds, v.creation_date,
+               so.bundle_identifier, so.source_name_hash, sr.product_type, sr.version, sr.operating_system_version,
+               d.device_hash, m.metadata_hash, CASE WHEN ?7 THEN m.metadata_json END,
+               r.first_observation_id, r.last_observation_id,
+               (SELECT e.event_kind || ' ' || ifnull(e.evidence_kind, '') FROM sample_observation_events e
+                WHERE r.last_observation_id <= ?8 AND e.observation_id = r.last_observation_id AND e.sample_id = s.id
+                  AND e.event_kind IN ('disappeared', 'representation_changed') LIMIT 1)
+        FROM samples s
+        JOIN sample_visibility_ranges r ON r.sample_id = s.id AND r.first_observation_id <= ?1
+             AND (r.last_observation_id IS NULL OR r.last_observation_id > ?1)
+        JOIN sample_versions v ON v.id = r.version_id
+        LEFT JOIN source_revisions sr ON sr.id = v.source_revision_id
+        LEFT JOIN sources so ON so.id = sr.source_id
+        LEFT JOIN hk_devices d ON d.id = v.hk_device_id
+        LEFT JOIN metadata_blobs m ON m.id = v.metadata_id
+        WHERE s.sample_type_id = ?2 AND (?3 IS NULL OR v.start_date >= ?4) AND (?5 IS NULL OR v.start_date < ?6)
+        ORDER BY v.start_date, v.end_date, coalesce(s.sample_uuid_hash, s.strict_fingerprint), v.payload_hash
+        """
+
+    /// Calls `body` for every record in order; stops when it returns false.
+    func forEach(_ body: (RecordItem) throws -> Bool) throws {
+        let stmt = try FastStatement(db, Self.sql)
+        var w = CanonicalJSONWriter(capacity: 2048)
+        for (typeID, identifier) in try typeRows() {
+            let runs = verified[typeID] ?? []
+            var more = true
+            try stmt.queryWhile(db, [.int(observationID), .int(typeID), .double(dateFrom), .double(dateFrom), .double(dateTo), .double(dateTo),
+                                     .int(includeMetadata ? 1 : 0), .int(asOf)]) { r in
+                let uuidHash = r.text(0), fp = r.text(1)!, identity = uuidHash ?? fp
+                let first = r.int(22)!, last = r.int(23)
+                let closed = last.map { $0 <= asOf } ?? false
+                // The last observation up to as-of that verified this version visible.
+                let bound = closed ? last! - 1 : asOf
+                var lastVerified = first
+                if let i = Self.lastIndex(runs, atMost: bound), runs[i] >= first { lastVerified = runs[i] }
+                var disappeared: JSONValue = .null
+                if closed {
+                    let ev = (r.text(24) ?? "").split(separator: " ", maxSplits: 1).map(String.init)
+                    disappeared = .object(["observation_id": .number(Double(last!)),
+                                           "event_kind": ev.first.map(JSONValue.string) ?? .null,
+                                           "evidence_kind": ev.count > 1 && !ev[1].isEmpty ? .string(ev[1]) : .null])
+                }
+                let sourceBundle = r.text(14), sourceName = r.text(15)
+                let hasSource = sourceBundle != nil || sourceName != nil
+                var sourceHash: String?
+                if hasSource {
+                    var sw = CanonicalJSONWriter(capacity: 128)
+                    sw.beginObject(); sw.field("bundle_identifier", sourceBundle); sw.field("name_hash", sourceName); sw.endObject()
+                    sourceHash = ArchiveHasher.sha256(.source, sw.bytes)
+                }
+                w.reset()
+                w.beginObject()
+                w.field("category_value", r.int(10).map(Int.init))
+                w.key("creation_date"); if let c = r.double(13) { w.writeDate(c) } else { w.writeNull() }
+                w.field("device_hash", r.text(19))
+                w.key("disappeared"); try w.write(disappeared)
+                try w.field("duration_seconds", r.double(12))
+                w.key("end_date"); w.writeDate(r.double(6)!)
+                w.field("first_seen_observation_id", Int(first))
+                let hashAt = w.bytes.count
+                w.field("kind", "record")
+                w.field("last_verified_observation_id", Int(lastVerified))
+                w.key("metadata")
+                if let m = r.text(21), let data = m.data(using: .utf8), let v = try? JSONDecoder().decode(JSONValue.self, from: data) { try w.write(v) } else { w.writeNull() }
+                w.field("metadata_hash", r.text(20))
+                try w.field("numeric_value", r.double(8))
+                w.field("observation_id", Int(observationID))
+                w.field("payload_hash", r.text(4)!)
+                w.field("sample_first_seen_observation_id", r.int(3).map(Int.init))
+                w.field("sample_identity_hash", identity)
+                w.field("sample_type_identifier", identifier)
+                w.field("sample_uuid_hash", uuidHash)
+                w.field("semantic_fingerprint", r.text(2))
+                w.key("source")
+                if hasSource { w.beginObject(); w.field("bundle_identifier", sourceBundle); w.field("name_hash", sourceName); w.endObject() } else { w.writeNull() }
+                w.field("source_hash", sourceHash)
+                w.key("source_revision")
+                let product = r.text(16), version = r.text(17), os = r.text(18)
+                if product != nil || version != nil || os != nil {
+                    w.beginObject(); w.field("operating_system_version", os); w.field("product_type", product); w.field("version", version); w.endObject()
+                } else { w.writeNull() }
+                w.key("start_date"); w.writeDate(r.double(5)!)
+                w.field("strict_fingerprint", fp)
+                w.field("unit", r.text(9))
+                w.field("value_kind", r.text(7))
+                w.field("workout_activity_type", r.int(11).map(Int.init))
+                w.endObject()
+                let hash = ArchiveHasher.sha256(.exportItem, w.bytes)
+                var json: [UInt8] = []
+                json.reserveCapacity(w.bytes.count + 80)
+                json.append(contentsOf: w.bytes[0..<hashAt])
+                json.append(contentsOf: Array(",\"item_hash\":\"".utf8))
+                json.append(contentsOf: Array(hash.utf8))
+                json.append(UInt8(ascii: "\""))
+                json.append(contentsOf: w.bytes[hashAt...])
+                let csv: [JSONValue] = [
+                    .number(Double(observationID)), .string(identifier), .string(identity), .optional(uuidHash), .string(fp), .optional(r.text(2)),
+                    .string(r.text(4)!), .string(CanonicalDate.string(r.double(5)!)), .string(CanonicalDate.string(r.double(6)!)), .optional(r.text(7)),
+                    .optional(r.double(8)), .optional(r.text(9)), .optional(r.int(10).map(Int.init)), .optional(r.int(11).map(Int.init)), .optional(r.double(12)),
+                    .optional(sourceHash), .optional(r.text(19)), .optional(r.text(20)), .number(Double(first)), .number(Double(lastVerified)),
+                    closed ? .number(Double(last!)) : .null,
+                ]
+                more = try body(RecordItem(typeIdentifier: identifier, json: json, itemHash: hash, csv: csv))
+                return more
+            }
+            if !more { return }
+        }
+    }
+
+    static func lastIndex(_ a: [Int64], atMost x: Int64) -> Int? {
+        var lo = 0, hi = a.count
+        while lo < hi { let mid = (lo + hi) / 2; if a[mid] <= x { lo = mid + 1 } else { hi = mid } }
+        return lo == 0 ? nil : lo - 1
+    }
+}
