@@ -42,35 +42,8 @@ struct AnalyzeBench: AsyncParsableCommand {
         let node = try home.open(clock: clock)
         let types = CaptureBench.types
         let perType = samples / types.count
-        let marker = "bench.analyze.samples"
-        let existing = try node.archive.writer.read { db in try String.fetchOne(db, sql: "SELECT value FROM archive_metadata WHERE key = ?", arguments: [marker]) }
         var results: [PhaseResult] = []
-        if existing != String(perType * types.count) {
-            for gen in 0..<2 {
-                clock.advance(3600)
-                let (_, seconds) = try Measure.time { () throws -> Void in
-                    let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: "benchmark", timeZoneIdentifier: "Europe/Berlin",
-                                                                                              selectedTypes: types.map(\.identifier)))
-                    for (ti, type) in types.enumerated() {
-                        let run = try session.beginTypeRun(type, kind: .fullScan)
-                        let pipeline = PipelinedPageWriter(run: run)
-                        var page: [CapturedSample] = []
-                        for i in 0..<perType {
-                            if let s = Self.sample(type: ti, index: i, generation: gen) { page.append(s) }
-                            if page.count == bench.pageSize { try pipeline.submit(page, to: run); page = [] }
-                        }
-                        if !page.isEmpty { try pipeline.submit(page, to: run) }
-                        _ = try pipeline.flush()
-                        try run.complete()
-                    }
-                    _ = try session.finish()
-                }
-                if !bench.json { FileHandle.standardError.write(Data("setup capture \(gen + 1): \(String(format: "%.1f", seconds)) s\n".utf8)) }
-            }
-            try node.archive.writer.write { db in
-                try db.execute(sql: "INSERT OR REPLACE INTO archive_metadata(key, value) VALUES (?, ?)", arguments: [marker, String(perType * types.count)])
-            }
-        }
+        try Self.prepare(node: node, clock: clock, samples: samples, pageSize: bench.pageSize, quiet: bench.json)
         let (a, b) = try node.archive.writer.read { db in
             let ids = try Int64.fetchAll(db, sql: "SELECT id FROM observations ORDER BY id")
             return (ids[0], ids[1])
@@ -140,6 +113,41 @@ struct AnalyzeBench: AsyncParsableCommand {
         add("aggregate_rebuild", rows: perType * types.count * 2, seconds: rebuildSeconds, notes: "\(aggRows) daily rows; samples counted once per observation")
         try Report.print(results, json: bench.json)
     }
+
+    /// Builds (or reuses, when `--dir` already holds it) the two-observation archive.
+    static func prepare(node: NodeArchive, clock: ManualClock, samples: Int, pageSize: Int, quiet: Bool) throws {
+        let types = CaptureBench.types
+        let perType = samples / types.count
+        let marker = "bench.analyze.samples"
+        let existing = try node.archive.writer.read { db in try String.fetchOne(db, sql: "SELECT value FROM archive_metadata WHERE key = ?", arguments: [marker]) }
+        if existing != String(perType * types.count) {
+            for gen in 0..<2 {
+                clock.advance(3600)
+                let (_, seconds) = try Measure.time { () throws -> Void in
+                    let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: "benchmark", timeZoneIdentifier: "Europe/Berlin",
+                                                                                              selectedTypes: types.map(\.identifier)))
+                    for (ti, type) in types.enumerated() {
+                        let run = try session.beginTypeRun(type, kind: .fullScan)
+                        let pipeline = PipelinedPageWriter(run: run)
+                        var page: [CapturedSample] = []
+                        for i in 0..<perType {
+                            if let s = Self.sample(type: ti, index: i, generation: gen) { page.append(s) }
+                            if page.count == pageSize { try pipeline.submit(page, to: run); page = [] }
+                        }
+                        if !page.isEmpty { try pipeline.submit(page, to: run) }
+                        _ = try pipeline.flush()
+                        try run.complete()
+                    }
+                    _ = try session.finish()
+                }
+                if !quiet { FileHandle.standardError.write(Data("setup capture \(gen + 1): \(String(format: "%.1f", seconds)) s\n".utf8)) }
+            }
+            try node.archive.writer.write { db in
+                try db.execute(sql: "INSERT OR REPLACE INTO archive_metadata(key, value) VALUES (?, ?)", arguments: [marker, String(perType * types.count)])
+            }
+        }
+    }
+
 }
 
 /// The bench's own deterministic hash (independent of the capture bench's choices).

@@ -89,9 +89,10 @@ struct VerifyExport: AsyncParsableCommand {
 
     @OptionGroup var options: HomeOptions
     @Argument(help: "The export file (for CSV, the records file; FILE.manifest.json must be next to it).") var file: String
+    @Flag(name: .long, help: "Parse and re-encode every item (slower); by default items are parsed only when their hash does not match.") var strict = false
 
     func run() async throws {
-        let report = try ExportVerifier.verify(path: file)
+        let report = try ExportVerifier.verify(path: file, strict: strict)
         if options.json { try Output.json(report) } else {
             print("\(report.ok ? "ok" : "FAILED")  \(report.kind ?? "?") \(report.exportID ?? "?"): \(report.items) items, manifest \(report.manifestHash ?? "-")")
             for p in report.problems.prefix(50) { print("  \(p)") }

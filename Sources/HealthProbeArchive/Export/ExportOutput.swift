@@ -70,7 +70,7 @@ final class ExportOutput {
 enum CSV {
     /// A field: quoted when it holds a comma, quote, CR or LF.
     static func field(_ s: String) -> String {
-        if s.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) {
+        if s.utf8.contains(where: { $0 == 0x2C || $0 == 0x22 || $0 == 0x0A || $0 == 0x0D }) {
             return "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\""
         }
         return s
@@ -82,6 +82,9 @@ enum CSV {
         case .null: return ""
         case .string(let s): return s
         case .bool(let b): return b ? "true" : "false"
+        case .number(let d):
+            if d == d.rounded(), abs(d) < 1e15 { return String(Int64(d)) }
+            return String(decoding: try CanonicalJSON.encode(v), as: UTF8.self)
         default: return String(decoding: try CanonicalJSON.encode(v), as: UTF8.self)
         }
     }
@@ -92,27 +95,28 @@ enum CSV {
     /// Splits one RFC 4180 record (no embedded line breaks in our exports' fields).
     static func parse(_ line: String) -> [String]? {
         var out: [String] = []
-        var cur = ""
+        var cur: [UInt8] = []
         var inQuotes = false
-        var chars = Array(line)
-        if chars.last == "\r" { chars.removeLast() }
+        var bytes = Array(line.utf8)
+        if bytes.last == 0x0D { bytes.removeLast() }
         var i = 0
-        while i < chars.count {
-            let c = chars[i]
+        let quote = UInt8(ascii: "\""), comma = UInt8(ascii: ",")
+        while i < bytes.count {
+            let c = bytes[i]
             if inQuotes {
-                if c == "\"" {
-                    if i + 1 < chars.count && chars[i + 1] == "\"" { cur.append("\""); i += 1 } else { inQuotes = false }
+                if c == quote {
+                    if i + 1 < bytes.count && bytes[i + 1] == quote { cur.append(quote); i += 1 } else { inQuotes = false }
                 } else { cur.append(c) }
-            } else if c == "\"" {
+            } else if c == quote {
                 guard cur.isEmpty else { return nil }
                 inQuotes = true
-            } else if c == "," {
-                out.append(cur); cur = ""
+            } else if c == comma {
+                out.append(String(decoding: cur, as: UTF8.self)); cur.removeAll(keepingCapacity: true)
             } else { cur.append(c) }
             i += 1
         }
         if inQuotes { return nil }
-        out.append(cur)
+        out.append(String(decoding: cur, as: UTF8.self))
         return out
     }
 }

@@ -22,10 +22,20 @@ public enum CSVColumns {
     /// The item hash of a CSV record row: SHA-256 of `hp:v2:export_item:` and
     /// the canonical JSON object of columns 2-22 by name.
     static func recordHash(_ values: [JSONValue]) throws -> String {
-        var o: [String: JSONValue] = [:]
-        for (i, v) in values.enumerated() { o[records[i + 1]] = v }
-        return ArchiveHasher.sha256(.exportItem, try CanonicalJSON.encode(.object(o)))
+        var w = CanonicalJSONWriter(capacity: 1024)
+        w.appendRaw([UInt8(ascii: "{")])
+        for (n, i) in hashOrder.enumerated() {
+            if n > 0 { w.appendRaw([UInt8(ascii: ",")]) }
+            w.appendRaw(quotedNames[i])
+            try w.write(values[i])
+        }
+        w.appendRaw([UInt8(ascii: "}")])
+        return ArchiveHasher.sha256(.exportItem, w.bytes)
     }
+
+    /// Indexes into columns 2-22 in canonical key order, and their `"name":` bytes.
+    static let hashOrder: [Int] = Array(records[1..<22].indices.map { $0 - 1 }).sorted { CanonicalJSON.keyPrecedes(records[$0 + 1], records[$1 + 1]) }
+    static let quotedNames: [[UInt8]] = records[1..<22].map { Array("\"\($0)\":".utf8) }
 }
 
 /// Streams an export from SQLite to a file: items in the spec's order, item
@@ -204,7 +214,9 @@ public enum Exporter {
         var counts: JSONValue
         switch request.kind {
         case .observationRecordsJSON:
-            try records().forEach { item in
+            var source = try records()
+            source.wantCSV = false
+            try source.forEach { item in
                 byType[item.typeIdentifier, default: 0] += 1
                 try emit(item.json, item.itemHash)
                 return true

@@ -23,6 +23,8 @@ struct RecordItems {
     let dateFrom: Double?
     let dateTo: Double?
     let includeMetadata: Bool
+    /// Whether items need their CSV fields (only the CSV export does).
+    var wantCSV = true
     /// Per type id: observations with a completed run of it, ascending, up to `asOf`.
     var verified: [Int64: [Int64]] = [:]
 
@@ -78,6 +80,7 @@ struct RecordItems {
     func forEach(_ body: (RecordItem) throws -> Bool) throws {
         let stmt = try FastStatement(db, Self.sql)
         var w = CanonicalJSONWriter(capacity: 2048)
+        var sourceHashes: [String: String] = [:]
         for (typeID, identifier) in try typeRows() {
             let runs = verified[typeID] ?? []
             var more = true
@@ -100,10 +103,14 @@ struct RecordItems {
                 let sourceBundle = r.text(14), sourceName = r.text(15)
                 let hasSource = sourceBundle != nil || sourceName != nil
                 var sourceHash: String?
-                if hasSource {
+                let sourceKey = (sourceBundle ?? "") + "\u{0}" + (sourceName ?? "")
+                if hasSource, let cached = sourceHashes[sourceKey] {
+                    sourceHash = cached
+                } else if hasSource {
                     var sw = CanonicalJSONWriter(capacity: 128)
                     sw.beginObject(); sw.field("bundle_identifier", sourceBundle); sw.field("name_hash", sourceName); sw.endObject()
                     sourceHash = ArchiveHasher.sha256(.source, sw.bytes)
+                    sourceHashes[sourceKey] = sourceHash
                 }
                 w.reset()
                 w.beginObject()
@@ -150,7 +157,7 @@ struct RecordItems {
                 json.append(contentsOf: Array(hash.utf8))
                 json.append(UInt8(ascii: "\""))
                 json.append(contentsOf: w.bytes[hashAt...])
-                let csv: [JSONValue] = [
+                let csv: [JSONValue] = !wantCSV ? [] : [
                     .number(Double(observationID)), .string(identifier), .string(identity), .optional(uuidHash), .string(fp), .optional(r.text(2)),
                     .string(r.text(4)!), .string(CanonicalDate.string(r.double(5)!)), .string(CanonicalDate.string(r.double(6)!)), .optional(r.text(7)),
                     .optional(r.double(8)), .optional(r.text(9)), .optional(r.int(10).map(Int.init)), .optional(r.int(11).map(Int.init)), .optional(r.double(12)),

@@ -53,6 +53,9 @@ public struct CanonicalJSONWriter: Sendable {
     /// Clears the buffer, keeping its capacity.
     public mutating func reset() { bytes.removeAll(keepingCapacity: true) }
 
+    /// Appends bytes that are already canonical JSON (or its punctuation).
+    public mutating func appendRaw(_ b: [UInt8]) { bytes.append(contentsOf: b) }
+
     public mutating func write(_ value: JSONValue) throws(HashingError) {
         switch value {
         case .null: bytes.append(contentsOf: [0x6E, 0x75, 0x6C, 0x6C])
