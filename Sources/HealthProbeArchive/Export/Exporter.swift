@@ -89,6 +89,22 @@ public enum Exporter {
         }
     }
 
+    /// The manifest hash an export of `request` has now, written to a scratch
+    /// file that is deleted (nothing is recorded in the archive).
+    public static func reproduce(node: NodeArchive, request: ExportRequest, scratch: String) throws -> String {
+        let scope = try node.archive.writer.read { db in try Scope.resolve(db, request: request, chainID: node.deviceChainID) }
+        let envelope = ExportEnvelope(exportID: "reproduction", kind: request.kind, createdAt: 0,
+                                      app: .object(["name": .string("HealthProbe"), "version": .string(HealthProbeVersion.current)]),
+                                      archive: scope.archiveJSON(chainHash: node.deviceChainHash), filters: scope.filters)
+        var outputs: [ExportOutput] = []
+        defer { for o in outputs { o.abandon() } }
+        let result = try node.archive.writer.read { db in
+            try write(db, request: request, scope: scope, envelope: envelope, out: scratch, overwrite: true, outputs: &outputs,
+                      isCancelled: { false }, progress: { _ in })
+        }
+        return result.manifestHash
+    }
+
     /// The observations an export covers, resolved and checked.
     struct Scope {
         var at: Int64?

@@ -1,0 +1,200 @@
+import Foundation
+import GRDB
+
+/// One integrity check's outcome.
+public struct IntegrityCheck: Sendable, Codable, Equatable {
+    public enum Status: String, Sendable, Codable { case ok, problem, skipped }
+    public var name: String
+    public var status: Status
+    /// What was checked, or what is wrong and where.
+    public var detail: String
+}
+
+/// The result of `hp-node verify`.
+public struct IntegrityReport: Sendable, Codable, Equatable {
+    public var mode: String
+    public var checks: [IntegrityCheck]
+    public var ok: Bool { !checks.contains { $0.status == .problem } }
+}
+
+/// Archive integrity checks (database-design.md 14). `quick` runs SQLite's
+/// quick check, the schema, foreign keys, open-range sanity, duplicate
+/// identities and the latest observation's aggregates; `full` adds the full
+/// integrity check, the rebuild of every visibility range from events, every
+/// aggregate, and the re-verification of recorded export manifests.
+public enum ArchiveVerifier {
+    public enum Mode: String, Sendable { case quick, full }
+
+    public static func run(_ node: NodeArchive, mode: Mode) throws -> IntegrityReport {
+        var checks: [IntegrityCheck] = []
+        func add(_ name: String, _ problems: [String], ok: String) {
+            checks.append(problems.isEmpty ? IntegrityCheck(name: name, status: .ok, detail: ok)
+                                           : IntegrityCheck(name: name, status: .problem, detail: problems.prefix(5).joined(separator: "; ")
+                                                            + (problems.count > 5 ? "; and \(problems.count - 5) more" : "")))
+        }
+        try node.archive.writer.read { db in
+            // 1. SQLite's own check.
+            let pragma = mode == .full ? "integrity_check" : "quick_check"
+            let lines = try String.fetchAll(db, sql: "PRAGMA \(pragma)")
+            add("sqlite_\(pragma)", lines == ["ok"] ? [] : lines, ok: "PRAGMA \(pragma): ok")
+
+            // 2. Schema version.
+            var schema: [String] = []
+            let applied = try Int.fetchAll(db, sql: "SELECT version FROM schema_migrations ORDER BY version")
+            let known = ArchiveMigrations.all.map(\.version)
+            if applied != known { schema.append("schema_migrations has \(applied), this build expects \(known)") }
+            let recorded = try String.fetchOne(db, sql: "SELECT value FROM archive_metadata WHERE key = 'schema_version'")
+            if recorded != String(ArchiveMigrations.latestVersion) {
+                schema.append("archive_metadata.schema_version is \(recorded ?? "missing"), expected \(ArchiveMigrations.latestVersion)")
+            }
+            add("schema_version", schema, ok: "version \(ArchiveMigrations.latestVersion), migrations \(known.map(String.init).joined(separator: ","))")
+
+            // 3. Foreign keys.
+            let fk = try Row.fetchAll(db, sql: "PRAGMA foreign_key_check").prefix(50).map { r in
+                "\(r[0] as String) row \((r[1] as Int64?).map(String.init) ?? "?") refers to a missing \(r[2] as String) row"
+            }
+            add("foreign_keys", Array(fk), ok: "no dangling references")
+
+            // 4. Open-range sanity.
+            var ranges: [String] = []
+            for r in try Row.fetchAll(db, sql: """
+                SELECT sample_id, count(*) FROM sample_visibility_ranges WHERE last_observation_id IS NULL
+                GROUP BY sample_id HAVING count(*) > 1 LIMIT 20
+                """) { ranges.append("sample \(r[0] as Int64) has \(r[1] as Int) open ranges") }
+            for r in try Row.fetchAll(db, sql: """
+                SELECT sample_id, first_observation_id, last_observation_id FROM sample_visibility_ranges
+                WHERE last_observation_id IS NOT NULL AND last_observation_id <= first_observation_id LIMIT 20
+                """) { ranges.append("sample \(r[0] as Int64): range closes at \(r[2] as Int64) but opened at \(r[1] as Int64)") }
+            for r in try Row.fetchAll(db, sql: """
+                SELECT r.sample_id, r.version_id FROM sample_visibility_ranges r JOIN sample_versions v ON v.id = r.version_id
+                WHERE v.sample_id != r.sample_id LIMIT 20
+                """) { ranges.append("sample \(r[0] as Int64): range names version \(r[1] as Int64) of another sample") }
+            for r in try Row.fetchAll(db, sql: """
+                SELECT r.sample_id FROM sample_visibility_ranges r
+                WHERE r.first_observation_id > (SELECT max(id) FROM observations) LIMIT 20
+                """) { ranges.append("sample \(r[0] as Int64): range opens after the last observation") }
+            add("open_ranges", ranges, ok: "at most one open range per sample; ranges well ordered")
+
+            // 5. Duplicate identities.
+            var dup: [String] = []
+            for r in try Row.fetchAll(db, sql: """
+                SELECT sample_type_id, sample_uuid_hash, count(*) FROM samples WHERE sample_uuid_hash IS NOT NULL
+                GROUP BY sample_type_id, sample_uuid_hash HAVING count(*) > 1 LIMIT 20
+                """) { dup.append("type \(r[0] as Int64): UUID hash \((r[1] as String).prefix(16))... has \(r[2] as Int) sample rows") }
+            add("duplicate_identities", dup, ok: "every UUID-identified sample has one identity")
+
+            // 6. Visibility ranges rebuilt from events (full).
+            if mode == .full {
+                try db.execute(sql: """
+                    DROP TABLE IF EXISTS temp.hp_rebuilt_ranges;
+                    CREATE TEMP TABLE hp_rebuilt_ranges AS
+                    WITH ev AS (
+                        SELECT sample_id, observation_id, version_id, event_kind,
+                               lead(observation_id) OVER (PARTITION BY sample_id ORDER BY observation_id, event_kind = 'appeared', id) AS next_obs
+                        FROM sample_observation_events
+                        WHERE event_kind IN ('appeared', 'representation_changed', 'disappeared')
+                    )
+                    SELECT sample_id, version_id, observation_id AS first_observation_id, next_obs AS last_observation_id
+                    FROM ev WHERE event_kind IN ('appeared', 'representation_changed');
+                    """)
+                var diff: [String] = []
+                for r in try Row.fetchAll(db, sql: """
+                    SELECT 'stored but not derived from events', * FROM (
+                        SELECT sample_id, version_id, first_observation_id, last_observation_id FROM sample_visibility_ranges
+                        EXCEPT SELECT sample_id, version_id, first_observation_id, last_observation_id FROM temp.hp_rebuilt_ranges)
+                    UNION ALL
+                    SELECT 'derived from events but not stored', * FROM (
+                        SELECT sample_id, version_id, first_observation_id, last_observation_id FROM temp.hp_rebuilt_ranges
+                        EXCEPT SELECT sample_id, version_id, first_observation_id, last_observation_id FROM sample_visibility_ranges)
+                    LIMIT 20
+                    """) {
+                    diff.append("sample \(r[1] as Int64) range [\(r[3] as Int64), \((r[4] as Int64?).map(String.init) ?? "open")) \(r[0] as String)")
+                }
+                try db.execute(sql: "DROP TABLE temp.hp_rebuilt_ranges")
+                add("ranges_from_events", diff, ok: "every range equals its rebuild from events")
+            } else {
+                checks.append(IntegrityCheck(name: "ranges_from_events", status: .skipped, detail: "run with --full"))
+            }
+
+            // 7. Aggregates recomputed from ranges.
+            let latest = try Int64.fetchOne(db, sql: "SELECT max(observation_id) FROM observation_type_summaries")
+            let summaries = try Row.fetchAll(db, sql: """
+                SELECT ts.observation_id, ts.sample_type_id, ts.visible_record_count, ts.value_sum, ts.value_max, ts.earliest_start_date,
+                       ts.latest_end_date, ts.daily_base_observation_id, st.type_identifier
+                FROM observation_type_summaries ts JOIN sample_types st ON st.id = ts.sample_type_id
+                WHERE ? OR ts.observation_id = ? ORDER BY ts.observation_id, ts.sample_type_id
+                """, arguments: [mode == .full, latest])
+            var agg: [String] = []
+            for s in summaries {
+                let obs: Int64 = s[0], type: Int64 = s[1]
+                let live = try Row.fetchOne(db, sql: """
+                    SELECT count(*) AS n, CASE WHEN count(DISTINCT unit) <= 1 THEN sum(CAST(round(numeric_value * \(Aggregates.sumScale)) AS INTEGER)) / \(Aggregates.sumScale) END AS total,
+                           max(numeric_value) AS top, min(start_date) AS first, max(end_date) AS last
+                    FROM (\(Aggregates.visibleSQL))
+                    """, arguments: [type, obs, obs])!
+                let name: String = s[8]
+                if (live["n"] as Int) != (s[2] as Int) { agg.append("observation \(obs) \(name): visible_record_count \(s[2] as Int), ranges say \(live["n"] as Int)") }
+                if (live["total"] as Double?) != (s[3] as Double?) { agg.append("observation \(obs) \(name): value_sum differs from the ranges") }
+                if (live["top"] as Double?) != (s[4] as Double?) || (live["first"] as Double?) != (s[5] as Double?) || (live["last"] as Double?) != (s[6] as Double?) {
+                    agg.append("observation \(obs) \(name): value_max or date bounds differ from the ranges")
+                }
+                if let base: Int64 = s[7] {
+                    let daily = try Int.fetchOne(db, sql: "SELECT sum(visible_record_count) FROM daily_type_aggregates WHERE observation_id = ? AND sample_type_id = ?",
+                                                 arguments: [base, type]) ?? 0
+                    if daily != (live["n"] as Int) { agg.append("observation \(obs) \(name): daily rows (of observation \(base)) count \(daily), ranges say \(live["n"] as Int)") }
+                }
+            }
+            add("aggregates", agg, ok: "\(summaries.count) type summaries and their daily rows match the ranges" + (mode == .quick ? " (latest observation)" : ""))
+        }
+
+        // 8. Recorded export manifests.
+        if mode == .full {
+            checks.append(try exports(node))
+        } else {
+            checks.append(IntegrityCheck(name: "export_manifests", status: .skipped, detail: "run with --full"))
+        }
+        return IntegrityReport(mode: mode.rawValue, checks: checks)
+    }
+
+    /// Reproduces every completed export (as of its recorded observation) and
+    /// compares the manifest hash; checks the file too when it is still there.
+    static func exports(_ node: NodeArchive) throws -> IntegrityCheck {
+        let rows = try node.archive.writer.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM export_manifests WHERE status = 'completed' ORDER BY id")
+        }
+        var problems: [String] = []
+        let dir = NSTemporaryDirectory() + "hp-verify-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        for r in rows {
+            let id: String = r["export_id"], recorded: String = r["manifest_hash"]
+            guard let kind = ExportKind(rawValue: r["export_kind"]) else { problems.append("export \(id): unknown kind"); continue }
+            var request = ExportRequest(kind: kind)
+            request.asOf = r["as_of_observation_id"]
+            if kind == .observationDiffJSON { request.from = r["from_observation_id"]; request.to = r["to_observation_id"] }
+            else if kind != .archiveManifestJSON { request.at = r["from_observation_id"] }
+            if let f: String = r["filter_json"], case .object(let o)? = try? JSONDecoder().decode(JSONValue.self, from: Data(f.utf8)) {
+                if case .array(let t)? = o["sample_type_identifiers"] { request.types = t.compactMap { if case .string(let s) = $0 { return s }; return nil } }
+                if case .object(let range)? = o["date_range"] {
+                    if case .string(let s)? = range["start"] { request.dateFrom = CanonicalDate.parse(s) }
+                    if case .string(let s)? = range["end"] { request.dateTo = CanonicalDate.parse(s) }
+                }
+                if case .bool(let b)? = o["include_relationships"] { request.includeRelationships = b }
+                if case .bool(let b)? = o["include_metadata"] { request.includeMetadata = b }
+            }
+            do {
+                let again = try Exporter.reproduce(node: node, request: request, scratch: dir + "/x")
+                if again != recorded { problems.append("export \(id) (\(kind.rawValue)): reproduced manifest \(again.prefix(16))... differs from recorded \(recorded.prefix(16))...") }
+            } catch {
+                problems.append("export \(id): cannot be reproduced (\(error))")
+            }
+            if let path: String = r["file_path"], FileManager.default.fileExists(atPath: path) {
+                let v = try ExportVerifier.verify(path: path)
+                if !v.ok { problems.append("export \(id): file \(path): \(v.problems.first ?? "")") }
+                else if v.manifestHash != recorded { problems.append("export \(id): file \(path) has manifest \(v.manifestHash ?? "-"), recorded \(recorded)") }
+            }
+        }
+        return problems.isEmpty ? IntegrityCheck(name: "export_manifests", status: .ok, detail: "\(rows.count) completed export(s) reproduce their manifest hashes")
+                                : IntegrityCheck(name: "export_manifests", status: .problem, detail: problems.prefix(5).joined(separator: "; "))
+    }
+}
