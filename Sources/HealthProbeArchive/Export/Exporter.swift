@@ -183,14 +183,13 @@ public enum Exporter {
         if request.kind == .observationRecordsCSV {
             let main = try ExportOutput(path: out, overwrite: overwrite); outputs.append(main)
             try main.write(CSV.row(CSVColumns.records))
-            try records().forEach { item in
-                let hash = try CSVColumns.recordHash(item.csv)
-                manifest.add(itemHash: hash)
-                byType[item.typeIdentifier, default: 0] += 1
-                try main.write(CSV.row([envelope.exportID] + item.csv.map(CSV.text) + [hash]))
-                try tick()
-                return true
-            }
+            var source = try records()
+            source.wantJSON = false
+            let sink = RecordSink(manifest: manifest, output: main, csvExportID: envelope.exportID)
+            try sink.drain(source, isCancelled: isCancelled, progress: progress)
+            manifest = sink.manifest
+            byType = sink.byType
+            n = sink.count
             var files: [String: JSONValue] = ["records": .string((out as NSString).lastPathComponent)]
             var companions: [String] = []
             if request.includeRelationships {
@@ -232,11 +231,12 @@ public enum Exporter {
         case .observationRecordsJSON:
             var source = try records()
             source.wantCSV = false
-            try source.forEach { item in
-                byType[item.typeIdentifier, default: 0] += 1
-                try emit(item.json, item.itemHash)
-                return true
-            }
+            let sink = RecordSink(manifest: manifest, output: file, csvExportID: nil)
+            try sink.drain(source, isCancelled: isCancelled, progress: progress)
+            manifest = sink.manifest
+            byType = sink.byType
+            n = sink.count
+            first = n == 0
             if request.includeRelationships {
                 try rels.forEach { json, hash, _ in relationships += 1; try emit(json, hash); return true }
             }

@@ -3,13 +3,27 @@ import GRDB
 
 /// One exported record: its canonical item (with `item_hash`) and the fields
 /// of its CSV row.
-public struct RecordItem {
+public struct RecordItem: Sendable {
     public var typeIdentifier: String
-    /// Canonical item JSON including `item_hash`.
+    /// Canonical item JSON without `item_hash`.
     public var json: [UInt8]
-    public var itemHash: String
+    /// Where `,"item_hash":"..."` goes in `json`.
+    public var hashAt: Int
     /// The CSV row's columns 2-22 (observation_id ... disappeared_observation_id), as canonical values.
     public var csv: [JSONValue]
+
+    /// The item hash and the item with its `item_hash` member.
+    public func sealed() -> (json: [UInt8], hash: String) {
+        let hash = ArchiveHasher.sha256(.exportItem, json)
+        var out: [UInt8] = []
+        out.reserveCapacity(json.count + 80)
+        out.append(contentsOf: json[0..<hashAt])
+        out.append(contentsOf: Array(",\"item_hash\":\"".utf8))
+        out.append(contentsOf: Array(hash.utf8))
+        out.append(UInt8(ascii: "\""))
+        out.append(contentsOf: json[hashAt...])
+        return (out, hash)
+    }
 }
 
 /// Streams the records visible at an observation in the spec's item order
@@ -23,8 +37,9 @@ struct RecordItems {
     let dateFrom: Double?
     let dateTo: Double?
     let includeMetadata: Bool
-    /// Whether items need their CSV fields (only the CSV export does).
+    /// Whether items need their CSV fields (only the CSV export does) or their JSON.
     var wantCSV = true
+    var wantJSON = true
     /// Per type id: observations with a completed run of it, ascending, up to `asOf`.
     var verified: [Int64: [Int64]] = [:]
 
@@ -149,14 +164,8 @@ struct RecordItems {
                 w.field("value_kind", r.text(7))
                 w.field("workout_activity_type", r.int(11).map(Int.init))
                 w.endObject()
-                let hash = ArchiveHasher.sha256(.exportItem, w.bytes)
-                var json: [UInt8] = []
-                json.reserveCapacity(w.bytes.count + 80)
-                json.append(contentsOf: w.bytes[0..<hashAt])
-                json.append(contentsOf: Array(",\"item_hash\":\"".utf8))
-                json.append(contentsOf: Array(hash.utf8))
-                json.append(UInt8(ascii: "\""))
-                json.append(contentsOf: w.bytes[hashAt...])
+                // Without `wantJSON` the item is built for CSV only; the hash is spliced in by `RecordItem.sealed`.
+                let json: [UInt8] = wantJSON ? w.bytes : []
                 let csv: [JSONValue] = !wantCSV ? [] : [
                     .number(Double(observationID)), .string(identifier), .string(identity), .optional(uuidHash), .string(fp), .optional(r.text(2)),
                     .string(r.text(4)!), .string(CanonicalDate.string(r.double(5)!)), .string(CanonicalDate.string(r.double(6)!)), .optional(r.text(7)),
@@ -164,7 +173,7 @@ struct RecordItems {
                     .optional(sourceHash), .optional(r.text(19)), .optional(r.text(20)), .number(Double(first)), .number(Double(lastVerified)),
                     closed ? .number(Double(last!)) : .null,
                 ]
-                more = try body(RecordItem(typeIdentifier: identifier, json: json, itemHash: hash, csv: csv))
+                more = try body(RecordItem(typeIdentifier: identifier, json: json, hashAt: hashAt, csv: csv))
                 return more
             }
             if !more { return }
