@@ -36,15 +36,6 @@ public enum Aggregates {
         try db.execute(sql: "DELETE FROM daily_type_aggregates WHERE observation_id = ? AND sample_type_id = ?", arguments: [obs, typeID])
         try db.execute(sql: "DELETE FROM observation_type_summaries WHERE observation_id = ? AND sample_type_id = ?", arguments: [obs, typeID])
 
-        // Change counts recorded by this observation for the type.
-        let counts = try Row.fetchOne(db, sql: """
-            SELECT ifnull(sum(e.event_kind = 'appeared'), 0) AS a, ifnull(sum(e.event_kind = 'disappeared'), 0) AS d,
-                   ifnull(sum(e.event_kind = 'representation_changed'), 0) AS c
-            FROM sample_observation_events e JOIN samples s ON s.id = e.sample_id
-            WHERE e.observation_id = ? AND s.sample_type_id = ?
-            """, arguments: [obs, typeID])!
-        let appeared: Int = counts["a"], disappeared: Int = counts["d"], changed: Int = counts["c"]
-
         // The previous summary of the type in this chain, and whether anything moved since.
         let previous = try Row.fetchOne(db, sql: """
             SELECT ts.*, o.time_zone_identifier AS zid, o.time_zone_seconds_from_gmt AS zoff
@@ -52,10 +43,24 @@ public enum Aggregates {
             WHERE ts.sample_type_id = ? AND ts.observation_id < ? AND o.device_chain_id = ?
             ORDER BY ts.observation_id DESC LIMIT 1
             """, arguments: [typeID, obs, chain])
+        // Change counts recorded by this observation for the type: none when no
+        // range of the type opened or closed since the previous summary.
+        let unmoved = try previous.map { try !moved(db, typeID: typeID, after: $0["observation_id"], upTo: obs) } ?? false
+        var appeared = 0, disappeared = 0, changed = 0
+        if !unmoved {
+            // Driven from the type's samples (index on type), probing each one's events at `obs`.
+            let counts = try Row.fetchOne(db, sql: """
+                SELECT ifnull(sum(e.event_kind = 'appeared'), 0) AS a, ifnull(sum(e.event_kind = 'disappeared'), 0) AS d,
+                       ifnull(sum(e.event_kind = 'representation_changed'), 0) AS c
+                FROM samples s CROSS JOIN sample_observation_events e ON e.sample_id = s.id AND e.observation_id = ?
+                WHERE s.sample_type_id = ?
+                """, arguments: [obs, typeID])!
+            appeared = counts["a"]; disappeared = counts["d"]; changed = counts["c"]
+        }
         if let p = previous {
             let pid: Int64 = p["observation_id"]
             let sameZone = (p["zid"] as String?) == zoneID && (zoneID != nil || (p["zoff"] as Int?) == zoneOffset)
-            if sameZone, try !moved(db, typeID: typeID, after: pid, upTo: obs) {
+            if sameZone, unmoved {
                 try db.execute(sql: """
                     INSERT INTO observation_type_summaries(observation_id, sample_type_id, visible_record_count, appeared_count, disappeared_count,
                         representation_changed_count, earliest_start_date, latest_end_date, value_sum, value_max, aggregate_hash,
