@@ -34,7 +34,9 @@ struct PageOperations {
             LEFT JOIN sample_visibility_ranges r ON r.sample_id = s.id AND +r.last_observation_id IS NULL
             LEFT JOIN sample_versions v ON v.id = r.version_id
             """
-        byUUID = try FastStatement(db, lookup + " WHERE s.sample_uuid_hash = ? AND +s.sample_type_id = ? ORDER BY s.id LIMIT 1")
+        // INDEXED BY: statistics (ANALYZE) must never turn this into a scan of the type.
+        byUUID = try FastStatement(db, lookup.replacingOccurrences(of: "FROM samples s", with: "FROM samples s INDEXED BY idx_samples_uuid_hash")
+                                   + " WHERE s.sample_uuid_hash = ? AND s.sample_type_id = ? ORDER BY s.id LIMIT 1")
         byFingerprint = try FastStatement(db, lookup + " WHERE s.sample_type_id = ? AND s.strict_fingerprint = ? AND s.sample_uuid_hash IS NULL")
         insertSample = try FastStatement(db, """
             INSERT OR IGNORE INTO samples(sample_type_id, sample_uuid_hash, strict_fingerprint, semantic_fingerprint, first_seen_observation_id, first_seen_at)
