@@ -84,7 +84,27 @@ extension ServerStore {
         }
         let chain = try Self.chainHash(header)
         let replica = try openReplica(chain)
-        return (chain, try BundleApplier.apply(replica, lines: Prepended(first: first, rest: lines), manifestHash: manifestHash, now: now))
+        let outcome = try BundleApplier.apply(replica, lines: Prepended(first: first, rest: lines), manifestHash: manifestHash, now: now)
+        if case .applied(_, let sequence) = outcome { try keep(file: path, chain: chain, sequence: sequence, manifestHash: manifestHash) }
+        return (chain, outcome)
+    }
+
+    /// Where a chain's received bundles are kept, as received, for re-verification.
+    public func bundlesDirectory(_ chainHash: String) -> String { chainsDirectory + "/\(chainHash)/bundles" }
+
+    /// The stored bundle file of a sequence.
+    public func bundlePath(_ chainHash: String, sequence: Int) -> String {
+        bundlesDirectory(chainHash) + String(format: "/%08d.jsonl", sequence)
+    }
+
+    /// Keeps an applied bundle (a hard link, else a copy), synced to disk.
+    func keep(file path: String, chain: String, sequence: Int, manifestHash: String) throws {
+        let fm = FileManager.default
+        try fm.createDirectory(atPath: bundlesDirectory(chain), withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let target = bundlePath(chain, sequence: sequence)
+        if fm.fileExists(atPath: target) { try fm.removeItem(atPath: target) }
+        do { try fm.linkItem(atPath: path, toPath: target) } catch { try fm.copyItem(atPath: path, toPath: target) }
+        if let h = FileHandle(forUpdatingAtPath: target) { try? h.synchronize(); try? h.close() }
     }
 }
 

@@ -11,7 +11,7 @@ struct HPServer: AsyncParsableCommand {
         abstract: "The household server: per-chain replicas of device archives.",
         discussion: "Network sync (serve) arrives with the sync protocol; bundles can already be applied from files.",
         version: HealthProbeVersion.current,
-        subcommands: [Init.self, Serve.self, Apply.self, Chains.self, Digest.self]
+        subcommands: [Init.self, Serve.self, Apply.self, Chains.self, Bundles.self, Digest.self, ServerVerify.self, HouseholdCommand.self]
     )
 }
 

@@ -8,6 +8,12 @@ public struct IntegrityCheck: Sendable, Codable, Equatable {
     public var status: Status
     /// What was checked, or what is wrong and where.
     public var detail: String
+
+    public init(name: String, status: Status, detail: String) {
+        self.name = name
+        self.status = status
+        self.detail = detail
+    }
 }
 
 /// The result of `hp-node verify`.
@@ -26,13 +32,25 @@ public enum ArchiveVerifier {
     public enum Mode: String, Sendable { case quick, full }
 
     public static func run(_ node: NodeArchive, mode: Mode) throws -> IntegrityReport {
+        var checks = try databaseChecks(node.archive, mode: mode)
+        // Recorded export manifests.
+        if mode == .full {
+            checks.append(try exports(node))
+        } else {
+            checks.append(IntegrityCheck(name: "export_manifests", status: .skipped, detail: "run with --full"))
+        }
+        return IntegrityReport(mode: mode.rawValue, checks: checks)
+    }
+
+    /// The checks that need only the database (a node's archive or a server's replica).
+    public static func databaseChecks(_ archive: Archive, mode: Mode) throws -> [IntegrityCheck] {
         var checks: [IntegrityCheck] = []
         func add(_ name: String, _ problems: [String], ok: String) {
             checks.append(problems.isEmpty ? IntegrityCheck(name: name, status: .ok, detail: ok)
                                            : IntegrityCheck(name: name, status: .problem, detail: problems.prefix(5).joined(separator: "; ")
                                                             + (problems.count > 5 ? "; and \(problems.count - 5) more" : "")))
         }
-        try node.archive.writer.read { db in
+        try archive.writer.read { db in
             // 1. SQLite's own check.
             let pragma = mode == .full ? "integrity_check" : "quick_check"
             let lines = try String.fetchAll(db, sql: "PRAGMA \(pragma)")
@@ -146,14 +164,7 @@ public enum ArchiveVerifier {
             }
             add("aggregates", agg, ok: "\(summaries.count) type summaries and their daily rows match the ranges" + (mode == .quick ? " (latest observation)" : ""))
         }
-
-        // 8. Recorded export manifests.
-        if mode == .full {
-            checks.append(try exports(node))
-        } else {
-            checks.append(IntegrityCheck(name: "export_manifests", status: .skipped, detail: "run with --full"))
-        }
-        return IntegrityReport(mode: mode.rawValue, checks: checks)
+        return checks
     }
 
     /// Reproduces every completed export (as of its recorded observation) and

@@ -1,0 +1,129 @@
+import ArgumentParser
+import Foundation
+import GRDB
+import HealthProbeArchive
+import HealthProbeCLI
+import HealthProbeSync
+
+struct Bundles: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List the bundles received for a chain.")
+    @OptionGroup var options: DataOptions
+    @Option(name: .long, help: "Chain hash or a unique prefix of it.") var chain: String
+
+    struct Entry: Codable { var sequence: Int; var observationId: Int64; var manifestHash: String; var previousManifestHash: String?; var items: Int; var receivedAt: Double; var stored: Bool }
+
+    func run() async throws {
+        let store = options.store
+        let hash = try store.chain(matching: chain)
+        let replica = try Archive.open(path: store.replicaPath(hash), mode: .readOnly)
+        let rows = try await replica.writer.read { db in
+            try GRDB.Row.fetchAll(db, sql: """
+                SELECT sequence, observation_id, manifest_hash, previous_manifest_hash, item_count, recorded_at FROM bundle_log
+                WHERE direction = 'received' ORDER BY sequence
+                """).map { r in
+                Entry(sequence: r[0], observationId: r[1], manifestHash: r[2], previousManifestHash: r[3], items: r[4], receivedAt: r[5],
+                      stored: FileManager.default.fileExists(atPath: store.bundlePath(hash, sequence: r[0])))
+            }
+        }
+        if options.json { try Output.json(rows); return }
+        print("chain \(hash)")
+        var t = TextTable(["sequence", "replica obs", "items", "manifest", "previous", "received (UTC)", "stored"], rightAligned: [0, 1, 2])
+        for e in rows {
+            t.add([String(e.sequence), String(e.observationId), String(e.items), String(e.manifestHash.prefix(16)),
+                   e.previousManifestHash.map { String($0.prefix(16)) } ?? "-", Output.date(e.receivedAt), e.stored ? "yes" : "MISSING"])
+        }
+        print(t.render())
+    }
+}
+
+struct ServerVerify: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "verify",
+        abstract: "Re-verify what was received: bundle links, every stored bundle's hashes, each replica's integrity (exit 1 on any problem).")
+    @OptionGroup var options: DataOptions
+    @Option(name: .long, help: "Only this chain (hash or unique prefix).") var chain: String?
+    @Flag(name: .long, help: "Links, the latest stored bundle and quick replica checks (default).") var quick = false
+    @Flag(name: .long, help: "Every stored bundle and every replica check.") var full = false
+    @Option(name: .long, help: "Only stored bundles of part n of t (sequence mod t), e.g. 1/4.") var subset: String?
+
+    func validate() throws {
+        if quick && full { throw ValidationError("choose --quick or --full, not both") }
+        if let subset {
+            let p = subset.split(separator: "/").compactMap { Int($0) }
+            guard p.count == 2, p[1] >= 1, (1...p[1]).contains(p[0]) else { throw ValidationError("--subset \(subset): expected n/t with 1 <= n <= t") }
+        }
+    }
+
+    func run() async throws {
+        let store = options.store
+        try store.requireInitialized()
+        let parts = subset?.split(separator: "/").compactMap { Int($0) }
+        let reports = try ServerVerifier.run(store, chain: chain, mode: full ? .full : .quick, subset: parts.map { ($0[0], $0[1]) })
+        if options.json { try Output.json(reports) } else {
+            for r in reports {
+                print("chain \(r.chain.prefix(16)) (\(r.bundles) bundles): \(r.ok ? "ok" : "PROBLEMS")")
+                var t = TextTable(["check", "status", "detail"])
+                for c in r.checks { t.add([c.name, c.status.rawValue, c.detail]) }
+                print(t.render())
+            }
+            if reports.isEmpty { print("no chains") }
+        }
+        if reports.contains(where: { !$0.ok }) { throw ExitCode(1) }
+    }
+}
+
+struct HouseholdCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "summary",
+        abstract: "Every chain side by side: visible counts per type, daily aggregates, household sums of chains, possibly shared sources.")
+    @OptionGroup var options: DataOptions
+    @Option(name: .long, help: "One sample type (shows its daily aggregates).") var type: String?
+    @Option(name: .long, help: "Daily rows from this UTC date.") var from: String?
+    @Option(name: .long, help: "Daily rows before this UTC date.") var to: String?
+
+    static func date(_ s: String?, _ option: String) throws -> Double? {
+        guard let s else { return nil }
+        if let d = CanonicalDate.parse(s) { return d }
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withFullDate]
+        guard let d = f.date(from: s) else { throw ValidationError("\(option) \(s): expected a date like 2025-01-31") }
+        return d.timeIntervalSince1970
+    }
+
+    func validate() throws { _ = try Self.date(from, "--from"); _ = try Self.date(to, "--to") }
+
+    func run() async throws {
+        let store = options.store
+        try store.requireInitialized()
+        let report = try HouseholdSummary.build(store, type: type, from: try Self.date(from, "--from"), to: try Self.date(to, "--to"))
+        if options.json { try Output.json(report); return }
+        let chains = report.chains
+        var header = ["type"] + chains.map { String($0.chain.prefix(12)) }
+        header.append("sum of chains")
+        var t = TextTable(header, rightAligned: Set(1..<header.count))
+        t.add(["last observation"] + chains.map { $0.lastObservationID.map(String.init) ?? "-" } + [""])
+        t.add(["last sync (UTC)"] + chains.map { Output.date($0.lastSyncAt) } + [""])
+        for type in report.householdSumOfChains.keys.sorted() {
+            let cells: [String] = chains.map { c in c.visible[type].map { String($0) } ?? "-" }
+            let total = String(report.householdSumOfChains[type] ?? 0)
+            t.add([type] + cells + [total])
+        }
+        print(t.render())
+        if let type {
+            let days = Set(chains.flatMap { $0.daily.map(\.bucketStart) }).sorted()
+            var d = TextTable(["\(type) day (UTC start)"] + chains.map { String($0.chain.prefix(12)) }, rightAligned: Set(1...max(chains.count, 1)))
+            for day in days {
+                d.add([Output.date(day)] + chains.map { c in
+                    let rows = c.daily.filter { $0.bucketStart == day }
+                    return rows.isEmpty ? "-" : String(rows.reduce(0) { $0 + $1.visibleRecordCount })
+                })
+            }
+            print("")
+            print(d.render())
+        }
+        for s in report.possiblySharedSources where s.identicalStrictFingerprints > 0 {
+            print("possibly shared source: \(s.typeIdentifier): \(s.identicalStrictFingerprints) visible records of \(s.chains[0].prefix(12)) have identical strict fingerprints in \(s.chains[1].prefix(12)) (not merged)")
+        }
+        print("device clock offset at sync: not recorded yet")
+    }
+}
