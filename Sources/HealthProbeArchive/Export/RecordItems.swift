@@ -9,8 +9,10 @@ public struct RecordItem: Sendable {
     public var json: [UInt8]
     /// Where `,"item_hash":"..."` goes in `json`.
     public var hashAt: Int
-    /// The CSV row's columns 2-22 (observation_id ... disappeared_observation_id), as canonical values.
-    public var csv: [JSONValue]
+    /// Canonical JSON of CSV columns 2-22 by name (the CSV item hash input).
+    public var csvHashInput: [UInt8]
+    /// Those columns as RFC 4180 text, comma-separated.
+    public var csvRow: [UInt8]
 
     /// The item hash and the item with its `item_hash` member.
     public func sealed() -> (json: [UInt8], hash: String) {
@@ -127,53 +129,95 @@ struct RecordItems {
                     sourceHash = ArchiveHasher.sha256(.source, sw.bytes)
                     sourceHashes[sourceKey] = sourceHash
                 }
+                var hashAt = 0
                 w.reset()
-                w.beginObject()
-                w.field("category_value", r.int(10).map(Int.init))
-                w.key("creation_date"); if let c = r.double(13) { w.writeDate(c) } else { w.writeNull() }
-                w.field("device_hash", r.text(19))
-                w.key("disappeared"); try w.write(disappeared)
-                try w.field("duration_seconds", r.double(12))
-                w.key("end_date"); w.writeDate(r.double(6)!)
-                w.field("first_seen_observation_id", Int(first))
-                let hashAt = w.bytes.count
-                w.field("kind", "record")
-                w.field("last_verified_observation_id", Int(lastVerified))
-                w.key("metadata")
-                if let m = r.text(21), let data = m.data(using: .utf8), let v = try? JSONDecoder().decode(JSONValue.self, from: data) { try w.write(v) } else { w.writeNull() }
-                w.field("metadata_hash", r.text(20))
-                try w.field("numeric_value", r.double(8))
-                w.field("observation_id", Int(observationID))
-                w.field("payload_hash", r.text(4)!)
-                w.field("sample_first_seen_observation_id", r.int(3).map(Int.init))
-                w.field("sample_identity_hash", identity)
-                w.field("sample_type_identifier", identifier)
-                w.field("sample_uuid_hash", uuidHash)
-                w.field("semantic_fingerprint", r.text(2))
-                w.key("source")
-                if hasSource { w.beginObject(); w.field("bundle_identifier", sourceBundle); w.field("name_hash", sourceName); w.endObject() } else { w.writeNull() }
-                w.field("source_hash", sourceHash)
-                w.key("source_revision")
-                let product = r.text(16), version = r.text(17), os = r.text(18)
-                if product != nil || version != nil || os != nil {
-                    w.beginObject(); w.field("operating_system_version", os); w.field("product_type", product); w.field("version", version); w.endObject()
-                } else { w.writeNull() }
-                w.key("start_date"); w.writeDate(r.double(5)!)
-                w.field("strict_fingerprint", fp)
-                w.field("unit", r.text(9))
-                w.field("value_kind", r.text(7))
-                w.field("workout_activity_type", r.int(11).map(Int.init))
-                w.endObject()
+                if wantJSON {
+                    w.beginObject()
+                    w.field("category_value", r.int(10).map(Int.init))
+                    w.key("creation_date"); if let c = r.double(13) { w.writeDate(c) } else { w.writeNull() }
+                    w.field("device_hash", r.text(19))
+                    w.key("disappeared"); try w.write(disappeared)
+                    try w.field("duration_seconds", r.double(12))
+                    w.key("end_date"); w.writeDate(r.double(6)!)
+                    w.field("first_seen_observation_id", Int(first))
+                    hashAt = w.bytes.count
+                    w.field("kind", "record")
+                    w.field("last_verified_observation_id", Int(lastVerified))
+                    w.key("metadata")
+                    if let m = r.text(21), let data = m.data(using: .utf8), let v = try? JSONDecoder().decode(JSONValue.self, from: data) { try w.write(v) } else { w.writeNull() }
+                    w.field("metadata_hash", r.text(20))
+                    try w.field("numeric_value", r.double(8))
+                    w.field("observation_id", Int(observationID))
+                    w.field("payload_hash", r.text(4)!)
+                    w.field("sample_first_seen_observation_id", r.int(3).map(Int.init))
+                    w.field("sample_identity_hash", identity)
+                    w.field("sample_type_identifier", identifier)
+                    w.field("sample_uuid_hash", uuidHash)
+                    w.field("semantic_fingerprint", r.text(2))
+                    w.key("source")
+                    if hasSource { w.beginObject(); w.field("bundle_identifier", sourceBundle); w.field("name_hash", sourceName); w.endObject() } else { w.writeNull() }
+                    w.field("source_hash", sourceHash)
+                    w.key("source_revision")
+                    let product = r.text(16), version = r.text(17), os = r.text(18)
+                    if product != nil || version != nil || os != nil {
+                        w.beginObject(); w.field("operating_system_version", os); w.field("product_type", product); w.field("version", version); w.endObject()
+                    } else { w.writeNull() }
+                    w.key("start_date"); w.writeDate(r.double(5)!)
+                    w.field("strict_fingerprint", fp)
+                    w.field("unit", r.text(9))
+                    w.field("value_kind", r.text(7))
+                    w.field("workout_activity_type", r.int(11).map(Int.init))
+                    w.endObject()
+                }
                 // Without `wantJSON` the item is built for CSV only; the hash is spliced in by `RecordItem.sealed`.
                 let json: [UInt8] = wantJSON ? w.bytes : []
-                let csv: [JSONValue] = !wantCSV ? [] : [
-                    .number(Double(observationID)), .string(identifier), .string(identity), .optional(uuidHash), .string(fp), .optional(r.text(2)),
-                    .string(r.text(4)!), .string(CanonicalDate.string(r.double(5)!)), .string(CanonicalDate.string(r.double(6)!)), .optional(r.text(7)),
-                    .optional(r.double(8)), .optional(r.text(9)), .optional(r.int(10).map(Int.init)), .optional(r.int(11).map(Int.init)), .optional(r.double(12)),
-                    .optional(sourceHash), .optional(r.text(19)), .optional(r.text(20)), .number(Double(first)), .number(Double(lastVerified)),
-                    closed ? .number(Double(last!)) : .null,
-                ]
-                more = try body(RecordItem(typeIdentifier: identifier, json: json, hashAt: hashAt, csv: csv))
+                var csvHashInput: [UInt8] = [], csvRow: [UInt8] = []
+                if wantCSV {
+                    let startText = CanonicalDate.string(r.double(5)!), endText = CanonicalDate.string(r.double(6)!)
+                    let category = r.int(10).map(Int.init), workout = r.int(11).map(Int.init)
+                    let numeric = r.double(8), duration = r.double(12)
+                    let payload = r.text(4)!, semantic = r.text(2), valueKind = r.text(7), unit = r.text(9)
+                    let device = r.text(19), metadataHash = r.text(20)
+                    let gone = closed ? Int(last!) : nil
+                    var c = CanonicalJSONWriter(capacity: 1024)
+                    c.beginObject()
+                    c.field("category_value", category)
+                    c.field("device_hash", device)
+                    c.field("disappeared_observation_id", gone)
+                    try c.field("duration_seconds", duration)
+                    c.field("end_date_utc", endText)
+                    c.field("first_seen_observation_id", Int(first))
+                    c.field("last_verified_observation_id", Int(lastVerified))
+                    c.field("metadata_hash", metadataHash)
+                    try c.field("numeric_value", numeric)
+                    c.field("observation_id", Int(observationID))
+                    c.field("payload_hash", payload)
+                    c.field("sample_identity_hash", identity)
+                    c.field("sample_type_identifier", identifier)
+                    c.field("sample_uuid_hash", uuidHash)
+                    c.field("semantic_fingerprint", semantic)
+                    c.field("source_hash", sourceHash)
+                    c.field("start_date_utc", startText)
+                    c.field("strict_fingerprint", fp)
+                    c.field("unit", unit)
+                    c.field("value_kind", valueKind)
+                    c.field("workout_activity_type", workout)
+                    c.endObject()
+                    csvHashInput = c.bytes
+                    let num: (Double?) -> String = { $0.flatMap(ECMAScriptNumber.format) ?? "" }
+                    let cells: [String] = [
+                        String(observationID), identifier, identity, uuidHash ?? "", fp, semantic ?? "", payload, startText, endText,
+                        valueKind ?? "", num(numeric), unit ?? "", category.map(String.init) ?? "", workout.map(String.init) ?? "",
+                        num(duration), sourceHash ?? "", device ?? "", metadataHash ?? "", String(first), String(lastVerified),
+                        gone.map(String.init) ?? "",
+                    ]
+                    csvRow.reserveCapacity(700)
+                    for (i, cell) in cells.enumerated() {
+                        if i > 0 { csvRow.append(UInt8(ascii: ",")) }
+                        csvRow.append(contentsOf: Array(CSV.field(cell).utf8))
+                    }
+                }
+                more = try body(RecordItem(typeIdentifier: identifier, json: json, hashAt: hashAt, csvHashInput: csvHashInput, csvRow: csvRow))
                 return more
             }
             if !more { return }

@@ -11,6 +11,8 @@ final class RecordSink: @unchecked Sendable {
     private let output: ExportOutput
     /// Non-nil for the CSV export (the export id of every row).
     private let csvExportID: String?
+    /// `export_id,` as bytes.
+    private let csvPrefix: [UInt8]?
     private let queue = DispatchQueue(label: "healthprobe.export.sink")
     private let slots = DispatchSemaphore(value: 4)
     private let lock = NSLock()
@@ -21,6 +23,7 @@ final class RecordSink: @unchecked Sendable {
         self.manifest = manifest
         self.output = output
         self.csvExportID = csvExportID
+        csvPrefix = csvExportID.map { Array((CSV.field($0) + ",").utf8) }
     }
 
     private var failure: (any Error)? { lock.withLock { error } }
@@ -60,10 +63,15 @@ final class RecordSink: @unchecked Sendable {
     private func consume(_ batch: [RecordItem]) throws {
         for item in batch {
             byType[item.typeIdentifier, default: 0] += 1
-            if let id = csvExportID {
-                let hash = try CSVColumns.recordHash(item.csv)
+            if let id = csvPrefix {
+                let hash = ArchiveHasher.sha256(.exportItem, item.csvHashInput)
                 manifest.add(itemHash: hash)
-                try output.write(CSV.row([id] + item.csv.map(CSV.text) + [hash]))
+                var line = id
+                line.append(contentsOf: item.csvRow)
+                line.append(UInt8(ascii: ","))
+                line.append(contentsOf: Array(hash.utf8))
+                line.append(contentsOf: [0x0D, 0x0A])
+                try output.write(line)
             } else {
                 let (json, hash) = item.sealed()
                 if count > 0 { try output.write([UInt8(ascii: ","), 0x0A]) }

@@ -70,10 +70,14 @@ struct IntegrityTests {
             let node = try t.open()
             try node.archive.writer.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
         }
+        // Overwrite the header and cell pointers of the root page of `sample_versions`.
+        let (root, pageSize) = try DatabaseQueue(path: t.home.archivePath).read { db in
+            (try Int.fetchOne(db, sql: "SELECT rootpage FROM sqlite_master WHERE name = 'sample_versions'")!,
+             try Int.fetchOne(db, sql: "PRAGMA page_size")!)
+        }
         let h = try #require(FileHandle(forUpdatingAtPath: t.home.archivePath))
-        let size = try h.seekToEnd()
-        try h.seek(toOffset: size - 4096 * 3 + 100)
-        try h.write(contentsOf: Data(repeating: 0xA5, count: 2000))
+        try h.seek(toOffset: UInt64((root - 1) * pageSize))
+        try h.write(contentsOf: Data(repeating: 0xA5, count: 64))
         try h.close()
         do {
             let found = try problems(t)
