@@ -93,193 +93,140 @@ struct RecordItems {
         ORDER BY v.start_date, v.end_date, coalesce(s.sample_uuid_hash, s.strict_fingerprint), v.payload_hash
         """
 
-    /// The column types of `sql`'s result, by index.
-    static let textColumns: Set<Int32> = [0, 1, 2, 4, 7, 9, 14, 15, 16, 17, 18, 19, 20, 21, 24]
-    static let intColumns: Set<Int32> = [3, 10, 11, 22, 23]
-    static let doubleColumns: Set<Int32> = [5, 6, 8, 12, 13]
-
-    /// Calls `body` with every record's raw columns in order (the SQLite side,
-    /// on the calling thread); stops when it returns false.
-    func forEachRaw(_ body: (RawRecord) throws -> Bool) throws {
+    /// Calls `body` for every record in order; stops when it returns false.
+    func forEach(_ body: (RecordItem) throws -> Bool) throws {
         let stmt = try FastStatement(db, Self.sql)
+        var w = CanonicalJSONWriter(capacity: 2048)
+        var sourceHashes: [String: String] = [:]
         for (typeID, identifier) in try typeRows() {
             let runs = verified[typeID] ?? []
             var more = true
             try stmt.queryWhile(db, [.int(observationID), .int(typeID), .double(dateFrom), .double(dateFrom), .double(dateTo), .double(dateTo),
                                      .int(includeMetadata ? 1 : 0), .int(asOf)]) { r in
-                var row = RawRow()
-                for c in Self.textColumns { row.texts[Int(c)] = r.text(c) }
-                for c in Self.intColumns { row.ints[Int(c)] = r.int(c) }
-                for c in Self.doubleColumns { row.doubles[Int(c)] = r.double(c) }
-                more = try body(RawRecord(typeIdentifier: identifier, runs: runs, row: row))
+                let uuidHash = r.text(0), fp = r.text(1)!, identity = uuidHash ?? fp
+                let first = r.int(22)!, last = r.int(23)
+                let closed = last.map { $0 <= asOf } ?? false
+                // The last observation up to as-of that verified this version visible.
+                let bound = closed ? last! - 1 : asOf
+                var lastVerified = first
+                if let i = Self.lastIndex(runs, atMost: bound), runs[i] >= first { lastVerified = runs[i] }
+                var disappeared: JSONValue = .null
+                if closed {
+                    let ev = (r.text(24) ?? "").split(separator: " ", maxSplits: 1).map(String.init)
+                    disappeared = .object(["observation_id": .number(Double(last!)),
+                                           "event_kind": ev.first.map(JSONValue.string) ?? .null,
+                                           "evidence_kind": ev.count > 1 && !ev[1].isEmpty ? .string(ev[1]) : .null])
+                }
+                let sourceBundle = r.text(14), sourceName = r.text(15)
+                let hasSource = sourceBundle != nil || sourceName != nil
+                var sourceHash: String?
+                let sourceKey = (sourceBundle ?? "") + "\u{0}" + (sourceName ?? "")
+                if hasSource, let cached = sourceHashes[sourceKey] {
+                    sourceHash = cached
+                } else if hasSource {
+                    var sw = CanonicalJSONWriter(capacity: 128)
+                    sw.beginObject(); sw.field("bundle_identifier", sourceBundle); sw.field("name_hash", sourceName); sw.endObject()
+                    sourceHash = ArchiveHasher.sha256(.source, sw.bytes)
+                    sourceHashes[sourceKey] = sourceHash
+                }
+                var hashAt = 0
+                w.reset()
+                if wantJSON {
+                    w.beginObject()
+                    w.field("category_value", r.int(10).map(Int.init))
+                    w.key("creation_date"); if let c = r.double(13) { w.writeDate(c) } else { w.writeNull() }
+                    w.field("device_hash", r.text(19))
+                    w.key("disappeared"); try w.write(disappeared)
+                    try w.field("duration_seconds", r.double(12))
+                    w.key("end_date"); w.writeDate(r.double(6)!)
+                    w.field("first_seen_observation_id", Int(first))
+                    hashAt = w.bytes.count
+                    w.field("kind", "record")
+                    w.field("last_verified_observation_id", Int(lastVerified))
+                    w.key("metadata")
+                    if let m = r.text(21), let data = m.data(using: .utf8), let v = try? JSONDecoder().decode(JSONValue.self, from: data) { try w.write(v) } else { w.writeNull() }
+                    w.field("metadata_hash", r.text(20))
+                    try w.field("numeric_value", r.double(8))
+                    w.field("observation_id", Int(observationID))
+                    w.field("payload_hash", r.text(4)!)
+                    w.field("sample_first_seen_observation_id", r.int(3).map(Int.init))
+                    w.field("sample_identity_hash", identity)
+                    w.field("sample_type_identifier", identifier)
+                    w.field("sample_uuid_hash", uuidHash)
+                    w.field("semantic_fingerprint", r.text(2))
+                    w.key("source")
+                    if hasSource { w.beginObject(); w.field("bundle_identifier", sourceBundle); w.field("name_hash", sourceName); w.endObject() } else { w.writeNull() }
+                    w.field("source_hash", sourceHash)
+                    w.key("source_revision")
+                    let product = r.text(16), version = r.text(17), os = r.text(18)
+                    if product != nil || version != nil || os != nil {
+                        w.beginObject(); w.field("operating_system_version", os); w.field("product_type", product); w.field("version", version); w.endObject()
+                    } else { w.writeNull() }
+                    w.key("start_date"); w.writeDate(r.double(5)!)
+                    w.field("strict_fingerprint", fp)
+                    w.field("unit", r.text(9))
+                    w.field("value_kind", r.text(7))
+                    w.field("workout_activity_type", r.int(11).map(Int.init))
+                    w.endObject()
+                }
+                // Without `wantJSON` the item is built for CSV only; the hash is spliced in by `RecordItem.sealed`.
+                let json: [UInt8] = wantJSON ? w.bytes : []
+                var csvHashInput: [UInt8] = [], csvRow: [UInt8] = []
+                if wantCSV {
+                    let startText = CanonicalDate.string(r.double(5)!), endText = CanonicalDate.string(r.double(6)!)
+                    let category = r.int(10).map(Int.init), workout = r.int(11).map(Int.init)
+                    let numeric = r.double(8), duration = r.double(12)
+                    let payload = r.text(4)!, semantic = r.text(2), valueKind = r.text(7), unit = r.text(9)
+                    let device = r.text(19), metadataHash = r.text(20)
+                    let gone = closed ? Int(last!) : nil
+                    var c = CanonicalJSONWriter(capacity: 1024)
+                    c.beginObject()
+                    c.field("category_value", category)
+                    c.field("device_hash", device)
+                    c.field("disappeared_observation_id", gone)
+                    try c.field("duration_seconds", duration)
+                    c.field("end_date_utc", endText)
+                    c.field("first_seen_observation_id", Int(first))
+                    c.field("last_verified_observation_id", Int(lastVerified))
+                    c.field("metadata_hash", metadataHash)
+                    try c.field("numeric_value", numeric)
+                    c.field("observation_id", Int(observationID))
+                    c.field("payload_hash", payload)
+                    c.field("sample_identity_hash", identity)
+                    c.field("sample_type_identifier", identifier)
+                    c.field("sample_uuid_hash", uuidHash)
+                    c.field("semantic_fingerprint", semantic)
+                    c.field("source_hash", sourceHash)
+                    c.field("start_date_utc", startText)
+                    c.field("strict_fingerprint", fp)
+                    c.field("unit", unit)
+                    c.field("value_kind", valueKind)
+                    c.field("workout_activity_type", workout)
+                    c.endObject()
+                    csvHashInput = c.bytes
+                    let num: (Double?) -> String = { $0.flatMap(ECMAScriptNumber.format) ?? "" }
+                    let cells: [String] = [
+                        String(observationID), identifier, identity, uuidHash ?? "", fp, semantic ?? "", payload, startText, endText,
+                        valueKind ?? "", num(numeric), unit ?? "", category.map(String.init) ?? "", workout.map(String.init) ?? "",
+                        num(duration), sourceHash ?? "", device ?? "", metadataHash ?? "", String(first), String(lastVerified),
+                        gone.map(String.init) ?? "",
+                    ]
+                    csvRow.reserveCapacity(700)
+                    for (i, cell) in cells.enumerated() {
+                        if i > 0 { csvRow.append(UInt8(ascii: ",")) }
+                        csvRow.append(contentsOf: Array(CSV.field(cell).utf8))
+                    }
+                }
+                more = try body(RecordItem(typeIdentifier: identifier, json: json, hashAt: hashAt, csvHashInput: csvHashInput, csvRow: csvRow))
                 return more
             }
             if !more { return }
         }
     }
 
-    /// Calls `body` for every record in order, built on the calling thread.
-    func forEach(_ body: (RecordItem) throws -> Bool) throws {
-        var builder = RecordBuilder(observationID: observationID, asOf: asOf, wantJSON: wantJSON, wantCSV: wantCSV)
-        try forEachRaw { raw in try body(try builder.build(raw)) }
-    }
-
     static func lastIndex(_ a: [Int64], atMost x: Int64) -> Int? {
         var lo = 0, hi = a.count
         while lo < hi { let mid = (lo + hi) / 2; if a[mid] <= x { lo = mid + 1 } else { hi = mid } }
         return lo == 0 ? nil : lo - 1
-    }
-}
-
-/// One result row's columns, read from SQLite.
-public struct RawRow: Sendable {
-    var texts = [String?](repeating: nil, count: 25)
-    var ints = [Int64?](repeating: nil, count: 25)
-    var doubles = [Double?](repeating: nil, count: 25)
-    func text(_ c: Int32) -> String? { texts[Int(c)] }
-    func int(_ c: Int32) -> Int64? { ints[Int(c)] }
-    func double(_ c: Int32) -> Double? { doubles[Int(c)] }
-}
-
-/// A record's raw columns with its type and that type's verifying observations.
-public struct RawRecord: Sendable {
-    var typeIdentifier: String
-    var runs: [Int64]
-    var row: RawRow
-}
-
-/// Turns raw rows into canonical items (JSON and/or CSV), caching source hashes.
-struct RecordBuilder {
-    let observationID: Int64
-    let asOf: Int64
-    let wantJSON: Bool
-    let wantCSV: Bool
-    var sourceHashes: [String: String] = [:]
-    var w = CanonicalJSONWriter(capacity: 2048)
-
-    init(observationID: Int64, asOf: Int64, wantJSON: Bool, wantCSV: Bool) {
-        self.observationID = observationID
-        self.asOf = asOf
-        self.wantJSON = wantJSON
-        self.wantCSV = wantCSV
-    }
-
-    mutating func build(_ raw: RawRecord) throws -> RecordItem {
-        let r = raw.row, runs = raw.runs, identifier = raw.typeIdentifier
-        let uuidHash = r.text(0), fp = r.text(1)!, identity = uuidHash ?? fp
-        let first = r.int(22)!, last = r.int(23)
-        let closed = last.map { $0 <= asOf } ?? false
-        // The last observation up to as-of that verified this version visible.
-        let bound = closed ? last! - 1 : asOf
-        var lastVerified = first
-        if let i = RecordItems.lastIndex(runs, atMost: bound), runs[i] >= first { lastVerified = runs[i] }
-        var disappeared: JSONValue = .null
-        if closed {
-            let ev = (r.text(24) ?? "").split(separator: " ", maxSplits: 1).map(String.init)
-            disappeared = .object(["observation_id": .number(Double(last!)),
-                                   "event_kind": ev.first.map(JSONValue.string) ?? .null,
-                                   "evidence_kind": ev.count > 1 && !ev[1].isEmpty ? .string(ev[1]) : .null])
-        }
-        let sourceBundle = r.text(14), sourceName = r.text(15)
-        let hasSource = sourceBundle != nil || sourceName != nil
-        var sourceHash: String?
-        let sourceKey = (sourceBundle ?? "") + "\u{0}" + (sourceName ?? "")
-        if hasSource, let cached = sourceHashes[sourceKey] {
-            sourceHash = cached
-        } else if hasSource {
-            var sw = CanonicalJSONWriter(capacity: 128)
-            sw.beginObject(); sw.field("bundle_identifier", sourceBundle); sw.field("name_hash", sourceName); sw.endObject()
-            sourceHash = ArchiveHasher.sha256(.source, sw.bytes)
-            sourceHashes[sourceKey] = sourceHash
-        }
-        var hashAt = 0
-        w.reset()
-        if wantJSON {
-            w.beginObject()
-            w.field("category_value", r.int(10).map(Int.init))
-            w.key("creation_date"); if let c = r.double(13) { w.writeDate(c) } else { w.writeNull() }
-            w.field("device_hash", r.text(19))
-            w.key("disappeared"); try w.write(disappeared)
-            try w.field("duration_seconds", r.double(12))
-            w.key("end_date"); w.writeDate(r.double(6)!)
-            w.field("first_seen_observation_id", Int(first))
-            hashAt = w.bytes.count
-            w.field("kind", "record")
-            w.field("last_verified_observation_id", Int(lastVerified))
-            w.key("metadata")
-            if let m = r.text(21), let data = m.data(using: .utf8), let v = try? JSONDecoder().decode(JSONValue.self, from: data) { try w.write(v) } else { w.writeNull() }
-            w.field("metadata_hash", r.text(20))
-            try w.field("numeric_value", r.double(8))
-            w.field("observation_id", Int(observationID))
-            w.field("payload_hash", r.text(4)!)
-            w.field("sample_first_seen_observation_id", r.int(3).map(Int.init))
-            w.field("sample_identity_hash", identity)
-            w.field("sample_type_identifier", identifier)
-            w.field("sample_uuid_hash", uuidHash)
-            w.field("semantic_fingerprint", r.text(2))
-            w.key("source")
-            if hasSource { w.beginObject(); w.field("bundle_identifier", sourceBundle); w.field("name_hash", sourceName); w.endObject() } else { w.writeNull() }
-            w.field("source_hash", sourceHash)
-            w.key("source_revision")
-            let product = r.text(16), version = r.text(17), os = r.text(18)
-            if product != nil || version != nil || os != nil {
-                w.beginObject(); w.field("operating_system_version", os); w.field("product_type", product); w.field("version", version); w.endObject()
-            } else { w.writeNull() }
-            w.key("start_date"); w.writeDate(r.double(5)!)
-            w.field("strict_fingerprint", fp)
-            w.field("unit", r.text(9))
-            w.field("value_kind", r.text(7))
-            w.field("workout_activity_type", r.int(11).map(Int.init))
-            w.endObject()
-        }
-        // Without `wantJSON` the item is built for CSV only; the hash is spliced in by `RecordItem.sealed`.
-        let json: [UInt8] = wantJSON ? w.bytes : []
-        var csvHashInput: [UInt8] = [], csvRow: [UInt8] = []
-        if wantCSV {
-            let startText = CanonicalDate.string(r.double(5)!), endText = CanonicalDate.string(r.double(6)!)
-            let category = r.int(10).map(Int.init), workout = r.int(11).map(Int.init)
-            let numeric = r.double(8), duration = r.double(12)
-            let payload = r.text(4)!, semantic = r.text(2), valueKind = r.text(7), unit = r.text(9)
-            let device = r.text(19), metadataHash = r.text(20)
-            let gone = closed ? Int(last!) : nil
-            var c = CanonicalJSONWriter(capacity: 1024)
-            c.beginObject()
-            c.field("category_value", category)
-            c.field("device_hash", device)
-            c.field("disappeared_observation_id", gone)
-            try c.field("duration_seconds", duration)
-            c.field("end_date_utc", endText)
-            c.field("first_seen_observation_id", Int(first))
-            c.field("last_verified_observation_id", Int(lastVerified))
-            c.field("metadata_hash", metadataHash)
-            try c.field("numeric_value", numeric)
-            c.field("observation_id", Int(observationID))
-            c.field("payload_hash", payload)
-            c.field("sample_identity_hash", identity)
-            c.field("sample_type_identifier", identifier)
-            c.field("sample_uuid_hash", uuidHash)
-            c.field("semantic_fingerprint", semantic)
-            c.field("source_hash", sourceHash)
-            c.field("start_date_utc", startText)
-            c.field("strict_fingerprint", fp)
-            c.field("unit", unit)
-            c.field("value_kind", valueKind)
-            c.field("workout_activity_type", workout)
-            c.endObject()
-            csvHashInput = c.bytes
-            let num: (Double?) -> String = { $0.flatMap(ECMAScriptNumber.format) ?? "" }
-            let cells: [String] = [
-                String(observationID), identifier, identity, uuidHash ?? "", fp, semantic ?? "", payload, startText, endText,
-                valueKind ?? "", num(numeric), unit ?? "", category.map(String.init) ?? "", workout.map(String.init) ?? "",
-                num(duration), sourceHash ?? "", device ?? "", metadataHash ?? "", String(first), String(lastVerified),
-                gone.map(String.init) ?? "",
-            ]
-            csvRow.reserveCapacity(700)
-            for (i, cell) in cells.enumerated() {
-                if i > 0 { csvRow.append(UInt8(ascii: ",")) }
-                csvRow.append(contentsOf: Array(CSV.field(cell).utf8))
-            }
-        }
-        return RecordItem(typeIdentifier: identifier, json: json, hashAt: hashAt, csvHashInput: csvHashInput, csvRow: csvRow)
     }
 }

@@ -1,9 +1,9 @@
 import Dispatch
 import Foundation
 
-/// The second stage of a record export: while the SQLite reader steps rows on
-/// the calling thread, a serial queue builds the canonical items, hashes them,
-/// feeds the manifest and writes the file, in batches, a few batches in flight.
+/// The second stage of a record export: while the SQLite reader builds items
+/// on the calling thread, a serial queue hashes them, feeds the manifest and
+/// writes the file, in batches, at most a few batches in flight.
 final class RecordSink: @unchecked Sendable {
     private(set) var manifest: ExportManifestHasher
     private(set) var byType: [String: Int] = [:]
@@ -18,8 +18,6 @@ final class RecordSink: @unchecked Sendable {
     private let lock = NSLock()
     private var error: (any Error)?
     static let batchSize = 512
-    /// Used only on `queue`.
-    private var builder: RecordBuilder?
 
     init(manifest: ExportManifestHasher, output: ExportOutput, csvExportID: String?) {
         self.manifest = manifest
@@ -32,12 +30,11 @@ final class RecordSink: @unchecked Sendable {
 
     /// Streams every item of `source` through the sink; rethrows the first error.
     func drain(_ source: RecordItems, isCancelled: () -> Bool, progress: (Int) -> Void) throws {
-        builder = RecordBuilder(observationID: source.observationID, asOf: source.asOf, wantJSON: source.wantJSON, wantCSV: source.wantCSV)
         if isCancelled() { throw ArchiveError(.cancelled, "the export was cancelled; no file was left and no completed manifest was recorded") }
-        var batch: [RawRecord] = []
+        var batch: [RecordItem] = []
         batch.reserveCapacity(Self.batchSize)
         var produced = 0
-        try source.forEachRaw { item in
+        try source.forEach { item in
             batch.append(item)
             produced += 1
             if batch.count == Self.batchSize {
@@ -53,7 +50,7 @@ final class RecordSink: @unchecked Sendable {
         if let failure { throw failure }
     }
 
-    private func submit(_ batch: [RawRecord]) throws {
+    private func submit(_ batch: [RecordItem]) throws {
         if let failure { throw failure }
         slots.wait()
         queue.async { [self] in
@@ -63,9 +60,8 @@ final class RecordSink: @unchecked Sendable {
         }
     }
 
-    private func consume(_ batch: [RawRecord]) throws {
-        for raw in batch {
-            let item = try builder!.build(raw)
+    private func consume(_ batch: [RecordItem]) throws {
+        for item in batch {
             byType[item.typeIdentifier, default: 0] += 1
             if let id = csvPrefix {
                 let hash = ArchiveHasher.sha256(.exportItem, item.csvHashInput)
