@@ -15,11 +15,13 @@ public struct SyncProtocolError: CodedError, Equatable {
         case divergence
         case storage
         case busy
+        /// No hello, or no frame while the server waited for one, within the limit.
+        case timeout
 
         /// Whether the client may retry after this error.
         public var retryable: Bool {
             switch self {
-            case .bundleInvalid, .outOfOrder, .storage, .busy: return true
+            case .bundleInvalid, .outOfOrder, .storage, .busy, .timeout: return true
             default: return false
             }
         }

@@ -13,10 +13,16 @@ public struct SyncServer: Sendable {
     public let store: ServerStore
     public let logger: Logger
     private let applier: ApplyQueue
+    /// Limits of Protocol/README.md section 6 (shorter in tests).
+    public let helloTimeout: TimeAmount
+    public let idleTimeout: TimeAmount
 
-    public init(store: ServerStore, logger: Logger = Archive.silentLogger) {
+    public init(store: ServerStore, logger: Logger = Archive.silentLogger,
+                helloTimeout: TimeAmount = .seconds(10), idleTimeout: TimeAmount = .seconds(120)) {
         self.store = store
         self.logger = logger
+        self.helloTimeout = helloTimeout
+        self.idleTimeout = idleTimeout
         applier = ApplyQueue(store: store)
     }
 
@@ -24,12 +30,14 @@ public struct SyncServer: Sendable {
     public func run(host: String, port: Int, onBound: @Sendable (Int) -> Void = { _ in }) async throws {
         try store.requireInitialized()
         try FileManager.default.createDirectory(atPath: store.quarantineDirectory, withIntermediateDirectories: true)
+        let (hello, idle) = (helloTimeout, idleTimeout)
         let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .bind(host: host, port: port) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(SyncConnectionDecoder()))
                     try channel.pipeline.syncOperations.addHandler(MessageToByteHandler(SyncConnectionEncoder()))
+                    try channel.pipeline.syncOperations.addHandler(SyncTimeoutHandler(hello: hello, idle: idle))
                     return try NIOAsyncChannel<SyncInbound, SyncOutbound>(wrappingChannelSynchronously: channel)
                 }
             }

@@ -8,10 +8,11 @@ import Testing
 @testable import HealthProbeSync
 
 /// Runs a sync server on 127.0.0.1 (any free port) for the duration of `body`.
-func withServer(_ data: TempDir, _ body: (Int, ServerStore) async throws -> Void) async throws {
+func withServer(_ data: TempDir, hello: TimeAmount = .seconds(10), idle: TimeAmount = .seconds(120),
+                _ body: (Int, ServerStore) async throws -> Void) async throws {
     let store = ServerStore(root: data.path)
     try store.create()
-    let server = SyncServer(store: store)
+    let server = SyncServer(store: store, helloTimeout: hello, idleTimeout: idle)
     try await withThrowingTaskGroup(of: Void.self) { group in
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         group.addTask { try await server.run(host: "127.0.0.1", port: 0) { continuation.yield($0) } }

@@ -1,0 +1,53 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import Testing
+@testable import HealthProbeSync
+
+@Suite("Sync timeouts on 127.0.0.1")
+struct TimeoutTests {
+    /// Connects, writes `script` (bytes, then a pause in ms), then reads until the server closes.
+    func session(_ port: Int, _ script: [([UInt8], Int)]) async throws -> (String, Duration) {
+        let started = ContinuousClock.now
+        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connect(host: "127.0.0.1", port: port) { ch in
+            ch.eventLoop.makeCompletedFuture { try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: ch) }
+        }
+        return try await channel.executeThenClose { inbound, outbound in
+            try await withThrowingTaskGroup(of: [UInt8].self) { group in
+                group.addTask {
+                    var out: [UInt8] = []
+                    for try await chunk in inbound { out += Array(chunk.readableBytesView) }
+                    return out
+                }
+                for (bytes, pause) in script {
+                    if !bytes.isEmpty { try await outbound.write(ByteBuffer(bytes: bytes)) }
+                    try await Task.sleep(for: .milliseconds(pause))
+                }
+                let out = try await group.next() ?? []
+                return (String(decoding: out, as: UTF8.self), ContinuousClock.now - started)
+            }
+        }
+    }
+
+    var hello: [UInt8] { var b = ByteBuffer(); SyncHello().write(to: &b); return Array(b.readableBytesView) }
+    var ping: [UInt8] { var b = ByteBuffer(); try! SyncFrameEncoder().encode(data: SyncFrame(kind: .ping, payload: ByteBuffer()), out: &b); return Array(b.readableBytesView) }
+
+    @Test("no hello: ERROR timeout, then closed; hello then silence: the same after the idle limit; PINGs keep it open")
+    func timeouts() async throws {
+        let data = TempDir()
+        try await withServer(data, hello: .milliseconds(300), idle: .milliseconds(600)) { port, _ in
+            let (silent, t1) = try await session(port, [])
+            #expect(silent.contains("timeout") && silent.contains("no hello"), "\(silent)")
+            #expect(t1 < .seconds(3))
+
+            let (idle, _) = try await session(port, [(hello, 0)])
+            #expect(idle.contains("no frame for"), "\(idle)")
+
+            // PING every 200 ms for 1.4 s (over twice the idle limit): answered, then the idle limit applies.
+            let (kept, t3) = try await session(port, [(hello, 200)] + Array(repeating: (ping, 200), count: 7))
+            #expect(t3 >= .milliseconds(1400))
+            #expect(kept.contains("no frame for"))
+            #expect(kept.utf8.count > 7 * 5, "PONGs were answered")
+        }
+    }
+}
