@@ -84,9 +84,41 @@ extension ServerStore {
         }
         let chain = try Self.chainHash(header)
         let replica = try openReplica(chain)
-        let outcome = try BundleApplier.apply(replica, lines: Prepended(first: first, rest: lines), manifestHash: manifestHash, now: now)
-        if case .applied(_, let sequence) = outcome { try keep(file: path, chain: chain, sequence: sequence, manifestHash: manifestHash) }
-        return (chain, outcome)
+        try recoverIncoming(chain, replica: replica)
+        // Kept first under an `.incoming` name, promoted only once the apply committed:
+        // a crash in between leaves a file `recoverIncoming` settles from the bundle log.
+        guard case .number(let s)? = header["sequence"], s >= 1, s == s.rounded() else {
+            throw BundleError(.malformed, line: 1, "the bundle header has no valid sequence")
+        }
+        let incoming = try keep(file: path, chain: chain, sequence: Int(s))
+        do {
+            let outcome = try BundleApplier.apply(replica, lines: Prepended(first: first, rest: lines), manifestHash: manifestHash, now: now)
+            if case .applied = outcome { try promote(incoming) } else { try? FileManager.default.removeItem(atPath: incoming) }
+            return (chain, outcome)
+        } catch {
+            try? FileManager.default.removeItem(atPath: incoming)
+            throw error
+        }
+    }
+
+    /// Promotes `.incoming` bundle files whose sequence the replica's log holds
+    /// (the apply committed before a crash), and deletes the others.
+    public func recoverIncoming(_ chain: String, replica: Archive) throws {
+        let dir = bundlesDirectory(chain)
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: dir) else { return }
+        for name in names where name.hasSuffix(".jsonl.incoming") {
+            let path = dir + "/" + name
+            guard let seq = Int(name.prefix(while: { $0.isNumber })) else { try? FileManager.default.removeItem(atPath: path); continue }
+            let logged = try replica.writer.read { db in
+                try Bool.fetchOne(db, sql: "SELECT 1 FROM bundle_log WHERE direction = 'received' AND sequence = ?", arguments: [seq]) ?? false
+            }
+            if logged && !FileManager.default.fileExists(atPath: bundlePath(chain, sequence: seq)) { try promote(path) }
+            else { try? FileManager.default.removeItem(atPath: path) }
+        }
+    }
+
+    func promote(_ incoming: String) throws {
+        try FileManager.default.moveItem(atPath: incoming, toPath: String(incoming.dropLast(".incoming".count)))
     }
 
     /// Where a chain's received bundles are kept, as received, for re-verification.
@@ -97,14 +129,15 @@ extension ServerStore {
         bundlesDirectory(chainHash) + String(format: "/%08d.jsonl", sequence)
     }
 
-    /// Keeps an applied bundle (a hard link, else a copy), synced to disk.
-    func keep(file path: String, chain: String, sequence: Int, manifestHash: String) throws {
+    /// Keeps a received bundle as `<sequence>.jsonl.incoming` (a hard link, else a copy), synced to disk.
+    func keep(file path: String, chain: String, sequence: Int) throws -> String {
         let fm = FileManager.default
         try fm.createDirectory(atPath: bundlesDirectory(chain), withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        let target = bundlePath(chain, sequence: sequence)
+        let target = bundlePath(chain, sequence: sequence) + ".incoming"
         if fm.fileExists(atPath: target) { try fm.removeItem(atPath: target) }
         do { try fm.linkItem(atPath: path, toPath: target) } catch { try fm.copyItem(atPath: path, toPath: target) }
         if let h = FileHandle(forUpdatingAtPath: target) { try? h.synchronize(); try? h.close() }
+        return target
     }
 }
 

@@ -21,6 +21,7 @@ public enum ServerVerifier {
 
     static func verify(_ store: ServerStore, chain: String, mode: ArchiveVerifier.Mode, subset: (Int, Int)?) throws -> ChainReport {
         let replica = try Archive.open(path: store.replicaPath(chain), mode: .readOnly)
+        try store.recoverIncoming(chain, replica: replica)
         let log = try replica.writer.read { db in
             try Row.fetchAll(db, sql: "SELECT sequence, manifest_hash, previous_manifest_hash FROM bundle_log WHERE direction = 'received' ORDER BY sequence")
                 .map { ($0[0] as Int, $0[1] as String, $0[2] as String?) }

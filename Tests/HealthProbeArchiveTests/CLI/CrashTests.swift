@@ -1,0 +1,89 @@
+import Foundation
+import GRDB
+import Testing
+@testable import HealthProbeArchive
+
+/// A running `hp-server serve` process and its port.
+final class ServerProcess {
+    let process = Process()
+    let port: Int
+
+    init(data: String) throws {
+        let dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        var exe = dir.appendingPathComponent("hp-server")
+        if !FileManager.default.fileExists(atPath: exe.path) {
+            exe = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent().appendingPathComponent(".build/debug/hp-server")
+        }
+        process.executableURL = exe
+        process.arguments = ["serve", "--data", data, "--listen", "127.0.0.1:0"]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var text = ""
+        let deadline = Date().addingTimeInterval(20)
+        while !text.contains("\n") && Date() < deadline {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            text += String(decoding: chunk, as: UTF8.self)
+        }
+        guard let p = text.split(separator: ":").last.flatMap({ Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }) else {
+            process.terminate()
+            throw ArchiveError(.invalidState, "hp-server printed no port: \(text)")
+        }
+        port = p
+    }
+
+    deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+}
+
+@Suite("Crash safety")
+struct CrashTests {
+    @Test("SIGKILL while the server applies a bundle: the replica keeps nothing half-written, verify passes, the next sync completes")
+    func killMidApply() throws {
+        let data = TempDir(), home = TempDir()
+        #expect(try hpServer(["init", "--data", data.path]).0 == 0)
+        #expect(try hpNode(["--home", home.path, "capture", "--simulate", "--days", "20"]).0 == 0)
+        let status = try JSONSerialization.jsonObject(with: Data(try hpNode(["--home", home.path, "status", "--json"]).1.utf8)) as? [String: Any]
+        let chain = try #require(status?["device_chain_hash"] as? String)
+        let incoming = data.path + "/chains/\(chain)/bundles/00000001.jsonl.incoming"
+
+        let server = try ServerProcess(data: data.path)
+        let node = Process()
+        node.executableURL = server.process.executableURL!.deletingLastPathComponent().appendingPathComponent("hp-node")
+        node.arguments = ["--home", home.path, "sync", "--server", "127.0.0.1:\(server.port)"]
+        node.standardOutput = FileHandle.nullDevice
+        node.standardError = FileHandle.nullDevice
+        try node.run()
+        // The `.incoming` file appears just before the apply transaction starts.
+        let deadline = Date().addingTimeInterval(60)
+        while !FileManager.default.fileExists(atPath: incoming) && Date() < deadline && server.process.isRunning { usleep(2_000) }
+        #expect(FileManager.default.fileExists(atPath: incoming), "the bundle never reached the apply step")
+        kill(server.process.processIdentifier, SIGKILL)
+        server.process.waitUntilExit()
+        node.waitUntilExit()
+        #expect(node.terminationStatus != 0, "the node cannot have been acknowledged")
+
+        // Nothing half-written: the log and the observations agree (all or nothing).
+        let replica = try DatabaseQueue(path: data.path + "/chains/\(chain)/replica.sqlite")
+        let (logged, observations) = try replica.read { db in
+            (try Int.fetchOne(db, sql: "SELECT count(*) FROM bundle_log")!, try Int.fetchOne(db, sql: "SELECT count(*) FROM observations")!)
+        }
+        #expect(logged == observations && logged <= 1)
+        let verify = try hpServer(["verify", "--data", data.path, "--full"])
+        #expect(verify.0 == 0, "\(verify.1)")
+
+        // A restarted server takes the sync to completion; digests agree.
+        let again = try ServerProcess(data: data.path)
+        let sync = try hpNode(["--home", home.path, "sync", "--server", "127.0.0.1:\(again.port)"])
+        #expect(sync.0 == 0, "\(sync.2)")
+        kill(again.process.processIdentifier, SIGTERM)
+        again.process.waitUntilExit()
+        func digest(_ s: String) -> String? { (try? JSONSerialization.jsonObject(with: Data(s.utf8)) as? [String: Any])?["digest"] as? String }
+        let nodeDigest = digest(try hpNode(["--home", home.path, "digest", "--at", "1", "--json"]).1)
+        let serverDigest = digest(try hpServer(["digest", "--data", data.path, "--chain", String(chain.prefix(12)), "--at", "1", "--json"]).1)
+        #expect(nodeDigest != nil && nodeDigest == serverDigest)
+        #expect(try hpServer(["verify", "--data", data.path, "--full"]).0 == 0)
+    }
+}
