@@ -69,7 +69,7 @@ let package = Package(
         ),
         .target(
             name: "HealthProbeCLI",
-            dependencies: ["HealthProbeArchive"],
+            dependencies: ["HealthProbeArchive", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: strict
         ),
         .executableTarget(

@@ -4,15 +4,8 @@ import GRDB
 import HealthProbeArchive
 import HealthProbeCLI
 
-/// Parses `2025-01-31`, `2025-01-31T12:00:00Z` or `2025-01-31T12:00:00.000Z` as UTC.
-func parseDate(_ text: String, option: String) throws -> Double {
-    if let d = CanonicalDate.parse(text) { return d }
-    let f = ISO8601DateFormatter()
-    if let d = f.date(from: text) { return d.timeIntervalSince1970 }
-    f.formatOptions = [.withFullDate]
-    if let d = f.date(from: text) { return d.timeIntervalSince1970 }
-    throw ValidationError("\(option) \(text): expected a UTC date like 2025-01-31 or 2025-01-31T12:00:00Z")
-}
+/// Parses a UTC date given on the command line.
+func parseDate(_ text: String, option: String) throws -> Double { try CLIDate.parse(text, option: option) }
 
 /// The latest observation of the node's chain, or a clear error.
 func latestObservation(_ db: Database, _ node: NodeArchive) throws -> Int64 {

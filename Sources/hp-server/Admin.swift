@@ -82,12 +82,7 @@ struct HouseholdCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Daily rows before this UTC date.") var to: String?
 
     static func date(_ s: String?, _ option: String) throws -> Double? {
-        guard let s else { return nil }
-        if let d = CanonicalDate.parse(s) { return d }
-        let f = ISO8601DateFormatter()
-        f.formatOptions = [.withFullDate]
-        guard let d = f.date(from: s) else { throw ValidationError("\(option) \(s): expected a date like 2025-01-31") }
-        return d.timeIntervalSince1970
+        try s.map { try CLIDate.parse($0, option: option) }
     }
 
     func validate() throws { _ = try Self.date(from, "--from"); _ = try Self.date(to, "--to") }

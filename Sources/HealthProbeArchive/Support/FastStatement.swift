@@ -56,14 +56,7 @@ struct FastStatement {
 
     /// Runs a query and calls `row` for each result row (columns read with `int`, `text`...).
     func query(_ db: Database, _ values: [Value], _ row: (FastStatement) throws -> Void) throws {
-        bind(values)
-        defer { sqlite3_reset(raw) }
-        while true {
-            let rc = sqlite3_step(raw)
-            if rc == SQLITE_DONE { return }
-            guard rc == SQLITE_ROW else { throw error(db, rc) }
-            try row(self)
-        }
+        try queryWhile(db, values) { try row($0); return true }
     }
 
     /// Like `query`, but stops stepping as soon as `row` returns false.

@@ -137,32 +137,8 @@ struct NodeCommandTests {
     func serveAndTerminate() throws {
         let data = TempDir(), home = TempDir()
         #expect(try hpServer(["init", "--data", data.path]).0 == 0)
-        let dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        var exe = dir.appendingPathComponent("hp-server")
-        if !FileManager.default.fileExists(atPath: exe.path) {
-            exe = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-                .deletingLastPathComponent().appendingPathComponent(".build/debug/hp-server")
-        }
-        let p = Process()
-        p.executableURL = exe
-        p.arguments = ["serve", "--data", data.path, "--listen", "127.0.0.1:0"]
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        defer { if p.isRunning { p.terminate() } }
-        // Read "listening on 127.0.0.1:PORT".
-        var text = ""
-        let deadline = Date().addingTimeInterval(20)
-        while !text.contains("\n") && Date() < deadline {
-            let chunk = out.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            text += String(decoding: chunk, as: UTF8.self)
-        }
-        guard let port = text.split(separator: ":").last.flatMap({ Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }) else {
-            Issue.record("no port in \(text)")
-            return
-        }
+        let server = try ServerProcess(data: data.path)
+        let p = server.process, port = server.port
         #expect(try hpNode(["--home", home.path, "capture", "--simulate", "--days", "2"]).0 == 0)
         let sync = try hpNode(["--home", home.path, "sync", "--server", "127.0.0.1:\(port)"])
         #expect(sync.0 == 0, "\(sync.2)")
