@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import GRDB
 
 /// A bundle in line form on disk (Protocol/bundles.md section 2): written
@@ -63,10 +66,18 @@ public struct FileLines: Sequence, IteratorProtocol {
                 chunk = Array(data)
                 index = 0
             }
-            let b = chunk[index]
-            index += 1
-            if b == 0x0A { return line }
-            line.append(b)
+            // memchr for the newline, then one bulk copy.
+            let found: Int? = chunk.withUnsafeBufferPointer { buf in
+                guard let base = buf.baseAddress, let p = memchr(base + index, 0x0A, buf.count - index) else { return nil }
+                return UnsafePointer<UInt8>(p.assumingMemoryBound(to: UInt8.self)) - base
+            }
+            if let nl = found {
+                line.append(contentsOf: chunk[index..<nl])
+                index = nl + 1
+                return line
+            }
+            line.append(contentsOf: chunk[index...])
+            index = chunk.count
         }
     }
 }

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What `verify-export` found.
 public struct ExportVerification: Sendable, Codable, Equatable {
@@ -94,18 +97,22 @@ public enum ExportVerifier {
     }
 
     static func find(_ needle: [UInt8], in hay: [UInt8], from: Int) -> Int? {
-        guard needle.count <= hay.count else { return nil }
-        var i = from
-        let first = needle[0]
-        while i <= hay.count - needle.count {
-            if hay[i] == first {
-                var k = 1
-                while k < needle.count && hay[i + k] == needle[k] { k += 1 }
-                if k == needle.count { return i }
+        guard !needle.isEmpty, from + needle.count <= hay.count else { return nil }
+        return hay.withUnsafeBufferPointer { h in
+            needle.withUnsafeBufferPointer { n in
+                let base = h.baseAddress!
+                var i = from
+                let last = h.count - n.count
+                while i <= last {
+                    // memchr for the first byte, memcmp for the rest.
+                    guard let p = memchr(base + i, Int32(n[0]), last - i + 1) else { return nil }
+                    let at = UnsafePointer<UInt8>(p.assumingMemoryBound(to: UInt8.self)) - base
+                    if memcmp(base + at, n.baseAddress!, n.count) == 0 { return at }
+                    i = at + 1
+                }
+                return nil
             }
-            i += 1
         }
-        return nil
     }
 
     /// The spec's order key of a record item.
