@@ -53,7 +53,7 @@ struct IntegrityTests {
             ("open_ranges", "INSERT INTO sample_visibility_ranges(sample_id, version_id, first_observation_id, first_seen_at) SELECT sample_id, version_id, 2, 0 FROM sample_visibility_ranges WHERE last_observation_id IS NULL AND first_observation_id = 1 LIMIT 1", "open ranges"),
             ("duplicate_identities", "INSERT INTO samples(sample_type_id, sample_uuid_hash, strict_fingerprint, first_seen_observation_id, first_seen_at) SELECT sample_type_id, sample_uuid_hash, 'x' || strict_fingerprint, 1, 0 FROM samples WHERE sample_uuid_hash IS NOT NULL LIMIT 1", "sample rows"),
             ("aggregates", "UPDATE observation_type_summaries SET visible_record_count = visible_record_count + 1 WHERE observation_id = 2", "visible_record_count"),
-            ("export_manifests", "UPDATE export_manifests SET manifest_hash = '00' || substr(manifest_hash, 3)", "differs from recorded"),
+            ("export_manifests", "UPDATE export_manifests SET manifest_hash = (CASE WHEN substr(manifest_hash, 1, 1) = '0' THEN '1' ELSE '0' END) || substr(manifest_hash, 2)", "differs from recorded"),
         ]
         for (check, sql, expected) in cases {
             let (t, _) = try home()
