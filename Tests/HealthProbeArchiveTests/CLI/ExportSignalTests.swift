@@ -1,0 +1,37 @@
+import Foundation
+import GRDB
+import Testing
+
+@Suite("hp-node export and SIGINT")
+struct ExportSignalTests {
+    @Test("SIGINT during an export: exit 130, no file left, the export recorded as cancelled, the archive verifies")
+    func interrupt() throws {
+        let home = TempDir()
+        #expect(try hpNode(["--home", home.path, "capture", "--simulate", "--days", "20"]).0 == 0)
+        let out = home.file("records.json")
+        let p = Process()
+        let dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        var exe = dir.appendingPathComponent("hp-node")
+        if !FileManager.default.fileExists(atPath: exe.path) {
+            exe = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent().appendingPathComponent(".build/debug/hp-node")
+        }
+        p.executableURL = exe
+        p.arguments = ["--home", home.path, "export", "--kind", "observation_records_json", "--out", out]
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        // The partial file appears once the export (and its signal handler) runs.
+        let deadline = Date().addingTimeInterval(30)
+        while !FileManager.default.fileExists(atPath: out + ".partial") && p.isRunning && Date() < deadline { usleep(500) }
+        kill(p.processIdentifier, SIGINT)
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 130)
+        #expect(!FileManager.default.fileExists(atPath: out))
+        #expect(!FileManager.default.fileExists(atPath: out + ".partial"))
+        let archive = try DatabaseQueue(path: home.path + "/archive/HealthProbeArchive.sqlite")
+        let statuses = try archive.read { db in try String.fetchAll(db, sql: "SELECT status FROM export_manifests") }
+        #expect(statuses == ["cancelled"])
+        #expect(try hpNode(["--home", home.path, "verify", "--full"]).0 == 0)
+    }
+}
