@@ -84,12 +84,13 @@ extension ServerStore {
         }
         let chain = try Self.chainHash(header)
         let replica = try openReplica(chain)
-        try recoverIncoming(chain, replica: replica)
         // Kept first under an `.incoming` name, promoted only once the apply committed:
         // a crash in between leaves a file `recoverIncoming` settles from the bundle log.
         guard case .number(let s)? = header["sequence"], s >= 1, s == s.rounded() else {
             throw BundleError(.malformed, line: 1, "the bundle header has no valid sequence")
         }
+        // A crash can have left only this sequence (re-sent) or the previous one unpromoted.
+        try recoverIncoming(chain, replica: replica, sequences: [Int(s) - 1, Int(s)])
         let incoming = try keep(file: path, chain: chain, sequence: Int(s))
         do {
             let outcome = try BundleApplier.apply(replica, lines: Prepended(first: first, rest: lines), manifestHash: manifestHash, now: now)
@@ -103,9 +104,17 @@ extension ServerStore {
 
     /// Promotes `.incoming` bundle files whose sequence the replica's log holds
     /// (the apply committed before a crash), and deletes the others.
-    public func recoverIncoming(_ chain: String, replica: Archive) throws {
+    /// `sequences` limits the look to those files; nil lists the directory.
+    public func recoverIncoming(_ chain: String, replica: Archive, sequences: [Int]? = nil) throws {
         let dir = bundlesDirectory(chain)
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: dir) else { return }
+        let names: [String]
+        if let sequences {
+            names = sequences.map { (bundlePath(chain, sequence: $0) as NSString).lastPathComponent + ".incoming" }
+                .filter { FileManager.default.fileExists(atPath: dir + "/" + $0) }
+        } else {
+            guard let all = try? FileManager.default.contentsOfDirectory(atPath: dir) else { return }
+            names = all
+        }
         for name in names where name.hasSuffix(".jsonl.incoming") {
             let path = dir + "/" + name
             guard let seq = Int(name.prefix(while: { $0.isNumber })) else { try? FileManager.default.removeItem(atPath: path); continue }

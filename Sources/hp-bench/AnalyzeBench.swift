@@ -35,9 +35,9 @@ struct AnalyzeBench: AsyncParsableCommand {
 
     /// Synchronous body: GRDB's blocking accessors throughout.
     func measure() throws {
-        let root = bench.dir ?? (NSTemporaryDirectory() + "hp-bench-\(UUID().uuidString)")
+        let root = bench.workDirectory("analyze")
         let home = ArchiveHome(root: root)
-        defer { if !bench.keep { try? FileManager.default.removeItem(atPath: root) } }
+        defer { bench.cleanUp(root) }
         let clock = ManualClock(1_750_000_000)
         let node = try home.open(clock: clock)
         let types = CaptureBench.types

@@ -19,6 +19,16 @@ struct BenchOptions: ParsableArguments {
     func validate() throws {
         guard (1...100_000).contains(pageSize) else { throw ValidationError("--page-size must be 1...100000") }
     }
+
+    /// `--dir`, else a fresh temporary directory named after the benchmark.
+    func workDirectory(_ label: String) -> String {
+        dir ?? (NSTemporaryDirectory() + "hp-bench-\(label)-\(UUID().uuidString)")
+    }
+
+    /// Removes the work directory unless `--keep`.
+    func cleanUp(_ root: String) {
+        if !keep { try? FileManager.default.removeItem(atPath: root) }
+    }
 }
 
 /// One measured phase (printed as a table row or one JSON object).

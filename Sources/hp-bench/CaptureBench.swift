@@ -43,9 +43,9 @@ struct CaptureBench: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let root = bench.dir ?? (NSTemporaryDirectory() + "hp-bench-\(UUID().uuidString)")
+        let root = bench.workDirectory("capture")
         let home = ArchiveHome(root: root)
-        defer { if !bench.keep { try? FileManager.default.removeItem(atPath: root) } }
+        defer { bench.cleanUp(root) }
         let perType = samples / Self.types.count
         let total = perType * Self.types.count
         var results: [PhaseResult] = []

@@ -19,9 +19,9 @@ struct ExportBench: AsyncParsableCommand {
     func run() async throws { try measure() }
 
     func measure() throws {
-        let root = bench.dir ?? (NSTemporaryDirectory() + "hp-bench-\(UUID().uuidString)")
+        let root = bench.workDirectory("export")
         let home = ArchiveHome(root: root)
-        defer { if !bench.keep { try? FileManager.default.removeItem(atPath: root) } }
+        defer { bench.cleanUp(root) }
         let clock = ManualClock(1_750_000_000)
         let node = try home.open(clock: clock)
         try AnalyzeBench.prepare(node: node, clock: clock, samples: samples, pageSize: bench.pageSize, quiet: bench.json)

@@ -20,9 +20,9 @@ struct ImportBench: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let root = bench.dir ?? (NSTemporaryDirectory() + "hp-bench-import-\(UUID().uuidString)")
+        let root = bench.workDirectory("import")
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
-        defer { if !bench.keep { try? FileManager.default.removeItem(atPath: root) } }
+        defer { bench.cleanUp(root) }
         var base = SyntheticExport(records: records)
         let (_, genA) = try Measure.time { try base.writeZip(to: root + "/export-a.zip") }
         base.editEvery = 100   // 1% of records changed

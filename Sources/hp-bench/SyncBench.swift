@@ -29,8 +29,8 @@ struct SyncBench: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let root = bench.dir ?? (NSTemporaryDirectory() + "hp-bench-sync-\(UUID().uuidString)")
-        defer { if !bench.keep { try? FileManager.default.removeItem(atPath: root) } }
+        let root = bench.workDirectory("sync")
+        defer { bench.cleanUp(root) }
         let home = ArchiveHome(root: root + "/node")
         let clock = ManualClock(1_750_000_000)
         try capture(home: home, clock: clock, count: samples, offset: 0)

@@ -40,6 +40,14 @@ struct Snapshot: AsyncParsableCommand {
         if let to { _ = try parseDate(to, option: "--to") }
     }
 
+    /// An empty table of visible samples.
+    static func table() -> TextTable { TextTable(["type", "start (UTC)", "end (UTC)", "value", "unit", "since obs"], rightAligned: [3, 5]) }
+
+    static func cells(_ r: VisibleSample) -> [String] {
+        [r.typeIdentifier, Output.date(r.startDate), Output.date(r.endDate),
+         r.numericValue.map { formatValue($0) } ?? r.categoryValue.map(String.init) ?? "-", r.unit ?? "-", String(r.visibleSince)]
+    }
+
     func run() async throws {
         let node = try options.open(.readOnly)
         let fromDate = try from.map { try parseDate($0, option: "--from") }
@@ -52,14 +60,13 @@ struct Snapshot: AsyncParsableCommand {
                 return
             }
             if all {
-                var t = TextTable(["type", "start (UTC)", "end (UTC)", "value", "unit", "since obs"], rightAligned: [3, 5])
+                var t = Self.table()
                 var n = 0
                 try PointInTime.stream(db, scope) { r in
                     n += 1
                     if options.json { try Output.jsonLine(r) } else {
-                        t.add([r.typeIdentifier, Output.date(r.startDate), Output.date(r.endDate),
-                               r.numericValue.map { formatValue($0) } ?? r.categoryValue.map(String.init) ?? "-", r.unit ?? "-", String(r.visibleSince)])
-                        if n % 10_000 == 0 { print(t.render()); t = TextTable(["type", "start (UTC)", "end (UTC)", "value", "unit", "since obs"], rightAligned: [3, 5]) }
+                        t.add(Self.cells(r))
+                        if n % 10_000 == 0 { print(t.render()); t = Self.table() }
                     }
                 }
                 if !options.json { print(t.render()) }
@@ -72,10 +79,9 @@ struct Snapshot: AsyncParsableCommand {
                 return
             }
             print("observation \(scope.observationID)")
-            var t = TextTable(["type", "start (UTC)", "end (UTC)", "value", "unit", "since obs"], rightAligned: [3, 5])
+            var t = Self.table()
             for r in page.rows {
-                t.add([r.typeIdentifier, Output.date(r.startDate), Output.date(r.endDate),
-                       r.numericValue.map { formatValue($0) } ?? r.categoryValue.map(String.init) ?? "-", r.unit ?? "-", String(r.visibleSince)])
+                t.add(Self.cells(r))
             }
             print(t.render())
             if let next = page.next { print("(more: --after \(next.token))") }

@@ -74,14 +74,8 @@ public enum Aggregates {
         }
 
         let typeIdentifier = try String.fetchOne(db, sql: "SELECT type_identifier FROM sample_types WHERE id = ?", arguments: [typeID]) ?? ""
-        let totals = try Row.fetchOne(db, sql: """
-            SELECT count(*) AS n, min(start_date) AS first, max(end_date) AS last, max(start_date) AS last_start,
-                   CASE WHEN count(DISTINCT unit) <= 1 THEN sum(CAST(round(numeric_value * \(sumScale)) AS INTEGER)) / \(sumScale) END AS total,
-                   max(numeric_value) AS top
-            FROM (\(visibleSQL))
-            """, arguments: [typeID, obs, obs])!
-        let n: Int = totals["n"]
-        let first: Double? = totals["first"], last: Double? = totals["last"], total: Double? = totals["total"], top: Double? = totals["top"]
+        let totals = try Totals.fetch(db, typeID: typeID, observationID: obs)
+        let n = totals.count, first = totals.earliestStart, last = totals.latestEnd, total = totals.valueSum, top = totals.valueMax
         var fields: [String: JSONValue] = [:]
         fields["kind"] = .string("type_summary")
         fields["type"] = .string(typeIdentifier)
@@ -97,9 +91,31 @@ public enum Aggregates {
                 daily_base_observation_id, computed_at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, arguments: [obs, typeID, n, appeared, disappeared, changed, first, last, total, top, summaryHash, obs, now])
-        guard n > 0, let first, let lastStart = totals["last_start"] as Double? else { return }
+        guard n > 0, let first, let lastStart = totals.latestStart else { return }
         try writeDaily(db, obs: obs, typeID: typeID, typeIdentifier: typeIdentifier,
                        days: LocalDays(identifier: zoneID, secondsFromGMT: zoneOffset), from: first, to: lastStart)
+    }
+
+    /// A type's visible samples at an observation, summed up in SQLite.
+    public struct Totals: Equatable {
+        public var count: Int
+        public var earliestStart: Double?
+        public var latestEnd: Double?
+        public var latestStart: Double?
+        /// Exact (integer micro-units); nil with more than one unit or no values.
+        public var valueSum: Double?
+        public var valueMax: Double?
+
+        public static func fetch(_ db: Database, typeID: Int64, observationID obs: Int64) throws -> Totals {
+            let r = try Row.fetchOne(db, sql: """
+                SELECT count(*) AS n, min(start_date) AS first, max(end_date) AS last, max(start_date) AS last_start,
+                       CASE WHEN count(DISTINCT unit) <= 1 THEN sum(CAST(round(numeric_value * \(sumScale)) AS INTEGER)) / \(sumScale) END AS total,
+                       max(numeric_value) AS top
+                FROM (\(visibleSQL))
+                """, arguments: [typeID, obs, obs])!
+            return Totals(count: r["n"], earliestStart: r["first"], latestEnd: r["last"], latestStart: r["last_start"],
+                          valueSum: r["total"], valueMax: r["top"])
+        }
     }
 
     /// True when a range of the type opened or closed in `(after, upTo]`.

@@ -85,7 +85,6 @@ public enum ChangeClassifier {
         let fromIsLo = diff.from <= diff.to
         let beforeCol = fromIsLo ? "lo_version" : "hi_version"
         let afterCol = fromIsLo ? "hi_version" : "lo_version"
-        let chain = try Int64.fetchOne(db, sql: "SELECT device_chain_id FROM observations WHERE id = ?", arguments: [diff.to]) ?? 0
         let typeRows = try Row.fetchAll(db, sql: """
             SELECT st.id, st.type_identifier FROM sample_types st
             WHERE st.id IN (SELECT type_id FROM temp.hp_diff)
@@ -100,12 +99,12 @@ public enum ChangeClassifier {
                                        changed: 0, lostRecords: 0, consolidatedRecords: 0, uncertainRecords: 0, historicalRecords: 0, duplicateRecords: 0)
             c.runStatusBefore = try runStatus(db, observation: diff.from, typeID: typeID)
             c.runStatusAfter = try runStatus(db, observation: diff.to, typeID: typeID)
-            let before = try summary(db, at: diff.from, typeID: typeID, chain: chain)
-            let after = try summary(db, at: diff.to, typeID: typeID, chain: chain)
-            c.visibleBefore = before?["visible_record_count"]
-            c.visibleAfter = after?["visible_record_count"]
-            c.earliestBefore = before?["earliest_start_date"]
-            c.latestBefore = before?["latest_end_date"]
+            let before = try AggregateQueries.summaries(db, at: diff.from, typeIdentifier: identifier).first
+            let after = try AggregateQueries.summaries(db, at: diff.to, typeIdentifier: identifier).first
+            c.visibleBefore = before?.visibleRecordCount
+            c.visibleAfter = after?.visibleRecordCount
+            c.earliestBefore = before?.earliestStartDate
+            c.latestBefore = before?.latestEndDate
             if let a = c.visibleAfter, let b = c.visibleBefore { c.recordCountDelta = a - b }
             c.appeared = try evidence(db, typeID: typeID, kind: "appeared", column: afterCol)
             c.disappeared = try evidence(db, typeID: typeID, kind: "disappeared", column: beforeCol)
@@ -156,15 +155,6 @@ public enum ChangeClassifier {
     static func runStatus(_ db: Database, observation: Int64, typeID: Int64) throws -> String? {
         try String.fetchOne(db, sql: "SELECT status FROM observation_type_runs WHERE observation_id = ? AND sample_type_id = ? ORDER BY id DESC LIMIT 1",
                             arguments: [observation, typeID])
-    }
-
-    /// The type's summary in effect at `obs` (the latest at or before it).
-    static func summary(_ db: Database, at obs: Int64, typeID: Int64, chain: Int64) throws -> Row? {
-        try Row.fetchOne(db, sql: """
-            SELECT ts.* FROM observation_type_summaries ts JOIN observations o ON o.id = ts.observation_id
-            WHERE ts.sample_type_id = ? AND ts.observation_id <= ? AND o.device_chain_id = ?
-            ORDER BY ts.observation_id DESC LIMIT 1
-            """, arguments: [typeID, obs, chain])
     }
 
     static func evidence(_ db: Database, typeID: Int64, kind: String, column: String) throws -> SetEvidence {

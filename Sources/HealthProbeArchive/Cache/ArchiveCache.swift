@@ -136,6 +136,7 @@ public final class ArchiveCache: Sendable {
         let av = state.schemaVersion, cv = CacheSchema.version
         let latest = state.observations.keys.max()
         try node.archive.writer.read { adb in
+            let names = Dictionary(uniqueKeysWithValues: try Row.fetchAll(adb, sql: "SELECT type_identifier, display_name FROM sample_types").map { ($0[0] as String, $0[1] as String?) })
             for id in ids {
                 guard let o = state.observations[id] else { continue }
                 try db.execute(sql: "DELETE FROM cached_observation_rows WHERE observation_id = ?", arguments: [id])
@@ -149,7 +150,6 @@ public final class ArchiveCache: Sendable {
                     INSERT INTO cached_observation_rows VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """, arguments: [id, row.observedAt, row.status, row.triggerReason, row.timeZoneIdentifier, row.typeRuns, visible,
                                      row.appeared, row.disappeared, row.changed, row.deletedObjects, av, cv, o.aggregateHash, now])
-                let names = Dictionary(uniqueKeysWithValues: try Row.fetchAll(adb, sql: "SELECT type_identifier, display_name FROM sample_types").map { ($0[0] as String, $0[1] as String?) })
                 for s in summaries {
                     try db.execute(sql: "INSERT INTO cached_type_summaries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                                    arguments: [id, s.typeIdentifier, names[s.typeIdentifier] ?? nil, s.visibleRecordCount,

@@ -13,8 +13,7 @@ func hashedItem(_ o: [String: JSONValue]) throws -> ([UInt8], String) {
 /// then the (after, else before) version's start, end, identity and payload hash.
 enum DiffItems {
     static func version(_ r: Row, _ p: String) -> JSONValue {
-        guard let id: Int64 = r[p + "id"] else { return .null }
-        _ = id
+        guard (r[p + "id"] as Int64?) != nil else { return .null }
         return .object([
             "payload_hash": .optional(r[p + "payload_hash"] as String?), "start_date": .string(CanonicalDate.string(r[p + "start_date"])),
             "end_date": .string(CanonicalDate.string(r[p + "end_date"])), "value_kind": .optional(r[p + "value_kind"] as String?),

@@ -145,21 +145,17 @@ public enum ArchiveVerifier {
             var agg: [String] = []
             for s in summaries {
                 let obs: Int64 = s[0], type: Int64 = s[1]
-                let live = try Row.fetchOne(db, sql: """
-                    SELECT count(*) AS n, CASE WHEN count(DISTINCT unit) <= 1 THEN sum(CAST(round(numeric_value * \(Aggregates.sumScale)) AS INTEGER)) / \(Aggregates.sumScale) END AS total,
-                           max(numeric_value) AS top, min(start_date) AS first, max(end_date) AS last
-                    FROM (\(Aggregates.visibleSQL))
-                    """, arguments: [type, obs, obs])!
+                let live = try Aggregates.Totals.fetch(db, typeID: type, observationID: obs)
                 let name: String = s[8]
-                if (live["n"] as Int) != (s[2] as Int) { agg.append("observation \(obs) \(name): visible_record_count \(s[2] as Int), ranges say \(live["n"] as Int)") }
-                if (live["total"] as Double?) != (s[3] as Double?) { agg.append("observation \(obs) \(name): value_sum differs from the ranges") }
-                if (live["top"] as Double?) != (s[4] as Double?) || (live["first"] as Double?) != (s[5] as Double?) || (live["last"] as Double?) != (s[6] as Double?) {
+                if live.count != (s[2] as Int) { agg.append("observation \(obs) \(name): visible_record_count \(s[2] as Int), ranges say \(live.count)") }
+                if live.valueSum != (s[3] as Double?) { agg.append("observation \(obs) \(name): value_sum differs from the ranges") }
+                if live.valueMax != (s[4] as Double?) || live.earliestStart != (s[5] as Double?) || live.latestEnd != (s[6] as Double?) {
                     agg.append("observation \(obs) \(name): value_max or date bounds differ from the ranges")
                 }
                 if let base: Int64 = s[7] {
                     let daily = try Int.fetchOne(db, sql: "SELECT sum(visible_record_count) FROM daily_type_aggregates WHERE observation_id = ? AND sample_type_id = ?",
                                                  arguments: [base, type]) ?? 0
-                    if daily != (live["n"] as Int) { agg.append("observation \(obs) \(name): daily rows (of observation \(base)) count \(daily), ranges say \(live["n"] as Int)") }
+                    if daily != live.count { agg.append("observation \(obs) \(name): daily rows (of observation \(base)) count \(daily), ranges say \(live.count)") }
                 }
             }
             add("aggregates", agg, ok: "\(summaries.count) type summaries and their daily rows match the ranges" + (mode == .quick ? " (latest observation)" : ""))
