@@ -79,7 +79,7 @@ extension ServerStore {
     /// (one transaction: nothing is stored unless every check passes).
     public func apply(file path: String, manifestHash: String, now: Double) throws -> (chain: String, outcome: BundleApplier.Outcome) {
         var lines = try FileLines(path: path)
-        guard let first = lines.next(), case .object(let header)? = try? JSONDecoder().decode(JSONValue.self, from: Data(first)) else {
+        guard let first = lines.next(), case .object(let header)? = try? JSONParser.parse(first) else {
             throw BundleError(.malformed, line: 1, "\(path) does not start with a bundle header")
         }
         let chain = try Self.chainHash(header)

@@ -83,8 +83,8 @@ public struct SyncClient {
                     try BundleFile.write(db, observationID: obs, previousManifestHash: link, to: file)
                 }
                 let (hash, items, size) = (written.manifestHash, written.trailer.itemCount, written.size)
-                // Verified from the file's bytes before it is sent.
-                _ = try BundleFile.verify(file, expected: hash, previousManifestHash: .some(previous))
+                // Re-hashed from the file's bytes before it is sent (the server verifies everything else).
+                try BundleFile.rehash(file, expected: hash)
                 let parts = try Self.partRanges(file: file)
                 try await outbound.write(.frame(.json(.bundleBegin, .object([
                     "sequence": .int(seq), "manifest_hash": .string(hash), "parts": .int(parts.count),

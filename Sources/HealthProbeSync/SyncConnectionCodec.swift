@@ -59,7 +59,7 @@ extension SyncFrame {
 
     /// The payload as a JSON object.
     public func jsonObject() throws -> [String: JSONValue] {
-        guard case .object(let o)? = try? JSONDecoder().decode(JSONValue.self, from: Data(payload.readableBytesView)) else {
+        guard case .object(let o)? = try? JSONParser.parse(payload.readableBytesView) else {
             throw SyncProtocolError(.malformedFrame, "a \(kind) frame's payload is not a JSON object")
         }
         return o

@@ -61,8 +61,7 @@ public enum BundleApplier {
         var typeIDs: [String: Int64] = [:]
 
         static func begin(_ db: Database, header: BundleHeader, manifestHash: String, now: Double) throws -> State {
-            try db.execute(sql: "INSERT OR IGNORE INTO device_chains(device_chain_hash, created_at, recovered_from_keychain) VALUES (?, ?, 0)",
-                           arguments: [header.deviceChainHash, now])
+            try db.cachedStatement(sql: "INSERT OR IGNORE INTO device_chains(device_chain_hash, created_at, recovered_from_keychain) VALUES (?, ?, 0)").execute(arguments: [header.deviceChainHash, now])
             let chainID = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM device_chains WHERE device_chain_hash = ?"), arguments: [header.deviceChainHash])!
             if let logged = try String.fetchOne(db, sql: "SELECT manifest_hash FROM bundle_log WHERE device_chain_id = ? AND direction = 'received' AND sequence = ?",
                                                 arguments: [chainID, header.sequence]) {
@@ -98,7 +97,7 @@ public enum BundleApplier {
         mutating func sampleID(_ db: Database, _ ref: JSONValue?) throws -> Int64 {
             let r = Self.obj(ref) ?? [:]
             let t = try typeID(db, Self.str(r["type"]))
-            guard let id = try Int64.fetchOne(db, sql: "SELECT id FROM samples WHERE sample_type_id = ? AND strict_fingerprint = ?",
+            guard let id = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM samples WHERE sample_type_id = ? AND strict_fingerprint = ?"),
                                               arguments: [t, Self.str(r["strict_fingerprint"])]) else {
                 throw ApplyError(code: .unresolved, message: "an item refers to a sample the replica does not have (\(Self.str(r["type"]) ?? "?"))")
             }
@@ -115,7 +114,7 @@ public enum BundleApplier {
 
         func sourceID(_ db: Database, _ o: [String: JSONValue]) throws -> Int64? {
             let name = Self.str(o["source_name_hash"] ?? o["name_hash"]), bundle = Self.str(o["bundle_identifier"])
-            return try Int64.fetchOne(db, sql: "SELECT id FROM sources WHERE ifnull(source_name_hash, '') = ifnull(?, '') AND ifnull(bundle_identifier, '') = ifnull(?, '')",
+            return try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM sources WHERE ifnull(source_name_hash, '') = ifnull(?, '') AND ifnull(bundle_identifier, '') = ifnull(?, '')"),
                                       arguments: [name, bundle])
         }
 
@@ -134,15 +133,12 @@ public enum BundleApplier {
                 outcome = .applied(observationID: observationID, sequence: header.sequence)
             case "sample_type":
                 let id = try typeID(db, Self.str(o["type_identifier"]))
-                try db.execute(sql: "UPDATE sample_types SET display_name = coalesce(display_name, ?), category = coalesce(category, ?) WHERE id = ?",
-                               arguments: [Self.str(o["display_name"]), Self.str(o["category"]), id])
+                try db.cachedStatement(sql: "UPDATE sample_types SET display_name = coalesce(display_name, ?), category = coalesce(category, ?) WHERE id = ?").execute(arguments: [Self.str(o["display_name"]), Self.str(o["category"]), id])
             case "source":
-                try db.execute(sql: "INSERT OR IGNORE INTO sources(source_name_hash, bundle_identifier) VALUES (?, ?)",
-                               arguments: [Self.str(o["source_name_hash"]), Self.str(o["bundle_identifier"])])
+                try db.cachedStatement(sql: "INSERT OR IGNORE INTO sources(source_name_hash, bundle_identifier) VALUES (?, ?)").execute(arguments: [Self.str(o["source_name_hash"]), Self.str(o["bundle_identifier"])])
             case "source_revision":
                 guard let src = try sourceID(db, Self.obj(o["source"]) ?? [:]) else { throw ApplyError(code: .unresolved, message: "a source revision's source is missing") }
-                try db.execute(sql: "INSERT OR IGNORE INTO source_revisions(source_id, product_type, version, operating_system_version) VALUES (?, ?, ?, ?)",
-                               arguments: [src, Self.str(o["product_type"]), Self.str(o["version"]), Self.str(o["operating_system_version"])])
+                try db.cachedStatement(sql: "INSERT OR IGNORE INTO source_revisions(source_id, product_type, version, operating_system_version) VALUES (?, ?, ?, ?)").execute(arguments: [src, Self.str(o["product_type"]), Self.str(o["version"]), Self.str(o["operating_system_version"])])
             case "device":
                 try db.cachedStatement(sql: """
                     INSERT OR IGNORE INTO hk_devices(device_hash, manufacturer_hash, model, hardware_version, firmware_version, software_version, local_identifier_hash, udi_hash)
@@ -150,8 +146,7 @@ public enum BundleApplier {
                     """).execute(arguments: [Self.str(o["device_hash"]), Self.str(o["manufacturer_hash"]), Self.str(o["model"]), Self.str(o["hardware_version"]),
                                      Self.str(o["firmware_version"]), Self.str(o["software_version"]), Self.str(o["local_identifier_hash"]), Self.str(o["udi_hash"])])
             case "metadata":
-                try db.execute(sql: "INSERT OR IGNORE INTO metadata_blobs(metadata_hash, metadata_json) VALUES (?, ?)",
-                               arguments: [Self.str(o["metadata_hash"]), Self.str(o["metadata_json"])])
+                try db.cachedStatement(sql: "INSERT OR IGNORE INTO metadata_blobs(metadata_hash, metadata_json) VALUES (?, ?)").execute(arguments: [Self.str(o["metadata_hash"]), Self.str(o["metadata_json"])])
             case "sample":
                 let t = try typeID(db, Self.str(o["type_identifier"]))
                 try db.cachedStatement(sql: """
@@ -182,13 +177,11 @@ public enum BundleApplier {
             case "event":
                 let sample = try sampleID(db, o["sample"])
                 let version = try versionID(db, sample: sample, payloadHash: Self.str(o["payload_hash"]))
-                try db.execute(sql: "INSERT INTO sample_observation_events(observation_id, sample_id, version_id, event_kind, observed_at, evidence_kind) VALUES (?, ?, ?, ?, ?, ?)",
-                               arguments: [obs, sample, version, Self.str(o["event_kind"]), Self.date(o["observed_at"]), Self.str(o["evidence_kind"])])
+                try db.cachedStatement(sql: "INSERT INTO sample_observation_events(observation_id, sample_id, version_id, event_kind, observed_at, evidence_kind) VALUES (?, ?, ?, ?, ?, ?)").execute(arguments: [obs, sample, version, Self.str(o["event_kind"]), Self.date(o["observed_at"]), Self.str(o["evidence_kind"])])
             case "range_open":
                 let sample = try sampleID(db, o["sample"])
                 let version = try versionID(db, sample: sample, payloadHash: Self.str(o["payload_hash"]))
-                try db.execute(sql: "INSERT INTO sample_visibility_ranges(sample_id, version_id, first_observation_id, last_observation_id, first_seen_at, last_seen_at) VALUES (?, ?, ?, NULL, ?, NULL)",
-                               arguments: [sample, version, obs, Self.date(o["first_seen_at"])])
+                try db.cachedStatement(sql: "INSERT INTO sample_visibility_ranges(sample_id, version_id, first_observation_id, last_observation_id, first_seen_at, last_seen_at) VALUES (?, ?, ?, NULL, ?, NULL)").execute(arguments: [sample, version, obs, Self.date(o["first_seen_at"])])
             case "range_close":
                 let sample = try sampleID(db, o["sample"])
                 let version = try versionID(db, sample: sample, payloadHash: Self.str(o["payload_hash"]))
@@ -196,14 +189,12 @@ public enum BundleApplier {
                       let first = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM observations WHERE device_chain_id = ? ORDER BY id LIMIT 1 OFFSET ?"), arguments: [chainID, seq - 1]) else {
                     throw ApplyError(code: .unresolved, message: "a closed range names an observation the replica does not have")
                 }
-                try db.execute(sql: "UPDATE sample_visibility_ranges SET last_observation_id = ?, last_seen_at = ? WHERE sample_id = ? AND version_id IS ? AND first_observation_id = ?",
-                               arguments: [obs, Self.date(o["last_seen_at"]), sample, version, first])
+                try db.cachedStatement(sql: "UPDATE sample_visibility_ranges SET last_observation_id = ?, last_seen_at = ? WHERE sample_id = ? AND version_id IS ? AND first_observation_id = ?").execute(arguments: [obs, Self.date(o["last_seen_at"]), sample, version, first])
                 guard db.changesCount == 1 else { throw ApplyError(code: .unresolved, message: "a closed range does not match an open range of the replica") }
             case "relationship":
                 let source = try sampleID(db, o["source"]), target = try sampleID(db, o["target"])
                 let metadata = try Self.str(o["metadata_hash"]).flatMap { try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM metadata_blobs WHERE metadata_hash = ?"), arguments: [$0]) }
-                try db.execute(sql: "INSERT INTO sample_relationships(observation_id, source_sample_id, target_sample_id, relationship_kind, metadata_id) VALUES (?, ?, ?, ?, ?)",
-                               arguments: [obs, source, target, Self.str(o["relationship_kind"]), metadata])
+                try db.cachedStatement(sql: "INSERT INTO sample_relationships(observation_id, source_sample_id, target_sample_id, relationship_kind, metadata_id) VALUES (?, ?, ?, ?, ?)").execute(arguments: [obs, source, target, Self.str(o["relationship_kind"]), metadata])
             case "type_run":
                 let t = try typeID(db, Self.str(o["type_identifier"]))
                 func blob(_ v: JSONValue?) -> Data? { Self.str(v).flatMap { Data(base64Encoded: $0) } }

@@ -24,13 +24,30 @@ public enum ObservationBundleBuilder {
         var manifest = try ManifestHasher(header: header)
         try onHeader(header)
 
-        func item(_ kind: String, _ fields: [String: JSONValue]) throws {
-            var f = fields
-            f["kind"] = .string(kind)
-            let bytes = try CanonicalJSON.encode(.object(f))
+        func emitItem(_ kind: String, _ bytes: [UInt8]) throws {
             let hash = ArchiveHasher.sha256(.item, bytes)
             manifest.add(itemHash: hash, kind: kind)
             try emit(kind, bytes, hash)
+        }
+        func item(_ kind: String, _ fields: [String: JSONValue]) throws {
+            var f = fields
+            f["kind"] = .string(kind)
+            try emitItem(kind, try CanonicalJSON.encode(.object(f)))
+        }
+        // The per-sample kinds are written by hand, keys in canonical (UTF-16) order;
+        // the committed vectors pin them to what `item(_:_:)` would write.
+        var w = CanonicalJSONWriter(capacity: 1024)
+        func dateField(_ k: StaticString, _ row: Row, _ col: String) {
+            w.key(k)
+            if let v = row[col] as Double? { w.writeDate(v) } else { w.writeNull() }
+        }
+        func strField(_ k: StaticString, _ row: Row, _ col: String) { w.field(k, row[col] as String?) }
+        func sampleRefField(_ k: StaticString, _ r: Row) {
+            w.key(k)
+            w.beginObject()
+            strField("strict_fingerprint", r, "strict_fingerprint")
+            strField("type", r, "type_identifier")
+            w.endObject()
         }
         func each(_ sql: String, _ arguments: StatementArguments, _ body: (Row) throws -> Void) throws {
             let cursor = try Row.fetchCursor(db, sql: sql, arguments: arguments)
@@ -93,9 +110,17 @@ public enum ObservationBundleBuilder {
             SELECT st.type_identifier, s.* FROM samples s JOIN sample_types st ON st.id = s.sample_type_id
             WHERE s.first_seen_observation_id = ? ORDER BY s.id
             """, [obs]) { r in
-            try item("sample", ["type_identifier": s(r, "type_identifier"), "sample_uuid_hash": s(r, "sample_uuid_hash"),
-                                "strict_fingerprint": s(r, "strict_fingerprint"), "semantic_fingerprint": s(r, "semantic_fingerprint"),
-                                "fuzzy_key": s(r, "fuzzy_key"), "first_seen_at": d(r, "first_seen_at")])
+            w.reset()
+            w.beginObject()
+            dateField("first_seen_at", r, "first_seen_at")
+            strField("fuzzy_key", r, "fuzzy_key")
+            w.field("kind", "sample")
+            strField("sample_uuid_hash", r, "sample_uuid_hash")
+            strField("semantic_fingerprint", r, "semantic_fingerprint")
+            strField("strict_fingerprint", r, "strict_fingerprint")
+            strField("type_identifier", r, "type_identifier")
+            w.endObject()
+            try emitItem("sample", w.bytes)
         }
         try each("""
             SELECT st.type_identifier, s.strict_fingerprint, v.*, so.source_name_hash, so.bundle_identifier,
@@ -105,19 +130,44 @@ public enum ObservationBundleBuilder {
             LEFT JOIN hk_devices h ON h.id = v.hk_device_id LEFT JOIN metadata_blobs m ON m.id = v.metadata_id
             WHERE v.created_observation_id = ? ORDER BY v.id
             """, [obs]) { r in
-            let source: JSONValue = (r["source_revision_id"] as Int64?) == nil ? .null
-                : .object(["bundle_identifier": s(r, "bundle_identifier"), "name_hash": s(r, "source_name_hash")])
-            let revision: JSONValue = (r["source_revision_id"] as Int64?) == nil ? .null
-                : .object(["operating_system_version": s(r, "operating_system_version"), "product_type": s(r, "product_type"),
-                           "version": s(r, "revision_version")])
-            let payload: JSONValue = .object([
-                "category_value": i(r, "category_value"), "creation_date": d(r, "creation_date"), "device_hash": s(r, "device_hash"),
-                "duration_seconds": n(r, "duration_seconds"), "end_date": d(r, "end_date"), "metadata_hash": s(r, "metadata_hash"),
-                "numeric_value": n(r, "numeric_value"), "source": source, "source_revision": revision, "start_date": d(r, "start_date"),
-                "type": s(r, "type_identifier"), "unit": s(r, "unit"), "value_kind": s(r, "value_kind"),
-                "workout_activity_type": i(r, "workout_activity_type"),
-            ])
-            try item("version", ["sample": sampleRef(r), "payload_hash": s(r, "payload_hash"), "payload": payload])
+            let hasRevision = (r["source_revision_id"] as Int64?) != nil
+            w.reset()
+            w.beginObject()
+            w.field("kind", "version")
+            w.key("payload")
+            w.beginObject()
+            w.field("category_value", (r["category_value"] as Int64?).map(Int.init))
+            dateField("creation_date", r, "creation_date")
+            strField("device_hash", r, "device_hash")
+            try w.field("duration_seconds", r["duration_seconds"] as Double?)
+            dateField("end_date", r, "end_date")
+            strField("metadata_hash", r, "metadata_hash")
+            try w.field("numeric_value", r["numeric_value"] as Double?)
+            w.key("source")
+            if hasRevision {
+                w.beginObject()
+                strField("bundle_identifier", r, "bundle_identifier")
+                strField("name_hash", r, "source_name_hash")
+                w.endObject()
+            } else { w.writeNull() }
+            w.key("source_revision")
+            if hasRevision {
+                w.beginObject()
+                strField("operating_system_version", r, "operating_system_version")
+                strField("product_type", r, "product_type")
+                strField("version", r, "revision_version")
+                w.endObject()
+            } else { w.writeNull() }
+            dateField("start_date", r, "start_date")
+            strField("type", r, "type_identifier")
+            strField("unit", r, "unit")
+            strField("value_kind", r, "value_kind")
+            w.field("workout_activity_type", (r["workout_activity_type"] as Int64?).map(Int.init))
+            w.endObject()
+            strField("payload_hash", r, "payload_hash")
+            sampleRefField("sample", r)
+            w.endObject()
+            try emitItem("version", w.bytes)
         }
         try each("""
             SELECT st.type_identifier, s.strict_fingerprint, v.payload_hash, e.event_kind, e.observed_at, e.evidence_kind
@@ -125,8 +175,16 @@ public enum ObservationBundleBuilder {
             LEFT JOIN sample_versions v ON v.id = e.version_id
             WHERE e.observation_id = ? ORDER BY e.id
             """, [obs]) { r in
-            try item("event", ["sample": sampleRef(r), "payload_hash": s(r, "payload_hash"), "event_kind": s(r, "event_kind"),
-                               "observed_at": d(r, "observed_at"), "evidence_kind": s(r, "evidence_kind")])
+            w.reset()
+            w.beginObject()
+            strField("event_kind", r, "event_kind")
+            strField("evidence_kind", r, "evidence_kind")
+            w.field("kind", "event")
+            dateField("observed_at", r, "observed_at")
+            strField("payload_hash", r, "payload_hash")
+            sampleRefField("sample", r)
+            w.endObject()
+            try emitItem("event", w.bytes)
         }
         try each("""
             SELECT st.type_identifier, s.strict_fingerprint, v.payload_hash, g.first_seen_at
@@ -134,7 +192,14 @@ public enum ObservationBundleBuilder {
             LEFT JOIN sample_versions v ON v.id = g.version_id
             WHERE g.first_observation_id = ? ORDER BY g.rowid
             """, [obs]) { r in
-            try item("range_open", ["sample": sampleRef(r), "payload_hash": s(r, "payload_hash"), "first_seen_at": d(r, "first_seen_at")])
+            w.reset()
+            w.beginObject()
+            dateField("first_seen_at", r, "first_seen_at")
+            w.field("kind", "range_open")
+            strField("payload_hash", r, "payload_hash")
+            sampleRefField("sample", r)
+            w.endObject()
+            try emitItem("range_open", w.bytes)
         }
         try each("""
             SELECT st.type_identifier, s.strict_fingerprint, v.payload_hash, g.last_seen_at,

@@ -45,11 +45,9 @@ public struct BundleVerifier {
         line += 1
         guard !done else { throw BundleError(.malformed, line: line, "data after the trailer") }
         let value: JSONValue
-        do { value = try JSONDecoder().decode(JSONValue.self, from: Data(bytes)) } catch {
-            throw BundleError(.malformed, line: line, "line \(line) is not JSON")
-        }
-        guard (try? CanonicalJSON.encode(value)) == bytes else {
-            throw BundleError(.notCanonical, line: line, "line \(line) is not in canonical JSON form (RFC 8785)")
+        do { value = try JSONParser.parse(bytes, canonical: true) } catch {
+            guard (try? JSONParser.parse(bytes)) != nil else { throw BundleError(.malformed, line: line, "line \(line) is not JSON (\(error))") }
+            throw BundleError(.notCanonical, line: line, "line \(line) is not in canonical JSON form (RFC 8785): \(error)")
         }
         guard case .object(let o) = value else { throw BundleError(.malformed, line: line, "line \(line) is not a JSON object") }
         if header == nil {

@@ -27,7 +27,7 @@ public enum ExportVerifier {
     }
 
     static func decode(_ bytes: some Collection<UInt8>) -> [String: JSONValue]? {
-        guard let v = try? JSONDecoder().decode(JSONValue.self, from: Data(bytes)), case .object(let o) = v else { return nil }
+        guard let v = try? JSONParser.parse(bytes), case .object(let o) = v else { return nil }
         return o
     }
 

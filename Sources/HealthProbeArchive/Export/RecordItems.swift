@@ -144,7 +144,7 @@ struct RecordItems {
                     w.field("kind", "record")
                     w.field("last_verified_observation_id", Int(lastVerified))
                     w.key("metadata")
-                    if let m = r.text(21), let data = m.data(using: .utf8), let v = try? JSONDecoder().decode(JSONValue.self, from: data) { try w.write(v) } else { w.writeNull() }
+                    if let m = r.text(21), let v = try? JSONParser.parse(m) { try w.write(v) } else { w.writeNull() }
                     w.field("metadata_hash", r.text(20))
                     try w.field("numeric_value", r.double(8))
                     w.field("observation_id", Int(observationID))

@@ -180,7 +180,7 @@ public enum ArchiveVerifier {
             request.asOf = r["as_of_observation_id"]
             if kind == .observationDiffJSON { request.from = r["from_observation_id"]; request.to = r["to_observation_id"] }
             else if kind != .archiveManifestJSON { request.at = r["from_observation_id"] }
-            if let f: String = r["filter_json"], case .object(let o)? = try? JSONDecoder().decode(JSONValue.self, from: Data(f.utf8)) {
+            if let f: String = r["filter_json"], case .object(let o)? = try? JSONParser.parse(f) {
                 if case .array(let t)? = o["sample_type_identifiers"] { request.types = t.compactMap { if case .string(let s) = $0 { return s }; return nil } }
                 if case .object(let range)? = o["date_range"] {
                     if case .string(let s)? = range["start"] { request.dateFrom = CanonicalDate.parse(s) }

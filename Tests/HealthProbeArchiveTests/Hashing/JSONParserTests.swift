@@ -1,0 +1,100 @@
+import Foundation
+import Testing
+@testable import HealthProbeArchive
+
+@Suite("JSON parser")
+struct JSONParserTests {
+    /// The parser agrees with Foundation's decoder on every canonical-JSON vector input,
+    /// and its canonical mode accepts exactly the canonical texts.
+    @Test func agreesWithFoundationOnVectors() throws {
+        let vectors = try HashVectors.load()
+        for c in vectors.canonicalJson {
+            let ours = try JSONParser.parse(Array(c.input.utf8))
+            let foundation = try JSONDecoder().decode(JSONValue.self, from: Data(c.input.utf8))
+            #expect(ours == foundation, "\(c.name)")
+            #expect(try CanonicalJSON.string(ours) == c.canonical, "\(c.name)")
+            #expect((try? JSONParser.parse(Array(c.canonical.utf8), canonical: true)) != nil, "\(c.name): canonical text refused")
+            if c.input != c.canonical {
+                #expect((try? JSONParser.parse(Array(c.input.utf8), canonical: true)) == nil, "\(c.name): non-canonical input accepted")
+            }
+        }
+    }
+
+    @Test(arguments: [
+        "", "{", "[1,]", "{\"a\":1,}", "{\"a\" 1}", "01", "1.", ".5", "1e", "-", "tru", "nul", "\"abc", "\"\\x\"",
+        "\"\\u12\"", "\"\\ud800\"", "\"\\udc00\"", "{\"a\":1,\"a\":2}", "1 2", "\"\u{01}\"", "[1]x", "NaN", "1e999",
+    ])
+    func refusesInvalid(_ text: String) {
+        #expect(throws: JSONParser.Error.self) { try JSONParser.parse(Array(text.utf8)) }
+    }
+
+    @Test func refusesInvalidUTF8AndDeepNesting() {
+        #expect(throws: JSONParser.Error.self) { try JSONParser.parse([0x22, 0xFF, 0xFE, 0x22]) }
+        let deep = String(repeating: "[", count: 65) + String(repeating: "]", count: 65)
+        #expect(throws: JSONParser.Error.self) { try JSONParser.parse(deep) }
+        let ok = String(repeating: "[", count: 64) + String(repeating: "]", count: 64)
+        #expect((try? JSONParser.parse(ok)) != nil)
+    }
+
+    @Test(arguments: [
+        "{\"b\":1,\"a\":2}", "{ \"a\":1}", "[1, 2]", "1.0", "1e2", "-0", "\"\\/\"", "\"\\u0041\"", "\"\\u000a\"", "\"\\u001F\"",
+        "0.10", "1E2", "{\"a\":1} ",
+        "{\"\u{e000}\":1,\"\u{1F600}\":2}",  // UTF-8 order, not UTF-16 order
+    ])
+    func canonicalModeRefusesOtherForms(_ text: String) throws {
+        #expect((try? JSONParser.parse(Array(text.utf8))) != nil, "valid JSON")
+        #expect(throws: JSONParser.Error.self) { try JSONParser.parse(Array(text.utf8), canonical: true) }
+    }
+
+    @Test(arguments: ["{\"a\":1,\"b\":[true,false,null]}", "\"\\u001f\\n\\\"\\\\\"", "1.5", "-3", "1e+21", "0.000001", "1e-7",
+                      "{\"\u{1F600}\":2,\"\u{e000}\":1}", "\"é\""])
+    func canonicalModeAcceptsCanonical(_ text: String) throws {
+        let v = try JSONParser.parse(Array(text.utf8), canonical: true)
+        #expect(try CanonicalJSON.string(v) == text)
+    }
+
+    /// Canonical mode accepts a text exactly when re-encoding its value gives the same bytes:
+    /// checked on random mutations of real bundle lines.
+    @Test func canonicalModeMatchesReencodingOnMutations() throws {
+        var rng = SplitMix(seed: 7)
+        let dir = vectorURL("bundles")
+        let files = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".jsonl") }.sorted()
+        var lines: [[UInt8]] = []
+        for f in files { lines += try FileLines(path: dir.appendingPathComponent(f).path).map { $0 } }
+        #expect(lines.count > 10)
+        let alphabet = Array("{}[]\",:.-+eE0123456789 \\/untrfalsebu\u{7F}".utf8) + [0xC3, 0xA9]
+        var checked = 0, accepted = 0
+        for _ in 0..<20_000 {
+            var l = lines[Int(rng.next() % UInt64(lines.count))]
+            let edits = 1 + Int(rng.next() % 3)
+            for _ in 0..<edits where !l.isEmpty {
+                let at = Int(rng.next() % UInt64(l.count))
+                switch rng.next() % 3 {
+                case 0: l[at] = alphabet[Int(rng.next() % UInt64(alphabet.count))]
+                case 1: l.remove(at: at)
+                default: l.insert(alphabet[Int(rng.next() % UInt64(alphabet.count))], at: at)
+                }
+            }
+            let strict = try? JSONParser.parse(l, canonical: true)
+            let reencoded = (try? JSONParser.parse(l)).flatMap { try? CanonicalJSON.encode($0) }
+            #expect((strict != nil) == (reencoded == l), "mutated line: \(String(decoding: l, as: UTF8.self))")
+            checked += 1
+            if strict != nil { accepted += 1 }
+        }
+        #expect(checked == 20_000)
+        #expect(accepted > 100, "the mutations should leave some canonical lines")
+    }
+}
+
+/// A small deterministic generator for tests.
+struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
