@@ -9,6 +9,10 @@ import HealthProbeArchive
 public enum HouseholdSummary {
     public struct Chain: Sendable, Codable, Equatable {
         public var chain: String
+        /// The enrolled device that owns the chain (nil for a chain received before enrollment existed).
+        public var deviceName: String?
+        /// Device clock minus server clock at the last sync, seconds.
+        public var clockOffsetSeconds: Double?
         public var lastObservationID: Int64?
         public var lastObservedAt: Double?
         public var lastSyncAt: Double?
@@ -32,11 +36,11 @@ public enum HouseholdSummary {
         public var possiblySharedSources: [SharedSources]
     }
 
-    public static func build(_ store: ServerStore, type: String? = nil, from: Double? = nil, to: Double? = nil) throws -> Report {
+    public static func build(_ store: ServerStore, registry: DeviceRegistry? = nil, type: String? = nil, from: Double? = nil, to: Double? = nil) throws -> Report {
         var chains: [Chain] = []
         for hash in try store.chains() {
             let replica = try Archive.open(path: store.replicaPath(hash), mode: .readOnly)
-            let c = try replica.writer.read { db -> Chain in
+            var c = try replica.writer.read { db -> Chain in
                 let last = try Row.fetchOne(db, sql: "SELECT id, observed_at FROM observations ORDER BY id DESC LIMIT 1")
                 let sync = try Double.fetchOne(db, sql: "SELECT max(recorded_at) FROM bundle_log WHERE direction = 'received'")
                 var visible: [String: Int] = [:]
@@ -46,6 +50,11 @@ public enum HouseholdSummary {
                     if let type { daily = try AggregateQueries.daily(db, at: id, typeIdentifier: type, from: from, to: to) }
                 }
                 return Chain(chain: hash, lastObservationID: last?["id"], lastObservedAt: last?["observed_at"], lastSyncAt: sync, visible: visible, daily: daily)
+            }
+            if let info = try registry?.chainInfo(hash) {
+                c.deviceName = info.device
+                c.clockOffsetSeconds = info.clockOffset
+                if let s = info.lastSync { c.lastSyncAt = max(c.lastSyncAt ?? s, s) }
             }
             chains.append(c)
         }
@@ -59,6 +68,19 @@ public enum HouseholdSummary {
             }
         }
         return Report(chains: chains, householdSumOfChains: totals, possiblySharedSources: shared)
+    }
+
+    /// The report as the `HOUSEHOLD` frame carries it: JSON with the field names
+    /// of `Report` as they are (camelCase), keys sorted (Protocol/README.md).
+    public static func wireJSON(_ report: Report) throws -> [UInt8] {
+        let e = JSONEncoder()
+        e.outputFormatting = [.sortedKeys]
+        return Array(try e.encode(report))
+    }
+
+    /// Decodes `wireJSON`.
+    public static func fromWire(_ bytes: some Sequence<UInt8>) throws -> Report {
+        try JSONDecoder().decode(Report.self, from: Data(bytes))
     }
 
     /// Per type, visible records of chain `a` whose strict fingerprint is also visible in chain `b`.

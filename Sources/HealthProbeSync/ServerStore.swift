@@ -11,12 +11,43 @@ public struct ServerStore: Sendable {
     public init(root: String) { self.root = root }
     var chainsDirectory: String { root + "/chains" }
 
-    public func create() throws {
+    /// Creates the data directory: chains, the registry, and the TLS identity
+    /// (kept when it exists, so running it again changes nothing).
+    public func create(now: Date = Date()) throws {
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         try FileManager.default.createDirectory(atPath: chainsDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        if (try? ServerIdentity.load(directory: tlsDirectory)) == nil {
+            try ServerIdentity.generate(now: now).write(directory: tlsDirectory)
+        }
+        _ = try DeviceRegistry(path: registryPath)
         let marker = root + "/healthprobe-server"
         if !FileManager.default.fileExists(atPath: marker) {
             try Data("healthprobe server data directory\n".utf8).write(to: URL(fileURLWithPath: marker))
         }
+    }
+
+    public var tlsDirectory: String { root + "/tls" }
+    public var registryPath: String { root + "/server.sqlite" }
+
+    /// The server's TLS identity.
+    public func identity() throws -> ServerIdentity {
+        try requireInitialized()
+        return try ServerIdentity.load(directory: tlsDirectory)
+    }
+
+    /// The device registry.
+    public func registry() throws -> DeviceRegistry {
+        try requireInitialized()
+        return try DeviceRegistry(path: registryPath)
+    }
+
+    /// The chain hash named by the header (first line) of a bundle file.
+    public static func peekChain(file path: String) throws -> String {
+        var lines = try FileLines(path: path)
+        guard let first = lines.next(), case .object(let header)? = try? JSONParser.parse(first) else {
+            throw BundleError(.malformed, line: 1, "the bundle does not start with a header")
+        }
+        return try chainHash(header)
     }
 
     public func requireInitialized() throws {

@@ -61,6 +61,12 @@ public enum ServerVerifier {
         checks.append(bundleProblems.isEmpty ? IntegrityCheck(name: "stored_bundles", status: .ok, detail: "\(scope): item hashes, manifest hash and chain link verified")
                                              : IntegrityCheck(name: "stored_bundles", status: .problem, detail: bundleProblems.prefix(5).joined(separator: "; ")))
         checks += try ArchiveVerifier.databaseChecks(replica, mode: mode).map { var c = $0; c.name = "replica_" + c.name; return c }
+        // Refusals recorded at sync (divergence, another device's chain, invalid bundles): nothing of them was stored.
+        let events = try store.registry().events(chain: chain)
+        checks.append(events.isEmpty
+            ? IntegrityCheck(name: "sync_refusals", status: .ok, detail: "no divergence or refused bundle recorded")
+            : IntegrityCheck(name: "sync_refusals", status: .notice, detail: "\(events.count) refusal(s) recorded (nothing of them stored): " + events.suffix(5).map {
+                "\(CanonicalDate.string($0.recordedAt)) \($0.kind) sequence \($0.sequence.map(String.init) ?? "-") from \($0.device ?? "?"): \($0.detail)" }.joined(separator: "; ")))
         return ChainReport(chain: chain, bundles: log.count, checks: checks)
     }
 }

@@ -32,92 +32,79 @@ public struct SyncClient {
         self.logger = logger
     }
 
-    public func sync(host: String, port: Int) async throws -> Report {
+    /// Syncs with the enrolled server (`host`/`port` override the enrollment's address).
+    public func sync(_ enrollment: NodeEnrollment, host: String? = nil, port: Int? = nil) async throws -> Report {
         try FileManager.default.createDirectory(atPath: outbox, withIntermediateDirectories: true)
-        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .connect(host: host, port: port) { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(SyncConnectionDecoder()))
-                    try channel.pipeline.syncOperations.addHandler(MessageToByteHandler(SyncConnectionEncoder()))
-                    return try NIOAsyncChannel<SyncInbound, SyncOutbound>(wrappingChannelSynchronously: channel)
-                }
-            }
-        return try await channel.executeThenClose { inbound, outbound in
-            var messages = inbound.makeAsyncIterator()
-            try await outbound.write(.hello(SyncHello()))
-            guard case .hello? = try await messages.next() else {
-                throw SyncProtocolError(.badMagic, "the server did not answer the hello")
-            }
-            func nextFrame() async throws -> SyncFrame {
-                guard let m = try await messages.next() else { throw SyncProtocolError(.malformedFrame, "the server closed the connection") }
-                guard case .frame(let f) = m else { throw SyncProtocolError(.unexpectedMessage, "a second hello from the server") }
-                if f.kind == .error { throw Self.serverError(f) }
-                return f
-            }
-            try await outbound.write(.frame(.json(.chainStatusRequest, .object(["device_chain_hash": .string(node.deviceChainHash)]))))
-            let status = try await nextFrame()
-            guard status.kind == .chainStatus else { throw SyncProtocolError(.unexpectedMessage, "expected CHAIN_STATUS, got \(status.kind)") }
-            let s = try status.jsonObject()
-            guard case .number(let lastSeqD)? = s["last_sequence"] else { throw SyncProtocolError(.malformedFrame, "CHAIN_STATUS lacks last_sequence") }
-            let serverSeq = Int(lastSeqD)
-            let serverHash: String? = { if case .string(let h)? = s["last_manifest_hash"] { return h }; return nil }()
-
-            let observations = try sendableObservations()
-            guard serverSeq <= observations.count else {
-                throw SyncProtocolError(.divergence, "the server holds \(serverSeq) bundles of this chain but this node has only \(observations.count) observations")
-            }
-            var previous: String?
-            if serverSeq > 0 {
-                previous = try manifestHash(upTo: serverSeq, observations: observations)
-                guard previous == serverHash else {
-                    throw SyncProtocolError(.divergence, "the server's bundle \(serverSeq) of this chain differs from this node's; an administrator must look (hp-server chains)")
-                }
-            }
-            var report = Report(serverHadSequence: serverSeq, sent: 0, alreadyApplied: 0, lastSequence: serverSeq, bytesOnWire: 0, uncompressedBytes: 0)
-            for seq in (serverSeq + 1)..<(observations.count + 1) where seq > serverSeq {
-                let obs = observations[seq - 1]
-                let file = outbox + "/\(seq).jsonl"
-                defer { try? FileManager.default.removeItem(atPath: file) }
-                let link = previous
-                let written = try await node.archive.writer.read { db in
-                    try BundleFile.write(db, observationID: obs, previousManifestHash: link, to: file)
-                }
-                let (hash, items, size) = (written.manifestHash, written.trailer.itemCount, written.size)
-                // Re-hashed from the file's bytes before it is sent (the server verifies everything else).
-                try BundleFile.rehash(file, expected: hash)
-                let parts = try Self.partRanges(file: file)
-                try await outbound.write(.frame(.json(.bundleBegin, .object([
-                    "sequence": .int(seq), "manifest_hash": .string(hash), "parts": .int(parts.count),
-                    "item_count": .int(items), "uncompressed_size": .int(size)]))))
-                let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: file))
-                defer { try? handle.close() }
-                for (i, range) in parts.enumerated() {
-                    try handle.seek(toOffset: UInt64(range.lowerBound))
-                    let data = Array(try handle.read(upToCount: range.count) ?? Data())
-                    let compressed = try BundlePartCodec.compress(data)
-                    var payload = ByteBuffer()
-                    payload.writeInteger(UInt32(i), endianness: .big)
-                    payload.writeInteger(UInt32(data.count), endianness: .big)
-                    payload.writeBytes(compressed)
-                    report.bytesOnWire += payload.readableBytes + 5
-                    report.uncompressedBytes += data.count
-                    try await outbound.write(.frame(SyncFrame(kind: .bundlePart, payload: payload)))
-                }
-                try await outbound.write(.frame(.json(.bundleEnd, .object(["sequence": .int(seq), "manifest_hash": .string(hash)]))))
-                let ack = try await nextFrame()
-                let a = try ack.jsonObject()
-                guard ack.kind == .bundleAck, case .string(let ackHash)? = a["manifest_hash"], ackHash == hash else {
-                    throw SyncProtocolError(.unexpectedMessage, "expected the acknowledgement of bundle \(seq)")
-                }
-                if case .string("already_applied")? = a["status"] { report.alreadyApplied += 1 } else { report.sent += 1 }
-                try recordAcknowledged(sequence: seq, observation: obs, manifestHash: hash, previous: previous, items: items)
-                report.lastSequence = seq
-                previous = hash
-                onProgress(seq, observations.count)
-                logger.info("bundle acknowledged", metadata: ["sync.sequence": "\(seq)"])
-            }
-            return report
+        guard let (h, p) = host.flatMap({ h in port.map { (h, $0) } }) ?? SyncAddress.parse(enrollment.address) else {
+            throw SyncProtocolError(.malformedFrame, "the enrolled server address \(enrollment.address) is not HOST:PORT")
         }
+        return try await SyncSession.with(host: h, port: p, fingerprint: enrollment.fingerprint) { session in
+            try await session.authenticate(name: enrollment.name, credential: enrollment.credential, clientTime: node.clock.now())
+            return try await send(&session)
+        }
+    }
+
+    func send(_ session: inout SyncSession) async throws -> Report {
+        let s = try await session.request(.json(.chainStatusRequest, .object(["device_chain_hash": .string(node.deviceChainHash)])), expect: .chainStatus)
+        guard case .number(let lastSeqD)? = s["last_sequence"] else { throw SyncProtocolError(.malformedFrame, "CHAIN_STATUS lacks last_sequence") }
+        let serverSeq = Int(lastSeqD)
+        let serverHash: String? = { if case .string(let h)? = s["last_manifest_hash"] { return h }; return nil }()
+
+        let observations = try sendableObservations()
+        guard serverSeq <= observations.count else {
+            throw SyncProtocolError(.divergence, "the server holds \(serverSeq) bundles of this chain but this node has only \(observations.count) observations")
+        }
+        var previous: String?
+        if serverSeq > 0 {
+            previous = try manifestHash(upTo: serverSeq, observations: observations)
+            guard previous == serverHash else {
+                throw SyncProtocolError(.divergence, "the server's bundle \(serverSeq) of this chain differs from this node's; an administrator must look (hp-server chains)")
+            }
+        }
+        var report = Report(serverHadSequence: serverSeq, sent: 0, alreadyApplied: 0, lastSequence: serverSeq, bytesOnWire: 0, uncompressedBytes: 0)
+        for seq in (serverSeq + 1)..<(observations.count + 1) where seq > serverSeq {
+            let obs = observations[seq - 1]
+            let file = outbox + "/\(seq).jsonl"
+            defer { try? FileManager.default.removeItem(atPath: file) }
+            let link = previous
+            let written = try await node.archive.writer.read { db in
+                try BundleFile.write(db, observationID: obs, previousManifestHash: link, to: file)
+            }
+            let (hash, items, size) = (written.manifestHash, written.trailer.itemCount, written.size)
+            // Re-hashed from the file's bytes before it is sent (the server verifies everything else).
+            try BundleFile.rehash(file, expected: hash)
+            let parts = try Self.partRanges(file: file)
+            try await session.send(.json(.bundleBegin, .object([
+                "sequence": .int(seq), "manifest_hash": .string(hash), "parts": .int(parts.count),
+                "item_count": .int(items), "uncompressed_size": .int(size)])))
+            let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: file))
+            defer { try? handle.close() }
+            for (i, range) in parts.enumerated() {
+                try handle.seek(toOffset: UInt64(range.lowerBound))
+                let data = Array(try handle.read(upToCount: range.count) ?? Data())
+                let compressed = try BundlePartCodec.compress(data)
+                var payload = ByteBuffer()
+                payload.writeInteger(UInt32(i), endianness: .big)
+                payload.writeInteger(UInt32(data.count), endianness: .big)
+                payload.writeBytes(compressed)
+                report.bytesOnWire += payload.readableBytes + 5
+                report.uncompressedBytes += data.count
+                try await session.send(SyncFrame(kind: .bundlePart, payload: payload))
+            }
+            try await session.send(.json(.bundleEnd, .object(["sequence": .int(seq), "manifest_hash": .string(hash)])))
+            let ack = try await session.next()
+            let a = try ack.jsonObject()
+            guard ack.kind == .bundleAck, case .string(let ackHash)? = a["manifest_hash"], ackHash == hash else {
+                throw SyncProtocolError(.unexpectedMessage, "expected the acknowledgement of bundle \(seq)")
+            }
+            if case .string("already_applied")? = a["status"] { report.alreadyApplied += 1 } else { report.sent += 1 }
+            try recordAcknowledged(sequence: seq, observation: obs, manifestHash: hash, previous: previous, items: items)
+            report.lastSequence = seq
+            previous = hash
+            onProgress(seq, observations.count)
+            logger.info("bundle acknowledged", metadata: ["sync.sequence": "\(seq)"])
+        }
+        return report
     }
 
     /// The chain's observations that may be sent, oldest first (stops at one still running).

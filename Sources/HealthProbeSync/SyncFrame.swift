@@ -3,6 +3,9 @@ import NIOCore
 /// One frame after the hello: `length u32 BE | type u8 | payload`.
 public struct SyncFrame: Equatable, Sendable {
     public enum Kind: UInt8, Sendable, CaseIterable {
+        case auth = 0x08
+        case authOK = 0x09
+        case enroll = 0x0A
         case chainStatusRequest = 0x10
         case chainStatus = 0x11
         case bundleBegin = 0x20
@@ -11,6 +14,8 @@ public struct SyncFrame: Equatable, Sendable {
         case bundleAck = 0x23
         case ping = 0x30
         case pong = 0x31
+        case householdRequest = 0x40
+        case household = 0x41
         case error = 0x7F
     }
 

@@ -17,6 +17,10 @@ public struct SyncProtocolError: CodedError, Equatable {
         case busy
         /// No hello, or no frame while the server waited for one, within the limit.
         case timeout
+        /// No or a wrong credential, a used or expired enrollment token, or a revoked device.
+        case unauthorized
+        /// An authenticated device asked for a chain another device owns.
+        case forbidden
 
         /// Whether the client may retry after this error.
         public var retryable: Bool {

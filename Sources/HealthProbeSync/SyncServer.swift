@@ -4,25 +4,41 @@ import HealthProbeArchive
 import Logging
 import NIOCore
 import NIOPosix
+import NIOSSL
 
-/// Serves the sync protocol (Protocol/README.md): receives bundles into a
-/// quarantine file, verifies and applies each in one transaction to its
-/// chain's replica, and acknowledges only after the commit. Connections run
-/// in a task group; bundles are applied one at a time (so each chain in order).
+/// Serves the sync protocol (Protocol/README.md) over TLS: authenticates each
+/// connection's device, receives bundles into a quarantine file, verifies and
+/// applies each in one transaction to its chain's replica (only chains that
+/// device owns), and acknowledges only after the commit. Connections run in a
+/// task group; bundles are applied one at a time (so each chain in order).
 public struct SyncServer: Sendable {
     public let store: ServerStore
+    public let registry: DeviceRegistry
     public let logger: Logger
     private let applier: ApplyQueue
+    private let tls: NIOSSLContext
+    private let throttle: SharedAuthThrottle
+    private let now: @Sendable () -> Double
     /// Limits of Protocol/README.md section 6 (shorter in tests).
     public let helloTimeout: TimeAmount
     public let idleTimeout: TimeAmount
+    /// Counters for the metrics endpoint.
+    public let metrics: ServerMetrics
 
-    public init(store: ServerStore, logger: Logger = Archive.silentLogger,
-                helloTimeout: TimeAmount = .seconds(10), idleTimeout: TimeAmount = .seconds(120)) {
+    /// A server for an initialized data directory (its TLS identity and registry).
+    public init(store: ServerStore, logger: Logger = Archive.silentLogger, helloTimeout: TimeAmount = .seconds(10),
+                idleTimeout: TimeAmount = .seconds(120), throttle: AuthThrottle = AuthThrottle(),
+                metrics: ServerMetrics = ServerMetrics(), now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) throws {
+        try store.requireInitialized()
         self.store = store
         self.logger = logger
         self.helloTimeout = helloTimeout
         self.idleTimeout = idleTimeout
+        self.now = now
+        self.metrics = metrics
+        registry = try store.registry()
+        tls = try store.identity().serverContext()
+        self.throttle = SharedAuthThrottle(throttle)
         applier = ApplyQueue(store: store)
     }
 
@@ -30,11 +46,12 @@ public struct SyncServer: Sendable {
     public func run(host: String, port: Int, onBound: @Sendable (Int) -> Void = { _ in }) async throws {
         try store.requireInitialized()
         try FileManager.default.createDirectory(atPath: store.quarantineDirectory, withIntermediateDirectories: true)
-        let (hello, idle) = (helloTimeout, idleTimeout)
+        let (hello, idle, tls) = (helloTimeout, idleTimeout, tls)
         let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .bind(host: host, port: port) { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls))
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(SyncConnectionDecoder()))
                     try channel.pipeline.syncOperations.addHandler(MessageToByteHandler(SyncConnectionEncoder()))
                     try channel.pipeline.syncOperations.addHandler(SyncTimeoutHandler(hello: hello, idle: idle))
@@ -46,20 +63,25 @@ public struct SyncServer: Sendable {
         try await withThrowingDiscardingTaskGroup { group in
             try await server.executeThenClose { connections in
                 for try await connection in connections {
-                    group.addTask { await self.handle(connection) }
+                    let peer = connection.channel.remoteAddress?.ipAddress ?? "unknown"
+                    group.addTask { await self.handle(connection, peer: peer) }
                 }
             }
         }
     }
 
-    /// One connection, sequentially: hello, then requests.
-    func handle(_ connection: NIOAsyncChannel<SyncInbound, SyncOutbound>) async {
+    /// One connection, sequentially: hello, authentication, then requests.
+    func handle(_ connection: NIOAsyncChannel<SyncInbound, SyncOutbound>, peer: String) async {
         var quarantine: String?
         defer { if let q = quarantine { try? FileManager.default.removeItem(atPath: q) } }
+        metrics.connectionOpened()
+        defer { metrics.connectionClosed() }
         do {
             try await connection.executeThenClose { inbound, outbound in
                 var messages = inbound.makeAsyncIterator()
                 var receiving: Receiving?
+                var identity: DeviceRegistry.Identity?
+                var clockOffset: Double?
                 do {
                     guard case .hello? = try await messages.next() else { return }
                     try await outbound.write(.hello(SyncHello()))
@@ -67,40 +89,59 @@ public struct SyncServer: Sendable {
                         guard case .frame(let frame) = message else {
                             throw SyncProtocolError(.unexpectedMessage, "a second hello")
                         }
+                        guard let device = identity else {
+                            // Unauthenticated peers get nothing but an error, slower each time.
+                            do {
+                                let (id, reply, offset) = try authenticate(frame)
+                                identity = id
+                                clockOffset = offset
+                                await throttle.success(peer: peer)
+                                metrics.authentication(ok: true)
+                                logger.info("device authenticated", metadata: ["sync.device": "\(id.name)"])
+                                try await outbound.write(.frame(reply))
+                                continue
+                            } catch {
+                                metrics.authentication(ok: false)
+                                let delay = await throttle.failure(peer: peer, now: now())
+                                logger.warning("authentication refused", metadata: ["sync.peer": "\(peer)", "sync.delay_seconds": "\(delay)"])
+                                try await Task.sleep(for: .milliseconds(Int(delay * 1000)))
+                                throw error
+                            }
+                        }
                         switch frame.kind {
                         case .ping:
                             try await outbound.write(.frame(SyncFrame(kind: .pong, payload: ByteBuffer())))
+                        case .auth, .enroll:
+                            throw SyncProtocolError(.unexpectedMessage, "this connection is already authenticated")
                         case .chainStatusRequest:
                             let chain = try ServerStore.chainHash(try frame.jsonObject())
+                            try requireActive(device)
+                            try Self.mapAuth { try registry.authorizeRead(device, chain: chain) }
                             let (seq, hash) = try store.status(chain)
+                            try registry.recordSync(chain: chain, now: now(), clockOffset: clockOffset)
                             try await outbound.write(.frame(.json(.chainStatus, .object([
                                 "device_chain_hash": .string(chain), "last_sequence": .int(seq), "last_manifest_hash": .optional(hash)]))))
+                        case .householdRequest:
+                            let o = try frame.jsonObject()
+                            func text(_ k: String) -> String? { if case .string(let t)? = o[k] { return t }; return nil }
+                            let report = try HouseholdSummary.build(store, registry: registry, type: text("type"),
+                                                                    from: text("from").flatMap(CanonicalDate.parse), to: text("to").flatMap(CanonicalDate.parse))
+                            try await outbound.write(.frame(SyncFrame(kind: .household, payload: ByteBuffer(bytes: try HouseholdSummary.wireJSON(report)))))
                         case .bundleBegin:
                             guard receiving == nil else { throw SyncProtocolError(.unexpectedMessage, "BUNDLE_BEGIN while a bundle is open") }
+                            try requireActive(device)
                             let r = try Receiving(begin: try frame.jsonObject(), directory: store.quarantineDirectory)
                             quarantine = r.path
                             receiving = r
                         case .bundlePart:
                             guard receiving != nil else { throw SyncProtocolError(.unexpectedMessage, "BUNDLE_PART outside a bundle") }
                             try receiving!.part(frame.payload)
+                            metrics.received(bytes: frame.payload.readableBytes)
                         case .bundleEnd:
                             guard var r = receiving else { throw SyncProtocolError(.unexpectedMessage, "BUNDLE_END outside a bundle") }
                             receiving = nil
                             try r.end(try frame.jsonObject())
-                            let reply: SyncFrame
-                            do {
-                                let outcome = try await applier.apply(path: r.path, manifestHash: r.manifestHash)
-                                let status: String
-                                switch outcome {
-                                case .applied: status = "applied"
-                                case .alreadyApplied: status = "already_applied"
-                                }
-                                reply = try .json(.bundleAck, .object(["sequence": .int(r.sequence), "manifest_hash": .string(r.manifestHash), "status": .string(status)]))
-                            } catch {
-                                let e = Self.protocolError(error)
-                                logger.warning("bundle refused", metadata: ["sync.sequence": "\(r.sequence)", "sync.error": "\(e.code.rawValue)"])
-                                reply = .error(e, sequence: r.sequence)
-                            }
+                            let reply = await finish(r, device: device, clockOffset: clockOffset)
                             try? FileManager.default.removeItem(atPath: r.path)
                             quarantine = nil
                             try await outbound.write(.frame(reply))
@@ -115,6 +156,67 @@ public struct SyncServer: Sendable {
             }
         } catch {
             logger.debug("connection ended", metadata: ["sync.error": "\(error)"])
+        }
+    }
+
+    /// AUTH or ENROLL: the identity, the AUTH_OK reply, and the device clock's offset.
+    func authenticate(_ frame: SyncFrame) throws -> (DeviceRegistry.Identity, SyncFrame, Double?) {
+        guard frame.kind == .auth || frame.kind == .enroll else {
+            throw SyncProtocolError(.unauthorized, "authenticate first: the first frame after the hello must be AUTH or ENROLL")
+        }
+        let o = try frame.jsonObject()
+        guard case .string(let name)? = o["device_name"] else { throw SyncProtocolError(.unauthorized, "AUTH/ENROLL lacks device_name") }
+        let t = now()
+        let offset: Double? = { if case .string(let c)? = o["client_time"], let d = CanonicalDate.parse(c) { return d - t }; return nil }()
+        var fields: [String: JSONValue] = ["device_name": .string(name), "server_time": .string(CanonicalDate.string(t))]
+        let identity: DeviceRegistry.Identity
+        if frame.kind == .enroll {
+            guard case .string(let secret)? = o["enrollment_secret"] else { throw SyncProtocolError(.unauthorized, "ENROLL lacks enrollment_secret") }
+            let (id, credential) = try Self.mapAuth { try registry.redeem(name: name, secret: secret, now: t) }
+            identity = id
+            fields["credential"] = .string(credential)
+        } else {
+            guard case .string(let credential)? = o["credential"] else { throw SyncProtocolError(.unauthorized, "AUTH lacks credential") }
+            identity = try Self.mapAuth { try registry.authenticate(name: name, credential: credential) }
+        }
+        return (identity, try .json(.authOK, .object(fields)), offset)
+    }
+
+    func requireActive(_ device: DeviceRegistry.Identity) throws {
+        guard try registry.isActive(device) else { throw SyncProtocolError(.unauthorized, "this device has been revoked") }
+    }
+
+    static func mapAuth<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch let e as DeviceRegistry.AuthError {
+            throw SyncProtocolError(e.code == .forbidden ? .forbidden : .unauthorized, e.message)
+        }
+    }
+
+    /// Authorizes, verifies and applies a received bundle; the reply to send.
+    func finish(_ r: Receiving, device: DeviceRegistry.Identity, clockOffset: Double?) async -> SyncFrame {
+        var chain: String?
+        do {
+            chain = try ServerStore.peekChain(file: r.path)
+            try requireActive(device)
+            try Self.mapAuth { try registry.claim(device, chain: chain!, now: now()) }
+            let started = ContinuousClock.now
+            let outcome = try await applier.apply(path: r.path, manifestHash: r.manifestHash, at: now())
+            metrics.bundle(outcome: outcome, seconds: (ContinuousClock.now - started).seconds)
+            try registry.recordSync(chain: chain!, now: now(), clockOffset: clockOffset)
+            let status: String
+            switch outcome {
+            case .applied: status = "applied"
+            case .alreadyApplied: status = "already_applied"
+            }
+            return try .json(.bundleAck, .object(["sequence": .int(r.sequence), "manifest_hash": .string(r.manifestHash), "status": .string(status)]))
+        } catch {
+            let e = Self.protocolError(error)
+            metrics.refused(code: e.code.rawValue)
+            logger.warning("bundle refused", metadata: ["sync.sequence": "\(r.sequence)", "sync.error": "\(e.code.rawValue)", "sync.device": "\(device.name)"])
+            if [.divergence, .forbidden, .bundleInvalid].contains(e.code) {
+                try? registry.recordEvent(kind: e.code.rawValue, chain: chain, sequence: r.sequence, device: device.name, detail: e.message, now: now())
+            }
+            return .error(e, sequence: r.sequence)
         }
     }
 
@@ -195,7 +297,7 @@ actor ApplyQueue {
     let store: ServerStore
     init(store: ServerStore) { self.store = store }
 
-    func apply(path: String, manifestHash: String) throws -> BundleApplier.Outcome {
-        try store.apply(file: path, manifestHash: manifestHash, now: Date().timeIntervalSince1970).outcome
+    func apply(path: String, manifestHash: String, at now: Double) throws -> BundleApplier.Outcome {
+        try store.apply(file: path, manifestHash: manifestHash, now: now).outcome
     }
 }

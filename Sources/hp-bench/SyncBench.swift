@@ -6,7 +6,7 @@ import HealthProbeSimulator
 import HealthProbeSync
 
 /// `hp-bench sync --samples N`: a node with one N-sample observation and a
-/// server in this process on 127.0.0.1; measures the first sync end to end
+/// server in this process on 127.0.0.1 (TLS, an enrolled device); measures the first sync end to end
 /// (build, verify, send, the server's verify and apply), then the sync of a
 /// 1,000-change observation.
 struct SyncBench: AsyncParsableCommand {
@@ -36,13 +36,17 @@ struct SyncBench: AsyncParsableCommand {
         try capture(home: home, clock: clock, count: samples, offset: 0)
         let store = ServerStore(root: root + "/server")
         try store.create()
-        let server = SyncServer(store: store)
+        let server = try SyncServer(store: store)
         var results: [Result] = []
         try await withThrowingTaskGroup(of: Void.self) { group in
             let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
             group.addTask { try await server.run(host: "127.0.0.1", port: 0) { continuation.yield($0) } }
             var it = ports.makeAsyncIterator()
             guard let port = await it.next() else { return }
+            // Enrolled over the protocol, as a real node would be.
+            let secret = try store.registry().issueToken(name: "bench", now: Date().timeIntervalSince1970)
+            let token = EnrollmentToken(address: "127.0.0.1:\(port)", fingerprint: try store.identity().fingerprint, name: "bench", secret: secret)
+            let enrollment = try await SyncClient.enroll(token: token, clientTime: Date().timeIntervalSince1970)
             for (phase, count) in [("first_sync", samples), ("incremental_sync_1000_changes", 1000)] {
                 if phase != "first_sync" {
                     clock.advance(3600)
@@ -50,7 +54,7 @@ struct SyncBench: AsyncParsableCommand {
                 }
                 Measure.resetPeakRSS()
                 let node = try home.open(clock: clock)
-                let (report, seconds) = try await Self.time { try await SyncClient(node: node, outbox: root + "/outbox").sync(host: "127.0.0.1", port: port) }
+                let (report, seconds) = try await Self.time { try await SyncClient(node: node, outbox: root + "/outbox").sync(enrollment) }
                 results.append(Result(phase: phase, samples: count, seconds: seconds, samplesPerSecond: Double(count) / seconds,
                                       bytesOnWire: report.bytesOnWire, uncompressedBytes: report.uncompressedBytes,
                                       compressionRatio: Double(report.uncompressedBytes) / Double(max(report.bytesOnWire, 1)),

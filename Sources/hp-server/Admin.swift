@@ -90,35 +90,8 @@ struct HouseholdCommand: AsyncParsableCommand {
     func run() async throws {
         let store = options.store
         try store.requireInitialized()
-        let report = try HouseholdSummary.build(store, type: type, from: try Self.date(from, "--from"), to: try Self.date(to, "--to"))
+        let report = try HouseholdSummary.build(store, registry: try store.registry(), type: type, from: try Self.date(from, "--from"), to: try Self.date(to, "--to"))
         if options.json { try Output.json(report); return }
-        let chains = report.chains
-        var header = ["type"] + chains.map { String($0.chain.prefix(12)) }
-        header.append("sum of chains")
-        var t = TextTable(header, rightAligned: Set(1..<header.count))
-        t.add(["last observation"] + chains.map { $0.lastObservationID.map(String.init) ?? "-" } + [""])
-        t.add(["last sync (UTC)"] + chains.map { Output.date($0.lastSyncAt) } + [""])
-        for type in report.householdSumOfChains.keys.sorted() {
-            let cells: [String] = chains.map { c in c.visible[type].map { String($0) } ?? "-" }
-            let total = String(report.householdSumOfChains[type] ?? 0)
-            t.add([type] + cells + [total])
-        }
-        print(t.render())
-        if let type {
-            let days = Set(chains.flatMap { $0.daily.map(\.bucketStart) }).sorted()
-            var d = TextTable(["\(type) day (UTC start)"] + chains.map { String($0.chain.prefix(12)) }, rightAligned: Set(1...max(chains.count, 1)))
-            for day in days {
-                d.add([Output.date(day)] + chains.map { c in
-                    let rows = c.daily.filter { $0.bucketStart == day }
-                    return rows.isEmpty ? "-" : String(rows.reduce(0) { $0 + $1.visibleRecordCount })
-                })
-            }
-            print("")
-            print(d.render())
-        }
-        for s in report.possiblySharedSources where s.identicalStrictFingerprints > 0 {
-            print("possibly shared source: \(s.typeIdentifier): \(s.identicalStrictFingerprints) visible records of \(s.chains[0].prefix(12)) have identical strict fingerprints in \(s.chains[1].prefix(12)) (not merged)")
-        }
-        print("device clock offset at sync: not recorded yet")
+        HouseholdTable.print(report, type: type)
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HealthProbeArchive
+import HealthProbeCLI
 import HealthProbeSync
 
 /// `hp-server`: the household server. Each device chain has its own replica archive.
@@ -9,9 +10,9 @@ struct HPServer: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "hp-server",
         abstract: "The household server: per-chain replicas of device archives.",
-        discussion: "Network sync (serve) arrives with the sync protocol; bundles can already be applied from files.",
+        discussion: "Start with `hp-server init --data DIR`, issue a token per device with `hp-server enroll`, then `hp-server serve`. Sync runs over TLS pinned by the certificate fingerprint in each token. docs/operations.md covers install, backup, verify and upgrade.",
         version: HealthProbeVersion.current,
-        subcommands: [Init.self, Serve.self, Apply.self, Chains.self, Bundles.self, Digest.self, ServerVerify.self, HouseholdCommand.self]
+        subcommands: [Init.self, Enroll.self, Revoke.self, Devices.self, Serve.self, Apply.self, Chains.self, Bundles.self, Digest.self, ServerVerify.self, HouseholdCommand.self]
     )
 }
 
@@ -32,6 +33,9 @@ struct Init: AsyncParsableCommand {
 
     func run() async throws {
         try options.store.create()
+        let fingerprint = try options.store.identity().fingerprint
+        if options.json { try Output.json(["data": options.data, "certificate_fingerprint": fingerprint]); return }
         print("initialized \(options.data)")
+        print("certificate fingerprint (SHA-256): \(fingerprint)")
     }
 }

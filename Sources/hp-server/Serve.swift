@@ -3,31 +3,53 @@ import Foundation
 import HealthProbeArchive
 import HealthProbeSync
 import Logging
+import NIOCore
 import ServiceLifecycle
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Serve the sync protocol on HOST:PORT (Protocol/README.md).",
-        discussion: "Bundles are verified and applied in one transaction each, then acknowledged. SIGTERM or Ctrl-C shuts down gracefully: a bundle being applied finishes (or was never started); a bundle still arriving is discarded with its quarantine file. Plain TCP: use it on a trusted network until TLS and enrollment arrive.")
+        abstract: "Serve the sync protocol over TLS on HOST:PORT (Protocol/README.md).",
+        discussion: "Only enrolled devices (hp-server enroll) are served; each writes only the chains it created. Bundles are verified and applied in one transaction each, then acknowledged. SIGTERM or Ctrl-C shuts down gracefully: a bundle being applied finishes (or was never started); a bundle still arriving is discarded with its quarantine file. Settings come from <data>/config.json (or --config); options given here override it.")
 
     @OptionGroup var options: DataOptions
 
-    @Option(name: .long, help: "Address to listen on, HOST:PORT (port 0: any free port, printed).")
-    var listen: String = "127.0.0.1:7447"
+    @Option(name: .long, help: "Address to listen on, HOST:PORT (port 0: any free port, printed). Default: config, else 127.0.0.1:7447.")
+    var listen: String?
+
+    @Option(name: .long, help: "Serve Prometheus metrics at http://HOST:PORT/metrics (keep it on loopback). Default: config, else off.")
+    var metrics: String?
+
+    @Option(name: .long, help: "Config file (JSON; default <data>/config.json).")
+    var config: String?
+
+    func validate() throws {
+        if let listen, SyncAddress.parse(listen, allowAnyPort: true) == nil { throw ValidationError("--listen must be HOST:PORT, got \(listen)") }
+        if let metrics, SyncAddress.parse(metrics, allowAnyPort: true) == nil { throw ValidationError("--metrics must be HOST:PORT, got \(metrics)") }
+    }
 
     func run() async throws {
-        guard let (host, port) = SyncAddress.parse(listen, allowAnyPort: true) else {
-            throw ValidationError("--listen must be HOST:PORT, got \(listen)")
-        }
-        let level = ProcessInfo.processInfo.environment["HP_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
+        let settings = try ServerConfig.load(dataDirectory: options.data, path: config)
+        let listenAddress = listen ?? settings.listen ?? "127.0.0.1:7447"
+        guard let (host, port) = SyncAddress.parse(listenAddress, allowAnyPort: true) else { throw ValidationError("listen address \(listenAddress) is not HOST:PORT") }
+        let metricsAddress = metrics ?? settings.metricsListen
+        let level = ProcessInfo.processInfo.environment["HP_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:))
+            ?? settings.logLevel.flatMap(Logger.Level.init(rawValue:)) ?? .info
         LoggingSystem.bootstrap { label in
             var h = StreamLogHandler.standardError(label: label)
             h.logLevel = level
             return h
         }
         let logger = Logger(label: "healthprobe.server")
-        let service = SyncService(server: SyncServer(store: options.store, logger: logger), host: host, port: port)
-        let group = ServiceGroup(configuration: .init(services: [.init(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        let serverMetrics = ServerMetrics()
+        let server = try SyncServer(store: options.store, logger: logger,
+                                    helloTimeout: .milliseconds(Int64((settings.helloTimeoutSeconds ?? 10) * 1000)),
+                                    idleTimeout: .milliseconds(Int64((settings.idleTimeoutSeconds ?? 120) * 1000)),
+                                    metrics: serverMetrics)
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: SyncService(server: server, host: host, port: port))]
+        if let metricsAddress, let (mh, mp) = SyncAddress.parse(metricsAddress, allowAnyPort: true) {
+            services.append(.init(service: MetricsService(metrics: serverMetrics, host: mh, port: mp, logger: logger)))
+        }
+        let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
         logger.info("sync server stopped")
     }
@@ -50,6 +72,25 @@ struct SyncService: Service {
             }
         } catch is CancellationError {
             // Graceful shutdown.
+        }
+    }
+}
+
+/// The metrics endpoint as a `Service`.
+struct MetricsService: Service {
+    let metrics: ServerMetrics
+    let host: String
+    let port: Int
+    let logger: Logger
+
+    func run() async throws {
+        do {
+            try await cancelWhenGracefulShutdown {
+                try await metrics.serve(host: host, port: port) { bound in
+                    FileHandle.standardOutput.write(Data("metrics on http://\(host):\(bound)/metrics\n".utf8))
+                }
+            }
+        } catch is CancellationError {
         }
     }
 }

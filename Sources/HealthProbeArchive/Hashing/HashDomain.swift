@@ -15,6 +15,8 @@ public enum HashDomain: String, Sendable, CaseIterable {
     case exportItem = "export_item"
     case exportManifest = "export_manifest"
     case source
+    case credential
+    case enrollmentSecret = "enrollment_secret"
     // Privacy hashes (HMAC-SHA256 with the archive secret).
     case sampleUUID = "sample_uuid"
     case deviceChain = "device_chain"

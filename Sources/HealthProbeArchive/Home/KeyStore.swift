@@ -94,6 +94,21 @@ public struct KeyStore: Sendable {
         return high == nil ? out : nil
     }
 
+    /// Writes `name` in the key directory atomically, mode 0600 (other secrets than the two keys).
+    public func writeSecretFile(_ name: String, contents: String) throws {
+        try ensureDirectory()
+        try writeAtomically(path: directory + "/" + name, contents: contents)
+    }
+
+    /// The contents of `name` in the key directory, nil when it does not exist.
+    public func readSecretFile(_ name: String) throws -> String? {
+        let path = directory + "/" + name
+        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        do { return try String(contentsOfFile: path, encoding: .utf8) } catch {
+            throw ArchiveError(.keyDirectory, "cannot read key file \(path)", cause: error)
+        }
+    }
+
     private func writeAtomically(path: String, contents: String) throws {
         let tmp = path + ".tmp-\(getpid())"
         let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)

@@ -3,7 +3,8 @@ import GRDB
 
 /// One integrity check's outcome.
 public struct IntegrityCheck: Sendable, Codable, Equatable {
-    public enum Status: String, Sendable, Codable { case ok, problem, skipped }
+    /// `notice`: something an administrator should read that is not damage (it does not fail verification).
+    public enum Status: String, Sendable, Codable { case ok, problem, skipped, notice }
     public var name: String
     public var status: Status
     /// What was checked, or what is wrong and where.

@@ -50,9 +50,10 @@ struct CrashTests {
         let incoming = data.path + "/chains/\(chain)/bundles/00000001.jsonl.incoming"
 
         let server = try ServerProcess(data: data.path)
+        try enrollWithCLI(data: data.path, home: home.path, name: "phone", port: server.port)
         let node = Process()
         node.executableURL = server.process.executableURL!.deletingLastPathComponent().appendingPathComponent("hp-node")
-        node.arguments = ["--home", home.path, "sync", "--server", "127.0.0.1:\(server.port)"]
+        node.arguments = ["--home", home.path, "sync"]
         node.standardOutput = FileHandle.nullDevice
         node.standardError = FileHandle.nullDevice
         try node.run()

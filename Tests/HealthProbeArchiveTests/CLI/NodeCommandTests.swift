@@ -8,6 +8,14 @@ func hpNode(_ args: [String]) throws -> (Int32, String, String) { try runTool("h
 /// Runs the built `hp-server`.
 func hpServer(_ args: [String]) throws -> (Int32, String, String) { try runTool("hp-server", args) }
 
+/// Enrolls the node at `home` with the server at `data` (listening on `port`) through both CLIs.
+func enrollWithCLI(data: String, home: String, name: String, port: Int) throws {
+    let issued = try hpServer(["enroll", "--data", data, "--name", name, "--address", "127.0.0.1:\(port)"])
+    #expect(issued.0 == 0, "\(issued.2)")
+    let enrolled = try hpNode(["--home", home, "enroll", issued.1.trimmingCharacters(in: .whitespacesAndNewlines)])
+    #expect(enrolled.0 == 0, "\(enrolled.2)")
+}
+
 func runTool(_ name: String, _ args: [String]) throws -> (Int32, String, String) {
     let dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
     var exe = dir.appendingPathComponent(name)
@@ -133,14 +141,17 @@ struct NodeCommandTests {
         #expect(refused.2.contains("expects sequence 1"))
     }
 
-    @Test("hp-server serve: a node syncs to it over TCP, and SIGTERM stops it gracefully with status 0")
+    @Test("hp-server serve: an enrolled node syncs to it over TLS, and SIGTERM stops it gracefully with status 0")
     func serveAndTerminate() throws {
         let data = TempDir(), home = TempDir()
         #expect(try hpServer(["init", "--data", data.path]).0 == 0)
         let server = try ServerProcess(data: data.path)
         let p = server.process, port = server.port
         #expect(try hpNode(["--home", home.path, "capture", "--simulate", "--days", "2"]).0 == 0)
-        let sync = try hpNode(["--home", home.path, "sync", "--server", "127.0.0.1:\(port)"])
+        let unenrolled = try hpNode(["--home", home.path, "sync"])
+        #expect(unenrolled.0 != 0 && unenrolled.2.contains("not enrolled"), "\(unenrolled.2)")
+        try enrollWithCLI(data: data.path, home: home.path, name: "phone", port: port)
+        let sync = try hpNode(["--home", home.path, "sync"])
         #expect(sync.0 == 0, "\(sync.2)")
         #expect(sync.1.contains("sent 1 bundle"))
         kill(p.processIdentifier, SIGTERM)

@@ -7,22 +7,6 @@ import Testing
 @testable import HealthProbeSimulator
 @testable import HealthProbeSync
 
-/// Runs a sync server on 127.0.0.1 (any free port) for the duration of `body`.
-func withServer(_ data: TempDir, hello: TimeAmount = .seconds(10), idle: TimeAmount = .seconds(120),
-                _ body: (Int, ServerStore) async throws -> Void) async throws {
-    let store = ServerStore(root: data.path)
-    try store.create()
-    let server = SyncServer(store: store, helloTimeout: hello, idleTimeout: idle)
-    try await withThrowingTaskGroup(of: Void.self) { group in
-        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-        group.addTask { try await server.run(host: "127.0.0.1", port: 0) { continuation.yield($0) } }
-        var it = ports.makeAsyncIterator()
-        guard let port = await it.next() else { return }
-        defer { group.cancelAll() }
-        try await body(port, store)
-    }
-}
-
 func simulate(_ t: TempHome, days: Int, seed: UInt64 = 1) throws {
     var o = SimulatorCapture.Options()
     o.seed = seed
@@ -43,7 +27,7 @@ func digests(_ node: NodeArchive, _ store: ServerStore) throws -> [(ChainStateDi
     }
 }
 
-@Suite("Sync over TCP on 127.0.0.1")
+@Suite("Sync over TLS on 127.0.0.1")
 struct SyncTests {
     @Test("two nodes sync into separate chains; digests match at every observation; incremental sync sends only the new one")
     func twoNodes() async throws {
@@ -52,20 +36,22 @@ struct SyncTests {
         try simulate(a, days: 3)
         try simulate(a, days: 1)
         try simulate(b, days: 2, seed: 2)
-        try await withServer(data) { port, store in
-            let ra = try await SyncClient(node: try a.open(), outbox: a.root + "/outbox").sync(host: "127.0.0.1", port: port)
+        try await withServer(data) { server in
+            let store = server.store
+            let ea = try await server.enroll("a"), eb = try await server.enroll("b")
+            let ra = try await SyncClient(node: try a.open(), outbox: a.root + "/outbox").sync(ea)
             #expect(ra.sent == 2)
             #expect(ra.bytesOnWire < ra.uncompressedBytes / 2)
-            let rb = try await SyncClient(node: try b.open(), outbox: b.root + "/outbox").sync(host: "127.0.0.1", port: port)
+            let rb = try await SyncClient(node: try b.open(), outbox: b.root + "/outbox").sync(eb)
             #expect(rb.sent == 1)
             #expect(try store.chains().count == 2)
             for (x, y) in try digests(try a.open(), store) { #expect(x == y) }
             for (x, y) in try digests(try b.open(), store) { #expect(x == y) }
             // Up to date, then one new observation.
-            let again = try await SyncClient(node: try a.open(), outbox: a.root + "/outbox").sync(host: "127.0.0.1", port: port)
+            let again = try await SyncClient(node: try a.open(), outbox: a.root + "/outbox").sync(ea)
             #expect(again.sent == 0)
             try simulate(a, days: 1)
-            let inc = try await SyncClient(node: try a.open(), outbox: a.root + "/outbox").sync(host: "127.0.0.1", port: port)
+            let inc = try await SyncClient(node: try a.open(), outbox: a.root + "/outbox").sync(ea)
             #expect(inc.sent == 1)
             #expect(inc.serverHadSequence == 2)
             #expect(inc.lastSequence == 3)
@@ -75,51 +61,31 @@ struct SyncTests {
         }
     }
 
-    /// Connects, sends `frames` after the hello, and closes (or reads one reply).
-    func raw(_ port: Int, _ bytes: [UInt8], readReply: Bool = false) async throws -> [UInt8] {
-        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connect(host: "127.0.0.1", port: port) { ch in
-            ch.eventLoop.makeCompletedFuture { try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: ch) }
-        }
-        return try await channel.executeThenClose { inbound, outbound in
-            try await outbound.write(ByteBuffer(bytes: bytes))
-            var out: [UInt8] = []
-            if readReply {
-                for try await chunk in inbound {
-                    out += Array(chunk.readableBytesView)
-                    if out.count >= 8 + 5 { break }
-                }
-            }
-            return out
-        }
-    }
-
     @Test("a connection dropped mid-bundle stores nothing; garbage gets an error; the real client then syncs")
     func droppedAndGarbage() async throws {
         let data = TempDir()
         let a = TempHome()
         try simulate(a, days: 2)
         let node = try a.open()
-        try await withServer(data) { port, store in
+        try await withServer(data) { server in
+            let store = server.store
+            let e = try await server.enroll("a")
             // A bundle begun, one of two parts sent, then the connection closes.
-            var wire = ByteBuffer()
-            SyncHello().write(to: &wire)
             let begin = try SyncFrame.json(.bundleBegin, .object(["sequence": .int(1), "manifest_hash": .string(String(repeating: "a", count: 64)),
                                                                   "parts": .int(2), "item_count": .int(3), "uncompressed_size": .int(20)]))
-            try SyncFrameEncoder().encode(data: begin, out: &wire)
             var part = ByteBuffer()
             part.writeInteger(UInt32(0), endianness: .big)
             part.writeInteger(UInt32(10), endianness: .big)
             part.writeBytes(try BundlePartCodec.compress(Array("0123456789".utf8)))
-            try SyncFrameEncoder().encode(data: SyncFrame(kind: .bundlePart, payload: part), out: &wire)
-            _ = try await raw(port, Array(wire.readableBytesView))
+            _ = try await server.raw(try wire([try authFrame(e), begin, SyncFrame(kind: .bundlePart, payload: part)]), readAll: false)
             try await Task.sleep(for: .milliseconds(300))
             #expect(try store.chains().isEmpty)
             #expect(try FileManager.default.contentsOfDirectory(atPath: store.quarantineDirectory).isEmpty)
-            // Garbage instead of a hello: an ERROR frame (bad_magic) and nothing stored.
-            let reply = try await raw(port, Array("GET / HTTP/1.1\r\n\r\n".utf8), readReply: true)
+            // Garbage instead of a hello (inside TLS): an ERROR frame (bad_magic) and nothing stored.
+            let reply = try await server.raw(Array("GET / HTTP/1.1\r\n\r\n".utf8))
             #expect(String(decoding: reply, as: UTF8.self).contains("bad_magic"))
             #expect(try store.chains().isEmpty)
-            let r = try await SyncClient(node: node, outbox: a.root + "/outbox").sync(host: "127.0.0.1", port: port)
+            let r = try await SyncClient(node: node, outbox: a.root + "/outbox").sync(e)
             #expect(r.sent == 1)
             for (x, y) in try digests(node, store) { #expect(x == y) }
         }

@@ -6,12 +6,10 @@ import Testing
 
 @Suite("Sync timeouts on 127.0.0.1")
 struct TimeoutTests {
-    /// Connects, writes `script` (bytes, then a pause in ms), then reads until the server closes.
-    func session(_ port: Int, _ script: [([UInt8], Int)]) async throws -> (String, Duration) {
+    /// Connects over TLS, writes `script` (bytes, then a pause in ms), then reads until the server closes.
+    func session(_ server: TestServer, _ script: [([UInt8], Int)]) async throws -> (String, Duration) {
         let started = ContinuousClock.now
-        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connect(host: "127.0.0.1", port: port) { ch in
-            ch.eventLoop.makeCompletedFuture { try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: ch) }
-        }
+        let channel = try await server.tlsChannel()
         return try await channel.executeThenClose { inbound, outbound in
             try await withThrowingTaskGroup(of: [UInt8].self) { group in
                 group.addTask {
@@ -35,16 +33,17 @@ struct TimeoutTests {
     @Test("no hello: ERROR timeout, then closed; hello then silence: the same after the idle limit; PINGs keep it open")
     func timeouts() async throws {
         let data = TempDir()
-        try await withServer(data, hello: .milliseconds(300), idle: .milliseconds(600)) { port, _ in
-            let (silent, t1) = try await session(port, [])
+        try await withServer(data, hello: .milliseconds(300), idle: .milliseconds(600)) { server in
+            let auth = try wire(hello: false, [try authFrame(try await server.enroll("t"))])
+            let (silent, t1) = try await session(server, [])
             #expect(silent.contains("timeout") && silent.contains("no hello"), "\(silent)")
             #expect(t1 < .seconds(3))
 
-            let (idle, _) = try await session(port, [(hello, 0)])
+            let (idle, _) = try await session(server, [(hello, 0)])
             #expect(idle.contains("no frame for"), "\(idle)")
 
             // PING every 200 ms for 1.4 s (over twice the idle limit): answered, then the idle limit applies.
-            let (kept, t3) = try await session(port, [(hello, 200)] + Array(repeating: (ping, 200), count: 7))
+            let (kept, t3) = try await session(server, [(hello + auth, 200)] + Array(repeating: (ping, 200), count: 7))
             #expect(t3 >= .milliseconds(1400))
             #expect(kept.contains("no frame for"))
             #expect(kept.utf8.count > 7 * 5, "PONGs were answered")

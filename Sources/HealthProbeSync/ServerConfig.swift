@@ -1,0 +1,70 @@
+import Foundation
+import HealthProbeArchive
+
+/// `hp-server` settings from a JSON file (default `<data>/config.json`);
+/// command-line options override them. Unknown keys are refused by name, so a
+/// typo is never silently ignored. See `deploy/config.example.json`.
+public struct ServerConfig: Sendable, Equatable {
+    /// Address to listen on for sync, HOST:PORT.
+    public var listen: String?
+    /// Address written into enrollment tokens, when nodes reach the server by another name.
+    public var advertise: String?
+    /// Loopback address for the Prometheus metrics endpoint; absent: no endpoint.
+    public var metricsListen: String?
+    /// swift-log level: trace, debug, info, notice, warning, error, critical.
+    public var logLevel: String?
+    public var helloTimeoutSeconds: Double?
+    public var idleTimeoutSeconds: Double?
+
+    public static let keys: Set<String> = ["listen", "advertise", "metrics_listen", "log_level", "hello_timeout_seconds", "idle_timeout_seconds"]
+
+    public init() {}
+
+    /// Loads `path`, or `<data>/config.json` when `path` is nil (absent: all defaults).
+    public static func load(dataDirectory: String, path: String? = nil) throws -> ServerConfig {
+        let file = path ?? dataDirectory + "/config.json"
+        guard FileManager.default.fileExists(atPath: file) else {
+            if path != nil { throw ArchiveError(.notFound, "config file \(file) does not exist") }
+            return ServerConfig()
+        }
+        let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: file)))
+        let value: JSONValue
+        do { value = try JSONParser.parse(bytes) } catch {
+            throw ArchiveError(.invalidInput, "config file \(file): \(error)")
+        }
+        guard case .object(let o) = value else { throw ArchiveError(.invalidInput, "config file \(file): the top level must be a JSON object") }
+        if let unknown = o.keys.filter({ !keys.contains($0) }).sorted().first {
+            throw ArchiveError(.invalidInput, "config file \(file): unknown key \"\(unknown)\" (known: \(keys.sorted().joined(separator: ", ")))")
+        }
+        func string(_ k: String) throws -> String? {
+            switch o[k] {
+            case nil, .null?: return nil
+            case .string(let s)?: return s
+            default: throw ArchiveError(.invalidInput, "config file \(file): \"\(k)\" must be a string")
+            }
+        }
+        func number(_ k: String) throws -> Double? {
+            switch o[k] {
+            case nil, .null?: return nil
+            case .number(let d)? where d > 0: return d
+            default: throw ArchiveError(.invalidInput, "config file \(file): \"\(k)\" must be a positive number")
+            }
+        }
+        var c = ServerConfig()
+        c.listen = try string("listen")
+        c.advertise = try string("advertise")
+        c.metricsListen = try string("metrics_listen")
+        c.logLevel = try string("log_level")
+        c.helloTimeoutSeconds = try number("hello_timeout_seconds")
+        c.idleTimeoutSeconds = try number("idle_timeout_seconds")
+        for (k, v) in [("listen", c.listen), ("advertise", c.advertise), ("metrics_listen", c.metricsListen)] {
+            if let v, SyncAddress.parse(v, allowAnyPort: k != "advertise") == nil {
+                throw ArchiveError(.invalidInput, "config file \(file): \"\(k)\" must be HOST:PORT, got \(v)")
+            }
+        }
+        if let l = c.logLevel, !["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(l) {
+            throw ArchiveError(.invalidInput, "config file \(file): \"log_level\" \(l) is not a log level")
+        }
+        return c
+    }
+}

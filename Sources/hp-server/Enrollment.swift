@@ -1,0 +1,57 @@
+import ArgumentParser
+import Foundation
+import HealthProbeArchive
+import HealthProbeCLI
+import HealthProbeSync
+
+struct Enroll: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Issue a one-time enrollment token for a device (valid 24 hours).",
+        discussion: "Give the printed token to the device's owner: `hp-node enroll TOKEN`. It carries the server's address, its certificate fingerprint (the node pins it) and a secret that works once; the node then receives its own long-term credential.")
+    @OptionGroup var options: DataOptions
+    @Option(name: .long, help: "Device name: 1 to 64 ASCII letters, digits, '.', '_' or '-'.") var name: String
+    @Option(name: .long, help: "The address nodes reach the server at, HOST:PORT (default: the config file's listen address, else 127.0.0.1:7447).") var address: String?
+
+    func validate() throws {
+        guard DeviceRegistry.isValidName(name) else { throw ValidationError("--name must be 1 to 64 ASCII letters, digits, '.', '_' or '-'") }
+        if let address, SyncAddress.parse(address) == nil { throw ValidationError("--address must be HOST:PORT, got \(address)") }
+    }
+
+    func run() async throws {
+        let store = options.store
+        let config = try ServerConfig.load(dataDirectory: options.data)
+        let addr = address ?? config.advertise ?? config.listen ?? "127.0.0.1:7447"
+        let secret = try store.registry().issueToken(name: name, now: Date().timeIntervalSince1970)
+        let token = EnrollmentToken(address: addr, fingerprint: try store.identity().fingerprint, name: name, secret: secret)
+        if options.json { try Output.json(["name": name, "address": addr, "token": token.text]); return }
+        print(token.text)
+        FileHandle.standardError.write(Data("one-time token for \(name) at \(addr), valid 24 hours; on the device: hp-node enroll TOKEN\n".utf8))
+    }
+}
+
+struct Revoke: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Shut a device out: its credential and any unused token stop working at once (its chains and their data stay).")
+    @OptionGroup var options: DataOptions
+    @Argument(help: "Device name.") var name: String
+
+    func run() async throws {
+        try options.store.registry().revoke(name: name, now: Date().timeIntervalSince1970)
+        print("revoked \(name); it can no longer authenticate")
+    }
+}
+
+struct Devices: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List enrolled devices, their state and the chains they own.")
+    @OptionGroup var options: DataOptions
+
+    func run() async throws {
+        let devices = try options.store.registry().devices()
+        if options.json { try Output.json(devices); return }
+        var t = TextTable(["device", "state", "enrolled (UTC)", "revoked (UTC)", "chains"])
+        for d in devices {
+            t.add([d.name, d.state, Output.date(d.enrolledAt), Output.date(d.revokedAt), d.chains.map { String($0.prefix(12)) }.joined(separator: " ")])
+        }
+        print(devices.isEmpty ? "no devices; issue a token with `hp-server enroll --name NAME`" : t.render())
+    }
+}
