@@ -122,6 +122,7 @@ public struct SyncServer: Sendable {
                             try await outbound.write(.frame(.json(.chainStatus, .object([
                                 "device_chain_hash": .string(chain), "last_sequence": .int(seq), "last_manifest_hash": .optional(hash)]))))
                         case .householdRequest:
+                            try requireActive(device)
                             let o = try frame.jsonObject()
                             func text(_ k: String) -> String? { if case .string(let t)? = o[k] { return t }; return nil }
                             let report = try HouseholdSummary.build(store, registry: registry, type: text("type"),

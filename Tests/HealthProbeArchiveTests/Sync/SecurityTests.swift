@@ -208,6 +208,11 @@ struct SecurityTests {
             #expect { try ServerConfig.load(dataDirectory: dir.path) } throws: { "\($0)".contains(needle) }
         }
         #expect(throws: ArchiveError.self) { try ServerConfig.load(dataDirectory: dir.path, path: dir.path + "/missing.json") }
+        // The shipped example loads.
+        let example = vectorURL("x").deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("deploy/config.example.json").path
+        let e = try ServerConfig.load(dataDirectory: dir.path, path: example)
+        #expect(e.listen == "0.0.0.0:7447" && e.metricsListen == "127.0.0.1:9447")
     }
 
     @Test("metrics: Prometheus text over HTTP on loopback, counting authentications and bundles, no device names")
