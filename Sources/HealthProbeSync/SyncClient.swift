@@ -18,6 +18,8 @@ public struct SyncClient {
         public var lastSequence: Int
         public var bytesOnWire: Int
         public var uncompressedBytes: Int
+        /// Seconds from sending each bundle's `BUNDLE_END` to its acknowledgement (the server's verify and apply).
+        public var ackSeconds: [Double] = []
     }
 
     public let node: NodeArchive
@@ -91,8 +93,10 @@ public struct SyncClient {
                 report.uncompressedBytes += data.count
                 try await session.send(SyncFrame(kind: .bundlePart, payload: payload))
             }
+            let ended = ContinuousClock.now
             try await session.send(.json(.bundleEnd, .object(["sequence": .int(seq), "manifest_hash": .string(hash)])))
             let ack = try await session.next()
+            report.ackSeconds.append((ContinuousClock.now - ended).seconds)
             let a = try ack.jsonObject()
             guard ack.kind == .bundleAck, case .string(let ackHash)? = a["manifest_hash"], ackHash == hash else {
                 throw SyncProtocolError(.unexpectedMessage, "expected the acknowledgement of bundle \(seq)")

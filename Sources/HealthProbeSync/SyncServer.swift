@@ -10,7 +10,8 @@ import NIOSSL
 /// connection's device, receives bundles into a quarantine file, verifies and
 /// applies each in one transaction to its chain's replica (only chains that
 /// device owns), and acknowledges only after the commit. Connections run in a
-/// task group; bundles are applied one at a time (so each chain in order).
+/// task group; bundles of one chain are applied one at a time, in order, and
+/// different chains in parallel.
 public struct SyncServer: Sendable {
     public let store: ServerStore
     public let registry: DeviceRegistry
@@ -201,7 +202,7 @@ public struct SyncServer: Sendable {
             try requireActive(device)
             try Self.mapAuth { try registry.claim(device, chain: chain!, now: now()) }
             let started = ContinuousClock.now
-            let outcome = try await applier.apply(path: r.path, manifestHash: r.manifestHash, at: now())
+            let outcome = try await applier.apply(chain: chain!, path: r.path, manifestHash: r.manifestHash, at: now())
             metrics.bundle(outcome: outcome, seconds: (ContinuousClock.now - started).seconds)
             try registry.recordSync(chain: chain!, now: now(), clockOffset: clockOffset)
             let status: String
@@ -293,12 +294,40 @@ public struct SyncServer: Sendable {
     }
 }
 
-/// Applies received bundles one at a time.
+/// Serializes applies per chain (each chain in sequence order) while
+/// different chains apply in parallel: one replica file each, nothing shared.
 actor ApplyQueue {
     let store: ServerStore
+    private var busy: Set<String> = []
+    private var waiting: [String: [CheckedContinuation<Void, Never>]] = [:]
+
     init(store: ServerStore) { self.store = store }
 
-    func apply(path: String, manifestHash: String, at now: Double) throws -> BundleApplier.Outcome {
-        try store.apply(file: path, manifestHash: manifestHash, now: now).outcome
+    private func acquire(_ chain: String) async {
+        guard busy.contains(chain) else { busy.insert(chain); return }
+        await withCheckedContinuation { waiting[chain, default: []].append($0) }
+    }
+
+    private func release(_ chain: String) {
+        if var queue = waiting[chain], !queue.isEmpty {
+            let next = queue.removeFirst()
+            waiting[chain] = queue.isEmpty ? nil : queue
+            next.resume()  // handed over: the chain stays busy
+        } else {
+            busy.remove(chain)
+        }
+    }
+
+    /// Verifies and applies the bundle at `path` (of `chain`) once no other apply of that chain runs.
+    nonisolated func apply(chain: String, path: String, manifestHash: String, at now: Double) async throws -> BundleApplier.Outcome {
+        await acquire(chain)
+        do {
+            let outcome = try store.apply(file: path, manifestHash: manifestHash, now: now).outcome
+            await release(chain)
+            return outcome
+        } catch {
+            await release(chain)
+            throw error
+        }
     }
 }
