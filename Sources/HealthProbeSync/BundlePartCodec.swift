@@ -7,6 +7,18 @@ public enum BundlePartCodec {
     /// Largest uncompressed part: 8 MiB.
     public static let maxPartSize = 8 * 1024 * 1024
 
+    /// Compresses `input` into `output` (reused between parts, grown when needed);
+    /// returns the compressed length.
+    public static func compress(_ input: UnsafeRawBufferPointer, into output: inout [UInt8]) throws -> Int {
+        var bound = compressBound(uLong(input.count))
+        if output.count < Int(bound) { output = [UInt8](repeating: 0, count: Int(bound)) }
+        let rc = output.withUnsafeMutableBufferPointer { o in
+            compress2(o.baseAddress, &bound, input.bindMemory(to: UInt8.self).baseAddress, uLong(input.count), Z_DEFAULT_COMPRESSION)
+        }
+        guard rc == Z_OK else { throw SyncProtocolError(.malformedFrame, "zlib compression failed (\(rc))") }
+        return Int(bound)
+    }
+
     /// Compresses `bytes` (zlib format, default level).
     public static func compress(_ bytes: [UInt8]) throws -> [UInt8] {
         var bound = compressBound(uLong(bytes.count))
@@ -52,6 +64,7 @@ public enum BundlePartCodec {
         guard produced == declaredSize, stream.avail_in == 0 else {
             throw SyncProtocolError(.malformedFrame, "a part inflates to \(produced) bytes, not the declared \(declaredSize)")
         }
-        return Array(out.prefix(declaredSize))
+        out.removeLast()  // the spare byte; no copy
+        return out
     }
 }

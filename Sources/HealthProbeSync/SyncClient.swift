@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import GRDB
 import HealthProbeArchive
 import Logging
@@ -63,6 +66,8 @@ public struct SyncClient {
                 throw SyncProtocolError(.divergence, "the server's bundle \(serverSeq) of this chain differs from this node's; an administrator must look (hp-server chains)")
             }
         }
+        var readBuffer = [UInt8](repeating: 0, count: BundlePartCodec.maxPartSize)
+        var compressBuffer: [UInt8] = []
         var report = Report(serverHadSequence: serverSeq, sent: 0, alreadyApplied: 0, lastSequence: serverSeq, bytesOnWire: 0, uncompressedBytes: 0)
         for seq in (serverSeq + 1)..<(observations.count + 1) where seq > serverSeq {
             let obs = observations[seq - 1]
@@ -82,15 +87,18 @@ public struct SyncClient {
             let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: file))
             defer { try? handle.close() }
             for (i, range) in parts.enumerated() {
-                try handle.seek(toOffset: UInt64(range.lowerBound))
-                let data = Array(try handle.read(upToCount: range.count) ?? Data())
-                let compressed = try BundlePartCodec.compress(data)
+                // One read buffer and one output buffer for every part: no multi-megabyte
+                // allocation per part (they fragmented the heap and raised peak RSS with bundle size).
+                let n = readBuffer.withUnsafeMutableBytes { pread(handle.fileDescriptor, $0.baseAddress, range.count, off_t(range.lowerBound)) }
+                guard n == range.count else { throw SyncProtocolError(.storage, "cannot read part \(i) of the outbox bundle \(file)") }
+                let length = try readBuffer.withUnsafeBytes { try BundlePartCodec.compress(UnsafeRawBufferPointer(rebasing: $0[0..<range.count]), into: &compressBuffer) }
                 var payload = ByteBuffer()
+                payload.reserveCapacity(8 + length)
                 payload.writeInteger(UInt32(i), endianness: .big)
-                payload.writeInteger(UInt32(data.count), endianness: .big)
-                payload.writeBytes(compressed)
+                payload.writeInteger(UInt32(range.count), endianness: .big)
+                compressBuffer.withUnsafeBytes { _ = payload.writeBytes(UnsafeRawBufferPointer(rebasing: $0[0..<length])) }
                 report.bytesOnWire += payload.readableBytes + 5
-                report.uncompressedBytes += data.count
+                report.uncompressedBytes += range.count
                 try await session.send(SyncFrame(kind: .bundlePart, payload: payload))
             }
             let ended = ContinuousClock.now

@@ -6,7 +6,7 @@ import HealthProbeSimulator
 import HealthProbeSync
 
 /// `hp-bench sync --samples N`: a node with one N-sample observation and a
-/// server in this process on 127.0.0.1 (TLS, an enrolled device); measures the first sync end to end
+/// release `hp-server` in its own process on 127.0.0.1 (TLS, an enrolled device); measures the first sync end to end
 /// (build, verify, send, the server's verify and apply), then the sync of a
 /// 1,000-change observation.
 struct SyncBench: AsyncParsableCommand {
@@ -25,7 +25,11 @@ struct SyncBench: AsyncParsableCommand {
         var bytesOnWire: Int
         var uncompressedBytes: Int
         var compressionRatio: Double
-        var peakRssBytes: Int64
+        /// BUNDLE_END to BUNDLE_ACK: the server's verify and apply.
+        var ackSeconds: Double
+        var nodePeakRssBytes: Int64
+        /// The server process's peak since it started (VmHWM).
+        var serverPeakRssBytes: Int64
     }
 
     func run() async throws {
@@ -34,39 +38,47 @@ struct SyncBench: AsyncParsableCommand {
         let home = ArchiveHome(root: root + "/node")
         let clock = ManualClock(1_750_000_000)
         try capture(home: home, clock: clock, count: samples, offset: 0)
-        let store = ServerStore(root: root + "/server")
+        // The release hp-server binary in its own process, so each side's peak RSS is its own.
+        let serverBinary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("hp-server").path
+        guard FileManager.default.isExecutableFile(atPath: serverBinary) else {
+            throw ValidationError("\(serverBinary) is missing: build it first (swift build -c release --product hp-server)")
+        }
+        let data = root + "/server"
+        let store = ServerStore(root: data)
         try store.create()
-        let server = try SyncServer(store: store)
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: serverBinary)
+        server.arguments = ["serve", "--data", data, "--listen", "127.0.0.1:0"]
+        let out = Pipe()
+        server.standardOutput = out
+        server.standardError = FileHandle.nullDevice
+        try server.run()
+        defer { if server.isRunning { server.terminate(); server.waitUntilExit() } }
+        guard let port = HouseholdBench.readPort(out) else { throw ValidationError("hp-server did not report its port") }
+        // Enrolled over the protocol, as a real node would be.
+        let secret = try store.registry().issueToken(name: "bench", now: Date().timeIntervalSince1970)
+        let token = EnrollmentToken(address: "127.0.0.1:\(port)", fingerprint: try store.identity().fingerprint, name: "bench", secret: secret)
+        let enrollment = try await SyncClient.enroll(token: token, clientTime: Date().timeIntervalSince1970)
         var results: [Result] = []
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-            group.addTask { try await server.run(host: "127.0.0.1", port: 0) { continuation.yield($0) } }
-            var it = ports.makeAsyncIterator()
-            guard let port = await it.next() else { return }
-            // Enrolled over the protocol, as a real node would be.
-            let secret = try store.registry().issueToken(name: "bench", now: Date().timeIntervalSince1970)
-            let token = EnrollmentToken(address: "127.0.0.1:\(port)", fingerprint: try store.identity().fingerprint, name: "bench", secret: secret)
-            let enrollment = try await SyncClient.enroll(token: token, clientTime: Date().timeIntervalSince1970)
-            for (phase, count) in [("first_sync", samples), ("incremental_sync_1000_changes", 1000)] {
-                if phase != "first_sync" {
-                    clock.advance(3600)
-                    try capture(home: home, clock: clock, count: count, offset: samples)
-                }
-                Measure.resetPeakRSS()
-                let node = try home.open(clock: clock)
-                let (report, seconds) = try await Self.time { try await SyncClient(node: node, outbox: root + "/outbox").sync(enrollment) }
-                results.append(Result(phase: phase, samples: count, seconds: seconds, samplesPerSecond: Double(count) / seconds,
-                                      bytesOnWire: report.bytesOnWire, uncompressedBytes: report.uncompressedBytes,
-                                      compressionRatio: Double(report.uncompressedBytes) / Double(max(report.bytesOnWire, 1)),
-                                      peakRssBytes: Measure.peakRSS()))
+        for (phase, count) in [("first_sync", samples), ("incremental_sync_1000_changes", 1000)] {
+            if phase != "first_sync" {
+                clock.advance(3600)
+                try capture(home: home, clock: clock, count: count, offset: samples)
             }
-            group.cancelAll()
+            Measure.resetPeakRSS()
+            let node = try home.open(clock: clock)
+            let (report, seconds) = try await Self.time { try await SyncClient(node: node, outbox: root + "/outbox").sync(enrollment) }
+            results.append(Result(phase: phase, samples: count, seconds: seconds, samplesPerSecond: Double(count) / seconds,
+                                  bytesOnWire: report.bytesOnWire, uncompressedBytes: report.uncompressedBytes,
+                                  compressionRatio: Double(report.uncompressedBytes) / Double(max(report.bytesOnWire, 1)),
+                                  ackSeconds: report.ackSeconds.last ?? 0,
+                                  nodePeakRssBytes: Measure.peakRSS(), serverPeakRssBytes: HouseholdBench.peakRSS(pid: server.processIdentifier)))
         }
         if bench.json { for r in results { try Output.jsonLine(r) }; return }
         for r in results {
-            print(String(format: "%@: %d samples in %.2f s = %.0f samples/s; %.1f MB on the wire for %.1f MB of bundles (%.1fx); peak RSS %.1f MB (node and server in one process)",
-                         r.phase, r.samples, r.seconds, r.samplesPerSecond, Double(r.bytesOnWire) / 1_048_576, Double(r.uncompressedBytes) / 1_048_576,
-                         r.compressionRatio, Double(r.peakRssBytes) / 1_048_576))
+            print(String(format: "%@: %d samples in %.2f s = %.0f samples/s (server verify+apply %.2f s); %.1f MB on the wire for %.1f MB of bundles (%.1fx); peak RSS node %.1f MB, server %.1f MB",
+                         r.phase, r.samples, r.seconds, r.samplesPerSecond, r.ackSeconds, Double(r.bytesOnWire) / 1_048_576, Double(r.uncompressedBytes) / 1_048_576,
+                         r.compressionRatio, Double(r.nodePeakRssBytes) / 1_048_576, Double(r.serverPeakRssBytes) / 1_048_576))
         }
     }
 

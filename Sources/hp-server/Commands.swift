@@ -32,21 +32,23 @@ struct Chains: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "List the device chains and what was received of each.")
     @OptionGroup var options: DataOptions
 
-    struct Row: Codable { var chain: String; var sequences: Int; var lastManifestHash: String?; var lastReceivedAt: Double? }
+    struct Row: Codable { var chain: String; var device: String?; var sequences: Int; var lastManifestHash: String?; var lastReceivedAt: Double? }
 
     func run() async throws {
         var rows: [Row] = []
+        let registry = try options.store.registry()
         for chain in try options.store.chains() {
+            let device = try registry.chainInfo(chain).device
             let replica = try Archive.open(path: options.store.replicaPath(chain), mode: .readOnly)
             rows.append(try await replica.writer.read { db in
                 let r = try GRDB.Row.fetchOne(db, sql: "SELECT count(*) AS n, max(sequence) AS s, max(recorded_at) AS t FROM bundle_log WHERE direction = 'received'")
                 let last = try String.fetchOne(db, sql: "SELECT manifest_hash FROM bundle_log WHERE direction = 'received' ORDER BY sequence DESC LIMIT 1")
-                return Row(chain: chain, sequences: r?["n"] ?? 0, lastManifestHash: last, lastReceivedAt: r?["t"])
+                return Row(chain: chain, device: device, sequences: r?["n"] ?? 0, lastManifestHash: last, lastReceivedAt: r?["t"])
             })
         }
         if options.json { try Output.json(rows); return }
-        var t = TextTable(["chain", "bundles", "last manifest", "last received (UTC)"], rightAligned: [1])
-        for r in rows { t.add([String(r.chain.prefix(16)), String(r.sequences), r.lastManifestHash.map { String($0.prefix(16)) } ?? "-", Output.date(r.lastReceivedAt)]) }
+        var t = TextTable(["chain", "device", "bundles", "last manifest", "last received (UTC)"], rightAligned: [2])
+        for r in rows { t.add([String(r.chain.prefix(16)), r.device ?? "-", String(r.sequences), r.lastManifestHash.map { String($0.prefix(16)) } ?? "-", Output.date(r.lastReceivedAt)]) }
         print(t.render())
     }
 }

@@ -45,7 +45,8 @@ public struct BundleVerifier {
         line += 1
         guard !done else { throw BundleError(.malformed, line: line, "data after the trailer") }
         let value: JSONValue
-        do { value = try JSONParser.parse(bytes, canonical: true) } catch {
+        let payloadRange: Range<Int>?
+        do { (value, payloadRange) = try JSONParser.parse(bytes, canonical: true, capturing: "payload") } catch {
             guard (try? JSONParser.parse(bytes)) != nil else { throw BundleError(.malformed, line: line, "line \(line) is not JSON (\(error))") }
             throw BundleError(.notCanonical, line: line, "line \(line) is not in canonical JSON form (RFC 8785): \(error)")
         }
@@ -76,7 +77,7 @@ public struct BundleVerifier {
             throw BundleError(.order, line: line, "line \(line): a \(kind) item is out of order (Protocol/bundles.md, item order)")
         }
         kindIndex = k
-        try Self.checkContent(kind, o, line: line)
+        try Self.checkContent(kind, o, line: line, payloadBytes: payloadRange.map { Array(bytes[$0]) })
         manifest!.add(itemHash: ArchiveHasher.sha256(.item, bytes), kind: kind)
         itemCount += 1
         return value
@@ -115,7 +116,9 @@ public struct BundleVerifier {
         return BundleHeader(deviceChainHash: chain, sequence: Int(seq), observationId: Int64(obs), previousManifestHash: prev)
     }
 
-    static func checkContent(_ kind: String, _ o: [String: JSONValue], line: Int) throws(BundleError) {
+    /// `payloadBytes`: the payload's bytes as they stand in a canonical line (its canonical
+    /// encoding); re-encoded from the value when not given.
+    static func checkContent(_ kind: String, _ o: [String: JSONValue], line: Int, payloadBytes: [UInt8]? = nil) throws(BundleError) {
         switch kind {
         case "metadata":
             guard case .string(let json)? = o["metadata_json"], case .string(let hash)? = o["metadata_hash"] else {
@@ -126,7 +129,7 @@ public struct BundleVerifier {
             }
         case "version":
             guard case .object? = o["payload"], case .string(let hash)? = o["payload_hash"],
-                  let bytes = try? CanonicalJSON.encode(o["payload"]!) else {
+                  let bytes = payloadBytes ?? (try? CanonicalJSON.encode(o["payload"]!)) else {
                 throw BundleError(.malformed, line: line, "line \(line): version item lacks payload or payload_hash")
             }
             guard ArchiveHasher.sha256(.payload, bytes) == hash else {

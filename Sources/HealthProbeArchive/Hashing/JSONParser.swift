@@ -31,18 +31,36 @@ public struct JSONParser {
     public static func parse(_ text: String) throws(Error) -> JSONValue { try parse(Array(text.utf8)) }
 
     static func parse(buffer: UnsafeRawBufferPointer, canonical: Bool) throws(Error) -> JSONValue {
+        try parse(buffer: buffer, canonical: canonical, capture: nil).0
+    }
+
+    static func parse(buffer: UnsafeRawBufferPointer, canonical: Bool, capture: String?) throws(Error) -> (JSONValue, Range<Int>?) {
         var p = JSONParser(buffer, canonical: canonical)
+        p.captureKey = capture
         p.skipSpace()
         let v = try p.value(depth: 0)
         p.skipSpace()
         guard p.i == p.end else { throw p.fail("data after the JSON value") }
-        return v
+        return (v, p.captured)
+    }
+
+    /// Parses one document and also returns the byte range of the value of
+    /// top-level member `key` (when the document is an object that has it).
+    /// With `canonical`, those bytes are that value's canonical encoding.
+    public static func parse(_ bytes: [UInt8], canonical: Bool, capturing key: String) throws(Error) -> (JSONValue, Range<Int>?) {
+        var result: Result<(JSONValue, Range<Int>?), Error>?
+        bytes.withUnsafeBytes { buf in
+            result = Result { () throws(Error) in try parse(buffer: buf, canonical: canonical, capture: key) }
+        }
+        return try result!.get()
     }
 
     private let b: UnsafeRawBufferPointer
     private var i = 0
     private let end: Int
     private let canonical: Bool
+    private var captureKey: String?
+    private var captured: Range<Int>?
 
     private init(_ b: UnsafeRawBufferPointer, canonical: Bool) {
         self.b = b
@@ -109,7 +127,9 @@ public struct JSONParser {
             guard i < end, b[i] == UInt8(ascii: ":") else { throw fail("expected ':'") }
             i += 1
             skipSpace()
+            let valueStart = i
             let v = try value(depth: depth)
+            if depth == 1, let captureKey, key == captureKey { captured = valueStart..<i }
             guard members.updateValue(v, forKey: key) == nil else { throw Error(offset: keyOffset, reason: "duplicate object key") }
             skipSpace()
             guard i < end else { throw fail("unexpected end of input") }

@@ -53,6 +53,22 @@ struct JSONParserTests {
         #expect(try CanonicalJSON.string(v) == text)
     }
 
+    /// The captured byte range of a top-level member is that value's canonical encoding.
+    @Test func capturesTopLevelMemberBytes() throws {
+        let lines = try FileLines(path: vectorURL("bundles/observation-1.jsonl").path).map { $0 }
+        var versions = 0
+        for l in lines {
+            let (v, range) = try JSONParser.parse(l, canonical: true, capturing: "payload")
+            guard case .object(let o) = v, let payload = o["payload"] else { #expect(range == nil); continue }
+            versions += 1
+            #expect(Array(l[try #require(range)]) == (try CanonicalJSON.encode(payload)))
+        }
+        #expect(versions > 0)
+        // Nested members of the same name are not captured.
+        let (_, nested) = try JSONParser.parse(Array(#"{"a":{"payload":1}}"#.utf8), canonical: true, capturing: "payload")
+        #expect(nested == nil)
+    }
+
     /// Canonical mode accepts a text exactly when re-encoding its value gives the same bytes:
     /// checked on random mutations of real bundle lines.
     @Test func canonicalModeMatchesReencodingOnMutations() throws {
