@@ -7,7 +7,8 @@ struct ExportSignalTests {
     @Test("SIGINT during an export: exit 130, no file left, the export recorded as cancelled, the archive verifies")
     func interrupt() throws {
         let home = TempDir()
-        #expect(try hpNode(["--home", home.path, "capture", "--simulate", "--days", "20"]).0 == 0)
+        // Enough records that the export is still running when the signal arrives.
+        #expect(try hpNode(["--home", home.path, "capture", "--simulate", "--days", "90"]).0 == 0)
         let out = home.file("records.json")
         let p = Process()
         let dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
