@@ -3,6 +3,7 @@ import NIOCore
 import NIOEmbedded
 import NIOTestUtils
 import Testing
+@testable import HealthProbeArchive
 @testable import HealthProbeSync
 
 struct FrameVectors: Decodable {
@@ -10,9 +11,16 @@ struct FrameVectors: Decodable {
     struct FrameCase: Decodable { var name: String; var hex: String; var frames: [Frame]?; var error: String?; var incomplete: Bool? }
     struct HelloCase: Decodable { var name: String; var hex: String; var version: UInt16?; var error: String?; var incomplete: Bool? }
     struct PartCase: Decodable { var name: String; var zlibHex: String; var declared: Int; var inflatedHex: String?; var error: String? }
+    struct TokenCase: Decodable {
+        var nameOfCase: String; var text: String; var error: String?
+        var address: String?; var fingerprint: String?; var name: String?; var secret: String?
+    }
+    struct StoredSecret: Decodable { var credential: String?; var enrollmentSecret: String?; var storedHash: String }
     var frames: [FrameCase]
     var hellos: [HelloCase]
     var parts: [PartCase]
+    var tokens: [TokenCase]
+    var storedSecrets: [StoredSecret]
 
     static func load() throws -> FrameVectors {
         let d = JSONDecoder()
@@ -72,6 +80,25 @@ struct FrameCodecTests {
                     #expect(try channel.finish().isClean, "\(c.name)")
                 }
             }
+        }
+    }
+
+    @Test("enrollment token and stored-secret vectors (Protocol/README.md section 7)")
+    func tokenVectors() throws {
+        let v = try FrameVectors.load()
+        #expect(v.tokens.count >= 5)
+        for c in v.tokens {
+            if let error = c.error {
+                #expect { try EnrollmentToken(text: c.text) } throws: { "\($0)".contains(error) }
+            } else {
+                let t = try EnrollmentToken(text: c.text)
+                #expect(t == EnrollmentToken(address: c.address!, fingerprint: c.fingerprint!, name: c.name!, secret: c.secret!), "\(c.nameOfCase)")
+                #expect(t.text == c.text, "the product writes the same token text")
+            }
+        }
+        for s in v.storedSecrets {
+            if let c = s.credential { #expect(ArchiveHasher.sha256(.credential, c) == s.storedHash) }
+            if let e = s.enrollmentSecret { #expect(ArchiveHasher.sha256(.enrollmentSecret, e) == s.storedHash) }
         }
     }
 
