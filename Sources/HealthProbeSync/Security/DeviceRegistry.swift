@@ -97,9 +97,9 @@ public final class DeviceRegistry: Sendable {
             && name.unicodeScalars.allSatisfy(\.isASCII)
     }
 
-    /// Registers `name` and returns its one-time enrollment secret. A name that
-    /// exists is refused unless `replace` (which revokes nothing by itself: it
-    /// issues a new token to a device not yet enrolled, or after `revoke`).
+    /// Registers `name` and returns its one-time enrollment secret. Issuing again
+    /// for a name that has not redeemed its token replaces the token; an enrolled
+    /// or revoked name is refused (pick a new name).
     public func issueToken(name: String, now: Double) throws -> String {
         guard Self.isValidName(name) else {
             throw AuthError(.invalidName, "device names are 1 to 64 ASCII letters, digits, '.', '_' or '-'")
@@ -109,7 +109,7 @@ public final class DeviceRegistry: Sendable {
         try queue.write { db in
             if let row = try Row.fetchOne(db, sql: "SELECT enrolled_at, revoked_at FROM devices WHERE name = ?", arguments: [name]) {
                 guard (row["enrolled_at"] as Double?) == nil, (row["revoked_at"] as Double?) == nil else {
-                    throw AuthError(.duplicate, "a device named \(name) is already enrolled; pick another name, or revoke it first")
+                    throw AuthError(.duplicate, "a device named \(name) is already enrolled (or was revoked); give the device a new name")
                 }
                 try db.execute(sql: "UPDATE devices SET enrollment_secret_hash = ?, enrollment_expires_at = ? WHERE name = ?",
                                arguments: [hash, now + Self.tokenLifetime, name])
