@@ -71,7 +71,8 @@ public struct SyncServer: Sendable {
         }
     }
 
-    /// One connection, sequentially: hello, authentication, then requests.
+    /// One connection: each message goes through `ServerSessionStateMachine`;
+    /// this carries out the actions it returns.
     func handle(_ connection: NIOAsyncChannel<SyncInbound, SyncOutbound>, peer: String) async {
         var quarantine: String?
         defer { if let q = quarantine { try? FileManager.default.removeItem(atPath: q) } }
@@ -80,41 +81,42 @@ public struct SyncServer: Sendable {
         do {
             try await connection.executeThenClose { inbound, outbound in
                 var messages = inbound.makeAsyncIterator()
+                var machine = ServerSessionStateMachine()
                 var receiving: Receiving?
                 var identity: DeviceRegistry.Identity?
                 var clockOffset: Double?
                 do {
-                    guard case .hello? = try await messages.next() else { return }
-                    try await outbound.write(.hello(SyncHello()))
                     while let message = try await messages.next() {
-                        guard case .frame(let frame) = message else {
-                            throw SyncProtocolError(.unexpectedMessage, "a second hello")
-                        }
-                        guard let device = identity else {
+                        switch machine.received(message) {
+                        case .none:
+                            return
+                        case .sendHello:
+                            try await outbound.write(.hello(SyncHello()))
+                        case .authenticate(let frame):
                             // Unauthenticated peers get nothing but an error, slower each time.
                             do {
                                 let (id, reply, offset) = try authenticate(frame)
                                 identity = id
                                 clockOffset = offset
+                                machine.authenticated()
                                 await throttle.success(peer: peer)
                                 metrics.authentication(ok: true)
                                 logger.info("device authenticated", metadata: ["sync.device": "\(id.name)"])
                                 try await outbound.write(.frame(reply))
-                                continue
                             } catch {
-                                metrics.authentication(ok: false)
-                                let delay = await throttle.failure(peer: peer, now: now())
-                                logger.warning("authentication refused", metadata: ["sync.peer": "\(peer)", "sync.delay_seconds": "\(delay)"])
-                                try await Task.sleep(for: .milliseconds(Int(delay * 1000)))
+                                machine.closed()
+                                try await refuseSlowly(peer: peer)
                                 throw error
                             }
-                        }
-                        switch frame.kind {
-                        case .ping:
+                        case .refuse(let error):
+                            try await refuseSlowly(peer: peer)
+                            throw error
+                        case .fail(let error):
+                            throw error
+                        case .sendPong:
                             try await outbound.write(.frame(SyncFrame(kind: .pong, payload: ByteBuffer())))
-                        case .auth, .enroll:
-                            throw SyncProtocolError(.unexpectedMessage, "this connection is already authenticated")
-                        case .chainStatusRequest:
+                        case .chainStatus(let frame):
+                            let device = identity!
                             let chain = try ServerStore.chainHash(try frame.jsonObject())
                             try requireActive(device)
                             try Self.mapAuth { try registry.authorizeRead(device, chain: chain) }
@@ -122,33 +124,30 @@ public struct SyncServer: Sendable {
                             try registry.recordSync(chain: chain, now: now(), clockOffset: clockOffset)
                             try await outbound.write(.frame(.json(.chainStatus, .object([
                                 "device_chain_hash": .string(chain), "last_sequence": .int(seq), "last_manifest_hash": .optional(hash)]))))
-                        case .householdRequest:
-                            try requireActive(device)
+                        case .household(let frame):
+                            try requireActive(identity!)
                             let o = try frame.jsonObject()
                             func text(_ k: String) -> String? { if case .string(let t)? = o[k] { return t }; return nil }
                             let report = try HouseholdSummary.build(store, registry: registry, type: text("type"),
                                                                     from: text("from").flatMap(CanonicalDate.parse), to: text("to").flatMap(CanonicalDate.parse))
                             try await outbound.write(.frame(SyncFrame(kind: .household, payload: ByteBuffer(bytes: try HouseholdSummary.wireJSON(report)))))
-                        case .bundleBegin:
-                            guard receiving == nil else { throw SyncProtocolError(.unexpectedMessage, "BUNDLE_BEGIN while a bundle is open") }
-                            try requireActive(device)
+                        case .beginBundle(let frame):
+                            try requireActive(identity!)
                             let r = try Receiving(begin: try frame.jsonObject(), directory: store.quarantineDirectory)
                             quarantine = r.path
                             receiving = r
-                        case .bundlePart:
-                            guard receiving != nil else { throw SyncProtocolError(.unexpectedMessage, "BUNDLE_PART outside a bundle") }
+                        case .receivePart(let frame):
                             try receiving!.part(frame.payload)
                             metrics.received(bytes: frame.payload.readableBytes)
-                        case .bundleEnd:
-                            guard var r = receiving else { throw SyncProtocolError(.unexpectedMessage, "BUNDLE_END outside a bundle") }
+                        case .endBundle(let frame):
+                            var r = receiving!
                             receiving = nil
                             try r.end(try frame.jsonObject())
-                            let reply = await finish(r, device: device, clockOffset: clockOffset)
+                            let reply = await finish(r, device: identity!, clockOffset: clockOffset)
                             try? FileManager.default.removeItem(atPath: r.path)
                             quarantine = nil
                             try await outbound.write(.frame(reply))
-                        default:
-                            throw SyncProtocolError(.unexpectedMessage, "a \(frame.kind) frame is not for the server")
+                            machine.bundleFinished()
                         }
                     }
                 } catch {
@@ -159,6 +158,14 @@ public struct SyncServer: Sendable {
         } catch {
             logger.debug("connection ended", metadata: ["sync.error": "\(error)"])
         }
+    }
+
+    /// Counts a refused authentication and waits as the throttle says before the error is sent.
+    func refuseSlowly(peer: String) async throws {
+        metrics.authentication(ok: false)
+        let delay = await throttle.failure(peer: peer, now: now())
+        logger.warning("authentication refused", metadata: ["sync.peer": "\(peer)", "sync.delay_seconds": "\(delay)"])
+        try await Task.sleep(for: .milliseconds(Int(delay * 1000)))
     }
 
     /// AUTH or ENROLL: the identity, the AUTH_OK reply, and the device clock's offset.
