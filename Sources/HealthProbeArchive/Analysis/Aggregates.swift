@@ -74,6 +74,12 @@ public enum Aggregates {
         }
 
         let typeIdentifier = try String.fetchOne(db, sql: "SELECT type_identifier FROM sample_types WHERE id = ?", arguments: [typeID]) ?? ""
+        let days = LocalDays(identifier: zoneID, secondsFromGMT: zoneOffset)
+        if let p = previous, !unmoved,
+           (p["zid"] as String?) == zoneID && (zoneID != nil || (p["zoff"] as Int?) == zoneOffset),
+           try updateByDelta(db, obs: obs, typeID: typeID, typeIdentifier: typeIdentifier, previous: p, days: days, now: now) {
+            return
+        }
         let totals = try Totals.fetch(db, typeID: typeID, observationID: obs)
         let n = totals.count, first = totals.earliestStart, last = totals.latestEnd, total = totals.valueSum, top = totals.valueMax
         var fields: [String: JSONValue] = [:]
@@ -92,8 +98,107 @@ public enum Aggregates {
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, arguments: [obs, typeID, n, appeared, disappeared, changed, first, last, total, top, summaryHash, obs, now])
         guard n > 0, let first, let lastStart = totals.latestStart else { return }
-        try writeDaily(db, obs: obs, typeID: typeID, typeIdentifier: typeIdentifier,
-                       days: LocalDays(identifier: zoneID, secondsFromGMT: zoneOffset), from: first, to: lastStart)
+        try writeDaily(db, obs: obs, typeID: typeID, typeIdentifier: typeIdentifier, days: days, from: first, to: lastStart)
+    }
+
+    /// The summary and daily rows of a changed type from the previous summary
+    /// plus the ranges that opened and closed since, when that gives exactly what
+    /// the full computation would (one unit, values present, no closed range at an
+    /// extreme); false (nothing written) otherwise. Cost follows the changes and
+    /// the touched days, not the type's size.
+    static func updateByDelta(_ db: Database, obs: Int64, typeID: Int64, typeIdentifier: String, previous p: Row,
+                              days: LocalDays, now: Double) throws -> Bool {
+        let pid: Int64 = p["observation_id"]
+        let base: Int64 = p["daily_base_observation_id"] ?? pid
+        let pCount: Int = p["visible_record_count"]
+        guard pCount > 0, let pSum = p["value_sum"] as Double?, let pFirst = p["earliest_start_date"] as Double?,
+              let pLast = p["latest_end_date"] as Double?, let pMax = p["value_max"] as Double? else { return false }
+        // The visible set's unit at the previous summary (one unit, since its sum is not null).
+        guard let unit = try String.fetchOne(db, sql: "SELECT unit FROM (\(visibleSQL)) LIMIT 1", arguments: [typeID, pid, pid]) else { return false }
+        let rows = try Row.fetchAll(db, sql: """
+            SELECT v.start_date, v.end_date, v.numeric_value, v.unit, 1 AS sign
+            FROM sample_visibility_ranges r CROSS JOIN samples s ON s.id = r.sample_id CROSS JOIN sample_versions v ON v.id = r.version_id
+            WHERE r.first_observation_id > ? AND r.first_observation_id <= ? AND (r.last_observation_id IS NULL OR r.last_observation_id > ?)
+              AND s.sample_type_id = ?
+            UNION ALL
+            SELECT v.start_date, v.end_date, v.numeric_value, v.unit, -1 AS sign
+            FROM sample_visibility_ranges r CROSS JOIN samples s ON s.id = r.sample_id CROSS JOIN sample_versions v ON v.id = r.version_id
+            WHERE r.last_observation_id > ? AND r.last_observation_id <= ? AND r.first_observation_id <= ?
+              AND s.sample_type_id = ?
+            """, arguments: [pid, obs, obs, typeID, pid, obs, pid, typeID])
+        var count = pCount
+        var micro = Int64((pSum * sumScale).rounded())
+        var first = pFirst, last = pLast, top = pMax
+        var touched = Set<Double>()
+        for r in rows {
+            guard let value = r["numeric_value"] as Double?, (r["unit"] as String?) == unit else { return false }
+            let sign: Int = r["sign"]
+            let start: Double = r["start_date"], end: Double = r["end_date"]
+            count += sign
+            micro += Int64(sign) * Int64((value * sumScale).rounded())
+            if sign > 0 {
+                first = min(first, start); last = max(last, end); top = max(top, value)
+            } else if start <= pFirst || end >= pLast || value >= pMax {
+                return false  // a closed range held an extreme: only a full pass knows the new one
+            }
+            touched.insert(days.dayStart(start))
+        }
+        guard count > 0 else { return false }
+        let total = Double(micro) / sumScale
+        // Appeared / disappeared / changed, from this observation's events.
+        let counts = try Row.fetchOne(db, sql: """
+            SELECT ifnull(sum(e.event_kind = 'appeared'), 0) AS a, ifnull(sum(e.event_kind = 'disappeared'), 0) AS d,
+                   ifnull(sum(e.event_kind = 'representation_changed'), 0) AS c
+            FROM sample_observation_events e CROSS JOIN samples s ON s.id = e.sample_id
+            WHERE e.observation_id = ? AND s.sample_type_id = ?
+            """, arguments: [obs, typeID])!
+        var fields: [String: JSONValue] = [:]
+        fields["kind"] = .string("type_summary")
+        fields["type"] = .string(typeIdentifier)
+        fields["visible_record_count"] = .int(count)
+        fields["earliest_start_date"] = .string(CanonicalDate.string(first))
+        fields["latest_end_date"] = .string(CanonicalDate.string(last))
+        fields["value_sum"] = .number(total)
+        fields["value_max"] = .number(top)
+        let summaryHash = try ArchiveHasher.sha256(.aggregate, json: .object(fields))
+        try db.execute(sql: """
+            INSERT INTO observation_type_summaries(observation_id, sample_type_id, visible_record_count, appeared_count, disappeared_count,
+                representation_changed_count, earliest_start_date, latest_end_date, value_sum, value_max, aggregate_hash,
+                daily_base_observation_id, computed_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, arguments: [obs, typeID, count, counts["a"] as Int, counts["d"] as Int, counts["c"] as Int, first, last, total, top, summaryHash, obs, now])
+        // Daily rows: the previous ones for untouched days, recomputed rows for touched days.
+        try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS hp_touched(bucket_start REAL PRIMARY KEY)")
+        try db.execute(sql: "DELETE FROM temp.hp_touched")
+        let mark = try db.cachedStatement(sql: "INSERT OR IGNORE INTO temp.hp_touched(bucket_start) VALUES (?)")
+        for d in touched { try mark.execute(arguments: [d]) }
+        try db.execute(sql: """
+            INSERT INTO daily_type_aggregates(observation_id, sample_type_id, bucket_start, bucket_end, visible_record_count,
+                value_sum, value_max, source_revision_id, aggregate_hash)
+            SELECT ?, sample_type_id, bucket_start, bucket_end, visible_record_count, value_sum, value_max, source_revision_id, aggregate_hash
+            FROM daily_type_aggregates
+            WHERE observation_id = ? AND sample_type_id = ? AND bucket_start NOT IN (SELECT bucket_start FROM temp.hp_touched)
+            """, arguments: [obs, base, typeID])
+        let recompute = try db.cachedStatement(sql: """
+            INSERT INTO daily_type_aggregates(observation_id, sample_type_id, bucket_start, bucket_end, visible_record_count,
+                value_sum, value_max, source_revision_id, aggregate_hash)
+            SELECT ?, ?, ?, ?, count(*),
+                   CASE WHEN count(DISTINCT v.unit) <= 1 THEN sum(CAST(round(v.numeric_value * \(sumScale)) AS INTEGER)) / \(sumScale) END,
+                   max(v.numeric_value), v.source_revision_id, NULL
+            FROM sample_versions v
+            CROSS JOIN samples s ON s.id = v.sample_id
+            CROSS JOIN sample_visibility_ranges r ON r.sample_id = v.sample_id AND r.version_id = v.id
+            WHERE v.start_date >= ? AND v.start_date < ? AND s.sample_type_id = ?
+              AND r.first_observation_id <= ? AND (r.last_observation_id IS NULL OR r.last_observation_id > ?)
+            GROUP BY v.source_revision_id
+            """)
+        for d in touched.sorted() {
+            let end = days.nextDayStart(d)
+            try recompute.execute(arguments: [obs, typeID, d, end, d, end, typeID, obs, obs])
+        }
+        try db.execute(sql: "DELETE FROM temp.hp_touched")
+        try hashDaily(db, obs: obs, typeID: typeID, typeIdentifier: typeIdentifier)
+        return true
     }
 
     /// A type's visible samples at an observation, summed up in SQLite.
@@ -121,9 +226,9 @@ public enum Aggregates {
     /// True when a range of the type opened or closed in `(after, upTo]`.
     static func moved(_ db: Database, typeID: Int64, after: Int64, upTo: Int64) throws -> Bool {
         try Bool.fetchOne(db, sql: """
-            SELECT EXISTS (SELECT 1 FROM sample_visibility_ranges r JOIN samples s ON s.id = r.sample_id
+            SELECT EXISTS (SELECT 1 FROM sample_visibility_ranges r CROSS JOIN samples s ON s.id = r.sample_id
                            WHERE r.first_observation_id > ? AND r.first_observation_id <= ? AND s.sample_type_id = ?)
-                OR EXISTS (SELECT 1 FROM sample_visibility_ranges r JOIN samples s ON s.id = r.sample_id
+                OR EXISTS (SELECT 1 FROM sample_visibility_ranges r CROSS JOIN samples s ON s.id = r.sample_id
                            WHERE r.last_observation_id > ? AND r.last_observation_id <= ? AND s.sample_type_id = ?)
             """, arguments: [after, upTo, typeID, after, upTo, typeID]) ?? true
     }
@@ -148,7 +253,12 @@ public enum Aggregates {
             ) g JOIN temp.hp_days d ON d.bucket_start = g.b
             """, arguments: [obs, typeID, typeID, obs, obs])
         try db.execute(sql: "DELETE FROM temp.hp_days")
-        // Hash each row over content that is the same in every replica (no local ids).
+        try hashDaily(db, obs: obs, typeID: typeID, typeIdentifier: typeIdentifier)
+    }
+
+    /// Hashes the daily rows of (obs, type) that have no hash yet, over content that is
+    /// the same in every replica (no local ids).
+    static func hashDaily(_ db: Database, obs: Int64, typeID: Int64, typeIdentifier: String) throws {
         let rows = try Row.fetchAll(db, sql: """
             SELECT a.rowid AS rid, a.bucket_start, a.bucket_end, a.visible_record_count, a.value_sum, a.value_max,
                    sr.product_type, sr.version, sr.operating_system_version, so.source_name_hash, so.bundle_identifier,
@@ -156,7 +266,7 @@ public enum Aggregates {
             FROM daily_type_aggregates a
             LEFT JOIN source_revisions sr ON sr.id = a.source_revision_id
             LEFT JOIN sources so ON so.id = sr.source_id
-            WHERE a.observation_id = ? AND a.sample_type_id = ?
+            WHERE a.observation_id = ? AND a.sample_type_id = ? AND a.aggregate_hash IS NULL
             """, arguments: [obs, typeID])
         let setHash = try db.cachedStatement(sql: "UPDATE daily_type_aggregates SET aggregate_hash = ? WHERE rowid = ?")
         for r in rows {

@@ -24,6 +24,7 @@ public enum ArchiveMigrations {
         Migration(version: SchemaV4.version, description: SchemaV4.description, sql: SchemaV4.sql),
         Migration(version: SchemaV5.version, description: SchemaV5.description, sql: SchemaV5.sql),
         Migration(version: SchemaV6.version, description: SchemaV6.description, sql: SchemaV6.sql),
+        Migration(version: SchemaV7.version, description: SchemaV7.description, sql: SchemaV7.sql),
     ]
 
     /// The highest schema version this build knows.
