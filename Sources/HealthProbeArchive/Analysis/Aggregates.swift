@@ -26,7 +26,8 @@ public enum Aggregates {
 
     /// Computes the summary of `typeID` at `observationID` and, when the type
     /// changed, its daily rows. Replaces what was there.
-    public static func update(_ db: Database, observationID obs: Int64, typeID: Int64, now: Double) throws {
+    /// `allowDelta: false` forces the full computation (tests compare the two).
+    public static func update(_ db: Database, observationID obs: Int64, typeID: Int64, now: Double, allowDelta: Bool = true) throws {
         guard let o = try Row.fetchOne(db, sql: "SELECT device_chain_id, time_zone_identifier, time_zone_seconds_from_gmt FROM observations WHERE id = ?", arguments: [obs]) else {
             throw ArchiveError(.notFound, "no observation \(obs) to aggregate")
         }
@@ -75,7 +76,7 @@ public enum Aggregates {
 
         let typeIdentifier = try String.fetchOne(db, sql: "SELECT type_identifier FROM sample_types WHERE id = ?", arguments: [typeID]) ?? ""
         let days = LocalDays(identifier: zoneID, secondsFromGMT: zoneOffset)
-        if let p = previous, !unmoved,
+        if allowDelta, let p = previous, !unmoved,
            (p["zid"] as String?) == zoneID && (zoneID != nil || (p["zoff"] as Int?) == zoneOffset),
            try updateByDelta(db, obs: obs, typeID: typeID, typeIdentifier: typeIdentifier, previous: p, days: days, now: now) {
             return
@@ -294,17 +295,17 @@ public enum Aggregates {
     }
 
     /// Computes the aggregates of every type run of `observationID`.
-    public static func update(_ db: Database, observationID obs: Int64, now: Double) throws {
+    public static func update(_ db: Database, observationID obs: Int64, now: Double, allowDelta: Bool = true) throws {
         let types = try Int64.fetchAll(db, sql: "SELECT DISTINCT sample_type_id FROM observation_type_runs WHERE observation_id = ? ORDER BY sample_type_id", arguments: [obs])
-        for t in types { try update(db, observationID: obs, typeID: t, now: now) }
+        for t in types { try update(db, observationID: obs, typeID: t, now: now, allowDelta: allowDelta) }
     }
 
     /// Deletes every aggregate and recomputes them, observation by observation.
     /// The result equals what the incremental updates produced.
-    public static func rebuildAll(_ db: Database, now: Double) throws {
+    public static func rebuildAll(_ db: Database, now: Double, allowDelta: Bool = true) throws {
         try db.execute(sql: "DELETE FROM daily_type_aggregates")
         try db.execute(sql: "DELETE FROM observation_type_summaries")
         let observations = try Int64.fetchAll(db, sql: "SELECT DISTINCT observation_id FROM observation_type_runs ORDER BY observation_id")
-        for obs in observations { try update(db, observationID: obs, now: now) }
+        for obs in observations { try update(db, observationID: obs, now: now, allowDelta: allowDelta) }
     }
 }

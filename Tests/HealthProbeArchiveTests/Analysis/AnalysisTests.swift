@@ -70,6 +70,33 @@ struct AnalysisTests {
         try node.archive.writer.write { db in try Aggregates.rebuildAll(db, now: 1) }
         let rebuilt = try aggregateRows(node)
         #expect(rebuilt == incremental)
+        // The full computation everywhere (no deltas from previous summaries) gives the same rows and hashes.
+        try node.archive.writer.write { db in try Aggregates.rebuildAll(db, now: 1, allowDelta: false) }
+        #expect(try aggregateRows(node) == incremental)
+    }
+
+    @Test("aggregates from the previous summary equal the full computation: appended, closed inside, closed at an extreme")
+    func deltaEqualsFull() throws {
+        let t = TempHome()
+        let node = try t.open()
+        let day0 = 1_750_000_000.0 - 1_750_000_000.0.truncatingRemainder(dividingBy: 86_400) - 5 * 86_400
+        let base = (0..<40).map { beat(day0, $0 * 6, value: 60 + Double($0 % 7)) }
+        _ = try captureIn(node, zone: "Europe/Berlin", samples: base)
+        // Appended later samples (a new day too): opened ranges only.
+        let more = base + (40..<55).map { beat(day0, $0 * 6, value: 61 + Double($0 % 5)) }
+        _ = try captureIn(node, zone: "Europe/Berlin", samples: more)
+        // One sample inside the set disappears (not an extreme) and one is added.
+        var inner = more
+        inner.remove(at: 20)
+        inner.append(beat(day0, 60 * 6, value: 62))
+        _ = try captureIn(node, zone: "Europe/Berlin", samples: inner)
+        // The earliest sample disappears: the delta cannot know the new earliest, the full pass runs.
+        _ = try captureIn(node, zone: "Europe/Berlin", samples: Array(inner.dropFirst()))
+        let incremental = try aggregateRows(node)
+        try node.archive.writer.write { db in try Aggregates.rebuildAll(db, now: 1, allowDelta: false) }
+        let full = try aggregateRows(node)
+        #expect(full == incremental)
+        #expect(incremental.filter { $0.hasPrefix("d ") }.count > 4)
     }
 
     @Test("aggregates: an unchanged type copies no daily rows; a changed one gets its own")
