@@ -14,6 +14,12 @@ public enum Aggregates {
     /// depend on row order (a replica hashes the same aggregates as its node).
     static let sumScale = 1_000_000.0
 
+    /// The exact sum of `numeric_value` in micro-units, null with more than one unit
+    /// (`prefix`: the table alias with its dot, or empty).
+    static func exactSumSQL(_ prefix: String) -> String {
+        "CASE WHEN count(DISTINCT \(prefix)unit) <= 1 THEN sum(CAST(round(\(prefix)numeric_value * \(sumScale)) AS INTEGER)) / \(sumScale) END"
+    }
+
     /// The SQL of the samples of `typeID` visible at observation `obs`
     /// (arguments: type, obs, obs).
     static let visibleSQL = """
@@ -44,62 +50,74 @@ public enum Aggregates {
             WHERE ts.sample_type_id = ? AND ts.observation_id < ? AND o.device_chain_id = ?
             ORDER BY ts.observation_id DESC LIMIT 1
             """, arguments: [typeID, obs, chain])
-        // Change counts recorded by this observation for the type: none when no
-        // range of the type opened or closed since the previous summary.
+        // Nothing to count or recompute when no range of the type opened or closed since the previous summary.
         let unmoved = try previous.map { try !moved(db, typeID: typeID, after: $0["observation_id"], upTo: obs) } ?? false
-        var appeared = 0, disappeared = 0, changed = 0
-        if !unmoved {
-            // Driven from the type's samples (index on type), probing each one's events at `obs`.
-            let counts = try Row.fetchOne(db, sql: """
-                SELECT ifnull(sum(e.event_kind = 'appeared'), 0) AS a, ifnull(sum(e.event_kind = 'disappeared'), 0) AS d,
-                       ifnull(sum(e.event_kind = 'representation_changed'), 0) AS c
-                FROM samples s CROSS JOIN sample_observation_events e ON e.sample_id = s.id AND e.observation_id = ?
-                WHERE s.sample_type_id = ?
-                """, arguments: [obs, typeID])!
-            appeared = counts["a"]; disappeared = counts["d"]; changed = counts["c"]
-        }
-        if let p = previous {
+        let sameZone = previous.map { ($0["zid"] as String?) == zoneID && (zoneID != nil || ($0["zoff"] as Int?) == zoneOffset) } ?? false
+        if let p = previous, sameZone, unmoved {
             let pid: Int64 = p["observation_id"]
-            let sameZone = (p["zid"] as String?) == zoneID && (zoneID != nil || (p["zoff"] as Int?) == zoneOffset)
-            if sameZone, unmoved {
-                try db.execute(sql: """
-                    INSERT INTO observation_type_summaries(observation_id, sample_type_id, visible_record_count, appeared_count, disappeared_count,
-                        representation_changed_count, earliest_start_date, latest_end_date, value_sum, value_max, aggregate_hash,
-                        daily_base_observation_id, computed_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """, arguments: [obs, typeID, p["visible_record_count"], appeared, disappeared, changed, p["earliest_start_date"],
-                                     p["latest_end_date"], p["value_sum"], p["value_max"], p["aggregate_hash"],
-                                     p["daily_base_observation_id"] ?? pid, now])
-                return
-            }
+            try insertSummary(db, obs: obs, typeID: typeID, count: p["visible_record_count"], changes: ChangeCounts(),
+                              first: p["earliest_start_date"], last: p["latest_end_date"], total: p["value_sum"], top: p["value_max"],
+                              hash: p["aggregate_hash"], dailyBase: p["daily_base_observation_id"] ?? pid, now: now)
+            return
         }
 
         let typeIdentifier = try String.fetchOne(db, sql: "SELECT type_identifier FROM sample_types WHERE id = ?", arguments: [typeID]) ?? ""
         let days = LocalDays(identifier: zoneID, secondsFromGMT: zoneOffset)
-        if allowDelta, let p = previous, !unmoved,
-           (p["zid"] as String?) == zoneID && (zoneID != nil || (p["zoff"] as Int?) == zoneOffset),
+        if allowDelta, let p = previous, sameZone, !unmoved,
            try updateByDelta(db, obs: obs, typeID: typeID, typeIdentifier: typeIdentifier, previous: p, days: days, now: now) {
             return
         }
+        // Driven from the type's samples here: a full pass already costs the type's size.
+        let changes = unmoved ? ChangeCounts() : try ChangeCounts.fetch(db, observationID: obs, typeID: typeID, fromEvents: false)
         let totals = try Totals.fetch(db, typeID: typeID, observationID: obs)
         let n = totals.count, first = totals.earliestStart, last = totals.latestEnd, total = totals.valueSum, top = totals.valueMax
+        try insertSummary(db, obs: obs, typeID: typeID, count: n, changes: changes, first: first, last: last, total: total, top: top,
+                          hash: try summaryHash(typeIdentifier: typeIdentifier, count: n, first: first, last: last, total: total, top: top),
+                          dailyBase: obs, now: now)
+        guard n > 0, let first, let lastStart = totals.latestStart else { return }
+        try writeDaily(db, obs: obs, typeID: typeID, typeIdentifier: typeIdentifier, days: days, from: first, to: lastStart)
+    }
+
+    /// Appeared, disappeared and representation-changed events of a type at an observation.
+    struct ChangeCounts {
+        var appeared = 0, disappeared = 0, changed = 0
+
+        /// `fromEvents`: driven from the observation's events (cost follows the changes);
+        /// otherwise from the type's samples, probing each one's events (cost follows the type).
+        static func fetch(_ db: Database, observationID obs: Int64, typeID: Int64, fromEvents: Bool) throws -> ChangeCounts {
+            let from = fromEvents
+                ? "sample_observation_events e CROSS JOIN samples s ON s.id = e.sample_id WHERE e.observation_id = ? AND s.sample_type_id = ?"
+                : "samples s CROSS JOIN sample_observation_events e ON e.sample_id = s.id AND e.observation_id = ? WHERE s.sample_type_id = ?"
+            let r = try Row.fetchOne(db, sql: """
+                SELECT ifnull(sum(e.event_kind = 'appeared'), 0) AS a, ifnull(sum(e.event_kind = 'disappeared'), 0) AS d,
+                       ifnull(sum(e.event_kind = 'representation_changed'), 0) AS c
+                FROM \(from)
+                """, arguments: [obs, typeID])!
+            return ChangeCounts(appeared: r["a"], disappeared: r["d"], changed: r["c"])
+        }
+    }
+
+    /// The aggregate hash of a type summary, over content the same in every replica.
+    static func summaryHash(typeIdentifier: String, count: Int, first: Double?, last: Double?, total: Double?, top: Double?) throws -> String {
         var fields: [String: JSONValue] = [:]
         fields["kind"] = .string("type_summary")
         fields["type"] = .string(typeIdentifier)
-        fields["visible_record_count"] = .int(n)
+        fields["visible_record_count"] = .int(count)
         fields["earliest_start_date"] = first.map { .string(CanonicalDate.string($0)) } ?? .null
         fields["latest_end_date"] = last.map { .string(CanonicalDate.string($0)) } ?? .null
         fields["value_sum"] = total.map(JSONValue.number) ?? .null
         fields["value_max"] = top.map(JSONValue.number) ?? .null
-        let summaryHash = try ArchiveHasher.sha256(.aggregate, json: .object(fields))
-        try db.execute(sql: """
+        return try ArchiveHasher.sha256(.aggregate, json: .object(fields))
+    }
+
+    static func insertSummary(_ db: Database, obs: Int64, typeID: Int64, count: Int, changes: ChangeCounts, first: Double?, last: Double?,
+                              total: Double?, top: Double?, hash: String?, dailyBase: Int64, now: Double) throws {
+        try db.cachedStatement(sql: """
             INSERT INTO observation_type_summaries(observation_id, sample_type_id, visible_record_count, appeared_count, disappeared_count,
                 representation_changed_count, earliest_start_date, latest_end_date, value_sum, value_max, aggregate_hash,
                 daily_base_observation_id, computed_at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """, arguments: [obs, typeID, n, appeared, disappeared, changed, first, last, total, top, summaryHash, obs, now])
-        guard n > 0, let first, let lastStart = totals.latestStart else { return }
-        try writeDaily(db, obs: obs, typeID: typeID, typeIdentifier: typeIdentifier, days: days, from: first, to: lastStart)
+            """).execute(arguments: [obs, typeID, count, changes.appeared, changes.disappeared, changes.changed, first, last, total, top, hash, dailyBase, now])
     }
 
     /// The summary and daily rows of a changed type from the previous summary
@@ -146,28 +164,11 @@ public enum Aggregates {
         }
         guard count > 0 else { return false }
         let total = Double(micro) / sumScale
-        // Appeared / disappeared / changed, from this observation's events.
-        let counts = try Row.fetchOne(db, sql: """
-            SELECT ifnull(sum(e.event_kind = 'appeared'), 0) AS a, ifnull(sum(e.event_kind = 'disappeared'), 0) AS d,
-                   ifnull(sum(e.event_kind = 'representation_changed'), 0) AS c
-            FROM sample_observation_events e CROSS JOIN samples s ON s.id = e.sample_id
-            WHERE e.observation_id = ? AND s.sample_type_id = ?
-            """, arguments: [obs, typeID])!
-        var fields: [String: JSONValue] = [:]
-        fields["kind"] = .string("type_summary")
-        fields["type"] = .string(typeIdentifier)
-        fields["visible_record_count"] = .int(count)
-        fields["earliest_start_date"] = .string(CanonicalDate.string(first))
-        fields["latest_end_date"] = .string(CanonicalDate.string(last))
-        fields["value_sum"] = .number(total)
-        fields["value_max"] = .number(top)
-        let summaryHash = try ArchiveHasher.sha256(.aggregate, json: .object(fields))
-        try db.execute(sql: """
-            INSERT INTO observation_type_summaries(observation_id, sample_type_id, visible_record_count, appeared_count, disappeared_count,
-                representation_changed_count, earliest_start_date, latest_end_date, value_sum, value_max, aggregate_hash,
-                daily_base_observation_id, computed_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """, arguments: [obs, typeID, count, counts["a"] as Int, counts["d"] as Int, counts["c"] as Int, first, last, total, top, summaryHash, obs, now])
+        // Driven from this observation's events: they follow the changes, not the type's size.
+        let changes = try ChangeCounts.fetch(db, observationID: obs, typeID: typeID, fromEvents: true)
+        try insertSummary(db, obs: obs, typeID: typeID, count: count, changes: changes, first: first, last: last, total: total, top: top,
+                          hash: try summaryHash(typeIdentifier: typeIdentifier, count: count, first: first, last: last, total: total, top: top),
+                          dailyBase: obs, now: now)
         // Daily rows: the previous ones for untouched days, recomputed rows for touched days.
         try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS hp_touched(bucket_start REAL PRIMARY KEY)")
         try db.execute(sql: "DELETE FROM temp.hp_touched")
@@ -184,7 +185,7 @@ public enum Aggregates {
             INSERT INTO daily_type_aggregates(observation_id, sample_type_id, bucket_start, bucket_end, visible_record_count,
                 value_sum, value_max, source_revision_id, aggregate_hash)
             SELECT ?, ?, ?, ?, count(*),
-                   CASE WHEN count(DISTINCT v.unit) <= 1 THEN sum(CAST(round(v.numeric_value * \(sumScale)) AS INTEGER)) / \(sumScale) END,
+                   \(exactSumSQL("v.")),
                    max(v.numeric_value), v.source_revision_id, NULL
             FROM sample_versions v
             CROSS JOIN samples s ON s.id = v.sample_id
@@ -215,7 +216,7 @@ public enum Aggregates {
         public static func fetch(_ db: Database, typeID: Int64, observationID obs: Int64) throws -> Totals {
             let r = try Row.fetchOne(db, sql: """
                 SELECT count(*) AS n, min(start_date) AS first, max(end_date) AS last, max(start_date) AS last_start,
-                       CASE WHEN count(DISTINCT unit) <= 1 THEN sum(CAST(round(numeric_value * \(sumScale)) AS INTEGER)) / \(sumScale) END AS total,
+                       \(exactSumSQL("")) AS total,
                        max(numeric_value) AS top
                 FROM (\(visibleSQL))
                 """, arguments: [typeID, obs, obs])!
@@ -247,7 +248,7 @@ public enum Aggregates {
             FROM (
                 SELECT (SELECT max(x.bucket_start) FROM temp.hp_days x WHERE x.bucket_start <= vis.start_date) AS b,
                        vis.source_revision_id AS rev, count(*) AS n,
-                       CASE WHEN count(DISTINCT vis.unit) <= 1 THEN sum(CAST(round(vis.numeric_value * \(sumScale)) AS INTEGER)) / \(sumScale) END AS total,
+                       \(exactSumSQL("vis.")) AS total,
                        max(vis.numeric_value) AS top
                 FROM (\(visibleSQL)) vis
                 GROUP BY b, rev
