@@ -46,9 +46,11 @@ enum Measure {
     /// Peak resident set size of this process (VmHWM), in bytes.
     static func peakRSS() -> Int64 { statusField("VmHWM:") }
     static func currentRSS() -> Int64 { statusField("VmRSS:") }
+    /// Peak resident set size of another process (VmHWM), in bytes.
+    static func peakRSS(pid: Int32) -> Int64 { statusField("VmHWM:", process: "\(pid)") }
 
-    private static func statusField(_ name: String) -> Int64 {
-        guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+    private static func statusField(_ name: String, process: String = "self") -> Int64 {
+        guard let text = try? String(contentsOfFile: "/proc/\(process)/status", encoding: .utf8) else { return 0 }
         for line in text.split(separator: "\n") where line.hasPrefix(name) {
             let kb = line.split(separator: " ").compactMap { Int64($0) }.first ?? 0
             return kb * 1024

@@ -40,23 +40,9 @@ struct HouseholdBench: AsyncParsableCommand {
     func run() async throws {
         let root = bench.workDirectory("household")
         defer { bench.cleanUp(root) }
-        let serverBinary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("hp-server").path
-        guard FileManager.default.isExecutableFile(atPath: serverBinary) else {
-            throw ValidationError("\(serverBinary) is missing: build it first (swift build -c release --product hp-server)")
-        }
-        let data = root + "/server"
-        try run(serverBinary, ["init", "--data", data])
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: serverBinary)
-        server.arguments = ["serve", "--data", data, "--listen", "127.0.0.1:0"]
-        let out = Pipe()
-        server.standardOutput = out
-        server.standardError = FileHandle.nullDevice
-        try server.run()
-        defer { if server.isRunning { server.terminate(); server.waitUntilExit() } }
-        guard let port = Self.readPort(out) else { throw ValidationError("hp-server did not report its port") }
-        let store = ServerStore(root: data)
-        let fingerprint = try store.identity().fingerprint
+        let server = try BenchServer.start(data: root + "/server")
+        defer { server.stop() }
+        let store = server.store
 
         // Nodes: homes, enrollment over the protocol.
         var enrollments: [NodeEnrollment] = []
@@ -65,13 +51,11 @@ struct HouseholdBench: AsyncParsableCommand {
         for i in 0..<nodes {
             let home = ArchiveHome(root: root + "/node\(i)")
             homes.append(home)
-            let secret = try store.registry().issueToken(name: "node\(i)", now: Date().timeIntervalSince1970)
-            let token = EnrollmentToken(address: "127.0.0.1:\(port)", fingerprint: fingerprint, name: "node\(i)", secret: secret)
-            enrollments.append(try await SyncClient.enroll(token: token, clientTime: Date().timeIntervalSince1970))
+            enrollments.append(try await server.enroll("node\(i)"))
         }
         var results: [Result] = []
         for round in 0..<rounds {
-            for (i, home) in homes.enumerated() { try capture(home: home, clock: clock, count: samples, offset: round * samples + i * 10_000_000) }
+            for (i, home) in homes.enumerated() { try bench.captureHeartRate(home: home, clock: clock, count: samples, offset: round * samples + i * 10_000_000) }
             clock.advance(3600)
             let start = DispatchTime.now().uptimeNanoseconds
             let reports = try await withThrowingTaskGroup(of: SyncClient.Report.self) { group in
@@ -107,7 +91,7 @@ struct HouseholdBench: AsyncParsableCommand {
             }
             results.append(Result(phase: round == 0 ? "first_sync" : "incremental_sync_\(round)", nodes: nodes, bundles: acks.count, seconds: seconds,
                                   ackP50Seconds: pct(0.5), ackP99Seconds: pct(0.99), ackMaxSeconds: acks.last ?? 0,
-                                  serverPeakRssBytes: Self.peakRSS(pid: server.processIdentifier), exactlyOnce: once, digestsMatch: digests))
+                                  serverPeakRssBytes: server.peakRSS, exactlyOnce: once, digestsMatch: digests))
         }
         if bench.json { for r in results { try Output.jsonLine(r) }; return }
         for r in results {
@@ -116,55 +100,5 @@ struct HouseholdBench: AsyncParsableCommand {
                          Double(r.serverPeakRssBytes) / 1_048_576, r.exactlyOnce ? "yes" : "NO", r.digestsMatch ? "yes" : "NO"))
         }
         if results.contains(where: { !$0.exactlyOnce || !$0.digestsMatch }) { throw ExitCode(1) }
-    }
-
-    func run(_ exe: String, _ args: [String]) throws {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: exe)
-        p.arguments = args
-        p.standardOutput = FileHandle.nullDevice
-        try p.run()
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else { throw ValidationError("\(exe) \(args.joined(separator: " ")) failed") }
-    }
-
-    static func readPort(_ pipe: Pipe) -> Int? {
-        var text = ""
-        let deadline = Date().addingTimeInterval(30)
-        while Date() < deadline {
-            let d = pipe.fileHandleForReading.availableData
-            if d.isEmpty { break }
-            text += String(decoding: d, as: UTF8.self)
-            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("listening on ") }), let colon = line.lastIndex(of: ":") {
-                return Int(line[line.index(after: colon)...])
-            }
-        }
-        return nil
-    }
-
-    /// VmHWM of another process, bytes.
-    static func peakRSS(pid: Int32) -> Int64 {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
-        for line in text.split(separator: "\n") where line.hasPrefix("VmHWM:") {
-            return (line.split(separator: " ").compactMap { Int64($0) }.first ?? 0) * 1024
-        }
-        return 0
-    }
-
-    /// One anchored observation of `count` heart-rate samples (indices from `offset`).
-    func capture(home: ArchiveHome, clock: ManualClock, count: Int, offset: Int) throws {
-        let node = try home.open(clock: clock)
-        let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: "benchmark"))
-        let run = try session.beginTypeRun(CaptureBench.types[0], kind: .anchored)
-        let pipeline = PipelinedPageWriter(run: run)
-        var page: [CapturedSample] = []
-        for i in offset..<(offset + count) {
-            page.append(CaptureBench.sample(type: 0, index: i, generation: 0)!)
-            if page.count == bench.pageSize { try pipeline.submit(page, to: run); page = [] }
-        }
-        if !page.isEmpty { try pipeline.submit(page, to: run) }
-        try pipeline.flush()
-        _ = try run.complete()
-        try session.finish()
     }
 }

@@ -37,33 +37,15 @@ struct SyncBench: AsyncParsableCommand {
         defer { bench.cleanUp(root) }
         let home = ArchiveHome(root: root + "/node")
         let clock = ManualClock(1_750_000_000)
-        try capture(home: home, clock: clock, count: samples, offset: 0)
-        // The release hp-server binary in its own process, so each side's peak RSS is its own.
-        let serverBinary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("hp-server").path
-        guard FileManager.default.isExecutableFile(atPath: serverBinary) else {
-            throw ValidationError("\(serverBinary) is missing: build it first (swift build -c release --product hp-server)")
-        }
-        let data = root + "/server"
-        let store = ServerStore(root: data)
-        try store.create()
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: serverBinary)
-        server.arguments = ["serve", "--data", data, "--listen", "127.0.0.1:0"]
-        let out = Pipe()
-        server.standardOutput = out
-        server.standardError = FileHandle.nullDevice
-        try server.run()
-        defer { if server.isRunning { server.terminate(); server.waitUntilExit() } }
-        guard let port = HouseholdBench.readPort(out) else { throw ValidationError("hp-server did not report its port") }
-        // Enrolled over the protocol, as a real node would be.
-        let secret = try store.registry().issueToken(name: "bench", now: Date().timeIntervalSince1970)
-        let token = EnrollmentToken(address: "127.0.0.1:\(port)", fingerprint: try store.identity().fingerprint, name: "bench", secret: secret)
-        let enrollment = try await SyncClient.enroll(token: token, clientTime: Date().timeIntervalSince1970)
+        try bench.captureHeartRate(home: home, clock: clock, count: samples, offset: 0)
+        let server = try BenchServer.start(data: root + "/server")
+        defer { server.stop() }
+        let enrollment = try await server.enroll("bench")
         var results: [Result] = []
         for (phase, count) in [("first_sync", samples), ("incremental_sync_1000_changes", 1000)] {
             if phase != "first_sync" {
                 clock.advance(3600)
-                try capture(home: home, clock: clock, count: count, offset: samples)
+                try bench.captureHeartRate(home: home, clock: clock, count: count, offset: samples)
             }
             Measure.resetPeakRSS()
             let node = try home.open(clock: clock)
@@ -72,7 +54,7 @@ struct SyncBench: AsyncParsableCommand {
                                   bytesOnWire: report.bytesOnWire, uncompressedBytes: report.uncompressedBytes,
                                   compressionRatio: Double(report.uncompressedBytes) / Double(max(report.bytesOnWire, 1)),
                                   ackSeconds: report.ackSeconds.last ?? 0,
-                                  nodePeakRssBytes: Measure.peakRSS(), serverPeakRssBytes: HouseholdBench.peakRSS(pid: server.processIdentifier)))
+                                  nodePeakRssBytes: Measure.peakRSS(), serverPeakRssBytes: server.peakRSS))
         }
         if bench.json { for r in results { try Output.jsonLine(r) }; return }
         for r in results {
@@ -86,22 +68,5 @@ struct SyncBench: AsyncParsableCommand {
         let start = DispatchTime.now().uptimeNanoseconds
         let r = try await body()
         return (r, Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
-    }
-
-    /// One anchored observation adding `count` samples (indices from `offset`).
-    func capture(home: ArchiveHome, clock: ManualClock, count: Int, offset: Int) throws {
-        let node = try home.open(clock: clock)
-        let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: "benchmark"))
-        let run = try session.beginTypeRun(CaptureBench.types[0], kind: .anchored)
-        let pipeline = PipelinedPageWriter(run: run)
-        var page: [CapturedSample] = []
-        for i in offset..<(offset + count) {
-            page.append(CaptureBench.sample(type: 0, index: i, generation: 0)!)
-            if page.count == bench.pageSize { try pipeline.submit(page, to: run); page = [] }
-        }
-        if !page.isEmpty { try pipeline.submit(page, to: run) }
-        try pipeline.flush()
-        try run.complete()
-        try session.finish()
     }
 }

@@ -1,0 +1,81 @@
+import ArgumentParser
+import Foundation
+import HealthProbeArchive
+import HealthProbeSync
+
+/// The release `hp-server` binary serving a fresh data directory on 127.0.0.1
+/// in its own process (so its peak RSS is its own), for the sync benchmarks.
+struct BenchServer {
+    let process: Process
+    let port: Int
+    let store: ServerStore
+
+    /// Initializes `data` and starts `hp-server serve` from the same build directory as this binary.
+    static func start(data: String) throws -> BenchServer {
+        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("hp-server").path
+        guard FileManager.default.isExecutableFile(atPath: binary) else {
+            throw ValidationError("\(binary) is missing: build it first (swift build -c release --product hp-server)")
+        }
+        let store = ServerStore(root: data)
+        try store.create()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["serve", "--data", data, "--listen", "127.0.0.1:0"]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        guard let port = readPort(out) else {
+            process.terminate()
+            throw ValidationError("hp-server did not report its port")
+        }
+        return BenchServer(process: process, port: port, store: store)
+    }
+
+    /// Enrolls a device over the protocol (`ENROLL`), as a real node would be.
+    func enroll(_ name: String) async throws -> NodeEnrollment {
+        let secret = try store.registry().issueToken(name: name, now: Date().timeIntervalSince1970)
+        let token = EnrollmentToken(address: "127.0.0.1:\(port)", fingerprint: try store.identity().fingerprint, name: name, secret: secret)
+        return try await SyncClient.enroll(token: token, clientTime: Date().timeIntervalSince1970)
+    }
+
+    /// The server process's peak RSS since it started.
+    var peakRSS: Int64 { Measure.peakRSS(pid: process.processIdentifier) }
+
+    func stop() {
+        if process.isRunning { process.terminate(); process.waitUntilExit() }
+    }
+
+    static func readPort(_ pipe: Pipe) -> Int? {
+        var text = ""
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            let d = pipe.fileHandleForReading.availableData
+            if d.isEmpty { break }
+            text += String(decoding: d, as: UTF8.self)
+            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("listening on ") }), let colon = line.lastIndex(of: ":") {
+                return Int(line[line.index(after: colon)...])
+            }
+        }
+        return nil
+    }
+}
+
+extension BenchOptions {
+    /// One anchored observation of `count` heart-rate samples (indices from `offset`) in `home`.
+    func captureHeartRate(home: ArchiveHome, clock: ManualClock, count: Int, offset: Int) throws {
+        let node = try home.open(clock: clock)
+        let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: "benchmark"))
+        let run = try session.beginTypeRun(CaptureBench.types[0], kind: .anchored)
+        let pipeline = PipelinedPageWriter(run: run)
+        var page: [CapturedSample] = []
+        for i in offset..<(offset + count) {
+            page.append(CaptureBench.sample(type: 0, index: i, generation: 0)!)
+            if page.count == pageSize { try pipeline.submit(page, to: run); page = [] }
+        }
+        if !page.isEmpty { try pipeline.submit(page, to: run) }
+        try pipeline.flush()
+        _ = try run.complete()
+        try session.finish()
+    }
+}
