@@ -45,9 +45,13 @@ struct Serve: AsyncParsableCommand {
                                     helloTimeout: .milliseconds(Int64((settings.helloTimeoutSeconds ?? 10) * 1000)),
                                     idleTimeout: .milliseconds(Int64((settings.idleTimeoutSeconds ?? 120) * 1000)),
                                     metrics: serverMetrics)
-        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: SyncService(server: server, host: host, port: port))]
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: ListenerService {
+            try await server.run(host: host, port: port) { announce("listening on \(host):\($0)") }
+        })]
         if let metricsAddress, let (mh, mp) = SyncAddress.parse(metricsAddress, allowAnyPort: true) {
-            services.append(.init(service: MetricsService(metrics: serverMetrics, host: mh, port: mp, logger: logger)))
+            services.append(.init(service: ListenerService {
+                try await serverMetrics.serve(host: mh, port: mp) { announce("metrics on http://\(mh):\($0)/metrics") }
+            }))
         }
         let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
@@ -55,42 +59,20 @@ struct Serve: AsyncParsableCommand {
     }
 }
 
-/// The sync server as a `Service`: a graceful shutdown cancels the accept loop
-/// and the connection tasks; applies are transactions, so none is left half done.
-struct SyncService: Service {
-    let server: SyncServer
-    let host: String
-    let port: Int
+/// A listener as a `Service`: a graceful shutdown cancels it. For the sync
+/// server that cancels the accept loop and the connection tasks; applies are
+/// transactions, so none is left half done.
+struct ListenerService: Service {
+    let body: @Sendable () async throws -> Void
 
     func run() async throws {
         do {
-            try await cancelWhenGracefulShutdown {
-                try await server.run(host: host, port: port) { bound in
-                    // Unbuffered, so a supervisor or script reading a pipe sees it at once.
-                    FileHandle.standardOutput.write(Data("listening on \(host):\(bound)\n".utf8))
-                }
-            }
+            try await cancelWhenGracefulShutdown { try await body() }
         } catch is CancellationError {
             // Graceful shutdown.
         }
     }
 }
 
-/// The metrics endpoint as a `Service`.
-struct MetricsService: Service {
-    let metrics: ServerMetrics
-    let host: String
-    let port: Int
-    let logger: Logger
-
-    func run() async throws {
-        do {
-            try await cancelWhenGracefulShutdown {
-                try await metrics.serve(host: host, port: port) { bound in
-                    FileHandle.standardOutput.write(Data("metrics on http://\(host):\(bound)/metrics\n".utf8))
-                }
-            }
-        } catch is CancellationError {
-        }
-    }
-}
+/// Writes a line to stdout unbuffered, so a supervisor or script reading a pipe sees it at once.
+func announce(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
