@@ -79,8 +79,9 @@ public struct SyncClient {
             }
             let (hash, items, size) = (written.manifestHash, written.trailer.itemCount, written.size)
             // Re-hashed from the file's bytes before it is sent (the server verifies everything else).
-            try BundleFile.rehash(file, expected: hash)
-            let parts = try Self.partRanges(file: file)
+            var splitter = PartSplitter()
+            try BundleFile.rehash(file, expected: hash) { try splitter.add(lineLength: $0) }
+            let parts = splitter.finish()
             try await session.send(.json(.bundleBegin, .object([
                 "sequence": .int(seq), "manifest_hash": .string(hash), "parts": .int(parts.count),
                 "item_count": .int(items), "uncompressed_size": .int(size)])))
@@ -151,12 +152,14 @@ public struct SyncClient {
         return previous!
     }
 
-    /// Byte ranges of parts: whole lines, at most `BundlePartCodec.maxPartSize` each.
-    static func partRanges(file: String) throws -> [Range<Int>] {
-        var ranges: [Range<Int>] = []
-        var start = 0, offset = 0
-        for line in try FileLines(path: file) {
-            let length = line.count + 1
+    /// Byte ranges of parts: whole lines, at most `BundlePartCodec.maxPartSize` each,
+    /// fed the bundle's line lengths in order.
+    struct PartSplitter {
+        private var ranges: [Range<Int>] = []
+        private var start = 0, offset = 0
+
+        mutating func add(lineLength: Int) throws {
+            let length = lineLength + 1
             guard length <= BundlePartCodec.maxPartSize else {
                 throw SyncProtocolError(.frameTooLarge, "a bundle line of \(length) bytes is over the part limit")
             }
@@ -166,8 +169,10 @@ public struct SyncClient {
             }
             offset += length
         }
-        if offset > start || ranges.isEmpty { ranges.append(start..<offset) }
-        return ranges
+
+        func finish() -> [Range<Int>] {
+            offset > start || ranges.isEmpty ? ranges + [start..<offset] : ranges
+        }
     }
 
     func recordAcknowledged(sequence: Int, observation: Int64, manifestHash: String, previous: String?, items: Int) throws {

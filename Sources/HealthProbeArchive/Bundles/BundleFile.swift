@@ -40,11 +40,13 @@ public enum BundleFile {
     /// every middle line, and the last line (trailer) must equal `expected`.
     /// The node runs this on a bundle it has just built (its lines are canonical
     /// by construction) to catch anything that changed on disk before sending.
-    public static func rehash(_ path: String, expected: String) throws {
+    /// `eachLine` sees every line's length (without its newline) in the same pass.
+    public static func rehash(_ path: String, expected: String, eachLine: (Int) throws -> Void = { _ in }) throws {
         var digest = SHA256Stream(domain: .manifest)
         var pending: [UInt8]?
         var lines = 0
         for line in try FileLines(path: path) {
+            try eachLine(line.count)
             if let p = pending {
                 if lines == 1 { digest.update(p) } else { digest.update(Array(ArchiveHasher.sha256(.item, p).utf8)) }
                 digest.update([0x0A])
