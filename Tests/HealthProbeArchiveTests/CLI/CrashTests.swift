@@ -9,13 +9,7 @@ final class ServerProcess {
     let port: Int
 
     init(data: String) throws {
-        let dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        var exe = dir.appendingPathComponent("hp-server")
-        if !FileManager.default.fileExists(atPath: exe.path) {
-            exe = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-                .deletingLastPathComponent().appendingPathComponent(".build/debug/hp-server")
-        }
-        process.executableURL = exe
+        process.executableURL = toolURL("hp-server")
         process.arguments = ["serve", "--data", data, "--listen", "127.0.0.1:0"]
         let out = Pipe()
         process.standardOutput = out
@@ -52,7 +46,7 @@ struct CrashTests {
         let server = try ServerProcess(data: data.path)
         try enrollWithCLI(data: data.path, home: home.path, name: "phone", port: server.port)
         let node = Process()
-        node.executableURL = server.process.executableURL!.deletingLastPathComponent().appendingPathComponent("hp-node")
+        node.executableURL = toolURL("hp-node")
         node.arguments = ["--home", home.path, "sync"]
         node.standardOutput = FileHandle.nullDevice
         node.standardError = FileHandle.nullDevice

@@ -11,13 +11,7 @@ struct ExportSignalTests {
         #expect(try hpNode(["--home", home.path, "capture", "--simulate", "--days", "90"]).0 == 0)
         let out = home.file("records.json")
         let p = Process()
-        let dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        var exe = dir.appendingPathComponent("hp-node")
-        if !FileManager.default.fileExists(atPath: exe.path) {
-            exe = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-                .deletingLastPathComponent().appendingPathComponent(".build/debug/hp-node")
-        }
-        p.executableURL = exe
+        p.executableURL = toolURL("hp-node")
         p.arguments = ["--home", home.path, "export", "--kind", "observation_records_json", "--out", out]
         p.standardOutput = FileHandle.nullDevice
         p.standardError = FileHandle.nullDevice

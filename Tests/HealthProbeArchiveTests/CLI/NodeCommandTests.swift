@@ -16,15 +16,17 @@ func enrollWithCLI(data: String, home: String, name: String, port: Int) throws {
     #expect(enrolled.0 == 0, "\(enrolled.2)")
 }
 
+/// The built executable `name`: beside the test bundle, else in `.build/debug`.
+func toolURL(_ name: String) -> URL {
+    let exe = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(name)
+    if FileManager.default.fileExists(atPath: exe.path) { return exe }
+    return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent(".build/debug/\(name)")
+}
+
 func runTool(_ name: String, _ args: [String]) throws -> (Int32, String, String) {
-    let dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-    var exe = dir.appendingPathComponent(name)
-    if !FileManager.default.fileExists(atPath: exe.path) {
-        exe = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent(".build/debug/\(name)")
-    }
     let p = Process()
-    p.executableURL = exe
+    p.executableURL = toolURL(name)
     p.arguments = args
     let out = Pipe(), err = Pipe()
     p.standardOutput = out
