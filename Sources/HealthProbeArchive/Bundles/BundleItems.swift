@@ -56,7 +56,6 @@ public enum ObservationBundleBuilder {
         func d(_ row: Row, _ col: String) -> JSONValue { (row[col] as Double?).map { .string(CanonicalDate.string($0)) } ?? .null }
         func s(_ row: Row, _ col: String) -> JSONValue { .optional(row[col] as String?) }
         func i(_ row: Row, _ col: String) -> JSONValue { (row[col] as Int64?).map { .number(Double($0)) } ?? .null }
-        func n(_ row: Row, _ col: String) -> JSONValue { .optional(row[col] as Double?) }
         func blob(_ row: Row, _ col: String) -> JSONValue { (row[col] as Data?).map { .string($0.base64EncodedString()) } ?? .null }
 
         try item("observation", [
