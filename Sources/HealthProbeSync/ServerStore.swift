@@ -81,7 +81,8 @@ extension ServerStore {
         let path = replicaPath(chainHash.lowercased())
         try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
-        return try Archive.open(path: path)
+        // Acknowledged means on disk: every replica commit is synced (`.full`).
+        return try Archive.open(path: path, durability: .full)
     }
 
     /// The last received sequence and manifest hash of a chain (0, nil when new).
@@ -108,13 +109,15 @@ extension ServerStore {
 
     /// Verifies the bundle file at `path` and applies it to its chain's replica
     /// (one transaction: nothing is stored unless every check passes).
-    public func apply(file path: String, manifestHash: String, now: Double) throws -> (chain: String, outcome: BundleApplier.Outcome) {
+    /// `kept` gives the chain's replica when the caller keeps replicas open.
+    public func apply(file path: String, manifestHash: String, now: Double,
+                      replica kept: ((String) throws -> Archive)? = nil) throws -> (chain: String, outcome: BundleApplier.Outcome) {
         var lines = try FileLines(path: path)
         guard let first = lines.next(), case .object(let header)? = try? JSONParser.parse(first) else {
             throw BundleError(.malformed, line: 1, "\(path) does not start with a bundle header")
         }
         let chain = try Self.chainHash(header)
-        let replica = try openReplica(chain)
+        let replica = try kept?(chain) ?? openReplica(chain)
         // Kept first under an `.incoming` name, promoted only once the apply committed:
         // a crash in between leaves a file `recoverIncoming` settles from the bundle log.
         guard case .number(let s)? = header["sequence"], s >= 1, s == s.rounded() else {

@@ -148,6 +148,7 @@ public struct SyncServer: Sendable {
                             quarantine = nil
                             try await outbound.write(.frame(reply))
                             machine.bundleFinished()
+                            await applier.checkpointApplied()
                         }
                     }
                 } catch {
@@ -305,7 +306,10 @@ public struct SyncServer: Sendable {
 /// different chains apply in parallel: one replica file each, nothing shared.
 actor ApplyQueue {
     let store: ServerStore
+    let replicas = ReplicaCache()
     private var busy: Set<String> = []
+    /// Chains applied to since their last checkpoint.
+    private var unchecked: Set<String> = []
     private var waiting: [String: [CheckedContinuation<Void, Never>]] = [:]
 
     init(store: ServerStore) { self.store = store }
@@ -315,7 +319,8 @@ actor ApplyQueue {
         await withCheckedContinuation { waiting[chain, default: []].append($0) }
     }
 
-    private func release(_ chain: String) {
+    private func release(_ chain: String, applied: Bool = false) {
+        if applied { unchecked.insert(chain) }
         if var queue = waiting[chain], !queue.isEmpty {
             let next = queue.removeFirst()
             waiting[chain] = queue.isEmpty ? nil : queue
@@ -325,12 +330,37 @@ actor ApplyQueue {
         }
     }
 
+    /// Checkpoints and frees the page cache of every replica applied to since
+    /// the last call; the server calls it after sending acknowledgements.
+    nonisolated func checkpointApplied() async {
+        for chain in await takeUnchecked() {
+            await acquire(chain)
+            do { try replicas.checkpoint(chain) } catch { replicas.evict(chain) }
+            replicas.releaseMemory(chain)
+            await release(chain)
+        }
+    }
+
+    private func takeUnchecked() -> Set<String> {
+        defer { unchecked = [] }
+        return unchecked
+    }
+
     /// Verifies and applies the bundle at `path` (of `chain`) once no other apply of that chain runs.
     nonisolated func apply(chain: String, path: String, manifestHash: String, at now: Double) async throws -> BundleApplier.Outcome {
         await acquire(chain)
         do {
-            let outcome = try store.apply(file: path, manifestHash: manifestHash, now: now).outcome
-            await release(chain)
+            let replicas = self.replicas, store = self.store
+            let outcome: BundleApplier.Outcome
+            do {
+                outcome = try store.apply(file: path, manifestHash: manifestHash, now: now) { chain in
+                    try replicas.replica(chain) { try store.openReplica(chain) }
+                }.outcome
+            } catch {
+                replicas.evict(chain)
+                throw error
+            }
+            await release(chain, applied: true)
             return outcome
         } catch {
             await release(chain)

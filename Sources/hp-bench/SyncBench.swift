@@ -15,6 +15,9 @@ struct SyncBench: AsyncParsableCommand {
     @Option(name: .long, help: "Samples in the first observation.")
     var samples: Int = 100_000
 
+    @Option(name: .long, help: "Incremental syncs to run (each after its own 1,000-sample observation); the table shows each.")
+    var rounds: Int = 1
+
     @OptionGroup var bench: BenchOptions
 
     struct Result: Codable {
@@ -42,10 +45,13 @@ struct SyncBench: AsyncParsableCommand {
         defer { server.stop() }
         let enrollment = try await server.enroll("bench")
         var results: [Result] = []
-        for (phase, count) in [("first_sync", samples), ("incremental_sync_1000_changes", 1000)] {
+        let phases = [("first_sync", samples)] + (0..<max(rounds, 1)).map { _ in ("incremental_sync_1000_changes", 1000) }
+        var offset = samples
+        for (phase, count) in phases {
             if phase != "first_sync" {
                 clock.advance(3600)
-                try bench.captureHeartRate(home: home, clock: clock, count: count, offset: samples)
+                try bench.captureHeartRate(home: home, clock: clock, count: count, offset: offset)
+                offset += count
             }
             Measure.resetPeakRSS()
             let node = try home.open(clock: clock)

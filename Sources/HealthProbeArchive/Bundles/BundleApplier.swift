@@ -59,6 +59,49 @@ public enum BundleApplier {
         var observationID: Int64 = 0
         var outcome: Outcome
         var typeIDs: [String: Int64] = [:]
+        /// The rowid the next sample reference most likely names: items of each kind
+        /// follow the sender's row order, which is the order samples were inserted in.
+        var sampleGuess: Int64 = 0
+        var statements: Statements?
+
+        /// The hot statements, prepared once per bundle.
+        struct Statements {
+            let sampleByRowid, sampleByFingerprint, versionID, source, revision, device, metadata: FastStatement
+            let insertSample, insertVersion, insertEvent, openRange, closeRange, firstObservation: FastStatement
+
+            init(_ db: Database) throws {
+                sampleByRowid = try FastStatement(db, "SELECT sample_type_id, strict_fingerprint FROM samples WHERE id = ?")
+                sampleByFingerprint = try FastStatement(db, "SELECT id FROM samples WHERE sample_type_id = ? AND strict_fingerprint = ?")
+                versionID = try FastStatement(db, "SELECT id FROM sample_versions WHERE sample_id = ? AND payload_hash = ?")
+                source = try FastStatement(db, "SELECT id FROM sources WHERE ifnull(source_name_hash, '') = ifnull(?, '') AND ifnull(bundle_identifier, '') = ifnull(?, '')")
+                revision = try FastStatement(db, """
+                    SELECT id FROM source_revisions WHERE source_id = ? AND ifnull(product_type, '') = ifnull(?, '')
+                      AND ifnull(version, '') = ifnull(?, '') AND ifnull(operating_system_version, '') = ifnull(?, '')
+                    """)
+                device = try FastStatement(db, "SELECT id FROM hk_devices WHERE device_hash = ?")
+                metadata = try FastStatement(db, "SELECT id FROM metadata_blobs WHERE metadata_hash = ?")
+                insertSample = try FastStatement(db, """
+                    INSERT INTO samples(sample_type_id, sample_uuid_hash, strict_fingerprint, semantic_fingerprint, fuzzy_key, first_seen_observation_id, first_seen_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    """)
+                insertVersion = try FastStatement(db, """
+                    INSERT INTO sample_versions(sample_id, payload_hash, start_date, end_date, value_kind, numeric_value, unit, category_value,
+                        workout_activity_type, duration_seconds, source_revision_id, hk_device_id, metadata_id, created_observation_id, creation_date)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """)
+                insertEvent = try FastStatement(db, "INSERT INTO sample_observation_events(observation_id, sample_id, version_id, event_kind, observed_at, evidence_kind) VALUES (?, ?, ?, ?, ?, ?)")
+                openRange = try FastStatement(db, "INSERT INTO sample_visibility_ranges(sample_id, version_id, first_observation_id, last_observation_id, first_seen_at, last_seen_at) VALUES (?, ?, ?, NULL, ?, NULL)")
+                closeRange = try FastStatement(db, "UPDATE sample_visibility_ranges SET last_observation_id = ?, last_seen_at = ? WHERE sample_id = ? AND version_id IS ? AND first_observation_id = ?")
+                firstObservation = try FastStatement(db, "SELECT id FROM observations WHERE device_chain_id = ? ORDER BY id LIMIT 1 OFFSET ?")
+            }
+
+            /// The first column of the first row, as an integer.
+            static func id(_ db: Database, _ stmt: FastStatement, _ args: [FastStatement.Value]) throws -> Int64? {
+                var id: Int64?
+                try stmt.queryWhile(db, args) { row in id = row.int(0); return false }
+                return id
+            }
+        }
 
         static func begin(_ db: Database, header: BundleHeader, manifestHash: String, now: Double) throws -> State {
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO device_chains(device_chain_hash, created_at, recovered_from_keychain) VALUES (?, ?, 0)").execute(arguments: [header.deviceChainHash, now])
@@ -76,7 +119,9 @@ public enum BundleApplier {
             guard header.sequence == lastSequence + 1 else {
                 throw ApplyError(code: .outOfOrder, message: "chain \(header.deviceChainHash.prefix(16)) expects sequence \(lastSequence + 1) next, not \(header.sequence); send the missing bundles first")
             }
-            return State(header: header, chainID: chainID, previousLogged: last?["manifest_hash"], outcome: .applied(observationID: 0, sequence: header.sequence))
+            var state = State(header: header, chainID: chainID, previousLogged: last?["manifest_hash"], outcome: .applied(observationID: 0, sequence: header.sequence))
+            state.statements = try Statements(db)
+            return state
         }
 
         static func date(_ v: JSONValue?) -> Double? { if case .string(let s)? = v { return CanonicalDate.parse(s) }; return nil }
@@ -94,19 +139,31 @@ public enum BundleApplier {
             return id
         }
 
+        /// The replica's row of a sample reference (type and strict fingerprint):
+        /// first the guessed next rowid (checked), else the identity index.
         mutating func sampleID(_ db: Database, _ ref: JSONValue?) throws -> Int64 {
             let r = Self.obj(ref) ?? [:]
             let t = try typeID(db, Self.str(r["type"]))
-            guard let id = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM samples WHERE sample_type_id = ? AND strict_fingerprint = ?"),
-                                              arguments: [t, Self.str(r["strict_fingerprint"])]) else {
+            let fp = Self.str(r["strict_fingerprint"])
+            let st = statements!
+            if let fp, sampleGuess > 0 {
+                var hit = false
+                try st.sampleByRowid.queryWhile(db, [.int(sampleGuess)]) { row in
+                    hit = row.int(0) == t && row.textEquals(1, fp)
+                    return false
+                }
+                if hit { sampleGuess += 1; return sampleGuess - 1 }
+            }
+            guard let id = try Statements.id(db, st.sampleByFingerprint, [.int(t), .text(fp)]) else {
                 throw ApplyError(code: .unresolved, message: "an item refers to a sample the replica does not have (\(Self.str(r["type"]) ?? "?"))")
             }
+            sampleGuess = id + 1
             return id
         }
 
         func versionID(_ db: Database, sample: Int64, payloadHash: String?) throws -> Int64? {
             guard let payloadHash else { return nil }
-            guard let id = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM sample_versions WHERE sample_id = ? AND payload_hash = ?"), arguments: [sample, payloadHash]) else {
+            guard let id = try Statements.id(db, statements!.versionID, [.int(sample), .text(payloadHash)]) else {
                 throw ApplyError(code: .unresolved, message: "an item refers to a payload version the replica does not have")
             }
             return id
@@ -114,8 +171,7 @@ public enum BundleApplier {
 
         func sourceID(_ db: Database, _ o: [String: JSONValue]) throws -> Int64? {
             let name = Self.str(o["source_name_hash"] ?? o["name_hash"]), bundle = Self.str(o["bundle_identifier"])
-            return try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM sources WHERE ifnull(source_name_hash, '') = ifnull(?, '') AND ifnull(bundle_identifier, '') = ifnull(?, '')"),
-                                      arguments: [name, bundle])
+            return try Statements.id(db, statements!.source, [.text(name), .text(bundle)])
         }
 
         mutating func apply(_ kind: String, _ o: [String: JSONValue], db: Database) throws {
@@ -149,48 +205,43 @@ public enum BundleApplier {
                 try db.cachedStatement(sql: "INSERT OR IGNORE INTO metadata_blobs(metadata_hash, metadata_json) VALUES (?, ?)").execute(arguments: [Self.str(o["metadata_hash"]), Self.str(o["metadata_json"])])
             case "sample":
                 let t = try typeID(db, Self.str(o["type_identifier"]))
-                try db.cachedStatement(sql: """
-                    INSERT INTO samples(sample_type_id, sample_uuid_hash, strict_fingerprint, semantic_fingerprint, fuzzy_key, first_seen_observation_id, first_seen_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
-                    """).execute(arguments: [t, Self.str(o["sample_uuid_hash"]), Self.str(o["strict_fingerprint"]), Self.str(o["semantic_fingerprint"]),
-                                     Self.str(o["fuzzy_key"]), obs, Self.date(o["first_seen_at"])])
+                try statements!.insertSample.run(db, [.int(t), .text(Self.str(o["sample_uuid_hash"])), .text(Self.str(o["strict_fingerprint"])),
+                                                      .text(Self.str(o["semantic_fingerprint"])), .text(Self.str(o["fuzzy_key"])), .int(obs),
+                                                      .double(Self.date(o["first_seen_at"]))])
             case "version":
                 let sample = try sampleID(db, o["sample"])
                 let p = Self.obj(o["payload"]) ?? [:]
+                let st = statements!
                 var revision: Int64?
                 if let src = Self.obj(p["source"]), let sid = try sourceID(db, src) {
                     let r = Self.obj(p["source_revision"]) ?? [:]
-                    revision = try Int64.fetchOne(db.cachedStatement(sql: """
-                        SELECT id FROM source_revisions WHERE source_id = ? AND ifnull(product_type, '') = ifnull(?, '')
-                          AND ifnull(version, '') = ifnull(?, '') AND ifnull(operating_system_version, '') = ifnull(?, '')
-                        """), arguments: [sid, Self.str(r["product_type"]), Self.str(r["version"]), Self.str(r["operating_system_version"])])
+                    revision = try Statements.id(db, st.revision, [.int(sid), .text(Self.str(r["product_type"])), .text(Self.str(r["version"])),
+                                                                   .text(Self.str(r["operating_system_version"]))])
                 }
-                let device = try Self.str(p["device_hash"]).flatMap { try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM hk_devices WHERE device_hash = ?"), arguments: [$0]) }
-                let metadata = try Self.str(p["metadata_hash"]).flatMap { try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM metadata_blobs WHERE metadata_hash = ?"), arguments: [$0]) }
-                try db.cachedStatement(sql: """
-                    INSERT INTO sample_versions(sample_id, payload_hash, start_date, end_date, value_kind, numeric_value, unit, category_value,
-                        workout_activity_type, duration_seconds, source_revision_id, hk_device_id, metadata_id, created_observation_id, creation_date)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """).execute(arguments: [sample, Self.str(o["payload_hash"]), Self.date(p["start_date"]), Self.date(p["end_date"]), Self.str(p["value_kind"]),
-                                     Self.num(p["numeric_value"]), Self.str(p["unit"]), Self.int(p["category_value"]), Self.int(p["workout_activity_type"]),
-                                     Self.num(p["duration_seconds"]), revision, device, metadata, obs, Self.date(p["creation_date"])])
+                let device = try Self.str(p["device_hash"]).flatMap { try Statements.id(db, st.device, [.text($0)]) }
+                let metadata = try Self.str(p["metadata_hash"]).flatMap { try Statements.id(db, st.metadata, [.text($0)]) }
+                try st.insertVersion.run(db, [.int(sample), .text(Self.str(o["payload_hash"])), .double(Self.date(p["start_date"])), .double(Self.date(p["end_date"])),
+                                              .text(Self.str(p["value_kind"])), .double(Self.num(p["numeric_value"])), .text(Self.str(p["unit"])),
+                                              .int(Self.int(p["category_value"])), .int(Self.int(p["workout_activity_type"])), .double(Self.num(p["duration_seconds"])),
+                                              .int(revision), .int(device), .int(metadata), .int(obs), .double(Self.date(p["creation_date"]))])
             case "event":
                 let sample = try sampleID(db, o["sample"])
                 let version = try versionID(db, sample: sample, payloadHash: Self.str(o["payload_hash"]))
-                try db.cachedStatement(sql: "INSERT INTO sample_observation_events(observation_id, sample_id, version_id, event_kind, observed_at, evidence_kind) VALUES (?, ?, ?, ?, ?, ?)").execute(arguments: [obs, sample, version, Self.str(o["event_kind"]), Self.date(o["observed_at"]), Self.str(o["evidence_kind"])])
+                try statements!.insertEvent.run(db, [.int(obs), .int(sample), .int(version), .text(Self.str(o["event_kind"])), .double(Self.date(o["observed_at"])),
+                                                     .text(Self.str(o["evidence_kind"]))])
             case "range_open":
                 let sample = try sampleID(db, o["sample"])
                 let version = try versionID(db, sample: sample, payloadHash: Self.str(o["payload_hash"]))
-                try db.cachedStatement(sql: "INSERT INTO sample_visibility_ranges(sample_id, version_id, first_observation_id, last_observation_id, first_seen_at, last_seen_at) VALUES (?, ?, ?, NULL, ?, NULL)").execute(arguments: [sample, version, obs, Self.date(o["first_seen_at"])])
+                try statements!.openRange.run(db, [.int(sample), .int(version), .int(obs), .double(Self.date(o["first_seen_at"]))])
             case "range_close":
                 let sample = try sampleID(db, o["sample"])
                 let version = try versionID(db, sample: sample, payloadHash: Self.str(o["payload_hash"]))
                 guard let seq = Self.int(o["first_sequence"]),
-                      let first = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM observations WHERE device_chain_id = ? ORDER BY id LIMIT 1 OFFSET ?"), arguments: [chainID, seq - 1]) else {
+                      let first = try Statements.id(db, statements!.firstObservation, [.int(chainID), .int(seq - 1)]) else {
                     throw ApplyError(code: .unresolved, message: "a closed range names an observation the replica does not have")
                 }
-                try db.cachedStatement(sql: "UPDATE sample_visibility_ranges SET last_observation_id = ?, last_seen_at = ? WHERE sample_id = ? AND version_id IS ? AND first_observation_id = ?").execute(arguments: [obs, Self.date(o["last_seen_at"]), sample, version, first])
-                guard db.changesCount == 1 else { throw ApplyError(code: .unresolved, message: "a closed range does not match an open range of the replica") }
+                let changed = try statements!.closeRange.run(db, [.int(obs), .double(Self.date(o["last_seen_at"])), .int(sample), .int(version), .int(first)])
+                guard changed == 1 else { throw ApplyError(code: .unresolved, message: "a closed range does not match an open range of the replica") }
             case "relationship":
                 let source = try sampleID(db, o["source"]), target = try sampleID(db, o["target"])
                 let metadata = try Self.str(o["metadata_hash"]).flatMap { try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM metadata_blobs WHERE metadata_hash = ?"), arguments: [$0]) }

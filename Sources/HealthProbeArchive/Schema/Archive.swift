@@ -16,8 +16,14 @@ public final class Archive: Sendable {
     /// How an archive is opened.
     public enum Mode: Sendable { case readWrite, readOnly }
 
+    /// When a commit reaches the disk. `.normal` (SQLite `synchronous = NORMAL` in
+    /// WAL mode): a commit survives a crash of the process but a power loss can undo
+    /// the last commits (never corrupt); a node re-captures. `.full`: every commit is
+    /// on disk before it returns; what the server acknowledges must be (replicas).
+    public enum Durability: Sendable { case normal, full }
+
     /// Opens (creating if needed) the archive at `path`.
-    public static func open(path: String, mode: Mode = .readWrite, clock: any ArchiveClock = SystemClock(),
+    public static func open(path: String, mode: Mode = .readWrite, durability: Durability = .normal, clock: any ArchiveClock = SystemClock(),
                             logger: Logger = Archive.silentLogger) throws -> Archive {
         let directory = (path as NSString).deletingLastPathComponent
         if mode == .readOnly && !FileManager.default.fileExists(atPath: path) {
@@ -30,8 +36,8 @@ public final class Archive: Sendable {
         config.readonly = false
         config.busyMode = .timeout(10)
         config.prepareDatabase { db in
+            try db.execute(sql: durability == .full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL")
             try db.execute(sql: """
-                PRAGMA synchronous = NORMAL;
                 PRAGMA temp_store = FILE;
                 PRAGMA temp.cache_size = -16384;
                 """)

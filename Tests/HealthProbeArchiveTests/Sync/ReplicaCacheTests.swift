@@ -1,0 +1,68 @@
+import Foundation
+import GRDB
+import Testing
+@testable import HealthProbeArchive
+@testable import HealthProbeSync
+
+@Suite("Replicas the server keeps open")
+struct ReplicaCacheTests {
+    static let chains = (1...3).map { String(repeating: String($0), count: 64) }
+
+    @Test("a replica commits with synchronous = FULL: what is acknowledged is on disk")
+    func replicasAreSynchronousFull() throws {
+        let dir = TempDir()
+        let store = ServerStore(root: dir.path)
+        try store.create()
+        let replica = try store.openReplica(Self.chains[0])
+        let level = try replica.writer.read { try Int.fetchOne($0, sql: "PRAGMA synchronous") }
+        #expect(level == 2)
+        // A node's own archive keeps NORMAL.
+        let node = try Archive.open(path: dir.file("node.sqlite"))
+        #expect(try node.writer.read { try Int.fetchOne($0, sql: "PRAGMA synchronous") } == 1)
+    }
+
+    @Test("at most `capacity` replicas stay open; the least recently used is closed (its lock released)")
+    func evictsLeastRecentlyUsed() throws {
+        let dir = TempDir()
+        let store = ServerStore(root: dir.path)
+        try store.create()
+        let cache = ReplicaCache(capacity: 2)
+        var opened = 0
+        func get(_ chain: String) throws -> Archive { try cache.replica(chain) { opened += 1; return try store.openReplica(chain) } }
+        _ = try get(Self.chains[0])
+        _ = try get(Self.chains[1])
+        _ = try get(Self.chains[0])  // kept: not opened again, and now the most recent
+        #expect(opened == 2)
+        _ = try get(Self.chains[2])  // closes chains[1]
+        #expect(opened == 3)
+        // A kept replica still holds its writer lock; the evicted one does not.
+        #expect(throws: ArchiveError.self) { _ = try store.openReplica(Self.chains[0]) }
+        #expect(throws: ArchiveError.self) { _ = try store.openReplica(Self.chains[2]) }
+        _ = try store.openReplica(Self.chains[1])
+        cache.evict(Self.chains[0])
+        _ = try store.openReplica(Self.chains[0])
+    }
+
+    @Test("a kept replica's commits stay in the WAL until the checkpoint after the acknowledgement")
+    func checkpointAfterAcknowledgement() throws {
+        let dir = TempDir()
+        let store = ServerStore(root: dir.path)
+        try store.create()
+        let cache = ReplicaCache()
+        let chain = Self.chains[0]
+        let replica = try cache.replica(chain) { try store.openReplica(chain) }
+        let path = store.replicaPath(chain)
+        func size() throws -> Int { (try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0 }
+        let before = try size()
+        try replica.writer.write { db in
+            for i in 0..<3000 {
+                try db.execute(sql: "INSERT INTO sample_types(type_identifier) VALUES (?)", arguments: ["HKQuantityTypeIdentifierSynthetic\(i)-" + String(repeating: "x", count: 100)])
+            }
+        }
+        #expect(try size() == before, "no automatic checkpoint inside the commit")
+        try cache.checkpoint(chain)
+        #expect(try size() > before + 300_000, "the checkpoint copied the committed pages into the database file")
+        cache.releaseMemory(chain)
+        #expect(try replica.writer.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM sample_types") } ?? 0 >= 3000)
+    }
+}
