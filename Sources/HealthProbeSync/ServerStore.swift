@@ -82,7 +82,9 @@ extension ServerStore {
         try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
         // Acknowledged means on disk: every replica commit is synced (`.full`).
-        return try Archive.open(path: path, durability: .full)
+        // 48 MiB of page cache per apply running: the server's memory is bounded by
+        // the applies in flight (one per chain), not by the chains kept open.
+        return try Archive.open(path: path, durability: .full, writerCacheMiB: 48)
     }
 
     /// The last received sequence and manifest hash of a chain (0, nil when new).

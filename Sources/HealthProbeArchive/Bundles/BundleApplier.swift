@@ -22,25 +22,29 @@ public enum BundleApplier {
     }
 
     /// Applies the bundle given as lines (header, items, trailer) with its manifest hash.
+    /// Lines are verified on a second thread while the previous ones are applied.
     public static func apply(_ replica: Archive, lines: some Sequence<[UInt8]>, manifestHash: String, now: Double) throws -> Outcome {
-        try replica.writer.write { db in
-            var verifier = BundleVerifier()
+        let verified = VerifiedLines(lines)
+        defer { verified.cancel() }
+        return try replica.writer.write { db in
             var state: State?
-            var iterator = lines.makeIterator()
-            while let bytes = iterator.next() {
-                // The verifier decodes each line once; the applier uses that value.
-                guard case .object(let o) = try verifier.feed(bytes) else { continue }
-                if state == nil {
-                    let header = try BundleVerifier.parseHeader(o, line: 1)
-                    let s = try State.begin(db, header: header, manifestHash: manifestHash, now: now)
-                    if case .alreadyApplied = s.outcome { return s.outcome }
-                    state = s
-                    continue
+            while let batch = try verified.next() {
+                for value in batch {
+                    // The verifier decoded each line once; the applier uses that value.
+                    guard case .object(let o) = value else { continue }
+                    if state == nil {
+                        let header = try BundleVerifier.parseHeader(o, line: 1)
+                        let s = try State.begin(db, header: header, manifestHash: manifestHash, now: now)
+                        if case .alreadyApplied = s.outcome { return s.outcome }
+                        state = s
+                        continue
+                    }
+                    guard case .string(let kind)? = o["kind"] else { continue }  // the trailer
+                    try state!.apply(kind, o, db: db)
                 }
-                guard case .string(let kind)? = o["kind"] else { continue }  // the trailer
-                try state!.apply(kind, o, db: db)
             }
             guard let s = state else { throw BundleError(.malformed, line: nil, "the bundle is empty") }
+            var verifier = verified.finish()
             _ = try verifier.finish(expected: manifestHash, previousManifestHash: .some(s.previousLogged))
             // The replica's aggregates are derived here, never carried in bundles.
             try Aggregates.update(db, observationID: s.observationID, now: now)

@@ -109,7 +109,7 @@ public struct JSONParser {
         var members: [String: JSONValue] = [:]
         skipSpace()
         if i < end, b[i] == UInt8(ascii: "}") { i += 1; return .object(members) }
-        members.reserveCapacity(8)
+        members.reserveCapacity(16)
         var previousKey: (start: Int, end: Int, text: String)?
         while true {
             skipSpace()
@@ -179,17 +179,20 @@ public struct JSONParser {
     private mutating func string() throws(Error) -> String {
         i += 1
         let start = i
-        // Fast path: no escapes.
+        // Fast path: no escapes. ASCII (every hash, date and key) needs no UTF-8 validation.
+        var high: UInt8 = 0
         while i < end {
             let c = b[i]
             if c == UInt8(ascii: "\"") {
-                let s = String(validating: UnsafeRawBufferPointer(rebasing: b[start..<i]), as: UTF8.self)
-                guard let s else { throw Error(offset: start, reason: "string is not valid UTF-8") }
+                let bytes = UnsafeRawBufferPointer(rebasing: b[start..<i])
                 i += 1
+                if high < 0x80 { return String(decoding: bytes, as: UTF8.self) }
+                guard let s = String(validating: bytes, as: UTF8.self) else { throw Error(offset: start, reason: "string is not valid UTF-8") }
                 return s
             }
             if c == UInt8(ascii: "\\") { break }
             if c < 0x20 { throw fail("control character in a string") }
+            high |= c
             i += 1
         }
         guard i < end else { throw fail("unterminated string") }

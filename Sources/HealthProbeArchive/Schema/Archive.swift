@@ -23,7 +23,9 @@ public final class Archive: Sendable {
     public enum Durability: Sendable { case normal, full }
 
     /// Opens (creating if needed) the archive at `path`.
-    public static func open(path: String, mode: Mode = .readWrite, durability: Durability = .normal, clock: any ArchiveClock = SystemClock(),
+    /// `writerCacheMiB` bounds the writing connection's page cache (readers get 8 MiB).
+    public static func open(path: String, mode: Mode = .readWrite, durability: Durability = .normal, writerCacheMiB: Int = 64,
+                            clock: any ArchiveClock = SystemClock(),
                             logger: Logger = Archive.silentLogger) throws -> Archive {
         let directory = (path as NSString).deletingLastPathComponent
         if mode == .readOnly && !FileManager.default.fileExists(atPath: path) {
@@ -43,7 +45,7 @@ public final class Archive: Sendable {
                 """)
             // The writer gets a large page cache; pool readers a small one, so
             // memory stays bounded however many connections read.
-            try db.execute(sql: db.configuration.readonly ? "PRAGMA cache_size = -8192" : "PRAGMA cache_size = -65536")
+            try db.execute(sql: db.configuration.readonly ? "PRAGMA cache_size = -8192" : "PRAGMA cache_size = -\(max(writerCacheMiB, 1) * 1024)")
         }
         let pool: DatabasePool
         do {
