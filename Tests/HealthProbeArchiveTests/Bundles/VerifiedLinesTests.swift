@@ -1,0 +1,53 @@
+import Foundation
+import Testing
+@testable import HealthProbeArchive
+@testable import HealthProbeSimulator
+
+@Suite("Verifying bundle lines on a second thread")
+struct VerifiedLinesTests {
+    func lines() throws -> [[UInt8]] {
+        let t = TempHome()
+        var o = SimulatorCapture.Options()
+        o.seed = 3
+        o.types = [SimulatedType.all[0]]
+        o.days = 3
+        _ = try SimulatorCapture.run(home: t.home, options: o)
+        let node = try t.open()
+        return try bundleLines(node, 1, previous: nil).0
+    }
+
+    @Test("every line comes out once, in order, in batches; the verifier has read them all")
+    func inOrder() throws {
+        let all = try lines()
+        #expect(all.count > 3 * VerifiedLines.batchSize, "the bundle spans several batches")
+        let verified = VerifiedLines(all)
+        var out: [JSONValue] = []
+        while let batch = try verified.next() {
+            #expect(batch.count <= VerifiedLines.batchSize)
+            out += batch
+        }
+        #expect(out.count == all.count)
+        for (value, line) in zip(out, all) { #expect(value == (try JSONParser.parse(line))) }
+        #expect(verified.finish().itemCount == all.count - 2)
+    }
+
+    @Test("an error is delivered after every line that verified before it")
+    func errorInOrder() throws {
+        var all = try lines()
+        let bad = VerifiedLines.batchSize * 2 + 7
+        all[bad] = Array("{\"kind\": \"sample\"}".utf8)  // not canonical
+        let verified = VerifiedLines(all)
+        var delivered = 0
+        #expect { while let batch = try verified.next() { delivered += batch.count } } throws: { ($0 as? BundleError)?.code == .notCanonical }
+        #expect(delivered == bad)
+    }
+
+    @Test("stopping early ends the verifying thread (no hang, however many lines are left)")
+    func cancel() throws {
+        let all = try lines()
+        let verified = VerifiedLines(all + all + all + all)
+        _ = try verified.next()
+        verified.cancel()
+        verified.cancel()  // twice is harmless
+    }
+}
