@@ -304,8 +304,11 @@ public struct SyncServer: Sendable {
 
 /// Serializes applies per chain (each chain in sequence order) while
 /// different chains apply in parallel: one replica file each, nothing shared.
+/// The blocking SQLite work runs on NIO's blocking-I/O thread pool, never on
+/// Swift's cooperative threads, so connections keep being served meanwhile.
 actor ApplyQueue {
     let store: ServerStore
+    let pool = NIOThreadPool.singleton
     let replicas = ReplicaCache()
     private var busy: Set<String> = []
     /// Chains applied to since their last checkpoint.
@@ -335,8 +338,15 @@ actor ApplyQueue {
     nonisolated func checkpointApplied() async {
         for chain in await takeUnchecked() {
             await acquire(chain)
-            do { try replicas.checkpoint(chain) } catch { replicas.evict(chain) }
-            replicas.releaseMemory(chain)
+            let replicas = self.replicas
+            do {
+                try await pool.runIfActive {
+                    do { try replicas.checkpoint(chain) } catch { replicas.evict(chain) }
+                    replicas.releaseMemory(chain)
+                }
+            } catch {
+                replicas.evict(chain)
+            }
             await release(chain)
         }
     }
@@ -353,9 +363,11 @@ actor ApplyQueue {
             let replicas = self.replicas, store = self.store
             let outcome: BundleApplier.Outcome
             do {
-                outcome = try store.apply(file: path, manifestHash: manifestHash, now: now) { chain in
-                    try replicas.replica(chain) { try store.openReplica(chain) }
-                }.outcome
+                outcome = try await pool.runIfActive {
+                    try store.apply(file: path, manifestHash: manifestHash, now: now) { chain in
+                        try replicas.replica(chain) { try store.openReplica(chain) }
+                    }.outcome
+                }
             } catch {
                 replicas.evict(chain)
                 throw error
