@@ -19,8 +19,7 @@ final class ReplicaCache: @unchecked Sendable {
     func replica(_ chain: String, opener: () throws -> Archive) throws -> Archive {
         if let kept = lock.withLock({ () -> Archive? in
             guard let a = open[chain] else { return nil }
-            order.removeAll { $0 == chain }
-            order.append(chain)
+            touch(chain)
             return a
         }) { return kept }
         let archive = try opener()
@@ -28,11 +27,16 @@ final class ReplicaCache: @unchecked Sendable {
         try archive.writer.writeWithoutTransaction { try $0.execute(sql: "PRAGMA wal_autocheckpoint = 0") }
         lock.withLock {
             open[chain] = archive
-            order.removeAll { $0 == chain }
-            order.append(chain)
+            touch(chain)
             while order.count > capacity { open[order.removeFirst()] = nil }
         }
         return archive
+    }
+
+    /// Makes `chain` the most recently used (the lock is held).
+    private func touch(_ chain: String) {
+        order.removeAll { $0 == chain }
+        order.append(chain)
     }
 
     /// Frees the page cache of a kept replica (after its apply).
@@ -56,10 +60,5 @@ final class ReplicaCache: @unchecked Sendable {
             open[chain] = nil
             order.removeAll { $0 == chain }
         }
-    }
-
-    /// Closes every kept replica.
-    func removeAll() {
-        lock.withLock { open.removeAll(); order.removeAll() }
     }
 }

@@ -341,7 +341,7 @@ actor ApplyQueue {
             let replicas = self.replicas
             do {
                 try await pool.runIfActive {
-                    do { try replicas.checkpoint(chain) } catch { replicas.evict(chain) }
+                    try replicas.checkpoint(chain)
                     replicas.releaseMemory(chain)
                 }
             } catch {
@@ -359,22 +359,18 @@ actor ApplyQueue {
     /// Verifies and applies the bundle at `path` (of `chain`) once no other apply of that chain runs.
     nonisolated func apply(chain: String, path: String, manifestHash: String, at now: Double) async throws -> BundleApplier.Outcome {
         await acquire(chain)
+        let replicas = self.replicas, store = self.store
         do {
-            let replicas = self.replicas, store = self.store
-            let outcome: BundleApplier.Outcome
-            do {
-                outcome = try await pool.runIfActive {
-                    try store.apply(file: path, manifestHash: manifestHash, now: now) { chain in
-                        try replicas.replica(chain) { try store.openReplica(chain) }
-                    }.outcome
-                }
-            } catch {
-                replicas.evict(chain)
-                throw error
+            let outcome = try await pool.runIfActive {
+                try store.apply(file: path, manifestHash: manifestHash, now: now) { chain in
+                    try replicas.replica(chain) { try store.openReplica(chain) }
+                }.outcome
             }
-            await release(chain, applied: true)
+            // Only an applied bundle wrote to the WAL.
+            if case .applied = outcome { await release(chain, applied: true) } else { await release(chain) }
             return outcome
         } catch {
+            replicas.evict(chain)
             await release(chain)
             throw error
         }
