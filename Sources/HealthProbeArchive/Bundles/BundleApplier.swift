@@ -29,18 +29,19 @@ public enum BundleApplier {
         return try replica.writer.write { db in
             var state: State?
             while let batch = try verified.next() {
-                for value in batch {
-                    // The verifier decoded each line once; the applier uses that value.
-                    guard case .object(let o) = value else { continue }
-                    if state == nil {
+                for line in batch {
+                    // The verifier parsed each line once (flat); the applier reads that.
+                    guard state != nil else {
+                        guard case .object(let o) = line.value else { continue }
                         let header = try BundleVerifier.parseHeader(o, line: 1)
-                        let s = try State.begin(db, header: header, manifestHash: manifestHash, now: now)
-                        if case .alreadyApplied = s.outcome { return s.outcome }
-                        state = s
+                        switch try State.begin(db, header: header, manifestHash: manifestHash, now: now) {
+                        case .alreadyApplied(let sequence): return .alreadyApplied(sequence: sequence)
+                        case .apply(let s): state = s
+                        }
                         continue
                     }
-                    guard case .string(let kind)? = o["kind"] else { continue }  // the trailer
-                    try state!.apply(kind, o, db: db)
+                    guard let kind = line.find("kind") else { continue }  // the trailer
+                    try state!.apply(kind, line, db: db)
                 }
             }
             guard let s = state else { throw BundleError(.malformed, line: nil, "the bundle is empty") }
@@ -62,11 +63,12 @@ public enum BundleApplier {
         let previousLogged: String?
         var observationID: Int64 = 0
         var outcome: Outcome
-        var typeIDs: [String: Int64] = [:]
+        /// Sample types met so far, by the UTF-8 of their identifier.
+        var typeIDs: [(name: [UInt8], id: Int64)] = []
         /// The rowid the next sample reference most likely names: items of each kind
         /// follow the sender's row order, which is the order samples were inserted in.
         var sampleGuess: Int64 = 0
-        var statements: Statements?
+        let st: Statements
 
         /// The hot statements, prepared once per bundle.
         struct Statements {
@@ -98,16 +100,14 @@ public enum BundleApplier {
                 closeRange = try FastStatement(db, "UPDATE sample_visibility_ranges SET last_observation_id = ?, last_seen_at = ? WHERE sample_id = ? AND version_id IS ? AND first_observation_id = ?")
                 firstObservation = try FastStatement(db, "SELECT id FROM observations WHERE device_chain_id = ? ORDER BY id LIMIT 1 OFFSET ?")
             }
-
-            /// The first column of the first row, as an integer.
-            static func id(_ db: Database, _ stmt: FastStatement, _ args: [FastStatement.Value]) throws -> Int64? {
-                var id: Int64?
-                try stmt.queryWhile(db, args) { row in id = row.int(0); return false }
-                return id
-            }
         }
 
-        static func begin(_ db: Database, header: BundleHeader, manifestHash: String, now: Double) throws -> State {
+        enum Begin {
+            case alreadyApplied(sequence: Int)
+            case apply(State)
+        }
+
+        static func begin(_ db: Database, header: BundleHeader, manifestHash: String, now: Double) throws -> Begin {
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO device_chains(device_chain_hash, created_at, recovered_from_keychain) VALUES (?, ?, 0)").execute(arguments: [header.deviceChainHash, now])
             let chainID = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM device_chains WHERE device_chain_hash = ?"), arguments: [header.deviceChainHash])!
             if let logged = try String.fetchOne(db, sql: "SELECT manifest_hash FROM bundle_log WHERE device_chain_id = ? AND direction = 'received' AND sequence = ?",
@@ -115,7 +115,7 @@ public enum BundleApplier {
                 guard logged == manifestHash else {
                     throw ApplyError(code: .divergence, message: "chain \(header.deviceChainHash.prefix(16)) already has a different bundle at sequence \(header.sequence) (stored \(logged.prefix(16)), received \(manifestHash.prefix(16))): refused as divergence")
                 }
-                return State(header: header, chainID: chainID, previousLogged: nil, outcome: .alreadyApplied(sequence: header.sequence))
+                return .alreadyApplied(sequence: header.sequence)
             }
             let last = try Row.fetchOne(db, sql: "SELECT sequence, manifest_hash FROM bundle_log WHERE device_chain_id = ? AND direction = 'received' ORDER BY sequence DESC LIMIT 1",
                                         arguments: [chainID])
@@ -123,144 +123,165 @@ public enum BundleApplier {
             guard header.sequence == lastSequence + 1 else {
                 throw ApplyError(code: .outOfOrder, message: "chain \(header.deviceChainHash.prefix(16)) expects sequence \(lastSequence + 1) next, not \(header.sequence); send the missing bundles first")
             }
-            var state = State(header: header, chainID: chainID, previousLogged: last?["manifest_hash"], outcome: .applied(observationID: 0, sequence: header.sequence))
-            state.statements = try Statements(db)
-            return state
+            return .apply(State(header: header, chainID: chainID, previousLogged: last?["manifest_hash"],
+                                outcome: .applied(observationID: 0, sequence: header.sequence), st: try Statements(db)))
         }
 
-        static func date(_ v: JSONValue?) -> Double? { if case .string(let s)? = v { return CanonicalDate.parse(s) }; return nil }
-        static func str(_ v: JSONValue?) -> String? { if case .string(let s)? = v { return s }; return nil }
-        static func num(_ v: JSONValue?) -> Double? { if case .number(let d)? = v { return d }; return nil }
-        static func int(_ v: JSONValue?) -> Int64? { num(v).map { Int64($0) } }
-        static func obj(_ v: JSONValue?) -> [String: JSONValue]? { if case .object(let o)? = v { return o }; return nil }
+        /// A string member as a statement value: its bytes when it has no escapes.
+        static func text(_ l: FlatJSON, _ key: StaticString, in parent: Int32 = -1) -> FastStatement.Value {
+            guard let i = l.find(key, in: parent) else { return .text(nil) }
+            if let r = l.plainRange(i) { return .slice(l.bytes, r) }
+            return .text(l.string(at: i))
+        }
+        static func int(_ l: FlatJSON, _ key: StaticString, in parent: Int32 = -1) -> Int64? { l.number(key, in: parent).map { Int64($0) } }
 
-        mutating func typeID(_ db: Database, _ type: String?) throws -> Int64 {
-            guard let type else { throw ApplyError(code: .unresolved, message: "an item names no sample type") }
-            if let id = typeIDs[type] { return id }
-            try db.cachedStatement(sql: "INSERT OR IGNORE INTO sample_types(type_identifier) VALUES (?)").execute(arguments: [type])
-            let id = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM sample_types WHERE type_identifier = ?"), arguments: [type])!
-            typeIDs[type] = id
+        /// The replica's id of the sample type named by string member `index`.
+        mutating func typeID(_ db: Database, _ l: FlatJSON, _ index: Int32?) throws -> Int64 {
+            guard let index, let r = l.plainRange(index) else {
+                guard let index, let name = l.string(at: index) else { throw ApplyError(code: .unresolved, message: "an item names no sample type") }
+                return try Self.typeID(db, name)
+            }
+            for t in typeIDs where t.name.count == r.count {
+                if t.name.withUnsafeBufferPointer({ a in l.bytes.withUnsafeBufferPointer { memcmp(a.baseAddress!, $0.baseAddress! + r.lowerBound, r.count) == 0 } }) { return t.id }
+            }
+            let name = Array(l.bytes[r])
+            let id = try Self.typeID(db, String(decoding: name, as: UTF8.self))
+            typeIDs.append((name, id))
             return id
         }
 
-        /// The replica's row of a sample reference (type and strict fingerprint):
-        /// first the guessed next rowid (checked), else the identity index.
-        mutating func sampleID(_ db: Database, _ ref: JSONValue?) throws -> Int64 {
-            let r = Self.obj(ref) ?? [:]
-            let t = try typeID(db, Self.str(r["type"]))
-            let fp = Self.str(r["strict_fingerprint"])
-            let st = statements!
-            if let fp, sampleGuess > 0 {
+        static func typeID(_ db: Database, _ type: String) throws -> Int64 {
+            try db.cachedStatement(sql: "INSERT OR IGNORE INTO sample_types(type_identifier) VALUES (?)").execute(arguments: [type])
+            return try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM sample_types WHERE type_identifier = ?"), arguments: [type])!
+        }
+
+        /// The replica's row of the sample reference `key` (type and strict
+        /// fingerprint): first the guessed next rowid (checked), else the identity index.
+        mutating func sampleID(_ db: Database, _ l: FlatJSON, _ key: StaticString) throws -> Int64 {
+            let ref = l.object(key) ?? FlatJSON.nowhere
+            let t = try typeID(db, l, l.find("type", in: ref))
+            let fp = Self.text(l, "strict_fingerprint", in: ref)
+            if case .slice(let bytes, let r) = fp, sampleGuess > 0 {
                 var hit = false
                 try st.sampleByRowid.queryWhile(db, [.int(sampleGuess)]) { row in
-                    hit = row.int(0) == t && row.textEquals(1, fp)
+                    hit = row.int(0) == t && row.textEquals(1, bytes, r)
                     return false
                 }
                 if hit { sampleGuess += 1; return sampleGuess - 1 }
             }
-            guard let id = try Statements.id(db, st.sampleByFingerprint, [.int(t), .text(fp)]) else {
-                throw ApplyError(code: .unresolved, message: "an item refers to a sample the replica does not have (\(Self.str(r["type"]) ?? "?"))")
+            guard let id = try st.sampleByFingerprint.firstInt(db, [.int(t), fp]) else {
+                throw ApplyError(code: .unresolved, message: "an item refers to a sample the replica does not have (\(l.string("type", in: ref) ?? "?"))")
             }
             sampleGuess = id + 1
             return id
         }
 
-        func versionID(_ db: Database, sample: Int64, payloadHash: String?) throws -> Int64? {
-            guard let payloadHash else { return nil }
-            guard let id = try Statements.id(db, statements!.versionID, [.int(sample), .text(payloadHash)]) else {
+        func versionID(_ db: Database, _ l: FlatJSON, sample: Int64) throws -> Int64? {
+            guard let i = l.find("payload_hash"), l.type(i) == .string else { return nil }
+            guard let id = try st.versionID.firstInt(db, [.int(sample), Self.text(l, "payload_hash")]) else {
                 throw ApplyError(code: .unresolved, message: "an item refers to a payload version the replica does not have")
             }
             return id
         }
 
-        func sourceID(_ db: Database, _ o: [String: JSONValue]) throws -> Int64? {
-            let name = Self.str(o["source_name_hash"] ?? o["name_hash"]), bundle = Self.str(o["bundle_identifier"])
-            return try Statements.id(db, statements!.source, [.text(name), .text(bundle)])
-        }
-
-        mutating func apply(_ kind: String, _ o: [String: JSONValue], db: Database) throws {
+        mutating func apply(_ kindIndex: Int32, _ l: FlatJSON, db: Database) throws {
             let obs = observationID
+            func s(_ key: StaticString) -> String? { l.string(key) }
+            func d(_ key: StaticString) -> Double? { l.date(key) }
+            func i(_ key: StaticString) -> Int64? { Self.int(l, key) }
+            func t(_ key: StaticString, in parent: Int32 = -1) -> FastStatement.Value { Self.text(l, key, in: parent) }
+            // The per-sample kinds first, by their bytes.
+            if l.stringEquals(kindIndex, "event") {
+                let sample = try sampleID(db, l, "sample")
+                let version = try versionID(db, l, sample: sample)
+                try st.insertEvent.run(db, [.int(obs), .int(sample), .int(version), t("event_kind"), .double(d("observed_at")), t("evidence_kind")])
+                return
+            }
+            if l.stringEquals(kindIndex, "range_open") {
+                let sample = try sampleID(db, l, "sample")
+                let version = try versionID(db, l, sample: sample)
+                try st.openRange.run(db, [.int(sample), .int(version), .int(obs), .double(d("first_seen_at"))])
+                return
+            }
+            if l.stringEquals(kindIndex, "version") {
+                let sample = try sampleID(db, l, "sample")
+                let p = l.object("payload") ?? FlatJSON.nowhere
+                var revision: Int64?
+                if let src = l.object("source", in: p),
+                   let sid = try st.source.firstInt(db, [t("name_hash", in: src), t("bundle_identifier", in: src)]) {
+                    let r = l.object("source_revision", in: p) ?? FlatJSON.nowhere
+                    revision = try st.revision.firstInt(db, [.int(sid), t("product_type", in: r), t("version", in: r), t("operating_system_version", in: r)])
+                }
+                let device = l.find("device_hash", in: p).flatMap { l.type($0) == .string ? $0 : nil }
+                let deviceID = try device.flatMap { _ in try st.device.firstInt(db, [t("device_hash", in: p)]) }
+                let meta = l.find("metadata_hash", in: p).flatMap { l.type($0) == .string ? $0 : nil }
+                let metadataID = try meta.flatMap { _ in try st.metadata.firstInt(db, [t("metadata_hash", in: p)]) }
+                try st.insertVersion.run(db, [.int(sample), t("payload_hash"), .double(l.date("start_date", in: p)), .double(l.date("end_date", in: p)),
+                                              t("value_kind", in: p), .double(l.number("numeric_value", in: p)), t("unit", in: p),
+                                              .int(Self.int(l, "category_value", in: p)), .int(Self.int(l, "workout_activity_type", in: p)),
+                                              .double(l.number("duration_seconds", in: p)), .int(revision), .int(deviceID), .int(metadataID), .int(obs),
+                                              .double(l.date("creation_date", in: p))])
+                return
+            }
+            if l.stringEquals(kindIndex, "sample") {
+                let type = try typeID(db, l, l.find("type_identifier"))
+                try st.insertSample.run(db, [.int(type), t("sample_uuid_hash"), t("strict_fingerprint"), t("semantic_fingerprint"), t("fuzzy_key"),
+                                             .int(obs), .double(d("first_seen_at"))])
+                return
+            }
+            let kind = l.string(at: kindIndex) ?? ""
             switch kind {
             case "observation":
                 try db.cachedStatement(sql: """
                     INSERT INTO observations(device_chain_id, observed_at, started_at, ended_at, status, trigger_reason, app_version, os_version,
                         time_zone_identifier, time_zone_seconds_from_gmt, schema_version, selected_type_set_hash, notes)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """).execute(arguments: [chainID, Self.date(o["observed_at"]), Self.date(o["started_at"]), Self.date(o["ended_at"]), Self.str(o["status"]),
-                                     Self.str(o["trigger_reason"]), Self.str(o["app_version"]), Self.str(o["os_version"]), Self.str(o["time_zone_identifier"]),
-                                     Self.int(o["time_zone_seconds_from_gmt"]), Self.int(o["schema_version"]), Self.str(o["selected_type_set_hash"]), Self.str(o["notes"])])
+                    """).execute(arguments: [chainID, d("observed_at"), d("started_at"), d("ended_at"), s("status"), s("trigger_reason"), s("app_version"),
+                                             s("os_version"), s("time_zone_identifier"), i("time_zone_seconds_from_gmt"), i("schema_version"),
+                                             s("selected_type_set_hash"), s("notes")])
                 observationID = db.lastInsertedRowID
                 outcome = .applied(observationID: observationID, sequence: header.sequence)
             case "sample_type":
-                let id = try typeID(db, Self.str(o["type_identifier"]))
-                try db.cachedStatement(sql: "UPDATE sample_types SET display_name = coalesce(display_name, ?), category = coalesce(category, ?) WHERE id = ?").execute(arguments: [Self.str(o["display_name"]), Self.str(o["category"]), id])
+                let id = try typeID(db, l, l.find("type_identifier"))
+                try db.cachedStatement(sql: "UPDATE sample_types SET display_name = coalesce(display_name, ?), category = coalesce(category, ?) WHERE id = ?").execute(arguments: [s("display_name"), s("category"), id])
             case "source":
-                try db.cachedStatement(sql: "INSERT OR IGNORE INTO sources(source_name_hash, bundle_identifier) VALUES (?, ?)").execute(arguments: [Self.str(o["source_name_hash"]), Self.str(o["bundle_identifier"])])
+                try db.cachedStatement(sql: "INSERT OR IGNORE INTO sources(source_name_hash, bundle_identifier) VALUES (?, ?)").execute(arguments: [s("source_name_hash"), s("bundle_identifier")])
             case "source_revision":
-                guard let src = try sourceID(db, Self.obj(o["source"]) ?? [:]) else { throw ApplyError(code: .unresolved, message: "a source revision's source is missing") }
-                try db.cachedStatement(sql: "INSERT OR IGNORE INTO source_revisions(source_id, product_type, version, operating_system_version) VALUES (?, ?, ?, ?)").execute(arguments: [src, Self.str(o["product_type"]), Self.str(o["version"]), Self.str(o["operating_system_version"])])
+                let src = l.object("source") ?? FlatJSON.nowhere
+                guard let sid = try st.source.firstInt(db, [t("source_name_hash", in: src), t("bundle_identifier", in: src)]) else {
+                    throw ApplyError(code: .unresolved, message: "a source revision's source is missing")
+                }
+                try db.cachedStatement(sql: "INSERT OR IGNORE INTO source_revisions(source_id, product_type, version, operating_system_version) VALUES (?, ?, ?, ?)").execute(arguments: [sid, s("product_type"), s("version"), s("operating_system_version")])
             case "device":
                 try db.cachedStatement(sql: """
                     INSERT OR IGNORE INTO hk_devices(device_hash, manufacturer_hash, model, hardware_version, firmware_version, software_version, local_identifier_hash, udi_hash)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                    """).execute(arguments: [Self.str(o["device_hash"]), Self.str(o["manufacturer_hash"]), Self.str(o["model"]), Self.str(o["hardware_version"]),
-                                     Self.str(o["firmware_version"]), Self.str(o["software_version"]), Self.str(o["local_identifier_hash"]), Self.str(o["udi_hash"])])
+                    """).execute(arguments: [s("device_hash"), s("manufacturer_hash"), s("model"), s("hardware_version"),
+                                             s("firmware_version"), s("software_version"), s("local_identifier_hash"), s("udi_hash")])
             case "metadata":
-                try db.cachedStatement(sql: "INSERT OR IGNORE INTO metadata_blobs(metadata_hash, metadata_json) VALUES (?, ?)").execute(arguments: [Self.str(o["metadata_hash"]), Self.str(o["metadata_json"])])
-            case "sample":
-                let t = try typeID(db, Self.str(o["type_identifier"]))
-                try statements!.insertSample.run(db, [.int(t), .text(Self.str(o["sample_uuid_hash"])), .text(Self.str(o["strict_fingerprint"])),
-                                                      .text(Self.str(o["semantic_fingerprint"])), .text(Self.str(o["fuzzy_key"])), .int(obs),
-                                                      .double(Self.date(o["first_seen_at"]))])
-            case "version":
-                let sample = try sampleID(db, o["sample"])
-                let p = Self.obj(o["payload"]) ?? [:]
-                let st = statements!
-                var revision: Int64?
-                if let src = Self.obj(p["source"]), let sid = try sourceID(db, src) {
-                    let r = Self.obj(p["source_revision"]) ?? [:]
-                    revision = try Statements.id(db, st.revision, [.int(sid), .text(Self.str(r["product_type"])), .text(Self.str(r["version"])),
-                                                                   .text(Self.str(r["operating_system_version"]))])
-                }
-                let device = try Self.str(p["device_hash"]).flatMap { try Statements.id(db, st.device, [.text($0)]) }
-                let metadata = try Self.str(p["metadata_hash"]).flatMap { try Statements.id(db, st.metadata, [.text($0)]) }
-                try st.insertVersion.run(db, [.int(sample), .text(Self.str(o["payload_hash"])), .double(Self.date(p["start_date"])), .double(Self.date(p["end_date"])),
-                                              .text(Self.str(p["value_kind"])), .double(Self.num(p["numeric_value"])), .text(Self.str(p["unit"])),
-                                              .int(Self.int(p["category_value"])), .int(Self.int(p["workout_activity_type"])), .double(Self.num(p["duration_seconds"])),
-                                              .int(revision), .int(device), .int(metadata), .int(obs), .double(Self.date(p["creation_date"]))])
-            case "event":
-                let sample = try sampleID(db, o["sample"])
-                let version = try versionID(db, sample: sample, payloadHash: Self.str(o["payload_hash"]))
-                try statements!.insertEvent.run(db, [.int(obs), .int(sample), .int(version), .text(Self.str(o["event_kind"])), .double(Self.date(o["observed_at"])),
-                                                     .text(Self.str(o["evidence_kind"]))])
-            case "range_open":
-                let sample = try sampleID(db, o["sample"])
-                let version = try versionID(db, sample: sample, payloadHash: Self.str(o["payload_hash"]))
-                try statements!.openRange.run(db, [.int(sample), .int(version), .int(obs), .double(Self.date(o["first_seen_at"]))])
+                try db.cachedStatement(sql: "INSERT OR IGNORE INTO metadata_blobs(metadata_hash, metadata_json) VALUES (?, ?)").execute(arguments: [s("metadata_hash"), s("metadata_json")])
             case "range_close":
-                let sample = try sampleID(db, o["sample"])
-                let version = try versionID(db, sample: sample, payloadHash: Self.str(o["payload_hash"]))
-                guard let seq = Self.int(o["first_sequence"]),
-                      let first = try Statements.id(db, statements!.firstObservation, [.int(chainID), .int(seq - 1)]) else {
+                let sample = try sampleID(db, l, "sample")
+                let version = try versionID(db, l, sample: sample)
+                guard let seq = i("first_sequence"), let first = try st.firstObservation.firstInt(db, [.int(chainID), .int(seq - 1)]) else {
                     throw ApplyError(code: .unresolved, message: "a closed range names an observation the replica does not have")
                 }
-                let changed = try statements!.closeRange.run(db, [.int(obs), .double(Self.date(o["last_seen_at"])), .int(sample), .int(version), .int(first)])
+                let changed = try st.closeRange.run(db, [.int(obs), .double(d("last_seen_at")), .int(sample), .int(version), .int(first)])
                 guard changed == 1 else { throw ApplyError(code: .unresolved, message: "a closed range does not match an open range of the replica") }
             case "relationship":
-                let source = try sampleID(db, o["source"]), target = try sampleID(db, o["target"])
-                let metadata = try Self.str(o["metadata_hash"]).flatMap { try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM metadata_blobs WHERE metadata_hash = ?"), arguments: [$0]) }
-                try db.cachedStatement(sql: "INSERT INTO sample_relationships(observation_id, source_sample_id, target_sample_id, relationship_kind, metadata_id) VALUES (?, ?, ?, ?, ?)").execute(arguments: [obs, source, target, Self.str(o["relationship_kind"]), metadata])
+                let source = try sampleID(db, l, "source"), target = try sampleID(db, l, "target")
+                let metadata = try s("metadata_hash").flatMap { try st.metadata.firstInt(db, [.text($0)]) }
+                try db.cachedStatement(sql: "INSERT INTO sample_relationships(observation_id, source_sample_id, target_sample_id, relationship_kind, metadata_id) VALUES (?, ?, ?, ?, ?)").execute(arguments: [obs, source, target, s("relationship_kind"), metadata])
             case "type_run":
-                let t = try typeID(db, Self.str(o["type_identifier"]))
-                func blob(_ v: JSONValue?) -> Data? { Self.str(v).flatMap { Data(base64Encoded: $0) } }
+                let type = try typeID(db, l, l.find("type_identifier"))
+                func blob(_ key: StaticString) -> Data? { s(key).flatMap { Data(base64Encoded: $0) } }
                 try db.cachedStatement(sql: """
                     INSERT INTO observation_type_runs(observation_id, sample_type_id, status, started_at, ended_at, anchor_before, anchor_after,
                         inserted_event_count, deleted_event_count, verified_visible_count, error_kind, error_message_hash, run_kind, rejected_record_count)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """).execute(arguments: [obs, t, Self.str(o["status"]), Self.date(o["started_at"]), Self.date(o["ended_at"]), blob(o["anchor_before"]),
-                                     blob(o["anchor_after"]), Self.int(o["inserted_event_count"]) ?? 0, Self.int(o["deleted_event_count"]) ?? 0,
-                                     Self.int(o["verified_visible_count"]), Self.str(o["error_kind"]), Self.str(o["error_message_hash"]),
-                                     Self.str(o["run_kind"]) ?? "full_scan", Self.int(o["rejected_record_count"]) ?? 0])
+                    """).execute(arguments: [obs, type, s("status"), d("started_at"), d("ended_at"), blob("anchor_before"), blob("anchor_after"),
+                                             i("inserted_event_count") ?? 0, i("deleted_event_count") ?? 0, i("verified_visible_count"), s("error_kind"),
+                                             s("error_message_hash"), s("run_kind") ?? "full_scan", i("rejected_record_count") ?? 0])
             default:
                 throw BundleError(.unknownKind, line: nil, "unknown item kind \(kind)")
             }

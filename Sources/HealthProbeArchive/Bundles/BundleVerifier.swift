@@ -39,48 +39,49 @@ public struct BundleVerifier {
 
     public init() {}
 
-    /// Feeds the next line (without its newline); returns it decoded.
+    /// Feeds the next line (without its newline); returns it parsed (flat: its
+    /// members' byte ranges, no values built).
     @discardableResult
-    public mutating func feed(_ bytes: [UInt8]) throws(BundleError) -> JSONValue {
+    public mutating func feed(_ bytes: [UInt8]) throws(BundleError) -> FlatJSON {
         line += 1
         guard !done else { throw BundleError(.malformed, line: line, "data after the trailer") }
-        let value: JSONValue
-        let payloadRange: Range<Int>?
-        do { (value, payloadRange) = try JSONParser.parse(bytes, canonical: true, capturing: "payload") } catch {
+        let flat: FlatJSON
+        do { flat = try JSONParser.flat(bytes) } catch {
             guard (try? JSONParser.parse(bytes)) != nil else { throw BundleError(.malformed, line: line, "line \(line) is not JSON (\(error))") }
             throw BundleError(.notCanonical, line: line, "line \(line) is not in canonical JSON form (RFC 8785): \(error)")
         }
-        guard case .object(let o) = value else { throw BundleError(.malformed, line: line, "line \(line) is not a JSON object") }
+        guard flat.isObject else { throw BundleError(.malformed, line: line, "line \(line) is not a JSON object") }
         if header == nil {
+            guard case .object(let o) = flat.value else { throw BundleError(.malformed, line: line, "line \(line) is not a JSON object") }
             header = try Self.parseHeader(o, line: line)
             do { manifest = try ManifestHasher(header: header!) } catch {
                 throw BundleError(.malformed, line: line, "header cannot be hashed")
             }
-            return value
+            return flat
         }
-        if o["kind"] == nil {
+        guard let kindIndex = flat.find("kind") else {
             // The trailer.
             let trailer = manifest!.trailer
-            guard value == trailer.json else {
+            guard flat.value == trailer.json else {
                 throw BundleError(.counts, line: line, "the trailer's counts do not match the \(trailer.itemCount) items read")
             }
             done = true
             do { manifestHash = try manifest.take()!.finish() } catch {
                 throw BundleError(.malformed, line: line, "trailer cannot be hashed")
             }
-            return value
+            return flat
         }
-        guard case .string(let kind) = o["kind"]!, let k = ObservationBundleBuilder.kinds.firstIndex(of: kind) else {
+        guard let kind = flat.string(at: kindIndex), let k = ObservationBundleBuilder.kinds.firstIndex(of: kind) else {
             throw BundleError(.unknownKind, line: line, "line \(line): unknown item kind")
         }
-        guard k >= kindIndex, kind != "observation" || line == 2 else {
+        guard k >= self.kindIndex, kind != "observation" || line == 2 else {
             throw BundleError(.order, line: line, "line \(line): a \(kind) item is out of order (Protocol/bundles.md, item order)")
         }
-        kindIndex = k
-        try Self.checkContent(kind, o, line: line, payloadBytes: payloadRange.map { Array(bytes[$0]) })
+        self.kindIndex = k
+        try Self.checkContent(kind, flat, line: line)
         manifest!.add(itemHash: ArchiveHasher.sha256(.item, bytes), kind: kind)
         itemCount += 1
-        return value
+        return flat
     }
 
     /// Ends verification: the bundle must have had its trailer; the manifest
@@ -116,23 +117,23 @@ public struct BundleVerifier {
         return BundleHeader(deviceChainHash: chain, sequence: Int(seq), observationId: Int64(obs), previousManifestHash: prev)
     }
 
-    /// `payloadBytes`: the payload's bytes as they stand in a canonical line (its canonical
-    /// encoding); re-encoded from the value when not given.
-    static func checkContent(_ kind: String, _ o: [String: JSONValue], line: Int, payloadBytes: [UInt8]? = nil) throws(BundleError) {
+    /// The hashes an item carries over its own content: a metadata item's hash
+    /// of its JSON text, a version's payload hash of its payload's canonical bytes.
+    static func checkContent(_ kind: String, _ o: FlatJSON, line: Int) throws(BundleError) {
         switch kind {
         case "metadata":
-            guard case .string(let json)? = o["metadata_json"], case .string(let hash)? = o["metadata_hash"] else {
+            guard let json = o.string("metadata_json"), let hash = o.string("metadata_hash") else {
                 throw BundleError(.malformed, line: line, "line \(line): metadata item lacks metadata_json or metadata_hash")
             }
             guard ArchiveHasher.sha256(.metadata, json) == hash else {
                 throw BundleError(.metadataHash, line: line, "line \(line): metadata_hash does not match metadata_json")
             }
         case "version":
-            guard case .object? = o["payload"], case .string(let hash)? = o["payload_hash"],
-                  let bytes = payloadBytes ?? (try? CanonicalJSON.encode(o["payload"]!)) else {
+            guard let payload = o.object("payload"), let hash = o.string("payload_hash") else {
                 throw BundleError(.malformed, line: line, "line \(line): version item lacks payload or payload_hash")
             }
-            guard ArchiveHasher.sha256(.payload, bytes) == hash else {
+            let computed = o.bytes.withUnsafeBytes { ArchiveHasher.sha256(.payload, buffer: UnsafeRawBufferPointer(rebasing: $0[o.valueRange(payload)])) }
+            guard computed == hash else {
                 throw BundleError(.payloadHash, line: line, "line \(line): payload_hash does not match the payload")
             }
         default:

@@ -11,7 +11,7 @@ final class VerifiedLines: @unchecked Sendable {
     static let batchSize = 256
     private let depth: Int
     private let condition = NSCondition()
-    private var batches: [[JSONValue]] = []
+    private var batches: [[FlatJSON]] = []
     private var failure: (any Error)?
     private var finished = false
     private var cancelled = false
@@ -24,7 +24,7 @@ final class VerifiedLines: @unchecked Sendable {
         let source = UncheckedBox(AnyIterator(lines.makeIterator()))
         Thread.detachNewThread { [self] in
             var verifier = BundleVerifier()
-            var batch: [JSONValue] = []
+            var batch: [FlatJSON] = []
             batch.reserveCapacity(Self.batchSize)
             var error: (any Error)?
             do {
@@ -50,7 +50,7 @@ final class VerifiedLines: @unchecked Sendable {
         }
     }
 
-    private func put(_ batch: [JSONValue]) -> Bool {
+    private func put(_ batch: [FlatJSON]) -> Bool {
         condition.lock()
         defer { condition.unlock() }
         while batches.count >= depth && !cancelled { condition.wait() }
@@ -62,7 +62,7 @@ final class VerifiedLines: @unchecked Sendable {
 
     /// The next batch of verified lines, in order; nil after the last. Throws the
     /// verification error once every line before it was handed out.
-    func next() throws -> [JSONValue]? {
+    func next() throws -> [FlatJSON]? {
         condition.lock()
         defer { condition.unlock() }
         while batches.isEmpty && !finished { condition.wait() }

@@ -130,10 +130,7 @@ struct PageOperations {
             result.unchanged += 1
             return
         }
-        var versionID: Int64?
-        if !isNew {
-            try findVersion.query(db, [.int(f.sampleID), .text(n.payloadHash)]) { row in versionID = row.int(0) }
-        }
+        var versionID = isNew ? nil : try findVersion.firstInt(db, [.int(f.sampleID), .text(n.payloadHash)])
         if versionID == nil { versionID = try insertVersion(f.sampleID, n) }
         let vid = versionID!
         if let open = f.openVersionID, open != vid {

@@ -34,6 +34,13 @@ public struct ArchiveHasher: @unchecked Sendable {
         return h.finalize().withUnsafeBytes { hex(buffer: $0) }
     }
 
+    /// SHA-256 over `hp:v2:<domain>:` + the bytes in `buffer`.
+    public static func sha256(_ domain: HashDomain, buffer: UnsafeRawBufferPointer) -> String {
+        var h = shaTemplates[domain]!
+        h.update(bufferPointer: buffer)
+        return h.finalize().withUnsafeBytes { hex(buffer: $0) }
+    }
+
     /// SHA-256 over `hp:v2:<domain>:` + UTF-8 of `text`.
     public static func sha256(_ domain: HashDomain, _ text: String) -> String {
         sha256(domain, Array(text.utf8))

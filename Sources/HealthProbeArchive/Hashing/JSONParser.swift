@@ -31,26 +31,27 @@ public struct JSONParser {
     public static func parse(_ text: String) throws(Error) -> JSONValue { try parse(Array(text.utf8)) }
 
     static func parse(buffer: UnsafeRawBufferPointer, canonical: Bool) throws(Error) -> JSONValue {
-        try parse(buffer: buffer, canonical: canonical, capture: nil).0
-    }
-
-    static func parse(buffer: UnsafeRawBufferPointer, canonical: Bool, capture: String?) throws(Error) -> (JSONValue, Range<Int>?) {
         var p = JSONParser(buffer, canonical: canonical)
-        p.captureKey = capture
         p.skipSpace()
         let v = try p.value(depth: 0)
         p.skipSpace()
         guard p.i == p.end else { throw p.fail("data after the JSON value") }
-        return (v, p.captured)
+        return v
     }
 
-    /// Parses one document and also returns the byte range of the value of
-    /// top-level member `key` (when the document is an object that has it).
-    /// With `canonical`, those bytes are that value's canonical encoding.
-    public static func parse(_ bytes: [UInt8], canonical: Bool, capturing key: String) throws(Error) -> (JSONValue, Range<Int>?) {
-        var result: Result<(JSONValue, Range<Int>?), Error>?
+    /// Validates `bytes` as one canonical (RFC 8785) JSON document and returns it
+    /// with a flat table of its object members, building no values.
+    public static func flat(_ bytes: [UInt8]) throws(Error) -> FlatJSON {
+        var result: Result<FlatJSON, Error>?
         bytes.withUnsafeBytes { buf in
-            result = Result { () throws(Error) in try parse(buffer: buf, canonical: canonical, capture: key) }
+            result = Result { () throws(Error) in
+                var p = JSONParser(buf, canonical: true, flat: true)
+                p.flatMembers.reserveCapacity(32)
+                let isObject = p.i < p.end && buf[0] == UInt8(ascii: "{")
+                _ = try p.value(depth: 0)
+                guard p.i == p.end else { throw p.fail("data after the JSON value") }
+                return FlatJSON(bytes: bytes, members: p.flatMembers, isObject: isObject)
+            }
         }
         return try result!.get()
     }
@@ -59,12 +60,15 @@ public struct JSONParser {
     private var i = 0
     private let end: Int
     private let canonical: Bool
-    private var captureKey: String?
-    private var captured: Range<Int>?
+    /// Flat mode (canonical only): members are recorded, values are not built.
+    private let flatMode: Bool
+    private var flatMembers: [FlatJSON.Member] = []
+    private var flatParent: Int32 = -1
 
-    private init(_ b: UnsafeRawBufferPointer, canonical: Bool) {
+    private init(_ b: UnsafeRawBufferPointer, canonical: Bool, flat: Bool = false) {
         self.b = b
         self.canonical = canonical
+        flatMode = flat
         end = b.count
     }
 
@@ -85,8 +89,12 @@ public struct JSONParser {
     private mutating func value(depth: Int) throws(Error) -> JSONValue {
         guard i < end else { throw fail("unexpected end of input") }
         switch b[i] {
-        case UInt8(ascii: "\""): return .string(try string())
-        case UInt8(ascii: "{"): return try object(depth: depth + 1)
+        case UInt8(ascii: "\""):
+            if flatMode { _ = try skipString(); return .null }
+            return .string(try string())
+        case UInt8(ascii: "{"):
+            if flatMode { try flatObject(depth: depth + 1); return .null }
+            return try object(depth: depth + 1)
         case UInt8(ascii: "["): return try array(depth: depth + 1)
         case UInt8(ascii: "t"): try literal("true"); return .bool(true)
         case UInt8(ascii: "f"): try literal("false"); return .bool(false)
@@ -127,9 +135,7 @@ public struct JSONParser {
             guard i < end, b[i] == UInt8(ascii: ":") else { throw fail("expected ':'") }
             i += 1
             skipSpace()
-            let valueStart = i
             let v = try value(depth: depth)
-            if depth == 1, let captureKey, key == captureKey { captured = valueStart..<i }
             guard members.updateValue(v, forKey: key) == nil else { throw Error(offset: keyOffset, reason: "duplicate object key") }
             skipSpace()
             guard i < end else { throw fail("unexpected end of input") }
@@ -137,6 +143,100 @@ public struct JSONParser {
             if b[i] == UInt8(ascii: "}") { i += 1; return .object(members) }
             throw fail("expected ',' or '}'")
         }
+    }
+
+    /// `object` in flat mode: records each member (key and value ranges) instead
+    /// of building a dictionary. Keys in strict canonical order rule out duplicates.
+    private mutating func flatObject(depth: Int) throws(Error) {
+        guard depth <= 64 else { throw fail("nested more than 64 deep") }
+        i += 1
+        if i < end, b[i] == UInt8(ascii: "}") { i += 1; return }
+        let parent = flatParent
+        var previous: (start: Int, end: Int, plain: Bool)?
+        while true {
+            guard i < end, b[i] == UInt8(ascii: "\"") else { throw fail("expected an object key") }
+            let keyOffset = i
+            let keyPlain = try skipString()
+            let key = (start: keyOffset + 1, end: i - 1, plain: keyPlain)
+            if let prev = previous, !(try flatKeyInOrder(prev, key)) {
+                throw Error(offset: keyOffset, reason: "not canonical (RFC 8785): object keys not in UTF-16 order")
+            }
+            previous = key
+            guard i < end, b[i] == UInt8(ascii: ":") else { throw fail("expected ':'") }
+            i += 1
+            guard i < end else { throw fail("unexpected end of input") }
+            let index = flatMembers.count
+            var member = FlatJSON.Member(parent: parent, keyStart: Int32(key.start), keyEnd: Int32(key.end), valueStart: Int32(i), valueEnd: 0,
+                                         type: .null, plain: true, number: 0)
+            flatMembers.append(member)
+            switch b[i] {
+            case UInt8(ascii: "\""):
+                member.type = .string
+                member.plain = try skipString()
+            case UInt8(ascii: "{"):
+                member.type = .object
+                flatParent = Int32(index)
+                try flatObject(depth: depth + 1)
+                flatParent = parent
+            case UInt8(ascii: "["):
+                member.type = .array
+                flatParent = -2
+                _ = try array(depth: depth + 1)
+                flatParent = parent
+            default:
+                switch try value(depth: depth) {
+                case .number(let d): member.type = .number; member.number = d
+                case .bool: member.type = .bool
+                default: member.type = .null
+                }
+            }
+            member.valueEnd = Int32(i)
+            flatMembers[index] = member
+            guard i < end else { throw fail("unexpected end of input") }
+            if b[i] == UInt8(ascii: ",") { i += 1; continue }
+            if b[i] == UInt8(ascii: "}") { i += 1; return }
+            throw fail("expected ',' or '}'")
+        }
+    }
+
+    /// Validates the string at `i` (its opening quote) without building it;
+    /// returns whether it has no escapes.
+    private mutating func skipString() throws(Error) -> Bool {
+        let open = i
+        i += 1
+        while i < end {
+            let c = b[i]
+            if c == UInt8(ascii: "\"") { i += 1; return true }
+            if c == UInt8(ascii: "\\") || c >= 0x80 { break }
+            if c < 0x20 { throw fail("control character in a string") }
+            i += 1
+        }
+        // Escapes or non-ASCII: the full decoder validates.
+        i = open
+        _ = try string()
+        for k in open + 1..<i - 1 where b[k] == UInt8(ascii: "\\") { return false }
+        return true
+    }
+
+    /// `keyInOrder` for flat mode: ASCII keys without escapes compare by their bytes; others are decoded.
+    private func flatKeyInOrder(_ a: (start: Int, end: Int, plain: Bool), _ c: (start: Int, end: Int, plain: Bool)) throws(Error) -> Bool {
+        var ascii = a.plain && c.plain
+        if ascii { for k in a.start..<a.end where b[k] >= 0x80 { ascii = false; break } }
+        if ascii { for k in c.start..<c.end where b[k] >= 0x80 { ascii = false; break } }
+        if ascii {
+            let na = a.end - a.start, nc = c.end - c.start
+            for k in 0..<min(na, nc) {
+                let x = b[a.start + k], y = b[c.start + k]
+                if x != y { return x < y }
+            }
+            return na < nc
+        }
+        var p = JSONParser(b, canonical: true)
+        p.i = a.start - 1
+        let ta = try p.string()
+        p.i = c.start - 1
+        let tc = try p.string()
+        return CanonicalJSON.keyPrecedes(ta, tc)
     }
 
     /// Whether key `a` precedes key `b` strictly in UTF-16 order. ASCII keys

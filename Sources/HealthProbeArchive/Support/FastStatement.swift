@@ -19,6 +19,8 @@ struct FastStatement {
         case double(Double?)
         case text(String?)
         case blob([UInt8]?)
+        /// Text: the UTF-8 bytes `range` of `bytes` (bound without building a `String`).
+        case slice([UInt8], Range<Int>)
     }
 
     func bind(_ values: [Value]) {
@@ -36,6 +38,10 @@ struct FastStatement {
                         _ = sqlite3_bind_text(raw, idx, UnsafeRawPointer(buf.baseAddress!).assumingMemoryBound(to: CChar.self), Int32(buf.count), Self.transient)
                     }
                 } else { sqlite3_bind_null(raw, idx) }
+            case .slice(let bytes, let r):
+                bytes.withUnsafeBufferPointer { buf in
+                    _ = sqlite3_bind_text(raw, idx, UnsafeRawPointer(buf.baseAddress! + r.lowerBound).assumingMemoryBound(to: CChar.self), Int32(r.count), Self.transient)
+                }
             case .blob(let x):
                 if let x {
                     x.withUnsafeBytes { buf in _ = sqlite3_bind_blob(raw, idx, buf.baseAddress, Int32(buf.count), Self.transient) }
@@ -84,6 +90,20 @@ struct FastStatement {
         let n = Int(sqlite3_column_bytes(raw, col))
         var s = s
         return s.withUTF8 { buf in buf.count == n && memcmp(buf.baseAddress!, p, n) == 0 }
+    }
+
+    /// Compares a text column with bytes `range` of `bytes` without allocating.
+    func textEquals(_ col: Int32, _ bytes: [UInt8], _ range: Range<Int>) -> Bool {
+        guard let p = sqlite3_column_text(raw, col) else { return false }
+        let n = Int(sqlite3_column_bytes(raw, col))
+        return n == range.count && bytes.withUnsafeBufferPointer { memcmp($0.baseAddress! + range.lowerBound, p, n) == 0 }
+    }
+
+    /// The first column of the first row as an integer (nil without a row).
+    func firstInt(_ db: Database, _ values: [Value]) throws -> Int64? {
+        var id: Int64?
+        try queryWhile(db, values) { row in id = row.int(0); return false }
+        return id
     }
 
     private func error(_ db: Database, _ rc: Int32) -> DatabaseError {

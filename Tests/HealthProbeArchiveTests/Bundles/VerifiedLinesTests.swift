@@ -21,13 +21,13 @@ struct VerifiedLinesTests {
         let all = try lines()
         #expect(all.count > 3 * VerifiedLines.batchSize, "the bundle spans several batches")
         let verified = VerifiedLines(all)
-        var out: [JSONValue] = []
+        var out: [FlatJSON] = []
         while let batch = try verified.next() {
             #expect(batch.count <= VerifiedLines.batchSize)
             out += batch
         }
         #expect(out.count == all.count)
-        for (value, line) in zip(out, all) { #expect(value == (try JSONParser.parse(line))) }
+        for (flat, line) in zip(out, all) { #expect(try flat.bytes == line && flat.value == JSONParser.parse(line)) }
         #expect(verified.finish().itemCount == all.count - 2)
     }
 

@@ -44,6 +44,7 @@ struct JSONParserTests {
     func canonicalModeRefusesOtherForms(_ text: String) throws {
         #expect((try? JSONParser.parse(Array(text.utf8))) != nil, "valid JSON")
         #expect(throws: JSONParser.Error.self) { try JSONParser.parse(Array(text.utf8), canonical: true) }
+        #expect(throws: JSONParser.Error.self) { try JSONParser.flat(Array(text.utf8)) }
     }
 
     @Test(arguments: ["{\"a\":1,\"b\":[true,false,null]}", "\"\\u001f\\n\\\"\\\\\"", "1.5", "-3", "1e+21", "0.000001", "1e-7",
@@ -51,22 +52,38 @@ struct JSONParserTests {
     func canonicalModeAcceptsCanonical(_ text: String) throws {
         let v = try JSONParser.parse(Array(text.utf8), canonical: true)
         #expect(try CanonicalJSON.string(v) == text)
+        #expect(try JSONParser.flat(Array(text.utf8)).value == v)
     }
 
-    /// The captured byte range of a top-level member is that value's canonical encoding.
-    @Test func capturesTopLevelMemberBytes() throws {
+    /// Flat parsing finds the same fields as the dictionary: strings, numbers, dates,
+    /// nested objects, and an object's bytes are that value's canonical encoding.
+    @Test func flatMembersMatchTheValue() throws {
         let lines = try FileLines(path: vectorURL("bundles/observation-1.jsonl").path).map { $0 }
         var versions = 0
         for l in lines {
-            let (v, range) = try JSONParser.parse(l, canonical: true, capturing: "payload")
-            guard case .object(let o) = v, let payload = o["payload"] else { #expect(range == nil); continue }
+            let flat = try JSONParser.flat(l)
+            guard case .object(let o) = try JSONParser.parse(l, canonical: true) else { Issue.record("not an object"); continue }
+            #expect(flat.isObject && flat.bytes == l)
+            #expect(flat.string("kind") == { if case .string(let k)? = o["kind"] { return k }; return nil }())
+            if case .number(let n)? = o["sequence"] { #expect(flat.number("sequence") == n) }
+            if case .string(let d)? = o["observed_at"] { #expect(flat.date("observed_at") == CanonicalDate.parse(d)) }
+            if case .object(let ref)? = o["sample"], case .string(let type)? = ref["type"] {
+                #expect(flat.string("type", in: try #require(flat.object("sample"))) == type)
+                #expect(flat.string("type") == nil, "a nested member is not a top-level one")
+            }
+            guard let payload = o["payload"] else { #expect(flat.object("payload") == nil); continue }
             versions += 1
-            #expect(Array(l[try #require(range)]) == (try CanonicalJSON.encode(payload)))
+            let index = try #require(flat.object("payload"))
+            #expect(Array(l[flat.valueRange(index)]) == (try CanonicalJSON.encode(payload)))
         }
         #expect(versions > 0)
-        // Nested members of the same name are not captured.
-        let (_, nested) = try JSONParser.parse(Array(#"{"a":{"payload":1}}"#.utf8), canonical: true, capturing: "payload")
-        #expect(nested == nil)
+        let nested = try JSONParser.flat(Array(#"{"a":{"payload":1},"b":[{"payload":2}],"c":"x\ny"}"#.utf8))
+        #expect(nested.find("payload") == nil)
+        #expect(nested.number("payload", in: try #require(nested.object("a"))) == 1)
+        #expect(nested.type(try #require(nested.find("b"))) == .array)
+        #expect(nested.string("c") == "x\ny", "escapes are decoded")
+        #expect(nested.plainRange(try #require(nested.find("c"))) == nil, "a string with escapes is not bound by its bytes")
+        #expect(nested.string("nope", in: FlatJSON.nowhere) == nil)
     }
 
     /// Canonical mode accepts a text exactly when re-encoding its value gives the same bytes:
@@ -94,6 +111,7 @@ struct JSONParserTests {
             let strict = try? JSONParser.parse(l, canonical: true)
             let reencoded = (try? JSONParser.parse(l)).flatMap { try? CanonicalJSON.encode($0) }
             #expect((strict != nil) == (reencoded == l), "mutated line: \(String(decoding: l, as: UTF8.self))")
+            #expect((strict != nil) == ((try? JSONParser.flat(l)) != nil), "flat and canonical parsing disagree: \(String(decoding: l, as: UTF8.self))")
             checked += 1
             if strict != nil { accepted += 1 }
         }
