@@ -30,8 +30,13 @@ let package = Package(
     ],
     targets: [
         .target(
+            name: "HPSQLiteConfig",
+            linkerSettings: [.linkedLibrary("sqlite3")]
+        ),
+        .target(
             name: "HealthProbeArchive",
             dependencies: [
+                "HPSQLiteConfig",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -131,6 +136,7 @@ let package = Package(
                            .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
                            .product(name: "NIOPosix", package: "swift-nio"),
                            .product(name: "NIOTestUtils", package: "swift-nio"), .product(name: "GRDB", package: "GRDB.swift"),
+                           .product(name: "GRDBSQLite", package: "GRDB.swift"),
                            .product(name: "NIOSSL", package: "swift-nio-ssl"),
                            .product(name: "ZIPFoundation", package: "ZIPFoundation")],
             swiftSettings: strict

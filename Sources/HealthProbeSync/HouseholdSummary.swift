@@ -87,6 +87,7 @@ public enum HouseholdSummary {
     static func identical(_ store: ServerStore, _ a: String, _ b: String, type: String?) throws -> [SharedSources] {
         var config = Configuration()
         config.readonly = true
+        SQLiteSetup.ensure()
         let q = try DatabaseQueue(path: store.replicaPath(a), configuration: config)
         return try q.inDatabase { db in
             try db.execute(sql: "ATTACH DATABASE ? AS other", arguments: [store.replicaPath(b)])

@@ -9,6 +9,8 @@ final class TempHome {
     let clock = ManualClock(1_750_000_000)
 
     init() {
+        // Before any test opens SQLite directly (the settings apply only before the first connection).
+        SQLiteSetup.ensure()
         root = NSTemporaryDirectory() + "hp-test-" + UUID().uuidString
         home = ArchiveHome(root: root)
     }

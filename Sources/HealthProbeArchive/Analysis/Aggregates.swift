@@ -134,7 +134,7 @@ public enum Aggregates {
               let pLast = p["latest_end_date"] as Double?, let pMax = p["value_max"] as Double? else { return false }
         // The visible set's unit at the previous summary (one unit, since its sum is not null).
         guard let unit = try String.fetchOne(db, sql: "SELECT unit FROM (\(visibleSQL)) LIMIT 1", arguments: [typeID, pid, pid]) else { return false }
-        let rows = try Row.fetchAll(db, sql: """
+        let rows = try Row.fetchCursor(db, sql: """
             SELECT v.start_date, v.end_date, v.numeric_value, v.unit, 1 AS sign
             FROM sample_visibility_ranges r CROSS JOIN samples s ON s.id = r.sample_id CROSS JOIN sample_versions v ON v.id = r.version_id
             WHERE r.first_observation_id > ? AND r.first_observation_id <= ? AND (r.last_observation_id IS NULL OR r.last_observation_id > ?)
@@ -149,10 +149,13 @@ public enum Aggregates {
         var micro = Int64((pSum * sumScale).rounded())
         var first = pFirst, last = pLast, top = pMax
         var touched = Set<Double>()
-        for r in rows {
-            guard let value = r["numeric_value"] as Double?, (r["unit"] as String?) == unit else { return false }
-            let sign: Int = r["sign"]
-            let start: Double = r["start_date"], end: Double = r["end_date"]
+        // The local day of the previous row: changed samples mostly share days.
+        var day: (start: Double, next: Double) = (0, 0)
+        while let r = try rows.next() {
+            // Columns by position: start_date, end_date, numeric_value, unit, sign.
+            guard let value = r[2] as Double?, (r[3] as String?) == unit else { return false }
+            let sign: Int = r[4]
+            let start: Double = r[0], end: Double = r[1]
             count += sign
             micro += Int64(sign) * Int64((value * sumScale).rounded())
             if sign > 0 {
@@ -160,7 +163,11 @@ public enum Aggregates {
             } else if start <= pFirst || end >= pLast || value >= pMax {
                 return false  // a closed range held an extreme: only a full pass knows the new one
             }
-            touched.insert(days.dayStart(start))
+            if !(start >= day.start && start < day.next) {
+                let d = days.dayStart(start)
+                day = (d, days.nextDayStart(d))
+                touched.insert(d)
+            }
         }
         guard count > 0 else { return false }
         let total = Double(micro) / sumScale

@@ -33,6 +33,7 @@ public final class Archive: Sendable {
         }
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let lock = mode == .readWrite ? try FileLock(path: path + ".lock") : nil
+        SQLiteSetup.ensure()
         var config = Configuration()
         config.foreignKeysEnabled = true
         config.readonly = false
@@ -60,6 +61,7 @@ public final class Archive: Sendable {
 
     /// An in-memory archive (tests).
     public static func inMemory(clock: any ArchiveClock = SystemClock()) throws -> Archive {
+        SQLiteSetup.ensure()
         var config = Configuration()
         config.foreignKeysEnabled = true
         let queue = try DatabaseQueue(configuration: config)

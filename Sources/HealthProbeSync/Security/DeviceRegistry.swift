@@ -49,6 +49,7 @@ public final class DeviceRegistry: Sendable {
         var config = Configuration()
         config.foreignKeysEnabled = true
         config.busyMode = .timeout(5)
+        SQLiteSetup.ensure()
         queue = try DatabaseQueue(path: path, configuration: config)
         try Self.migrator.migrate(queue)
     }

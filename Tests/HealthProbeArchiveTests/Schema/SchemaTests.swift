@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 import Testing
 @testable import HealthProbeArchive
 
@@ -36,6 +37,15 @@ struct SchemaTests {
         try node.archive.writer.read { db throws in
             #expect(try String.fetchOne(db, sql: "PRAGMA journal_mode") == "wal")
         }
+    }
+
+    @Test("SQLite's memory statistics are off (no process-wide mutex on every allocation)")
+    func memoryStatisticsOff() throws {
+        let t = TempHome()
+        let node = try t.open()
+        try node.archive.writer.write { db in try db.execute(sql: "CREATE TEMP TABLE m(x); INSERT INTO m VALUES (randomblob(100000))") }
+        #expect(SQLiteSetup.result == 0, "SQLite was initialized before the settings could apply")
+        #expect(sqlite3_memory_used() == 0, "SQLite still counts its memory")
     }
 
     @Test("in memory: the same schema, and foreign keys are enforced")
