@@ -66,40 +66,34 @@ public struct SyncClient {
                 throw SyncProtocolError(.divergence, "the server's bundle \(serverSeq) of this chain differs from this node's; an administrator must look (hp-server chains)")
             }
         }
-        var readBuffer = [UInt8](repeating: 0, count: BundlePartCodec.maxPartSize)
-        var compressBuffer: [UInt8] = []
+        var partBuffer: [UInt8] = []
         var report = Report(serverHadSequence: serverSeq, sent: 0, alreadyApplied: 0, lastSequence: serverSeq, bytesOnWire: 0, uncompressedBytes: 0)
         for seq in (serverSeq + 1)..<(observations.count + 1) where seq > serverSeq {
             let obs = observations[seq - 1]
-            let file = outbox + "/\(seq).jsonl"
+            let file = outbox + "/\(seq).parts"
             defer { try? FileManager.default.removeItem(atPath: file) }
             let link = previous
+            // Built straight into deflated parts (a second thread deflates while the next part is built).
             let written = try await node.archive.writer.read { db in
-                try BundleFile.write(db, observationID: obs, previousManifestHash: link, to: file)
+                try OutboxBundle.write(db, observationID: obs, previousManifestHash: link, to: file)
             }
-            let (hash, items, size) = (written.manifestHash, written.trailer.itemCount, written.size)
-            // Re-hashed from the file's bytes before it is sent (the server verifies everything else).
-            var splitter = PartSplitter()
-            try BundleFile.rehash(file, expected: hash) { try splitter.add(lineLength: $0) }
-            let parts = splitter.finish()
+            let (hash, items, size, parts) = (written.manifestHash, written.trailer.itemCount, written.size, written.parts)
+            // Inflated and re-hashed from the stored parts before they are sent (the server verifies everything else).
+            try OutboxBundle.rehash(file, parts: parts, expected: hash)
             try await session.send(.json(.bundleBegin, .object([
                 "sequence": .int(seq), "manifest_hash": .string(hash), "parts": .int(parts.count),
                 "item_count": .int(items), "uncompressed_size": .int(size)])))
             let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: file))
             defer { try? handle.close() }
-            for (i, range) in parts.enumerated() {
-                // One read buffer and one output buffer for every part: no multi-megabyte
-                // allocation per part (they fragmented the heap and raised peak RSS with bundle size).
-                let n = readBuffer.withUnsafeMutableBytes { pread(handle.fileDescriptor, $0.baseAddress, range.count, off_t(range.lowerBound)) }
-                guard n == range.count else { throw SyncProtocolError(.storage, "cannot read part \(i) of the outbox bundle \(file)") }
-                let length = try readBuffer.withUnsafeBytes { try BundlePartCodec.compress(UnsafeRawBufferPointer(rebasing: $0[0..<range.count]), into: &compressBuffer) }
+            for (i, part) in parts.enumerated() {
+                try OutboxBundle.read(part, fd: handle.fileDescriptor, into: &partBuffer)
                 var payload = ByteBuffer()
-                payload.reserveCapacity(8 + length)
+                payload.reserveCapacity(8 + part.compressedSize)
                 payload.writeInteger(UInt32(i), endianness: .big)
-                payload.writeInteger(UInt32(range.count), endianness: .big)
-                compressBuffer.withUnsafeBytes { _ = payload.writeBytes(UnsafeRawBufferPointer(rebasing: $0[0..<length])) }
+                payload.writeInteger(UInt32(part.size), endianness: .big)
+                payload.writeBytes(partBuffer)
                 report.bytesOnWire += payload.readableBytes + 5
-                report.uncompressedBytes += range.count
+                report.uncompressedBytes += part.size
                 try await session.send(SyncFrame(kind: .bundlePart, payload: payload))
             }
             let ended = ContinuousClock.now
@@ -150,29 +144,6 @@ public struct SyncClient {
             }
         }
         return previous!
-    }
-
-    /// Byte ranges of parts: whole lines, at most `BundlePartCodec.maxPartSize` each,
-    /// fed the bundle's line lengths in order.
-    struct PartSplitter {
-        private var ranges: [Range<Int>] = []
-        private var start = 0, offset = 0
-
-        mutating func add(lineLength: Int) throws {
-            let length = lineLength + 1
-            guard length <= BundlePartCodec.maxPartSize else {
-                throw SyncProtocolError(.frameTooLarge, "a bundle line of \(length) bytes is over the part limit")
-            }
-            if offset + length - start > BundlePartCodec.maxPartSize {
-                ranges.append(start..<offset)
-                start = offset
-            }
-            offset += length
-        }
-
-        func finish() -> [Range<Int>] {
-            offset > start || ranges.isEmpty ? ranges + [start..<offset] : ranges
-        }
     }
 
     func recordAcknowledged(sequence: Int, observation: Int64, manifestHash: String, previous: String?, items: Int) throws {

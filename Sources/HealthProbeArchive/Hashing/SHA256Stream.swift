@@ -10,5 +10,9 @@ public struct SHA256Stream {
         bytes.withUnsafeBytes { h.update(bufferPointer: $0) }
     }
 
+    public mutating func update(bufferPointer: UnsafeRawBufferPointer) {
+        h.update(bufferPointer: bufferPointer)
+    }
+
     public consuming func finalize() -> String { h.finalize().hex }
 }
