@@ -68,3 +68,16 @@ func events(_ node: NodeArchive, observation: Int64) throws -> [String: Int] {
         return out
     }
 }
+
+/// A plain GRDB queue on `path`, opened only after the process-wide SQLite
+/// settings are applied (tests run in parallel; whichever opens first decides).
+func rawQueue(_ path: String) throws -> DatabaseQueue {
+    SQLiteSetup.ensure()
+    return try DatabaseQueue(path: path)
+}
+
+/// A plain GRDB pool on `path`, opened after the process-wide SQLite settings.
+func rawPool(_ path: String) throws -> DatabasePool {
+    SQLiteSetup.ensure()
+    return try DatabasePool(path: path)
+}

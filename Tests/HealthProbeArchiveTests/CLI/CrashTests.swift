@@ -61,7 +61,7 @@ struct CrashTests {
         #expect(node.terminationStatus != 0, "the node cannot have been acknowledged")
 
         // Nothing half-written: the log and the observations agree (all or nothing).
-        let replica = try DatabaseQueue(path: data.path + "/chains/\(chain)/replica.sqlite")
+        let replica = try rawQueue(data.path + "/chains/\(chain)/replica.sqlite")
         let (logged, observations) = try replica.read { db in
             (try Int.fetchOne(db, sql: "SELECT count(*) FROM bundle_log")!, try Int.fetchOne(db, sql: "SELECT count(*) FROM observations")!)
         }

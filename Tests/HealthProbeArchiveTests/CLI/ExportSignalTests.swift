@@ -24,7 +24,7 @@ struct ExportSignalTests {
         #expect(p.terminationStatus == 130)
         #expect(!FileManager.default.fileExists(atPath: out))
         #expect(!FileManager.default.fileExists(atPath: out + ".partial"))
-        let archive = try DatabaseQueue(path: home.path + "/archive/HealthProbeArchive.sqlite")
+        let archive = try rawQueue(home.path + "/archive/HealthProbeArchive.sqlite")
         let statuses = try archive.read { db in try String.fetchAll(db, sql: "SELECT status FROM export_manifests") }
         #expect(statuses == ["cancelled"])
         #expect(try hpNode(["--home", home.path, "verify", "--full"]).0 == 0)

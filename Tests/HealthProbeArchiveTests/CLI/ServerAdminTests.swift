@@ -61,7 +61,7 @@ struct ServerAdminTests {
 
         // Tamper with the other chain's replica.
         let other = try #require((chains?.last?["chain"] as? String))
-        let replica = try DatabaseQueue(path: data.path + "/chains/\(other)/replica.sqlite")
+        let replica = try rawQueue(data.path + "/chains/\(other)/replica.sqlite")
         try replica.write { db in try db.execute(sql: "UPDATE observation_type_summaries SET visible_record_count = visible_record_count + 5") }
         let bad2 = try hpServer(["verify", "--data", data.path, "--chain", String(other.prefix(10))])
         #expect(bad2.0 == 1 && bad2.1.contains("replica_aggregates"), "\(bad2.1)")

@@ -71,7 +71,7 @@ struct IntegrityTests {
             try node.archive.writer.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
         }
         // Overwrite the header and cell pointers of the root page of `sample_versions`.
-        let (root, pageSize) = try DatabaseQueue(path: t.home.archivePath).read { db in
+        let (root, pageSize) = try rawQueue(t.home.archivePath).read { db in
             (try Int.fetchOne(db, sql: "SELECT rootpage FROM sqlite_master WHERE name = 'sample_versions'")!,
              try Int.fetchOne(db, sql: "PRAGMA page_size")!)
         }

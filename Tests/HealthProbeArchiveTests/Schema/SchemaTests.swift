@@ -89,7 +89,7 @@ struct SchemaTests {
             }
         }
         func content() throws -> [String] {
-            let q = try DatabaseQueue(path: t.home.archivePath)
+            let q = try rawQueue(t.home.archivePath)
             return try q.read { db in
                 try String.fetchAll(db, sql: "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY name")
                     + (try String.fetchAll(db, sql: "SELECT version || ':' || description FROM schema_migrations ORDER BY version"))
@@ -115,7 +115,7 @@ struct SchemaTests {
             let node = try t.open()
             try capture(node, samples: (0..<5).map { hr($0) })
         }
-        let pool = try DatabasePool(path: t.home.archivePath)
+        let pool = try rawPool(t.home.archivePath)
         let archive = Archive(writer: pool, path: t.home.archivePath, lock: nil, logger: Archive.silentLogger)
         let broken = ArchiveMigrations.all + [.init(version: ArchiveMigrations.latestVersion + 1, description: "broken", sql: "CREATE TABLE extra(x); INSERT INTO no_such_table VALUES (1);")]
         do {
@@ -136,7 +136,7 @@ struct SchemaTests {
         let t = TempHome()
         try FileManager.default.createDirectory(atPath: t.home.archiveDirectory, withIntermediateDirectories: true)
         do {
-            let pool = try DatabasePool(path: t.home.archivePath)
+            let pool = try rawPool(t.home.archivePath)
             let v2 = Archive(writer: pool, path: t.home.archivePath, lock: nil, logger: Archive.silentLogger)
             try v2.prepare(clock: t.clock, recoverInterrupted: false, migrations: [ArchiveMigrations.all[0]])
             try pool.write { db in
@@ -158,7 +158,7 @@ struct SchemaTests {
     func notAnArchive() throws {
         let path = NSTemporaryDirectory() + "hp-other-\(UUID().uuidString).sqlite"
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let q = try DatabaseQueue(path: path)
+        let q = try rawQueue(path)
         try q.write { db in try db.execute(sql: "CREATE TABLE something(x)") }
         #expect { _ = try Archive.open(path: path) } throws: { ($0 as? ArchiveError)?.code == .notAnArchive }
     }
