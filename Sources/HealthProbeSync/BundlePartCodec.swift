@@ -39,24 +39,34 @@ public enum BundlePartCodec {
     /// limit before inflating, inflates into a buffer of exactly that size, and refuses
     /// output that is longer (a zlib bomb) or shorter.
     public static func inflate(_ data: [UInt8], declaredSize: Int, limit: Int = maxPartSize) throws -> [UInt8] {
+        var out: [UInt8] = []
+        try data.withUnsafeBytes { try inflate($0, declaredSize: declaredSize, limit: limit, into: &out) }
+        return out
+    }
+
+    /// `inflate(_:declaredSize:limit:)` into `out`, whose capacity is reused
+    /// (no multi-megabyte allocation per part); `out` ends with exactly
+    /// `declaredSize` bytes.
+    public static func inflate(_ data: UnsafeRawBufferPointer, declaredSize: Int, limit: Int = maxPartSize,
+                               into out: inout [UInt8]) throws {
         guard declaredSize >= 0, declaredSize <= limit else {
             throw SyncProtocolError(.inflateLimit, "a part declares \(declaredSize) uncompressed bytes; the limit is \(limit)")
         }
-        var out = [UInt8](repeating: 0, count: declaredSize + 1)  // one spare byte detects longer output
+        // One spare byte detects longer output.
+        if out.count > declaredSize + 1 { out.removeLast(out.count - declaredSize - 1) }
+        if out.count < declaredSize + 1 { out.append(contentsOf: repeatElement(0, count: declaredSize + 1 - out.count)) }
         var stream = z_stream()
         var rc = inflateInit_(&stream, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size))
         guard rc == Z_OK else { throw SyncProtocolError(.malformedFrame, "zlib could not start (\(rc))") }
         defer { inflateEnd(&stream) }
-        var input = data
-        let produced: Int = input.withUnsafeMutableBufferPointer { i in
-            out.withUnsafeMutableBufferPointer { o in
-                stream.next_in = i.baseAddress
-                stream.avail_in = uInt(i.count)
-                stream.next_out = o.baseAddress
-                stream.avail_out = uInt(o.count)
-                rc = HPZlib.inflate(&stream, Z_FINISH)
-                return o.count - Int(stream.avail_out)
-            }
+        let produced: Int = out.withUnsafeMutableBufferPointer { o in
+            // zlib does not write through next_in.
+            stream.next_in = UnsafeMutablePointer(mutating: data.bindMemory(to: UInt8.self).baseAddress)
+            stream.avail_in = uInt(data.count)
+            stream.next_out = o.baseAddress
+            stream.avail_out = uInt(o.count)
+            rc = HPZlib.inflate(&stream, Z_FINISH)
+            return o.count - Int(stream.avail_out)
         }
         if produced > declaredSize {
             throw SyncProtocolError(.inflateLimit, "a part inflates to more than its declared \(declaredSize) bytes")
@@ -70,6 +80,5 @@ public enum BundlePartCodec {
             throw SyncProtocolError(.malformedFrame, "a part inflates to \(produced) bytes, not the declared \(declaredSize)")
         }
         out.removeLast()  // the spare byte; no copy
-        return out
     }
 }

@@ -253,6 +253,8 @@ public struct SyncServer: Sendable {
         var nextPart = 0
         var received = 0
         let handle: FileHandle
+        /// Each part is inflated into this one buffer (its capacity reused).
+        var inflated: [UInt8] = []
 
         init(begin o: [String: JSONValue], directory: String) throws {
             guard case .number(let seq)? = o["sequence"], seq >= 1, case .string(let hash)? = o["manifest_hash"], hash.count == 64,
@@ -279,12 +281,12 @@ public struct SyncServer: Sendable {
             guard Int(index) == nextPart, nextPart < parts else {
                 throw SyncProtocolError(.malformedFrame, "BUNDLE_PART \(index) arrived; expected part \(nextPart) of \(parts)")
             }
-            let data = try BundlePartCodec.inflate(Array(p.readableBytesView), declaredSize: Int(size))
-            received += data.count
+            try p.withUnsafeReadableBytes { try BundlePartCodec.inflate($0, declaredSize: Int(size), into: &inflated) }
+            received += inflated.count
             guard received <= uncompressedSize else {
                 throw SyncProtocolError(.inflateLimit, "the parts hold more than the \(uncompressedSize) bytes BUNDLE_BEGIN declared")
             }
-            do { try handle.write(contentsOf: data) } catch {
+            do { try handle.write(contentsOf: inflated) } catch {
                 throw SyncProtocolError(.storage, "the server cannot write its quarantine file (disk full?)")
             }
             nextPart += 1
@@ -292,6 +294,7 @@ public struct SyncServer: Sendable {
 
         mutating func end(_ o: [String: JSONValue]) throws {
             try? handle.close()
+            inflated = []
             guard case .number(let seq)? = o["sequence"], Int(seq) == sequence, case .string(let hash)? = o["manifest_hash"], hash == manifestHash else {
                 throw SyncProtocolError(.malformedFrame, "BUNDLE_END does not match its BUNDLE_BEGIN")
             }

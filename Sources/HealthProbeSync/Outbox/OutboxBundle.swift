@@ -59,7 +59,9 @@ public enum OutboxBundle {
 
     /// Reads stored part `part` of the file open as `fd` (its deflated bytes) into `buffer`.
     public static func read(_ part: Part, fd: Int32, into buffer: inout [UInt8]) throws {
-        if buffer.count != part.compressedSize { buffer = [UInt8](repeating: 0, count: part.compressedSize) }
+        // The buffer's capacity is reused: no multi-megabyte allocation per part.
+        if buffer.count > part.compressedSize { buffer.removeLast(buffer.count - part.compressedSize) }
+        if buffer.count < part.compressedSize { buffer.append(contentsOf: repeatElement(0, count: part.compressedSize - buffer.count)) }
         let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, part.compressedSize, off_t(part.offset)) }
         guard n == part.compressedSize else {
             throw SyncProtocolError(.storage, "cannot read a part of the outbox bundle (\(n) of \(part.compressedSize) bytes at \(part.offset))")
@@ -75,10 +77,11 @@ public enum OutboxBundle {
         defer { close(fd) }
         var digest = SHA256Stream(domain: .manifest)
         var compressed: [UInt8] = []
+        var data: [UInt8] = []
         var lines = 0
         for (index, part) in parts.enumerated() {
             try read(part, fd: fd, into: &compressed)
-            let data = try BundlePartCodec.inflate(compressed, declaredSize: part.size)
+            try compressed.withUnsafeBytes { try BundlePartCodec.inflate($0, declaredSize: part.size, into: &data) }
             let lastPart = index == parts.count - 1
             try data.withUnsafeBytes { buf in
                 guard buf.last == 0x0A else { throw BundleError(.malformed, line: nil, "part \(index) of the outbox bundle does not end with a whole line") }
