@@ -1,5 +1,8 @@
 import ArgumentParser
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import HealthProbeCLI
 
 /// Options every benchmark takes.
@@ -59,7 +62,15 @@ enum Measure {
     }
 
     /// Resets the peak RSS counter so each phase reports its own peak (Linux).
+    /// Free heap memory is first handed back to the system (`malloc_trim`):
+    /// phases that run as separate processes in real use (a capture, then a
+    /// sync) share this one, and glibc would keep the earlier phase's freed
+    /// blocks resident, counting them against the next.
     static func resetPeakRSS() {
+        #if canImport(Glibc)
+        typealias Trim = @convention(c) (Int) -> Int32  // glibc's malloc_trim (not in Swift's Glibc module)
+        if let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") { _ = unsafeBitCast(symbol, to: Trim.self)(0) }
+        #endif
         try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
     }
 

@@ -248,7 +248,8 @@ public enum Aggregates {
         try db.execute(sql: "DELETE FROM temp.hp_days")
         let insertDay = try db.cachedStatement(sql: "INSERT INTO temp.hp_days(bucket_start, bucket_end) VALUES (?, ?)")
         try days.forEachDay(from: from, to: to) { start, end in try insertDay.execute(arguments: [start, end]) }
-        try db.execute(sql: """
+        try withBoundedSorter(db) {
+            try db.execute(sql: """
             INSERT INTO daily_type_aggregates(observation_id, sample_type_id, bucket_start, bucket_end, visible_record_count,
                 value_sum, value_max, source_revision_id, aggregate_hash)
             SELECT ?, ?, g.b, d.bucket_end, g.n, g.total, g.top, g.rev, NULL
@@ -261,8 +262,25 @@ public enum Aggregates {
                 GROUP BY b, rev
             ) g JOIN temp.hp_days d ON d.bucket_start = g.b
             """, arguments: [obs, typeID, typeID, obs, obs])
+        }
         try db.execute(sql: "DELETE FROM temp.hp_days")
         try hashDaily(db, obs: obs, typeID: typeID, typeIdentifier: typeIdentifier)
+    }
+
+    /// The most memory SQLite's sorter may hold for the daily grouping, in KiB.
+    static let sorterKiB = 8 * 1024
+
+    /// Runs `body` with the main page cache (which also sizes SQLite's
+    /// in-memory sorter) at most `sorterKiB`: a type of a million samples
+    /// otherwise sorts in up to another whole page cache of memory, on top of
+    /// the cache itself. Larger sorts spill to temporary files.
+    static func withBoundedSorter(_ db: Database, _ body: () throws -> Void) throws {
+        let saved = try Int.fetchOne(db, sql: "PRAGMA main.cache_size") ?? -2000
+        let bytes = saved < 0 ? -saved * 1024 : saved * (try Int.fetchOne(db, sql: "PRAGMA main.page_size") ?? 4096)
+        guard bytes > sorterKiB * 1024 else { return try body() }
+        try db.execute(sql: "PRAGMA main.cache_size = -\(sorterKiB)")
+        defer { try? db.execute(sql: "PRAGMA main.cache_size = \(saved)") }
+        try body()
     }
 
     /// Hashes the daily rows of (obs, type) that have no hash yet, over content that is
