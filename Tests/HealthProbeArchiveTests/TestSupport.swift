@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 @testable import HealthProbeArchive
+@testable import HealthProbeSimulator
 
 /// A throw-away home directory removed when the value is released.
 final class TempHome {
@@ -18,6 +19,18 @@ final class TempHome {
     deinit { try? FileManager.default.removeItem(atPath: root) }
 
     func open() throws -> NodeArchive { try home.open(clock: clock) }
+
+    /// Captures one simulated observation per entry of `days` (that many days
+    /// each), in order, with the simulator's `seed` and `types` (all when nil).
+    func simulate(seed: UInt64, days: [Int], types: [SimulatedType]? = nil) throws {
+        var o = SimulatorCapture.Options()
+        o.seed = seed
+        if let types { o.types = types }
+        for d in days {
+            o.days = d
+            _ = try SimulatorCapture.run(home: home, options: o)
+        }
+    }
 }
 
 /// Row counts of the evidence tables.

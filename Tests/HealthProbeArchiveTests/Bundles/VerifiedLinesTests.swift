@@ -7,11 +7,7 @@ import Testing
 struct VerifiedLinesTests {
     func lines() throws -> [[UInt8]] {
         let t = TempHome()
-        var o = SimulatorCapture.Options()
-        o.seed = 3
-        o.types = [SimulatedType.all[0]]
-        o.days = 3
-        _ = try SimulatorCapture.run(home: t.home, options: o)
+        try t.simulate(seed: 3, days: [3], types: [SimulatedType.all[0]])
         let node = try t.open()
         return try bundleLines(node, 1, previous: nil).0
     }

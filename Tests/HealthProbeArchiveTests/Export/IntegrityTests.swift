@@ -9,13 +9,7 @@ struct IntegrityTests {
     /// A home with a short simulated history and one completed export.
     func home() throws -> (TempHome, String) {
         let t = TempHome()
-        var o = SimulatorCapture.Options()
-        o.seed = 4
-        o.days = 5
-        o.types = Array(SimulatedType.all.prefix(4))
-        _ = try SimulatorCapture.run(home: t.home, options: o)
-        o.days = 2
-        _ = try SimulatorCapture.run(home: t.home, options: o)
+        try t.simulate(seed: 4, days: [5, 2], types: Array(SimulatedType.all.prefix(4)))
         let node = try t.open()
         let path = t.root + "/export.json"
         _ = try Exporter.run(node: node, request: ExportRequest(kind: .observationRecordsJSON), out: path)

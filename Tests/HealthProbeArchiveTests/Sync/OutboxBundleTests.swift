@@ -8,10 +8,7 @@ import Testing
 struct OutboxBundleTests {
     func node() throws -> (TempHome, NodeArchive) {
         let t = TempHome()
-        var o = SimulatorCapture.Options()
-        o.seed = 11
-        o.days = 3
-        _ = try SimulatorCapture.run(home: t.home, options: o)
+        try t.simulate(seed: 11, days: [3])
         return (t, try t.open())
     }
 
