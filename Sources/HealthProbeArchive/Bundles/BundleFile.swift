@@ -35,35 +35,6 @@ public enum BundleFile {
         return Written(header: header, trailer: trailer, manifestHash: hash, size: size)
     }
 
-    /// Re-hashes the bundle in `path` from its bytes without parsing it: the
-    /// manifest hash over the first line (header), the SHA-256 item hash of
-    /// every middle line, and the last line (trailer) must equal `expected`.
-    /// The node runs this on a bundle it has just built (its lines are canonical
-    /// by construction) to catch anything that changed on disk before sending.
-    /// `eachLine` sees every line's length (without its newline) in the same pass.
-    public static func rehash(_ path: String, expected: String, eachLine: (Int) throws -> Void = { _ in }) throws {
-        var digest = SHA256Stream(domain: .manifest)
-        var pending: [UInt8]?
-        var lines = 0
-        for line in try FileLines(path: path) {
-            try eachLine(line.count)
-            if let p = pending {
-                if lines == 1 { digest.update(p) } else { digest.update(Array(ArchiveHasher.sha256(.item, p).utf8)) }
-                digest.update([0x0A])
-            }
-            pending = line
-            lines += 1
-        }
-        guard let trailer = pending, lines >= 2 else {
-            throw BundleError(.malformed, line: nil, "\(path) holds no header and trailer (truncated)")
-        }
-        digest.update(trailer)
-        let hash = digest.finalize()
-        guard hash == expected else {
-            throw BundleError(.manifestHash, line: nil, "the bundle file re-hashes to \(hash), not \(expected): it changed after it was built")
-        }
-    }
-
     /// Verifies the bundle in `path` from its bytes (see `BundleVerifier.finish`).
     public static func verify(_ path: String, expected: String?, previousManifestHash: String?? = .none) throws -> (BundleHeader, BundleVerifier) {
         var verifier = BundleVerifier()
