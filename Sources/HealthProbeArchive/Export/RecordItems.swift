@@ -80,7 +80,8 @@ struct RecordItems {
                r.first_observation_id, r.last_observation_id,
                (SELECT e.event_kind || ' ' || ifnull(e.evidence_kind, '') FROM sample_observation_events e
                 WHERE r.last_observation_id <= ?8 AND e.observation_id = r.last_observation_id AND e.sample_id = s.id
-                  AND e.event_kind IN ('disappeared', 'representation_changed') LIMIT 1)
+                  AND e.event_kind IN ('disappeared', 'representation_changed') LIMIT 1),
+               so.id
         FROM samples s
         JOIN sample_visibility_ranges r ON r.sample_id = s.id AND r.first_observation_id <= ?1
              AND (r.last_observation_id IS NULL OR r.last_observation_id > ?1)
@@ -94,16 +95,19 @@ struct RecordItems {
         """
 
     /// Calls `body` for every record in order; stops when it returns false.
+    /// Text columns are read as bytes straight from SQLite's row (no `String`
+    /// per column); items are byte for byte what the `String` path wrote.
     func forEach(_ body: (RecordItem) throws -> Bool) throws {
         let stmt = try FastStatement(db, Self.sql)
         var w = CanonicalJSONWriter(capacity: 2048)
-        var sourceHashes: [String: String] = [:]
+        var c = CanonicalJSONWriter(capacity: 1024)
+        var sourceHashes: [Int64: String] = [:]
         for (typeID, identifier) in try typeRows() {
             let runs = verified[typeID] ?? []
             var more = true
             try stmt.queryWhile(db, [.int(observationID), .int(typeID), .double(dateFrom), .double(dateFrom), .double(dateTo), .double(dateTo),
                                      .int(includeMetadata ? 1 : 0), .int(asOf)]) { r in
-                let uuidHash = r.text(0), fp = r.text(1)!, identity = uuidHash ?? fp
+                let uuidHash = r.textBytes(0), fp = r.textBytes(1)!, identity = uuidHash ?? fp
                 let first = r.int(22)!, last = r.int(23)
                 let closed = last.map { $0 <= asOf } ?? false
                 // The last observation up to as-of that verified this version visible.
@@ -117,55 +121,61 @@ struct RecordItems {
                                            "event_kind": ev.first.map(JSONValue.string) ?? .null,
                                            "evidence_kind": ev.count > 1 && !ev[1].isEmpty ? .string(ev[1]) : .null])
                 }
-                let sourceBundle = r.text(14), sourceName = r.text(15)
+                let sourceBundle = r.textBytes(14), sourceName = r.textBytes(15)
                 let hasSource = sourceBundle != nil || sourceName != nil
                 var sourceHash: String?
-                let sourceKey = (sourceBundle ?? "") + "\u{0}" + (sourceName ?? "")
-                if hasSource, let cached = sourceHashes[sourceKey] {
-                    sourceHash = cached
-                } else if hasSource {
-                    var sw = CanonicalJSONWriter(capacity: 128)
-                    sw.beginObject(); sw.field("bundle_identifier", sourceBundle); sw.field("name_hash", sourceName); sw.endObject()
-                    sourceHash = ArchiveHasher.sha256(.source, sw.bytes)
-                    sourceHashes[sourceKey] = sourceHash
+                if hasSource {
+                    // A source's id names its bundle identifier and name hash.
+                    let sourceID = r.int(25) ?? -1
+                    if let cached = sourceHashes[sourceID] {
+                        sourceHash = cached
+                    } else {
+                        var sw = CanonicalJSONWriter(capacity: 128)
+                        sw.beginObject(); sw.field("bundle_identifier", utf8: sourceBundle); sw.field("name_hash", utf8: sourceName); sw.endObject()
+                        sourceHash = ArchiveHasher.sha256(.source, sw.bytes)
+                        sourceHashes[sourceID] = sourceHash
+                    }
                 }
+                let start = r.double(5)!, end = r.double(6)!
                 var hashAt = 0
                 w.reset()
                 if wantJSON {
                     w.beginObject()
                     w.field("category_value", r.int(10).map(Int.init))
                     w.key("creation_date"); if let c = r.double(13) { w.writeDate(c) } else { w.writeNull() }
-                    w.field("device_hash", r.text(19))
+                    w.field("device_hash", utf8: r.textBytes(19))
                     w.key("disappeared"); try w.write(disappeared)
                     try w.field("duration_seconds", r.double(12))
-                    w.key("end_date"); w.writeDate(r.double(6)!)
+                    w.key("end_date"); w.writeDate(end)
                     w.field("first_seen_observation_id", Int(first))
                     hashAt = w.bytes.count
                     w.field("kind", "record")
                     w.field("last_verified_observation_id", Int(lastVerified))
                     w.key("metadata")
                     if let m = r.text(21), let v = try? JSONParser.parse(m) { try w.write(v) } else { w.writeNull() }
-                    w.field("metadata_hash", r.text(20))
+                    w.field("metadata_hash", utf8: r.textBytes(20))
                     try w.field("numeric_value", r.double(8))
                     w.field("observation_id", Int(observationID))
-                    w.field("payload_hash", r.text(4)!)
+                    w.field("payload_hash", utf8: r.textBytes(4))
                     w.field("sample_first_seen_observation_id", r.int(3).map(Int.init))
-                    w.field("sample_identity_hash", identity)
+                    w.field("sample_identity_hash", utf8: identity)
                     w.field("sample_type_identifier", identifier)
-                    w.field("sample_uuid_hash", uuidHash)
-                    w.field("semantic_fingerprint", r.text(2))
+                    w.field("sample_uuid_hash", utf8: uuidHash)
+                    w.field("semantic_fingerprint", utf8: r.textBytes(2))
                     w.key("source")
-                    if hasSource { w.beginObject(); w.field("bundle_identifier", sourceBundle); w.field("name_hash", sourceName); w.endObject() } else { w.writeNull() }
+                    if hasSource {
+                        w.beginObject(); w.field("bundle_identifier", utf8: sourceBundle); w.field("name_hash", utf8: sourceName); w.endObject()
+                    } else { w.writeNull() }
                     w.field("source_hash", sourceHash)
                     w.key("source_revision")
-                    let product = r.text(16), version = r.text(17), os = r.text(18)
+                    let product = r.textBytes(16), version = r.textBytes(17), os = r.textBytes(18)
                     if product != nil || version != nil || os != nil {
-                        w.beginObject(); w.field("operating_system_version", os); w.field("product_type", product); w.field("version", version); w.endObject()
+                        w.beginObject(); w.field("operating_system_version", utf8: os); w.field("product_type", utf8: product); w.field("version", utf8: version); w.endObject()
                     } else { w.writeNull() }
-                    w.key("start_date"); w.writeDate(r.double(5)!)
-                    w.field("strict_fingerprint", fp)
-                    w.field("unit", r.text(9))
-                    w.field("value_kind", r.text(7))
+                    w.key("start_date"); w.writeDate(start)
+                    w.field("strict_fingerprint", utf8: fp)
+                    w.field("unit", utf8: r.textBytes(9))
+                    w.field("value_kind", utf8: r.textBytes(7))
                     w.field("workout_activity_type", r.int(11).map(Int.init))
                     w.endObject()
                 }
@@ -173,49 +183,43 @@ struct RecordItems {
                 let json: [UInt8] = wantJSON ? w.bytes : []
                 var csvHashInput: [UInt8] = [], csvRow: [UInt8] = []
                 if wantCSV {
-                    let startText = CanonicalDate.string(r.double(5)!), endText = CanonicalDate.string(r.double(6)!)
                     let category = r.int(10).map(Int.init), workout = r.int(11).map(Int.init)
                     let numeric = r.double(8), duration = r.double(12)
-                    let payload = r.text(4)!, semantic = r.text(2), valueKind = r.text(7), unit = r.text(9)
-                    let device = r.text(19), metadataHash = r.text(20)
+                    let payload = r.textBytes(4)!, semantic = r.textBytes(2), valueKind = r.textBytes(7), unit = r.textBytes(9)
+                    let device = r.textBytes(19), metadataHash = r.textBytes(20)
                     let gone = closed ? Int(last!) : nil
-                    var c = CanonicalJSONWriter(capacity: 1024)
+                    c.reset()
                     c.beginObject()
                     c.field("category_value", category)
-                    c.field("device_hash", device)
+                    c.field("device_hash", utf8: device)
                     c.field("disappeared_observation_id", gone)
                     try c.field("duration_seconds", duration)
-                    c.field("end_date_utc", endText)
+                    c.key("end_date_utc"); c.writeDate(end)
                     c.field("first_seen_observation_id", Int(first))
                     c.field("last_verified_observation_id", Int(lastVerified))
-                    c.field("metadata_hash", metadataHash)
+                    c.field("metadata_hash", utf8: metadataHash)
                     try c.field("numeric_value", numeric)
                     c.field("observation_id", Int(observationID))
-                    c.field("payload_hash", payload)
-                    c.field("sample_identity_hash", identity)
+                    c.field("payload_hash", utf8: payload)
+                    c.field("sample_identity_hash", utf8: identity)
                     c.field("sample_type_identifier", identifier)
-                    c.field("sample_uuid_hash", uuidHash)
-                    c.field("semantic_fingerprint", semantic)
+                    c.field("sample_uuid_hash", utf8: uuidHash)
+                    c.field("semantic_fingerprint", utf8: semantic)
                     c.field("source_hash", sourceHash)
-                    c.field("start_date_utc", startText)
-                    c.field("strict_fingerprint", fp)
-                    c.field("unit", unit)
-                    c.field("value_kind", valueKind)
+                    c.key("start_date_utc"); c.writeDate(start)
+                    c.field("strict_fingerprint", utf8: fp)
+                    c.field("unit", utf8: unit)
+                    c.field("value_kind", utf8: valueKind)
                     c.field("workout_activity_type", workout)
                     c.endObject()
                     csvHashInput = c.bytes
-                    let num: (Double?) -> String = { $0.flatMap(ECMAScriptNumber.format) ?? "" }
-                    let cells: [String] = [
-                        String(observationID), identifier, identity, uuidHash ?? "", fp, semantic ?? "", payload, startText, endText,
-                        valueKind ?? "", num(numeric), unit ?? "", category.map(String.init) ?? "", workout.map(String.init) ?? "",
-                        num(duration), sourceHash ?? "", device ?? "", metadataHash ?? "", String(first), String(lastVerified),
-                        gone.map(String.init) ?? "",
-                    ]
-                    csvRow.reserveCapacity(700)
-                    for (i, cell) in cells.enumerated() {
-                        if i > 0 { csvRow.append(UInt8(ascii: ",")) }
-                        csvRow.append(contentsOf: Array(CSV.field(cell).utf8))
-                    }
+                    var row = CSVRow(capacity: 700)
+                    row.cell(String(observationID)); row.cell(identifier); row.cell(identity); row.cell(uuidHash); row.cell(fp)
+                    row.cell(semantic); row.cell(payload); row.date(start); row.date(end); row.cell(valueKind)
+                    row.number(numeric); row.cell(unit); row.cell(category.map(String.init)); row.cell(workout.map(String.init))
+                    row.number(duration); row.cell(sourceHash); row.cell(device); row.cell(metadataHash); row.cell(String(first))
+                    row.cell(String(lastVerified)); row.cell(gone.map(String.init))
+                    csvRow = row.bytes
                 }
                 more = try body(RecordItem(typeIdentifier: identifier, json: json, hashAt: hashAt, csvHashInput: csvHashInput, csvRow: csvRow))
                 return more

@@ -125,6 +125,22 @@ public struct CanonicalJSONWriter: Sendable {
         bytes.append(UInt8(ascii: "\""))
     }
 
+    /// Writes UTF-8 `text` as a string: what `writeString` writes for the
+    /// `String` it decodes to, without building one when it is plain ASCII.
+    public mutating func writeString(utf8 text: UnsafeBufferPointer<UInt8>) {
+        guard Self.isPlain(text) else { return writeString(String(decoding: text, as: UTF8.self)) }
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(contentsOf: text)
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// True when `text` is ASCII that a JSON string holds unescaped.
+    @inline(__always)
+    static func isPlain(_ text: UnsafeBufferPointer<UInt8>) -> Bool {
+        for b in text where b < 0x20 || b == 0x22 || b == 0x5C || b >= 0x80 { return false }
+        return true
+    }
+
     /// Writes a date as its canonical ISO 8601 string (`"2025-05-23T12:00:00.250Z"`).
     public mutating func writeDate(_ seconds: Double) {
         bytes.append(UInt8(ascii: "\""))
@@ -184,6 +200,12 @@ public struct CanonicalJSONWriter: Sendable {
     public mutating func field(_ k: StaticString, _ v: String?) {
         key(k)
         if let v { writeString(v) } else { writeNull() }
+    }
+
+    /// A string member from UTF-8 bytes (`nil` writes null).
+    public mutating func field(_ k: StaticString, utf8 v: UnsafeBufferPointer<UInt8>?) {
+        key(k)
+        if let v { writeString(utf8: v) } else { writeNull() }
     }
 
     public mutating func field(_ k: StaticString, _ v: Int?) {

@@ -84,6 +84,12 @@ struct FastStatement {
         guard let p = sqlite3_column_text(raw, col) else { return nil }
         return String(cString: p)
     }
+    /// A text column's UTF-8 bytes (nil for NULL), valid until the statement
+    /// steps again: read without building a `String`.
+    func textBytes(_ col: Int32) -> UnsafeBufferPointer<UInt8>? {
+        guard let p = sqlite3_column_text(raw, col) else { return nil }
+        return UnsafeBufferPointer(start: p, count: Int(sqlite3_column_bytes(raw, col)))
+    }
     /// Compares a text column with `s` without allocating.
     func textEquals(_ col: Int32, _ s: String) -> Bool {
         guard let p = sqlite3_column_text(raw, col) else { return false }
