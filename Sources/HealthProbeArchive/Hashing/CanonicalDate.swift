@@ -21,8 +21,21 @@ public enum CanonicalDate {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// Bytes of the canonical text: `YYYY-MM-DDTHH:MM:SS.sssZ`.
+    public static let length = 24
+
     /// Appends the ISO 8601 text of `seconds` to `out`.
     public static func append(_ seconds: Double, to out: inout [UInt8]) {
+        var scratch: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes
+        withUnsafeMutableBytes(of: &scratch) { buf in
+            write(seconds, to: buf.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            out.append(contentsOf: buf)
+        }
+    }
+
+    /// Writes the ISO 8601 text of `seconds` (`length` bytes) at `out`.
+    @inline(__always)
+    public static func write(_ seconds: Double, to out: UnsafeMutablePointer<UInt8>) {
         let ms = milliseconds(seconds)
         var days = ms >= 0 ? ms / 86_400_000 : (ms - 86_399_999) / 86_400_000
         let msOfDay = ms - days * 86_400_000
@@ -39,10 +52,10 @@ public enum CanonicalDate {
         if month <= 2 { year += 1 }
         @inline(__always) func d(_ v: Int64) -> UInt8 { 0x30 + UInt8(truncatingIfNeeded: v % 10) }
         let h = msOfDay / 3_600_000, mi = msOfDay / 60_000 % 60, s = msOfDay / 1000 % 60, f = msOfDay % 1000
-        out.append(contentsOf: [
-            d(year / 1000), d(year / 100), d(year / 10), d(year), 0x2D, d(month / 10), d(month), 0x2D, d(day / 10), d(day), 0x54,
-            d(h / 10), d(h), 0x3A, d(mi / 10), d(mi), 0x3A, d(s / 10), d(s), 0x2E, d(f / 100), d(f / 10), d(f), 0x5A,
-        ])
+        out[0] = d(year / 1000); out[1] = d(year / 100); out[2] = d(year / 10); out[3] = d(year); out[4] = 0x2D
+        out[5] = d(month / 10); out[6] = d(month); out[7] = 0x2D; out[8] = d(day / 10); out[9] = d(day); out[10] = 0x54
+        out[11] = d(h / 10); out[12] = d(h); out[13] = 0x3A; out[14] = d(mi / 10); out[15] = d(mi); out[16] = 0x3A
+        out[17] = d(s / 10); out[18] = d(s); out[19] = 0x2E; out[20] = d(f / 100); out[21] = d(f / 10); out[22] = d(f); out[23] = 0x5A
     }
 
     /// Parses `YYYY-MM-DDTHH:MM:SS(.sss)?Z` or with a `±HH:MM`/`±HHMM` offset,

@@ -133,4 +133,30 @@ struct HashVectorTests {
         let reparsed = try JSONDecoder().decode(JSONValue.self, from: Data(bytes))
         #expect(try CanonicalJSON.encode(reparsed) == bytes)
     }
+
+    @Test("strings written from UTF-8 bytes equal strings written from String, for every byte at every position")
+    func bytesMatchStrings() {
+        var rng = SystemRandomNumberGenerator()
+        var cases: [[UInt8]] = []
+        for length in [0, 1, 7, 8, 9, 15, 16, 17, 64] {
+            for position in 0..<max(length, 1) where length > 0 {
+                for byte in UInt8.min...UInt8.max {
+                    var text = (0..<length).map { _ in UInt8.random(in: 0x23...0x5B, using: &rng) }  // plain ASCII
+                    text[position] = byte
+                    cases.append(text)
+                }
+            }
+            cases.append((0..<length).map { _ in UInt8(ascii: "a") })
+        }
+        cases.append(Array("caf\u{e9} \"quoted\" back\\slash\n".utf8))
+        for text in cases {
+            var a = CanonicalJSONWriter(), b = CanonicalJSONWriter()
+            text.withUnsafeBufferPointer { a.writeString(utf8: $0) }
+            b.writeString(String(decoding: text, as: UTF8.self))
+            #expect(a.bytes == b.bytes, "\(text)")
+            let naive = text.allSatisfy { $0 >= 0x20 && $0 != 0x22 && $0 != 0x5C && $0 < 0x80 }
+            #expect(text.withUnsafeBufferPointer { CanonicalJSONWriter.isPlain($0) } == naive, "\(text)")
+            if a.bytes != b.bytes { return }
+        }
+    }
 }
