@@ -33,6 +33,11 @@ final class ExportOutput {
         if buffer.count >= 1 << 20 { try flush() }
     }
 
+    func write(_ bytes: UnsafeRawBufferPointer) throws {
+        buffer.append(contentsOf: bytes)
+        if buffer.count >= 1 << 20 { try flush() }
+    }
+
     func write(_ text: String) throws { try write(Array(text.utf8)) }
 
     func flush() throws {

@@ -163,6 +163,9 @@ public enum Exporter {
 
     static func write(_ db: Database, request: ExportRequest, scope: Scope, envelope: ExportEnvelope, out: String, overwrite: Bool,
                       outputs: inout [ExportOutput], isCancelled: () -> Bool, progress: (Int) -> Void) throws -> ExportResult {
+        // SQLite may sort in a helper thread (the per-type item order), beside this one.
+        try db.execute(sql: "PRAGMA threads = 1")
+        defer { try? db.execute(sql: "PRAGMA threads = 0") }
         var manifest = try ExportManifestHasher(metadata: envelope.metadata)
         var byType: [String: Int] = [:]
         var relationships = 0
@@ -184,7 +187,7 @@ public enum Exporter {
             let main = try ExportOutput(path: out, overwrite: overwrite); outputs.append(main)
             try main.write(CSV.row(CSVColumns.records))
             var source = try records()
-            source.wantJSON = false
+            source.form = .csv
             let sink = RecordSink(manifest: manifest, output: main, csvExportID: envelope.exportID)
             try sink.drain(source, isCancelled: isCancelled, progress: progress)
             manifest = sink.manifest
@@ -230,7 +233,7 @@ public enum Exporter {
         switch request.kind {
         case .observationRecordsJSON:
             var source = try records()
-            source.wantCSV = false
+            source.form = .json
             let sink = RecordSink(manifest: manifest, output: file, csvExportID: nil)
             try sink.drain(source, isCancelled: isCancelled, progress: progress)
             manifest = sink.manifest

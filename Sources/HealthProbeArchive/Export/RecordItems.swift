@@ -1,31 +1,24 @@
 import Foundation
 import GRDB
 
-/// One exported record: its canonical item (with `item_hash`) and the fields
-/// of its CSV row.
-public struct RecordItem: Sendable {
-    public var typeIdentifier: String
-    /// Canonical item JSON without `item_hash`.
-    public var json: [UInt8]
-    /// Where `,"item_hash":"..."` goes in `json`.
-    public var hashAt: Int
-    /// Canonical JSON of CSV columns 2-22 by name (the CSV item hash input).
-    public var csvHashInput: [UInt8]
-    /// Those columns as RFC 4180 text, comma-separated.
-    public var csvRow: [UInt8]
-
-    /// The item hash and the item with its `item_hash` member.
-    public func sealed() -> (json: [UInt8], hash: String) {
-        let hash = ArchiveHasher.sha256(.exportItem, json)
-        var out: [UInt8] = []
-        out.reserveCapacity(json.count + 80)
-        out.append(contentsOf: json[0..<hashAt])
-        out.append(contentsOf: Array(",\"item_hash\":\"".utf8))
-        out.append(contentsOf: Array(hash.utf8))
-        out.append(UInt8(ascii: "\""))
-        out.append(contentsOf: json[hashAt...])
-        return (out, hash)
+/// Exported records written back to back into one buffer, handed from the
+/// SQLite reader to the hashing and writing stage a batch at a time.
+struct RecordBatch: Sendable {
+    /// One record's place in `bytes`. JSON: the item without `item_hash` is
+    /// `start..<end`, its `item_hash` member goes at `hashAt`. CSV: the item
+    /// hash input (canonical JSON of columns 2-22) is `start..<hashAt`, the
+    /// row's cells are `hashAt..<end`.
+    struct Item: Sendable {
+        var type: Int
+        var start: Int
+        var hashAt: Int
+        var end: Int
     }
+
+    var bytes: [UInt8]
+    var items: [Item]
+    /// Type identifiers, indexed by `Item.type`.
+    var types: [String]
 }
 
 /// Streams the records visible at an observation in the spec's item order
@@ -39,9 +32,9 @@ struct RecordItems {
     let dateFrom: Double?
     let dateTo: Double?
     let includeMetadata: Bool
-    /// Whether items need their CSV fields (only the CSV export does) or their JSON.
-    var wantCSV = true
-    var wantJSON = true
+    /// Whether records are written as JSON items or CSV rows.
+    enum Form { case json, csv }
+    var form = Form.json
     /// Per type id: observations with a completed run of it, ascending, up to `asOf`.
     var verified: [Int64: [Int64]] = [:]
 
@@ -94,15 +87,19 @@ struct RecordItems {
         ORDER BY v.start_date, v.end_date, coalesce(s.sample_uuid_hash, s.strict_fingerprint), v.payload_hash
         """
 
-    /// Calls `body` for every record in order; stops when it returns false.
-    /// Text columns are read as bytes straight from SQLite's row (no `String`
-    /// per column); items are byte for byte what the `String` path wrote.
-    func forEach(_ body: (RecordItem) throws -> Bool) throws {
+    /// Calls `body` with batches of `batchSize` records (the last may be
+    /// smaller), in order; stops when it returns false. Text columns are read
+    /// as bytes straight from SQLite's row (no `String` per column), and every
+    /// record of a batch goes into one buffer (no allocation per record).
+    func forEach(batchSize: Int, _ body: (RecordBatch) throws -> Bool) throws {
         let stmt = try FastStatement(db, Self.sql)
-        var w = CanonicalJSONWriter(capacity: 2048)
-        var c = CanonicalJSONWriter(capacity: 1024)
+        var out = CanonicalJSONWriter(capacity: batchSize * 1536)
+        var items: [RecordBatch.Item] = []
+        items.reserveCapacity(batchSize)
         var sourceHashes: [Int64: String] = [:]
-        for (typeID, identifier) in try typeRows() {
+        let typeRows = try typeRows()
+        let identifiers = typeRows.map(\.1)
+        for (typeIndex, (typeID, identifier)) in typeRows.enumerated() {
             let runs = verified[typeID] ?? []
             var more = true
             try stmt.queryWhile(db, [.int(observationID), .int(typeID), .double(dateFrom), .double(dateFrom), .double(dateTo), .double(dateTo),
@@ -137,95 +134,101 @@ struct RecordItems {
                     }
                 }
                 let start = r.double(5)!, end = r.double(6)!
+                let itemStart = out.count
                 var hashAt = 0
-                w.reset()
-                if wantJSON {
-                    w.beginObject()
-                    w.field("category_value", r.int(10).map(Int.init))
-                    w.key("creation_date"); if let c = r.double(13) { w.writeDate(c) } else { w.writeNull() }
-                    w.field("device_hash", utf8: r.textBytes(19))
-                    w.key("disappeared"); try w.write(disappeared)
-                    try w.field("duration_seconds", r.double(12))
-                    w.key("end_date"); w.writeDate(end)
-                    w.field("first_seen_observation_id", Int(first))
-                    hashAt = w.bytes.count
-                    w.field("kind", "record")
-                    w.field("last_verified_observation_id", Int(lastVerified))
-                    w.key("metadata")
-                    if let m = r.text(21), let v = try? JSONParser.parse(m) { try w.write(v) } else { w.writeNull() }
-                    w.field("metadata_hash", utf8: r.textBytes(20))
-                    try w.field("numeric_value", r.double(8))
-                    w.field("observation_id", Int(observationID))
-                    w.field("payload_hash", utf8: r.textBytes(4))
-                    w.field("sample_first_seen_observation_id", r.int(3).map(Int.init))
-                    w.field("sample_identity_hash", utf8: identity)
-                    w.field("sample_type_identifier", identifier)
-                    w.field("sample_uuid_hash", utf8: uuidHash)
-                    w.field("semantic_fingerprint", utf8: r.textBytes(2))
-                    w.key("source")
+                switch form {
+                case .json:
+                    out.beginObject()
+                    out.field("category_value", r.int(10).map(Int.init))
+                    out.key("creation_date"); if let c = r.double(13) { out.writeDate(c) } else { out.writeNull() }
+                    out.field("device_hash", utf8: r.textBytes(19))
+                    out.key("disappeared"); try out.write(disappeared)
+                    try out.field("duration_seconds", r.double(12))
+                    out.key("end_date"); out.writeDate(end)
+                    out.field("first_seen_observation_id", Int(first))
+                    hashAt = out.count
+                    out.field("kind", "record")
+                    out.field("last_verified_observation_id", Int(lastVerified))
+                    out.key("metadata")
+                    if let m = r.text(21), let v = try? JSONParser.parse(m) { try out.write(v) } else { out.writeNull() }
+                    out.field("metadata_hash", utf8: r.textBytes(20))
+                    try out.field("numeric_value", r.double(8))
+                    out.field("observation_id", Int(observationID))
+                    out.field("payload_hash", utf8: r.textBytes(4))
+                    out.field("sample_first_seen_observation_id", r.int(3).map(Int.init))
+                    out.field("sample_identity_hash", utf8: identity)
+                    out.field("sample_type_identifier", identifier)
+                    out.field("sample_uuid_hash", utf8: uuidHash)
+                    out.field("semantic_fingerprint", utf8: r.textBytes(2))
+                    out.key("source")
                     if hasSource {
-                        w.beginObject(); w.field("bundle_identifier", utf8: sourceBundle); w.field("name_hash", utf8: sourceName); w.endObject()
-                    } else { w.writeNull() }
-                    w.field("source_hash", sourceHash)
-                    w.key("source_revision")
+                        out.beginObject(); out.field("bundle_identifier", utf8: sourceBundle); out.field("name_hash", utf8: sourceName); out.endObject()
+                    } else { out.writeNull() }
+                    out.field("source_hash", sourceHash)
+                    out.key("source_revision")
                     let product = r.textBytes(16), version = r.textBytes(17), os = r.textBytes(18)
                     if product != nil || version != nil || os != nil {
-                        w.beginObject(); w.field("operating_system_version", utf8: os); w.field("product_type", utf8: product); w.field("version", utf8: version); w.endObject()
-                    } else { w.writeNull() }
-                    w.key("start_date"); w.writeDate(start)
-                    w.field("strict_fingerprint", utf8: fp)
-                    w.field("unit", utf8: r.textBytes(9))
-                    w.field("value_kind", utf8: r.textBytes(7))
-                    w.field("workout_activity_type", r.int(11).map(Int.init))
-                    w.endObject()
-                }
-                // Without `wantJSON` the item is built for CSV only; the hash is spliced in by `RecordItem.sealed`.
-                let json: [UInt8] = wantJSON ? w.bytes : []
-                var csvHashInput: [UInt8] = [], csvRow: [UInt8] = []
-                if wantCSV {
+                        out.beginObject(); out.field("operating_system_version", utf8: os); out.field("product_type", utf8: product); out.field("version", utf8: version); out.endObject()
+                    } else { out.writeNull() }
+                    out.key("start_date"); out.writeDate(start)
+                    out.field("strict_fingerprint", utf8: fp)
+                    out.field("unit", utf8: r.textBytes(9))
+                    out.field("value_kind", utf8: r.textBytes(7))
+                    out.field("workout_activity_type", r.int(11).map(Int.init))
+                    out.endObject()
+                case .csv:
                     let category = r.int(10).map(Int.init), workout = r.int(11).map(Int.init)
                     let numeric = r.double(8), duration = r.double(12)
                     let payload = r.textBytes(4)!, semantic = r.textBytes(2), valueKind = r.textBytes(7), unit = r.textBytes(9)
                     let device = r.textBytes(19), metadataHash = r.textBytes(20)
                     let gone = closed ? Int(last!) : nil
-                    c.reset()
-                    c.beginObject()
-                    c.field("category_value", category)
-                    c.field("device_hash", utf8: device)
-                    c.field("disappeared_observation_id", gone)
-                    try c.field("duration_seconds", duration)
-                    c.key("end_date_utc"); c.writeDate(end)
-                    c.field("first_seen_observation_id", Int(first))
-                    c.field("last_verified_observation_id", Int(lastVerified))
-                    c.field("metadata_hash", utf8: metadataHash)
-                    try c.field("numeric_value", numeric)
-                    c.field("observation_id", Int(observationID))
-                    c.field("payload_hash", utf8: payload)
-                    c.field("sample_identity_hash", utf8: identity)
-                    c.field("sample_type_identifier", identifier)
-                    c.field("sample_uuid_hash", utf8: uuidHash)
-                    c.field("semantic_fingerprint", utf8: semantic)
-                    c.field("source_hash", sourceHash)
-                    c.key("start_date_utc"); c.writeDate(start)
-                    c.field("strict_fingerprint", utf8: fp)
-                    c.field("unit", utf8: unit)
-                    c.field("value_kind", utf8: valueKind)
-                    c.field("workout_activity_type", workout)
-                    c.endObject()
-                    csvHashInput = c.bytes
-                    var row = CSVRow(capacity: 700)
-                    row.cell(String(observationID)); row.cell(identifier); row.cell(identity); row.cell(uuidHash); row.cell(fp)
-                    row.cell(semantic); row.cell(payload); row.date(start); row.date(end); row.cell(valueKind)
-                    row.number(numeric); row.cell(unit); row.cell(category.map(String.init)); row.cell(workout.map(String.init))
-                    row.number(duration); row.cell(sourceHash); row.cell(device); row.cell(metadataHash); row.cell(String(first))
-                    row.cell(String(lastVerified)); row.cell(gone.map(String.init))
-                    csvRow = row.bytes
+                    out.beginObject()
+                    out.field("category_value", category)
+                    out.field("device_hash", utf8: device)
+                    out.field("disappeared_observation_id", gone)
+                    try out.field("duration_seconds", duration)
+                    out.key("end_date_utc"); out.writeDate(end)
+                    out.field("first_seen_observation_id", Int(first))
+                    out.field("last_verified_observation_id", Int(lastVerified))
+                    out.field("metadata_hash", utf8: metadataHash)
+                    try out.field("numeric_value", numeric)
+                    out.field("observation_id", Int(observationID))
+                    out.field("payload_hash", utf8: payload)
+                    out.field("sample_identity_hash", utf8: identity)
+                    out.field("sample_type_identifier", identifier)
+                    out.field("sample_uuid_hash", utf8: uuidHash)
+                    out.field("semantic_fingerprint", utf8: semantic)
+                    out.field("source_hash", sourceHash)
+                    out.key("start_date_utc"); out.writeDate(start)
+                    out.field("strict_fingerprint", utf8: fp)
+                    out.field("unit", utf8: unit)
+                    out.field("value_kind", utf8: valueKind)
+                    out.field("workout_activity_type", workout)
+                    out.endObject()
+                    hashAt = out.count
+                    var row = CSVRow()
+                    row.int(Int(observationID), &out); row.cell(identifier, &out); row.cell(identity, &out); row.cell(uuidHash, &out)
+                    row.cell(fp, &out); row.cell(semantic, &out); row.cell(payload, &out); row.date(start, &out); row.date(end, &out)
+                    row.cell(valueKind, &out); row.number(numeric, &out); row.cell(unit, &out); row.int(category, &out)
+                    row.int(workout, &out); row.number(duration, &out); row.cell(sourceHash, &out); row.cell(device, &out)
+                    row.cell(metadataHash, &out); row.int(Int(first), &out); row.int(Int(lastVerified), &out); row.int(gone, &out)
                 }
-                more = try body(RecordItem(typeIdentifier: identifier, json: json, hashAt: hashAt, csvHashInput: csvHashInput, csvRow: csvRow))
+                items.append(RecordBatch.Item(type: typeIndex, start: itemStart, hashAt: hashAt, end: out.count))
+                if items.count == batchSize { more = try Self.flush(&out, &items, identifiers, body) }
                 return more
             }
             if !more { return }
         }
+        _ = try Self.flush(&out, &items, identifiers, body)
+    }
+
+    /// Hands the batch in `out` and `items` to `body`, then empties both.
+    /// (A function of its arguments, not a closure capturing them, so the
+    /// writer is not boxed and checked for exclusive access on every write.)
+    private static func flush(_ out: inout CanonicalJSONWriter, _ items: inout [RecordBatch.Item], _ types: [String],
+                              _ body: (RecordBatch) throws -> Bool) throws -> Bool {
+        defer { out.reset(); items.removeAll(keepingCapacity: true) }
+        return items.isEmpty ? true : try body(RecordBatch(bytes: out.bytes, items: items, types: types))
     }
 
     static func lastIndex(_ a: [Int64], atMost x: Int64) -> Int? {

@@ -31,26 +31,19 @@ final class RecordSink: @unchecked Sendable {
     /// Streams every item of `source` through the sink; rethrows the first error.
     func drain(_ source: RecordItems, isCancelled: () -> Bool, progress: (Int) -> Void) throws {
         if isCancelled() { throw ArchiveError(.cancelled, "the export was cancelled; no file was left and no completed manifest was recorded") }
-        var batch: [RecordItem] = []
-        batch.reserveCapacity(Self.batchSize)
         var produced = 0
-        try source.forEach { item in
-            batch.append(item)
-            produced += 1
-            if batch.count == Self.batchSize {
-                try submit(batch)
-                batch.removeAll(keepingCapacity: true)
-                if isCancelled() { throw ArchiveError(.cancelled, "the export was cancelled; no file was left and no completed manifest was recorded") }
-                if produced & 8191 == 0 { progress(produced) }
-            }
+        try source.forEach(batchSize: Self.batchSize) { batch in
+            try submit(batch)
+            produced += batch.items.count
+            if isCancelled() { throw ArchiveError(.cancelled, "the export was cancelled; no file was left and no completed manifest was recorded") }
+            if produced & 8191 < Self.batchSize { progress(produced) }
             return true
         }
-        if !batch.isEmpty { try submit(batch) }
         queue.sync {}
         if let failure { throw failure }
     }
 
-    private func submit(_ batch: [RecordItem]) throws {
+    private func submit(_ batch: RecordBatch) throws {
         if let failure { throw failure }
         slots.wait()
         queue.async { [self] in
@@ -60,25 +53,36 @@ final class RecordSink: @unchecked Sendable {
         }
     }
 
-    private func consume(_ batch: [RecordItem]) throws {
-        for item in batch {
-            byType[item.typeIdentifier, default: 0] += 1
-            if let id = csvPrefix {
-                let hash = ArchiveHasher.sha256(.exportItem, item.csvHashInput)
-                manifest.add(itemHash: hash)
-                var line = id
-                line.append(contentsOf: item.csvRow)
-                line.append(UInt8(ascii: ","))
-                line.append(contentsOf: Array(hash.utf8))
-                line.append(contentsOf: [0x0D, 0x0A])
-                try output.write(line)
-            } else {
-                let (json, hash) = item.sealed()
-                if count > 0 { try output.write([UInt8(ascii: ","), 0x0A]) }
-                try output.write(json)
-                manifest.add(itemHash: hash)
+    private static let itemHashKey = Array(",\"item_hash\":\"".utf8)
+
+    private func consume(_ batch: RecordBatch) throws {
+        var perType = [Int](repeating: 0, count: batch.types.count)
+        try batch.bytes.withUnsafeBytes { bytes in
+            for item in batch.items {
+                perType[item.type] += 1
+                if let id = csvPrefix {
+                    // The hash input, then the row's cells.
+                    var hash = ArchiveHasher.sha256(.exportItem, buffer: UnsafeRawBufferPointer(rebasing: bytes[item.start..<item.hashAt]))
+                    manifest.add(itemHash: hash)
+                    try output.write(id)
+                    try output.write(UnsafeRawBufferPointer(rebasing: bytes[item.hashAt..<item.end]))
+                    try output.write([UInt8(ascii: ",")])
+                    try hash.withUTF8 { try output.write(UnsafeRawBufferPointer($0)) }
+                    try output.write([0x0D, 0x0A])
+                } else {
+                    // The item with its `item_hash` member spliced in at `hashAt`.
+                    var hash = ArchiveHasher.sha256(.exportItem, buffer: UnsafeRawBufferPointer(rebasing: bytes[item.start..<item.end]))
+                    if count > 0 { try output.write([UInt8(ascii: ","), 0x0A]) }
+                    try output.write(UnsafeRawBufferPointer(rebasing: bytes[item.start..<item.hashAt]))
+                    try output.write(Self.itemHashKey)
+                    try hash.withUTF8 { try output.write(UnsafeRawBufferPointer($0)) }
+                    try output.write([UInt8(ascii: "\"")])
+                    try output.write(UnsafeRawBufferPointer(rebasing: bytes[item.hashAt..<item.end]))
+                    manifest.add(itemHash: hash)
+                }
+                count += 1
             }
-            count += 1
         }
+        for (i, n) in perType.enumerated() where n > 0 { byType[batch.types[i], default: 0] += n }
     }
 }

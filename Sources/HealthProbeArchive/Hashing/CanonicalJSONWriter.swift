@@ -64,6 +64,32 @@ public struct CanonicalJSONWriter: ~Copyable {
         b.withUnsafeBufferPointer { if let p = $0.baseAddress { put(p, $0.count) } }
     }
 
+    /// Appends `b` as it is (for other formats sharing the buffer, like CSV rows).
+    public mutating func appendRaw(_ b: UnsafeBufferPointer<UInt8>) {
+        if let p = b.baseAddress { put(p, b.count) }
+    }
+
+    /// Appends one byte as it is.
+    public mutating func appendRaw(_ b: UInt8) { put(b) }
+
+    /// Appends the UTF-8 of `s` as it is.
+    public mutating func appendRaw(_ s: String) {
+        var s = s
+        s.withUTF8 { appendRaw($0) }
+    }
+
+    /// Appends a date's canonical text without quotes.
+    public mutating func appendRawDate(_ seconds: Double) {
+        reserve(CanonicalDate.length)
+        CanonicalDate.write(seconds, to: base + count)
+        count += CanonicalDate.length
+    }
+
+    /// Calls `body` with the bytes written so far (valid only during the call).
+    public func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+        try body(UnsafeBufferPointer(start: base, count: count))
+    }
+
     public mutating func write(_ value: JSONValue) throws(HashingError) {
         switch value {
         case .null: writeNull()
