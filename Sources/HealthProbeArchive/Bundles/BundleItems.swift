@@ -37,18 +37,6 @@ public enum ObservationBundleBuilder {
         // The per-sample kinds are written by hand, keys in canonical (UTF-16) order;
         // the committed vectors pin them to what `item(_:_:)` would write.
         var w = CanonicalJSONWriter(capacity: 1024)
-        func dateField(_ k: StaticString, _ row: Row, _ col: String) {
-            w.key(k)
-            if let v = row[col] as Double? { w.writeDate(v) } else { w.writeNull() }
-        }
-        func strField(_ k: StaticString, _ row: Row, _ col: String) { w.field(k, row[col] as String?) }
-        func sampleRefField(_ k: StaticString, _ r: Row) {
-            w.key(k)
-            w.beginObject()
-            strField("strict_fingerprint", r, "strict_fingerprint")
-            strField("type", r, "type_identifier")
-            w.endObject()
-        }
         func each(_ sql: String, _ arguments: StatementArguments, _ body: (Row) throws -> Void) throws {
             let cursor = try Row.fetchCursor(db, sql: sql, arguments: arguments)
             while let row = try cursor.next() { try body(row) }
@@ -105,98 +93,103 @@ public enum ObservationBundleBuilder {
             """, [obs]) { r in
             try item("metadata", ["metadata_hash": s(r, "metadata_hash"), "metadata_json": s(r, "metadata_json")])
         }
-        try each("""
-            SELECT st.type_identifier, s.* FROM samples s JOIN sample_types st ON st.id = s.sample_type_id
+        // The four per-sample kinds: columns by position, text straight from
+        // SQLite's row (no `Row` name lookups, no `String` per column).
+        try FastStatement(db, """
+            SELECT s.first_seen_at, s.fuzzy_key, s.sample_uuid_hash, s.semantic_fingerprint, s.strict_fingerprint, st.type_identifier
+            FROM samples s JOIN sample_types st ON st.id = s.sample_type_id
             WHERE s.first_seen_observation_id = ? ORDER BY s.id
-            """, [obs]) { r in
+            """).query(db, [.int(obs)]) { r in
             w.reset()
             w.beginObject()
-            dateField("first_seen_at", r, "first_seen_at")
-            strField("fuzzy_key", r, "fuzzy_key")
+            Self.date(&w, "first_seen_at", r, 0)
+            w.field("fuzzy_key", utf8: r.textBytes(1))
             w.field("kind", "sample")
-            strField("sample_uuid_hash", r, "sample_uuid_hash")
-            strField("semantic_fingerprint", r, "semantic_fingerprint")
-            strField("strict_fingerprint", r, "strict_fingerprint")
-            strField("type_identifier", r, "type_identifier")
+            w.field("sample_uuid_hash", utf8: r.textBytes(2))
+            w.field("semantic_fingerprint", utf8: r.textBytes(3))
+            w.field("strict_fingerprint", utf8: r.textBytes(4))
+            w.field("type_identifier", utf8: r.textBytes(5))
             w.endObject()
             try emitItem("sample", w.bytes)
         }
-        try each("""
-            SELECT st.type_identifier, s.strict_fingerprint, v.*, so.source_name_hash, so.bundle_identifier,
-                   sr.product_type, sr.version AS revision_version, sr.operating_system_version, h.device_hash, m.metadata_hash
+        try FastStatement(db, """
+            SELECT st.type_identifier, s.strict_fingerprint, v.source_revision_id, v.category_value, v.creation_date, h.device_hash,
+                   v.duration_seconds, v.end_date, m.metadata_hash, v.numeric_value, so.bundle_identifier, so.source_name_hash,
+                   sr.operating_system_version, sr.product_type, sr.version, v.start_date, v.unit, v.value_kind,
+                   v.workout_activity_type, v.payload_hash
             FROM sample_versions v JOIN samples s ON s.id = v.sample_id JOIN sample_types st ON st.id = s.sample_type_id
             LEFT JOIN source_revisions sr ON sr.id = v.source_revision_id LEFT JOIN sources so ON so.id = sr.source_id
             LEFT JOIN hk_devices h ON h.id = v.hk_device_id LEFT JOIN metadata_blobs m ON m.id = v.metadata_id
             WHERE v.created_observation_id = ? ORDER BY v.id
-            """, [obs]) { r in
-            let hasRevision = (r["source_revision_id"] as Int64?) != nil
+            """).query(db, [.int(obs)]) { r in
+            let hasRevision = !r.isNull(2)
             w.reset()
             w.beginObject()
             w.field("kind", "version")
             w.key("payload")
             w.beginObject()
-            w.field("category_value", (r["category_value"] as Int64?).map(Int.init))
-            dateField("creation_date", r, "creation_date")
-            strField("device_hash", r, "device_hash")
-            try w.field("duration_seconds", r["duration_seconds"] as Double?)
-            dateField("end_date", r, "end_date")
-            strField("metadata_hash", r, "metadata_hash")
-            try w.field("numeric_value", r["numeric_value"] as Double?)
+            w.field("category_value", r.int(3).map(Int.init))
+            Self.date(&w, "creation_date", r, 4)
+            w.field("device_hash", utf8: r.textBytes(5))
+            try w.field("duration_seconds", r.double(6))
+            Self.date(&w, "end_date", r, 7)
+            w.field("metadata_hash", utf8: r.textBytes(8))
+            try w.field("numeric_value", r.double(9))
             w.key("source")
             if hasRevision {
                 w.beginObject()
-                strField("bundle_identifier", r, "bundle_identifier")
-                strField("name_hash", r, "source_name_hash")
+                w.field("bundle_identifier", utf8: r.textBytes(10))
+                w.field("name_hash", utf8: r.textBytes(11))
                 w.endObject()
             } else { w.writeNull() }
             w.key("source_revision")
             if hasRevision {
                 w.beginObject()
-                strField("operating_system_version", r, "operating_system_version")
-                strField("product_type", r, "product_type")
-                strField("version", r, "revision_version")
+                w.field("operating_system_version", utf8: r.textBytes(12))
+                w.field("product_type", utf8: r.textBytes(13))
+                w.field("version", utf8: r.textBytes(14))
                 w.endObject()
             } else { w.writeNull() }
-            dateField("start_date", r, "start_date")
-            strField("type", r, "type_identifier")
-            strField("unit", r, "unit")
-            strField("value_kind", r, "value_kind")
-            w.field("workout_activity_type", (r["workout_activity_type"] as Int64?).map(Int.init))
+            Self.date(&w, "start_date", r, 15)
+            w.field("type", utf8: r.textBytes(0))
+            w.field("unit", utf8: r.textBytes(16))
+            w.field("value_kind", utf8: r.textBytes(17))
+            w.field("workout_activity_type", r.int(18).map(Int.init))
             w.endObject()
-            strField("payload_hash", r, "payload_hash")
-            sampleRefField("sample", r)
+            w.field("payload_hash", utf8: r.textBytes(19))
+            Self.sampleRef(&w, r, type: 0, fingerprint: 1)
             w.endObject()
             try emitItem("version", w.bytes)
         }
-        try each("""
-            SELECT st.type_identifier, s.strict_fingerprint, v.payload_hash, e.event_kind, e.observed_at, e.evidence_kind
+        try FastStatement(db, """
+            SELECT st.type_identifier, s.strict_fingerprint, e.event_kind, e.evidence_kind, e.observed_at, v.payload_hash
             FROM sample_observation_events e JOIN samples s ON s.id = e.sample_id JOIN sample_types st ON st.id = s.sample_type_id
             LEFT JOIN sample_versions v ON v.id = e.version_id
             WHERE e.observation_id = ? ORDER BY e.id
-            """, [obs]) { r in
+            """).query(db, [.int(obs)]) { r in
             w.reset()
             w.beginObject()
-            strField("event_kind", r, "event_kind")
-            strField("evidence_kind", r, "evidence_kind")
+            w.field("event_kind", utf8: r.textBytes(2))
+            w.field("evidence_kind", utf8: r.textBytes(3))
             w.field("kind", "event")
-            dateField("observed_at", r, "observed_at")
-            strField("payload_hash", r, "payload_hash")
-            sampleRefField("sample", r)
+            Self.date(&w, "observed_at", r, 4)
+            w.field("payload_hash", utf8: r.textBytes(5))
+            Self.sampleRef(&w, r, type: 0, fingerprint: 1)
             w.endObject()
             try emitItem("event", w.bytes)
         }
-        try each("""
-            SELECT st.type_identifier, s.strict_fingerprint, v.payload_hash, g.first_seen_at
+        try FastStatement(db, """
+            SELECT st.type_identifier, s.strict_fingerprint, g.first_seen_at, v.payload_hash
             FROM sample_visibility_ranges g JOIN samples s ON s.id = g.sample_id JOIN sample_types st ON st.id = s.sample_type_id
             LEFT JOIN sample_versions v ON v.id = g.version_id
             WHERE g.first_observation_id = ? ORDER BY g.rowid
-            """, [obs]) { r in
+            """).query(db, [.int(obs)]) { r in
             w.reset()
             w.beginObject()
-            dateField("first_seen_at", r, "first_seen_at")
+            Self.date(&w, "first_seen_at", r, 2)
             w.field("kind", "range_open")
-            strField("payload_hash", r, "payload_hash")
-            sampleRefField("sample", r)
+            w.field("payload_hash", utf8: r.textBytes(3))
+            Self.sampleRef(&w, r, type: 0, fingerprint: 1)
             w.endObject()
             try emitItem("range_open", w.bytes)
         }
@@ -239,5 +232,20 @@ public enum ObservationBundleBuilder {
 
     static func sampleRef(_ r: Row) -> JSONValue {
         .object(["type": .optional(r["type_identifier"] as String?), "strict_fingerprint": .optional(r["strict_fingerprint"] as String?)])
+    }
+
+    /// `"key":` and the date in column `col` (null when NULL).
+    static func date(_ w: inout CanonicalJSONWriter, _ k: StaticString, _ r: FastStatement, _ col: Int32) {
+        w.key(k)
+        if let v = r.double(col) { w.writeDate(v) } else { w.writeNull() }
+    }
+
+    /// `"sample":{"strict_fingerprint":...,"type":...}` from two columns.
+    static func sampleRef(_ w: inout CanonicalJSONWriter, _ r: FastStatement, type: Int32, fingerprint: Int32) {
+        w.key("sample")
+        w.beginObject()
+        w.field("strict_fingerprint", utf8: r.textBytes(fingerprint))
+        w.field("type", utf8: r.textBytes(type))
+        w.endObject()
     }
 }
