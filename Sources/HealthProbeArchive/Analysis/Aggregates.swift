@@ -24,7 +24,7 @@ public enum Aggregates {
     /// (arguments: type, obs, obs).
     static let visibleSQL = """
         SELECT v.id AS version_id, v.sample_id, v.start_date, v.end_date, v.numeric_value, v.unit, v.source_revision_id
-        FROM samples s
+        FROM samples s INDEXED BY \(SampleIndexes.byTypeAndFingerprint)
         JOIN sample_visibility_ranges r ON r.sample_id = s.id
         JOIN sample_versions v ON v.id = r.version_id
         WHERE s.sample_type_id = ? AND r.first_observation_id <= ? AND (r.last_observation_id IS NULL OR r.last_observation_id > ?)
@@ -87,7 +87,7 @@ public enum Aggregates {
         static func fetch(_ db: Database, observationID obs: Int64, typeID: Int64, fromEvents: Bool) throws -> ChangeCounts {
             let from = fromEvents
                 ? "sample_observation_events e CROSS JOIN samples s ON s.id = e.sample_id WHERE e.observation_id = ? AND s.sample_type_id = ?"
-                : "samples s CROSS JOIN sample_observation_events e ON e.sample_id = s.id AND e.observation_id = ? WHERE s.sample_type_id = ?"
+                : "samples s INDEXED BY \(SampleIndexes.byTypeAndFingerprint) CROSS JOIN sample_observation_events e ON e.sample_id = s.id AND e.observation_id = ? WHERE s.sample_type_id = ?"
             let r = try Row.fetchOne(db, sql: """
                 SELECT ifnull(sum(e.event_kind = 'appeared'), 0) AS a, ifnull(sum(e.event_kind = 'disappeared'), 0) AS d,
                        ifnull(sum(e.event_kind = 'representation_changed'), 0) AS c

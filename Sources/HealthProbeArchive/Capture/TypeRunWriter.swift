@@ -121,7 +121,7 @@ public final class TypeRunWriter {
                 try db.execute(sql: """
                     INSERT INTO temp.hp_run_gone(sample_id, version_id)
                     SELECT r.sample_id, r.version_id
-                    FROM samples s JOIN sample_visibility_ranges r ON r.sample_id = s.id AND +r.last_observation_id IS NULL
+                    FROM samples s INDEXED BY \(SampleIndexes.byTypeAndFingerprint) JOIN sample_visibility_ranges r ON r.sample_id = s.id AND +r.last_observation_id IS NULL
                     WHERE s.sample_type_id = ?
                       AND NOT EXISTS (SELECT 1 FROM temp.hp_run_seen x WHERE x.type_run_id = ? AND x.sample_id = s.id)
                     """, arguments: [typeID, runID])
@@ -139,7 +139,7 @@ public final class TypeRunWriter {
                 try db.execute(sql: "DELETE FROM temp.hp_run_gone")
             }
             let visible = try Int.fetchOne(db, sql: """
-                SELECT count(*) FROM samples s JOIN sample_visibility_ranges r ON r.sample_id = s.id AND +r.last_observation_id IS NULL
+                SELECT count(*) FROM samples s INDEXED BY \(SampleIndexes.byTypeAndFingerprint) JOIN sample_visibility_ranges r ON r.sample_id = s.id AND +r.last_observation_id IS NULL
                 WHERE s.sample_type_id = ?
                 """, arguments: [typeID]) ?? 0
             try db.execute(sql: """

@@ -75,7 +75,7 @@ struct RecordItems {
                 WHERE r.last_observation_id <= ?8 AND e.observation_id = r.last_observation_id AND e.sample_id = s.id
                   AND e.event_kind IN ('disappeared', 'representation_changed') LIMIT 1),
                so.id
-        FROM samples s
+        FROM samples s INDEXED BY \(SampleIndexes.byTypeAndFingerprint)
         JOIN sample_visibility_ranges r ON r.sample_id = s.id AND r.first_observation_id <= ?1
              AND (r.last_observation_id IS NULL OR r.last_observation_id > ?1)
         JOIN sample_versions v ON v.id = r.version_id
