@@ -102,6 +102,9 @@ public final class TypeRunWriter {
         }
     }
 
+    /// The page cache (KiB) a run's completion works with.
+    static let completionCacheKiB = 16 * 1024
+
     /// Completes the run. A full scan closes the ranges of everything visible
     /// before and not seen now (`disappeared`, `full_scan_absent`), unless
     /// records were rejected. Records the verified visible count.
@@ -113,7 +116,10 @@ public final class TypeRunWriter {
         let now = session.node.clock.now()
         let status: TypeRunStatus = rejectedRecords > 0 ? .needsReview : .completed
         let closes = kind == .fullScan && status == .completed
-        let (gone, visible) = try session.archive.writer.write { db -> (Int, Int) in
+        // The type-wide passes below walk the type in fingerprint (time) order, which
+        // needs little cache; bounded, they do not grow the page cache by tens of MB at
+        // the end of an import (every type's run completes then).
+        let (gone, visible) = try session.archive.writer.write { db -> (Int, Int) in try Aggregates.withBoundedCache(db, kib: TypeRunWriter.completionCacheKiB) {
             var gone = 0
             if closes {
                 try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS hp_run_gone(sample_id INTEGER PRIMARY KEY, version_id INTEGER)")
@@ -150,7 +156,7 @@ public final class TypeRunWriter {
             try db.execute(sql: "DELETE FROM temp.hp_run_seen WHERE type_run_id = ?", arguments: [runID])
             try Aggregates.update(db, observationID: obs, typeID: typeID, now: now)
             return (gone, visible)
-        }
+        } }
         totals.disappeared += gone
         isFinished = true
         return TypeRunResult(typeIdentifier: type.identifier, status: status, insertedEvents: totals.appeared + totals.changed,
