@@ -1,5 +1,6 @@
 import HPZlib
 import Foundation
+import HealthProbeArchive
 
 /// zlib (RFC 1950) compression of bundle parts, with the uncompressed size
 /// declared and checked before and while inflating (Protocol/README.md section 3).
@@ -53,8 +54,7 @@ public enum BundlePartCodec {
             throw SyncProtocolError(.inflateLimit, "a part declares \(declaredSize) uncompressed bytes; the limit is \(limit)")
         }
         // One spare byte detects longer output.
-        if out.count > declaredSize + 1 { out.removeLast(out.count - declaredSize - 1) }
-        if out.count < declaredSize + 1 { out.append(contentsOf: repeatElement(0, count: declaredSize + 1 - out.count)) }
+        out.resize(to: declaredSize + 1)
         var stream = z_stream()
         var rc = inflateInit_(&stream, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size))
         guard rc == Z_OK else { throw SyncProtocolError(.malformedFrame, "zlib could not start (\(rc))") }

@@ -275,17 +275,7 @@ public enum Aggregates {
     /// otherwise sorts in up to another whole page cache of memory, on top of
     /// the cache itself. Larger sorts spill to temporary files.
     static func withBoundedSorter(_ db: Database, _ body: () throws -> Void) throws {
-        try withBoundedCache(db, kib: sorterKiB, body)
-    }
-
-    /// Runs `body` with the main page cache at most `kib` KiB (restored after).
-    static func withBoundedCache<T>(_ db: Database, kib: Int, _ body: () throws -> T) throws -> T {
-        let saved = try Int.fetchOne(db, sql: "PRAGMA main.cache_size") ?? -2000
-        let bytes = saved < 0 ? -saved * 1024 : saved * (try Int.fetchOne(db, sql: "PRAGMA main.page_size") ?? 4096)
-        guard bytes > kib * 1024 else { return try body() }
-        try db.execute(sql: "PRAGMA main.cache_size = -\(kib)")
-        defer { try? db.execute(sql: "PRAGMA main.cache_size = \(saved)") }
-        return try body()
+        try db.withBoundedCache(kib: sorterKiB, body)
     }
 
     /// Hashes the daily rows of (obs, type) that have no hash yet, over content that is

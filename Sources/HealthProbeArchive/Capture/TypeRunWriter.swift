@@ -119,7 +119,7 @@ public final class TypeRunWriter {
         // The type-wide passes below walk the type in fingerprint (time) order, which
         // needs little cache; bounded, they do not grow the page cache by tens of MB at
         // the end of an import (every type's run completes then).
-        let (gone, visible) = try session.archive.writer.write { db -> (Int, Int) in try Aggregates.withBoundedCache(db, kib: TypeRunWriter.completionCacheKiB) {
+        let (gone, visible) = try session.archive.writer.write { db -> (Int, Int) in try db.withBoundedCache(kib: TypeRunWriter.completionCacheKiB) {
             var gone = 0
             if closes {
                 try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS hp_run_gone(sample_id INTEGER PRIMARY KEY, version_id INTEGER)")

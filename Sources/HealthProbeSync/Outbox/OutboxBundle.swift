@@ -60,8 +60,7 @@ public enum OutboxBundle {
     /// Reads stored part `part` of the file open as `fd` (its deflated bytes) into `buffer`.
     public static func read(_ part: Part, fd: Int32, into buffer: inout [UInt8]) throws {
         // The buffer's capacity is reused: no multi-megabyte allocation per part.
-        if buffer.count > part.compressedSize { buffer.removeLast(buffer.count - part.compressedSize) }
-        if buffer.count < part.compressedSize { buffer.append(contentsOf: repeatElement(0, count: part.compressedSize - buffer.count)) }
+        buffer.resize(to: part.compressedSize)
         let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, part.compressedSize, off_t(part.offset)) }
         guard n == part.compressedSize else {
             throw SyncProtocolError(.storage, "cannot read a part of the outbox bundle (\(n) of \(part.compressedSize) bytes at \(part.offset))")
