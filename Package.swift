@@ -33,10 +33,12 @@ let package = Package(
             name: "HPSQLiteConfig",
             linkerSettings: [.linkedLibrary("sqlite3")]
         ),
+        .target(name: "HPFileSync"),
         .target(
             name: "HealthProbeArchive",
             dependencies: [
                 "HPSQLiteConfig",
+                "HPFileSync",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -93,9 +93,3 @@ final class VerifiedLines: @unchecked Sendable {
         done.signal()
     }
 }
-
-/// Moves a value the caller no longer uses to another thread.
-private struct UncheckedBox<T>: @unchecked Sendable {
-    let value: T
-    init(_ value: T) { self.value = value }
-}

@@ -1,4 +1,5 @@
 import Foundation
+import HPFileSync
 
 /// A file written through a buffer to `path + ".partial"` and renamed into
 /// place only when complete, so no file that looks complete is left behind
@@ -9,6 +10,11 @@ final class ExportOutput {
     private let handle: FileHandle
     private var buffer: [UInt8] = []
     private(set) var bytesWritten = 0
+    /// Bytes already handed to the kernel for write-back.
+    private var writebackStarted = 0
+    /// Write-back is started every this many bytes, so `commit`'s sync waits
+    /// for the tail of the file only, not for all of it.
+    static let writebackChunk = 16 << 20
 
     init(path: String, overwrite: Bool) throws {
         self.path = path
@@ -49,6 +55,11 @@ final class ExportOutput {
         }
         bytesWritten += buffer.count
         buffer.removeAll(keepingCapacity: true)
+        if bytesWritten - writebackStarted >= Self.writebackChunk {
+            // Only a hint: a failure here shows up at `commit`'s sync.
+            _ = hp_start_writeback(handle.fileDescriptor, Int64(writebackStarted), Int64(bytesWritten - writebackStarted))
+            writebackStarted = bytesWritten
+        }
     }
 
     /// Flushes, syncs and renames the file into place.

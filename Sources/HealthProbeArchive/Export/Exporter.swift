@@ -69,10 +69,12 @@ public enum Exporter {
         }
         var outputs: [ExportOutput] = []
         do {
-            let result = try node.archive.writer.read { db -> ExportResult in
-                try write(db, request: request, scope: scope, envelope: envelope, out: out, overwrite: overwrite,
-                          outputs: &outputs, isCancelled: isCancelled, progress: progress)
-            }
+            let helper = ExportHelper()
+            let result = try node.archive.writer.readWithHelper({ db -> ExportResult in
+                defer { helper.close() }
+                return try write(db, request: request, scope: scope, envelope: envelope, out: out, overwrite: overwrite,
+                                 outputs: &outputs, helper: helper, isCancelled: isCancelled, progress: progress)
+            }, helper: helper.serve)
             for o in outputs { try o.commit() }
             try node.archive.writer.write { db in
                 try db.execute(sql: "UPDATE export_manifests SET status = 'completed', manifest_hash = ?, record_count = ?, ended_at = ? WHERE id = ?",
@@ -92,16 +94,25 @@ public enum Exporter {
     /// The manifest hash an export of `request` has now, written to a scratch
     /// file that is deleted (nothing is recorded in the archive).
     public static func reproduce(node: NodeArchive, request: ExportRequest, scratch: String) throws -> String {
+        try reproduce(node: node, request: request, scratch: scratch, parallel: true)
+    }
+
+    /// `parallel: false` reads records on one connection only; `batchSize`
+    /// records per batch (tests compare these).
+    static func reproduce(node: NodeArchive, request: ExportRequest, scratch: String, parallel: Bool,
+                          batchSize: Int = RecordSink.batchSize) throws -> String {
         let scope = try node.archive.writer.read { db in try Scope.resolve(db, request: request, chainID: node.deviceChainID) }
         let envelope = ExportEnvelope(exportID: "reproduction", kind: request.kind, createdAt: 0,
                                       app: .object(["name": .string("HealthProbe"), "version": .string(HealthProbeVersion.current)]),
                                       archive: scope.archiveJSON(chainHash: node.deviceChainHash), filters: scope.filters)
         var outputs: [ExportOutput] = []
         defer { for o in outputs { o.abandon() } }
-        let result = try node.archive.writer.read { db in
-            try write(db, request: request, scope: scope, envelope: envelope, out: scratch, overwrite: true, outputs: &outputs,
-                      isCancelled: { false }, progress: { _ in })
-        }
+        let helper = ExportHelper()
+        let result = try node.archive.writer.readWithHelper({ db in
+            defer { helper.close() }
+            return try write(db, request: request, scope: scope, envelope: envelope, out: scratch, overwrite: true, outputs: &outputs,
+                             helper: parallel ? helper : nil, batchSize: batchSize, isCancelled: { false }, progress: { _ in })
+        }, helper: helper.serve)
         return result.manifestHash
     }
 
@@ -162,10 +173,8 @@ public enum Exporter {
     }
 
     static func write(_ db: Database, request: ExportRequest, scope: Scope, envelope: ExportEnvelope, out: String, overwrite: Bool,
-                      outputs: inout [ExportOutput], isCancelled: () -> Bool, progress: (Int) -> Void) throws -> ExportResult {
-        // SQLite may sort in a helper thread (the per-type item order), beside this one.
-        try db.execute(sql: "PRAGMA threads = 1")
-        defer { try? db.execute(sql: "PRAGMA threads = 0") }
+                      outputs: inout [ExportOutput], helper: ExportHelper?, batchSize: Int = RecordSink.batchSize, isCancelled: () -> Bool,
+                      progress: (Int) -> Void) throws -> ExportResult {
         var manifest = try ExportManifestHasher(metadata: envelope.metadata)
         var byType: [String: Int] = [:]
         var relationships = 0
@@ -188,8 +197,8 @@ public enum Exporter {
             try main.write(CSV.row(CSVColumns.records))
             var source = try records()
             source.form = .csv
-            let sink = RecordSink(manifest: manifest, output: main, csvExportID: envelope.exportID)
-            try sink.drain(source, isCancelled: isCancelled, progress: progress)
+            let sink = RecordSink(manifest: manifest, output: main, csvExportID: envelope.exportID, batchSize: batchSize)
+            try sink.drain(source, helper: helper, isCancelled: isCancelled, progress: progress)
             manifest = sink.manifest
             byType = sink.byType
             n = sink.count
@@ -234,8 +243,8 @@ public enum Exporter {
         case .observationRecordsJSON:
             var source = try records()
             source.form = .json
-            let sink = RecordSink(manifest: manifest, output: file, csvExportID: nil)
-            try sink.drain(source, isCancelled: isCancelled, progress: progress)
+            let sink = RecordSink(manifest: manifest, output: file, csvExportID: nil, batchSize: batchSize)
+            try sink.drain(source, helper: helper, isCancelled: isCancelled, progress: progress)
             manifest = sink.manifest
             byType = sink.byType
             n = sink.count

@@ -87,148 +87,153 @@ struct RecordItems {
         ORDER BY v.start_date, v.end_date, coalesce(s.sample_uuid_hash, s.strict_fingerprint), v.payload_hash
         """
 
-    /// Calls `body` with batches of `batchSize` records (the last may be
-    /// smaller), in order; stops when it returns false. Text columns are read
-    /// as bytes straight from SQLite's row (no `String` per column), and every
-    /// record of a batch goes into one buffer (no allocation per record).
-    func forEach(batchSize: Int, _ body: (RecordBatch) throws -> Bool) throws {
+    /// The same records read through `db` (another connection on the same snapshot).
+    func reading(_ db: Database) throws -> RecordItems {
+        var copy = try RecordItems(db: db, observationID: observationID, asOf: asOf, types: types, dateFrom: dateFrom, dateTo: dateTo,
+                                   includeMetadata: includeMetadata)
+        copy.form = form
+        return copy
+    }
+
+    /// Calls `body` with the records of the type at `typeIndex` of `typeRows`,
+    /// in order, in batches of `batchSize` (the last may be smaller). Text
+    /// columns are read as bytes straight from SQLite's row (no `String` per
+    /// column), and every record of a batch goes into one buffer (no
+    /// allocation per record).
+    func forEach(typeIndex: Int, of typeRows: [(Int64, String)], batchSize: Int, _ body: (RecordBatch) throws -> Void) throws {
         let stmt = try FastStatement(db, Self.sql)
         var out = CanonicalJSONWriter(capacity: batchSize * 1536)
         var items: [RecordBatch.Item] = []
         items.reserveCapacity(batchSize)
         var sourceHashes: [Int64: String] = [:]
-        let typeRows = try typeRows()
         let identifiers = typeRows.map(\.1)
-        for (typeIndex, (typeID, identifier)) in typeRows.enumerated() {
-            let runs = verified[typeID] ?? []
-            var more = true
-            try stmt.queryWhile(db, [.int(observationID), .int(typeID), .double(dateFrom), .double(dateFrom), .double(dateTo), .double(dateTo),
-                                     .int(includeMetadata ? 1 : 0), .int(asOf)]) { r in
-                let uuidHash = r.textBytes(0), fp = r.textBytes(1)!, identity = uuidHash ?? fp
-                let first = r.int(22)!, last = r.int(23)
-                let closed = last.map { $0 <= asOf } ?? false
-                // The last observation up to as-of that verified this version visible.
-                let bound = closed ? last! - 1 : asOf
-                var lastVerified = first
-                if let i = Self.lastIndex(runs, atMost: bound), runs[i] >= first { lastVerified = runs[i] }
-                var disappeared: JSONValue = .null
-                if closed {
-                    let ev = (r.text(24) ?? "").split(separator: " ", maxSplits: 1).map(String.init)
-                    disappeared = .object(["observation_id": .number(Double(last!)),
-                                           "event_kind": ev.first.map(JSONValue.string) ?? .null,
-                                           "evidence_kind": ev.count > 1 && !ev[1].isEmpty ? .string(ev[1]) : .null])
-                }
-                let sourceBundle = r.textBytes(14), sourceName = r.textBytes(15)
-                let hasSource = sourceBundle != nil || sourceName != nil
-                var sourceHash: String?
-                if hasSource {
-                    // A source's id names its bundle identifier and name hash.
-                    let sourceID = r.int(25) ?? -1
-                    if let cached = sourceHashes[sourceID] {
-                        sourceHash = cached
-                    } else {
-                        var sw = CanonicalJSONWriter(capacity: 128)
-                        sw.beginObject(); sw.field("bundle_identifier", utf8: sourceBundle); sw.field("name_hash", utf8: sourceName); sw.endObject()
-                        sourceHash = ArchiveHasher.sha256(.source, sw.bytes)
-                        sourceHashes[sourceID] = sourceHash
-                    }
-                }
-                let start = r.double(5)!, end = r.double(6)!
-                let itemStart = out.count
-                var hashAt = 0
-                switch form {
-                case .json:
-                    out.beginObject()
-                    out.field("category_value", r.int(10).map(Int.init))
-                    out.key("creation_date"); if let c = r.double(13) { out.writeDate(c) } else { out.writeNull() }
-                    out.field("device_hash", utf8: r.textBytes(19))
-                    out.key("disappeared"); try out.write(disappeared)
-                    try out.field("duration_seconds", r.double(12))
-                    out.key("end_date"); out.writeDate(end)
-                    out.field("first_seen_observation_id", Int(first))
-                    hashAt = out.count
-                    out.field("kind", "record")
-                    out.field("last_verified_observation_id", Int(lastVerified))
-                    out.key("metadata")
-                    if let m = r.text(21), let v = try? JSONParser.parse(m) { try out.write(v) } else { out.writeNull() }
-                    out.field("metadata_hash", utf8: r.textBytes(20))
-                    try out.field("numeric_value", r.double(8))
-                    out.field("observation_id", Int(observationID))
-                    out.field("payload_hash", utf8: r.textBytes(4))
-                    out.field("sample_first_seen_observation_id", r.int(3).map(Int.init))
-                    out.field("sample_identity_hash", utf8: identity)
-                    out.field("sample_type_identifier", identifier)
-                    out.field("sample_uuid_hash", utf8: uuidHash)
-                    out.field("semantic_fingerprint", utf8: r.textBytes(2))
-                    out.key("source")
-                    if hasSource {
-                        out.beginObject(); out.field("bundle_identifier", utf8: sourceBundle); out.field("name_hash", utf8: sourceName); out.endObject()
-                    } else { out.writeNull() }
-                    out.field("source_hash", sourceHash)
-                    out.key("source_revision")
-                    let product = r.textBytes(16), version = r.textBytes(17), os = r.textBytes(18)
-                    if product != nil || version != nil || os != nil {
-                        out.beginObject(); out.field("operating_system_version", utf8: os); out.field("product_type", utf8: product); out.field("version", utf8: version); out.endObject()
-                    } else { out.writeNull() }
-                    out.key("start_date"); out.writeDate(start)
-                    out.field("strict_fingerprint", utf8: fp)
-                    out.field("unit", utf8: r.textBytes(9))
-                    out.field("value_kind", utf8: r.textBytes(7))
-                    out.field("workout_activity_type", r.int(11).map(Int.init))
-                    out.endObject()
-                case .csv:
-                    let category = r.int(10).map(Int.init), workout = r.int(11).map(Int.init)
-                    let numeric = r.double(8), duration = r.double(12)
-                    let payload = r.textBytes(4)!, semantic = r.textBytes(2), valueKind = r.textBytes(7), unit = r.textBytes(9)
-                    let device = r.textBytes(19), metadataHash = r.textBytes(20)
-                    let gone = closed ? Int(last!) : nil
-                    out.beginObject()
-                    out.field("category_value", category)
-                    out.field("device_hash", utf8: device)
-                    out.field("disappeared_observation_id", gone)
-                    try out.field("duration_seconds", duration)
-                    out.key("end_date_utc"); out.writeDate(end)
-                    out.field("first_seen_observation_id", Int(first))
-                    out.field("last_verified_observation_id", Int(lastVerified))
-                    out.field("metadata_hash", utf8: metadataHash)
-                    try out.field("numeric_value", numeric)
-                    out.field("observation_id", Int(observationID))
-                    out.field("payload_hash", utf8: payload)
-                    out.field("sample_identity_hash", utf8: identity)
-                    out.field("sample_type_identifier", identifier)
-                    out.field("sample_uuid_hash", utf8: uuidHash)
-                    out.field("semantic_fingerprint", utf8: semantic)
-                    out.field("source_hash", sourceHash)
-                    out.key("start_date_utc"); out.writeDate(start)
-                    out.field("strict_fingerprint", utf8: fp)
-                    out.field("unit", utf8: unit)
-                    out.field("value_kind", utf8: valueKind)
-                    out.field("workout_activity_type", workout)
-                    out.endObject()
-                    hashAt = out.count
-                    var row = CSVRow()
-                    row.int(Int(observationID), &out); row.cell(identifier, &out); row.cell(identity, &out); row.cell(uuidHash, &out)
-                    row.cell(fp, &out); row.cell(semantic, &out); row.cell(payload, &out); row.date(start, &out); row.date(end, &out)
-                    row.cell(valueKind, &out); row.number(numeric, &out); row.cell(unit, &out); row.int(category, &out)
-                    row.int(workout, &out); row.number(duration, &out); row.cell(sourceHash, &out); row.cell(device, &out)
-                    row.cell(metadataHash, &out); row.int(Int(first), &out); row.int(Int(lastVerified), &out); row.int(gone, &out)
-                }
-                items.append(RecordBatch.Item(type: typeIndex, start: itemStart, hashAt: hashAt, end: out.count))
-                if items.count == batchSize { more = try Self.flush(&out, &items, identifiers, body) }
-                return more
+        let (typeID, identifier) = typeRows[typeIndex]
+        let runs = verified[typeID] ?? []
+        try stmt.queryWhile(db, [.int(observationID), .int(typeID), .double(dateFrom), .double(dateFrom), .double(dateTo), .double(dateTo),
+                                 .int(includeMetadata ? 1 : 0), .int(asOf)]) { r in
+            let uuidHash = r.textBytes(0), fp = r.textBytes(1)!, identity = uuidHash ?? fp
+            let first = r.int(22)!, last = r.int(23)
+            let closed = last.map { $0 <= asOf } ?? false
+            // The last observation up to as-of that verified this version visible.
+            let bound = closed ? last! - 1 : asOf
+            var lastVerified = first
+            if let i = Self.lastIndex(runs, atMost: bound), runs[i] >= first { lastVerified = runs[i] }
+            var disappeared: JSONValue = .null
+            if closed {
+                let ev = (r.text(24) ?? "").split(separator: " ", maxSplits: 1).map(String.init)
+                disappeared = .object(["observation_id": .number(Double(last!)),
+                                       "event_kind": ev.first.map(JSONValue.string) ?? .null,
+                                       "evidence_kind": ev.count > 1 && !ev[1].isEmpty ? .string(ev[1]) : .null])
             }
-            if !more { return }
+            let sourceBundle = r.textBytes(14), sourceName = r.textBytes(15)
+            let hasSource = sourceBundle != nil || sourceName != nil
+            var sourceHash: String?
+            if hasSource {
+                // A source's id names its bundle identifier and name hash.
+                let sourceID = r.int(25) ?? -1
+                if let cached = sourceHashes[sourceID] {
+                    sourceHash = cached
+                } else {
+                    var sw = CanonicalJSONWriter(capacity: 128)
+                    sw.beginObject(); sw.field("bundle_identifier", utf8: sourceBundle); sw.field("name_hash", utf8: sourceName); sw.endObject()
+                    sourceHash = ArchiveHasher.sha256(.source, sw.bytes)
+                    sourceHashes[sourceID] = sourceHash
+                }
+            }
+            let start = r.double(5)!, end = r.double(6)!
+            let itemStart = out.count
+            var hashAt = 0
+            switch form {
+            case .json:
+                out.beginObject()
+                out.field("category_value", r.int(10).map(Int.init))
+                out.key("creation_date"); if let c = r.double(13) { out.writeDate(c) } else { out.writeNull() }
+                out.field("device_hash", utf8: r.textBytes(19))
+                out.key("disappeared"); try out.write(disappeared)
+                try out.field("duration_seconds", r.double(12))
+                out.key("end_date"); out.writeDate(end)
+                out.field("first_seen_observation_id", Int(first))
+                hashAt = out.count
+                out.field("kind", "record")
+                out.field("last_verified_observation_id", Int(lastVerified))
+                out.key("metadata")
+                if let m = r.text(21), let v = try? JSONParser.parse(m) { try out.write(v) } else { out.writeNull() }
+                out.field("metadata_hash", utf8: r.textBytes(20))
+                try out.field("numeric_value", r.double(8))
+                out.field("observation_id", Int(observationID))
+                out.field("payload_hash", utf8: r.textBytes(4))
+                out.field("sample_first_seen_observation_id", r.int(3).map(Int.init))
+                out.field("sample_identity_hash", utf8: identity)
+                out.field("sample_type_identifier", identifier)
+                out.field("sample_uuid_hash", utf8: uuidHash)
+                out.field("semantic_fingerprint", utf8: r.textBytes(2))
+                out.key("source")
+                if hasSource {
+                    out.beginObject(); out.field("bundle_identifier", utf8: sourceBundle); out.field("name_hash", utf8: sourceName); out.endObject()
+                } else { out.writeNull() }
+                out.field("source_hash", sourceHash)
+                out.key("source_revision")
+                let product = r.textBytes(16), version = r.textBytes(17), os = r.textBytes(18)
+                if product != nil || version != nil || os != nil {
+                    out.beginObject(); out.field("operating_system_version", utf8: os); out.field("product_type", utf8: product); out.field("version", utf8: version); out.endObject()
+                } else { out.writeNull() }
+                out.key("start_date"); out.writeDate(start)
+                out.field("strict_fingerprint", utf8: fp)
+                out.field("unit", utf8: r.textBytes(9))
+                out.field("value_kind", utf8: r.textBytes(7))
+                out.field("workout_activity_type", r.int(11).map(Int.init))
+                out.endObject()
+            case .csv:
+                let category = r.int(10).map(Int.init), workout = r.int(11).map(Int.init)
+                let numeric = r.double(8), duration = r.double(12)
+                let payload = r.textBytes(4)!, semantic = r.textBytes(2), valueKind = r.textBytes(7), unit = r.textBytes(9)
+                let device = r.textBytes(19), metadataHash = r.textBytes(20)
+                let gone = closed ? Int(last!) : nil
+                out.beginObject()
+                out.field("category_value", category)
+                out.field("device_hash", utf8: device)
+                out.field("disappeared_observation_id", gone)
+                try out.field("duration_seconds", duration)
+                out.key("end_date_utc"); out.writeDate(end)
+                out.field("first_seen_observation_id", Int(first))
+                out.field("last_verified_observation_id", Int(lastVerified))
+                out.field("metadata_hash", utf8: metadataHash)
+                try out.field("numeric_value", numeric)
+                out.field("observation_id", Int(observationID))
+                out.field("payload_hash", utf8: payload)
+                out.field("sample_identity_hash", utf8: identity)
+                out.field("sample_type_identifier", identifier)
+                out.field("sample_uuid_hash", utf8: uuidHash)
+                out.field("semantic_fingerprint", utf8: semantic)
+                out.field("source_hash", sourceHash)
+                out.key("start_date_utc"); out.writeDate(start)
+                out.field("strict_fingerprint", utf8: fp)
+                out.field("unit", utf8: unit)
+                out.field("value_kind", utf8: valueKind)
+                out.field("workout_activity_type", workout)
+                out.endObject()
+                hashAt = out.count
+                var row = CSVRow()
+                row.int(Int(observationID), &out); row.cell(identifier, &out); row.cell(identity, &out); row.cell(uuidHash, &out)
+                row.cell(fp, &out); row.cell(semantic, &out); row.cell(payload, &out); row.date(start, &out); row.date(end, &out)
+                row.cell(valueKind, &out); row.number(numeric, &out); row.cell(unit, &out); row.int(category, &out)
+                row.int(workout, &out); row.number(duration, &out); row.cell(sourceHash, &out); row.cell(device, &out)
+                row.cell(metadataHash, &out); row.int(Int(first), &out); row.int(Int(lastVerified), &out); row.int(gone, &out)
+            }
+            items.append(RecordBatch.Item(type: typeIndex, start: itemStart, hashAt: hashAt, end: out.count))
+            if items.count == batchSize { try Self.flush(&out, &items, identifiers, body) }
+            return true
         }
-        _ = try Self.flush(&out, &items, identifiers, body)
+        try Self.flush(&out, &items, identifiers, body)
     }
 
     /// Hands the batch in `out` and `items` to `body`, then empties both.
     /// (A function of its arguments, not a closure capturing them, so the
     /// writer is not boxed and checked for exclusive access on every write.)
     private static func flush(_ out: inout CanonicalJSONWriter, _ items: inout [RecordBatch.Item], _ types: [String],
-                              _ body: (RecordBatch) throws -> Bool) throws -> Bool {
+                              _ body: (RecordBatch) throws -> Void) throws {
         defer { out.reset(); items.removeAll(keepingCapacity: true) }
-        return items.isEmpty ? true : try body(RecordBatch(bytes: out.bytes, items: items, types: types))
+        if !items.isEmpty { try body(RecordBatch(bytes: out.bytes, items: items, types: types)) }
     }
 
     static func lastIndex(_ a: [Int64], atMost x: Int64) -> Int? {

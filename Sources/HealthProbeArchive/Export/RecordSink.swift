@@ -1,9 +1,11 @@
 import Dispatch
 import Foundation
 
-/// The second stage of a record export: while the SQLite reader builds items
-/// on the calling thread, a serial queue hashes them, feeds the manifest and
-/// writes the file, in batches, at most a few batches in flight.
+/// The second stage of a record export: the SQLite readers build items a
+/// type at a time (the calling thread, and a helper connection on the same
+/// snapshot when there is one: while one type's rows are written, the next
+/// type's sorted statement runs); a serial queue hashes them in the spec's
+/// order, feeds the manifest and writes the file, a few batches in flight.
 final class RecordSink: @unchecked Sendable {
     private(set) var manifest: ExportManifestHasher
     private(set) var byType: [String: Int] = [:]
@@ -15,42 +17,107 @@ final class RecordSink: @unchecked Sendable {
     private let csvPrefix: [UInt8]?
     private let queue = DispatchQueue(label: "healthprobe.export.sink")
     private let slots = DispatchSemaphore(value: 4)
-    private let lock = NSLock()
+    /// Guards the fields below; signalled when the turn moves on or a failure is recorded.
+    private let turn = NSCondition()
     private var error: (any Error)?
+    /// The type whose batches may be submitted now (types are written in order).
+    private var current = 0
+    /// The next type a reader may claim.
+    private var nextType = 0
+    private var typeCount = 0
+    private var submitted = 0
     static let batchSize = 512
+    private let batchSize: Int
 
-    init(manifest: ExportManifestHasher, output: ExportOutput, csvExportID: String?) {
+    init(manifest: ExportManifestHasher, output: ExportOutput, csvExportID: String?, batchSize: Int = RecordSink.batchSize) {
+        self.batchSize = batchSize
         self.manifest = manifest
         self.output = output
         self.csvExportID = csvExportID
         csvPrefix = csvExportID.map { Array((CSV.field($0) + ",").utf8) }
     }
 
-    private var failure: (any Error)? { lock.withLock { error } }
+    private var failure: (any Error)? { turn.withLock { error } }
 
-    /// Streams every item of `source` through the sink; rethrows the first error.
-    func drain(_ source: RecordItems, isCancelled: () -> Bool, progress: (Int) -> Void) throws {
-        if isCancelled() { throw ArchiveError(.cancelled, "the export was cancelled; no file was left and no completed manifest was recorded") }
-        var produced = 0
-        try source.forEach(batchSize: Self.batchSize) { batch in
-            try submit(batch)
-            produced += batch.items.count
-            if isCancelled() { throw ArchiveError(.cancelled, "the export was cancelled; no file was left and no completed manifest was recorded") }
-            if produced & 8191 < Self.batchSize { progress(produced) }
-            return true
+    private func fail(_ error: any Error) {
+        turn.withLock {
+            if self.error == nil { self.error = error }
+            turn.broadcast()
         }
+    }
+
+    private static var cancelled: ArchiveError {
+        ArchiveError(.cancelled, "the export was cancelled; no file was left and no completed manifest was recorded")
+    }
+
+    /// Streams every item of `source` through the sink, reading on the calling
+    /// thread and on `helper`'s connection; rethrows the first error.
+    func drain(_ source: RecordItems, helper: ExportHelper?, isCancelled: () -> Bool, progress: (Int) -> Void) throws {
+        if isCancelled() { throw Self.cancelled }
+        let typeRows = try source.typeRows()
+        turn.withLock { typeCount = typeRows.count }
+        let shared = UncheckedBox((source, typeRows))
+        helper?.offer { [self] db in
+            do {
+                try work(try shared.value.0.reading(db), shared.value.1, isCancelled: { false }, progress: { _ in })
+            } catch { fail(error) }
+        }
+        do { try work(source, typeRows, isCancelled: isCancelled, progress: progress) } catch { fail(error) }
+        turn.withLock { while current < typeCount && error == nil { turn.wait() } }
         queue.sync {}
         if let failure { throw failure }
     }
 
-    private func submit(_ batch: RecordBatch) throws {
-        if let failure { throw failure }
+    /// Claims types one after another and submits their batches in turn.
+    private func work(_ source: RecordItems, _ typeRows: [(Int64, String)], isCancelled: () -> Bool, progress: (Int) -> Void) throws {
+        while let type = claim() {
+            try source.forEach(typeIndex: type, of: typeRows, batchSize: batchSize) { batch in
+                if isCancelled() { throw Self.cancelled }
+                let total = try submit(batch, type: type)
+                if total / 8192 != (total - batch.items.count) / 8192 { progress(total) }
+            }
+            try finish(type)
+        }
+    }
+
+    private func claim() -> Int? {
+        turn.withLock {
+            guard error == nil, nextType < typeCount else { return nil }
+            nextType += 1
+            return nextType - 1
+        }
+    }
+
+    /// Waits for `type`'s turn (or a failure).
+    private func awaitTurn(_ type: Int) throws {
+        while current != type && error == nil { turn.wait() }
+        if let error { throw error }
+    }
+
+    /// Ends `type` once its turn has come: the next type's batches may go.
+    private func finish(_ type: Int) throws {
+        try turn.withLock {
+            try awaitTurn(type)
+            current = type + 1
+            turn.broadcast()
+        }
+    }
+
+    /// Queues `batch` of `type` for hashing and writing once its turn has
+    /// come; returns the number of items submitted so far.
+    private func submit(_ batch: RecordBatch, type: Int) throws -> Int {
+        let total = try turn.withLock {
+            try awaitTurn(type)
+            submitted += batch.items.count
+            return submitted
+        }
         slots.wait()
         queue.async { [self] in
             defer { slots.signal() }
             guard failure == nil else { return }
-            do { try consume(batch) } catch { lock.withLock { if self.error == nil { self.error = error } } }
+            do { try consume(batch) } catch { fail(error) }
         }
+        return total
     }
 
     private static let itemHashKey = Array(",\"item_hash\":\"".utf8)

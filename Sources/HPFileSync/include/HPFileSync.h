@@ -1,0 +1,10 @@
+#ifndef HP_FILE_SYNC_H
+#define HP_FILE_SYNC_H
+
+/// Starts writing back the dirty pages of `length` bytes at `offset` of `fd`
+/// without waiting for them (Linux `sync_file_range(SYNC_FILE_RANGE_WRITE)`),
+/// so a later fsync has little left to wait for. Returns 0, or -1 with errno
+/// set; elsewhere than Linux it does nothing and returns 0.
+int hp_start_writeback(int fd, long long offset, long long length);
+
+#endif
