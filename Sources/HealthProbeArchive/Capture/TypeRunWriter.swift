@@ -112,55 +112,62 @@ public final class TypeRunWriter {
     public func complete(anchorAfter: [UInt8]? = nil) throws -> TypeRunResult {
         try ensureOpen()
         let obs = session.observationID
-        let at = session.observedAt
         let now = session.node.clock.now()
         let status: TypeRunStatus = rejectedRecords > 0 ? .needsReview : .completed
         let closes = kind == .fullScan && status == .completed
         // The type-wide passes below walk the type in fingerprint (time) order, which
         // needs little cache; bounded, they do not grow the page cache by tens of MB at
         // the end of an import (every type's run completes then).
-        let (gone, visible) = try session.archive.writer.write { db -> (Int, Int) in try db.withBoundedCache(kib: TypeRunWriter.completionCacheKiB) {
-            var gone = 0
-            if closes {
-                try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS hp_run_gone(sample_id INTEGER PRIMARY KEY, version_id INTEGER)")
-                try db.execute(sql: "DELETE FROM temp.hp_run_gone")
-                try db.execute(sql: """
-                    INSERT INTO temp.hp_run_gone(sample_id, version_id)
-                    SELECT r.sample_id, r.version_id
-                    FROM samples s INDEXED BY \(SampleIndexes.byTypeAndFingerprint) JOIN sample_visibility_ranges r ON r.sample_id = s.id AND +r.last_observation_id IS NULL
+        let (gone, visible) = try session.archive.writer.write { db in
+            try db.withBoundedCache(kib: TypeRunWriter.completionCacheKiB) {
+                let gone = closes ? try closeUnseen(db) : 0
+                let visible = try Int.fetchOne(db, sql: """
+                    SELECT count(*) FROM samples s INDEXED BY \(SampleIndexes.byTypeAndFingerprint) JOIN sample_visibility_ranges r ON r.sample_id = s.id AND +r.last_observation_id IS NULL
                     WHERE s.sample_type_id = ?
-                      AND NOT EXISTS (SELECT 1 FROM temp.hp_run_seen x WHERE x.type_run_id = ? AND x.sample_id = s.id)
-                    """, arguments: [typeID, runID])
-                gone = db.changesCount
-                if gone > 0 {
-                    try db.execute(sql: """
-                        INSERT OR IGNORE INTO sample_observation_events(observation_id, sample_id, version_id, event_kind, observed_at, evidence_kind)
-                        SELECT ?, sample_id, version_id, 'disappeared', ?, 'full_scan_absent' FROM temp.hp_run_gone
-                        """, arguments: [obs, at])
-                    try db.execute(sql: """
-                        UPDATE sample_visibility_ranges SET last_observation_id = ?, last_seen_at = max(first_seen_at, ?)
-                        WHERE sample_id IN (SELECT sample_id FROM temp.hp_run_gone) AND +last_observation_id IS NULL
-                        """, arguments: [obs, previousVerifiedAt])
-                }
-                try db.execute(sql: "DELETE FROM temp.hp_run_gone")
+                    """, arguments: [typeID]) ?? 0
+                try db.execute(sql: """
+                    UPDATE observation_type_runs SET status = ?, ended_at = ?, anchor_after = ?, verified_visible_count = ?,
+                        deleted_event_count = deleted_event_count + ?
+                    WHERE id = ?
+                    """, arguments: [status.rawValue, now, anchorAfter.map { Data($0) }, visible, gone, runID])
+                try db.execute(sql: "DELETE FROM temp.hp_run_seen WHERE type_run_id = ?", arguments: [runID])
+                try Aggregates.update(db, observationID: obs, typeID: typeID, now: now)
+                return (gone, visible)
             }
-            let visible = try Int.fetchOne(db, sql: """
-                SELECT count(*) FROM samples s INDEXED BY \(SampleIndexes.byTypeAndFingerprint) JOIN sample_visibility_ranges r ON r.sample_id = s.id AND +r.last_observation_id IS NULL
-                WHERE s.sample_type_id = ?
-                """, arguments: [typeID]) ?? 0
-            try db.execute(sql: """
-                UPDATE observation_type_runs SET status = ?, ended_at = ?, anchor_after = ?, verified_visible_count = ?,
-                    deleted_event_count = deleted_event_count + ?
-                WHERE id = ?
-                """, arguments: [status.rawValue, now, anchorAfter.map { Data($0) }, visible, gone, runID])
-            try db.execute(sql: "DELETE FROM temp.hp_run_seen WHERE type_run_id = ?", arguments: [runID])
-            try Aggregates.update(db, observationID: obs, typeID: typeID, now: now)
-            return (gone, visible)
-        } }
+        }
         totals.disappeared += gone
         isFinished = true
         return TypeRunResult(typeIdentifier: type.identifier, status: status, insertedEvents: totals.appeared + totals.changed,
                              deletedEvents: totals.disappeared + totals.deletedUnknown, visibleCount: visible, rejectedRecords: rejectedRecords)
+    }
+
+    /// A full scan's end: every sample of the type visible until now and not
+    /// seen by this run gets a `disappeared` event and its range closed.
+    /// Returns how many.
+    private func closeUnseen(_ db: Database) throws -> Int {
+        let obs = session.observationID
+        try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS hp_run_gone(sample_id INTEGER PRIMARY KEY, version_id INTEGER)")
+        try db.execute(sql: "DELETE FROM temp.hp_run_gone")
+        try db.execute(sql: """
+            INSERT INTO temp.hp_run_gone(sample_id, version_id)
+            SELECT r.sample_id, r.version_id
+            FROM samples s INDEXED BY \(SampleIndexes.byTypeAndFingerprint) JOIN sample_visibility_ranges r ON r.sample_id = s.id AND +r.last_observation_id IS NULL
+            WHERE s.sample_type_id = ?
+              AND NOT EXISTS (SELECT 1 FROM temp.hp_run_seen x WHERE x.type_run_id = ? AND x.sample_id = s.id)
+            """, arguments: [typeID, runID])
+        let gone = db.changesCount
+        if gone > 0 {
+            try db.execute(sql: """
+                INSERT OR IGNORE INTO sample_observation_events(observation_id, sample_id, version_id, event_kind, observed_at, evidence_kind)
+                SELECT ?, sample_id, version_id, 'disappeared', ?, 'full_scan_absent' FROM temp.hp_run_gone
+                """, arguments: [obs, session.observedAt])
+            try db.execute(sql: """
+                UPDATE sample_visibility_ranges SET last_observation_id = ?, last_seen_at = max(first_seen_at, ?)
+                WHERE sample_id IN (SELECT sample_id FROM temp.hp_run_gone) AND +last_observation_id IS NULL
+                """, arguments: [obs, previousVerifiedAt])
+        }
+        try db.execute(sql: "DELETE FROM temp.hp_run_gone")
+        return gone
     }
 
     /// Ends the run as `unauthorized` or `failed`. Nothing is closed; pages

@@ -156,11 +156,7 @@ public struct CanonicalJSONWriter: ~Copyable {
         var s = s
         s.withUTF8 { buf in
             if Self.isPlain(buf) {
-                reserve(buf.count + 2)
-                base[count] = UInt8(ascii: "\"")
-                if let p = buf.baseAddress { (base + count + 1).update(from: p, count: buf.count) }
-                base[count + 1 + buf.count] = UInt8(ascii: "\"")
-                count += buf.count + 2
+                putQuoted(buf)
             } else {
                 put(UInt8(ascii: "\""))
                 appendEscaped(buf)
@@ -173,6 +169,11 @@ public struct CanonicalJSONWriter: ~Copyable {
     /// `String` it decodes to, without building one when it is plain ASCII.
     public mutating func writeString(utf8 text: UnsafeBufferPointer<UInt8>) {
         guard Self.isPlain(text) else { return writeString(String(decoding: text, as: UTF8.self)) }
+        putQuoted(text)
+    }
+
+    /// `text` (plain, see `isPlain`) between quotes, in one reservation.
+    private mutating func putQuoted(_ text: UnsafeBufferPointer<UInt8>) {
         reserve(text.count + 2)
         base[count] = UInt8(ascii: "\"")
         if let p = text.baseAddress { (base + count + 1).update(from: p, count: text.count) }
