@@ -109,30 +109,49 @@ enum CSV {
     static func row(_ fields: [String]) -> String { fields.map(field).joined(separator: ",") + "\r\n" }
 
     /// Splits one RFC 4180 record (no embedded line breaks in our exports' fields).
-    static func parse(_ line: String) -> [String]? {
-        var out: [String] = []
-        var cur: [UInt8] = []
-        var inQuotes = false
-        var bytes = Array(line.utf8)
-        if bytes.last == 0x0D { bytes.removeLast() }
-        var i = 0
+    static func parse(_ line: String) -> [String]? { parse(utf8: Array(line.utf8)) }
+
+    /// `parse` on the record's UTF-8 bytes (a final CR is ignored); nil when a
+    /// quote is misplaced or unclosed.
+    static func parse(utf8 bytes: [UInt8]) -> [String]? {
         let quote = UInt8(ascii: "\""), comma = UInt8(ascii: ",")
-        while i < bytes.count {
-            let c = bytes[i]
-            if inQuotes {
-                if c == quote {
-                    if i + 1 < bytes.count && bytes[i + 1] == quote { cur.append(quote); i += 1 } else { inQuotes = false }
-                } else { cur.append(c) }
-            } else if c == quote {
-                guard cur.isEmpty else { return nil }
-                inQuotes = true
-            } else if c == comma {
-                out.append(String(decoding: cur, as: UTF8.self)); cur.removeAll(keepingCapacity: true)
-            } else { cur.append(c) }
-            i += 1
+        let end = bytes.last == 0x0D ? bytes.count - 1 : bytes.count
+        return bytes.withUnsafeBufferPointer { b -> [String]? in
+            var out: [String] = []
+            out.reserveCapacity(24)
+            var i = 0
+            while true {
+                if i < end && b[i] == quote {
+                    // Quoted: doubled quotes stand for one; a comma or the end must follow.
+                    var cell: [UInt8] = []
+                    i += 1
+                    var closed = false
+                    while i < end {
+                        if b[i] == quote {
+                            if i + 1 < end && b[i + 1] == quote { cell.append(quote); i += 2; continue }
+                            closed = true
+                            i += 1
+                            break
+                        }
+                        cell.append(b[i])
+                        i += 1
+                    }
+                    guard closed else { return nil }
+                    out.append(String(decoding: cell, as: UTF8.self))
+                    if i == end { return out }
+                    guard b[i] == comma else { return nil }
+                    i += 1
+                } else {
+                    var j = i
+                    while j < end && b[j] != comma {
+                        if b[j] == quote { return nil }
+                        j += 1
+                    }
+                    out.append(String(decoding: UnsafeBufferPointer(rebasing: b[i..<j]), as: UTF8.self))
+                    if j == end { return out }
+                    i = j + 1
+                }
+            }
         }
-        if inQuotes { return nil }
-        out.append(String(decoding: cur, as: UTF8.self))
-        return out
     }
 }

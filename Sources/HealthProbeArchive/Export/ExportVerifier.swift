@@ -228,28 +228,22 @@ public enum ExportVerifier {
                 report.problems.append("\(file) line 1: the header row must be exactly: \(columns.joined(separator: ","))"); return
             }
             var lineNo = 1
+            let numeric = columns.map { CSVColumns.numeric.contains($0) }
+            var scratch = CanonicalJSONWriter(capacity: 2048)
             while let raw = lines.next() {
                 lineNo += 1
-                let text = String(decoding: raw, as: UTF8.self)
-                if text.isEmpty || text == "\r" { continue }
+                if raw.isEmpty || raw == [0x0D] { continue }
                 report.items += 1
-                guard let f = CSV.parse(text), f.count == columns.count else {
+                guard let f = CSV.parse(utf8: raw), f.count == columns.count else {
                     report.problems.append("\(file) line \(lineNo): expected \(columns.count) fields"); continue
                 }
                 if f[0] != report.exportID { report.problems.append("\(file) line \(lineNo): export_id differs from the manifest's") }
                 let stated = f[columns.count - 1]
                 let computed: String
                 if isRecord {
-                    var values: [JSONValue] = []
-                    for (i, name) in columns.enumerated() where i > 0 && i < columns.count - 1 {
-                        let cell = f[i]
-                        if cell.isEmpty { values.append(.null) }
-                        else if CSVColumns.numeric.contains(name) {
-                            guard let d = Double(cell) else { report.problems.append("\(file) line \(lineNo): \(name) is not a number"); values.append(.string(cell)); continue }
-                            values.append(.number(d))
-                        } else { values.append(.string(cell)) }
+                    computed = try CSVColumns.recordHash(cells: f, numeric: numeric, scratch: &scratch) { column in
+                        report.problems.append("\(file) line \(lineNo): \(columns[column]) is not a number")
                     }
-                    computed = try CSVColumns.recordHash(values)
                     byType[f[2], default: 0] += 1
                 } else {
                     let item = RelationshipItems.item(kind: f[1], observation: Int64(f[2]), metadataHash: f[7].isEmpty ? nil : f[7], sourceType: f[3],

@@ -20,17 +20,28 @@ public enum CSVColumns {
     ]
 
     /// The item hash of a CSV record row: SHA-256 of `hp:v2:export_item:` and
-    /// the canonical JSON object of columns 2-22 by name.
-    static func recordHash(_ values: [JSONValue]) throws -> String {
-        var w = CanonicalJSONWriter(capacity: 1024)
-        w.appendRaw([UInt8(ascii: "{")])
+    /// the canonical JSON object of columns 2-22 by name, from the row's
+    /// `cells` (all 23): empty is null, a column marked in `numeric` a number,
+    /// others strings. A numeric cell that is not a number is hashed as a string
+    /// and named to `notANumber` (its column index). `w` is scratch space.
+    static func recordHash(cells: [String], numeric: [Bool], scratch w: inout CanonicalJSONWriter,
+                           notANumber: (Int) -> Void) throws -> String {
+        w.reset()
+        w.appendRaw(UInt8(ascii: "{"))
         for (n, i) in hashOrder.enumerated() {
-            if n > 0 { w.appendRaw([UInt8(ascii: ",")]) }
+            if n > 0 { w.appendRaw(UInt8(ascii: ",")) }
             w.appendRaw(quotedNames[i])
-            try w.write(values[i])
+            let column = i + 1, cell = cells[column]
+            if cell.isEmpty {
+                w.writeNull()
+            } else if numeric[column] {
+                if let d = Double(cell) { try w.writeNumber(d) } else { notANumber(column); w.writeString(cell) }
+            } else {
+                w.writeString(cell)
+            }
         }
-        w.appendRaw([UInt8(ascii: "}")])
-        return ArchiveHasher.sha256(.exportItem, w.bytes)
+        w.appendRaw(UInt8(ascii: "}"))
+        return w.withBytes { ArchiveHasher.sha256(.exportItem, buffer: UnsafeRawBufferPointer($0)) }
     }
 
     /// Indexes into columns 2-22 in canonical key order, and their `"name":` bytes.

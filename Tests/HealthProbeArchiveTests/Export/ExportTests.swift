@@ -116,6 +116,19 @@ struct ExportTests {
         try rows.joined(separator: "\r\n").write(toFile: csv.path, atomically: true, encoding: .utf8)
         let r2 = try ExportVerifier.verify(path: csv.path)
         #expect(r2.problems.contains { $0.contains("line 3: item_hash does not match") }, "\(r2.problems)")
+
+        // A number column that holds no number, and a stray quote: each named by line.
+        var cells = rows[4].components(separatedBy: ",")
+        let numeric = CSVColumns.records.firstIndex(of: "numeric_value")!
+        #expect(!cells[numeric].isEmpty, "row 5 should have a value")
+        cells[numeric] = "abc"
+        rows[4] = cells.joined(separator: ",")
+        rows[5] = rows[5].replacingOccurrences(of: ",quantity,", with: ",quan\"tity,")
+        try rows.joined(separator: "\r\n").write(toFile: csv.path, atomically: true, encoding: .utf8)
+        let r3 = try ExportVerifier.verify(path: csv.path)
+        #expect(r3.problems.contains { $0.contains("line 5: numeric_value is not a number") }, "\(r3.problems)")
+        #expect(r3.problems.contains { $0.contains("line 5: item_hash does not match") }, "\(r3.problems)")
+        #expect(r3.problems.contains { $0.contains("line 6: expected 23 fields") }, "\(r3.problems)")
     }
 
     @Test("cancelled or failed: no file, no completed manifest; bad scopes are refused")
