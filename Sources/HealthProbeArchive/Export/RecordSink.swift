@@ -27,6 +27,9 @@ final class RecordSink: @unchecked Sendable {
     private var typeCount = 0
     private var submitted = 0
     static let batchSize = 512
+    /// Each reader's page cache during the export, which also sizes SQLite's
+    /// in-memory sort runs: two readers sort at once.
+    static let cacheKiB = 4096
     private let batchSize: Int
 
     init(manifest: ExportManifestHasher, output: ExportOutput, csvExportID: String?, batchSize: Int = RecordSink.batchSize) {
@@ -59,10 +62,16 @@ final class RecordSink: @unchecked Sendable {
         let shared = UncheckedBox((source, typeRows))
         helper?.offer { [self] db in
             do {
-                try work(try shared.value.0.reading(db), shared.value.1, isCancelled: { false }, progress: { _ in })
+                try db.withBoundedCache(kib: Self.cacheKiB) {
+                    try work(try shared.value.0.reading(db), shared.value.1, isCancelled: { false }, progress: { _ in })
+                }
             } catch { fail(error) }
         }
-        do { try work(source, typeRows, isCancelled: isCancelled, progress: progress) } catch { fail(error) }
+        do {
+            try source.db.withBoundedCache(kib: Self.cacheKiB) {
+                try work(source, typeRows, isCancelled: isCancelled, progress: progress)
+            }
+        } catch { fail(error) }
         turn.withLock { while current < typeCount && error == nil { turn.wait() } }
         queue.sync {}
         if let failure { throw failure }
