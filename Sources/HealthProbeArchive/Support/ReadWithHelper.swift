@@ -17,7 +17,8 @@ extension DatabaseWriter {
             pool.writeWithoutTransaction { _ in
                 group.enter()
                 pool.asyncConcurrentRead { db in
-                    defer { group.leave() }
+                    // Let go of the body even when no connection came (it never ran).
+                    defer { body.release(); group.leave() }
                     result.set(Result { try body.run(try db.get()) })
                 }
                 group.enter()
@@ -39,14 +40,12 @@ private final class ResultSlot<T>: @unchecked Sendable {
     func get() throws -> T { try value!.get() }
 }
 
-/// Holds the non-escaping body for the reader's thread, and lets go of it as
-/// soon as it has run (before the caller is told, as `withoutActuallyEscaping`
-/// requires).
+/// Holds the non-escaping body for the reader's thread; `release` lets go of
+/// it before the caller is told it is done, as `withoutActuallyEscaping`
+/// requires.
 private final class BodySlot<T>: @unchecked Sendable {
     private var body: ((Database) throws -> T)?
     init(_ body: @escaping (Database) throws -> T) { self.body = body }
-    func run(_ db: Database) throws -> T {
-        defer { body = nil }
-        return try body!(db)
-    }
+    func run(_ db: Database) throws -> T { try body!(db) }
+    func release() { body = nil }
 }

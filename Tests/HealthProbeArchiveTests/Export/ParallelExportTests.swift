@@ -34,6 +34,26 @@ struct ParallelExportTests {
         #expect(try pool.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM t") } == 2)
     }
 
+    @Test("a pool with a single reader: the main body runs alone, the helper only after it, nothing waits forever")
+    func singleReader() throws {
+        let dir = TempDir()
+        SQLiteSetup.ensure()
+        var config = Configuration()
+        config.maximumReaderCount = 1
+        let pool = try DatabasePool(path: dir.file("b.sqlite"), configuration: config)
+        try pool.write { try $0.execute(sql: "CREATE TABLE t(x INTEGER); INSERT INTO t VALUES (1)") }
+        let mainDone = Atomic<Bool>(false)
+        let helperSawMainDone = Mutex<Bool?>(nil)
+        let n = try pool.readWithHelper({ db -> Int in
+            defer { mainDone.store(true, ordering: .sequentiallyConsistent) }
+            return try Int.fetchOne(db, sql: "SELECT count(*) FROM t")!
+        }, helper: { _ in
+            helperSawMainDone.withLock { $0 = mainDone.load(ordering: .sequentiallyConsistent) }
+        })
+        #expect(n == 1)
+        #expect(helperSawMainDone.withLock { $0 } == true)
+    }
+
     @Test("JSON and CSV records read on two connections hash exactly as read on one")
     func sameItems() throws {
         let t = TempHome()
