@@ -1,15 +1,14 @@
 import Foundation
 import GRDB
 
-/// Exported records written back to back into one buffer, handed from the
-/// SQLite reader to the hashing and writing stage a batch at a time.
+/// Exported records of one type written back to back into one buffer, handed
+/// from a SQLite reader to the hashing and writing stage a batch at a time.
 struct RecordBatch: Sendable {
     /// One record's place in `bytes`. JSON: the item without `item_hash` is
     /// `start..<end`, its `item_hash` member goes at `hashAt`. CSV: the item
     /// hash input (canonical JSON of columns 2-22) is `start..<hashAt`, the
     /// row's cells are `hashAt..<end`.
     struct Item: Sendable {
-        var type: Int
         var start: Int
         var hashAt: Int
         var end: Int
@@ -17,8 +16,8 @@ struct RecordBatch: Sendable {
 
     var bytes: [UInt8]
     var items: [Item]
-    /// Type identifiers, indexed by `Item.type`.
-    var types: [String]
+    /// The records' type identifier.
+    var type: String
 }
 
 /// Streams the records visible at an observation in the spec's item order
@@ -106,7 +105,6 @@ struct RecordItems {
         var items: [RecordBatch.Item] = []
         items.reserveCapacity(batchSize)
         var sourceHashes: [Int64: String] = [:]
-        let identifiers = typeRows.map(\.1)
         let (typeID, identifier) = typeRows[typeIndex]
         let runs = verified[typeID] ?? []
         try stmt.queryWhile(db, [.int(observationID), .int(typeID), .double(dateFrom), .double(dateFrom), .double(dateTo), .double(dateTo),
@@ -220,20 +218,20 @@ struct RecordItems {
                 row.int(workout, &out); row.number(duration, &out); row.cell(sourceHash, &out); row.cell(device, &out)
                 row.cell(metadataHash, &out); row.int(Int(first), &out); row.int(Int(lastVerified), &out); row.int(gone, &out)
             }
-            items.append(RecordBatch.Item(type: typeIndex, start: itemStart, hashAt: hashAt, end: out.count))
-            if items.count == batchSize { try Self.flush(&out, &items, identifiers, body) }
+            items.append(RecordBatch.Item(start: itemStart, hashAt: hashAt, end: out.count))
+            if items.count == batchSize { try Self.flush(&out, &items, identifier, body) }
             return true
         }
-        try Self.flush(&out, &items, identifiers, body)
+        try Self.flush(&out, &items, identifier, body)
     }
 
     /// Hands the batch in `out` and `items` to `body`, then empties both.
     /// (A function of its arguments, not a closure capturing them, so the
     /// writer is not boxed and checked for exclusive access on every write.)
-    private static func flush(_ out: inout CanonicalJSONWriter, _ items: inout [RecordBatch.Item], _ types: [String],
+    private static func flush(_ out: inout CanonicalJSONWriter, _ items: inout [RecordBatch.Item], _ type: String,
                               _ body: (RecordBatch) throws -> Void) throws {
         defer { out.reset(); items.removeAll(keepingCapacity: true) }
-        if !items.isEmpty { try body(RecordBatch(bytes: out.bytes, items: items, types: types)) }
+        if !items.isEmpty { try body(RecordBatch(bytes: out.bytes, items: items, type: type)) }
     }
 
     static func lastIndex(_ a: [Int64], atMost x: Int64) -> Int? {

@@ -132,10 +132,8 @@ final class RecordSink: @unchecked Sendable {
     private static let itemHashKey = Array(",\"item_hash\":\"".utf8)
 
     private func consume(_ batch: RecordBatch) throws {
-        var perType = [Int](repeating: 0, count: batch.types.count)
         try batch.bytes.withUnsafeBytes { bytes in
             for item in batch.items {
-                perType[item.type] += 1
                 if let id = csvPrefix {
                     // The hash input, then the row's cells.
                     var hash = ArchiveHasher.sha256(.exportItem, buffer: UnsafeRawBufferPointer(rebasing: bytes[item.start..<item.hashAt]))
@@ -159,6 +157,6 @@ final class RecordSink: @unchecked Sendable {
                 count += 1
             }
         }
-        for (i, n) in perType.enumerated() where n > 0 { byType[batch.types[i], default: 0] += n }
+        byType[batch.type, default: 0] += batch.items.count
     }
 }
