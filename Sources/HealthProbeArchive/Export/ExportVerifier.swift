@@ -224,7 +224,7 @@ public enum ExportVerifier {
         var relationships = 0
         func check(file: String, columns: [String], isRecord: Bool) throws {
             var lines = try FileLines(path: file)
-            guard let head = lines.next(), CSV.parse(String(decoding: head, as: UTF8.self)) == columns else {
+            guard let head = lines.next(), CSV.parse(utf8: head) == columns else {
                 report.problems.append("\(file) line 1: the header row must be exactly: \(columns.joined(separator: ","))"); return
             }
             var lineNo = 1

@@ -80,12 +80,10 @@ public enum Exporter {
         }
         var outputs: [ExportOutput] = []
         do {
-            let helper = ExportHelper()
-            let result = try node.archive.writer.readWithHelper({ db -> ExportResult in
-                defer { helper.close() }
-                return try write(db, request: request, scope: scope, envelope: envelope, out: out, overwrite: overwrite,
-                                 outputs: &outputs, helper: helper, isCancelled: isCancelled, progress: progress)
-            }, helper: helper.serve)
+            let result = try readForExport(node) { db, helper in
+                try write(db, request: request, scope: scope, envelope: envelope, out: out, overwrite: overwrite,
+                          outputs: &outputs, helper: helper, isCancelled: isCancelled, progress: progress)
+            }
             for o in outputs { try o.commit() }
             try node.archive.writer.write { db in
                 try db.execute(sql: "UPDATE export_manifests SET status = 'completed', manifest_hash = ?, record_count = ?, ended_at = ? WHERE id = ?",
@@ -118,13 +116,22 @@ public enum Exporter {
                                       archive: scope.archiveJSON(chainHash: node.deviceChainHash), filters: scope.filters)
         var outputs: [ExportOutput] = []
         defer { for o in outputs { o.abandon() } }
-        let helper = ExportHelper()
-        let result = try node.archive.writer.readWithHelper({ db in
-            defer { helper.close() }
-            return try write(db, request: request, scope: scope, envelope: envelope, out: scratch, overwrite: true, outputs: &outputs,
-                             helper: parallel ? helper : nil, batchSize: batchSize, isCancelled: { false }, progress: { _ in })
-        }, helper: helper.serve)
+        let result = try readForExport(node, parallel: parallel) { db, helper in
+            try write(db, request: request, scope: scope, envelope: envelope, out: scratch, overwrite: true, outputs: &outputs,
+                      helper: helper, batchSize: batchSize, isCancelled: { false }, progress: { _ in })
+        }
         return result.manifestHash
+    }
+
+    /// Runs `body` on a reader of the archive, with a second reader of the same
+    /// snapshot lent through the helper (none when `parallel` is false); the
+    /// helper is let go as soon as `body` returns.
+    static func readForExport<T>(_ node: NodeArchive, parallel: Bool = true, _ body: (Database, ExportHelper?) throws -> T) throws -> T {
+        let helper = ExportHelper()
+        return try node.archive.writer.readWithHelper({ db in
+            defer { helper.close() }
+            return try body(db, parallel ? helper : nil)
+        }, helper: helper.serve)
     }
 
     /// The observations an export covers, resolved and checked.
