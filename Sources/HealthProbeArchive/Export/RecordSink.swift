@@ -62,30 +62,27 @@ final class RecordSink: @unchecked Sendable {
         let shared = UncheckedBox((source, typeRows))
         helper?.offer { [self] db in
             do {
-                try db.withBoundedCache(kib: Self.cacheKiB) {
-                    try work(try shared.value.0.reading(db), shared.value.1, isCancelled: { false }, progress: { _ in })
-                }
+                try work(try shared.value.0.reading(db), shared.value.1, isCancelled: { false }, progress: { _ in })
             } catch { fail(error) }
         }
-        do {
-            try source.db.withBoundedCache(kib: Self.cacheKiB) {
-                try work(source, typeRows, isCancelled: isCancelled, progress: progress)
-            }
-        } catch { fail(error) }
+        do { try work(source, typeRows, isCancelled: isCancelled, progress: progress) } catch { fail(error) }
         turn.withLock { while current < typeCount && error == nil { turn.wait() } }
         queue.sync {}
         if let failure { throw failure }
     }
 
-    /// Claims types one after another and submits their batches in turn.
+    /// Claims types one after another and submits their batches in turn, with
+    /// the reader's page cache bounded to `cacheKiB`.
     private func work(_ source: RecordItems, _ typeRows: [(Int64, String)], isCancelled: () -> Bool, progress: (Int) -> Void) throws {
-        while let type = claim() {
-            try source.forEach(typeIndex: type, of: typeRows, batchSize: batchSize) { batch in
-                if isCancelled() { throw Self.cancelled }
-                let total = try submit(batch, type: type)
-                if total / 8192 != (total - batch.items.count) / 8192 { progress(total) }
+        try source.db.withBoundedCache(kib: Self.cacheKiB) {
+            while let type = claim() {
+                try source.forEach(typeIndex: type, of: typeRows, batchSize: batchSize) { batch in
+                    if isCancelled() { throw Self.cancelled }
+                    let total = try submit(batch, type: type)
+                    if total / 8192 != (total - batch.items.count) / 8192 { progress(total) }
+                }
+                try finish(type)
             }
-            try finish(type)
         }
     }
 
