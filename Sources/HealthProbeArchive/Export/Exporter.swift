@@ -53,6 +53,11 @@ public enum CSVColumns {
 /// hashes and the manifest hash computed as rows go by, the file renamed into
 /// place and the manifest row marked `completed` only at the end.
 public enum Exporter {
+    /// What a cancelled export throws, wherever it notices.
+    static var cancelled: ArchiveError {
+        ArchiveError(.cancelled, "the export was cancelled; no file was left and no completed manifest was recorded")
+    }
+
     /// Runs an export. `isCancelled` is polled between items; a cancelled export
     /// throws `ArchiveError(.cancelled)` and leaves no file behind.
     public static func run(node: NodeArchive, request: ExportRequest, out: String, overwrite: Bool = false,
@@ -200,7 +205,7 @@ public enum Exporter {
         func tick() throws {
             n += 1
             if n == 1 || n & 1023 == 0 {
-                if isCancelled() { throw ArchiveError(.cancelled, "the export was cancelled; no file was left and no completed manifest was recorded") }
+                if isCancelled() { throw cancelled }
                 progress(n)
             }
         }
@@ -281,7 +286,7 @@ public enum Exporter {
             fatalError("handled above")
         }
         if !first { try file.write([0x0A]) }
-        if isCancelled() { throw ArchiveError(.cancelled, "the export was cancelled; no file was left and no completed manifest was recorded") }
+        if isCancelled() { throw cancelled }
         let hash = try manifest.finish(counts: counts, filters: scope.filters)
         try file.write(try ExportEnvelope.footer(manifest: ExportEnvelope.manifest(recordCount: n, counts: counts, manifestHash: hash)))
         return ExportResult(exportID: envelope.exportID, kind: request.kind, path: out, companionPaths: [], recordCount: n, manifestHash: hash)

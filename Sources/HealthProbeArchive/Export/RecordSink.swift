@@ -49,14 +49,10 @@ final class RecordSink: @unchecked Sendable {
         }
     }
 
-    private static var cancelled: ArchiveError {
-        ArchiveError(.cancelled, "the export was cancelled; no file was left and no completed manifest was recorded")
-    }
-
     /// Streams every item of `source` through the sink, reading on the calling
     /// thread and on `helper`'s connection; rethrows the first error.
     func drain(_ source: RecordItems, helper: ExportHelper?, isCancelled: () -> Bool, progress: (Int) -> Void) throws {
-        if isCancelled() { throw Self.cancelled }
+        if isCancelled() { throw Exporter.cancelled }
         let typeRows = try source.typeRows()
         turn.withLock { typeCount = typeRows.count }
         let shared = UncheckedBox((source, typeRows))
@@ -77,7 +73,7 @@ final class RecordSink: @unchecked Sendable {
         try source.db.withBoundedCache(kib: Self.cacheKiB) {
             while let type = claim() {
                 try source.forEach(typeIndex: type, of: typeRows, batchSize: batchSize) { batch in
-                    if isCancelled() { throw Self.cancelled }
+                    if isCancelled() { throw Exporter.cancelled }
                     let total = try submit(batch, type: type)
                     if total / 8192 != (total - batch.items.count) / 8192 { progress(total) }
                 }
