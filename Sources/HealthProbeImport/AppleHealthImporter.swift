@@ -131,6 +131,9 @@ public final class AppleHealthImporter {
             try pipeline.flush()
             try writeMissingMembers(state: state, session: session, pipeline: pipeline)
             try pipeline.flush()
+            // The export's UTC offset is the observation's before any run completes: each
+            // completion computes its type's daily aggregates in the observation's local days.
+            try session.updateContext(timeZoneSecondsFromGMT: state.exportOffset, notes: nil)
             // Rejections of unknown type: no run may close anything.
             var results: [TypeRunResult] = []
             for (type, run) in state.runs.sorted(by: { $0.key < $1.key }) {

@@ -291,6 +291,46 @@ struct ImporterTests {
         #expect(workout.contains("2024-05-01T16:00:00.000Z"))
     }
 
+
+    @Test("daily aggregates of an import are in the export's local days; a rebuild gives the same rows; re-import shares them")
+    func aggregatesInLocalDays() throws {
+        let dir = TempDir()
+        // 00:30 and 23:30 at +0200 are one local day (June 1) but two UTC days.
+        let xml = """
+        <?xml version="1.0" encoding="UTF-8"?>
+        <HealthData locale="en_US">
+         <ExportDate value="2024-06-02 09:00:00 +0200"/>
+         <Record type="HKQuantityTypeIdentifierStepCount" sourceName="Synthetic Phone" unit="count" startDate="2024-06-01 00:30:00 +0200" endDate="2024-06-01 00:40:00 +0200" value="100"/>
+         <Record type="HKQuantityTypeIdentifierStepCount" sourceName="Synthetic Phone" unit="count" startDate="2024-06-01 23:30:00 +0200" endDate="2024-06-01 23:40:00 +0200" value="250"/>
+        </HealthData>
+        """
+        try xml.write(toFile: dir.file("export.xml"), atomically: true, encoding: .utf8)
+        let t = TempHome()
+        #expect(try importExport(t, dir.file("export.xml")).status == "completed")
+        func daily(_ db: Database) throws -> [String] {
+            try Row.fetchAll(db, sql: """
+                SELECT observation_id, bucket_start, bucket_end, visible_record_count, value_sum, aggregate_hash
+                FROM daily_type_aggregates ORDER BY observation_id, bucket_start, source_revision_id
+                """).map { "\($0)" }
+        }
+        do {
+            let node = try t.open()
+            let incremental = try node.archive.writer.read { db in try daily(db) }
+            let buckets = try node.archive.writer.read { db in try Double.fetchAll(db, sql: "SELECT bucket_start FROM daily_type_aggregates") }
+            #expect(buckets.map(CanonicalDate.string) == ["2024-05-31T22:00:00.000Z"])
+            let rebuilt = try node.archive.writer.write { db in
+                try Aggregates.rebuildAll(db, now: 0)
+                return try daily(db)
+            }
+            #expect(rebuilt == incremental)
+        }
+        // An unchanged re-import shares the first import's daily rows instead of recomputing them.
+        #expect(try importExport(t, dir.file("export.xml")).status == "completed")
+        let bases = try t.open().archive.writer.read { db in
+            try Int64.fetchAll(db, sql: "SELECT daily_base_observation_id FROM observation_type_summaries ORDER BY observation_id")
+        }
+        #expect(bases.count == 2 && bases[0] == bases[1])
+    }
     @Test("the device string is parsed without its memory address")
     func deviceString() {
         let d = DeviceString.parse("<<HKDevice: 0x533ad2350>, name:Apple Watch, manufacturer:Apple Inc., model:Watch, hardware:Watch4,4, software:9.6.3>")
