@@ -52,10 +52,16 @@ let package = Package(
                            .product(name: "ZIPFoundation", package: "ZIPFoundation")],
             swiftSettings: strict
         ),
+        .systemLibrary(
+            name: "HPLibXML2",
+            pkgConfig: "libxml-2.0",
+            providers: [.apt(["libxml2-dev"])]
+        ),
         .target(
             name: "HealthProbeImport",
             dependencies: [
                 "HealthProbeArchive",
+                "HPLibXML2",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ZIPFoundation", package: "ZIPFoundation"),
                 .product(name: "Logging", package: "swift-log"),

@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(FoundationXML)
-import FoundationXML
-#endif
 import GRDB
 import HealthProbeArchive
 import Logging
@@ -95,11 +92,9 @@ public final class AppleHealthImporter {
         stream.onProgress = { [weak self] bytes in self?.onProgress?(bytes, total, state.records) }
         try prepareRelationTable()
 
-        let parser = XMLParser(stream: stream)
         let delegate = ExportParser()
-        delegate.parser = parser
-        parser.delegate = delegate
-        parser.shouldResolveExternalEntities = false
+        let parser = ExportXMLStream(handler: delegate)
+        delegate.stream = parser
         delegate.onLocale = { state.locale = $0 }
         delegate.onExportDate = { t, offset in state.exportDate = t; state.exportOffset = offset }
         delegate.onMe = { state.me = $0 }
@@ -114,17 +109,17 @@ public final class AppleHealthImporter {
         }
 
         do {
-            let ok = parser.parse()
+            let ok = parser.parse { stream.read($0, maxLength: $1) }
             if let e = delegate.callbackError { throw e }
             if let e = stream.error { throw e }
             if !delegate.sawHealthData {
                 throw ImportError(.notAnExport, "\(location.displayName) has no <HealthData> element; it is not an Apple Health export")
             }
-            if let e = delegate.xmlError {
+            if let e = delegate.firstXMLError {
                 throw ImportError(.malformedXML, "\(location.displayName) is not well-formed XML at line \(e.line), column \(e.column) (XML error \(e.code)); nothing was imported")
             }
             if !ok || !delegate.sawEnd {
-                throw ImportError(.malformedXML, "\(location.displayName) ends before </HealthData> (line \(parser.lineNumber)): the file is truncated; nothing was imported")
+                throw ImportError(.malformedXML, "\(location.displayName) ends before </HealthData> (line \(parser.line)): the file is truncated; nothing was imported")
             }
             // Flush what is buffered, then members of correlations not present at top level.
             for type in state.buffers.keys.sorted() { try flush(type, state: state, session: session, pipeline: pipeline) }

@@ -1,12 +1,9 @@
 import Foundation
-#if canImport(FoundationXML)
-import FoundationXML
-#endif
 import HealthProbeArchive
 
-/// Streaming SAX delegate turning export.xml elements into `ImportedSample`s.
+/// Turns the element events of export.xml (`ExportXMLStream`) into `ImportedSample`s.
 /// Holds only the element being built (and its children), never the document.
-final class ExportParser: NSObject, XMLParserDelegate {
+final class ExportParser: XMLEventHandler {
     var onSample: (ImportedSample) throws -> Void = { _ in }
     var onRejection: (Rejection) -> Void = { _ in }
     var onExportDate: (Double, Int?) -> Void = { _, _ in }
@@ -19,16 +16,17 @@ final class ExportParser: NSObject, XMLParserDelegate {
     private(set) var sawEnd = false
     /// The first XML error libxml2 reported (it runs in recovery mode, so this
     /// is how a truncated or broken document is noticed), with its position.
-    private(set) var xmlError: (line: Int, column: Int, code: Int)?
+    private(set) var firstXMLError: (line: Int, column: Int, code: Int)?
     private(set) var exportOffset: Int?
 
-    weak var parser: XMLParser?
+    /// The stream feeding this parser: stopped when a callback fails.
+    weak var stream: ExportXMLStream?
     private let deviceMemo = DeviceString.Memo()
 
     /// An element under construction.
     private final class Frame {
         let name: String
-        let attributes: [String: String]
+        let attributes: XMLAttributes
         let line: Int
         let column: Int
         var metadata: [String: JSONValue] = [:]
@@ -41,7 +39,7 @@ final class ExportParser: NSObject, XMLParserDelegate {
         var members: [ImportedChild] = []
         var routes: [ImportedChild] = []
         var others: [JSONValue] = []
-        init(_ name: String, _ attributes: [String: String], _ line: Int, _ column: Int) {
+        init(_ name: String, _ attributes: XMLAttributes, _ line: Int, _ column: Int) {
             self.name = name
             self.attributes = attributes
             self.line = line
@@ -50,10 +48,7 @@ final class ExportParser: NSObject, XMLParserDelegate {
     }
     private var stack: [Frame] = []
 
-    private var line: Int { parser?.lineNumber ?? 0 }
-    private var column: Int { parser?.columnNumber ?? 0 }
-
-    func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?, attributes: [String: String]) {
+    func startElement(_ name: String, attributes: XMLAttributes, line: Int, column: Int) {
         if name == "HealthData" {
             sawHealthData = true
             if let l = attributes["locale"] { onLocale(l) }
@@ -62,11 +57,11 @@ final class ExportParser: NSObject, XMLParserDelegate {
         stack.append(Frame(name, attributes, line, column))
     }
 
-    func parser(_ parser: XMLParser, parseErrorOccurred parseError: any Error) {
-        if xmlError == nil { xmlError = (line, column, (parseError as NSError).code) }
+    func xmlError(code: Int, line: Int, column: Int) {
+        if firstXMLError == nil { firstXMLError = (line, column, code) }
     }
 
-    func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
+    func endElement(_ name: String) {
         if name == "HealthData" && stack.isEmpty { sawEnd = true }
         guard name != "HealthData", let frame = stack.popLast() else { return }
         let parent = stack.last
@@ -74,7 +69,7 @@ final class ExportParser: NSObject, XMLParserDelegate {
             try finish(frame, parent: parent)
         } catch {
             callbackError = error
-            parser.abortParsing()
+            stream?.stop()
         }
     }
 
@@ -82,7 +77,7 @@ final class ExportParser: NSObject, XMLParserDelegate {
         onRejection(Rejection(line: f.line, column: f.column, element: f.name, typeIdentifier: type ?? f.attributes["type"], reason: reason))
     }
 
-    private func attributesJSON(_ a: [String: String], dates: Set<String> = []) -> JSONValue {
+    private func attributesJSON(_ a: XMLAttributes, dates: Set<String> = []) -> JSONValue {
         var o: [String: JSONValue] = [:]
         for (k, v) in a {
             if dates.contains(k), let t = CanonicalDate.parse(v) { o[k] = .string(CanonicalDate.string(t)) } else { o[k] = .string(v) }
@@ -98,7 +93,7 @@ final class ExportParser: NSObject, XMLParserDelegate {
                 onExportDate(t, exportOffset)
             } else { reject(f, "value is missing or not a date") }
         case "Me":
-            onMe(f.attributes)
+            onMe(f.attributes.dictionary)
         case "MetadataEntry":
             guard let p = parent, let k = f.attributes["key"] else { return }
             p.metadata[k] = .string(f.attributes["value"] ?? "")
@@ -227,7 +222,7 @@ final class ExportParser: NSObject, XMLParserDelegate {
         return s
     }
 
-    private func statisticsJSON(_ a: [String: String]) -> JSONValue {
+    private func statisticsJSON(_ a: XMLAttributes) -> JSONValue {
         var o: [String: JSONValue] = [:]
         let unit = a["unit"]
         var canonicalUnit: String?
@@ -251,7 +246,7 @@ final class ExportParser: NSObject, XMLParserDelegate {
 
     private func workoutSample(_ f: Frame) -> ImportedSample? {
         let activity = f.attributes["workoutActivityType"] ?? ""
-        let frame = Frame(f.name, f.attributes.merging(["type": "HKWorkoutTypeIdentifier"]) { a, _ in a }, f.line, f.column)
+        let frame = Frame(f.name, f.attributes.adding(["type": "HKWorkoutTypeIdentifier"]), f.line, f.column)
         frame.metadata = f.metadata
         guard var s = baseSample(frame, kind: .workout) else { return nil }
         s.typeIdentifier = "HKWorkoutTypeIdentifier"
@@ -284,7 +279,7 @@ final class ExportParser: NSObject, XMLParserDelegate {
     }
 
     private func routeSample(_ f: Frame) -> CapturedSample? {
-        let frame = Frame(f.name, f.attributes.merging(["type": Self.routeType]) { a, _ in a }, f.line, f.column)
+        let frame = Frame(f.name, f.attributes.adding(["type": Self.routeType]), f.line, f.column)
         frame.metadata = f.metadata
         guard var s = baseSample(frame, kind: .route) else { return nil }
         var m = s.sample.metadata ?? [:]

@@ -1,9 +1,9 @@
 import Foundation
 
-/// The bytes `XMLParser` reads: the source with the DOCTYPE internal subset
+/// The bytes the XML parser reads: the source with the DOCTYPE internal subset
 /// blanked (every byte but newlines becomes a space, so line and column
-/// numbers stay true; real DTDs crash FoundationXML on Linux and the iOS 16
-/// one is malformed) and characters XML forbids (C0 controls other than tab,
+/// numbers stay true; the iOS 16 DTD is malformed, and no entity a DTD declares
+/// is ever expanded) and characters XML forbids (C0 controls other than tab,
 /// newline, carriage return) replaced by spaces and counted.
 final class SanitizingStream: InputStream {
     private let source: ByteSource

@@ -292,6 +292,33 @@ struct ImporterTests {
     }
 
 
+    @Test("entities a DTD declares are never expanded: the reference is an error with its position, and nothing is imported")
+    func declaredEntitiesNotExpanded() throws {
+        let dir = TempDir()
+        let xml = """
+        <?xml version="1.0" encoding="UTF-8"?>
+        <!DOCTYPE HealthData [
+        <!ENTITY a "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa">
+        <!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">
+        <!ATTLIST HealthData locale CDATA #REQUIRED>
+        ]>
+        <HealthData locale="en_US">
+         <ExportDate value="2024-06-02 09:00:00 +0200"/>
+         <Record type="HKQuantityTypeIdentifierStepCount" sourceName="Synthetic &amp; Phone &b;" unit="count" startDate="2024-06-01 00:30:00 +0200" endDate="2024-06-01 00:40:00 +0200" value="100"/>
+        </HealthData>
+        """
+        try xml.write(toFile: dir.file("export.xml"), atomically: true, encoding: .utf8)
+        let t = TempHome()
+        #expect {
+            try importExport(t, dir.file("export.xml"))
+        } throws: { error in
+            let e = error as? ImportError
+            return e?.code == .malformedXML && e?.message.contains("line 9, column 88") == true
+        }
+        let samples = try t.open().archive.writer.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM samples") }
+        #expect(samples == 0)
+    }
+
     @Test("daily aggregates of an import are in the export's local days; a rebuild gives the same rows; re-import shares them")
     func aggregatesInLocalDays() throws {
         let dir = TempDir()
