@@ -6,15 +6,25 @@ import HealthProbeArchive
 /// The memory address changes between exports and is dropped.
 enum DeviceString {
     /// Parses with a small memo keyed by the text after the address (devices repeat).
+    /// Consecutive records usually name the same device: the last key is compared
+    /// first, which is cheaper than hashing it.
     final class Memo {
         private var cache: [Substring: DeviceDescriptor?] = [:]
+        private var lastKey: Substring = ""
+        private var last: DeviceDescriptor??
+
         func parse(_ s: String) -> DeviceDescriptor? {
-            guard let close = s.firstIndex(of: ">") else { return DeviceString.parse(s) }
+            guard let close = s.utf8.firstIndex(of: UInt8(ascii: ">")) else { return DeviceString.parse(s) }
             let key = s[close...]
-            if let hit = cache[key] { return hit }
-            let d = DeviceString.parse(s)
-            if cache.count > 4096 { cache.removeAll() }
-            cache[key] = d
+            if let last, key == lastKey { return last }
+            let d: DeviceDescriptor?
+            if let hit = cache[key] { d = hit } else {
+                d = DeviceString.parse(s)
+                if cache.count > 4096 { cache.removeAll() }
+                cache[key] = d
+            }
+            lastKey = key
+            last = .some(d)
             return d
         }
     }

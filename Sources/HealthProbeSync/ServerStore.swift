@@ -88,10 +88,18 @@ extension ServerStore {
     }
 
     /// The last received sequence and manifest hash of a chain (0, nil when new).
+    /// One read-only connection, not a whole `Archive`: every sync session asks, and
+    /// opening the replica as an archive (a pool, the migration check) cost more than
+    /// the query.
     public func status(_ chainHash: String) throws -> (Int, String?) {
-        guard FileManager.default.fileExists(atPath: replicaPath(chainHash.lowercased())) else { return (0, nil) }
-        let replica = try Archive.open(path: replicaPath(chainHash.lowercased()), mode: .readOnly)
-        return try replica.writer.read { db in
+        let path = replicaPath(chainHash.lowercased())
+        guard FileManager.default.fileExists(atPath: path) else { return (0, nil) }
+        SQLiteSetup.ensure()
+        var config = Configuration()
+        config.readonly = true
+        config.busyMode = .timeout(10)
+        let replica = try DatabaseQueue(path: path, configuration: config)
+        return try replica.read { db in
             let row = try Row.fetchOne(db, sql: "SELECT sequence, manifest_hash FROM bundle_log WHERE direction = 'received' ORDER BY sequence DESC LIMIT 1")
             return (row?["sequence"] ?? 0, row?["manifest_hash"])
         }

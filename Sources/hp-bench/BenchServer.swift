@@ -41,6 +41,8 @@ struct BenchServer {
 
     /// The server process's peak RSS since it started.
     var peakRSS: Int64 { Measure.peakRSS(pid: process.processIdentifier) }
+    /// CPU seconds the server process has used since it started.
+    var cpuSeconds: Double { Measure.cpuSeconds(pid: process.processIdentifier) }
 
     func stop() {
         if process.isRunning { process.terminate(); process.waitUntilExit() }

@@ -52,6 +52,16 @@ enum Measure {
     /// Peak resident set size of another process (VmHWM), in bytes.
     static func peakRSS(pid: Int32) -> Int64 { statusField("VmHWM:", process: "\(pid)") }
 
+    /// CPU time (user + system) another process has used so far, in seconds (Linux).
+    static func cpuSeconds(pid: Int32) -> Double {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = text.lastIndex(of: ")") else { return 0 }
+        // After "pid (comm)": state is field 3, utime 14 and stime 15.
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
     private static func statusField(_ name: String, process: String = "self") -> Int64 {
         guard let text = try? String(contentsOfFile: "/proc/\(process)/status", encoding: .utf8) else { return 0 }
         for line in text.split(separator: "\n") where line.hasPrefix(name) {

@@ -49,6 +49,9 @@ public final class DeviceRegistry: Sendable {
         var config = Configuration()
         config.foreignKeysEnabled = true
         config.busyMode = .timeout(5)
+        // WAL: one sync per commit (the rollback journal took several) while the
+        // server records a sync per bundle, and readers (`hp-server summary`) never wait.
+        config.journalMode = .wal
         SQLiteSetup.ensure()
         queue = try DatabaseQueue(path: path, configuration: config)
         try Self.migrator.migrate(queue)
@@ -179,6 +182,11 @@ public final class DeviceRegistry: Sendable {
 
     /// Write access: binds an unowned chain to `identity`; a chain owned by another device is forbidden.
     public func claim(_ identity: Identity, chain: String, now: Double) throws {
+        // Every bundle claims its chain; once bound, a read answers without a write transaction.
+        let owner = try queue.read { db in
+            try Int64.fetchOne(db, sql: "SELECT device_id FROM chain_owners WHERE device_chain_hash = ?", arguments: [chain])
+        }
+        if owner == identity.id { return }
         try queue.write { db in
             try db.execute(sql: "INSERT OR IGNORE INTO chain_owners(device_chain_hash, device_id, bound_at) VALUES (?, ?, ?)", arguments: [chain, identity.id, now])
             let owner = try Int64.fetchOne(db, sql: "SELECT device_id FROM chain_owners WHERE device_chain_hash = ?", arguments: [chain])
