@@ -27,6 +27,15 @@ func importExport(_ t: TempHome, _ path: String, pageSize: Int = 5000) throws ->
     return try AppleHealthImporter(node: node, options: o).importExport(at: path)
 }
 
+/// An export.xml in a new temporary directory: the prolog, `<HealthData>` with its
+/// `ExportDate`, then `body`. Keep the directory alive while the file is used.
+func inlineExport(exportDate: String, _ body: String) throws -> (dir: TempDir, path: String) {
+    let dir = TempDir()
+    let xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<HealthData locale=\"en_US\">\n <ExportDate value=\"\(exportDate)\"/>\n" + body + "\n</HealthData>\n"
+    try xml.write(toFile: dir.file("export.xml"), atomically: true, encoding: .utf8)
+    return (dir, dir.file("export.xml"))
+}
+
 func metadataJSON(_ t: TempHome) throws -> [String] {
     try t.open().archive.writer.read { db in try String.fetchAll(db, sql: "SELECT metadata_json FROM metadata_blobs") }
 }
@@ -254,11 +263,7 @@ struct ImporterTests {
 
     @Test("HRV beat lists and statistics nested in WorkoutActivity (which the DTD does not allow) are archived")
     func nestedElements() throws {
-        let dir = TempDir()
-        let xml = """
-        <?xml version="1.0" encoding="UTF-8"?>
-        <HealthData locale="en_US">
-         <ExportDate value="2024-06-01 09:00:00 +0200"/>
+        let export = try inlineExport(exportDate: "2024-06-01 09:00:00 +0200", """
          <Record type="HKQuantityTypeIdentifierHeartRateVariabilitySDNN" sourceName="Synthetic Watch" sourceVersion="10.1" unit="ms" creationDate="2024-05-01 07:00:00 +0200" startDate="2024-05-01 06:58:00 +0200" endDate="2024-05-01 06:59:00 +0200" value="48.2">
           <HeartRateVariabilityMetadataList>
            <InstantaneousBeatsPerMinute bpm="61" time="6:58:01.12 AM"/>
@@ -271,11 +276,9 @@ struct ImporterTests {
            <WorkoutStatistics type="HKQuantityTypeIdentifierDistanceWalkingRunning" startDate="2024-05-01 18:00:00 +0200" endDate="2024-05-01 18:20:00 +0200" sum="1.25" unit="mi"/>
           </WorkoutActivity>
          </Workout>
-        </HealthData>
-        """
-        try xml.write(toFile: dir.file("export.xml"), atomically: true, encoding: .utf8)
+        """)
         let t = TempHome()
-        let r = try importExport(t, dir.file("export.xml"))
+        let r = try importExport(t, export.path)
         #expect(r.status == "completed")
         #expect(r.records == 2)
         let all = try metadataJSON(t)
@@ -321,19 +324,13 @@ struct ImporterTests {
 
     @Test("daily aggregates of an import are in the export's local days; a rebuild gives the same rows; re-import shares them")
     func aggregatesInLocalDays() throws {
-        let dir = TempDir()
         // 00:30 and 23:30 at +0200 are one local day (June 1) but two UTC days.
-        let xml = """
-        <?xml version="1.0" encoding="UTF-8"?>
-        <HealthData locale="en_US">
-         <ExportDate value="2024-06-02 09:00:00 +0200"/>
+        let export = try inlineExport(exportDate: "2024-06-02 09:00:00 +0200", """
          <Record type="HKQuantityTypeIdentifierStepCount" sourceName="Synthetic Phone" unit="count" startDate="2024-06-01 00:30:00 +0200" endDate="2024-06-01 00:40:00 +0200" value="100"/>
          <Record type="HKQuantityTypeIdentifierStepCount" sourceName="Synthetic Phone" unit="count" startDate="2024-06-01 23:30:00 +0200" endDate="2024-06-01 23:40:00 +0200" value="250"/>
-        </HealthData>
-        """
-        try xml.write(toFile: dir.file("export.xml"), atomically: true, encoding: .utf8)
+        """)
         let t = TempHome()
-        #expect(try importExport(t, dir.file("export.xml")).status == "completed")
+        #expect(try importExport(t, export.path).status == "completed")
         func daily(_ db: Database) throws -> [String] {
             try Row.fetchAll(db, sql: """
                 SELECT observation_id, bucket_start, bucket_end, visible_record_count, value_sum, aggregate_hash
@@ -352,7 +349,7 @@ struct ImporterTests {
             #expect(rebuilt == incremental)
         }
         // An unchanged re-import shares the first import's daily rows instead of recomputing them.
-        #expect(try importExport(t, dir.file("export.xml")).status == "completed")
+        #expect(try importExport(t, export.path).status == "completed")
         let bases = try t.open().archive.writer.read { db in
             try Int64.fetchAll(db, sql: "SELECT daily_base_observation_id FROM observation_type_summaries ORDER BY observation_id")
         }
