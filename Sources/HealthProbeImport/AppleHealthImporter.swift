@@ -153,7 +153,8 @@ public final class AppleHealthImporter {
             }
             let edits = try matchEdits(session.observationID)
             let relationships = try writeRelationships(state: state, session: session)
-            try session.updateContext(timeZoneSecondsFromGMT: state.exportOffset, notes: notes(location: location, state: state, stream: stream))
+            // The notes; the UTC offset was recorded before the runs completed.
+            try session.updateContext(timeZoneSecondsFromGMT: nil, notes: notes(location: location, state: state, stream: stream))
             let status = try session.finish()
             let totals = pipeline.totals
             return Result(observationId: session.observationID, status: status.rawValue, source: location.displayName,

@@ -131,25 +131,29 @@ final class ExportXMLStream {
             for i in 0..<count {
                 // Five pointers per attribute: local name, prefix, URI, value start, value end.
                 guard let key = attributes[i * 5], let start = attributes[i * 5 + 3], let end = attributes[i * 5 + 4] else { continue }
-                list.pairs.append((attributeName(key), value(key, UnsafeBufferPointer(start: start, count: end - start))))
+                let bytes = UnsafeBufferPointer(start: start, count: end - start)
+                if let slot = slot(key) {
+                    list.pairs.append((attributeNames[slot].name, value(slot, bytes)))
+                } else {
+                    list.pairs.append((String(cString: key), String(decoding: bytes, as: UTF8.self)))
+                }
             }
         }
         handler.startElement(name(localname), attributes: list, line: line, column: column)
     }
 
-    private func slot(_ pointer: UnsafePointer<xmlChar>) -> Int {
+    /// The index of an attribute name in `attributeNames`, added when new; nil
+    /// once 256 names are known and this is not one of them.
+    private func slot(_ pointer: UnsafePointer<xmlChar>) -> Int? {
         for i in attributeNames.indices where attributeNames[i].pointer == pointer { return i }
+        guard attributeNames.count < 256 else { return nil }
         attributeNames.append(AttributeName(pointer: pointer, name: String(cString: pointer)))
         return attributeNames.count - 1
     }
 
-    private func attributeName(_ pointer: UnsafePointer<xmlChar>) -> String {
-        attributeNames.count < 256 ? attributeNames[slot(pointer)].name : String(cString: pointer)
-    }
-
-    private func value(_ key: UnsafePointer<xmlChar>, _ bytes: UnsafeBufferPointer<UInt8>) -> String {
-        guard attributeNames.count < 256, bytes.count <= Self.rememberedValueLength else { return String(decoding: bytes, as: UTF8.self) }
-        let i = slot(key)
+    /// The value as a string: the name's last one when the bytes repeat it.
+    private func value(_ i: Int, _ bytes: UnsafeBufferPointer<UInt8>) -> String {
+        guard bytes.count <= Self.rememberedValueLength else { return String(decoding: bytes, as: UTF8.self) }
         let same = attributeNames[i].lastBytes.withUnsafeBufferPointer { last in
             last.count == bytes.count && (bytes.isEmpty || memcmp(last.baseAddress!, bytes.baseAddress!, bytes.count) == 0)
         }
