@@ -244,13 +244,21 @@ public enum Aggregates {
 
     /// Daily rows (per local day and source revision) of the type's visible samples.
     static func writeDaily(_ db: Database, obs: Int64, typeID: Int64, typeIdentifier: String, days: LocalDays, from: Double, to: Double) throws {
+        try computeDaily(db, into: "daily_type_aggregates", obs: obs, typeID: typeID, days: days, from: from, to: to)
+        try hashDaily(db, obs: obs, typeID: typeID, typeIdentifier: typeIdentifier)
+    }
+
+    /// Inserts the daily rows of the type's samples visible at `obs` (local days of
+    /// `days` from the one holding `from` to the one holding `to`) into `table`, which
+    /// has the columns of `daily_type_aggregates`; `aggregate_hash` is left null.
+    static func computeDaily(_ db: Database, into table: String, obs: Int64, typeID: Int64, days: LocalDays, from: Double, to: Double) throws {
         try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS hp_days(bucket_start REAL PRIMARY KEY, bucket_end REAL NOT NULL)")
         try db.execute(sql: "DELETE FROM temp.hp_days")
         let insertDay = try db.cachedStatement(sql: "INSERT INTO temp.hp_days(bucket_start, bucket_end) VALUES (?, ?)")
         try days.forEachDay(from: from, to: to) { start, end in try insertDay.execute(arguments: [start, end]) }
         try withBoundedSorter(db) {
             try db.execute(sql: """
-            INSERT INTO daily_type_aggregates(observation_id, sample_type_id, bucket_start, bucket_end, visible_record_count,
+            INSERT INTO \(table)(observation_id, sample_type_id, bucket_start, bucket_end, visible_record_count,
                 value_sum, value_max, source_revision_id, aggregate_hash)
             SELECT ?, ?, g.b, d.bucket_end, g.n, g.total, g.top, g.rev, NULL
             FROM (
@@ -264,7 +272,6 @@ public enum Aggregates {
             """, arguments: [obs, typeID, typeID, obs, obs])
         }
         try db.execute(sql: "DELETE FROM temp.hp_days")
-        try hashDaily(db, obs: obs, typeID: typeID, typeIdentifier: typeIdentifier)
     }
 
     /// The most memory SQLite's sorter may hold for the daily grouping, in KiB.
@@ -278,40 +285,50 @@ public enum Aggregates {
         try db.withBoundedCache(kib: sorterKiB, body)
     }
 
-    /// Hashes the daily rows of (obs, type) that have no hash yet, over content that is
+    /// The daily rows of (obs, type) with what their hash covers (`onlyUnhashed`:
+    /// those without a hash yet); arguments: obs, type.
+    static func dailyRowsSQL(onlyUnhashed: Bool) -> String {
+        """
+        SELECT a.rowid AS rid, a.bucket_start, a.bucket_end, a.visible_record_count, a.value_sum, a.value_max,
+               sr.product_type, sr.version, sr.operating_system_version, so.source_name_hash, so.bundle_identifier,
+               a.source_revision_id IS NULL AS no_rev, a.source_revision_id, a.aggregate_hash
+        FROM daily_type_aggregates a
+        LEFT JOIN source_revisions sr ON sr.id = a.source_revision_id
+        LEFT JOIN sources so ON so.id = sr.source_id
+        WHERE a.observation_id = ? AND a.sample_type_id = ?\(onlyUnhashed ? " AND a.aggregate_hash IS NULL" : "")
+        """
+    }
+
+    /// The aggregate hash of a daily row (a row of `dailyRowsSQL`), over content
     /// the same in every replica (no local ids).
+    static func dailyHash(_ r: Row, typeIdentifier: String) throws -> String {
+        var revision = JSONValue.null
+        if !(r["no_rev"] as Bool) {
+            var rev: [String: JSONValue] = [:]
+            for key in ["bundle_identifier", "operating_system_version", "product_type", "version"] { rev[key] = .optional(r[key] as String?) }
+            rev["name_hash"] = .optional(r["source_name_hash"] as String?)
+            revision = .object(rev)
+        }
+        let start: Double = r["bucket_start"], end: Double = r["bucket_end"], count: Int = r["visible_record_count"]
+        let sum: Double? = r["value_sum"], top: Double? = r["value_max"]
+        var fields: [String: JSONValue] = [:]
+        fields["kind"] = .string("daily")
+        fields["type"] = .string(typeIdentifier)
+        fields["bucket_start"] = .string(CanonicalDate.string(start))
+        fields["bucket_end"] = .string(CanonicalDate.string(end))
+        fields["visible_record_count"] = .int(count)
+        fields["source_revision"] = revision
+        fields["value_sum"] = sum.map(JSONValue.number) ?? .null
+        fields["value_max"] = top.map(JSONValue.number) ?? .null
+        return try ArchiveHasher.sha256(.aggregate, json: .object(fields))
+    }
+
+    /// Hashes the daily rows of (obs, type) that have no hash yet.
     static func hashDaily(_ db: Database, obs: Int64, typeID: Int64, typeIdentifier: String) throws {
-        let rows = try Row.fetchAll(db, sql: """
-            SELECT a.rowid AS rid, a.bucket_start, a.bucket_end, a.visible_record_count, a.value_sum, a.value_max,
-                   sr.product_type, sr.version, sr.operating_system_version, so.source_name_hash, so.bundle_identifier,
-                   a.source_revision_id IS NULL AS no_rev
-            FROM daily_type_aggregates a
-            LEFT JOIN source_revisions sr ON sr.id = a.source_revision_id
-            LEFT JOIN sources so ON so.id = sr.source_id
-            WHERE a.observation_id = ? AND a.sample_type_id = ? AND a.aggregate_hash IS NULL
-            """, arguments: [obs, typeID])
+        let rows = try Row.fetchAll(db, sql: dailyRowsSQL(onlyUnhashed: true), arguments: [obs, typeID])
         let setHash = try db.cachedStatement(sql: "UPDATE daily_type_aggregates SET aggregate_hash = ? WHERE rowid = ?")
         for r in rows {
-            var revision = JSONValue.null
-            if !(r["no_rev"] as Bool) {
-                var rev: [String: JSONValue] = [:]
-                for key in ["bundle_identifier", "operating_system_version", "product_type", "version"] { rev[key] = .optional(r[key] as String?) }
-                rev["name_hash"] = .optional(r["source_name_hash"] as String?)
-                revision = .object(rev)
-            }
-            let start: Double = r["bucket_start"], end: Double = r["bucket_end"], count: Int = r["visible_record_count"]
-            let sum: Double? = r["value_sum"], top: Double? = r["value_max"]
-            var fields: [String: JSONValue] = [:]
-            fields["kind"] = .string("daily")
-            fields["type"] = .string(typeIdentifier)
-            fields["bucket_start"] = .string(CanonicalDate.string(start))
-            fields["bucket_end"] = .string(CanonicalDate.string(end))
-            fields["visible_record_count"] = .int(count)
-            fields["source_revision"] = revision
-            fields["value_sum"] = sum.map(JSONValue.number) ?? .null
-            fields["value_max"] = top.map(JSONValue.number) ?? .null
-            let hash = try ArchiveHasher.sha256(.aggregate, json: .object(fields))
-            try setHash.execute(arguments: [hash, r["rid"] as Int64])
+            try setHash.execute(arguments: [try dailyHash(r, typeIdentifier: typeIdentifier), r["rid"] as Int64])
         }
     }
 

@@ -26,9 +26,10 @@ public struct IntegrityReport: Sendable, Codable, Equatable {
 
 /// Archive integrity checks (database-design.md 14). `quick` runs SQLite's
 /// quick check, the schema, foreign keys, open-range sanity, duplicate
-/// identities and the latest observation's aggregates; `full` adds the full
-/// integrity check, the rebuild of every visibility range from events, every
-/// aggregate, and the re-verification of recorded export manifests.
+/// identities and the latest observation's aggregates (summaries and daily
+/// rows); `full` adds the full integrity check, the rebuild of every
+/// visibility range from events, every aggregate, and the re-verification of
+/// recorded export manifests.
 public enum ArchiveVerifier {
     public enum Mode: String, Sendable { case quick, full }
 
@@ -135,31 +136,13 @@ public enum ArchiveVerifier {
                 checks.append(IntegrityCheck(name: "ranges_from_events", status: .skipped, detail: "run with --full"))
             }
 
-            // 7. Aggregates recomputed from ranges.
-            let latest = try Int64.fetchOne(db, sql: "SELECT max(observation_id) FROM observation_type_summaries")
-            let summaries = try Row.fetchAll(db, sql: """
-                SELECT ts.observation_id, ts.sample_type_id, ts.visible_record_count, ts.value_sum, ts.value_max, ts.earliest_start_date,
-                       ts.latest_end_date, ts.daily_base_observation_id, st.type_identifier
-                FROM observation_type_summaries ts JOIN sample_types st ON st.id = ts.sample_type_id
-                WHERE ? OR ts.observation_id = ? ORDER BY ts.observation_id, ts.sample_type_id
-                """, arguments: [mode == .full, latest])
-            var agg: [String] = []
-            for s in summaries {
-                let obs: Int64 = s[0], type: Int64 = s[1]
-                let live = try Aggregates.Totals.fetch(db, typeID: type, observationID: obs)
-                let name: String = s[8]
-                if live.count != (s[2] as Int) { agg.append("observation \(obs) \(name): visible_record_count \(s[2] as Int), ranges say \(live.count)") }
-                if live.valueSum != (s[3] as Double?) { agg.append("observation \(obs) \(name): value_sum differs from the ranges") }
-                if live.valueMax != (s[4] as Double?) || live.earliestStart != (s[5] as Double?) || live.latestEnd != (s[6] as Double?) {
-                    agg.append("observation \(obs) \(name): value_max or date bounds differ from the ranges")
-                }
-                if let base: Int64 = s[7] {
-                    let daily = try Int.fetchOne(db, sql: "SELECT sum(visible_record_count) FROM daily_type_aggregates WHERE observation_id = ? AND sample_type_id = ?",
-                                                 arguments: [base, type]) ?? 0
-                    if daily != live.count { agg.append("observation \(obs) \(name): daily rows (of observation \(base)) count \(daily), ranges say \(live.count)") }
-                }
-            }
-            add("aggregates", agg, ok: "\(summaries.count) type summaries and their daily rows match the ranges" + (mode == .quick ? " (latest observation)" : ""))
+            // 7. Aggregates recomputed from ranges: summaries, then the daily rows they use.
+            let aggregates = try AggregateVerifier.check(db, mode: mode)
+            let scope = mode == .quick ? " (latest observation)" : ""
+            add("aggregates", aggregates.summaryProblems,
+                ok: "\(aggregates.summaries) type summaries match the ranges and their hashes" + scope)
+            add("daily_aggregates", aggregates.dailyProblems,
+                ok: "\(aggregates.dailyRows) daily rows of \(aggregates.dailyBases) type runs match the ranges per local day, hashes included" + scope)
         }
         return checks
     }

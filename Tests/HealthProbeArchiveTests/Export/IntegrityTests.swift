@@ -47,6 +47,10 @@ struct IntegrityTests {
             ("open_ranges", "INSERT INTO sample_visibility_ranges(sample_id, version_id, first_observation_id, first_seen_at) SELECT sample_id, version_id, 2, 0 FROM sample_visibility_ranges WHERE last_observation_id IS NULL AND first_observation_id = 1 LIMIT 1", "open ranges"),
             ("duplicate_identities", "INSERT INTO samples(sample_type_id, sample_uuid_hash, strict_fingerprint, first_seen_observation_id, first_seen_at) SELECT sample_type_id, sample_uuid_hash, 'x' || strict_fingerprint, 1, 0 FROM samples WHERE sample_uuid_hash IS NOT NULL LIMIT 1", "sample rows"),
             ("aggregates", "UPDATE observation_type_summaries SET visible_record_count = visible_record_count + 1 WHERE observation_id = 2", "visible_record_count"),
+            ("aggregates", "UPDATE observation_type_summaries SET aggregate_hash = (CASE WHEN substr(aggregate_hash, 1, 1) = '0' THEN '1' ELSE '0' END) || substr(aggregate_hash, 2) WHERE observation_id = 2", "does not match the summary"),
+            ("daily_aggregates", "UPDATE daily_type_aggregates SET visible_record_count = visible_record_count + 1 WHERE rowid = (SELECT max(rowid) FROM daily_type_aggregates)", "is stored but not derived from the ranges"),
+            ("daily_aggregates", "UPDATE daily_type_aggregates SET aggregate_hash = (CASE WHEN substr(aggregate_hash, 1, 1) = '0' THEN '1' ELSE '0' END) || substr(aggregate_hash, 2) WHERE rowid = (SELECT max(rowid) FROM daily_type_aggregates)", "does not match its content"),
+            ("daily_aggregates", "DELETE FROM daily_type_aggregates WHERE rowid = (SELECT max(rowid) FROM daily_type_aggregates)", "is derived from the ranges but not stored"),
             ("export_manifests", "UPDATE export_manifests SET manifest_hash = (CASE WHEN substr(manifest_hash, 1, 1) = '0' THEN '1' ELSE '0' END) || substr(manifest_hash, 2)", "differs from recorded"),
         ]
         for (check, sql, expected) in cases {
@@ -80,5 +84,40 @@ struct IntegrityTests {
             // Opening or reading a malformed database fails with an error: also caught.
             #expect("\(error)".contains("malformed") || "\(error)".contains("corrupt") || "\(error)".contains("not"), "\(error)")
         }
+    }
+
+    @Test("daily rows bucketed in the wrong days, or shared across a time-zone change, are caught")
+    func dailyRowsPerLocalDay() throws {
+        // 00:30 and 23:30 at +0200: one local day, two UTC days.
+        let export = try inlineExport(exportDate: "2024-06-02 09:00:00 +0200", """
+         <Record type="HKQuantityTypeIdentifierStepCount" sourceName="Synthetic Phone" unit="count" startDate="2024-06-01 00:30:00 +0200" endDate="2024-06-01 00:40:00 +0200" value="100"/>
+         <Record type="HKQuantityTypeIdentifierStepCount" sourceName="Synthetic Phone" unit="count" startDate="2024-06-01 23:30:00 +0200" endDate="2024-06-01 23:40:00 +0200" value="250"/>
+        """)
+        let t = TempHome()
+        _ = try importExport(t, export.path)
+        _ = try importExport(t, export.path)  // shares the first import's daily rows
+        #expect(try problems(t, .quick).isEmpty)
+        #expect(try problems(t, .full).isEmpty)
+
+        // The rows of observation 1 recomputed in UTC days (hashed, so only the bucketing is wrong).
+        try t.open().archive.writer.write { db in
+            let type = try Int64.fetchOne(db, sql: "SELECT sample_type_id FROM daily_type_aggregates LIMIT 1")!
+            try db.execute(sql: "DELETE FROM daily_type_aggregates WHERE observation_id = 1")
+            let utc = LocalDays(identifier: "UTC", secondsFromGMT: 0)
+            try Aggregates.writeDaily(db, obs: 1, typeID: type, typeIdentifier: "HKQuantityTypeIdentifierStepCount", days: utc, from: 1_717_100_000, to: 1_717_400_000)
+        }
+        for mode in [ArchiveVerifier.Mode.quick, .full] {
+            let found = try problems(t, mode)
+            #expect(found["daily_aggregates"]?.contains("observation 1 HKQuantityTypeIdentifierStepCount: the daily row of the local day from 2024-05-31T00:00:00.000Z") == true, "\(found)")
+            #expect(found["aggregates"] == nil, "\(found)")
+        }
+
+        // A fresh home: observation 2 shares observation 1's rows but claims another time zone.
+        let t2 = TempHome()
+        _ = try importExport(t2, export.path)
+        _ = try importExport(t2, export.path)
+        try damage(t2, "UPDATE observations SET time_zone_seconds_from_gmt = 0 WHERE id = 2")
+        let found = try problems(t2, .quick)
+        #expect(found["daily_aggregates"]?.contains("observation 2 HKQuantityTypeIdentifierStepCount: shares the daily rows of observation 1, recorded in another time zone") == true, "\(found)")
     }
 }

@@ -1,0 +1,128 @@
+import Foundation
+import GRDB
+
+/// Re-derives the materialized aggregates from the visibility ranges
+/// (database-design.md 14, "aggregate rebuild checks") and names what differs.
+///
+/// Summaries: counts, sums, maxima and date bounds against the ranges, and
+/// each aggregate hash against the row's content. Daily rows: recomputed per
+/// local day of their observation's timezone and compared row by row, every
+/// hash checked; a summary that shares an earlier observation's daily rows
+/// must have the same timezone and no range of its type opened or closed in
+/// between. Problems name observation, type, day and revision, never values.
+enum AggregateVerifier {
+    struct Outcome {
+        var summaryProblems: [String] = []
+        var dailyProblems: [String] = []
+        var summaries = 0
+        var dailyBases = 0
+        var dailyRows = 0
+    }
+
+    /// Checks every summary (`full`) or the latest observation's and the daily rows they use.
+    static func check(_ db: Database, mode: ArchiveVerifier.Mode) throws -> Outcome {
+        var out = Outcome()
+        let latest = try Int64.fetchOne(db, sql: "SELECT max(observation_id) FROM observation_type_summaries")
+        let summaries = try Row.fetchAll(db, sql: """
+            SELECT ts.observation_id, ts.sample_type_id, ts.visible_record_count, ts.value_sum, ts.value_max, ts.earliest_start_date,
+                   ts.latest_end_date, ts.daily_base_observation_id, st.type_identifier, ts.aggregate_hash
+            FROM observation_type_summaries ts JOIN sample_types st ON st.id = ts.sample_type_id
+            WHERE ? OR ts.observation_id = ? ORDER BY ts.observation_id, ts.sample_type_id
+            """, arguments: [mode == .full, latest])
+        out.summaries = summaries.count
+        /// (base observation, type) -> type identifier, for the daily rows to recompute.
+        var bases: [[Int64]: String] = [:]
+        for s in summaries {
+            let obs: Int64 = s[0], type: Int64 = s[1], name: String = s[8]
+            let count: Int = s[2], sum: Double? = s[3], top: Double? = s[4], first: Double? = s[5], last: Double? = s[6]
+            let live = try Aggregates.Totals.fetch(db, typeID: type, observationID: obs)
+            if live.count != count { out.summaryProblems.append("observation \(obs) \(name): visible_record_count \(count), ranges say \(live.count)") }
+            if live.valueSum != sum { out.summaryProblems.append("observation \(obs) \(name): value_sum differs from the ranges") }
+            if live.valueMax != top || live.earliestStart != first || live.latestEnd != last {
+                out.summaryProblems.append("observation \(obs) \(name): value_max or date bounds differ from the ranges")
+            }
+            if let stored: String = s[9] {
+                let expected = try Aggregates.summaryHash(typeIdentifier: name, count: count, first: first, last: last, total: sum, top: top)
+                if stored != expected { out.summaryProblems.append("observation \(obs) \(name): aggregate_hash does not match the summary's content") }
+            } else {
+                out.summaryProblems.append("observation \(obs) \(name): the summary has no aggregate_hash")
+            }
+            let base: Int64 = s[7] ?? obs
+            if base != obs {
+                if base > obs {
+                    out.dailyProblems.append("observation \(obs) \(name): shares the daily rows of a later observation \(base)")
+                    continue
+                }
+                if try !sameZone(db, obs, base) {
+                    out.dailyProblems.append("observation \(obs) \(name): shares the daily rows of observation \(base), recorded in another time zone")
+                }
+                if try Aggregates.moved(db, typeID: type, after: base, upTo: obs) {
+                    out.dailyProblems.append("observation \(obs) \(name): shares the daily rows of observation \(base), but ranges of the type opened or closed in between")
+                }
+            }
+            bases[[base, type]] = name
+        }
+        try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS hp_daily_check AS SELECT * FROM daily_type_aggregates WHERE 0")
+        defer { try? db.execute(sql: "DROP TABLE IF EXISTS temp.hp_daily_check") }
+        for key in bases.keys.sorted(by: { ($0[0], $0[1]) < ($1[0], $1[1]) }) {
+            let (base, type, name) = (key[0], key[1], bases[key]!)
+            out.dailyBases += 1
+            out.dailyRows += try checkDaily(db, base: base, type: type, name: name, problems: &out.dailyProblems)
+        }
+        return out
+    }
+
+    /// Recomputes the daily rows of `type` at `base` and compares them and their
+    /// hashes with the stored ones. Returns how many stored rows were checked.
+    private static func checkDaily(_ db: Database, base: Int64, type: Int64, name: String, problems: inout [String]) throws -> Int {
+        guard let o = try Row.fetchOne(db, sql: "SELECT time_zone_identifier, time_zone_seconds_from_gmt FROM observations WHERE id = ?", arguments: [base]) else {
+            problems.append("observation \(base) \(name): daily rows name an observation that does not exist")
+            return 0
+        }
+        let days = LocalDays(identifier: o[0], secondsFromGMT: o[1])
+        try db.execute(sql: "DELETE FROM temp.hp_daily_check")
+        let totals = try Aggregates.Totals.fetch(db, typeID: type, observationID: base)
+        if totals.count > 0, let first = totals.earliestStart, let lastStart = totals.latestStart {
+            try Aggregates.computeDaily(db, into: "temp.hp_daily_check", obs: base, typeID: type, days: days, from: first, to: lastStart)
+        }
+        let columns = "bucket_start, bucket_end, visible_record_count, value_sum, value_max, source_revision_id"
+        let differing = try Row.fetchAll(db, sql: """
+            SELECT 'is stored but not derived from the ranges', * FROM (
+                SELECT \(columns) FROM daily_type_aggregates WHERE observation_id = ? AND sample_type_id = ?
+                EXCEPT SELECT \(columns) FROM temp.hp_daily_check)
+            UNION ALL
+            SELECT 'is derived from the ranges but not stored', * FROM (
+                SELECT \(columns) FROM temp.hp_daily_check
+                EXCEPT SELECT \(columns) FROM daily_type_aggregates WHERE observation_id = ? AND sample_type_id = ?)
+            LIMIT 20
+            """, arguments: [base, type, base, type])
+        for r in differing {
+            let revision = (r[6] as Int64?).map { "source revision \($0)" } ?? "no source revision"
+            problems.append("observation \(base) \(name): the daily row of the local day from \(CanonicalDate.string(r[1])) (\(revision)) \(r[0] as String)")
+        }
+        var checked = 0
+        let rows = try Row.fetchCursor(db, sql: Aggregates.dailyRowsSQL(onlyUnhashed: false), arguments: [base, type])
+        while let r = try rows.next() {
+            checked += 1
+            let day = CanonicalDate.string(r["bucket_start"])
+            guard let stored: String = r["aggregate_hash"] else {
+                problems.append("observation \(base) \(name): the daily row of \(day) has no aggregate_hash")
+                continue
+            }
+            if stored != (try Aggregates.dailyHash(r, typeIdentifier: name)) {
+                problems.append("observation \(base) \(name): the aggregate_hash of the daily row of \(day) does not match its content")
+            }
+        }
+        return checked
+    }
+
+    /// True when two observations bucket days in the same timezone (the rule the
+    /// aggregates follow when they share daily rows).
+    private static func sameZone(_ db: Database, _ a: Int64, _ b: Int64) throws -> Bool {
+        let rows = try Row.fetchAll(db, sql: "SELECT id, time_zone_identifier, time_zone_seconds_from_gmt FROM observations WHERE id IN (?, ?)", arguments: [a, b])
+        guard rows.count == 2 else { return false }
+        let (x, y) = (rows[0], rows[1])
+        let zx: String? = x[1], zy: String? = y[1]
+        return zx == zy && (zx != nil || (x[2] as Int?) == (y[2] as Int?))
+    }
+}
