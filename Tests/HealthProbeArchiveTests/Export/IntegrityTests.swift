@@ -88,11 +88,7 @@ struct IntegrityTests {
 
     @Test("daily rows bucketed in the wrong days, or shared across a time-zone change, are caught")
     func dailyRowsPerLocalDay() throws {
-        // 00:30 and 23:30 at +0200: one local day, two UTC days.
-        let export = try inlineExport(exportDate: "2024-06-02 09:00:00 +0200", """
-         <Record type="HKQuantityTypeIdentifierStepCount" sourceName="Synthetic Phone" unit="count" startDate="2024-06-01 00:30:00 +0200" endDate="2024-06-01 00:40:00 +0200" value="100"/>
-         <Record type="HKQuantityTypeIdentifierStepCount" sourceName="Synthetic Phone" unit="count" startDate="2024-06-01 23:30:00 +0200" endDate="2024-06-01 23:40:00 +0200" value="250"/>
-        """)
+        let export = try oneLocalDayExport()
         let t = TempHome()
         _ = try importExport(t, export.path)
         _ = try importExport(t, export.path)  // shares the first import's daily rows

@@ -27,6 +27,14 @@ func importExport(_ t: TempHome, _ path: String, pageSize: Int = 5000) throws ->
     return try AppleHealthImporter(node: node, options: o).importExport(at: path)
 }
 
+/// Two step records at 00:30 and 23:30 +0200: one local day (June 1), two UTC days.
+func oneLocalDayExport() throws -> (dir: TempDir, path: String) {
+    try inlineExport(exportDate: "2024-06-02 09:00:00 +0200", """
+     <Record type="HKQuantityTypeIdentifierStepCount" sourceName="Synthetic Phone" unit="count" startDate="2024-06-01 00:30:00 +0200" endDate="2024-06-01 00:40:00 +0200" value="100"/>
+     <Record type="HKQuantityTypeIdentifierStepCount" sourceName="Synthetic Phone" unit="count" startDate="2024-06-01 23:30:00 +0200" endDate="2024-06-01 23:40:00 +0200" value="250"/>
+    """)
+}
+
 /// An export.xml in a new temporary directory: the prolog, `<HealthData>` with its
 /// `ExportDate`, then `body`. Keep the directory alive while the file is used.
 func inlineExport(exportDate: String, _ body: String) throws -> (dir: TempDir, path: String) {
@@ -324,11 +332,7 @@ struct ImporterTests {
 
     @Test("daily aggregates of an import are in the export's local days; a rebuild gives the same rows; re-import shares them")
     func aggregatesInLocalDays() throws {
-        // 00:30 and 23:30 at +0200 are one local day (June 1) but two UTC days.
-        let export = try inlineExport(exportDate: "2024-06-02 09:00:00 +0200", """
-         <Record type="HKQuantityTypeIdentifierStepCount" sourceName="Synthetic Phone" unit="count" startDate="2024-06-01 00:30:00 +0200" endDate="2024-06-01 00:40:00 +0200" value="100"/>
-         <Record type="HKQuantityTypeIdentifierStepCount" sourceName="Synthetic Phone" unit="count" startDate="2024-06-01 23:30:00 +0200" endDate="2024-06-01 23:40:00 +0200" value="250"/>
-        """)
+        let export = try oneLocalDayExport()
         let t = TempHome()
         #expect(try importExport(t, export.path).status == "completed")
         func daily(_ db: Database) throws -> [String] {
