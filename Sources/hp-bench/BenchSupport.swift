@@ -10,6 +10,9 @@ struct BenchOptions: ParsableArguments {
     @Option(name: .long, help: "Samples per page (one transaction each).")
     var pageSize: Int = 5000
 
+    @Option(name: .long, help: "Samples one capture transaction may hold (pipelined writes).")
+    var transactionSamples: Int = 50_000
+
     @Option(name: .long, help: "Directory for the throw-away data (default: a temporary directory).")
     var dir: String?
 
@@ -21,6 +24,7 @@ struct BenchOptions: ParsableArguments {
 
     func validate() throws {
         guard (1...100_000).contains(pageSize) else { throw ValidationError("--page-size must be 1...100000") }
+        guard (1...10_000_000).contains(transactionSamples) else { throw ValidationError("--transaction-samples must be 1...10000000") }
     }
 
     /// `--dir`, else a fresh temporary directory named after the benchmark.

@@ -57,11 +57,12 @@ struct CaptureBench: AsyncParsableCommand {
             Measure.resetPeakRSS()
             var seen = 0
             var changes = PageResult()
+            var completing = 0.0
             let (status, seconds) = try Measure.time { () throws -> ObservationStatus in
                 let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: "benchmark", selectedTypes: Self.types.map(\.identifier)))
                 for (ti, type) in Self.types.enumerated() {
                     let run = try session.beginTypeRun(type, kind: .fullScan)
-                    let pipeline = PipelinedPageWriter(run: run)
+                    let pipeline = PipelinedPageWriter(run: run, transactionSamples: bench.transactionSamples)
                     var page: [CapturedSample] = []
                     page.reserveCapacity(bench.pageSize)
                     for i in 0..<perType {
@@ -79,7 +80,8 @@ struct CaptureBench: AsyncParsableCommand {
                     let pr = try pipeline.flush()
                     changes.appeared += pr.appeared
                     changes.changed += pr.changed
-                    let r = try run.complete()
+                    let (r, c) = try Measure.time { try run.complete() }
+                    completing += c
                     changes.disappeared += r.deletedEvents
                 }
                 return try session.finish()
@@ -88,7 +90,7 @@ struct CaptureBench: AsyncParsableCommand {
             let growth = bytesBefore > 0 ? Double(bytes - bytesBefore) / Double(bytesBefore) * 100 : 0
             results.append(PhaseResult(phase: name, samples: seen, seconds: seconds, samplesPerSecond: Double(seen) / seconds,
                                        archiveBytes: bytes, peakRssBytes: Measure.peakRSS(),
-                                       notes: "\(status.rawValue); appeared \(changes.appeared), changed \(changes.changed), disappeared \(changes.disappeared)" + (gen > 0 ? String(format: "; growth %.2f%%", growth) : "")))
+                                       notes: "\(status.rawValue); completing runs \(String(format: "%.2f", completing)) s; appeared \(changes.appeared), changed \(changes.changed), disappeared \(changes.disappeared)" + (gen > 0 ? String(format: "; growth %.2f%%", growth) : "")))
             if !bench.json { FileHandle.standardError.write(Data("\(name): \(String(format: "%.1f", seconds)) s\n".utf8)) }
         }
         _ = total

@@ -45,15 +45,9 @@ public final class TypeRunWriter {
     @discardableResult
     public func writePage(index: Int, normalized: [NormalizedSample]) throws -> PageResult {
         try ensureOpen()
-        var pageBytes: [UInt8] = []
-        pageBytes.reserveCapacity(normalized.count * 132)
-        for n in normalized {
-            pageBytes.append(contentsOf: (n.uuidHash ?? "-").utf8)
-            pageBytes.append(0x20)
-            pageBytes.append(contentsOf: n.payloadHash.utf8)
-            pageBytes.append(0x0A)
-        }
-        let pageHash = ArchiveHasher.sha256(.page, pageBytes)
+        var hasher = SHA256Stream(domain: .page)
+        Self.hashPage(normalized, into: &hasher)
+        let pageHash = hasher.finalize()
         let saved = session.caches
         do {
             let result = try session.archive.writer.write { db -> PageResult in
@@ -70,6 +64,21 @@ public final class TypeRunWriter {
         } catch {
             session.caches = saved
             throw error
+        }
+    }
+
+    /// Feeds a page's content to its hash: per sample, the UUID hash (`-` without
+    /// one), a space, the payload hash and a newline.
+    static func hashPage(_ normalized: [NormalizedSample], into hasher: inout SHA256Stream) {
+        var line: [UInt8] = []
+        line.reserveCapacity(132)
+        for n in normalized {
+            line.removeAll(keepingCapacity: true)
+            line.append(contentsOf: (n.uuidHash ?? "-").utf8)
+            line.append(0x20)
+            line.append(contentsOf: n.payloadHash.utf8)
+            line.append(0x0A)
+            hasher.update(line)
         }
     }
 
@@ -191,11 +200,11 @@ public final class TypeRunWriter {
                              deletedEvents: totals.disappeared + totals.deletedUnknown, visibleCount: nil, rejectedRecords: rejectedRecords)
     }
 
-    private func ensureOpen() throws {
+    func ensureOpen() throws {
         if isFinished { throw ArchiveError(.invalidState, "the \(type.identifier) type run is already finished") }
     }
 
-    private func add(_ r: PageResult) { totals.add(r) }
+    func add(_ r: PageResult) { totals.add(r) }
 
     /// True when this page was already committed with the same content.
     private func checkLedger(_ db: Database, index: Int, hash: String) throws -> Bool {
@@ -206,7 +215,7 @@ public final class TypeRunWriter {
         throw ArchiveError(.pageConflict, "page \(index) of the \(type.identifier) run was already committed with different content; a retry must resend the same page")
     }
 
-    private func finishPage(_ db: Database, index: Int, hash: String, result: PageResult) throws {
+    func finishPage(_ db: Database, index: Int, hash: String, result: PageResult) throws {
         try db.execute(sql: "INSERT INTO capture_pages(type_run_id, page_index, page_hash, record_count, committed_at) VALUES (?, ?, ?, ?, ?)",
                        arguments: [runID, index, hash, result.records, session.node.clock.now()])
         try db.execute(sql: "UPDATE observation_type_runs SET inserted_event_count = inserted_event_count + ?, deleted_event_count = deleted_event_count + ? WHERE id = ?",

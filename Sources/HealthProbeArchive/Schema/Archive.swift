@@ -40,9 +40,12 @@ public final class Archive: Sendable {
         config.busyMode = .timeout(10)
         config.prepareDatabase { db in
             try db.execute(sql: durability == .full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL")
+            // A large capture transaction grows the WAL file; once checkpointed it is
+            // cut back to 64 MiB instead of keeping its largest size on disk.
             try db.execute(sql: """
                 PRAGMA temp_store = FILE;
                 PRAGMA temp.cache_size = -16384;
+                PRAGMA journal_size_limit = 67108864;
                 """)
             // The writer gets a large page cache; pool readers a small one, so
             // memory stays bounded however many connections read.
