@@ -12,8 +12,10 @@ import Logging
 /// is exactly as before, and the attempt is recorded as a failed observation.
 public final class AppleHealthImporter {
     public struct Options: Sendable {
-        /// Samples per page (one transaction each).
+        /// Samples per chunk handed to the write pipeline.
         public var pageSize = 5000
+        /// Samples one write transaction may hold (chunks already waiting are applied together).
+        public var transactionSamples = PipelinedPageWriter.defaultTransactionSamples
         /// Samples buffered across all types before the largest buffer is flushed.
         public var maxBuffered = 20_000
         /// At most this many rejections are kept for the report (all are counted).
@@ -80,7 +82,7 @@ public final class AppleHealthImporter {
         let started = Date()
         let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: "import", notes: "importing an Apple Health export"))
         let state = State()
-        let pipeline = PipelinedPageWriter(session: session)
+        let pipeline = PipelinedPageWriter(session: session, transactionSamples: options.transactionSamples)
         let source: ByteSource
         do { source = try location.open() } catch {
             try? session.revert(reason: "import failed before reading: \(error)")

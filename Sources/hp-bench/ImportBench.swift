@@ -39,6 +39,7 @@ struct ImportBench: AsyncParsableCommand {
             let node = try home.open()
             var o = AppleHealthImporter.Options()
             o.pageSize = bench.pageSize
+            o.transactionSamples = bench.transactionSamples
             let (r, seconds) = try Measure.time { try AppleHealthImporter(node: node, options: o).importExport(at: root + "/" + file) }
             let bytes = Measure.databaseBytes(home.archivePath)
             let growth = before > 0 ? Double(bytes - before) / Double(before) * 100 : 0

@@ -30,10 +30,21 @@ public enum Aggregates {
         WHERE s.sample_type_id = ? AND r.first_observation_id <= ? AND (r.last_observation_id IS NULL OR r.last_observation_id > ?)
         """
 
+    /// How `update` computed a summary.
+    public enum Path: Sendable, Equatable {
+        /// Unchanged type: the previous summary, sharing its daily rows.
+        case shared
+        /// From the previous summary and the ranges opened and closed since.
+        case delta
+        /// A full pass over the type's visible samples.
+        case full
+    }
+
     /// Computes the summary of `typeID` at `observationID` and, when the type
     /// changed, its daily rows. Replaces what was there.
     /// `allowDelta: false` forces the full computation (tests compare the two).
-    public static func update(_ db: Database, observationID obs: Int64, typeID: Int64, now: Double, allowDelta: Bool = true) throws {
+    @discardableResult
+    public static func update(_ db: Database, observationID obs: Int64, typeID: Int64, now: Double, allowDelta: Bool = true) throws -> Path {
         guard let o = try Row.fetchOne(db, sql: "SELECT device_chain_id, time_zone_identifier, time_zone_seconds_from_gmt FROM observations WHERE id = ?", arguments: [obs]) else {
             throw ArchiveError(.notFound, "no observation \(obs) to aggregate")
         }
@@ -58,14 +69,14 @@ public enum Aggregates {
             try insertSummary(db, obs: obs, typeID: typeID, count: p["visible_record_count"], changes: ChangeCounts(),
                               first: p["earliest_start_date"], last: p["latest_end_date"], total: p["value_sum"], top: p["value_max"],
                               hash: p["aggregate_hash"], dailyBase: p["daily_base_observation_id"] ?? pid, now: now)
-            return
+            return .shared
         }
 
         let typeIdentifier = try String.fetchOne(db, sql: "SELECT type_identifier FROM sample_types WHERE id = ?", arguments: [typeID]) ?? ""
         let days = LocalDays(identifier: zoneID, secondsFromGMT: zoneOffset)
         if allowDelta, let p = previous, sameZone, !unmoved,
            try updateByDelta(db, obs: obs, typeID: typeID, typeIdentifier: typeIdentifier, previous: p, days: days, now: now) {
-            return
+            return .delta
         }
         // Driven from the type's samples here: a full pass already costs the type's size.
         let changes = unmoved ? ChangeCounts() : try ChangeCounts.fetch(db, observationID: obs, typeID: typeID, fromEvents: false)
@@ -74,8 +85,9 @@ public enum Aggregates {
         try insertSummary(db, obs: obs, typeID: typeID, count: n, changes: changes, first: first, last: last, total: total, top: top,
                           hash: try summaryHash(typeIdentifier: typeIdentifier, count: n, first: first, last: last, total: total, top: top),
                           dailyBase: obs, now: now)
-        guard n > 0, let first, let lastStart = totals.latestStart else { return }
+        guard n > 0, let first, let lastStart = totals.latestStart else { return .full }
         try writeDaily(db, obs: obs, typeID: typeID, typeIdentifier: typeIdentifier, days: days, from: first, to: lastStart)
+        return .full
     }
 
     /// Appeared, disappeared and representation-changed events of a type at an observation.
@@ -148,6 +160,12 @@ public enum Aggregates {
         var count = pCount
         var micro = Int64((pSum * sumScale).rounded())
         var first = pFirst, last = pLast, top = pMax
+        // A closed range held the maximum: the new one is read from the new daily rows.
+        var topFromDaily = false
+        // A closed range held the earliest start or the latest end: harmless only when an
+        // opened range reaches as far (then it is the new extreme).
+        var closedFirst = false, closedLast = false
+        var openedFirst = Double.infinity, openedLast = -Double.infinity
         var touched = Set<Double>()
         // The local day of the previous row: changed samples mostly share days.
         var day: (start: Double, next: Double) = (0, 0)
@@ -160,8 +178,11 @@ public enum Aggregates {
             micro += Int64(sign) * Int64((value * sumScale).rounded())
             if sign > 0 {
                 first = min(first, start); last = max(last, end); top = max(top, value)
-            } else if start <= pFirst || end >= pLast || value >= pMax {
-                return false  // a closed range held an extreme: only a full pass knows the new one
+                openedFirst = min(openedFirst, start); openedLast = max(openedLast, end)
+            } else {
+                if start <= pFirst { closedFirst = true }
+                if end >= pLast { closedLast = true }
+                if value >= pMax { topFromDaily = true }
             }
             if !(start >= day.start && start < day.next) {
                 let d = days.dayStart(start)
@@ -170,13 +191,36 @@ public enum Aggregates {
             }
         }
         guard count > 0 else { return false }
+        // Otherwise only a full pass knows the new earliest start or latest end.
+        if closedFirst && openedFirst > pFirst { return false }
+        if closedLast && openedLast < pLast { return false }
         let total = Double(micro) / sumScale
+        try writeDailyByDelta(db, obs: obs, base: base, typeID: typeID, typeIdentifier: typeIdentifier, touched: touched,
+                              days: days, from: first, to: last)
+        if topFromDaily {
+            top = try Double.fetchOne(db, sql: "SELECT max(value_max) FROM daily_type_aggregates WHERE observation_id = ? AND sample_type_id = ?",
+                                      arguments: [obs, typeID]) ?? top
+        }
         // Driven from this observation's events: they follow the changes, not the type's size.
         let changes = try ChangeCounts.fetch(db, observationID: obs, typeID: typeID, fromEvents: true)
         try insertSummary(db, obs: obs, typeID: typeID, count: count, changes: changes, first: first, last: last, total: total, top: top,
                           hash: try summaryHash(typeIdentifier: typeIdentifier, count: count, first: first, last: last, total: total, top: top),
                           dailyBase: obs, now: now)
-        // Daily rows: the previous ones for untouched days, recomputed rows for touched days.
+        return true
+    }
+
+    /// The daily rows of a changed type: the previous ones (`base`'s) for untouched
+    /// days and recomputed rows for the `touched` ones. When a quarter or more of the
+    /// type's days are touched, one pass over the type computes them all instead: each
+    /// day's recomputation walks that day's versions of every type.
+    static func writeDailyByDelta(_ db: Database, obs: Int64, base: Int64, typeID: Int64, typeIdentifier: String, touched: Set<Double>,
+                                  days: LocalDays, from: Double, to: Double) throws {
+        let baseDays = try Int.fetchOne(db, sql: "SELECT count(DISTINCT bucket_start) FROM daily_type_aggregates WHERE observation_id = ? AND sample_type_id = ?",
+                                        arguments: [base, typeID]) ?? 0
+        if touched.count * 4 >= baseDays {
+            try writeDaily(db, obs: obs, typeID: typeID, typeIdentifier: typeIdentifier, days: days, from: from, to: to)
+            return
+        }
         try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS hp_touched(bucket_start REAL PRIMARY KEY)")
         try db.execute(sql: "DELETE FROM temp.hp_touched")
         let mark = try db.cachedStatement(sql: "INSERT OR IGNORE INTO temp.hp_touched(bucket_start) VALUES (?)")
@@ -207,7 +251,6 @@ public enum Aggregates {
         }
         try db.execute(sql: "DELETE FROM temp.hp_touched")
         try hashDaily(db, obs: obs, typeID: typeID, typeIdentifier: typeIdentifier)
-        return true
     }
 
     /// A type's visible samples at an observation, summed up in SQLite.

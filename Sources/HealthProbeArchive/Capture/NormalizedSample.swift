@@ -42,6 +42,9 @@ public struct NormalizedSample: Sendable {
     public var sourceBundleHash: String?
     public var semanticFingerprint: String?
     public var payloadHash: String
+    /// The strict fingerprint for occurrence 0 (the first of identical samples),
+    /// computed with the other hashes, off the writing thread.
+    public var strictFingerprint: String = ""
 }
 
 /// Turns raw `CapturedSample`s into `NormalizedSample`s. Keeps small,
@@ -135,6 +138,7 @@ public final class SampleNormalizer {
         }
         do {
             n.payloadHash = ArchiveHasher.sha256(.payload, try SampleEncoding.payload(n))
+            n.strictFingerprint = try SampleEncoding.strictFingerprintHash(n, occurrence: 0)
         } catch {
             throw ArchiveError(.invalidInput, "a \(typeIdentifier) sample cannot be hashed", cause: error)
         }

@@ -12,6 +12,7 @@ struct PageOperations {
     let runID: Int64
 
     let byUUID: FastStatement
+    let byFingerprintAndUUID: FastStatement
     let byFingerprint: FastStatement
     let insertSample: FastStatement
     let markSeen: FastStatement
@@ -37,6 +38,10 @@ struct PageOperations {
         // INDEXED BY: statistics (ANALYZE) must never turn this into a scan of the type.
         byUUID = try FastStatement(db, lookup.replacingOccurrences(of: "FROM samples s", with: "FROM samples s INDEXED BY idx_samples_uuid_hash")
                                    + " WHERE s.sample_uuid_hash = ? AND s.sample_type_id = ? ORDER BY s.id LIMIT 1")
+        // A UUID sample is first looked up by its strict fingerprint: that index is in time
+        // order, so the lookups of a capture read its pages nearly in sequence, where the
+        // UUID hash index is read at random. A type holds at most one sample per UUID hash.
+        byFingerprintAndUUID = try FastStatement(db, lookup + " WHERE s.sample_type_id = ? AND s.strict_fingerprint = ? AND s.sample_uuid_hash = ?")
         byFingerprint = try FastStatement(db, lookup + " WHERE s.sample_type_id = ? AND s.strict_fingerprint = ? AND s.sample_uuid_hash IS NULL")
         insertSample = try FastStatement(db, """
             INSERT OR IGNORE INTO samples(sample_type_id, sample_uuid_hash, strict_fingerprint, semantic_fingerprint, first_seen_observation_id, first_seen_at)
@@ -85,7 +90,7 @@ struct PageOperations {
     private func createSample(_ n: NormalizedSample, startOccurrence: Int) throws -> Int64 {
         var occurrence = startOccurrence
         while true {
-            let fp = try SampleEncoding.strictFingerprintHash(n, occurrence: occurrence)
+            let fp = try fingerprint(n, occurrence)
             let changed = try insertSample.run(db, [.int(typeID), .text(n.uuidHash), .text(fp), .text(n.semanticFingerprint), .int(obs), .double(at)])
             if changed == 1 {
                 let id = db.lastInsertedRowID
@@ -97,19 +102,26 @@ struct PageOperations {
         }
     }
 
+    /// The strict fingerprint for `occurrence` (occurrence 0 was computed with the other hashes).
+    private func fingerprint(_ n: NormalizedSample, _ occurrence: Int) throws -> String {
+        if occurrence == 0 && !n.strictFingerprint.isEmpty { return n.strictFingerprint }
+        return try SampleEncoding.strictFingerprintHash(n, occurrence: occurrence)
+    }
+
     /// Applies one visible sample.
     mutating func apply(_ n: NormalizedSample, into result: inout PageResult) throws {
         result.records += 1
         var found: Found?
         var isNew = false
         if let uuidHash = n.uuidHash {
-            found = try lookup(byUUID, [.text(uuidHash), .int(typeID)], payloadHash: n.payloadHash)
+            found = try lookup(byFingerprintAndUUID, [.int(typeID), .text(try fingerprint(n, 0)), .text(uuidHash)], payloadHash: n.payloadHash)
+            if found == nil { found = try lookup(byUUID, [.text(uuidHash), .int(typeID)], payloadHash: n.payloadHash) }
             if let f = found { _ = try seen(f.sampleID) }
         } else {
             // Exact duplicates are told apart by occurrence within this run.
             var occurrence = 0
             while true {
-                let fp = try SampleEncoding.strictFingerprintHash(n, occurrence: occurrence)
+                let fp = try fingerprint(n, occurrence)
                 guard let f = try lookup(byFingerprint, [.int(typeID), .text(fp)], payloadHash: n.payloadHash) else { break }
                 if try !seen(f.sampleID) { found = f; break }
                 occurrence += 1

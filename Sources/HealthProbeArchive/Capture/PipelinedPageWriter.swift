@@ -30,7 +30,9 @@ public final class PipelinedPageWriter: @unchecked Sendable {
     private let slots: DispatchSemaphore
     private let group = DispatchGroup()
     private let shared = Shared()
-    private let session: SessionRef
+    /// The session's normalizer (the pipeline does not keep the session, and so the
+    /// archive, alive: its runs reach it, unowned).
+    private let normalizer: NormalizerRef
     private let transactionSamples: Int
 
     /// A normalized chunk waiting for the write stage.
@@ -50,17 +52,19 @@ public final class PipelinedPageWriter: @unchecked Sendable {
         func fail(_ e: any Error) { lock.withLock { if error == nil { error = e } } }
         func push(_ c: Chunk) { lock.withLock { ready.append(c) } }
         func pop() -> Chunk? { lock.withLock { ready.isEmpty ? nil : ready.removeFirst() } }
+        /// The session of the next waiting chunk, if any.
+        func nextSession() -> CaptureSession? { lock.withLock { ready.first?.run.session } }
         var readyCount: Int { lock.withLock { ready.count } }
     }
 
-    private final class SessionRef: @unchecked Sendable {
-        let session: CaptureSession
-        init(_ s: CaptureSession) { session = s }
+    private final class NormalizerRef: @unchecked Sendable {
+        let normalizer: SampleNormalizer
+        init(_ n: SampleNormalizer) { normalizer = n }
     }
 
     /// `transactionSamples` bounds the samples one transaction applies (at least one chunk).
     public init(session: CaptureSession, maxInFlight: Int = 3, transactionSamples: Int = PipelinedPageWriter.defaultTransactionSamples) {
-        self.session = SessionRef(session)
+        normalizer = NormalizerRef(session.normalizer)
         slots = DispatchSemaphore(value: max(maxInFlight, 1))
         self.transactionSamples = max(transactionSamples, 1)
     }
@@ -85,7 +89,7 @@ public final class PipelinedPageWriter: @unchecked Sendable {
         try run.ensureOpen()
         slots.wait()
         let state = shared, slots = self.slots, group = self.group, writeQueue = self.writeQueue
-        let normalizer = UncheckedBox(session.session.normalizer), chunkRun = UncheckedBox(run)
+        let norm = normalizer, chunkRun = UncheckedBox(run)
         let type = run.type.identifier
         group.enter()
         normalizeQueue.async {
@@ -93,7 +97,7 @@ public final class PipelinedPageWriter: @unchecked Sendable {
             var out: [NormalizedSample] = []
             out.reserveCapacity(samples.count)
             do {
-                for s in samples { out.append(try normalizer.value.normalize(s, typeIdentifier: type)) }
+                for s in samples { out.append(try norm.normalizer.normalize(s, typeIdentifier: type)) }
             } catch {
                 state.fail(error)
                 slots.signal()
@@ -116,8 +120,7 @@ public final class PipelinedPageWriter: @unchecked Sendable {
     /// One transaction: the chunks waiting now, and those that become ready
     /// while it applies them, up to `transactionSamples`. On the write queue.
     private func drain() {
-        guard shared.readyCount > 0 else { return }  // an earlier transaction took it
-        let session = self.session.session
+        guard let session = shared.nextSession() else { return }  // an earlier transaction took it
         var taken = 0, released = 0
         defer {
             for _ in released..<taken { slots.signal() }

@@ -104,6 +104,42 @@ struct AnalysisTests {
         #expect(incremental.filter { $0.hasPrefix("d ") }.count > 4)
     }
 
+    @Test("aggregates by delta: the maximum's sample gone (one day recomputed), most days edited (one daily pass); both equal the full computation")
+    func deltaWithoutTheMaximum() throws {
+        let t = TempHome()
+        let node = try t.open()
+        let day0 = 1_750_000_000.0 - 1_750_000_000.0.truncatingRemainder(dividingBy: 86_400) - 12 * 86_400
+        // Ten days, a sample every 30 minutes; one sample holds the maximum.
+        var base = (0..<480).map { beat(day0, $0 * 6, value: 60 + Double($0 % 7)) }
+        base[250] = beat(day0, 250 * 6, value: 100)
+        let typeID = { try node.archive.writer.read { db in try Int64.fetchOne(db, sql: "SELECT id FROM sample_types WHERE type_identifier = ?", arguments: [heartRate.identifier])! } }
+        func path(_ obs: Int64) throws -> Aggregates.Path {
+            let type = try typeID()
+            return try node.archive.writer.write { db in try Aggregates.update(db, observationID: obs, typeID: type, now: 1) }
+        }
+        _ = try captureIn(node, zone: "Europe/Berlin", samples: base)
+        // The maximum's sample disappears: the delta reads the new maximum from the daily rows.
+        var without = base
+        without.remove(at: 250)
+        let o2 = try captureIn(node, zone: "Europe/Berlin", samples: without)
+        #expect(try path(o2) == .delta)
+        let top = try node.archive.writer.read { db in try Double.fetchOne(db, sql: "SELECT value_max FROM observation_type_summaries WHERE observation_id = ?", arguments: [o2]) }
+        #expect(top == 66)
+        // Six of ten days edited: one pass over the type writes the daily rows.
+        let edited = without.enumerated().map { i, s in
+            var s = s
+            if i < 288 { s.numericValue = (s.numericValue ?? 0) + 1 }
+            return s
+        }
+        let o3 = try captureIn(node, zone: "Europe/Berlin", samples: edited)
+        #expect(try path(o3) == .delta)
+        let incremental = try aggregateRows(node)
+        try node.archive.writer.write { db in try Aggregates.rebuildAll(db, now: 1, allowDelta: false) }
+        #expect(try aggregateRows(node) == incremental)
+        // Ten UTC days are eleven local days in Berlin.
+        #expect(incremental.filter { $0.hasPrefix("d \(o3) ") }.count == 11)
+    }
+
     @Test("aggregates: an unchanged type copies no daily rows; a changed one gets its own")
     func differential() throws {
         let t = TempHome()
