@@ -68,7 +68,32 @@ public enum BundleApplier {
         /// The rowid the next sample reference most likely names: items of each kind
         /// follow the sender's row order, which is the order samples were inserted in.
         var sampleGuess: Int64 = 0
+        /// The source revision, device and metadata a version line resolved last, by
+        /// the canonical bytes that named them: consecutive versions mostly share them.
+        var lastRevision = LastLookup(), lastDevice = LastLookup(), lastMetadata = LastLookup()
         let st: Statements
+
+        /// One remembered lookup: the key bytes and the id they resolved to (nil: none).
+        struct LastLookup {
+            private var key: [UInt8] = []
+            private var id: Int64?
+            private var valid = false
+
+            /// The id of the key at `range` of `bytes`: remembered when the key is the
+            /// last one's, else `resolve()`d and remembered.
+            mutating func id(_ bytes: [UInt8], _ range: Range<Int>, resolve: () throws -> Int64?) rethrows -> Int64? {
+                if valid && key.count == range.count
+                    && key.withUnsafeBufferPointer({ k in bytes.withUnsafeBufferPointer { memcmp(k.baseAddress!, $0.baseAddress! + range.lowerBound, range.count) == 0 } }) {
+                    return id
+                }
+                let resolved = try resolve()
+                key.removeAll(keepingCapacity: true)
+                key.append(contentsOf: bytes[range])
+                id = resolved
+                valid = true
+                return resolved
+            }
+        }
 
         /// The hot statements, prepared once per bundle.
         struct Statements {
@@ -207,15 +232,20 @@ public enum BundleApplier {
                 let sample = try sampleID(db, l, "sample")
                 let p = l.object("payload") ?? FlatJSON.nowhere
                 var revision: Int64?
-                if let src = l.object("source", in: p),
-                   let sid = try st.source.firstInt(db, [t("name_hash", in: src), t("bundle_identifier", in: src)]) {
-                    let r = l.object("source_revision", in: p) ?? FlatJSON.nowhere
-                    revision = try st.revision.firstInt(db, [.int(sid), t("product_type", in: r), t("version", in: r), t("operating_system_version", in: r)])
+                if let src = l.object("source", in: p) {
+                    let rev = l.object("source_revision", in: p)
+                    // The source and revision objects' canonical bytes (adjacent in key order) name both.
+                    let a = l.valueRange(src), b = rev.map { l.valueRange($0) } ?? a
+                    revision = try lastRevision.id(l.bytes, min(a.lowerBound, b.lowerBound)..<max(a.upperBound, b.upperBound)) {
+                        guard let sid = try st.source.firstInt(db, [t("name_hash", in: src), t("bundle_identifier", in: src)]) else { return nil }
+                        let r = rev ?? FlatJSON.nowhere
+                        return try st.revision.firstInt(db, [.int(sid), t("product_type", in: r), t("version", in: r), t("operating_system_version", in: r)])
+                    }
                 }
                 let device = l.find("device_hash", in: p).flatMap { l.type($0) == .string ? $0 : nil }
-                let deviceID = try device.flatMap { _ in try st.device.firstInt(db, [t("device_hash", in: p)]) }
+                let deviceID = try device.flatMap { d in try lastDevice.id(l.bytes, l.valueRange(d)) { try st.device.firstInt(db, [t("device_hash", in: p)]) } }
                 let meta = l.find("metadata_hash", in: p).flatMap { l.type($0) == .string ? $0 : nil }
-                let metadataID = try meta.flatMap { _ in try st.metadata.firstInt(db, [t("metadata_hash", in: p)]) }
+                let metadataID = try meta.flatMap { m in try lastMetadata.id(l.bytes, l.valueRange(m)) { try st.metadata.firstInt(db, [t("metadata_hash", in: p)]) } }
                 try st.insertVersion.run(db, [.int(sample), t("payload_hash"), .double(l.date("start_date", in: p)), .double(l.date("end_date", in: p)),
                                               t("value_kind", in: p), .double(l.number("numeric_value", in: p)), t("unit", in: p),
                                               .int(Self.int(l, "category_value", in: p)), .int(Self.int(l, "workout_activity_type", in: p)),

@@ -105,7 +105,12 @@ public final class PipelinedPageWriter: @unchecked Sendable {
                 return
             }
             state.push(Chunk(run: chunkRun.value, samples: out))
-            writeQueue.async { self.drain() }
+            writeQueue.async {
+                // Left only once `drain` returned: nothing it used (the session, and so the
+                // archive) is still held when `flush` returns.
+                let taken = self.drain()
+                for _ in 0..<taken { group.leave() }
+            }
         }
     }
 
@@ -119,16 +124,14 @@ public final class PipelinedPageWriter: @unchecked Sendable {
 
     /// One transaction: the chunks waiting now, and those that become ready
     /// while it applies them, up to `transactionSamples`. On the write queue.
-    private func drain() {
-        guard let session = shared.nextSession() else { return }  // an earlier transaction took it
+    /// Returns how many chunks it took (the caller leaves the group for each).
+    private func drain() -> Int {
+        guard let session = shared.nextSession() else { return 0 }  // an earlier transaction took it
         var taken = 0, released = 0
-        defer {
-            for _ in released..<taken { slots.signal() }
-            for _ in 0..<taken { group.leave() }
-        }
+        defer { for _ in released..<taken { slots.signal() } }
         if shared.failed {
             while shared.pop() != nil { taken += 1 }
-            return
+            return taken
         }
         let saved = session.caches
         var pages = TransactionPages()
@@ -145,7 +148,7 @@ public final class PipelinedPageWriter: @unchecked Sendable {
         } catch {
             session.caches = saved
             shared.fail(error)
-            return
+            return taken
         }
         session.caches.trim()
         pages.publish()
@@ -153,6 +156,7 @@ public final class PipelinedPageWriter: @unchecked Sendable {
             shared.transactions += 1
             for p in pages.byRun { shared.totals.add(p.result) }
         }
+        return taken
     }
 
     /// What one transaction wrote, per run: each run's share is one page.

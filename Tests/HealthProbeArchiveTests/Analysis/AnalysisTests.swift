@@ -16,6 +16,11 @@ func captureIn(_ node: NodeArchive, _ type: SampleTypeDescriptor = heartRate, zo
     return session.observationID
 }
 
+/// UTC midnight `days` days before the test clock's start (1,750,000,000).
+func utcMidnight(daysBeforeClock days: Int) -> Double {
+    1_750_000_000.0 - 1_750_000_000.0.truncatingRemainder(dividingBy: 86_400) - Double(days) * 86_400
+}
+
 /// A 5-minute heart-rate sample `i` of a day starting at `day0`.
 func beat(_ day0: Double, _ i: Int, value: Double) -> CapturedSample {
     CapturedSample(uuid: String(format: "00000000-0000-4000-8000-%012d", Int(day0 / 300) + i), startDate: day0 + Double(i) * 300, endDate: day0 + Double(i) * 300 + 60,
@@ -84,7 +89,7 @@ struct AnalysisTests {
     func deltaEqualsFull() throws {
         let t = TempHome()
         let node = try t.open()
-        let day0 = 1_750_000_000.0 - 1_750_000_000.0.truncatingRemainder(dividingBy: 86_400) - 5 * 86_400
+        let day0 = utcMidnight(daysBeforeClock: 5)
         let base = (0..<40).map { beat(day0, $0 * 6, value: 60 + Double($0 % 7)) }
         _ = try captureIn(node, zone: "Europe/Berlin", samples: base)
         // Appended later samples (a new day too): opened ranges only.
@@ -108,7 +113,7 @@ struct AnalysisTests {
     func deltaWithoutTheMaximum() throws {
         let t = TempHome()
         let node = try t.open()
-        let day0 = 1_750_000_000.0 - 1_750_000_000.0.truncatingRemainder(dividingBy: 86_400) - 12 * 86_400
+        let day0 = utcMidnight(daysBeforeClock: 12)
         // Ten days, a sample every 30 minutes; one sample holds the maximum.
         var base = (0..<480).map { beat(day0, $0 * 6, value: 60 + Double($0 % 7)) }
         base[250] = beat(day0, 250 * 6, value: 100)
@@ -144,7 +149,7 @@ struct AnalysisTests {
     func differential() throws {
         let t = TempHome()
         let node = try t.open()
-        let day0 = 1_750_000_000.0 - 1_750_000_000.0.truncatingRemainder(dividingBy: 86_400) - 5 * 86_400
+        let day0 = utcMidnight(daysBeforeClock: 5)
         let samples = (0..<20).map { beat(day0, $0 * 20, value: 60 + Double($0)) }
         let a = try captureIn(node, zone: "UTC", samples: samples)
         let b = try captureIn(node, zone: "UTC", samples: samples)
