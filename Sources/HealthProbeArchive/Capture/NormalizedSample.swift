@@ -54,6 +54,9 @@ public final class SampleNormalizer {
     public let hasher: ArchiveHasher
     private var sourceMemo: [SourceDescriptor: (NormalizedSample.Source, NormalizedSample.Revision, String?)?] = [:]
     private var deviceMemo: [DeviceDescriptor: NormalizedSample.Device?] = [:]
+    /// Canonical JSON and hash of metadata dictionaries: records repeat a few
+    /// (time zone, motion context), and encoding and hashing them is costly.
+    private var metadataMemo: [[String: JSONValue]: (json: String, hash: String)] = [:]
 
     public init(hasher: ArchiveHasher) { self.hasher = hasher }
 
@@ -122,16 +125,24 @@ public final class SampleNormalizer {
             }
         }
         if let m = sample.metadata, !m.isEmpty {
-            let bytes: [UInt8]
-            do { bytes = try CanonicalJSON.encode(.object(m)) } catch {
-                throw ArchiveError(.invalidInput, "a \(typeIdentifier) sample has metadata that cannot be encoded canonically", cause: error)
+            if let memo = metadataMemo[m] {
+                n.metadataJSON = memo.json
+                n.metadataHash = memo.hash
+            } else {
+                let bytes: [UInt8]
+                do { bytes = try CanonicalJSON.encode(.object(m)) } catch {
+                    throw ArchiveError(.invalidInput, "a \(typeIdentifier) sample has metadata that cannot be encoded canonically", cause: error)
+                }
+                let json = String(decoding: bytes, as: UTF8.self), hash = ArchiveHasher.sha256(.metadata, bytes)
+                if metadataMemo.count >= 256 { metadataMemo.removeAll() }
+                metadataMemo[m] = (json, hash)
+                n.metadataJSON = json
+                n.metadataHash = hash
             }
-            n.metadataJSON = String(decoding: bytes, as: UTF8.self)
-            n.metadataHash = ArchiveHasher.sha256(.metadata, bytes)
         }
         if let key = sample.semanticKey {
             do {
-                n.semanticFingerprint = try ArchiveHasher.sha256(.semanticFingerprint, json: .object(["type": .string(typeIdentifier), "key": key]))
+                n.semanticFingerprint = try Self.semanticFingerprint(type: typeIdentifier, key: key)
             } catch {
                 throw ArchiveError(.invalidInput, "a \(typeIdentifier) sample has a semantic key that cannot be encoded", cause: error)
             }
@@ -143,6 +154,18 @@ public final class SampleNormalizer {
             throw ArchiveError(.invalidInput, "a \(typeIdentifier) sample cannot be hashed", cause: error)
         }
         return n
+    }
+
+    /// SHA-256 of `{"key":<key>,"type":<type>}`, written directly (the same bytes as
+    /// encoding that object: "key" sorts before "type").
+    static func semanticFingerprint(type: String, key: JSONValue) throws(HashingError) -> String {
+        var w = CanonicalJSONWriter(capacity: 160)
+        w.beginObject()
+        w.key("key")
+        try w.write(key)
+        w.field("type", type)
+        w.endObject()
+        return w.withBytes { ArchiveHasher.sha256(.semanticFingerprint, buffer: UnsafeRawBufferPointer($0)) }
     }
 
     private func normalizeSource(_ s: SourceDescriptor) -> (NormalizedSample.Source, NormalizedSample.Revision, String?)? {

@@ -134,6 +134,31 @@ struct HashVectorTests {
         #expect(try CanonicalJSON.encode(reparsed) == bytes)
     }
 
+    @Test("semantic fingerprints written directly, and metadata from the memo, equal the generic encoding")
+    func directSemanticAndMemoizedMetadata() throws {
+        let keys: [JSONValue] = [
+            .object(["start": .string("2024-06-01T00:00:00.000Z"), "end": .string("2024-06-01T00:01:00.000Z")]),
+            .object(["é\u{1F600}": .array([.number(1.5), .null, .bool(true)]), "a": .object(["z": .string("\"\n")])]),
+            .string("plain"), .number(-0.1), .array([]),
+        ]
+        for key in keys {
+            let generic = try ArchiveHasher.sha256(.semanticFingerprint, json: .object(["type": .string("HKQuantityTypeIdentifierHeartRate"), "key": key]))
+            #expect(try SampleNormalizer.semanticFingerprint(type: "HKQuantityTypeIdentifierHeartRate", key: key) == generic)
+        }
+        let hasher = ArchiveHasher(secret: [UInt8](repeating: 7, count: 32))
+        let shared = SampleNormalizer(hasher: hasher)
+        for value in ["0", "1", "0", "2", "1"] {
+            var sample = hr(1)
+            sample.metadata = ["HKMetadataKeyHeartRateMotionContext": .string(value), "HKTimeZone": .string("Europe/Berlin")]
+            let memoized = try shared.normalize(sample, typeIdentifier: heartRate.identifier)
+            let fresh = try SampleNormalizer(hasher: hasher).normalize(sample, typeIdentifier: heartRate.identifier)
+            #expect(memoized.metadataJSON == fresh.metadataJSON && memoized.metadataHash == fresh.metadataHash)
+            #expect(memoized.payloadHash == fresh.payloadHash)
+            #expect(memoized.metadataJSON?.contains("\"HKMetadataKeyHeartRateMotionContext\":\"\(value)\"") == true)
+            #expect(memoized.strictFingerprint == (try SampleEncoding.strictFingerprintHash(memoized, occurrence: 0)))
+        }
+    }
+
     @Test("strings written from UTF-8 bytes equal strings written from String, for every byte at every position")
     func bytesMatchStrings() {
         var rng = SystemRandomNumberGenerator()
