@@ -62,6 +62,7 @@ let package = Package(
             dependencies: [
                 "HealthProbeArchive",
                 "HPLibXML2",
+                "HPZlib",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ZIPFoundation", package: "ZIPFoundation"),
                 .product(name: "Logging", package: "swift-log"),

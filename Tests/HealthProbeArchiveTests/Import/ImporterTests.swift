@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Testing
+import ZIPFoundation
 @testable import HealthProbeArchive
 @testable import HealthProbeImport
 @testable import HealthProbeSimulator
@@ -248,11 +249,22 @@ struct ImporterTests {
         var corrupt = zip
         for i in stride(from: 2000, to: min(corrupt.count / 2, 60_000), by: 97) { corrupt[i] ^= 0x5A }
         try corrupt.write(to: URL(fileURLWithPath: dir.file("corrupt.zip")))
+        // Intact data that inflates cleanly, but the CRC-32 the zip records for the member is wrong.
+        let member = try #require(try ZIPFoundation.Archive(url: URL(fileURLWithPath: dir.file("export.zip")), accessMode: .read)
+            .first { $0.path.hasSuffix("export.xml") })
+        let crc = withUnsafeBytes(of: member.checksum.littleEndian) { Array($0) }
+        var wrongCRC = [UInt8](zip), replaced = 0
+        for i in 0..<(wrongCRC.count - 3) where Array(wrongCRC[i..<(i + 4)]) == crc {
+            wrongCRC[i] ^= 0xFF
+            replaced += 1
+        }
+        #expect(replaced >= 2)  // the local header and the central directory
+        try Data(wrongCRC).write(to: URL(fileURLWithPath: dir.file("wrongcrc.zip")))
         let xml = try Data(contentsOf: URL(fileURLWithPath: dir.file("export.xml")))
         try xml.prefix(xml.count * 2 / 3).write(to: URL(fileURLWithPath: dir.file("truncated.xml")))
         try Data("just some text, not an export\n".utf8).write(to: URL(fileURLWithPath: dir.file("notes.txt")))
 
-        for (name, code) in [("truncated.zip", ImportError.Code.corruptZip), ("corrupt.zip", .corruptZip),
+        for (name, code) in [("truncated.zip", ImportError.Code.corruptZip), ("corrupt.zip", .corruptZip), ("wrongcrc.zip", .corruptZip),
                              ("truncated.xml", .malformedXML), ("notes.txt", .notAnExport), ("missing.zip", .notFound)] {
             do {
                 try importExport(t, dir.file(name), pageSize: 500)
