@@ -301,7 +301,7 @@ public final class AppleHealthImporter {
                 WHERE r.also_emitted = 0 AND NOT EXISTS (
                     SELECT 1 FROM samples s JOIN sample_types st ON st.id = s.sample_type_id
                     JOIN observation_type_runs t ON t.observation_id = ? AND t.sample_type_id = s.sample_type_id
-                    JOIN temp.hp_run_seen x ON x.type_run_id = t.id AND x.sample_id = s.id
+                    JOIN \(session.seenTable) x ON x.sample_id = s.id AND x.type_run_id = t.id
                     WHERE st.type_identifier = r.child_type AND s.strict_fingerprint = r.child_fp)
                 """, arguments: [obs]).map { ($0[0], $0[1]) }
         }

@@ -9,6 +9,10 @@ public final class CaptureSession {
     public let node: NodeArchive
     public let observationID: Int64
     public let observedAt: Double
+    /// The temporary table (on the writer connection) of the samples this capture's
+    /// runs saw: `sample_id INTEGER PRIMARY KEY, type_run_id`. A sample has one type,
+    /// so only its type's run can see it. Dropped when the capture ends.
+    public var seenTable: String { "temp.hp_seen_\(observationID)" }
     let normalizer: SampleNormalizer
     var caches = WriteCaches()
     /// Runs not yet completed or failed (several may be open at once).
@@ -74,8 +78,7 @@ public final class CaptureSession {
                   AND t.status IN ('completed', 'needs_review')
                 ORDER BY t.observation_id DESC LIMIT 1
                 """, arguments: [typeID, chain, obs])
-            try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS hp_run_seen(type_run_id INTEGER NOT NULL, sample_id INTEGER NOT NULL, PRIMARY KEY (type_run_id, sample_id)) WITHOUT ROWID")
-            try db.execute(sql: "DELETE FROM temp.hp_run_seen WHERE type_run_id = ?", arguments: [runID])
+            try db.execute(sql: "CREATE TABLE IF NOT EXISTS \(seenTable)(sample_id INTEGER PRIMARY KEY, type_run_id INTEGER NOT NULL)")
             return (typeID, runID, prev)
         }
         let run = TypeRunWriter(session: self, type: type, kind: kind, typeID: typeID, runID: runID,
@@ -97,6 +100,7 @@ public final class CaptureSession {
                 .compactMap(TypeRunStatus.init(rawValue:))
             let status = Self.overallStatus(statuses)
             try db.execute(sql: "UPDATE observations SET status = ?, ended_at = ? WHERE id = ?", arguments: [status.rawValue, now, obs])
+            try db.execute(sql: "DROP TABLE IF EXISTS \(seenTable)")
             return status
         }
         finished = true
@@ -111,6 +115,7 @@ public final class CaptureSession {
         try archive.writer.write { db in
             try db.execute(sql: "UPDATE observation_type_runs SET status = 'failed', ended_at = ?, error_kind = 'abandoned' WHERE observation_id = ? AND status = 'running'", arguments: [now, obs])
             try db.execute(sql: "UPDATE observations SET status = 'failed', ended_at = ?, notes = ? WHERE id = ?", arguments: [now, reason, obs])
+            try db.execute(sql: "DROP TABLE IF EXISTS \(seenTable)")
         }
         finished = true
         for run in openRuns.values { run.isFinished = true }
@@ -138,7 +143,7 @@ public final class CaptureSession {
                 WHERE observation_id = ?;
                 UPDATE observations SET status = 'failed', ended_at = ?, notes = ? WHERE id = ?;
                 """, arguments: [obs, obs, obs, obs, obs, obs, obs, now, obs, now, reason, obs])
-            try db.execute(sql: "DELETE FROM temp.hp_run_seen WHERE type_run_id IN (SELECT id FROM observation_type_runs WHERE observation_id = ?)", arguments: [obs])
+            try db.execute(sql: "DROP TABLE IF EXISTS \(seenTable)")
         }
         caches = WriteCaches()
         finished = true

@@ -97,6 +97,8 @@ public struct PageResult: Sendable, Equatable {
     public var unchanged = 0
     /// The page had been committed before (a retry): nothing was written.
     public var alreadyCommitted = false
+    /// Samples this page marked seen for the first time in its run.
+    var newlySeen = 0
     public init() {}
 
     /// Adds another page's counts to these.
@@ -107,6 +109,7 @@ public struct PageResult: Sendable, Equatable {
         disappeared += r.disappeared
         deletedUnknown += r.deletedUnknown
         unchanged += r.unchanged
+        newlySeen += r.newlySeen
     }
 }
 

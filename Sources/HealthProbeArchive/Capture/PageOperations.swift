@@ -47,7 +47,7 @@ struct PageOperations {
             INSERT OR IGNORE INTO samples(sample_type_id, sample_uuid_hash, strict_fingerprint, semantic_fingerprint, first_seen_observation_id, first_seen_at)
             VALUES (?, ?, ?, ?, ?, ?)
             """)
-        markSeen = try FastStatement(db, "INSERT OR IGNORE INTO temp.hp_run_seen(type_run_id, sample_id) VALUES (?, ?)")
+        markSeen = try FastStatement(db, "INSERT OR IGNORE INTO \(run.session.seenTable)(sample_id, type_run_id) VALUES (?, ?)")
         findVersion = try FastStatement(db, "SELECT id FROM sample_versions WHERE sample_id = ? AND payload_hash = ?")
         insertVersion = try FastStatement(db, """
             INSERT INTO sample_versions(sample_id, payload_hash, start_date, end_date, value_kind, numeric_value, unit, category_value,
@@ -81,20 +81,23 @@ struct PageOperations {
         return found
     }
 
-    private func seen(_ sampleID: Int64) throws -> Bool {
-        try markSeen.run(db, [.int(runID), .int(sampleID)]) == 0
+    /// Marks the sample seen by this run; true when it had been seen already.
+    private func seen(_ sampleID: Int64, _ result: inout PageResult) throws -> Bool {
+        if try markSeen.run(db, [.int(sampleID), .int(runID)]) == 0 { return true }
+        result.newlySeen += 1
+        return false
     }
 
     /// Inserts a new sample identity, trying occurrences from `start` until a
     /// free strict fingerprint is found.
-    private func createSample(_ n: NormalizedSample, startOccurrence: Int) throws -> Int64 {
+    private func createSample(_ n: NormalizedSample, startOccurrence: Int, into result: inout PageResult) throws -> Int64 {
         var occurrence = startOccurrence
         while true {
             let fp = try fingerprint(n, occurrence)
             let changed = try insertSample.run(db, [.int(typeID), .text(n.uuidHash), .text(fp), .text(n.semanticFingerprint), .int(obs), .double(at)])
             if changed == 1 {
                 let id = db.lastInsertedRowID
-                _ = try seen(id)
+                _ = try seen(id, &result)
                 return id
             }
             occurrence += 1
@@ -116,24 +119,24 @@ struct PageOperations {
         if let uuidHash = n.uuidHash {
             found = try lookup(byFingerprintAndUUID, [.int(typeID), .text(try fingerprint(n, 0)), .text(uuidHash)], payloadHash: n.payloadHash)
             if found == nil { found = try lookup(byUUID, [.text(uuidHash), .int(typeID)], payloadHash: n.payloadHash) }
-            if let f = found { _ = try seen(f.sampleID) }
+            if let f = found { _ = try seen(f.sampleID, &result) }
         } else {
             // Exact duplicates are told apart by occurrence within this run.
             var occurrence = 0
             while true {
                 let fp = try fingerprint(n, occurrence)
                 guard let f = try lookup(byFingerprint, [.int(typeID), .text(fp)], payloadHash: n.payloadHash) else { break }
-                if try !seen(f.sampleID) { found = f; break }
+                if try !seen(f.sampleID, &result) { found = f; break }
                 occurrence += 1
             }
             if found == nil {
-                let id = try createSample(n, startOccurrence: occurrence)
+                let id = try createSample(n, startOccurrence: occurrence, into: &result)
                 found = Found(sampleID: id, openVersionID: nil, openPayloadMatches: false)
                 isNew = true
             }
         }
         if found == nil {
-            let id = try createSample(n, startOccurrence: 0)
+            let id = try createSample(n, startOccurrence: 0, into: &result)
             found = Found(sampleID: id, openVersionID: nil, openPayloadMatches: false)
             isNew = true
         }

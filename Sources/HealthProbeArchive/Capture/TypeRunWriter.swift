@@ -16,6 +16,8 @@ public final class TypeRunWriter {
     unowned let session: CaptureSession
     var isFinished = false
     public private(set) var rejectedRecords = 0
+    /// Deleted-object evidence was recorded in this run (it can close ranges of samples it saw).
+    private var recordedDeletions = false
     /// The index the next page gets when written through a `PipelinedPageWriter`.
     public var nextPageIndex = 0
     private var totals = PageResult()
@@ -86,6 +88,7 @@ public final class TypeRunWriter {
     @discardableResult
     public func recordDeletedObjects(index: Int, uuids: [String]) throws -> PageResult {
         try ensureOpen()
+        recordedDeletions = true
         let hashes = uuids.compactMap(SampleNormalizer.clean).map { session.node.hasher.hmac(.sampleUUID, $0.uppercased()) }
         let pageHash = ArchiveHasher.sha256(.page, Array(("deleted\n" + hashes.joined(separator: "\n")).utf8))
         let result = try session.archive.writer.write { db -> PageResult in
@@ -130,7 +133,10 @@ public final class TypeRunWriter {
         let (gone, visible) = try session.archive.writer.write { db in
             try db.withBoundedCache(kib: TypeRunWriter.completionCacheKiB) {
                 let gone = closes ? try closeUnseen(db) : 0
-                let visible = try Int.fetchOne(db, sql: """
+                // After a full scan closed what it did not see, what is visible is what it saw
+                // (every sample it saw kept or got an open range), unless deleted-object
+                // evidence closed some of those; otherwise the type's open ranges are counted.
+                let visible = closes && !recordedDeletions ? totals.newlySeen : try Int.fetchOne(db, sql: """
                     SELECT count(*) FROM samples s INDEXED BY \(SampleIndexes.byTypeAndFingerprint) JOIN sample_visibility_ranges r ON r.sample_id = s.id AND +r.last_observation_id IS NULL
                     WHERE s.sample_type_id = ?
                     """, arguments: [typeID]) ?? 0
@@ -139,7 +145,6 @@ public final class TypeRunWriter {
                         deleted_event_count = deleted_event_count + ?
                     WHERE id = ?
                     """, arguments: [status.rawValue, now, anchorAfter.map { Data($0) }, visible, gone, runID])
-                try db.execute(sql: "DELETE FROM temp.hp_run_seen WHERE type_run_id = ?", arguments: [runID])
                 try Aggregates.update(db, observationID: obs, typeID: typeID, now: now)
                 return (gone, visible)
             }
@@ -162,8 +167,8 @@ public final class TypeRunWriter {
             SELECT r.sample_id, r.version_id
             FROM samples s INDEXED BY \(SampleIndexes.byTypeAndFingerprint) JOIN sample_visibility_ranges r ON r.sample_id = s.id AND +r.last_observation_id IS NULL
             WHERE s.sample_type_id = ?
-              AND NOT EXISTS (SELECT 1 FROM temp.hp_run_seen x WHERE x.type_run_id = ? AND x.sample_id = s.id)
-            """, arguments: [typeID, runID])
+              AND NOT EXISTS (SELECT 1 FROM \(session.seenTable) x WHERE x.sample_id = s.id)
+            """, arguments: [typeID])
         let gone = db.changesCount
         if gone > 0 {
             try db.execute(sql: """
@@ -192,7 +197,6 @@ public final class TypeRunWriter {
         try session.archive.writer.write { db in
             try db.execute(sql: "UPDATE observation_type_runs SET status = ?, ended_at = ?, error_kind = ?, error_message_hash = ? WHERE id = ?",
                            arguments: [status.rawValue, now, errorKind, messageHash, runID])
-            try db.execute(sql: "DELETE FROM temp.hp_run_seen WHERE type_run_id = ?", arguments: [runID])
             try Aggregates.update(db, observationID: session.observationID, typeID: typeID, now: now)
         }
         isFinished = true

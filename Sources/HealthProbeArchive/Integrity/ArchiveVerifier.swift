@@ -136,7 +136,22 @@ public enum ArchiveVerifier {
                 checks.append(IntegrityCheck(name: "ranges_from_events", status: .skipped, detail: "run with --full"))
             }
 
-            // 7. Aggregates recomputed from ranges: summaries, then the daily rows they use.
+            // 7. Each type run's verified visible count against its type's summary (which
+            //    check 8 recomputes from ranges): a completed full scan counts what it saw.
+            var counts: [String] = []
+            for r in try Row.fetchAll(db, sql: """
+                SELECT t.observation_id, st.type_identifier, t.verified_visible_count, ts.visible_record_count
+                FROM observation_type_runs t
+                JOIN sample_types st ON st.id = t.sample_type_id
+                LEFT JOIN observation_type_summaries ts ON ts.observation_id = t.observation_id AND ts.sample_type_id = t.sample_type_id
+                WHERE t.verified_visible_count IS NOT NULL AND ts.visible_record_count IS NOT t.verified_visible_count
+                ORDER BY t.observation_id LIMIT 20
+                """) {
+                counts.append("observation \(r[0] as Int64) \(r[1] as String): the run verified \(r[2] as Int) visible records, the summary has \((r[3] as Int?).map(String.init) ?? "none")")
+            }
+            add("visible_counts", counts, ok: "every type run's verified visible count equals its summary's")
+
+            // 8. Aggregates recomputed from ranges: summaries, then the daily rows they use.
             let aggregates = try AggregateVerifier.check(db, mode: mode)
             let scope = mode == .quick ? " (latest observation)" : ""
             add("aggregates", aggregates.summaryProblems,
