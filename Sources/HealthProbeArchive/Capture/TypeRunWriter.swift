@@ -18,6 +18,9 @@ public final class TypeRunWriter {
     public private(set) var rejectedRecords = 0
     /// Deleted-object evidence was recorded in this run (it can close ranges of samples it saw).
     private var recordedDeletions = false
+    /// The completion found by counting that the scan saw every visible sample, and
+    /// skipped the closing pass (tests).
+    private(set) var skippedClosingPass = false
     /// The index the next page gets when written through a `PipelinedPageWriter`.
     public var nextPageIndex = 0
     private var totals = PageResult()
@@ -132,7 +135,8 @@ public final class TypeRunWriter {
         // the end of an import (every type's run completes then).
         let (gone, visible) = try session.archive.writer.write { db in
             try db.withBoundedCache(kib: TypeRunWriter.completionCacheKiB) {
-                let gone = closes ? try closeUnseen(db) : 0
+                skippedClosingPass = try closes && sawEveryVisibleSample(db)
+                let gone = closes && !skippedClosingPass ? try closeUnseen(db) : 0
                 // After a full scan closed what it did not see, what is visible is what it saw
                 // (every sample it saw kept or got an open range), unless deleted-object
                 // evidence closed some of those; otherwise the type's open ranges are counted.
@@ -153,6 +157,24 @@ public final class TypeRunWriter {
         isFinished = true
         return TypeRunResult(typeIdentifier: type.identifier, status: status, insertedEvents: totals.appeared + totals.changed,
                              deletedEvents: totals.disappeared + totals.deletedUnknown, visibleCount: visible, rejectedRecords: rejectedRecords)
+    }
+
+    /// Whether this scan saw every sample of the type that was visible before it, so
+    /// that closing would find nothing: no range of the type opened or closed since its
+    /// previous summary, and the samples the scan saw that were visible before (those it
+    /// saw, less those that appeared) are as many as that summary counted. Samples are
+    /// counted once each (a seen-set row, an appearance), so equal counts mean the same set.
+    private func sawEveryVisibleSample(_ db: Database) throws -> Bool {
+        guard !recordedDeletions else { return false }
+        let obs = session.observationID
+        guard let previous = try Row.fetchOne(db, sql: """
+            SELECT ts.observation_id, ts.visible_record_count FROM observation_type_summaries ts JOIN observations o ON o.id = ts.observation_id
+            WHERE ts.sample_type_id = ? AND ts.observation_id < ? AND o.device_chain_id = ?
+            ORDER BY ts.observation_id DESC LIMIT 1
+            """, arguments: [typeID, obs, session.node.deviceChainID]) else { return false }
+        let pid: Int64 = previous[0], count: Int = previous[1]
+        guard totals.newlySeen - totals.appeared == count else { return false }
+        return try !Aggregates.moved(db, typeID: typeID, after: pid, upTo: obs - 1)
     }
 
     /// A full scan's end: every sample of the type visible until now and not

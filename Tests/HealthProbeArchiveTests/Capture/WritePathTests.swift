@@ -18,6 +18,43 @@ struct WritePathTests {
         #expect(status == "completed")
     }
 
+    @Test("a full scan that saw every visible sample skips the closing pass; one that missed any, or after an interrupted capture, closes")
+    func closingPassSkippedOnlyWhenNothingIsMissing() throws {
+        let t = TempHome()
+        func scan(_ samples: [CapturedSample], on node: NodeArchive) throws -> (skipped: Bool, result: TypeRunResult, obs: Int64) {
+            t.clock.advance(3600)
+            let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: "test", selectedTypes: [heartRate.identifier]))
+            let run = try session.beginTypeRun(heartRate, kind: .fullScan)
+            if !samples.isEmpty { try run.writePage(index: 0, samples: samples) }
+            let r = try run.complete()
+            try session.finish()
+            return (run.skippedClosingPass, r, session.observationID)
+        }
+        let ten = (0..<10).map { hr($0) }
+        do {
+            let node = try t.open()
+            #expect(try scan(ten, on: node).skipped == false)  // no previous summary
+            let same = try scan(ten, on: node)
+            #expect(same.skipped && same.result.visibleCount == 10 && same.result.deletedEvents == 0)
+            // One missing, one new: as many seen as before, but not the same ones.
+            let swapped = try scan(Array(ten.dropFirst()) + [hr(10)], on: node)
+            #expect(!swapped.skipped && swapped.result.deletedEvents == 1 && swapped.result.visibleCount == 10)
+            // The missing one reappears, the new one is missing.
+            let back = try scan(ten, on: node)
+            #expect(!back.skipped && back.result.deletedEvents == 1 && back.result.visibleCount == 10)
+            #expect(try scan(ten, on: node).skipped)
+            // A capture interrupted after a committed page: one more visible sample than the last summary says.
+            let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: "test"))
+            try session.beginTypeRun(heartRate, kind: .fullScan).writePage(index: 0, samples: [hr(20)])
+        }
+        let node = try t.open()  // marks it interrupted
+        let after = try scan(ten, on: node)
+        #expect(!after.skipped && after.result.deletedEvents == 1 && after.result.visibleCount == 10)
+        #expect(try events(node, observation: after.obs) == ["disappeared": 1])
+        let report = try ArchiveVerifier.run(node, mode: .full)
+        #expect(report.ok, "\(report.checks.filter { $0.status == .problem })")
+    }
+
     @Test("an unchanged re-capture writes no sample, version, event or range rows")
     func unchangedRecapture() throws {
         let t = TempHome()
