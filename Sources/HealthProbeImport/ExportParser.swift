@@ -179,7 +179,7 @@ final class ExportParser: XMLEventHandler {
         var s = CapturedSample(startDate: start, endDate: end, valueKind: kind)
         s.creationDate = f.attributes["creationDate"].flatMap(CanonicalDate.parse)
         // Weak context only: the time window, to report an edited record as changed.
-        s.semanticKey = .object(["start": .string(CanonicalDate.string(start)), "end": .string(CanonicalDate.string(end))])
+        s.semanticWindow = SemanticWindow(start: start, end: end)
         s.source = source(f)
         s.device = f.attributes["device"].flatMap(deviceMemo.parse)
         var meta = f.metadata

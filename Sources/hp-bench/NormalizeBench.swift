@@ -33,7 +33,7 @@ struct NormalizeBench: AsyncParsableCommand {
             var s = generated[i]
             s.uuid = nil
             s.metadata = ["HKMetadataKeyHeartRateMotionContext": .string(String(i % 3))]
-            s.semanticKey = .object(["start": .string(CanonicalDate.string(s.startDate)), "end": .string(CanonicalDate.string(s.endDate))])
+            s.semanticWindow = SemanticWindow(start: s.startDate, end: s.endDate)
             imported.append(s)
         }
         let (_, imp) = try Measure.time {

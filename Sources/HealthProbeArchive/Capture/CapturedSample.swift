@@ -54,6 +54,16 @@ public struct DeviceDescriptor: Sendable, Hashable {
     }
 }
 
+/// A sample's time window as its semantic key (Unix seconds UTC).
+public struct SemanticWindow: Sendable, Hashable {
+    public var start: Double
+    public var end: Double
+    public init(start: Double, end: Double) { self.start = start; self.end = end }
+
+    /// The same window as a `semanticKey` value.
+    public var key: JSONValue { .object(["start": .string(CanonicalDate.string(start)), "end": .string(CanonicalDate.string(end))]) }
+}
+
 /// One sample as a capture source (HealthKit, an export importer, the
 /// simulator) reports it. Dates are Unix seconds UTC.
 public struct CapturedSample: Sendable, Hashable {
@@ -75,6 +85,10 @@ public struct CapturedSample: Sendable, Hashable {
     public var metadata: [String: JSONValue]?
     /// Optional type-specific semantic key (weak consolidation context only).
     public var semanticKey: JSONValue?
+    /// A semantic key that is just the time window, `{"end": <date>, "start": <date>}`
+    /// as canonical date strings: the same fingerprint as that `semanticKey`, without
+    /// building it (used when `semanticKey` is nil).
+    public var semanticWindow: SemanticWindow?
 
     public init(uuid: String? = nil, startDate: Double, endDate: Double, valueKind: ValueKind,
                 numericValue: Double? = nil, unit: String? = nil, categoryValue: Int? = nil,

@@ -146,6 +146,11 @@ public final class SampleNormalizer {
             } catch {
                 throw ArchiveError(.invalidInput, "a \(typeIdentifier) sample has a semantic key that cannot be encoded", cause: error)
             }
+        } else if let window = sample.semanticWindow {
+            guard window.start.isFinite, window.end.isFinite else {
+                throw ArchiveError(.invalidInput, "a \(typeIdentifier) sample has a non-finite semantic window")
+            }
+            n.semanticFingerprint = Self.semanticFingerprint(type: typeIdentifier, window: window)
         }
         do {
             n.payloadHash = ArchiveHasher.sha256(.payload, try SampleEncoding.payload(n))
@@ -163,6 +168,20 @@ public final class SampleNormalizer {
         w.beginObject()
         w.key("key")
         try w.write(key)
+        w.field("type", type)
+        w.endObject()
+        return w.withBytes { ArchiveHasher.sha256(.semanticFingerprint, buffer: UnsafeRawBufferPointer($0)) }
+    }
+
+    /// The fingerprint of `semanticFingerprint(type:key: window.key)`, written directly.
+    static func semanticFingerprint(type: String, window: SemanticWindow) -> String {
+        var w = CanonicalJSONWriter(capacity: 160)
+        w.beginObject()
+        w.key("key")
+        w.beginObject()
+        w.key("end"); w.writeDate(window.end)
+        w.key("start"); w.writeDate(window.start)
+        w.endObject()
         w.field("type", type)
         w.endObject()
         return w.withBytes { ArchiveHasher.sha256(.semanticFingerprint, buffer: UnsafeRawBufferPointer($0)) }

@@ -134,7 +134,7 @@ struct HashVectorTests {
         #expect(try CanonicalJSON.encode(reparsed) == bytes)
     }
 
-    @Test("semantic fingerprints written directly, and metadata from the memo, equal the generic encoding")
+    @Test("semantic fingerprints written directly (from a key or a time window), and metadata from the memo, equal the generic encoding")
     func directSemanticAndMemoizedMetadata() throws {
         let keys: [JSONValue] = [
             .object(["start": .string("2024-06-01T00:00:00.000Z"), "end": .string("2024-06-01T00:01:00.000Z")]),
@@ -144,6 +144,17 @@ struct HashVectorTests {
         for key in keys {
             let generic = try ArchiveHasher.sha256(.semanticFingerprint, json: .object(["type": .string("HKQuantityTypeIdentifierHeartRate"), "key": key]))
             #expect(try SampleNormalizer.semanticFingerprint(type: "HKQuantityTypeIdentifierHeartRate", key: key) == generic)
+        }
+        for (start, end) in [(1_717_200_000.0, 1_717_200_060.0), (0.0, 0.001), (1_717_200_000.123, 1_717_286_399.999), (-86_400.5, 4_102_444_800.0)] {
+            let window = SemanticWindow(start: start, end: end)
+            #expect(SampleNormalizer.semanticFingerprint(type: "HKQuantityTypeIdentifierStepCount", window: window)
+                    == (try SampleNormalizer.semanticFingerprint(type: "HKQuantityTypeIdentifierStepCount", key: window.key)), "\(start) \(end)")
+            var a = hr(2), b = hr(2)
+            a.semanticWindow = window
+            b.semanticKey = window.key
+            let na = try SampleNormalizer(hasher: ArchiveHasher(secret: [UInt8](repeating: 7, count: 32))).normalize(a, typeIdentifier: heartRate.identifier)
+            let nb = try SampleNormalizer(hasher: ArchiveHasher(secret: [UInt8](repeating: 7, count: 32))).normalize(b, typeIdentifier: heartRate.identifier)
+            #expect(na.semanticFingerprint != nil && na.semanticFingerprint == nb.semanticFingerprint)
         }
         let hasher = ArchiveHasher(secret: [UInt8](repeating: 7, count: 32))
         let shared = SampleNormalizer(hasher: hasher)
