@@ -340,16 +340,20 @@ actor ApplyQueue {
     /// the last call; the server calls it after sending acknowledgements.
     nonisolated func checkpointApplied() async {
         for chain in await takeUnchecked() {
-            await acquire(chain)
             let replicas = self.replicas
+            // Outside the chain's turn: the chain's next apply may run meanwhile.
+            let checkpointed: Bool
             do {
-                try await pool.runIfActive {
-                    try replicas.checkpoint(chain)
-                    replicas.releaseMemory(chain)
-                }
+                try await pool.runIfActive { try replicas.checkpoint(chain) }
+                checkpointed = true
             } catch {
-                replicas.evict(chain)
+                checkpointed = false
             }
+            await acquire(chain)
+            do {
+                try await pool.runIfActive { replicas.releaseMemory(chain) }
+            } catch {}
+            if !checkpointed { replicas.evict(chain) }
             await release(chain)
         }
     }

@@ -65,4 +65,54 @@ struct ReplicaCacheTests {
         cache.releaseMemory(chain)
         #expect(try replica.writer.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM sample_types") } ?? 0 >= 3000)
     }
+
+    @Test("the checkpoint does not wait for the replica's writer: the chain's next apply can run meanwhile")
+    func checkpointBesideTheWriter() throws {
+        let dir = TempDir()
+        let store = ServerStore(root: dir.path)
+        try store.create()
+        let cache = ReplicaCache()
+        let chain = Self.chains[0]
+        let replica = try cache.replica(chain) { try store.openReplica(chain) }
+        let path = store.replicaPath(chain)
+        func size() throws -> Int { (try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0 }
+        try replica.writer.write { db in
+            for i in 0..<3000 { try db.execute(sql: "INSERT INTO sample_types(type_identifier) VALUES (?)", arguments: ["T\(i)-" + String(repeating: "y", count: 100)]) }
+        }
+        let before = try size()
+        // Another write transaction holds the replica's writer, uncommitted.
+        let acquired = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0), finished = DispatchSemaphore(value: 0)
+        let writer = replica.writer
+        DispatchQueue.global().async {
+            try? writer.write { db in
+                try db.execute(sql: "INSERT INTO sample_types(type_identifier) VALUES ('held')")
+                acquired.signal()
+                release.wait()
+            }
+            finished.signal()
+        }
+        acquired.wait()
+        let checkpointed = DispatchSemaphore(value: 0)
+        let result = LockedBox<Result<Void, any Error>?>(nil)
+        DispatchQueue.global().async {
+            result.set(Result { try cache.checkpoint(chain) })
+            checkpointed.signal()
+        }
+        let inTime = checkpointed.wait(timeout: .now() + 20) == .success
+        release.signal()
+        finished.wait()
+        if !inTime { checkpointed.wait() }
+        #expect(inTime, "the checkpoint waited for the writer")
+        #expect(throws: Never.self) { try result.get()?.get() }
+        #expect(try size() > before + 300_000, "the committed pages were copied while the writer was held")
+    }
+}
+
+/// A value set on one thread and read on another after a semaphore (tests).
+final class LockedBox<T>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: T
+    init(_ v: T) { value = v }
+    func set(_ v: T) { lock.withLock { value = v } }
+    func get() -> T { lock.withLock { value } }
 }
