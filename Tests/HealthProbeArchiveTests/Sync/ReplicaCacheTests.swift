@@ -8,6 +8,35 @@ import Testing
 struct ReplicaCacheTests {
     static let chains = (1...3).map { String(repeating: String($0), count: 64) }
 
+    /// A server store with one replica kept open by a `ReplicaCache`.
+    struct KeptReplica {
+        let dir = TempDir()
+        let cache = ReplicaCache()
+        let chain = ReplicaCacheTests.chains[0]
+        let replica: Archive
+        let path: String
+
+        init() throws {
+            let store = ServerStore(root: dir.path)
+            try store.create()
+            let (cache, chain) = (self.cache, self.chain)
+            replica = try cache.replica(chain) { try store.openReplica(chain) }
+            path = store.replicaPath(chain)
+        }
+
+        /// The database file's size (without its WAL).
+        func databaseSize() throws -> Int { (try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0 }
+
+        /// Commits 3,000 rows (about 400 KB) to the replica.
+        func writeRows() throws {
+            try replica.writer.write { db in
+                for i in 0..<3000 {
+                    try db.execute(sql: "INSERT INTO sample_types(type_identifier) VALUES (?)", arguments: ["HKQuantityTypeIdentifierSynthetic\(i)-" + String(repeating: "x", count: 100)])
+                }
+            }
+        }
+    }
+
     @Test("a replica commits with synchronous = FULL: what is acknowledged is on disk")
     func replicasAreSynchronousFull() throws {
         let dir = TempDir()
@@ -45,20 +74,11 @@ struct ReplicaCacheTests {
 
     @Test("a kept replica's commits stay in the WAL until the checkpoint after the acknowledgement")
     func checkpointAfterAcknowledgement() throws {
-        let dir = TempDir()
-        let store = ServerStore(root: dir.path)
-        try store.create()
-        let cache = ReplicaCache()
-        let chain = Self.chains[0]
-        let replica = try cache.replica(chain) { try store.openReplica(chain) }
-        let path = store.replicaPath(chain)
-        func size() throws -> Int { (try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0 }
+        let k = try KeptReplica()
+        let (cache, chain, replica) = (k.cache, k.chain, k.replica)
+        let size = k.databaseSize
         let before = try size()
-        try replica.writer.write { db in
-            for i in 0..<3000 {
-                try db.execute(sql: "INSERT INTO sample_types(type_identifier) VALUES (?)", arguments: ["HKQuantityTypeIdentifierSynthetic\(i)-" + String(repeating: "x", count: 100)])
-            }
-        }
+        try k.writeRows()
         #expect(try size() == before, "no automatic checkpoint inside the commit")
         try cache.checkpoint(chain)
         #expect(try size() > before + 300_000, "the checkpoint copied the committed pages into the database file")
@@ -68,17 +88,10 @@ struct ReplicaCacheTests {
 
     @Test("the checkpoint does not wait for the replica's writer: the chain's next apply can run meanwhile")
     func checkpointBesideTheWriter() throws {
-        let dir = TempDir()
-        let store = ServerStore(root: dir.path)
-        try store.create()
-        let cache = ReplicaCache()
-        let chain = Self.chains[0]
-        let replica = try cache.replica(chain) { try store.openReplica(chain) }
-        let path = store.replicaPath(chain)
-        func size() throws -> Int { (try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0 }
-        try replica.writer.write { db in
-            for i in 0..<3000 { try db.execute(sql: "INSERT INTO sample_types(type_identifier) VALUES (?)", arguments: ["T\(i)-" + String(repeating: "y", count: 100)]) }
-        }
+        let k = try KeptReplica()
+        let (cache, chain, replica) = (k.cache, k.chain, k.replica)
+        let size = k.databaseSize
+        try k.writeRows()
         let before = try size()
         // Another write transaction holds the replica's writer, uncommitted.
         let acquired = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0), finished = DispatchSemaphore(value: 0)
