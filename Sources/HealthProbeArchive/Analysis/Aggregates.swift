@@ -55,12 +55,7 @@ public enum Aggregates {
         try db.execute(sql: "DELETE FROM observation_type_summaries WHERE observation_id = ? AND sample_type_id = ?", arguments: [obs, typeID])
 
         // The previous summary of the type in this chain, and whether anything moved since.
-        let previous = try Row.fetchOne(db, sql: """
-            SELECT ts.*, o.time_zone_identifier AS zid, o.time_zone_seconds_from_gmt AS zoff
-            FROM observation_type_summaries ts JOIN observations o ON o.id = ts.observation_id
-            WHERE ts.sample_type_id = ? AND ts.observation_id < ? AND o.device_chain_id = ?
-            ORDER BY ts.observation_id DESC LIMIT 1
-            """, arguments: [typeID, obs, chain])
+        let previous = try previousSummary(db, typeID: typeID, before: obs, chain: chain)
         // Nothing to count or recompute when no range of the type opened or closed since the previous summary.
         let unmoved = try previous.map { try !moved(db, typeID: typeID, after: $0["observation_id"], upTo: obs) } ?? false
         let sameZone = previous.map { ($0["zid"] as String?) == zoneID && (zoneID != nil || ($0["zoff"] as Int?) == zoneOffset) } ?? false
@@ -88,6 +83,17 @@ public enum Aggregates {
         guard n > 0, let first, let lastStart = totals.latestStart else { return .full }
         try writeDaily(db, obs: obs, typeID: typeID, typeIdentifier: typeIdentifier, days: days, from: first, to: lastStart)
         return .full
+    }
+
+    /// The type's latest summary before observation `obs` in `chain` (its columns, plus its
+    /// observation's time zone as `zid` and `zoff`).
+    static func previousSummary(_ db: Database, typeID: Int64, before obs: Int64, chain: Int64) throws -> Row? {
+        try Row.fetchOne(db, sql: """
+            SELECT ts.*, o.time_zone_identifier AS zid, o.time_zone_seconds_from_gmt AS zoff
+            FROM observation_type_summaries ts JOIN observations o ON o.id = ts.observation_id
+            WHERE ts.sample_type_id = ? AND ts.observation_id < ? AND o.device_chain_id = ?
+            ORDER BY ts.observation_id DESC LIMIT 1
+            """, arguments: [typeID, obs, chain])
     }
 
     /// Appeared, disappeared and representation-changed events of a type at an observation.

@@ -167,12 +167,8 @@ public final class TypeRunWriter {
     private func sawEveryVisibleSample(_ db: Database) throws -> Bool {
         guard !recordedDeletions else { return false }
         let obs = session.observationID
-        guard let previous = try Row.fetchOne(db, sql: """
-            SELECT ts.observation_id, ts.visible_record_count FROM observation_type_summaries ts JOIN observations o ON o.id = ts.observation_id
-            WHERE ts.sample_type_id = ? AND ts.observation_id < ? AND o.device_chain_id = ?
-            ORDER BY ts.observation_id DESC LIMIT 1
-            """, arguments: [typeID, obs, session.node.deviceChainID]) else { return false }
-        let pid: Int64 = previous[0], count: Int = previous[1]
+        guard let previous = try Aggregates.previousSummary(db, typeID: typeID, before: obs, chain: session.node.deviceChainID) else { return false }
+        let pid: Int64 = previous["observation_id"], count: Int = previous["visible_record_count"]
         guard totals.newlySeen - totals.appeared == count else { return false }
         return try !Aggregates.moved(db, typeID: typeID, after: pid, upTo: obs - 1)
     }
