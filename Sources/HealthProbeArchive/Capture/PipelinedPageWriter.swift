@@ -185,7 +185,7 @@ public final class PipelinedPageWriter: @unchecked Sendable {
             for i in byRun.indices {
                 let run = byRun[i].run
                 let index = run.nextPageIndex
-                if try String.fetchOne(db, sql: "SELECT page_hash FROM capture_pages WHERE type_run_id = ? AND page_index = ?", arguments: [run.runID, index]) != nil {
+                if try run.committedPageHash(db, index: index) != nil {
                     throw ArchiveError(.pageConflict, "page \(index) of the \(run.type.identifier) run was already committed; a pipeline numbers its pages itself, so do not mix it with writePage on the same run")
                 }
                 byRun[i].index = index

@@ -230,11 +230,14 @@ public final class TypeRunWriter {
 
     /// True when this page was already committed with the same content.
     private func checkLedger(_ db: Database, index: Int, hash: String) throws -> Bool {
-        guard let existing = try String.fetchOne(db, sql: "SELECT page_hash FROM capture_pages WHERE type_run_id = ? AND page_index = ?", arguments: [runID, index]) else {
-            return false
-        }
+        guard let existing = try committedPageHash(db, index: index) else { return false }
         if existing == hash { return true }
         throw ArchiveError(.pageConflict, "page \(index) of the \(type.identifier) run was already committed with different content; a retry must resend the same page")
+    }
+
+    /// The hash recorded for page `index` of this run, if it was committed.
+    func committedPageHash(_ db: Database, index: Int) throws -> String? {
+        try String.fetchOne(db, sql: "SELECT page_hash FROM capture_pages WHERE type_run_id = ? AND page_index = ?", arguments: [runID, index])
     }
 
     func finishPage(_ db: Database, index: Int, hash: String, result: PageResult) throws {
