@@ -165,7 +165,7 @@ public enum Aggregates {
             """, arguments: [pid, obs, obs, typeID, pid, obs, pid, typeID])
         var count = pCount
         var micro = Int64((pSum * sumScale).rounded())
-        var first = pFirst, last = pLast, top = pMax
+        var top = pMax
         // A closed range held the maximum: the new one is read from the new daily rows.
         var topFromDaily = false
         // A closed range held the earliest start or the latest end: harmless only when an
@@ -183,7 +183,7 @@ public enum Aggregates {
             count += sign
             micro += Int64(sign) * Int64((value * sumScale).rounded())
             if sign > 0 {
-                first = min(first, start); last = max(last, end); top = max(top, value)
+                top = max(top, value)
                 openedFirst = min(openedFirst, start); openedLast = max(openedLast, end)
             } else {
                 if start <= pFirst { closedFirst = true }
@@ -200,6 +200,7 @@ public enum Aggregates {
         // Otherwise only a full pass knows the new earliest start or latest end.
         if closedFirst && openedFirst > pFirst { return false }
         if closedLast && openedLast < pLast { return false }
+        let first = min(pFirst, openedFirst), last = max(pLast, openedLast)
         let total = Double(micro) / sumScale
         try writeDailyByDelta(db, obs: obs, base: base, typeID: typeID, typeIdentifier: typeIdentifier, touched: touched,
                               days: days, from: first, to: last)
