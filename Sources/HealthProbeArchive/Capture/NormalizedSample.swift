@@ -164,24 +164,25 @@ public final class SampleNormalizer {
     /// SHA-256 of `{"key":<key>,"type":<type>}`, written directly (the same bytes as
     /// encoding that object: "key" sorts before "type").
     static func semanticFingerprint(type: String, key: JSONValue) throws(HashingError) -> String {
-        var w = CanonicalJSONWriter(capacity: 160)
-        w.beginObject()
-        w.key("key")
-        try w.write(key)
-        w.field("type", type)
-        w.endObject()
-        return w.withBytes { ArchiveHasher.sha256(.semanticFingerprint, buffer: UnsafeRawBufferPointer($0)) }
+        try semanticFingerprint(type: type) { (w: inout CanonicalJSONWriter) throws(HashingError) in try w.write(key) }
     }
 
     /// The fingerprint of `semanticFingerprint(type:key: window.key)`, written directly.
     static func semanticFingerprint(type: String, window: SemanticWindow) -> String {
+        semanticFingerprint(type: type) { (w: inout CanonicalJSONWriter) in
+            w.beginObject()
+            w.key("end"); w.writeDate(window.end)
+            w.key("start"); w.writeDate(window.start)
+            w.endObject()
+        }
+    }
+
+    /// SHA-256 of `{"key":<what writeKey writes>,"type":<type>}`.
+    private static func semanticFingerprint<E: Error>(type: String, writeKey: (inout CanonicalJSONWriter) throws(E) -> Void) throws(E) -> String {
         var w = CanonicalJSONWriter(capacity: 160)
         w.beginObject()
         w.key("key")
-        w.beginObject()
-        w.key("end"); w.writeDate(window.end)
-        w.key("start"); w.writeDate(window.start)
-        w.endObject()
+        try writeKey(&w)
         w.field("type", type)
         w.endObject()
         return w.withBytes { ArchiveHasher.sha256(.semanticFingerprint, buffer: UnsafeRawBufferPointer($0)) }
