@@ -15,8 +15,12 @@ public struct ServerConfig: Sendable, Equatable {
     public var logLevel: String?
     public var helloTimeoutSeconds: Double?
     public var idleTimeoutSeconds: Double?
+    /// Replicas kept open between bundles (1...10000; default 64). Each kept one
+    /// holds its connection and prepared statements (about 1 MB); reopening one
+    /// costs about 4 ms of CPU per bundle (docs/benchmarks.md, `hp-bench apply`).
+    public var keptReplicas: Int?
 
-    public static let keys: Set<String> = ["listen", "advertise", "metrics_listen", "log_level", "hello_timeout_seconds", "idle_timeout_seconds"]
+    public static let keys: Set<String> = ["listen", "advertise", "metrics_listen", "log_level", "hello_timeout_seconds", "idle_timeout_seconds", "kept_replicas"]
 
     public init() {}
 
@@ -57,6 +61,12 @@ public struct ServerConfig: Sendable, Equatable {
         c.logLevel = try string("log_level")
         c.helloTimeoutSeconds = try number("hello_timeout_seconds")
         c.idleTimeoutSeconds = try number("idle_timeout_seconds")
+        if let kept = try number("kept_replicas") {
+            guard kept == kept.rounded(), (1...10_000).contains(kept) else {
+                throw ArchiveError(.invalidInput, "config file \(file): \"kept_replicas\" must be a whole number 1...10000")
+            }
+            c.keptReplicas = Int(kept)
+        }
         for (k, v) in [("listen", c.listen), ("advertise", c.advertise), ("metrics_listen", c.metricsListen)] {
             if let v, SyncAddress.parse(v, allowAnyPort: k != "advertise") == nil {
                 throw ArchiveError(.invalidInput, "config file \(file): \"\(k)\" must be HOST:PORT, got \(v)")

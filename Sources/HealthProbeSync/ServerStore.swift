@@ -81,10 +81,59 @@ extension ServerStore {
         let path = replicaPath(chainHash.lowercased())
         try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
+        let fresh = !FileManager.default.fileExists(atPath: path)
+        if fresh { try copyTemplate(to: path) }
         // Acknowledged means on disk: every replica commit is synced (`.full`).
         // 48 MiB of page cache per apply running: the server's memory is bounded by
         // the applies in flight (one per chain), not by the chains kept open.
-        return try Archive.open(path: path, durability: .full, writerCacheMiB: 48)
+        // One connection: the server's readers (summary, verify) open their own.
+        let archive = try Archive.open(path: path, durability: .full, writerCacheMiB: 48, singleConnection: true)
+        if fresh {
+            try archive.writer.write { db in
+                try db.execute(sql: "UPDATE archive_metadata SET value = ? WHERE key = 'created_at'", arguments: [CanonicalDate.string(Date().timeIntervalSince1970)])
+            }
+        }
+        return archive
+    }
+
+    /// An empty replica at the latest schema, made once and copied for each new
+    /// chain: running every migration for each new chain cost more than applying
+    /// its first bundle. Disposable (`cache/`); rebuilt when missing.
+    var replicaTemplatePath: String { root + "/cache/replica-schema-v\(ArchiveMigrations.latestVersion).sqlite" }
+
+    /// Copies the template (made first if missing) to `path`, synced, by rename.
+    func copyTemplate(to path: String) throws {
+        let fm = FileManager.default
+        let template = replicaTemplatePath
+        if !fm.fileExists(atPath: template) {
+            try fm.createDirectory(atPath: root + "/cache", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            let staged = template + ".\(UUID().uuidString)"
+            defer { for suffix in ["", "-wal", "-shm", ".lock"] { try? fm.removeItem(atPath: staged + suffix) } }
+            try Self.makeTemplate(at: staged)
+            try Self.synced(staged)
+            if !fm.fileExists(atPath: template) { try? fm.moveItem(atPath: staged, toPath: template) }
+        }
+        let staged = path + ".new"
+        defer { try? fm.removeItem(atPath: staged) }
+        try? fm.removeItem(atPath: staged)
+        try fm.copyItem(atPath: template, toPath: staged)
+        try Self.synced(staged)
+        try fm.moveItem(atPath: staged, toPath: path)
+    }
+
+    /// Migrates a new archive at `path` and closes it with its WAL checkpointed into the file.
+    static func makeTemplate(at path: String) throws {
+        let archive = try Archive.open(path: path, singleConnection: true)
+        try archive.writer.writeWithoutTransaction { _ = try $0.checkpoint(.truncate) }
+        try (archive.writer as? DatabaseQueue)?.close()
+    }
+
+    static func synced(_ path: String) throws {
+        guard let handle = FileHandle(forUpdatingAtPath: path) else {
+            throw ArchiveError(.storage, "cannot open \(path) to sync it to disk (is the data directory writable and not full?)")
+        }
+        defer { try? handle.close() }
+        try handle.synchronize()
     }
 
     /// The last received sequence and manifest hash of a chain (0, nil when new).

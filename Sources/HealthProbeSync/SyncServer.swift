@@ -29,7 +29,8 @@ public struct SyncServer: Sendable {
     /// A server for an initialized data directory (its TLS identity and registry).
     public init(store: ServerStore, logger: Logger = Archive.silentLogger, helloTimeout: TimeAmount = .seconds(10),
                 idleTimeout: TimeAmount = .seconds(120), throttle: AuthThrottle = AuthThrottle(),
-                metrics: ServerMetrics = ServerMetrics(), now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) throws {
+                metrics: ServerMetrics = ServerMetrics(), keptReplicas: Int = 64,
+                now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) throws {
         try store.requireInitialized()
         self.store = store
         self.logger = logger
@@ -40,7 +41,7 @@ public struct SyncServer: Sendable {
         registry = try store.registry()
         tls = try store.identity().serverContext()
         self.throttle = SharedAuthThrottle(throttle)
-        applier = ApplyQueue(store: store)
+        applier = ApplyQueue(store: store, keptReplicas: keptReplicas)
     }
 
     /// Binds and serves until cancelled. `onBound` gets the bound port.
@@ -312,13 +313,16 @@ public struct SyncServer: Sendable {
 actor ApplyQueue {
     let store: ServerStore
     let pool = NIOThreadPool.singleton
-    let replicas = ReplicaCache()
+    let replicas: ReplicaCache
     private var busy: Set<String> = []
     /// Chains applied to since their last checkpoint.
     private var unchecked: Set<String> = []
     private var waiting: [String: [CheckedContinuation<Void, Never>]] = [:]
 
-    init(store: ServerStore) { self.store = store }
+    init(store: ServerStore, keptReplicas: Int) {
+        self.store = store
+        replicas = ReplicaCache(capacity: keptReplicas)
+    }
 
     private func acquire(_ chain: String) async {
         guard busy.contains(chain) else { busy.insert(chain); return }

@@ -22,9 +22,13 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .long, help: "Config file (JSON; default <data>/config.json).")
     var config: String?
 
+    @Option(name: .long, help: "Replicas kept open between bundles, about 1 MB each (default: config, else 64).")
+    var keptReplicas: Int?
+
     func validate() throws {
         if let listen, SyncAddress.parse(listen, allowAnyPort: true) == nil { throw ValidationError("--listen must be HOST:PORT, got \(listen)") }
         if let metrics, SyncAddress.parse(metrics, allowAnyPort: true) == nil { throw ValidationError("--metrics must be HOST:PORT, got \(metrics)") }
+        if let keptReplicas, !(1...10_000).contains(keptReplicas) { throw ValidationError("--kept-replicas must be 1...10000, got \(keptReplicas)") }
     }
 
     func run() async throws {
@@ -44,7 +48,7 @@ struct Serve: AsyncParsableCommand {
         let server = try SyncServer(store: options.store, logger: logger,
                                     helloTimeout: .milliseconds(Int64((settings.helloTimeoutSeconds ?? 10) * 1000)),
                                     idleTimeout: .milliseconds(Int64((settings.idleTimeoutSeconds ?? 120) * 1000)),
-                                    metrics: serverMetrics)
+                                    metrics: serverMetrics, keptReplicas: keptReplicas ?? settings.keptReplicas ?? 64)
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: ListenerService {
             try await server.run(host: host, port: port) { announce("listening on \(host):\($0)") }
         })]

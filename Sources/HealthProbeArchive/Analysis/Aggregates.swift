@@ -45,14 +45,14 @@ public enum Aggregates {
     /// `allowDelta: false` forces the full computation (tests compare the two).
     @discardableResult
     public static func update(_ db: Database, observationID obs: Int64, typeID: Int64, now: Double, allowDelta: Bool = true) throws -> Path {
-        guard let o = try Row.fetchOne(db, sql: "SELECT device_chain_id, time_zone_identifier, time_zone_seconds_from_gmt FROM observations WHERE id = ?", arguments: [obs]) else {
+        guard let o = try Row.fetchOne(db.cachedStatement(sql: "SELECT device_chain_id, time_zone_identifier, time_zone_seconds_from_gmt FROM observations WHERE id = ?"), arguments: [obs]) else {
             throw ArchiveError(.notFound, "no observation \(obs) to aggregate")
         }
         let chain: Int64 = o["device_chain_id"]
         let zoneID: String? = o["time_zone_identifier"]
         let zoneOffset: Int? = o["time_zone_seconds_from_gmt"]
-        try db.execute(sql: "DELETE FROM daily_type_aggregates WHERE observation_id = ? AND sample_type_id = ?", arguments: [obs, typeID])
-        try db.execute(sql: "DELETE FROM observation_type_summaries WHERE observation_id = ? AND sample_type_id = ?", arguments: [obs, typeID])
+        try db.cachedStatement(sql: "DELETE FROM daily_type_aggregates WHERE observation_id = ? AND sample_type_id = ?").execute(arguments: [obs, typeID])
+        try db.cachedStatement(sql: "DELETE FROM observation_type_summaries WHERE observation_id = ? AND sample_type_id = ?").execute(arguments: [obs, typeID])
 
         // The previous summary of the type in this chain, and whether anything moved since.
         let previous = try previousSummary(db, typeID: typeID, before: obs, chain: chain)
@@ -67,7 +67,7 @@ public enum Aggregates {
             return .shared
         }
 
-        let typeIdentifier = try String.fetchOne(db, sql: "SELECT type_identifier FROM sample_types WHERE id = ?", arguments: [typeID]) ?? ""
+        let typeIdentifier = try String.fetchOne(db.cachedStatement(sql: "SELECT type_identifier FROM sample_types WHERE id = ?"), arguments: [typeID]) ?? ""
         let days = LocalDays(identifier: zoneID, secondsFromGMT: zoneOffset)
         if allowDelta, let p = previous, sameZone, !unmoved,
            try updateByDelta(db, obs: obs, typeID: typeID, typeIdentifier: typeIdentifier, previous: p, days: days, now: now) {
@@ -88,12 +88,12 @@ public enum Aggregates {
     /// The type's latest summary before observation `obs` in `chain` (its columns, plus its
     /// observation's time zone as `zid` and `zoff`).
     static func previousSummary(_ db: Database, typeID: Int64, before obs: Int64, chain: Int64) throws -> Row? {
-        try Row.fetchOne(db, sql: """
+        try Row.fetchOne(db.cachedStatement(sql: """
             SELECT ts.*, o.time_zone_identifier AS zid, o.time_zone_seconds_from_gmt AS zoff
             FROM observation_type_summaries ts JOIN observations o ON o.id = ts.observation_id
             WHERE ts.sample_type_id = ? AND ts.observation_id < ? AND o.device_chain_id = ?
             ORDER BY ts.observation_id DESC LIMIT 1
-            """, arguments: [typeID, obs, chain])
+            """), arguments: [typeID, obs, chain])
     }
 
     /// Appeared, disappeared and representation-changed events of a type at an observation.
@@ -106,11 +106,11 @@ public enum Aggregates {
             let from = fromEvents
                 ? "sample_observation_events e CROSS JOIN samples s ON s.id = e.sample_id WHERE e.observation_id = ? AND s.sample_type_id = ?"
                 : "samples s INDEXED BY \(SampleIndexes.byTypeAndFingerprint) CROSS JOIN sample_observation_events e ON e.sample_id = s.id AND e.observation_id = ? WHERE s.sample_type_id = ?"
-            let r = try Row.fetchOne(db, sql: """
+            let r = try Row.fetchOne(db.cachedStatement(sql: """
                 SELECT ifnull(sum(e.event_kind = 'appeared'), 0) AS a, ifnull(sum(e.event_kind = 'disappeared'), 0) AS d,
                        ifnull(sum(e.event_kind = 'representation_changed'), 0) AS c
                 FROM \(from)
-                """, arguments: [obs, typeID])!
+                """), arguments: [obs, typeID])!
             return ChangeCounts(appeared: r["a"], disappeared: r["d"], changed: r["c"])
         }
     }
@@ -151,8 +151,8 @@ public enum Aggregates {
         guard pCount > 0, let pSum = p["value_sum"] as Double?, let pFirst = p["earliest_start_date"] as Double?,
               let pLast = p["latest_end_date"] as Double?, let pMax = p["value_max"] as Double? else { return false }
         // The visible set's unit at the previous summary (one unit, since its sum is not null).
-        guard let unit = try String.fetchOne(db, sql: "SELECT unit FROM (\(visibleSQL)) LIMIT 1", arguments: [typeID, pid, pid]) else { return false }
-        let rows = try Row.fetchCursor(db, sql: """
+        guard let unit = try String.fetchOne(db.cachedStatement(sql: "SELECT unit FROM (\(visibleSQL)) LIMIT 1"), arguments: [typeID, pid, pid]) else { return false }
+        let rows = try Row.fetchCursor(db.cachedStatement(sql: """
             SELECT v.start_date, v.end_date, v.numeric_value, v.unit, 1 AS sign
             FROM sample_visibility_ranges r CROSS JOIN samples s ON s.id = r.sample_id CROSS JOIN sample_versions v ON v.id = r.version_id
             WHERE r.first_observation_id > ? AND r.first_observation_id <= ? AND (r.last_observation_id IS NULL OR r.last_observation_id > ?)
@@ -162,7 +162,7 @@ public enum Aggregates {
             FROM sample_visibility_ranges r CROSS JOIN samples s ON s.id = r.sample_id CROSS JOIN sample_versions v ON v.id = r.version_id
             WHERE r.last_observation_id > ? AND r.last_observation_id <= ? AND r.first_observation_id <= ?
               AND s.sample_type_id = ?
-            """, arguments: [pid, obs, obs, typeID, pid, obs, pid, typeID])
+            """), arguments: [pid, obs, obs, typeID, pid, obs, pid, typeID])
         var count = pCount
         var micro = Int64((pSum * sumScale).rounded())
         var top = pMax
@@ -205,7 +205,7 @@ public enum Aggregates {
         try writeDailyByDelta(db, obs: obs, base: base, typeID: typeID, typeIdentifier: typeIdentifier, touched: touched,
                               days: days, from: first, to: last)
         if topFromDaily {
-            top = try Double.fetchOne(db, sql: "SELECT max(value_max) FROM daily_type_aggregates WHERE observation_id = ? AND sample_type_id = ?",
+            top = try Double.fetchOne(db.cachedStatement(sql: "SELECT max(value_max) FROM daily_type_aggregates WHERE observation_id = ? AND sample_type_id = ?"),
                                       arguments: [obs, typeID]) ?? top
         }
         // Driven from this observation's events: they follow the changes, not the type's size.
@@ -222,7 +222,7 @@ public enum Aggregates {
     /// day's recomputation walks that day's versions of every type.
     static func writeDailyByDelta(_ db: Database, obs: Int64, base: Int64, typeID: Int64, typeIdentifier: String, touched: Set<Double>,
                                   days: LocalDays, from: Double, to: Double) throws {
-        let baseDays = try Int.fetchOne(db, sql: "SELECT count(DISTINCT bucket_start) FROM daily_type_aggregates WHERE observation_id = ? AND sample_type_id = ?",
+        let baseDays = try Int.fetchOne(db.cachedStatement(sql: "SELECT count(DISTINCT bucket_start) FROM daily_type_aggregates WHERE observation_id = ? AND sample_type_id = ?"),
                                         arguments: [base, typeID]) ?? 0
         if touched.count * 4 >= baseDays {
             try writeDaily(db, obs: obs, typeID: typeID, typeIdentifier: typeIdentifier, days: days, from: from, to: to)
@@ -232,13 +232,13 @@ public enum Aggregates {
         try db.execute(sql: "DELETE FROM temp.hp_touched")
         let mark = try db.cachedStatement(sql: "INSERT OR IGNORE INTO temp.hp_touched(bucket_start) VALUES (?)")
         for d in touched { try mark.execute(arguments: [d]) }
-        try db.execute(sql: """
+        try db.cachedStatement(sql: """
             INSERT INTO daily_type_aggregates(observation_id, sample_type_id, bucket_start, bucket_end, visible_record_count,
                 value_sum, value_max, source_revision_id, aggregate_hash)
             SELECT ?, sample_type_id, bucket_start, bucket_end, visible_record_count, value_sum, value_max, source_revision_id, aggregate_hash
             FROM daily_type_aggregates
             WHERE observation_id = ? AND sample_type_id = ? AND bucket_start NOT IN (SELECT bucket_start FROM temp.hp_touched)
-            """, arguments: [obs, base, typeID])
+            """).execute(arguments: [obs, base, typeID])
         let recompute = try db.cachedStatement(sql: """
             INSERT INTO daily_type_aggregates(observation_id, sample_type_id, bucket_start, bucket_end, visible_record_count,
                 value_sum, value_max, source_revision_id, aggregate_hash)
@@ -271,12 +271,12 @@ public enum Aggregates {
         public var valueMax: Double?
 
         public static func fetch(_ db: Database, typeID: Int64, observationID obs: Int64) throws -> Totals {
-            let r = try Row.fetchOne(db, sql: """
+            let r = try Row.fetchOne(db.cachedStatement(sql: """
                 SELECT count(*) AS n, min(start_date) AS first, max(end_date) AS last, max(start_date) AS last_start,
                        \(exactSumSQL("")) AS total,
                        max(numeric_value) AS top
                 FROM (\(visibleSQL))
-                """, arguments: [typeID, obs, obs])!
+                """), arguments: [typeID, obs, obs])!
             return Totals(count: r["n"], earliestStart: r["first"], latestEnd: r["last"], latestStart: r["last_start"],
                           valueSum: r["total"], valueMax: r["top"])
         }
@@ -284,12 +284,12 @@ public enum Aggregates {
 
     /// True when a range of the type opened or closed in `(after, upTo]`.
     static func moved(_ db: Database, typeID: Int64, after: Int64, upTo: Int64) throws -> Bool {
-        try Bool.fetchOne(db, sql: """
+        try Bool.fetchOne(db.cachedStatement(sql: """
             SELECT EXISTS (SELECT 1 FROM sample_visibility_ranges r CROSS JOIN samples s ON s.id = r.sample_id
                            WHERE r.first_observation_id > ? AND r.first_observation_id <= ? AND s.sample_type_id = ?)
                 OR EXISTS (SELECT 1 FROM sample_visibility_ranges r CROSS JOIN samples s ON s.id = r.sample_id
                            WHERE r.last_observation_id > ? AND r.last_observation_id <= ? AND s.sample_type_id = ?)
-            """, arguments: [after, upTo, typeID, after, upTo, typeID]) ?? true
+            """), arguments: [after, upTo, typeID, after, upTo, typeID]) ?? true
     }
 
     /// Daily rows (per local day and source revision) of the type's visible samples.
@@ -307,7 +307,7 @@ public enum Aggregates {
         let insertDay = try db.cachedStatement(sql: "INSERT INTO temp.hp_days(bucket_start, bucket_end) VALUES (?, ?)")
         try days.forEachDay(from: from, to: to) { start, end in try insertDay.execute(arguments: [start, end]) }
         try withBoundedSorter(db) {
-            try db.execute(sql: """
+            try db.cachedStatement(sql: """
             INSERT INTO \(table)(observation_id, sample_type_id, bucket_start, bucket_end, visible_record_count,
                 value_sum, value_max, source_revision_id, aggregate_hash)
             SELECT ?, ?, g.b, d.bucket_end, g.n, g.total, g.top, g.rev, NULL
@@ -319,7 +319,7 @@ public enum Aggregates {
                 FROM (\(visibleSQL)) vis
                 GROUP BY b, rev
             ) g JOIN temp.hp_days d ON d.bucket_start = g.b
-            """, arguments: [obs, typeID, typeID, obs, obs])
+            """).execute(arguments: [obs, typeID, typeID, obs, obs])
         }
         try db.execute(sql: "DELETE FROM temp.hp_days")
     }
@@ -375,7 +375,7 @@ public enum Aggregates {
 
     /// Hashes the daily rows of (obs, type) that have no hash yet.
     static func hashDaily(_ db: Database, obs: Int64, typeID: Int64, typeIdentifier: String) throws {
-        let rows = try Row.fetchAll(db, sql: dailyRowsSQL(onlyUnhashed: true), arguments: [obs, typeID])
+        let rows = try Row.fetchAll(db.cachedStatement(sql: dailyRowsSQL(onlyUnhashed: true)), arguments: [obs, typeID])
         let setHash = try db.cachedStatement(sql: "UPDATE daily_type_aggregates SET aggregate_hash = ? WHERE rowid = ?")
         for r in rows {
             try setHash.execute(arguments: [try dailyHash(r, typeIdentifier: typeIdentifier), r["rid"] as Int64])
@@ -384,7 +384,7 @@ public enum Aggregates {
 
     /// Computes the aggregates of every type run of `observationID`.
     public static func update(_ db: Database, observationID obs: Int64, now: Double, allowDelta: Bool = true) throws {
-        let types = try Int64.fetchAll(db, sql: "SELECT DISTINCT sample_type_id FROM observation_type_runs WHERE observation_id = ? ORDER BY sample_type_id", arguments: [obs])
+        let types = try Int64.fetchAll(db.cachedStatement(sql: "SELECT DISTINCT sample_type_id FROM observation_type_runs WHERE observation_id = ? ORDER BY sample_type_id"), arguments: [obs])
         for t in types { try update(db, observationID: obs, typeID: t, now: now, allowDelta: allowDelta) }
     }
 

@@ -68,6 +68,8 @@ public enum BundleApplier {
         /// The rowid the next sample reference most likely names: items of each kind
         /// follow the sender's row order, which is the order samples were inserted in.
         var sampleGuess: Int64 = 0
+        /// Samples and versions this bundle inserted (its later lines name them).
+        var inserted = InsertedRows()
         /// The source revision, device and metadata a version line resolved last, by
         /// the canonical bytes that named them: consecutive versions mostly share them.
         var lastRevision = LastLookup(), lastDevice = LastLookup(), lastMetadata = LastLookup()
@@ -135,14 +137,14 @@ public enum BundleApplier {
         static func begin(_ db: Database, header: BundleHeader, manifestHash: String, now: Double) throws -> Begin {
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO device_chains(device_chain_hash, created_at, recovered_from_keychain) VALUES (?, ?, 0)").execute(arguments: [header.deviceChainHash, now])
             let chainID = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM device_chains WHERE device_chain_hash = ?"), arguments: [header.deviceChainHash])!
-            if let logged = try String.fetchOne(db, sql: "SELECT manifest_hash FROM bundle_log WHERE device_chain_id = ? AND direction = 'received' AND sequence = ?",
+            if let logged = try String.fetchOne(db.cachedStatement(sql: "SELECT manifest_hash FROM bundle_log WHERE device_chain_id = ? AND direction = 'received' AND sequence = ?"),
                                                 arguments: [chainID, header.sequence]) {
                 guard logged == manifestHash else {
                     throw ApplyError(code: .divergence, message: "chain \(header.deviceChainHash.prefix(16)) already has a different bundle at sequence \(header.sequence) (stored \(logged.prefix(16)), received \(manifestHash.prefix(16))): refused as divergence")
                 }
                 return .alreadyApplied(sequence: header.sequence)
             }
-            let last = try Row.fetchOne(db, sql: "SELECT sequence, manifest_hash FROM bundle_log WHERE device_chain_id = ? AND direction = 'received' ORDER BY sequence DESC LIMIT 1",
+            let last = try Row.fetchOne(db.cachedStatement(sql: "SELECT sequence, manifest_hash FROM bundle_log WHERE device_chain_id = ? AND direction = 'received' ORDER BY sequence DESC LIMIT 1"),
                                         arguments: [chainID])
             let lastSequence: Int = last?["sequence"] ?? 0
             guard header.sequence == lastSequence + 1 else {
@@ -186,6 +188,7 @@ public enum BundleApplier {
             let ref = l.object(key) ?? FlatJSON.nowhere
             let t = try typeID(db, l, l.find("type", in: ref))
             let fp = Self.text(l, "strict_fingerprint", in: ref)
+            if case .slice(let bytes, let r) = fp, let id = inserted.sample(type: t, fingerprint: InsertedRows.Hash32(bytes, r)) { return id }
             if case .slice(let bytes, let r) = fp, sampleGuess > 0 {
                 var hit = false
                 try st.sampleByRowid.queryWhile(db, [.int(sampleGuess)]) { row in
@@ -203,6 +206,7 @@ public enum BundleApplier {
 
         func versionID(_ db: Database, _ l: FlatJSON, sample: Int64) throws -> Int64? {
             guard let i = l.find("payload_hash"), l.type(i) == .string else { return nil }
+            if let r = l.plainRange(i), let id = inserted.version(sample: sample, payloadHash: InsertedRows.Hash32(l.bytes, r)) { return id }
             guard let id = try st.versionID.firstInt(db, [.int(sample), Self.text(l, "payload_hash")]) else {
                 throw ApplyError(code: .unresolved, message: "an item refers to a payload version the replica does not have")
             }
@@ -251,12 +255,18 @@ public enum BundleApplier {
                                               .int(Self.int(l, "category_value", in: p)), .int(Self.int(l, "workout_activity_type", in: p)),
                                               .double(l.number("duration_seconds", in: p)), .int(revision), .int(deviceID), .int(metadataID), .int(obs),
                                               .double(l.date("creation_date", in: p))])
+                if let i = l.find("payload_hash"), let r = l.plainRange(i) {
+                    inserted.inserted(version: db.lastInsertedRowID, sample: sample, payloadHash: InsertedRows.Hash32(l.bytes, r))
+                }
                 return
             }
             if l.stringEquals(kindIndex, "sample") {
                 let type = try typeID(db, l, l.find("type_identifier"))
                 try st.insertSample.run(db, [.int(type), t("sample_uuid_hash"), t("strict_fingerprint"), t("semantic_fingerprint"), t("fuzzy_key"),
                                              .int(obs), .double(d("first_seen_at"))])
+                if let i = l.find("strict_fingerprint"), let r = l.plainRange(i) {
+                    inserted.inserted(sample: db.lastInsertedRowID, type: type, fingerprint: InsertedRows.Hash32(l.bytes, r))
+                }
                 return
             }
             let kind = l.string(at: kindIndex) ?? ""

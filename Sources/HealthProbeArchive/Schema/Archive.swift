@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 import Logging
 
 /// An open v2 archive: a SQLite database in WAL mode with foreign keys on,
@@ -24,8 +25,10 @@ public final class Archive: Sendable {
 
     /// Opens (creating if needed) the archive at `path`.
     /// `writerCacheMiB` bounds the writing connection's page cache (readers get 8 MiB).
+    /// `singleConnection`: one connection for reads and writes (a queue, not a pool):
+    /// cheaper to open and to keep open, for a writer whose readers open their own.
     public static func open(path: String, mode: Mode = .readWrite, durability: Durability = .normal, writerCacheMiB: Int = 64,
-                            clock: any ArchiveClock = SystemClock(),
+                            singleConnection: Bool = false, clock: any ArchiveClock = SystemClock(),
                             logger: Logger = Archive.silentLogger) throws -> Archive {
         let directory = (path as NSString).deletingLastPathComponent
         if mode == .readOnly && !FileManager.default.fileExists(atPath: path) {
@@ -51,9 +54,17 @@ public final class Archive: Sendable {
             // memory stays bounded however many connections read.
             try db.execute(sql: db.configuration.readonly ? "PRAGMA cache_size = -8192" : "PRAGMA cache_size = -\(max(writerCacheMiB, 1) * 1024)")
         }
-        let pool: DatabasePool
+        let pool: any DatabaseWriter
         do {
-            pool = try DatabasePool(path: path, configuration: config)
+            if singleConnection && mode == .readWrite {
+                let queue = try DatabaseQueue(path: path, configuration: config)
+                try queue.writeWithoutTransaction { db in
+                    if try String.fetchOne(db, sql: "PRAGMA journal_mode") != "wal" { try db.execute(sql: "PRAGMA journal_mode = WAL") }
+                }
+                pool = queue
+            } else {
+                pool = try DatabasePool(path: path, configuration: config)
+            }
         } catch {
             throw ArchiveError(.notAnArchive, "cannot open \(path) as a SQLite archive; it may be corrupt or not an archive", cause: error)
         }
@@ -90,6 +101,19 @@ public final class Archive: Sendable {
         if recoverInterrupted { try markInterrupted(now: clock.now()) }
     }
 
+    /// Frees the page cache of the archive's connections (what SQLite can drop
+    /// without harm), keeping their prepared statements, which GRDB's
+    /// `releaseMemory()` would also drop and the next write would prepare again.
+    public func releasePageCache() {
+        let release: (Database) -> Void = { db in if let c = db.sqliteConnection { sqlite3_db_release_memory(c) } }
+        if let queue = writer as? DatabaseQueue {
+            queue.inDatabase(release)
+        } else {
+            try? writer.writeWithoutTransaction(release)
+            (writer as? DatabasePool)?.releaseMemory()
+        }
+    }
+
     /// The schema version recorded in the archive.
     public func schemaVersion() throws -> Int {
         try writer.read { db in try Int.fetchOne(db, sql: "SELECT max(version) FROM schema_migrations") ?? 0 }
@@ -99,7 +123,12 @@ public final class Archive: Sendable {
     /// Committed pages stay as they are; no visibility range is closed.
     @discardableResult
     func markInterrupted(now: Double) throws -> Int {
-        try writer.write { db in
+        // A read first: most opens find nothing running and need no write transaction.
+        let running = try writer.read { db in
+            try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM observations WHERE status = 'running') OR EXISTS (SELECT 1 FROM observation_type_runs WHERE status = 'running')") ?? false
+        }
+        guard running else { return 0 }
+        return try writer.write { db in
             try db.execute(sql: "UPDATE observation_type_runs SET status = 'interrupted', ended_at = ? WHERE status = 'running'", arguments: [now])
             try db.execute(sql: "UPDATE observations SET status = 'interrupted', ended_at = ? WHERE status = 'running'", arguments: [now])
             let n = db.changesCount

@@ -49,6 +49,13 @@ public enum ArchiveMigrations {
         if let applied, applied > known {
             throw ArchiveError(.newerSchema, "the archive has schema version \(applied) but this build knows only up to \(known); it was written by a newer HealthProbe. Upgrade HealthProbe to open it; the archive was not changed")
         }
+        // Up to date (each migration records itself in the transaction that applies it):
+        // nothing to run, and the migrator's own checks would cost more than the open.
+        if let applied, applied == known, try writer.read({ db in
+            try Int.fetchOne(db, sql: "SELECT count(*) FROM schema_migrations WHERE version IN (\(migrations.map { String($0.version) }.joined(separator: ",")))") == migrations.count
+        }) {
+            return
+        }
         var migrator = DatabaseMigrator()
         for m in migrations {
             migrator.registerMigration("v\(m.version)") { db in

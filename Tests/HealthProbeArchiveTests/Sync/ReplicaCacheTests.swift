@@ -50,6 +50,32 @@ struct ReplicaCacheTests {
         #expect(try node.writer.read { try Int.fetchOne($0, sql: "PRAGMA synchronous") } == 1)
     }
 
+    @Test("a new chain's replica is a copy of the migrated template: latest schema, its own creation time; a missing template is made again")
+    func newReplicasFromTheTemplate() throws {
+        let dir = TempDir()
+        let store = ServerStore(root: dir.path)
+        try store.create()
+        let before = Date().timeIntervalSince1970 - 1
+        let first = try store.openReplica(Self.chains[0])
+        #expect(FileManager.default.fileExists(atPath: store.replicaTemplatePath))
+        #expect(try first.schemaVersion() == ArchiveMigrations.latestVersion)
+        let created = try first.writer.read { try String.fetchOne($0, sql: "SELECT value FROM archive_metadata WHERE key = 'created_at'") }
+        #expect((created.flatMap(CanonicalDate.parse) ?? 0) >= before, "created_at is the replica's, not the template's")
+        #expect(try first.writer.read { try String.fetchOne($0, sql: "PRAGMA journal_mode") } == "wal")
+        // The copy is a whole archive: a bundle-log row and the integrity check work on it.
+        #expect(try first.writer.read { try String.fetchOne($0, sql: "PRAGMA integrity_check") } == "ok")
+        // Nothing of the first chain leaks into the next one's copy.
+        try first.writer.write { try $0.execute(sql: "INSERT INTO sample_types(type_identifier) VALUES ('HKQuantityTypeIdentifierHeartRate')") }
+        try FileManager.default.removeItem(atPath: store.replicaTemplatePath)
+        let second = try store.openReplica(Self.chains[1])
+        #expect(FileManager.default.fileExists(atPath: store.replicaTemplatePath), "made again when missing")
+        #expect(try second.writer.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM sample_types") } == 0)
+        #expect(try second.schemaVersion() == ArchiveMigrations.latestVersion)
+        // No staging files are left behind.
+        let leftovers = try FileManager.default.subpathsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".new") || $0.contains(".sqlite.") && !$0.hasSuffix("-wal") && !$0.hasSuffix("-shm") && !$0.hasSuffix(".lock") }
+        #expect(leftovers.isEmpty, "\(leftovers)")
+    }
+
     @Test("at most `capacity` replicas stay open; the least recently used is closed (its lock released)")
     func evictsLeastRecentlyUsed() throws {
         let dir = TempDir()

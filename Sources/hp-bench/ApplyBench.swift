@@ -1,0 +1,103 @@
+import ArgumentParser
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import GRDB
+import HealthProbeArchive
+import HealthProbeCLI
+import HealthProbeSync
+
+/// `hp-bench apply`: the server's verify-and-apply of received bundles, in this
+/// process and one bundle at a time, without TLS or the nodes' work: the CPU a
+/// bundle costs the server, steadier than the household bench's latencies.
+/// The bundles are built first (not measured); each is then applied as
+/// `hp-server` does: the same store, kept replicas, and a checkpoint after each.
+struct ApplyBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "apply", abstract: "The server's verify-and-apply of bundles, in process: CPU per bundle.")
+
+    @Option(name: .long, help: "Device chains (one node each).") var chains: Int = 20
+    @Option(name: .long, help: "Samples per observation.") var samples: Int = 1000
+    @Option(name: .long, help: "Observations per chain (round 1 creates the replicas).") var rounds: Int = 3
+    @Option(name: .long, help: "Replicas kept open between bundles (as hp-server's cache).") var keptReplicas: Int = 64
+    @OptionGroup var bench: BenchOptions
+
+    struct Result: Codable {
+        var phase: String
+        var bundles: Int
+        var seconds: Double
+        /// Process CPU (user + system, every thread) per bundle.
+        var cpuMillisecondsPerBundle: Double
+        var wallMillisecondsPerBundle: Double
+        var digestsMatch: Bool
+    }
+
+    func validate() throws {
+        guard (1...500).contains(chains), (1...1_000_000).contains(samples), (1...50).contains(rounds), (1...1000).contains(keptReplicas) else {
+            throw ValidationError("--chains 1...500, --samples 1...1000000, --rounds 1...50, --kept-replicas 1...1000")
+        }
+    }
+
+    func run() async throws {
+        let root = bench.workDirectory("apply")
+        defer { bench.cleanUp(root) }
+        let store = ServerStore(root: root + "/server")
+        try store.create()
+        let clock = ManualClock(1_750_000_000)
+        let homes = (0..<chains).map { ArchiveHome(root: root + "/node\($0)") }
+        var previous = [String?](repeating: nil, count: chains)
+        var chainHashes = [String](repeating: "", count: chains)
+        let cache = ReplicaCache(capacity: keptReplicas)
+        var results: [Result] = []
+        try FileManager.default.createDirectory(atPath: root + "/bundles", withIntermediateDirectories: true)
+        for round in 0..<rounds {
+            // Not measured: capture and build each chain's bundle of this round.
+            var files: [(chain: String, path: String, hash: String)] = []
+            for (i, home) in homes.enumerated() {
+                try bench.captureHeartRate(home: home, clock: clock, count: samples, offset: round * samples + i * 10_000_000)
+                let node = try home.open(clock: clock)
+                chainHashes[i] = node.deviceChainHash
+                let path = root + "/bundles/\(i)-\(round + 1).jsonl"
+                let link = previous[i]
+                let written = try await node.archive.writer.read { db in
+                    let obs = try Int64.fetchOne(db, sql: "SELECT max(id) FROM observations")!
+                    return try BundleFile.write(db, observationID: obs, previousManifestHash: link, to: path)
+                }
+                previous[i] = written.manifestHash
+                files.append((node.deviceChainHash, path, written.manifestHash))
+            }
+            clock.advance(3600)
+            let cpuBefore = Measure.cpuSeconds(pid: getpid())
+            let start = DispatchTime.now().uptimeNanoseconds
+            for f in files {
+                let outcome = try store.apply(file: f.path, manifestHash: f.hash, now: clock.now()) { chain in
+                    try cache.replica(chain) { try store.openReplica(chain) }
+                }.outcome
+                guard case .applied = outcome else { throw ValidationError("bundle of \(f.chain.prefix(12)) was not applied: \(outcome)") }
+                try cache.checkpoint(f.chain)
+                cache.releaseMemory(f.chain)
+            }
+            let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+            let cpu = Measure.cpuSeconds(pid: getpid()) - cpuBefore
+            var digests = true
+            for (i, home) in homes.enumerated() {
+                let node = try home.open(mode: .readOnly, clock: clock)
+                let replica = try Archive.open(path: store.replicaPath(chainHashes[i]), mode: .readOnly)
+                let nodeObs = try await node.archive.writer.read { db in try Int64.fetchOne(db, sql: "SELECT max(id) FROM observations")! }
+                let replicaObs = try await replica.writer.read { db in try Int64.fetchOne(db, sql: "SELECT max(id) FROM observations")! }
+                let a = try await node.archive.writer.read { db in try ChainStateDigest.compute(db, observationID: nodeObs) }
+                let b = try await replica.writer.read { db in try ChainStateDigest.compute(db, observationID: replicaObs) }
+                if a != b { digests = false }
+            }
+            results.append(Result(phase: round == 0 ? "first_bundle" : "bundle_\(round + 1)", bundles: files.count, seconds: seconds,
+                                  cpuMillisecondsPerBundle: cpu * 1000 / Double(files.count), wallMillisecondsPerBundle: seconds * 1000 / Double(files.count),
+                                  digestsMatch: digests))
+        }
+        if bench.json { for r in results { try Output.jsonLine(r) }; return }
+        for r in results {
+            print(String(format: "%@: %d bundles of %d samples in %.2f s; CPU %.1f ms per bundle, wall %.1f ms; digests match: %@",
+                         r.phase, r.bundles, samples, r.seconds, r.cpuMillisecondsPerBundle, r.wallMillisecondsPerBundle, r.digestsMatch ? "yes" : "NO"))
+        }
+        if results.contains(where: { !$0.digestsMatch }) { throw ExitCode(1) }
+    }
+}

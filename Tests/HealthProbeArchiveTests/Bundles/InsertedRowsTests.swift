@@ -1,0 +1,46 @@
+import Testing
+@testable import HealthProbeArchive
+
+@Suite("Rows a bundle inserted, remembered for its later lines")
+struct InsertedRowsTests {
+    static let hashA = String(repeating: "0123456789abcdef", count: 4)
+    static let hashB = String(repeating: "fedcba9876543210", count: 4)
+
+    static func hash(_ text: String) -> InsertedRows.Hash32? {
+        let bytes = Array(("x\"" + text + "\"").utf8)
+        return InsertedRows.Hash32(bytes, 2..<(2 + text.utf8.count))
+    }
+
+    @Test("only 64 lower-case hex digits make a key")
+    func keys() {
+        #expect(Self.hash(Self.hashA) != nil)
+        #expect(Self.hash(Self.hashA) == Self.hash(Self.hashA))
+        #expect(Self.hash(Self.hashA) != Self.hash(Self.hashB))
+        #expect(Self.hash(Self.hashA.uppercased()) == nil, "upper case is another text: left to SQL")
+        #expect(Self.hash(String(Self.hashA.dropLast())) == nil)
+        #expect(Self.hash(Self.hashA + "0") == nil)
+        #expect(Self.hash(String(Self.hashA.dropLast()) + "g") == nil)
+    }
+
+    @Test("a lookup answers only for the exact key it was given; other keys fall back to SQL")
+    func exactLookups() {
+        var rows = InsertedRows()
+        rows.inserted(sample: 7, type: 1, fingerprint: Self.hash(Self.hashA))
+        #expect(rows.sample(type: 1, fingerprint: Self.hash(Self.hashA)) == 7)
+        #expect(rows.sample(type: 2, fingerprint: Self.hash(Self.hashA)) == nil)
+        #expect(rows.sample(type: 1, fingerprint: Self.hash(Self.hashB)) == nil)
+        #expect(rows.sample(type: 1, fingerprint: nil) == nil)
+        rows.inserted(version: 11, sample: 7, payloadHash: Self.hash(Self.hashB))
+        #expect(rows.version(sample: 7, payloadHash: Self.hash(Self.hashB)) == 11)
+        #expect(rows.version(sample: 7, payloadHash: Self.hash(Self.hashA)) == nil, "an older version of the sample is not this one")
+        #expect(rows.version(sample: 8, payloadHash: Self.hash(Self.hashB)) == nil)
+    }
+
+    @Test("past its limit it remembers nothing more")
+    func bounded() {
+        var rows = InsertedRows(limit: 2)
+        for i in 0..<3 { rows.inserted(sample: Int64(i), type: Int64(i), fingerprint: Self.hash(Self.hashA)) }
+        #expect(rows.sample(type: 1, fingerprint: Self.hash(Self.hashA)) == 1)
+        #expect(rows.sample(type: 2, fingerprint: Self.hash(Self.hashA)) == nil)
+    }
+}
