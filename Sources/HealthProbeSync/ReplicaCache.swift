@@ -8,7 +8,7 @@ import HealthProbeArchive
 /// closing it (SQLite checkpoints the WAL on the last close) cost about 4 ms of
 /// CPU per 1,000-sample bundle (`hp-bench apply`). A kept replica's page cache is
 /// released after every apply; what stays is its connection and its prepared
-/// statements, about 1 MB each.
+/// statements, about 1-1.5 MB each.
 package final class ReplicaCache: @unchecked Sendable {
     private let capacity: Int
     private let lock = NSLock()
@@ -25,8 +25,9 @@ package final class ReplicaCache: @unchecked Sendable {
             return a
         }) { return kept }
         let archive = try opener()
-        // Checkpoints run after the acknowledgement (`checkpoint`), not inside the commit.
-        try archive.writer.writeWithoutTransaction { try $0.execute(sql: "PRAGMA wal_autocheckpoint = 0") }
+        // Checkpoints run after the acknowledgement (`checkpoint`), not inside the commit;
+        // so does cutting a grown WAL file back (never in an apply's commit: see `checkpoint`).
+        try archive.writer.writeWithoutTransaction { try $0.execute(sql: "PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = -1") }
         lock.withLock {
             open[chain] = archive
             touch(chain)
@@ -61,6 +62,41 @@ package final class ReplicaCache: @unchecked Sendable {
         let connection = try DatabaseQueue(path: path)
         try connection.writeWithoutTransaction { _ = try $0.checkpoint(.passive) }
         try connection.close()
+    }
+
+    /// Cuts a kept replica's WAL file back by one step of `stepBytes`, towards
+    /// `keepWALBytes`; true while more steps are left. A large bundle leaves a large
+    /// WAL file (1.8 GB for a million samples); SQLite cuts it in the first commit
+    /// after the WAL restarts, and freeing 1.7 GB on ext4 takes 0.8 s, which would
+    /// land in the next apply's commit (replicas' own connections never cut:
+    /// `journal_size_limit = -1`). Here each step is one tiny write transaction on a
+    /// connection of its own (a row written and deleted: pages change, content
+    /// does not); the server runs each step in the chain's turn, so an apply waits
+    /// for one step at most.
+    package func cutWAL(_ chain: String, keepWALBytes: Int = 64 << 20, stepBytes: Int = 128 << 20) throws -> Bool {
+        guard let path = lock.withLock({ open[chain]?.path }) else { return false }
+        func walSize() -> Int { (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0 }
+        let size = walSize()
+        guard size > keepWALBytes else { return false }
+        var config = Configuration()
+        config.busyMode = .timeout(10)
+        let connection = try DatabaseQueue(path: path, configuration: config)
+        defer { try? connection.close() }
+        let target = max(keepWALBytes, size - stepBytes)
+        let restarted: Bool = try connection.writeWithoutTransaction { db in
+            let (frames, copied) = try db.checkpoint(.passive)
+            guard frames == copied else { return false }  // not all copied yet: a later turn
+            try db.execute(sql: "PRAGMA journal_size_limit = \(target)")
+            try db.inTransaction(.immediate) {
+                try db.execute(sql: "INSERT INTO archive_metadata(key, value) VALUES ('wal-cut', '')")
+                try db.execute(sql: "DELETE FROM archive_metadata WHERE key = 'wal-cut'")
+                return .commit
+            }
+            _ = try db.checkpoint(.passive)
+            return true
+        }
+        let now = walSize()
+        return restarted && now < size && now > keepWALBytes
     }
 
     /// Closes a kept replica (after a failed apply, so the next one starts fresh).

@@ -359,6 +359,13 @@ actor ApplyQueue {
             } catch {}
             if !checkpointed { replicas.evict(chain) }
             await release(chain)
+            // A WAL file a large bundle grew is cut back a step per turn of the chain.
+            while checkpointed {
+                await acquire(chain)
+                let more = (try? await pool.runIfActive { try replicas.cutWAL(chain) }) ?? false
+                await release(chain)
+                if !more { break }
+            }
         }
     }
 

@@ -22,7 +22,7 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .long, help: "Config file (JSON; default <data>/config.json).")
     var config: String?
 
-    @Option(name: .long, help: "Replicas kept open between bundles, about 1 MB each (default: config, else 64).")
+    @Option(name: .long, help: "Replicas kept open between bundles, about 1-1.5 MB each (default: config, else 64).")
     var keptReplicas: Int?
 
     func validate() throws {

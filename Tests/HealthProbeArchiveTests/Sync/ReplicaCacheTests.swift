@@ -112,6 +112,38 @@ struct ReplicaCacheTests {
         #expect(try replica.writer.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM sample_types") } ?? 0 >= 3000)
     }
 
+    @Test("a grown WAL is cut back by the checkpoint, a step at a time, never by the replica's own commit")
+    func growthIsCutBackByTheCheckpoint() throws {
+        let k = try KeptReplica()
+        let (cache, chain, replica) = (k.cache, k.chain, k.replica)
+        let wal = { (try FileManager.default.attributesOfItem(atPath: k.path + "-wal")[.size] as? Int) ?? 0 }
+        // One large transaction: a WAL of several MB.
+        try replica.writer.write { db in
+            for i in 0..<20_000 {
+                try db.execute(sql: "INSERT INTO sample_types(type_identifier) VALUES (?)", arguments: ["HKQuantityTypeIdentifierSynthetic\(i)-" + String(repeating: "x", count: 200)])
+            }
+        }
+        let grown = try wal()
+        #expect(grown > 4 << 20)
+        // Copied: the replica's next commit restarts the WAL without cutting it.
+        try cache.checkpoint(chain)
+        try replica.writer.write { try $0.execute(sql: "INSERT INTO sample_types(type_identifier) VALUES ('after')") }
+        #expect(try wal() == grown, "the apply's commit does not pay for freeing the file")
+        // Cut back in 1 MiB steps, each smaller than the one before.
+        var steps = 0, last = grown
+        while try cache.cutWAL(chain, keepWALBytes: 1 << 20, stepBytes: 1 << 20) {
+            steps += 1
+            #expect(try wal() <= last - (1 << 20))
+            last = try wal()
+            if steps > 100 { break }
+        }
+        #expect(steps >= 2)
+        #expect(try wal() <= 1 << 20)
+        #expect(try cache.cutWAL(chain, keepWALBytes: 1 << 20) == false, "nothing left to cut")
+        #expect(try replica.writer.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM sample_types") } == 20_001)
+        #expect(try replica.writer.read { try String.fetchOne($0, sql: "SELECT value FROM archive_metadata WHERE key = 'archive_format'") } == ArchiveMigrations.archiveFormat)
+    }
+
     @Test("the checkpoint does not wait for the replica's writer: the chain's next apply can run meanwhile")
     func checkpointBesideTheWriter() throws {
         let k = try KeptReplica()
