@@ -46,7 +46,6 @@ struct ApplyBench: AsyncParsableCommand {
         let clock = ManualClock(1_750_000_000)
         let homes = (0..<chains).map { ArchiveHome(root: root + "/node\($0)") }
         var previous = [String?](repeating: nil, count: chains)
-        var chainHashes = [String](repeating: "", count: chains)
         let cache = ReplicaCache(capacity: keptReplicas)
         var results: [Result] = []
         try FileManager.default.createDirectory(atPath: root + "/bundles", withIntermediateDirectories: true)
@@ -56,7 +55,6 @@ struct ApplyBench: AsyncParsableCommand {
             for (i, home) in homes.enumerated() {
                 try bench.captureHeartRate(home: home, clock: clock, count: samples, offset: round * samples + i * 10_000_000)
                 let node = try home.open(clock: clock)
-                chainHashes[i] = node.deviceChainHash
                 let path = root + "/bundles/\(i)-\(round + 1).jsonl"
                 let link = previous[i]
                 let written = try await node.archive.writer.read { db in
@@ -80,14 +78,8 @@ struct ApplyBench: AsyncParsableCommand {
             let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
             let cpu = Measure.cpuSeconds(pid: getpid()) - cpuBefore
             var digests = true
-            for (i, home) in homes.enumerated() {
-                let node = try home.open(mode: .readOnly, clock: clock)
-                let replica = try Archive.open(path: store.replicaPath(chainHashes[i]), mode: .readOnly)
-                let nodeObs = try await node.archive.writer.read { db in try Int64.fetchOne(db, sql: "SELECT max(id) FROM observations")! }
-                let replicaObs = try await replica.writer.read { db in try Int64.fetchOne(db, sql: "SELECT max(id) FROM observations")! }
-                let a = try await node.archive.writer.read { db in try ChainStateDigest.compute(db, observationID: nodeObs) }
-                let b = try await replica.writer.read { db in try ChainStateDigest.compute(db, observationID: replicaObs) }
-                if a != b { digests = false }
+            for home in homes {
+                if try await !store.replicaMatches(home, clock: clock) { digests = false }
             }
             results.append(Result(phase: round == 0 ? "first_bundle" : "bundle_\(round + 1)", bundles: files.count, seconds: seconds,
                                   cpuMillisecondsPerBundle: cpu * 1000 / Double(files.count), wallMillisecondsPerBundle: seconds * 1000 / Double(files.count),

@@ -81,3 +81,17 @@ extension BenchOptions {
         try session.finish()
     }
 }
+
+extension ServerStore {
+    /// Whether the replica of `home`'s chain has its node's chain-state digest,
+    /// each at its latest observation.
+    func replicaMatches(_ home: ArchiveHome, clock: ManualClock) async throws -> Bool {
+        let node = try home.open(mode: .readOnly, clock: clock)
+        let replica = try Archive.open(path: replicaPath(node.deviceChainHash), mode: .readOnly)
+        let nodeObs = try await node.archive.writer.read { db in try Int64.fetchOne(db, sql: "SELECT max(id) FROM observations")! }
+        let replicaObs = try await replica.writer.read { db in try Int64.fetchOne(db, sql: "SELECT max(id) FROM observations")! }
+        let a = try await node.archive.writer.read { db in try ChainStateDigest.compute(db, observationID: nodeObs) }
+        let b = try await replica.writer.read { db in try ChainStateDigest.compute(db, observationID: replicaObs) }
+        return a == b
+    }
+}
