@@ -87,7 +87,16 @@ extension ServerStore {
         // 48 MiB of page cache per apply running: the server's memory is bounded by
         // the applies in flight (one per chain), not by the chains kept open.
         // One connection: the server's readers (summary, verify) open their own.
-        let archive = try Archive.open(path: path, durability: .full, writerCacheMiB: 48, singleConnection: true)
+        func open() throws -> Archive { try Archive.open(path: path, durability: .full, writerCacheMiB: 48, singleConnection: true) }
+        let archive: Archive
+        do {
+            archive = try open()
+        } catch where fresh {
+            // A damaged template: drop it and the empty copy, and migrate this one from scratch.
+            let fm = FileManager.default
+            for file in [replicaTemplatePath, path, path + "-wal", path + "-shm"] { try? fm.removeItem(atPath: file) }
+            archive = try open()
+        }
         if fresh {
             try archive.writer.write { db in
                 try db.execute(sql: "UPDATE archive_metadata SET value = ? WHERE key = 'created_at'", arguments: [CanonicalDate.string(Date().timeIntervalSince1970)])

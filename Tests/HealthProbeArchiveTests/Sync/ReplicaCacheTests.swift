@@ -76,6 +76,22 @@ struct ReplicaCacheTests {
         #expect(leftovers.isEmpty, "\(leftovers)")
     }
 
+    @Test("a damaged template is dropped: the new replica is migrated from scratch and the next one gets a good template")
+    func damagedTemplate() throws {
+        let dir = TempDir()
+        let store = ServerStore(root: dir.path)
+        try store.create()
+        _ = try store.openReplica(Self.chains[0])
+        try Data(repeating: 0x41, count: 8192).write(to: URL(fileURLWithPath: store.replicaTemplatePath))
+        let replica = try store.openReplica(Self.chains[1])
+        #expect(try replica.schemaVersion() == ArchiveMigrations.latestVersion)
+        #expect(try replica.writer.read { try String.fetchOne($0, sql: "PRAGMA integrity_check") } == "ok")
+        #expect(!FileManager.default.fileExists(atPath: store.replicaTemplatePath), "the damaged template was removed")
+        let next = try store.openReplica(Self.chains[2])
+        #expect(try next.schemaVersion() == ArchiveMigrations.latestVersion)
+        #expect(FileManager.default.fileExists(atPath: store.replicaTemplatePath), "made again")
+    }
+
     @Test("at most `capacity` replicas stay open; the least recently used is closed (its lock released)")
     func evictsLeastRecentlyUsed() throws {
         let dir = TempDir()
