@@ -15,9 +15,10 @@ public struct ServerConfig: Sendable, Equatable {
     public var logLevel: String?
     public var helloTimeoutSeconds: Double?
     public var idleTimeoutSeconds: Double?
-    /// Replicas kept open between bundles (1...10000; default 64). Each kept one
-    /// holds its connection and prepared statements (about 1-1.5 MB); reopening one
-    /// costs about 4 ms of CPU per bundle (docs/benchmarks.md, `hp-bench apply`).
+    /// Replicas kept open between bundles (1...1000; default 64). Each kept one
+    /// holds its connection and prepared statements (about 1-1.5 MB) and about six
+    /// file descriptors; reopening one costs about 4 ms of CPU per bundle
+    /// (docs/benchmarks.md, `hp-bench apply`).
     public var keptReplicas: Int?
 
     public static let keys: Set<String> = ["listen", "advertise", "metrics_listen", "log_level", "hello_timeout_seconds", "idle_timeout_seconds", "kept_replicas"]
@@ -62,8 +63,8 @@ public struct ServerConfig: Sendable, Equatable {
         c.helloTimeoutSeconds = try number("hello_timeout_seconds")
         c.idleTimeoutSeconds = try number("idle_timeout_seconds")
         if let kept = try number("kept_replicas") {
-            guard kept == kept.rounded(), (1...10_000).contains(kept) else {
-                throw ArchiveError(.invalidInput, "config file \(file): \"kept_replicas\" must be a whole number 1...10000")
+            guard kept == kept.rounded(), (1...1000).contains(kept) else {
+                throw ArchiveError(.invalidInput, "config file \(file): \"kept_replicas\" must be a whole number 1...1000")
             }
             c.keptReplicas = Int(kept)
         }

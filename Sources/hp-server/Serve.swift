@@ -28,7 +28,7 @@ struct Serve: AsyncParsableCommand {
     func validate() throws {
         if let listen, SyncAddress.parse(listen, allowAnyPort: true) == nil { throw ValidationError("--listen must be HOST:PORT, got \(listen)") }
         if let metrics, SyncAddress.parse(metrics, allowAnyPort: true) == nil { throw ValidationError("--metrics must be HOST:PORT, got \(metrics)") }
-        if let keptReplicas, !(1...10_000).contains(keptReplicas) { throw ValidationError("--kept-replicas must be 1...10000, got \(keptReplicas)") }
+        if let keptReplicas, !(1...1000).contains(keptReplicas) { throw ValidationError("--kept-replicas must be 1...1000, got \(keptReplicas)") }
     }
 
     func run() async throws {

@@ -203,7 +203,7 @@ struct SecurityTests {
         let c = try ServerConfig.load(dataDirectory: dir.path)
         #expect(c.listen == "0.0.0.0:7447" && c.metricsListen == "127.0.0.1:9100" && c.logLevel == "debug" && c.idleTimeoutSeconds == 60 && c.keptReplicas == 16)
         for (text, needle) in [(#"{"lisen":"x"}"#, "unknown key \"lisen\""), (#"{"listen":"nope"}"#, "HOST:PORT"), (#"{"log_level":"loud"}"#, "log level"),
-                               (#"{"idle_timeout_seconds":-1}"#, "positive"), (#"{"kept_replicas":2.5}"#, "whole number"),
+                               (#"{"idle_timeout_seconds":-1}"#, "positive"), (#"{"kept_replicas":2.5}"#, "whole number"), (#"{"kept_replicas":1001}"#, "1...1000"),
                                (#"{"kept_replicas":0}"#, "positive"), ("[1]", "object"), ("{", "invalid JSON")] {
             try text.write(toFile: dir.path + "/config.json", atomically: true, encoding: .utf8)
             #expect { try ServerConfig.load(dataDirectory: dir.path) } throws: { "\($0)".contains(needle) }
