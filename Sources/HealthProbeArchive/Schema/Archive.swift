@@ -101,15 +101,14 @@ public final class Archive: Sendable {
         if recoverInterrupted { try markInterrupted(now: clock.now()) }
     }
 
-    /// Frees the page cache of the archive's connections (what SQLite can drop
-    /// without harm), keeping their prepared statements, which GRDB's
-    /// `releaseMemory()` would also drop and the next write would prepare again.
+    /// Frees the page cache (what SQLite can drop without harm). On a single
+    /// connection its prepared statements stay, which GRDB's `releaseMemory()`
+    /// would also drop and the next write would prepare again; a pool gets
+    /// `releaseMemory()` (its readers too).
     public func releasePageCache() {
-        let release: (Database) -> Void = { db in if let c = db.sqliteConnection { sqlite3_db_release_memory(c) } }
         if let queue = writer as? DatabaseQueue {
-            queue.inDatabase(release)
+            queue.inDatabase { db in if let c = db.sqliteConnection { sqlite3_db_release_memory(c) } }
         } else {
-            try? writer.writeWithoutTransaction(release)
             (writer as? DatabasePool)?.releaseMemory()
         }
     }
