@@ -66,7 +66,7 @@ package final class ReplicaCache: @unchecked Sendable {
 
     /// Cuts a kept replica's WAL file back by one step of `stepBytes`, towards
     /// `keepWALBytes`; true while more steps are left. A large bundle leaves a large
-    /// WAL file (1.8 GB for a million samples); SQLite cuts it in the first commit
+    /// WAL file (781 MB after a million samples); SQLite cuts it in the first commit
     /// after the WAL restarts, and freeing 1.7 GB on ext4 takes 0.8 s, which would
     /// land in the next apply's commit (replicas' own connections never cut:
     /// `journal_size_limit = -1`). Here each step is one tiny write transaction on a
