@@ -16,19 +16,19 @@ struct InsertedRows {
             var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
             let ok: Bool = bytes.withUnsafeBufferPointer { buf in
                 var p = range.lowerBound
+                // Plain comparisons: a range pattern here was not inlined and cost more than the lookup it saves.
                 func word() -> UInt64? {
                     var w: UInt64 = 0
-                    for _ in 0..<16 {
-                        let c = buf[p]
-                        p += 1
+                    var k = 0
+                    while k < 16 {
+                        let c = buf[p &+ k]
+                        let digit = c &- 0x30, letter = c &- 0x61
                         let v: UInt8
-                        switch c {
-                        case 0x30...0x39: v = c &- 0x30
-                        case 0x61...0x66: v = c &- 0x61 &+ 10
-                        default: return nil
-                        }
+                        if digit < 10 { v = digit } else if letter < 6 { v = letter &+ 10 } else { return nil }
                         w = w << 4 | UInt64(v)
+                        k &+= 1
                     }
+                    p &+= 16
                     return w
                 }
                 guard let a = word(), let b = word(), let c = word(), let d = word() else { return false }

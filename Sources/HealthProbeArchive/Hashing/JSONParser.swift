@@ -1,3 +1,5 @@
+import Foundation
+
 /// A strict RFC 8259 JSON parser from UTF-8 bytes to `JSONValue`.
 ///
 /// Used on every bundle and export line, where Foundation's `JSONDecoder`
@@ -220,16 +222,17 @@ public struct JSONParser {
 
     /// `keyInOrder` for flat mode: ASCII keys without escapes compare by their bytes; others are decoded.
     private func flatKeyInOrder(_ a: (start: Int, end: Int, plain: Bool), _ c: (start: Int, end: Int, plain: Bool)) throws(Error) -> Bool {
-        var ascii = a.plain && c.plain
-        if ascii { for k in a.start..<a.end where b[k] >= 0x80 { ascii = false; break } }
-        if ascii { for k in c.start..<c.end where b[k] >= 0x80 { ascii = false; break } }
-        if ascii {
+        // Plain loops and memcmp: this runs for every key of every line.
+        func ascii(_ r: (start: Int, end: Int, plain: Bool)) -> Bool {
+            guard r.plain else { return false }
+            var k = r.start
+            while k < r.end { if b[k] >= 0x80 { return false }; k &+= 1 }
+            return true
+        }
+        if ascii(a) && ascii(c) {
             let na = a.end - a.start, nc = c.end - c.start
-            for k in 0..<min(na, nc) {
-                let x = b[a.start + k], y = b[c.start + k]
-                if x != y { return x < y }
-            }
-            return na < nc
+            let order = memcmp(b.baseAddress! + a.start, b.baseAddress! + c.start, min(na, nc))
+            return order != 0 ? order < 0 : na < nc
         }
         var p = JSONParser(b, canonical: true)
         p.i = a.start - 1
