@@ -6,37 +6,35 @@ import Crypto
 public struct ArchiveHasher: @unchecked Sendable {
     /// Per domain, an HMAC already keyed and fed the domain prefix. HMAC and
     /// SHA256 are copy-on-write values: copies are taken, the templates never change.
-    private let hmacTemplates: [HashDomain: HMAC<SHA256>]
+    private let hmacTemplates: [HMAC<SHA256>]
 
     /// `secret` is the archive secret from the key directory.
     public init(secret: [UInt8]) {
         let key = SymmetricKey(data: secret)
-        var templates: [HashDomain: HMAC<SHA256>] = [:]
-        for domain in HashDomain.allCases {
+        hmacTemplates = HashDomain.allCases.map { domain in
             var m = HMAC<SHA256>(key: key)
             m.update(data: domain.prefix)
-            templates[domain] = m
+            return m
         }
-        hmacTemplates = templates
     }
 
     // Immutable after initialization; callers only copy values out.
-    nonisolated(unsafe) private static let shaTemplates: [HashDomain: SHA256] = Dictionary(uniqueKeysWithValues: HashDomain.allCases.map { domain in
+    nonisolated(unsafe) private static let shaTemplates: [SHA256] = HashDomain.allCases.map { domain in
         var h = SHA256()
         h.update(data: domain.prefix)
-        return (domain, h)
-    })
+        return h
+    }
 
     /// SHA-256 over `hp:v2:<domain>:` + `bytes`.
     public static func sha256(_ domain: HashDomain, _ bytes: [UInt8]) -> String {
-        var h = shaTemplates[domain]!
+        var h = shaTemplates[domain.ordinal]
         bytes.withUnsafeBytes { h.update(bufferPointer: $0) }
         return h.finalize().withUnsafeBytes { hex(buffer: $0) }
     }
 
     /// SHA-256 over `hp:v2:<domain>:` + the bytes in `buffer`.
     public static func sha256(_ domain: HashDomain, buffer: UnsafeRawBufferPointer) -> String {
-        var h = shaTemplates[domain]!
+        var h = shaTemplates[domain.ordinal]
         h.update(bufferPointer: buffer)
         return h.finalize().withUnsafeBytes { hex(buffer: $0) }
     }
@@ -53,7 +51,7 @@ public struct ArchiveHasher: @unchecked Sendable {
 
     /// HMAC-SHA256(archive secret, `hp:v2:<domain>:` + UTF-8 of `text`).
     public func hmac(_ domain: HashDomain, _ text: String) -> String {
-        var m = hmacTemplates[domain]!
+        var m = hmacTemplates[domain.ordinal]
         var t = text
         t.withUTF8 { m.update(data: UnsafeRawBufferPointer($0)) }
         return m.finalize().withUnsafeBytes { Self.hex(buffer: $0) }

@@ -29,8 +29,39 @@ public enum HashDomain: String, Sendable, CaseIterable {
     case personal
 
     /// `hp:v2:<domain>:` as bytes.
-    public var prefix: [UInt8] { Self.prefixes[self]! }
+    public var prefix: [UInt8] { Self.prefixes[ordinal] }
 
-    private static let prefixes: [HashDomain: [UInt8]] = Dictionary(
-        uniqueKeysWithValues: allCases.map { ($0, Array("hp:v2:\($0.rawValue):".utf8)) })
+    /// The case's position in `allCases`. A switch: per-domain tables are indexed by
+    /// it, where a dictionary keyed by the case hashed its raw string on every hash.
+    var ordinal: Int {
+        switch self {
+        case .payload: 0
+        case .strictFingerprint: 1
+        case .semanticFingerprint: 2
+        case .sourceBundle: 3
+        case .metadata: 4
+        case .typeSet: 5
+        case .aggregate: 6
+        case .item: 7
+        case .manifest: 8
+        case .page: 9
+        case .chainState: 10
+        case .exportItem: 11
+        case .exportManifest: 12
+        case .source: 13
+        case .credential: 14
+        case .enrollmentSecret: 15
+        case .sampleUUID: 16
+        case .deviceChain: 17
+        case .sourceName: 18
+        case .device: 19
+        case .manufacturer: 20
+        case .localIdentifier: 21
+        case .udi: 22
+        case .errorMessage: 23
+        case .personal: 24
+        }
+    }
+
+    private static let prefixes: [[UInt8]] = allCases.map { Array("hp:v2:\($0.rawValue):".utf8) }
 }

@@ -88,6 +88,21 @@ struct HashVectorTests {
         }
     }
 
+    @Test("every domain's table position is its position in allCases; every prefix is hp:v2:<domain>:, each its own")
+    func domainOrdinals() {
+        for (i, d) in HashDomain.allCases.enumerated() {
+            #expect(d.ordinal == i, "\(d)")
+            #expect(d.prefix == Array("hp:v2:\(d.rawValue):".utf8))
+        }
+        #expect(Set(HashDomain.allCases.map(\.prefix)).count == HashDomain.allCases.count)
+        // Each domain hashes with its own prefix (the templates follow the ordinals).
+        for d in HashDomain.allCases {
+            var stream = SHA256Stream(domain: d)
+            stream.update(Array("abc".utf8))
+            #expect(ArchiveHasher.sha256(d, Array("abc".utf8)) == stream.finalize(), "\(d)")
+        }
+    }
+
     @Test("sample payload, fingerprint and provenance hashes")
     func samples() throws {
         #expect(v.samples.count >= 4)
