@@ -137,6 +137,7 @@ extension ServerStore {
         try (archive.writer as? DatabaseQueue)?.close()
     }
 
+    /// Syncs the file at `path` to disk.
     static func synced(_ path: String) throws {
         guard let handle = FileHandle(forUpdatingAtPath: path) else {
             throw ArchiveError(.storage, "cannot open \(path) to sync it to disk (is the data directory writable and not full?)")
@@ -247,7 +248,7 @@ extension ServerStore {
         let target = bundlePath(chain, sequence: sequence) + ".incoming"
         if fm.fileExists(atPath: target) { try fm.removeItem(atPath: target) }
         do { try fm.linkItem(atPath: path, toPath: target) } catch { try fm.copyItem(atPath: path, toPath: target) }
-        if let h = FileHandle(forUpdatingAtPath: target) { try? h.synchronize(); try? h.close() }
+        try? Self.synced(target)
         return target
     }
 }
