@@ -15,7 +15,7 @@ package final class ReplicaCache: @unchecked Sendable {
     private var open: [String: Archive] = [:]
     private var order: [String] = []
 
-    package init(capacity: Int = 64) { self.capacity = max(1, capacity) }
+    package init(capacity: Int = ServerConfig.defaultKeptReplicas) { self.capacity = max(1, capacity) }
 
     /// The open replica of `chain`, opened with `opener` when not kept.
     package func replica(_ chain: String, opener: () throws -> Archive) throws -> Archive {

@@ -20,6 +20,9 @@ public struct ServerConfig: Sendable, Equatable {
     /// file descriptors; reopening one costs about 4 ms of CPU per bundle
     /// (docs/benchmarks.md, `hp-bench apply`).
     public var keptReplicas: Int?
+    /// `kept_replicas` when neither the file nor the command line sets it, and its allowed range.
+    public static let defaultKeptReplicas = 64
+    public static let keptReplicasRange = 1...1000
 
     public static let keys: Set<String> = ["listen", "advertise", "metrics_listen", "log_level", "hello_timeout_seconds", "idle_timeout_seconds", "kept_replicas"]
 
@@ -63,8 +66,8 @@ public struct ServerConfig: Sendable, Equatable {
         c.helloTimeoutSeconds = try number("hello_timeout_seconds")
         c.idleTimeoutSeconds = try number("idle_timeout_seconds")
         if let kept = try number("kept_replicas") {
-            guard kept == kept.rounded(), (1...1000).contains(kept) else {
-                throw ArchiveError(.invalidInput, "config file \(file): \"kept_replicas\" must be a whole number 1...1000")
+            guard kept == kept.rounded(), keptReplicasRange.contains(Int(exactly: kept) ?? 0) else {
+                throw ArchiveError(.invalidInput, "config file \(file): \"kept_replicas\" must be a whole number \(keptReplicasRange)")
             }
             c.keptReplicas = Int(kept)
         }

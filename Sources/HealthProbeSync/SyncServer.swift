@@ -29,7 +29,7 @@ public struct SyncServer: Sendable {
     /// A server for an initialized data directory (its TLS identity and registry).
     public init(store: ServerStore, logger: Logger = Archive.silentLogger, helloTimeout: TimeAmount = .seconds(10),
                 idleTimeout: TimeAmount = .seconds(120), throttle: AuthThrottle = AuthThrottle(),
-                metrics: ServerMetrics = ServerMetrics(), keptReplicas: Int = 64,
+                metrics: ServerMetrics = ServerMetrics(), keptReplicas: Int = ServerConfig.defaultKeptReplicas,
                 now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) throws {
         try store.requireInitialized()
         self.store = store

@@ -28,7 +28,9 @@ struct Serve: AsyncParsableCommand {
     func validate() throws {
         if let listen, SyncAddress.parse(listen, allowAnyPort: true) == nil { throw ValidationError("--listen must be HOST:PORT, got \(listen)") }
         if let metrics, SyncAddress.parse(metrics, allowAnyPort: true) == nil { throw ValidationError("--metrics must be HOST:PORT, got \(metrics)") }
-        if let keptReplicas, !(1...1000).contains(keptReplicas) { throw ValidationError("--kept-replicas must be 1...1000, got \(keptReplicas)") }
+        if let keptReplicas, !ServerConfig.keptReplicasRange.contains(keptReplicas) {
+            throw ValidationError("--kept-replicas must be \(ServerConfig.keptReplicasRange), got \(keptReplicas)")
+        }
     }
 
     func run() async throws {
@@ -48,7 +50,7 @@ struct Serve: AsyncParsableCommand {
         let server = try SyncServer(store: options.store, logger: logger,
                                     helloTimeout: .milliseconds(Int64((settings.helloTimeoutSeconds ?? 10) * 1000)),
                                     idleTimeout: .milliseconds(Int64((settings.idleTimeoutSeconds ?? 120) * 1000)),
-                                    metrics: serverMetrics, keptReplicas: keptReplicas ?? settings.keptReplicas ?? 64)
+                                    metrics: serverMetrics, keptReplicas: keptReplicas ?? settings.keptReplicas ?? ServerConfig.defaultKeptReplicas)
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: ListenerService {
             try await server.run(host: host, port: port) { announce("listening on \(host):\($0)") }
         })]
