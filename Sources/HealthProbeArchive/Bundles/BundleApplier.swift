@@ -188,14 +188,16 @@ public enum BundleApplier {
             let ref = l.object(key) ?? FlatJSON.nowhere
             let t = try typeID(db, l, l.find("type", in: ref))
             let fp = Self.text(l, "strict_fingerprint", in: ref)
-            if case .slice(let bytes, let r) = fp, let id = inserted.sample(type: t, fingerprint: InsertedRows.Hash32(bytes, r)) { return id }
-            if case .slice(let bytes, let r) = fp, sampleGuess > 0 {
-                var hit = false
-                try st.sampleByRowid.queryWhile(db, [.int(sampleGuess)]) { row in
-                    hit = row.int(0) == t && row.textEquals(1, bytes, r)
-                    return false
+            if case .slice(let bytes, let r) = fp {
+                if let id = inserted.sample(type: t, fingerprint: InsertedRows.Hash32(bytes, r)) { return id }
+                if sampleGuess > 0 {
+                    var hit = false
+                    try st.sampleByRowid.queryWhile(db, [.int(sampleGuess)]) { row in
+                        hit = row.int(0) == t && row.textEquals(1, bytes, r)
+                        return false
+                    }
+                    if hit { sampleGuess += 1; return sampleGuess - 1 }
                 }
-                if hit { sampleGuess += 1; return sampleGuess - 1 }
             }
             guard let id = try st.sampleByFingerprint.firstInt(db, [.int(t), fp]) else {
                 throw ApplyError(code: .unresolved, message: "an item refers to a sample the replica does not have (\(l.string("type", in: ref) ?? "?"))")
@@ -250,22 +252,24 @@ public enum BundleApplier {
                 let deviceID = try device.flatMap { d in try lastDevice.id(l.bytes, l.valueRange(d)) { try st.device.firstInt(db, [t("device_hash", in: p)]) } }
                 let meta = l.find("metadata_hash", in: p).flatMap { l.type($0) == .string ? $0 : nil }
                 let metadataID = try meta.flatMap { m in try lastMetadata.id(l.bytes, l.valueRange(m)) { try st.metadata.firstInt(db, [t("metadata_hash", in: p)]) } }
-                try st.insertVersion.run(db, [.int(sample), t("payload_hash"), .double(l.date("start_date", in: p)), .double(l.date("end_date", in: p)),
+                let payloadHash = t("payload_hash")
+                try st.insertVersion.run(db, [.int(sample), payloadHash, .double(l.date("start_date", in: p)), .double(l.date("end_date", in: p)),
                                               t("value_kind", in: p), .double(l.number("numeric_value", in: p)), t("unit", in: p),
                                               .int(Self.int(l, "category_value", in: p)), .int(Self.int(l, "workout_activity_type", in: p)),
                                               .double(l.number("duration_seconds", in: p)), .int(revision), .int(deviceID), .int(metadataID), .int(obs),
                                               .double(l.date("creation_date", in: p))])
-                if let i = l.find("payload_hash"), let r = l.plainRange(i) {
-                    inserted.inserted(version: db.lastInsertedRowID, sample: sample, payloadHash: InsertedRows.Hash32(l.bytes, r))
+                if case .slice(let bytes, let r) = payloadHash {
+                    inserted.inserted(version: db.lastInsertedRowID, sample: sample, payloadHash: InsertedRows.Hash32(bytes, r))
                 }
                 return
             }
             if l.stringEquals(kindIndex, "sample") {
                 let type = try typeID(db, l, l.find("type_identifier"))
-                try st.insertSample.run(db, [.int(type), t("sample_uuid_hash"), t("strict_fingerprint"), t("semantic_fingerprint"), t("fuzzy_key"),
+                let fingerprint = t("strict_fingerprint")
+                try st.insertSample.run(db, [.int(type), t("sample_uuid_hash"), fingerprint, t("semantic_fingerprint"), t("fuzzy_key"),
                                              .int(obs), .double(d("first_seen_at"))])
-                if let i = l.find("strict_fingerprint"), let r = l.plainRange(i) {
-                    inserted.inserted(sample: db.lastInsertedRowID, type: type, fingerprint: InsertedRows.Hash32(l.bytes, r))
+                if case .slice(let bytes, let r) = fingerprint {
+                    inserted.inserted(sample: db.lastInsertedRowID, type: type, fingerprint: InsertedRows.Hash32(bytes, r))
                 }
                 return
             }
