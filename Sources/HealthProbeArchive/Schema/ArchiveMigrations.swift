@@ -36,7 +36,8 @@ public enum ArchiveMigrations {
     /// Brings `db` up to date, refusing archives from newer builds.
     static func migrate(_ writer: any DatabaseWriter, migrations: [Migration] = all, now: Double) throws {
         let known = migrations.map(\.version).max() ?? 0
-        let applied: Int? = try writer.read { db in
+        // The highest version applied, and how many of this build's migrations are recorded.
+        let state: (applied: Int?, recorded: Int)? = try writer.read { db in
             guard try db.tableExists("schema_migrations") else {
                 let tables = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name != 'grdb_migrations'") ?? 0
                 if tables > 0 {
@@ -44,16 +45,18 @@ public enum ArchiveMigrations {
                 }
                 return nil
             }
-            return try Int.fetchOne(db, sql: "SELECT max(version) FROM schema_migrations")
+            let row = try Row.fetchOne(db, sql: """
+                SELECT max(version), count(CASE WHEN version IN (\(migrations.map { String($0.version) }.joined(separator: ","))) THEN 1 END)
+                FROM schema_migrations
+                """)!
+            return (row[0], row[1])
         }
-        if let applied, applied > known {
+        if let applied = state?.applied, applied > known {
             throw ArchiveError(.newerSchema, "the archive has schema version \(applied) but this build knows only up to \(known); it was written by a newer HealthProbe. Upgrade HealthProbe to open it; the archive was not changed")
         }
         // Up to date (each migration records itself in the transaction that applies it):
         // nothing to run, and the migrator's own checks would cost more than the open.
-        if let applied, applied == known, try writer.read({ db in
-            try Int.fetchOne(db, sql: "SELECT count(*) FROM schema_migrations WHERE version IN (\(migrations.map { String($0.version) }.joined(separator: ",")))") == migrations.count
-        }) {
+        if let state, state.applied == known, state.recorded == migrations.count {
             return
         }
         var migrator = DatabaseMigrator()
