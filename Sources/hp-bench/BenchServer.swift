@@ -87,7 +87,11 @@ extension ServerStore {
     /// each at its latest observation.
     func replicaMatches(_ home: ArchiveHome, clock: ManualClock) async throws -> Bool {
         let node = try home.open(mode: .readOnly, clock: clock)
-        let replica = try Archive.open(path: replicaPath(node.deviceChainHash), mode: .readOnly)
+        return try await Self.digestsMatch(node, try Archive.open(path: replicaPath(node.deviceChainHash), mode: .readOnly))
+    }
+
+    /// Whether `replica` has `node`'s chain-state digest, each at its latest observation.
+    static func digestsMatch(_ node: NodeArchive, _ replica: Archive) async throws -> Bool {
         let nodeObs = try await node.archive.writer.read { db in try Int64.fetchOne(db, sql: "SELECT max(id) FROM observations")! }
         let replicaObs = try await replica.writer.read { db in try Int64.fetchOne(db, sql: "SELECT max(id) FROM observations")! }
         let a = try await node.archive.writer.read { db in try ChainStateDigest.compute(db, observationID: nodeObs) }

@@ -89,7 +89,7 @@ struct HouseholdBench: AsyncParsableCommand {
                     try Int.fetchOne(db, sql: "SELECT count(*) FROM bundle_log WHERE direction = 'received'")!
                 }
                 if logged != round + 1 { once = false }
-                if try await !store.replicaMatches(home, clock: clock) { digests = false }
+                if try await !ServerStore.digestsMatch(node, replica) { digests = false }
             }
             results.append(Result(phase: round == 0 ? "first_sync" : "incremental_sync_\(round)", nodes: nodes, bundles: acks.count, seconds: seconds,
                                   ackP50Seconds: pct(0.5), ackP99Seconds: pct(0.99), ackMaxSeconds: acks.last ?? 0,
