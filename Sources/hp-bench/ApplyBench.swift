@@ -19,7 +19,7 @@ struct ApplyBench: AsyncParsableCommand {
     @Option(name: .long, help: "Device chains (one node each).") var chains: Int = 20
     @Option(name: .long, help: "Samples per observation.") var samples: Int = 1000
     @Option(name: .long, help: "Observations per chain (round 1 creates the replicas).") var rounds: Int = 3
-    @Option(name: .long, help: "Replicas kept open between bundles (as hp-server's cache).") var keptReplicas: Int = 64
+    @Option(name: .long, help: "Replicas kept open between bundles (as hp-server's cache).") var keptReplicas: Int = ServerConfig.defaultKeptReplicas
     @OptionGroup var bench: BenchOptions
 
     struct Result: Codable {
@@ -33,8 +33,8 @@ struct ApplyBench: AsyncParsableCommand {
     }
 
     func validate() throws {
-        guard (1...500).contains(chains), (1...1_000_000).contains(samples), (1...50).contains(rounds), (1...1000).contains(keptReplicas) else {
-            throw ValidationError("--chains 1...500, --samples 1...1000000, --rounds 1...50, --kept-replicas 1...1000")
+        guard (1...500).contains(chains), (1...1_000_000).contains(samples), (1...50).contains(rounds), ServerConfig.keptReplicasRange.contains(keptReplicas) else {
+            throw ValidationError("--chains 1...500, --samples 1...1000000, --rounds 1...50, --kept-replicas \(ServerConfig.keptReplicasRange)")
         }
     }
 
