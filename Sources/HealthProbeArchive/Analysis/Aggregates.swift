@@ -153,12 +153,12 @@ public enum Aggregates {
         // The visible set's unit at the previous summary (one unit, since its sum is not null).
         guard let unit = try String.fetchOne(db.cachedStatement(sql: "SELECT unit FROM (\(visibleSQL)) LIMIT 1"), arguments: [typeID, pid, pid]) else { return false }
         let rows = try Row.fetchCursor(db.cachedStatement(sql: """
-            SELECT v.start_date, v.end_date, v.numeric_value, v.unit, 1 AS sign
+            SELECT v.start_date, v.end_date, v.numeric_value, v.unit, 1 AS sign, v.source_revision_id
             FROM sample_visibility_ranges r CROSS JOIN samples s ON s.id = r.sample_id CROSS JOIN sample_versions v ON v.id = r.version_id
             WHERE r.first_observation_id > ? AND r.first_observation_id <= ? AND (r.last_observation_id IS NULL OR r.last_observation_id > ?)
               AND s.sample_type_id = ?
             UNION ALL
-            SELECT v.start_date, v.end_date, v.numeric_value, v.unit, -1 AS sign
+            SELECT v.start_date, v.end_date, v.numeric_value, v.unit, -1 AS sign, v.source_revision_id
             FROM sample_visibility_ranges r CROSS JOIN samples s ON s.id = r.sample_id CROSS JOIN sample_versions v ON v.id = r.version_id
             WHERE r.last_observation_id > ? AND r.last_observation_id <= ? AND r.first_observation_id <= ?
               AND s.sample_type_id = ?
@@ -172,28 +172,34 @@ public enum Aggregates {
         // opened range reaches as far (then it is the new extreme).
         var closedFirst = false, closedLast = false
         var openedFirst = Double.infinity, openedLast = -Double.infinity
-        var touched = Set<Double>()
+        // Opened ranges summed per local day and source revision (merged into the previous
+        // daily rows); days where a range closed (recomputed).
+        var added = DailyDelta()
+        var closedDays = Set<Double>()
         // The local day of the previous row: changed samples mostly share days.
         var day: (start: Double, next: Double) = (0, 0)
         while let r = try rows.next() {
-            // Columns by position: start_date, end_date, numeric_value, unit, sign.
+            // Columns by position: start_date, end_date, numeric_value, unit, sign, source_revision_id.
             guard let value = r[2] as Double?, (r[3] as String?) == unit else { return false }
             let sign: Int = r[4]
             let start: Double = r[0], end: Double = r[1]
+            let valueMicro = Int64((value * sumScale).rounded())
             count += sign
-            micro += Int64(sign) * Int64((value * sumScale).rounded())
+            micro += Int64(sign) * valueMicro
+            if !(start >= day.start && start < day.next) {
+                let d = days.dayStart(start)
+                day = (d, days.nextDayStart(d))
+            }
             if sign > 0 {
                 top = max(top, value)
                 openedFirst = min(openedFirst, start); openedLast = max(openedLast, end)
+                // Too many groups to hold: one pass over the type instead.
+                guard added.add(day: day.start, revision: r[5], micro: valueMicro, value: value) else { return false }
             } else {
                 if start <= pFirst { closedFirst = true }
                 if end >= pLast { closedLast = true }
                 if value >= pMax { topFromDaily = true }
-            }
-            if !(start >= day.start && start < day.next) {
-                let d = days.dayStart(start)
-                day = (d, days.nextDayStart(d))
-                touched.insert(d)
+                closedDays.insert(day.start)
             }
         }
         guard count > 0 else { return false }
@@ -202,7 +208,7 @@ public enum Aggregates {
         if closedLast && openedLast < pLast { return false }
         let first = min(pFirst, openedFirst), last = max(pLast, openedLast)
         let total = Double(micro) / sumScale
-        try writeDailyByDelta(db, obs: obs, base: base, typeID: typeID, typeIdentifier: typeIdentifier, touched: touched,
+        try writeDailyByDelta(db, obs: obs, base: base, typeID: typeID, typeIdentifier: typeIdentifier, added: added, closedDays: closedDays,
                               days: days, from: first, to: last)
         if topFromDaily {
             top = try Double.fetchOne(db.cachedStatement(sql: "SELECT max(value_max) FROM daily_type_aggregates WHERE observation_id = ? AND sample_type_id = ?"),
@@ -216,22 +222,48 @@ public enum Aggregates {
         return true
     }
 
-    /// The daily rows of a changed type: the previous ones (`base`'s) for untouched
-    /// days and recomputed rows for the `touched` ones. When a quarter or more of the
-    /// type's days are touched, one pass over the type computes them all instead: each
-    /// day's recomputation walks that day's versions of every type.
-    static func writeDailyByDelta(_ db: Database, obs: Int64, base: Int64, typeID: Int64, typeIdentifier: String, touched: Set<Double>,
-                                  days: LocalDays, from: Double, to: Double) throws {
-        let baseDays = try Int.fetchOne(db.cachedStatement(sql: "SELECT count(DISTINCT bucket_start) FROM daily_type_aggregates WHERE observation_id = ? AND sample_type_id = ?"),
-                                        arguments: [base, typeID]) ?? 0
-        if touched.count * 4 >= baseDays {
-            try writeDaily(db, obs: obs, typeID: typeID, typeIdentifier: typeIdentifier, days: days, from: from, to: to)
-            return
+    /// Opened ranges of a changed type summed per local day and source revision:
+    /// count, exact sum in micro-units, maximum. Bounded: `add` refuses a group
+    /// beyond `limit` (the caller then runs the full pass).
+    struct DailyDelta {
+        struct Group { var count = 0, micro: Int64 = 0, top = -Double.infinity }
+        static let limit = 50_000
+        private(set) var days: [Double: [Int64?: Group]] = [:]
+        private var groups = 0
+
+        mutating func add(day: Double, revision: Int64?, micro: Int64, value: Double) -> Bool {
+            if days[day]?[revision] == nil {
+                guard groups < Self.limit else { return false }
+                groups += 1
+            }
+            days[day, default: [:]][revision, default: Group()].count += 1
+            days[day]![revision]!.micro += micro
+            days[day]![revision]!.top = max(days[day]![revision]!.top, value)
+            return true
+        }
+    }
+
+    /// The daily rows of a changed type from the previous ones (`base`'s): untouched
+    /// days copied; a day where only ranges opened gets the previous rows plus the
+    /// opened ranges' sums (`added`), exact as the full pass; a day where a range
+    /// closed is recomputed from its samples. When a quarter or more of the type's
+    /// days had a range closed, one pass over the type computes every day instead:
+    /// each day's recomputation walks that day's versions of every type.
+    static func writeDailyByDelta(_ db: Database, obs: Int64, base: Int64, typeID: Int64, typeIdentifier: String, added: DailyDelta,
+                                  closedDays: Set<Double>, days: LocalDays, from: Double, to: Double) throws {
+        if !closedDays.isEmpty {
+            let baseDays = try Int.fetchOne(db.cachedStatement(sql: "SELECT count(DISTINCT bucket_start) FROM daily_type_aggregates WHERE observation_id = ? AND sample_type_id = ?"),
+                                            arguments: [base, typeID]) ?? 0
+            if closedDays.count * 4 >= baseDays {
+                try writeDaily(db, obs: obs, typeID: typeID, typeIdentifier: typeIdentifier, days: days, from: from, to: to)
+                return
+            }
         }
         try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS hp_touched(bucket_start REAL PRIMARY KEY)")
-        try db.execute(sql: "DELETE FROM temp.hp_touched")
+        try db.cachedStatement(sql: "DELETE FROM temp.hp_touched").execute()
         let mark = try db.cachedStatement(sql: "INSERT OR IGNORE INTO temp.hp_touched(bucket_start) VALUES (?)")
-        for d in touched { try mark.execute(arguments: [d]) }
+        for d in closedDays { try mark.execute(arguments: [d]) }
+        for d in added.days.keys { try mark.execute(arguments: [d]) }
         try db.cachedStatement(sql: """
             INSERT INTO daily_type_aggregates(observation_id, sample_type_id, bucket_start, bucket_end, visible_record_count,
                 value_sum, value_max, source_revision_id, aggregate_hash)
@@ -239,6 +271,7 @@ public enum Aggregates {
             FROM daily_type_aggregates
             WHERE observation_id = ? AND sample_type_id = ? AND bucket_start NOT IN (SELECT bucket_start FROM temp.hp_touched)
             """).execute(arguments: [obs, base, typeID])
+        try db.cachedStatement(sql: "DELETE FROM temp.hp_touched").execute()
         let recompute = try db.cachedStatement(sql: """
             INSERT INTO daily_type_aggregates(observation_id, sample_type_id, bucket_start, bucket_end, visible_record_count,
                 value_sum, value_max, source_revision_id, aggregate_hash)
@@ -252,11 +285,44 @@ public enum Aggregates {
               AND r.first_observation_id <= ? AND (r.last_observation_id IS NULL OR r.last_observation_id > ?)
             GROUP BY v.source_revision_id
             """)
-        for d in touched.sorted() {
+        func recomputeDay(_ d: Double) throws {
             let end = days.nextDayStart(d)
             try recompute.execute(arguments: [obs, typeID, d, end, d, end, typeID, obs, obs])
         }
-        try db.execute(sql: "DELETE FROM temp.hp_touched")
+        for d in closedDays.sorted() { try recomputeDay(d) }
+        let baseRows = try db.cachedStatement(sql: """
+            SELECT source_revision_id, bucket_end, visible_record_count, value_sum, value_max, aggregate_hash
+            FROM daily_type_aggregates WHERE observation_id = ? AND sample_type_id = ? AND bucket_start = ?
+            """)
+        let insert = try db.cachedStatement(sql: """
+            INSERT INTO daily_type_aggregates(observation_id, sample_type_id, bucket_start, bucket_end, visible_record_count,
+                value_sum, value_max, source_revision_id, aggregate_hash)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """)
+        for d in added.days.keys.sorted() where !closedDays.contains(d) {
+            var groups = added.days[d]!
+            // A day's previous rows: a handful (one per source revision).
+            let rows = try Row.fetchAll(baseRows, arguments: [base, typeID, d])
+            // A previous row without a sum or maximum (no values) cannot be added to: recomputed.
+            if rows.contains(where: { groups[$0[0] as Int64?] != nil && ($0[3] as Double? == nil || $0[4] as Double? == nil) }) {
+                try recomputeDay(d)
+                continue
+            }
+            for r in rows {
+                let revision: Int64? = r[0]
+                guard let g = groups.removeValue(forKey: revision) else {
+                    try insert.execute(arguments: [obs, typeID, d, r[1] as Double, r[2] as Int, r[3] as Double?, r[4] as Double?, revision, r[5] as String?])
+                    continue
+                }
+                let micro = Int64(((r[3] as Double) * sumScale).rounded()) + g.micro
+                try insert.execute(arguments: [obs, typeID, d, r[1] as Double, (r[2] as Int) + g.count, Double(micro) / sumScale,
+                                               max(r[4] as Double, g.top), revision, nil])
+            }
+            let end = days.nextDayStart(d)
+            for (revision, g) in groups.sorted(by: { ($0.key ?? .min) < ($1.key ?? .min) }) {
+                try insert.execute(arguments: [obs, typeID, d, end, g.count, Double(g.micro) / sumScale, g.top, revision, nil])
+            }
+        }
         try hashDaily(db, obs: obs, typeID: typeID, typeIdentifier: typeIdentifier)
     }
 

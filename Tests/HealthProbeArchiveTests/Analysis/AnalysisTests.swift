@@ -145,6 +145,49 @@ struct AnalysisTests {
         #expect(incremental.filter { $0.hasPrefix("d \(o3) ") }.count == 11)
     }
 
+    @Test("aggregates by delta: days where ranges only opened add them to the previous rows (per source revision, a new revision, a new day, a row without values); equal to the full computation")
+    func deltaMergesOpenedRanges() throws {
+        let t = TempHome()
+        let node = try t.open()
+        let day0 = utcMidnight(daysBeforeClock: 8)
+        // `i`: 5-minute slot from day0; `version`: the source's version (its own source revision).
+        func s(_ i: Int, _ value: Double?, version: String = "10.1") -> CapturedSample {
+            var b = beat(day0, i, value: 0)
+            b.numericValue = value
+            b.source = SourceDescriptor(name: "Test Watch", bundleIdentifier: "com.example.watch", productType: "Watch6,1", version: version, operatingSystemVersion: version)
+            return b
+        }
+        // Three days: revision 10.1 every day, 10.2 on day 1, 10.3 without values on day 2.
+        var first = (0..<60).map { s($0 * 12, 60 + Double($0 % 9)) }
+        first += (0..<5).map { s(288 + 7 + $0 * 12, 70.5 + Double($0), version: "10.2") }
+        first += (0..<4).map { s(576 + 9 + $0 * 12, nil, version: "10.3") }
+        let typeID = { try node.archive.writer.read { db in try Int64.fetchOne(db, sql: "SELECT id FROM sample_types WHERE type_identifier = ?", arguments: [heartRate.identifier])! } }
+        func path(_ obs: Int64) throws -> Aggregates.Path {
+            let type = try typeID()
+            return try node.archive.writer.write { db in try Aggregates.update(db, observationID: obs, typeID: type, now: 1) }
+        }
+        _ = try captureIn(node, zone: "UTC", samples: first)
+        // Opened only: into day 0's 10.1 row, day 1's 10.2 row, a new revision (10.4) on day 1,
+        // day 2's row without values (recomputed), and a new day (day 5) with a new maximum.
+        let more = first + [s(1, 61.25), s(288 + 2, 99.5, version: "10.2"), s(288 + 3, 64, version: "10.4"),
+                            s(576 + 1, 66, version: "10.3"), s(5 * 288 + 4, 120)]
+        let o2 = try captureIn(node, zone: "UTC", samples: more)
+        #expect(try path(o2) == .delta)
+        // Opened again on one day only: every other day's rows are copied.
+        let o3 = try captureIn(node, zone: "UTC", samples: more + [s(288 + 40, 58)])
+        #expect(try path(o3) == .delta)
+        let incremental = try aggregateRows(node)
+        try node.archive.writer.write { db in try Aggregates.rebuildAll(db, now: 1, allowDelta: false) }
+        #expect(try aggregateRows(node) == incremental)
+        // Day 0 (10.1), day 1 (10.1, 10.2, 10.4), day 2 (10.1, 10.3), day 5 (10.1).
+        #expect(incremental.filter { $0.hasPrefix("d \(o3) ") }.count == 7)
+        let sums = try node.archive.writer.read { db in
+            try Row.fetchAll(db, sql: "SELECT visible_record_count, value_sum, value_max FROM observation_type_summaries ORDER BY observation_id")
+        }
+        #expect(sums.map { $0[0] as Int } == [69, 74, 75])
+        #expect(sums.map { $0[2] as Double } == [74.5, 120, 120])
+    }
+
     @Test("aggregates: an unchanged type copies no daily rows; a changed one gets its own")
     func differential() throws {
         let t = TempHome()
