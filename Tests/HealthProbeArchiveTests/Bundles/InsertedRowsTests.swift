@@ -20,6 +20,19 @@ struct InsertedRowsTests {
         #expect(Self.hash(String(Self.hashA.dropLast())) == nil)
         #expect(Self.hash(Self.hashA + "0") == nil)
         #expect(Self.hash(String(Self.hashA.dropLast()) + "g") == nil)
+        // The digits' values, and every byte that is not a lower-case hex digit, at any position.
+        let a = Self.hash(Self.hashA)!, b = Self.hash(Self.hashB)!
+        #expect([a.a, a.b, a.c, a.d] == [UInt64](repeating: 0x0123_4567_89ab_cdef, count: 4))
+        #expect([b.a, b.d] == [0xfedc_ba98_7654_3210, 0xfedc_ba98_7654_3210])
+        let digits = Set("0123456789abcdef".utf8)
+        for byte in UInt8.min...UInt8.max where !digits.contains(byte) {
+            for position in [0, 17, 63] {
+                var text = Array(Self.hashA.utf8)
+                text[position] = byte
+                let bytes = Array("x\"".utf8) + text
+                #expect(InsertedRows.Hash32(bytes, 2..<66) == nil, "byte \(byte) at \(position)")
+            }
+        }
     }
 
     @Test("a lookup answers only for the exact key it was given; other keys fall back to SQL")
