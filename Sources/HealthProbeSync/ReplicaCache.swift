@@ -7,12 +7,14 @@ import HealthProbeArchive
 /// a bundle (the connection, the schema, every statement prepared again) and
 /// closing it (SQLite checkpoints the WAL on the last close) cost about 4 ms of
 /// CPU per 1,000-sample bundle (`hp-bench apply`). A kept replica's page cache is
-/// released after every apply; what stays is its connection and its prepared
-/// statements, about 1-1.5 MB each.
+/// released after every apply; what stays is its connection with its prepared
+/// statements and a second connection for checkpoints, about 1-1.5 MB each.
 package final class ReplicaCache: @unchecked Sendable {
     private let capacity: Int
     private let lock = NSLock()
     private var open: [String: Archive] = [:]
+    /// Each kept replica's second connection, for checkpoints and WAL cuts (opened on first use).
+    private var checkpointers: [String: DatabaseQueue] = [:]
     private var order: [String] = []
 
     package init(capacity: Int = ServerConfig.defaultKeptReplicas) { self.capacity = max(1, capacity) }
@@ -31,7 +33,11 @@ package final class ReplicaCache: @unchecked Sendable {
         lock.withLock {
             open[chain] = archive
             touch(chain)
-            while order.count > capacity { open[order.removeFirst()] = nil }
+            while order.count > capacity {
+                let closed = order.removeFirst()
+                open[closed] = nil
+                checkpointers[closed] = nil
+            }
         }
         return archive
     }
@@ -57,11 +63,30 @@ package final class ReplicaCache: @unchecked Sendable {
     /// chain's next apply does not wait for it: a passive checkpoint and a writer on
     /// another connection run side by side (SQLite's WAL). After a first sync of a
     /// million samples the copy takes seconds.
+    ///
+    /// That connection is kept with the replica: opening one (the schema read
+    /// again) for every bundle cost about 1 ms of CPU.
     package func checkpoint(_ chain: String) throws {
-        guard let path = lock.withLock({ open[chain]?.path }) else { return }
-        let connection = try DatabaseQueue(path: path)
+        guard let connection = try checkpointer(chain) else { return }
         try connection.writeWithoutTransaction { _ = try $0.checkpoint(.passive) }
-        try connection.close()
+    }
+
+    /// The kept replica's checkpoint connection, opened when first needed; nil when the replica is not kept.
+    private func checkpointer(_ chain: String) throws -> DatabaseQueue? {
+        guard let path = lock.withLock({ open[chain]?.path }) else { return nil }
+        if let kept = lock.withLock({ checkpointers[chain] }) { return kept }
+        var config = Configuration()
+        config.busyMode = .timeout(10)
+        let connection = try DatabaseQueue(path: path, configuration: config)
+        // Not cut by this connection's commits either (`cutWAL` sets its own limit per step).
+        try connection.writeWithoutTransaction { try $0.execute(sql: "PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = -1") }
+        return lock.withLock {
+            // Kept only while its replica is (an eviction may have come in between).
+            guard open[chain] != nil else { return connection }
+            if let other = checkpointers[chain] { return other }
+            checkpointers[chain] = connection
+            return connection
+        }
     }
 
     /// Cuts a kept replica's WAL file back by one step of `stepBytes`, towards
@@ -77,16 +102,13 @@ package final class ReplicaCache: @unchecked Sendable {
         guard let path = lock.withLock({ open[chain]?.path }) else { return false }
         func walSize() -> Int { (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0 }
         let size = walSize()
-        guard size > keepWALBytes else { return false }
-        var config = Configuration()
-        config.busyMode = .timeout(10)
-        let connection = try DatabaseQueue(path: path, configuration: config)
-        defer { try? connection.close() }
+        guard size > keepWALBytes, let connection = try checkpointer(chain) else { return false }
         let target = max(keepWALBytes, size - stepBytes)
         let restarted: Bool = try connection.writeWithoutTransaction { db in
             let (frames, copied) = try db.checkpoint(.passive)
             guard frames == copied else { return false }  // not all copied yet: a later turn
             try db.execute(sql: "PRAGMA journal_size_limit = \(target)")
+            defer { try? db.execute(sql: "PRAGMA journal_size_limit = -1") }
             try db.inTransaction(.immediate) {
                 try db.execute(sql: "INSERT INTO archive_metadata(key, value) VALUES ('wal-cut', '')")
                 try db.execute(sql: "DELETE FROM archive_metadata WHERE key = 'wal-cut'")
@@ -103,6 +125,7 @@ package final class ReplicaCache: @unchecked Sendable {
     package func evict(_ chain: String) {
         lock.withLock {
             open[chain] = nil
+            checkpointers[chain] = nil
             order.removeAll { $0 == chain }
         }
     }

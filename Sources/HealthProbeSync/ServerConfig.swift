@@ -16,7 +16,7 @@ public struct ServerConfig: Sendable, Equatable {
     public var helloTimeoutSeconds: Double?
     public var idleTimeoutSeconds: Double?
     /// Replicas kept open between bundles (1...1000; default 64). Each kept one
-    /// holds its connection and prepared statements (about 1-1.5 MB) and about six
+    /// holds its connections and prepared statements (about 1-1.5 MB) and about eight
     /// file descriptors; reopening one costs about 4 ms of CPU per bundle
     /// (docs/benchmarks.md, `hp-bench apply`).
     public var keptReplicas: Int?

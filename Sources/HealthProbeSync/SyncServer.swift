@@ -211,7 +211,7 @@ public struct SyncServer: Sendable {
             try requireActive(device)
             try Self.mapAuth { try registry.claim(device, chain: chain!, now: now()) }
             let started = ContinuousClock.now
-            let outcome = try await applier.apply(chain: chain!, path: r.path, manifestHash: r.manifestHash, at: now())
+            let outcome = try await applier.apply(chain: chain!, path: r.path, manifestHash: r.manifestHash, bytes: r.uncompressedSize, at: now())
             metrics.bundle(outcome: outcome, seconds: (ContinuousClock.now - started).seconds)
             try registry.recordSync(chain: chain!, now: now(), clockOffset: clockOffset)
             let status: String
@@ -314,13 +314,21 @@ actor ApplyQueue {
     let store: ServerStore
     let pool = NIOThreadPool.singleton
     let replicas: ReplicaCache
+    /// While other applies run or wait, a chain's checkpoint waits until its
+    /// uncopied bundles reach this many bytes (its WAL stays about that size).
+    let deferredCheckpointBytes: Int
     private var busy: Set<String> = []
-    /// Chains applied to since their last checkpoint.
-    private var unchecked: Set<String> = []
+    /// Applies running or waiting for their chain's turn.
+    private var applying = 0
+    /// Chains applied to since their page cache was last freed.
+    private var unreleased: Set<String> = []
+    /// Chains applied to since their last checkpoint, with the bytes of the bundles applied since.
+    private var unchecked: [String: Int] = [:]
     private var waiting: [String: [CheckedContinuation<Void, Never>]] = [:]
 
-    init(store: ServerStore, keptReplicas: Int) {
+    init(store: ServerStore, keptReplicas: Int, deferredCheckpointBytes: Int = 16 << 20) {
         self.store = store
+        self.deferredCheckpointBytes = deferredCheckpointBytes
         replicas = ReplicaCache(capacity: keptReplicas)
     }
 
@@ -329,8 +337,11 @@ actor ApplyQueue {
         await withCheckedContinuation { waiting[chain, default: []].append($0) }
     }
 
-    private func release(_ chain: String, applied: Bool = false) {
-        if applied { unchecked.insert(chain) }
+    private func release(_ chain: String, appliedBytes: Int? = nil) {
+        if let appliedBytes {
+            unreleased.insert(chain)
+            unchecked[chain, default: 0] += appliedBytes
+        }
         if var queue = waiting[chain], !queue.isEmpty {
             let next = queue.removeFirst()
             waiting[chain] = queue.isEmpty ? nil : queue
@@ -340,11 +351,27 @@ actor ApplyQueue {
         }
     }
 
-    /// Checkpoints and frees the page cache of every replica applied to since
-    /// the last call; the server calls it after sending acknowledgements.
+    /// An apply starts or ends (tests: one in flight).
+    func began() { applying += 1 }
+    func ended() { applying -= 1 }
+
+    /// Frees the page cache of every replica applied to since the last call, and
+    /// checkpoints them; the server calls it after sending acknowledgements.
+    ///
+    /// Copying the WAL is work no acknowledgement waits for: while other applies
+    /// run or wait (many devices syncing at once), it is left for the first call
+    /// that finds none, unless a chain's uncopied bundles passed
+    /// `deferredCheckpointBytes`. Nothing is at risk meanwhile: every commit was
+    /// synced to the WAL before its acknowledgement.
     nonisolated func checkpointApplied() async {
-        for chain in await takeUnchecked() {
-            let replicas = self.replicas
+        let (release, checkpoint) = await takeWork()
+        let replicas = self.replicas
+        for chain in release {
+            await acquire(chain)
+            try? await pool.runIfActive { replicas.releaseMemory(chain) }
+            await self.release(chain)
+        }
+        for chain in checkpoint {
             // Outside the chain's turn: the chain's next apply may run meanwhile.
             let checkpointed: Bool
             do {
@@ -353,29 +380,37 @@ actor ApplyQueue {
             } catch {
                 checkpointed = false
             }
-            await acquire(chain)
-            do {
-                try await pool.runIfActive { replicas.releaseMemory(chain) }
-            } catch {}
-            if !checkpointed { replicas.evict(chain) }
-            await release(chain)
+            if !checkpointed {
+                await acquire(chain)
+                replicas.evict(chain)
+                await self.release(chain)
+            }
             // A WAL file a large bundle grew is cut back a step per turn of the chain.
             while checkpointed {
                 await acquire(chain)
                 let more = (try? await pool.runIfActive { try replicas.cutWAL(chain) }) ?? false
-                await release(chain)
+                await self.release(chain)
                 if !more { break }
             }
         }
     }
 
-    private func takeUnchecked() -> Set<String> {
-        defer { unchecked = [] }
-        return unchecked
+    /// The chains whose page cache to free, and those to checkpoint now: all
+    /// applied to when no apply runs or waits, else those past the deferred bytes.
+    private func takeWork() -> (release: Set<String>, checkpoint: [String]) {
+        let release = unreleased
+        unreleased = []
+        let now = applying == 0 ? Array(unchecked.keys) : unchecked.filter { $0.value >= deferredCheckpointBytes }.map(\.key)
+        for chain in now { unchecked[chain] = nil }
+        return (release, now.sorted())
     }
 
-    /// Verifies and applies the bundle at `path` (of `chain`) once no other apply of that chain runs.
-    nonisolated func apply(chain: String, path: String, manifestHash: String, at now: Double) async throws -> BundleApplier.Outcome {
+    /// Chains applied to and not yet checkpointed (tests).
+    func uncheckedChains() -> Set<String> { Set(unchecked.keys) }
+
+    /// Verifies and applies the bundle at `path` (of `chain`, `bytes` long) once no other apply of that chain runs.
+    nonisolated func apply(chain: String, path: String, manifestHash: String, bytes: Int, at now: Double) async throws -> BundleApplier.Outcome {
+        await began()
         await acquire(chain)
         let replicas = self.replicas, store = self.store
         do {
@@ -385,11 +420,13 @@ actor ApplyQueue {
                 }.outcome
             }
             // Only an applied bundle wrote to the WAL.
-            if case .applied = outcome { await release(chain, applied: true) } else { await release(chain) }
+            if case .applied = outcome { await release(chain, appliedBytes: bytes) } else { await release(chain) }
+            await ended()
             return outcome
         } catch {
             replicas.evict(chain)
             await release(chain)
+            await ended()
             throw error
         }
     }

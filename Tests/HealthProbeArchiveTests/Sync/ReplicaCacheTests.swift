@@ -128,6 +128,97 @@ struct ReplicaCacheTests {
         #expect(try replica.writer.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM sample_types") } ?? 0 >= 3000)
     }
 
+    #if os(Linux)
+    @Test("the checkpoint connection is opened once, kept with its replica, and closed when the replica is evicted")
+    func checkpointConnectionIsKept() throws {
+        let dir = TempDir()
+        let store = ServerStore(root: dir.path)
+        try store.create()
+        let cache = ReplicaCache()
+        let chain = Self.chains[0], path = store.replicaPath(chain)
+        // Only the cache holds the replica.
+        func write(_ name: String) throws {
+            try cache.replica(chain) { try store.openReplica(chain) }.writer.write {
+                try $0.execute(sql: "INSERT INTO sample_types(type_identifier) VALUES (?)", arguments: [name])
+            }
+        }
+        // Open descriptors of this process on the replica's database file and its WAL.
+        func descriptors() throws -> Int {
+            try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").filter {
+                let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)")) ?? ""
+                return target == path || target == path + "-wal"
+            }.count
+        }
+        try write("first")
+        let replicaOnly = try descriptors()
+        #expect(replicaOnly > 0)
+        try cache.checkpoint(chain)
+        let withCheckpointer = try descriptors()
+        #expect(withCheckpointer > replicaOnly)
+        for i in 0..<3 {
+            try write("again\(i)")
+            try cache.checkpoint(chain)
+        }
+        #expect(try descriptors() == withCheckpointer, "not opened again for each checkpoint")
+        _ = try cache.cutWAL(chain, keepWALBytes: 0, stepBytes: 1 << 20)
+        #expect(try descriptors() == withCheckpointer, "cutting the WAL uses the same connection")
+        cache.evict(chain)
+        #expect(try descriptors() == 0, "closed with the replica")
+        // Not kept: nothing to checkpoint, nothing opened.
+        try cache.checkpoint(chain)
+        #expect(try descriptors() == 0)
+    }
+    #endif
+
+    @Test("while other applies run, checkpoints wait (up to a chain's deferred bytes); the first call with none running checkpoints them all")
+    func checkpointsWaitWhileApplying() async throws {
+        let dir = TempDir()
+        let store = ServerStore(root: dir.path)
+        try store.create()
+        // One bundle of each of three nodes.
+        var bundles: [(chain: String, path: String, hash: String)] = []
+        for seed in 1...3 as ClosedRange<UInt64> {
+            let t = TempHome()
+            try simulate(t, days: 1, seed: seed)
+            let node = try t.open()
+            let path = dir.file("bundle\(seed).jsonl")
+            let written = try await node.archive.writer.read { db in
+                try BundleFile.write(db, observationID: try Int64.fetchOne(db, sql: "SELECT max(id) FROM observations")!, previousManifestHash: nil, to: path)
+            }
+            bundles.append((node.deviceChainHash, path, written.manifestHash))
+        }
+        let queue = ApplyQueue(store: store, keptReplicas: 8, deferredCheckpointBytes: 1_000_000)
+        let size = { (chain: String) in (try FileManager.default.attributesOfItem(atPath: store.replicaPath(chain))[.size] as? Int) ?? 0 }
+        // `bytes`: the size the bundle counts towards its chain's deferred bytes.
+        func apply(_ b: (chain: String, path: String, hash: String), bytes: Int) async throws {
+            let outcome = try await queue.apply(chain: b.chain, path: b.path, manifestHash: b.hash, bytes: bytes, at: 1_750_000_000)
+            #expect(outcome == .applied(observationID: 1, sequence: 1))
+        }
+        // Another apply is in flight: the first two chains' checkpoints wait.
+        await queue.began()
+        try await apply(bundles[0], bytes: 999_999)
+        try await apply(bundles[1], bytes: 1)
+        let before = try [size(bundles[0].chain), size(bundles[1].chain)]
+        await queue.checkpointApplied()
+        #expect(await queue.uncheckedChains() == [bundles[0].chain, bundles[1].chain])
+        #expect(try [size(bundles[0].chain), size(bundles[1].chain)] == before, "nothing copied yet")
+        // A chain whose uncopied bundles reach the deferred bytes is checkpointed even so.
+        try await apply(bundles[2], bytes: 1_000_000)
+        let third = try size(bundles[2].chain)
+        await queue.checkpointApplied()
+        #expect(await queue.uncheckedChains() == [bundles[0].chain, bundles[1].chain])
+        #expect(try size(bundles[2].chain) > third)
+        // None in flight: every waiting chain is checkpointed, and the replicas stay complete.
+        await queue.ended()
+        await queue.checkpointApplied()
+        #expect(await queue.uncheckedChains().isEmpty)
+        #expect(try size(bundles[0].chain) > before[0] && size(bundles[1].chain) > before[1])
+        for b in bundles {
+            let replica = try Archive.open(path: store.replicaPath(b.chain), mode: .readOnly)
+            #expect(try await replica.writer.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM bundle_log") } == 1)
+        }
+    }
+
     @Test("a grown WAL is cut back by the checkpoint, a step at a time, never by the replica's own commit")
     func growthIsCutBackByTheCheckpoint() throws {
         let k = try KeptReplica()
