@@ -206,6 +206,19 @@ public struct JSONParser {
     private mutating func skipString() throws(Error) -> Bool {
         let open = i
         i += 1
+        // Eight bytes at a time while none is a quote, a backslash, a control
+        // character or non-ASCII: most strings here are hashes and dates.
+        if let base = b.baseAddress {
+            let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+            while i &+ 8 <= end {
+                let w = base.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                let quote = w ^ (ones &* 0x22), backslash = w ^ (ones &* 0x5C)
+                // A byte below 0x20 (or 0x22, 0x5C: zero after the xor) sets its high bit here; so does any byte at or over 0x80.
+                let special = ((w &- ones &* 0x20) | (quote &- ones) | (backslash &- ones) | w) & highs
+                if special != 0 { break }
+                i &+= 8
+            }
+        }
         while i < end {
             let c = b[i]
             if c == UInt8(ascii: "\"") { i += 1; return true }

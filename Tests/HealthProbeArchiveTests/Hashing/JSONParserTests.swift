@@ -86,6 +86,33 @@ struct JSONParserTests {
         #expect(nested.string("nope", in: FlatJSON.nowhere) == nil)
     }
 
+    /// Flat parsing reads plain string bytes several at a time: each kind of byte that ends
+    /// that (a quote, a backslash, a control character, non-ASCII) at every position of
+    /// strings of every length up to 24 gives what the byte-by-byte decoder gives.
+    @Test func flatStringsAtEveryPosition() throws {
+        let specials: [[UInt8]] = [[0x00], [0x01], [0x1F], [0x20], [0x21], [0x22], [0x5C, 0x6E], [0x5C, 0x22], [0x5C], [0x7F], [0x80], [0xC3, 0xA9], [0xE2, 0x82, 0xAC]]
+        var accepted = 0
+        for length in 0...24 {
+            for position in 0...length {
+                for special in specials {
+                    var text = Array(String(repeating: "a", count: length).utf8)
+                    text.insert(contentsOf: special, at: position)
+                    let line = Array(#"{"k":""#.utf8) + text + Array(#"","z":1}"#.utf8)
+                    let strict = try? JSONParser.parse(line, canonical: true)
+                    let flat = try? JSONParser.flat(line)
+                    #expect((strict != nil) == (flat != nil), "length \(length), byte \(special) at \(position)")
+                    guard let flat, case .object(let o)? = strict, case .string(let k)? = o["k"] else { continue }
+                    accepted += 1
+                    let index = try #require(flat.find("k"))
+                    #expect(flat.string(at: index) == k)
+                    #expect(flat.number("z") == 1)
+                    #expect((flat.plainRange(index) != nil) == !special.contains(0x5C))
+                }
+            }
+        }
+        #expect(accepted > 1000)
+    }
+
     /// Canonical mode accepts a text exactly when re-encoding its value gives the same bytes:
     /// checked on random mutations of real bundle lines.
     @Test func canonicalModeMatchesReencodingOnMutations() throws {
