@@ -73,11 +73,16 @@ let package = Package(
             name: "HPZlib",
             providers: [.apt(["libz-dev"])]
         ),
+        .systemLibrary(
+            name: "HPDeflate",
+            providers: [.apt(["libdeflate-dev"])]
+        ),
         .target(
             name: "HealthProbeSync",
             dependencies: [
                 "HealthProbeArchive",
                 "HPZlib",
+                .target(name: "HPDeflate", condition: .when(platforms: [.linux])),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

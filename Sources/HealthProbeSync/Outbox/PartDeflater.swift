@@ -74,6 +74,7 @@ final class PartDeflater: @unchecked Sendable {
     private func run() {
         var out: [UInt8] = []
         var offset = 0
+        let compressor = BundlePartCodec.Compressor()
         while true {
             condition.lock()
             while queue.isEmpty && !closed && failure == nil { condition.wait() }
@@ -87,7 +88,7 @@ final class PartDeflater: @unchecked Sendable {
             condition.broadcast()
             condition.unlock()
             do {
-                let n = try part.withUnsafeBytes { try BundlePartCodec.compress($0, into: &out) }
+                let n = try part.withUnsafeBytes { try compressor.compress($0, into: &out) }
                 try out.withUnsafeBytes { try writeAll(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
                 condition.lock()
                 parts.append(OutboxBundle.Part(offset: offset, compressedSize: n, size: part.count))

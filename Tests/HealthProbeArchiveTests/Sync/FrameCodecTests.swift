@@ -149,19 +149,64 @@ struct FrameCodecTests {
         #expect(Array(b.readableBytesView) == bytes(v.hellos[0].hex))
     }
 
-    @Test("bundle parts: inflate checks the declared size; a zlib bomb is refused")
+    /// The libraries this build links (libdeflate on Linux, and zlib everywhere).
+    static let libraries = BundlePartCodec.Library.allCases.filter(\.isAvailable)
+
+    @Test("bundle parts: inflate checks the declared size; a zlib bomb is refused (with every library linked)")
     func parts() throws {
-        for c in v.parts {
-            do {
-                let out = try BundlePartCodec.inflate(bytes(c.zlibHex), declaredSize: c.declared)
-                #expect(c.error == nil, "\(c.name)")
-                #expect(out == bytes(c.inflatedHex ?? ""), "\(c.name)")
-            } catch let e as SyncProtocolError {
-                #expect(e.code.rawValue == c.error, "\(c.name): \(e)")
+        #if os(Linux)
+        #expect(Self.libraries == [.libdeflate, .zlib])
+        #expect(BundlePartCodec.library == .libdeflate)
+        #endif
+        for library in Self.libraries {
+            for c in v.parts {
+                do {
+                    let out = try BundlePartCodec.inflate(bytes(c.zlibHex), declaredSize: c.declared, library: library)
+                    #expect(c.error == nil, "\(c.name) with \(library)")
+                    #expect(out == bytes(c.inflatedHex ?? ""), "\(c.name) with \(library)")
+                } catch let e as SyncProtocolError {
+                    #expect(e.code.rawValue == c.error, "\(c.name) with \(library): \(e)")
+                }
             }
         }
-        let data = Array(String(repeating: "{\"kind\":\"event\"}\n", count: 500).utf8)
-        #expect(try BundlePartCodec.inflate(BundlePartCodec.compress(data), declaredSize: data.count) == data)
+    }
+
+    @Test("bundle parts: what one library deflates the other inflates; truncated, extended or corrupted data and a wrong declared size are refused by both")
+    func partLibrariesAgree() throws {
+        var rng = SplitMix(seed: 11)
+        let lines = (0..<4000).map { i in "{\"kind\":\"event\",\"n\":\(i),\"v\":\(rng.next() % 1000)}\n" }
+        let data = Array(lines.joined().utf8)
+        for writer in Self.libraries {
+            let z = try BundlePartCodec.compress(data, library: writer)
+            #expect(z.count < data.count / 3)
+            #expect(z.first == 0x78, "a zlib header")
+            for reader in Self.libraries {
+                let label = "\(writer) -> \(reader)"
+                #expect(try BundlePartCodec.inflate(z, declaredSize: data.count, library: reader) == data, "\(label)")
+                func code(_ input: [UInt8], _ declared: Int) -> String? {
+                    do { _ = try BundlePartCodec.inflate(input, declaredSize: declared, library: reader); return nil } catch let e as SyncProtocolError { return e.code.rawValue } catch { return "\(error)" }
+                }
+                #expect(code([], 0) == "malformed_frame", "\(label): no data")
+                #expect(code(z, data.count - 1) == "inflate_limit", "\(label): more than declared")
+                #expect(code(z, data.count + 1) == "malformed_frame", "\(label): less than declared")
+                #expect(code(Array(z.dropLast(9)), data.count) == "malformed_frame", "\(label): truncated")
+                #expect(code(z + [0], data.count) == "malformed_frame", "\(label): a byte after the stream")
+                var corrupt = z
+                corrupt[corrupt.count - 2] ^= 0x55  // inside the Adler-32
+                #expect(code(corrupt, data.count) == "malformed_frame", "\(label): checksum")
+                #expect(code(z, BundlePartCodec.maxPartSize + 1) == "inflate_limit", "\(label): over the limit")
+            }
+        }
+        // The reusable compressor gives the same bytes part after part.
+        for library in Self.libraries {
+            let compressor = BundlePartCodec.Compressor(library: library)
+            var out: [UInt8] = []
+            let first = try data.withUnsafeBytes { try compressor.compress($0, into: &out) }
+            let a = Array(out.prefix(first))
+            let second = try data.withUnsafeBytes { try compressor.compress($0, into: &out) }
+            #expect(Array(out.prefix(second)) == a)
+            #expect(a == (try BundlePartCodec.compress(data, library: library)))
+        }
     }
 
     @Test("bounded fuzz: random bytes and mutated vectors never crash the decoders")
@@ -184,7 +229,7 @@ struct FrameCodecTests {
             var hb = ByteBuffer(bytes: input)
             var hello = SyncHelloDecoder()
             _ = try? hello.decode(buffer: &hb)
-            _ = try? BundlePartCodec.inflate(input, declaredSize: Int.random(in: 0...1024, using: &rng))
+            for library in Self.libraries { _ = try? BundlePartCodec.inflate(input, declaredSize: Int.random(in: 0...1024, using: &rng), library: library) }
         }
     }
 }
