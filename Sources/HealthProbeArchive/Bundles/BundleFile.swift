@@ -45,9 +45,14 @@ public enum BundleFile {
 }
 
 /// Lines of a file, read in chunks (the newline is not part of a line).
+/// The chunk's buffer is read into again for each chunk (no allocation per chunk).
+/// A read error ends the lines early, which a bundle's verification refuses as truncated.
 public struct FileLines: Sequence, IteratorProtocol {
     let handle: FileHandle
+    static let chunkSize = 1 << 20
     var chunk: [UInt8] = []
+    /// Bytes of `chunk` read; the rest is stale.
+    var filled = 0
     var index = 0
     var atEnd = false
 
@@ -59,16 +64,21 @@ public struct FileLines: Sequence, IteratorProtocol {
     public mutating func next() -> [UInt8]? {
         var line: [UInt8] = []
         while true {
-            if index >= chunk.count {
+            if index >= filled {
                 if atEnd { return line.isEmpty ? nil : line }
-                let data = (try? handle.read(upToCount: 1 << 20)) ?? nil
-                guard let data, !data.isEmpty else { atEnd = true; continue }
-                chunk = Array(data)
+                if chunk.isEmpty { chunk = [UInt8](repeating: 0, count: Self.chunkSize) }
+                let fd = handle.fileDescriptor
+                var n: Int
+                repeat {
+                    n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                } while n < 0 && errno == EINTR
+                guard n > 0 else { atEnd = true; continue }
+                filled = n
                 index = 0
             }
             // memchr for the newline, then one bulk copy.
             let found: Int? = chunk.withUnsafeBufferPointer { buf in
-                guard let base = buf.baseAddress, let p = memchr(base + index, 0x0A, buf.count - index) else { return nil }
+                guard let base = buf.baseAddress, let p = memchr(base + index, 0x0A, filled - index) else { return nil }
                 return UnsafePointer<UInt8>(p.assumingMemoryBound(to: UInt8.self)) - base
             }
             if let nl = found {
@@ -76,8 +86,8 @@ public struct FileLines: Sequence, IteratorProtocol {
                 index = nl + 1
                 return line
             }
-            line.append(contentsOf: chunk[index...])
-            index = chunk.count
+            line.append(contentsOf: chunk[index..<filled])
+            index = filled
         }
     }
 }

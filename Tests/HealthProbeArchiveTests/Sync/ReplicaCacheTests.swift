@@ -50,6 +50,41 @@ struct ReplicaCacheTests {
         #expect(try node.writer.read { try Int.fetchOne($0, sql: "PRAGMA synchronous") } == 1)
     }
 
+    @Test("a replica applies without SQLite's foreign-key checks: a reference the replica lacks is refused by the applier, nothing stored; applied replicas pass foreign_key_check")
+    func referencesResolvedByTheApplier() throws {
+        let dir = TempDir()
+        let store = ServerStore(root: dir.path)
+        try store.create()
+        let t = TempHome()
+        try simulate(t, days: 1)
+        let node = try t.open()
+        let path = dir.file("bundle.jsonl")
+        let written = try node.archive.writer.read { db in try BundleFile.write(db, observationID: 1, previousManifestHash: nil, to: path) }
+        // The same bundle without its sample items, hashed again: its versions, events and ranges name samples no one sent.
+        let lines = try FileLines(path: path).map { $0 }
+        let header = try BundleVerifier.parseHeader({ if case .object(let o) = try JSONParser.parse(lines[0]) { return o }; return [:] }(), line: 1)
+        var manifest = try ManifestHasher(header: header)
+        var items: [[UInt8]] = []
+        for line in lines.dropFirst().dropLast() {
+            let kind = try JSONParser.flat(line).string("kind")!
+            if kind == "sample" { continue }
+            items.append(line)
+            manifest.add(itemHash: ArchiveHasher.sha256(.item, line), kind: kind)
+        }
+        let trailer = try CanonicalJSON.encode(manifest.trailer.json)
+        let hash = try manifest.finish()
+        let broken = dir.file("broken.jsonl")
+        try Data(([lines[0]] + items + [trailer]).map { $0 + [0x0A] }.joined()).write(to: URL(fileURLWithPath: broken))
+        #expect { try store.apply(file: broken, manifestHash: hash, now: 1_750_000_000) } throws: { ($0 as? BundleApplier.ApplyError)?.code == .unresolved }
+        let replica = try store.openReplica(node.deviceChainHash)
+        #expect(try replica.writer.read { try Int.fetchOne($0, sql: "PRAGMA foreign_keys") } == 0)
+        #expect(try replica.writer.read { try Int.fetchOne($0, sql: "SELECT (SELECT count(*) FROM bundle_log) + (SELECT count(*) FROM sample_versions) + (SELECT count(*) FROM observations)") } == 0)
+        // The real bundle applies, and every reference in the replica resolves.
+        _ = try store.apply(file: path, manifestHash: written.manifestHash, now: 1_750_000_000) { _ in replica }
+        #expect(try replica.writer.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM sample_versions") }! > 0)
+        #expect(try replica.writer.read { try Row.fetchAll($0, sql: "PRAGMA foreign_key_check") }.isEmpty)
+    }
+
     @Test("a new chain's replica is a copy of the migrated template: latest schema, its own creation time; a missing template is made again")
     func newReplicasFromTheTemplate() throws {
         let dir = TempDir()
