@@ -73,6 +73,11 @@ public enum Aggregates {
            try updateByDelta(db, obs: obs, typeID: typeID, typeIdentifier: typeIdentifier, previous: p, days: days, now: now) {
             return .delta
         }
+        // No previous summary to start from: the full computation, in one sweep when it can.
+        if allowDelta, previous == nil,
+           try updateBySweep(db, obs: obs, typeID: typeID, typeIdentifier: typeIdentifier, days: days, now: now) {
+            return .full
+        }
         // Driven from the type's samples here: a full pass already costs the type's size.
         let changes = unmoved ? ChangeCounts() : try ChangeCounts.fetch(db, observationID: obs, typeID: typeID, fromEvents: false)
         let totals = try Totals.fetch(db, typeID: typeID, observationID: obs)
@@ -222,6 +227,67 @@ public enum Aggregates {
         return true
     }
 
+    /// The full computation as one sweep over the type's visible samples, summary
+    /// and daily rows summed in the same pass instead of the separate SQL passes
+    /// (totals, daily grouping, changes): exactly what those give when every sample
+    /// has a value, all in one unit; false (nothing written) otherwise, or when the
+    /// daily groups would pass `DailyDelta.limit`. A new chain's first bundle on a
+    /// replica always comes this way.
+    static func updateBySweep(_ db: Database, obs: Int64, typeID: Int64, typeIdentifier: String, days: LocalDays, now: Double) throws -> Bool {
+        let rows = try Row.fetchCursor(db.cachedStatement(sql: "SELECT start_date, end_date, numeric_value, unit, source_revision_id FROM (\(visibleSQL))"),
+                                       arguments: [typeID, obs, obs])
+        var count = 0, micro: Int64 = 0, top = -Double.infinity
+        var first = Double.infinity, last = -Double.infinity
+        // The first sample's unit; every other must have the same.
+        var unit: String?? = .none
+        var groups = DailyDelta()
+        var day: (start: Double, next: Double) = (0, 0)
+        while let r = try rows.next() {
+            // Columns by position: start_date, end_date, numeric_value, unit, source_revision_id.
+            guard let value = r[2] as Double? else { return false }
+            let u = r[3] as String?
+            if let expected = unit { guard u == expected else { return false } } else { unit = .some(u) }
+            let start: Double = r[0], end: Double = r[1]
+            let valueMicro = Int64((value * sumScale).rounded())
+            count += 1
+            micro += valueMicro
+            top = max(top, value)
+            first = min(first, start); last = max(last, end)
+            if !(start >= day.start && start < day.next) {
+                let d = days.dayStart(start)
+                day = (d, days.nextDayStart(d))
+            }
+            guard groups.add(day: day.start, revision: r[4], micro: valueMicro, value: value) else { return false }
+        }
+        guard count > 0 else { return false }
+        let insert = try insertDailyStatement(db)
+        for d in groups.days.keys.sorted() {
+            try insertNewGroups(insert, obs: obs, typeID: typeID, day: d, end: days.nextDayStart(d), groups: groups.days[d]!)
+        }
+        try hashDaily(db, obs: obs, typeID: typeID, typeIdentifier: typeIdentifier)
+        let total = Double(micro) / sumScale
+        let changes = try ChangeCounts.fetch(db, observationID: obs, typeID: typeID, fromEvents: true)
+        try insertSummary(db, obs: obs, typeID: typeID, count: count, changes: changes, first: first, last: last, total: total, top: top,
+                          hash: try summaryHash(typeIdentifier: typeIdentifier, count: count, first: first, last: last, total: total, top: top),
+                          dailyBase: obs, now: now)
+        return true
+    }
+
+    static func insertDailyStatement(_ db: Database) throws -> Statement {
+        try db.cachedStatement(sql: """
+            INSERT INTO daily_type_aggregates(observation_id, sample_type_id, bucket_start, bucket_end, visible_record_count,
+                value_sum, value_max, source_revision_id, aggregate_hash)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """)
+    }
+
+    /// Inserts a day's groups as daily rows of their own (hashed afterwards), in revision order.
+    static func insertNewGroups(_ insert: Statement, obs: Int64, typeID: Int64, day: Double, end: Double, groups: [Int64?: DailyDelta.Group]) throws {
+        for (revision, g) in groups.sorted(by: { ($0.key ?? .min) < ($1.key ?? .min) }) {
+            try insert.execute(arguments: [obs, typeID, day, end, g.count, Double(g.micro) / sumScale, g.top, revision, nil])
+        }
+    }
+
     /// Opened ranges of a changed type summed per local day and source revision:
     /// count, exact sum in micro-units, maximum. Bounded: `add` refuses a group
     /// beyond `limit` (the caller then runs the full pass).
@@ -294,11 +360,7 @@ public enum Aggregates {
             SELECT source_revision_id, bucket_end, visible_record_count, value_sum, value_max, aggregate_hash
             FROM daily_type_aggregates WHERE observation_id = ? AND sample_type_id = ? AND bucket_start = ?
             """)
-        let insert = try db.cachedStatement(sql: """
-            INSERT INTO daily_type_aggregates(observation_id, sample_type_id, bucket_start, bucket_end, visible_record_count,
-                value_sum, value_max, source_revision_id, aggregate_hash)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """)
+        let insert = try insertDailyStatement(db)
         for d in added.days.keys.sorted() where !closedDays.contains(d) {
             var groups = added.days[d]!
             // A day's previous rows: a handful (one per source revision).
@@ -318,10 +380,7 @@ public enum Aggregates {
                 try insert.execute(arguments: [obs, typeID, d, r[1] as Double, (r[2] as Int) + g.count, Double(micro) / sumScale,
                                                max(r[4] as Double, g.top), revision, nil])
             }
-            let end = days.nextDayStart(d)
-            for (revision, g) in groups.sorted(by: { ($0.key ?? .min) < ($1.key ?? .min) }) {
-                try insert.execute(arguments: [obs, typeID, d, end, g.count, Double(g.micro) / sumScale, g.top, revision, nil])
-            }
+            try insertNewGroups(insert, obs: obs, typeID: typeID, day: d, end: days.nextDayStart(d), groups: groups)
         }
         try hashDaily(db, obs: obs, typeID: typeID, typeIdentifier: typeIdentifier)
     }

@@ -188,6 +188,45 @@ struct AnalysisTests {
         #expect(sums.map { $0[2] as Double } == [74.5, 120, 120])
     }
 
+    @Test("aggregates: a type's first summary is one sweep when every sample has a value in one unit, else the SQL passes; both equal the full computation")
+    func firstSummaryBySweep() throws {
+        let t = TempHome()
+        let node = try t.open()
+        let day0 = utcMidnight(daysBeforeClock: 6)
+        // Three Berlin days, two source revisions.
+        var samples = (0..<200).map { beat(day0, $0 * 4, value: 55 + Double($0 % 11) + 0.125) }
+        for i in stride(from: 0, to: 200, by: 7) { samples[i].source = SourceDescriptor(name: "Test Watch", bundleIdentifier: "com.example.watch", productType: "Watch6,1", version: "10.2", operatingSystemVersion: "10.2") }
+        let o1 = try captureIn(node, zone: "Europe/Berlin", samples: samples)
+        let type = try node.archive.writer.read { db in try Int64.fetchOne(db, sql: "SELECT id FROM sample_types WHERE type_identifier = ?", arguments: [heartRate.identifier])! }
+        let swept = try aggregateRows(node)
+        #expect(swept.filter { $0.hasPrefix("d \(o1) ") }.count >= 6)
+        try node.archive.writer.write { db in
+            let days = LocalDays(identifier: "Europe/Berlin", secondsFromGMT: nil)
+            try db.execute(sql: "DELETE FROM daily_type_aggregates; DELETE FROM observation_type_summaries")
+            #expect(try Aggregates.updateBySweep(db, obs: o1, typeID: type, typeIdentifier: heartRate.identifier, days: days, now: 1))
+            try db.execute(sql: "DELETE FROM daily_type_aggregates; DELETE FROM observation_type_summaries")
+            // One sample without a value: the sweep declines and writes nothing.
+            try db.execute(sql: "UPDATE sample_versions SET numeric_value = NULL WHERE id = (SELECT max(id) FROM sample_versions)")
+            #expect(try Aggregates.updateBySweep(db, obs: o1, typeID: type, typeIdentifier: heartRate.identifier, days: days, now: 1) == false)
+            #expect(try Int.fetchOne(db, sql: "SELECT (SELECT count(*) FROM daily_type_aggregates) + (SELECT count(*) FROM observation_type_summaries)") == 0)
+            try db.execute(sql: "UPDATE sample_versions SET numeric_value = 60 WHERE numeric_value IS NULL")
+        }
+        let value = try node.archive.writer.read { db in try Double.fetchOne(db, sql: "SELECT numeric_value FROM sample_versions WHERE id = (SELECT max(id) FROM sample_versions)") }
+        #expect(value == 60)
+        // The SQL passes over the same samples give the same rows and hashes as the sweep.
+        try node.archive.writer.write { db in try Aggregates.rebuildAll(db, now: 1, allowDelta: false) }
+        let original = samples.last!.numericValue!
+        #expect(original != 60, "the last sample's value changed, so compare the sweep again on the edited data")
+        try node.archive.writer.write { db in
+            try db.execute(sql: "DELETE FROM daily_type_aggregates; DELETE FROM observation_type_summaries")
+            try Aggregates.update(db, observationID: o1, now: 1)
+        }
+        let sweptAgain = try aggregateRows(node)
+        try node.archive.writer.write { db in try Aggregates.rebuildAll(db, now: 1, allowDelta: false) }
+        #expect(try aggregateRows(node) == sweptAgain)
+        #expect(swept != sweptAgain)
+    }
+
     @Test("aggregates: an unchanged type copies no daily rows; a changed one gets its own")
     func differential() throws {
         let t = TempHome()
