@@ -116,18 +116,25 @@ extension ServerStore {
     /// its first bundle. Disposable (`cache/`); rebuilt when missing.
     var replicaTemplatePath: String { root + "/cache/replica-schema-v\(ArchiveMigrations.latestVersion).sqlite" }
 
+    /// Makes the template when it is missing (the server does it before it listens,
+    /// so that no bundle waits for it).
+    public func ensureReplicaTemplate() throws {
+        let fm = FileManager.default
+        let template = replicaTemplatePath
+        guard !fm.fileExists(atPath: template) else { return }
+        try fm.createDirectory(atPath: root + "/cache", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let staged = template + ".\(UUID().uuidString)"
+        defer { for suffix in ["", "-wal", "-shm", ".lock"] { try? fm.removeItem(atPath: staged + suffix) } }
+        try Self.makeTemplate(at: staged)
+        try Self.synced(staged)
+        if !fm.fileExists(atPath: template) { try? fm.moveItem(atPath: staged, toPath: template) }
+    }
+
     /// Copies the template (made first if missing) to `path`, synced, by rename.
     func copyTemplate(to path: String) throws {
         let fm = FileManager.default
         let template = replicaTemplatePath
-        if !fm.fileExists(atPath: template) {
-            try fm.createDirectory(atPath: root + "/cache", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            let staged = template + ".\(UUID().uuidString)"
-            defer { for suffix in ["", "-wal", "-shm", ".lock"] { try? fm.removeItem(atPath: staged + suffix) } }
-            try Self.makeTemplate(at: staged)
-            try Self.synced(staged)
-            if !fm.fileExists(atPath: template) { try? fm.moveItem(atPath: staged, toPath: template) }
-        }
+        try ensureReplicaTemplate()
         let staged = path + ".new"
         defer { try? fm.removeItem(atPath: staged) }
         try? fm.removeItem(atPath: staged)

@@ -48,6 +48,7 @@ public struct SyncServer: Sendable {
     public func run(host: String, port: Int, onBound: @Sendable (Int) -> Void = { _ in }) async throws {
         try store.requireInitialized()
         try FileManager.default.createDirectory(atPath: store.quarantineDirectory, withIntermediateDirectories: true)
+        try store.ensureReplicaTemplate()
         let (hello, idle, tls) = (helloTimeout, idleTimeout, tls)
         let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)

@@ -111,6 +111,18 @@ struct ReplicaCacheTests {
         #expect(leftovers.isEmpty, "\(leftovers)")
     }
 
+    @Test("the server makes the template before it listens: no bundle waits for it")
+    func templateBeforeListening() async throws {
+        let data = TempDir()
+        let template = ServerStore(root: data.path).replicaTemplatePath
+        #expect(!FileManager.default.fileExists(atPath: template))
+        try await withServer(data) { _ in
+            #expect(FileManager.default.fileExists(atPath: template))
+            let chains = try ServerStore(root: data.path).chains()
+            #expect(chains.isEmpty, "no chain yet")
+        }
+    }
+
     @Test("a damaged template is dropped: the new replica is migrated from scratch and the next one gets a good template")
     func damagedTemplate() throws {
         let dir = TempDir()
