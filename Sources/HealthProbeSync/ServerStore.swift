@@ -79,8 +79,7 @@ extension ServerStore {
     /// Opens (creating if needed) the replica of `chainHash`.
     public func openReplica(_ chainHash: String) throws -> Archive {
         let path = replicaPath(chainHash.lowercased())
-        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
+        try PrivateFiles.makeDirectory(chainsDirectory + "/\(chainHash.lowercased())")
         let fresh = !FileManager.default.fileExists(atPath: path)
         if fresh { try copyTemplate(to: path) }
         // Acknowledged means on disk: every replica commit is synced (`.full`).
@@ -138,8 +137,7 @@ extension ServerStore {
         let staged = path + ".new"
         defer { try? fm.removeItem(atPath: staged) }
         try? fm.removeItem(atPath: staged)
-        try fm.copyItem(atPath: template, toPath: staged)
-        try Self.synced(staged)
+        try PrivateFiles.copySynced(template, to: staged)
         try fm.moveItem(atPath: staged, toPath: path)
     }
 
@@ -257,7 +255,7 @@ extension ServerStore {
     /// Keeps a received bundle as `<sequence>.jsonl.incoming` (a hard link, else a copy), synced to disk.
     func keep(file path: String, chain: String, sequence: Int) throws -> String {
         let fm = FileManager.default
-        try fm.createDirectory(atPath: bundlesDirectory(chain), withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try PrivateFiles.makeDirectory(bundlesDirectory(chain))
         let target = bundlePath(chain, sequence: sequence) + ".incoming"
         if fm.fileExists(atPath: target) { try fm.removeItem(atPath: target) }
         do { try fm.linkItem(atPath: path, toPath: target) } catch { try fm.copyItem(atPath: path, toPath: target) }
