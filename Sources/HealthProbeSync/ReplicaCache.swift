@@ -15,6 +15,8 @@ package final class ReplicaCache: @unchecked Sendable {
     private var open: [String: Archive] = [:]
     /// Each kept replica's second connection, for checkpoints and WAL cuts (opened on first use).
     private var checkpointers: [String: DatabaseQueue] = [:]
+    /// The last bundle applied to a kept replica by this server (sequence, manifest hash).
+    private var applied: [String: (sequence: Int, manifestHash: String)] = [:]
     private var order: [String] = []
 
     package init(capacity: Int = ServerConfig.defaultKeptReplicas) { self.capacity = max(1, capacity) }
@@ -37,6 +39,7 @@ package final class ReplicaCache: @unchecked Sendable {
                 let closed = order.removeFirst()
                 open[closed] = nil
                 checkpointers[closed] = nil
+                applied[closed] = nil
             }
         }
         return archive
@@ -46,6 +49,17 @@ package final class ReplicaCache: @unchecked Sendable {
     private func touch(_ chain: String) {
         order.removeAll { $0 == chain }
         order.append(chain)
+    }
+
+    /// Records the bundle just committed to a kept replica, for `lastApplied`.
+    package func noteApplied(_ chain: String, sequence: Int, manifestHash: String) {
+        lock.withLock { if open[chain] != nil { applied[chain] = (sequence, manifestHash) } }
+    }
+
+    /// The last bundle committed to a kept replica since it was opened, when one was:
+    /// what its `bundle_log` would answer, without opening a connection to ask.
+    package func lastApplied(_ chain: String) -> (sequence: Int, manifestHash: String)? {
+        lock.withLock { applied[chain] }
     }
 
     /// Frees the page cache of a kept replica (after its apply).
@@ -126,6 +140,7 @@ package final class ReplicaCache: @unchecked Sendable {
         lock.withLock {
             open[chain] = nil
             checkpointers[chain] = nil
+            applied[chain] = nil
             order.removeAll { $0 == chain }
         }
     }

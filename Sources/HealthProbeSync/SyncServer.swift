@@ -122,7 +122,7 @@ public struct SyncServer: Sendable {
                             let chain = try ServerStore.chainHash(try frame.jsonObject())
                             try requireActive(device)
                             try Self.mapAuth { try registry.authorizeRead(device, chain: chain) }
-                            let (seq, hash) = try store.status(chain)
+                            let (seq, hash) = try applier.status(chain)
                             try registry.recordSync(chain: chain, now: now(), clockOffset: clockOffset)
                             try await outbound.write(.frame(.json(.chainStatus, .object([
                                 "device_chain_hash": .string(chain), "last_sequence": .int(seq), "last_manifest_hash": .optional(hash)]))))
@@ -406,6 +406,14 @@ actor ApplyQueue {
         return (release, now.sorted())
     }
 
+    /// A chain's last sequence and manifest hash: remembered from its last apply
+    /// while its replica is kept, else read from the replica (a connection opened
+    /// and its schema read for every sync session's `CHAIN_STATUS`).
+    nonisolated func status(_ chain: String) throws -> (Int, String?) {
+        if let last = replicas.lastApplied(chain) { return (last.sequence, last.manifestHash) }
+        return try store.status(chain)
+    }
+
     /// Chains applied to and not yet checkpointed (tests).
     func uncheckedChains() -> Set<String> { Set(unchecked.keys) }
 
@@ -421,7 +429,12 @@ actor ApplyQueue {
                 }.outcome
             }
             // Only an applied bundle wrote to the WAL.
-            if case .applied = outcome { await release(chain, appliedBytes: bytes) } else { await release(chain) }
+            if case .applied(_, let sequence) = outcome {
+                replicas.noteApplied(chain, sequence: sequence, manifestHash: manifestHash)
+                await release(chain, appliedBytes: bytes)
+            } else {
+                await release(chain)
+            }
             await ended()
             return outcome
         } catch {

@@ -146,7 +146,7 @@ public final class DeviceRegistry: Sendable {
     /// The device whose credential this is, unless revoked.
     public func authenticate(name: String, credential: String) throws -> Identity {
         try queue.read { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT id, credential_hash, revoked_at FROM devices WHERE name = ?", arguments: [name]),
+            guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT id, credential_hash, revoked_at FROM devices WHERE name = ?"), arguments: [name]),
                   let expected: String = row["credential_hash"], (row["revoked_at"] as Double?) == nil,
                   Self.constantTimeEqual(expected, ArchiveHasher.sha256(.credential, credential)) else {
                 throw AuthError(.unauthorized, "not authenticated: unknown device, wrong credential, or revoked")
@@ -157,7 +157,7 @@ public final class DeviceRegistry: Sendable {
 
     /// Whether `identity` is still allowed (it may have been revoked since it authenticated).
     public func isActive(_ identity: Identity) throws -> Bool {
-        try queue.read { db in try Bool.fetchOne(db, sql: "SELECT revoked_at IS NULL FROM devices WHERE id = ?", arguments: [identity.id]) ?? false }
+        try queue.read { db in try Bool.fetchOne(db.cachedStatement(sql: "SELECT revoked_at IS NULL FROM devices WHERE id = ?"), arguments: [identity.id]) ?? false }
     }
 
     /// Revokes a device: its credential and any unused token stop working at once.
@@ -173,7 +173,7 @@ public final class DeviceRegistry: Sendable {
     /// Read access: a chain owned by another device is forbidden; an unowned one is allowed.
     public func authorizeRead(_ identity: Identity, chain: String) throws {
         let owner = try queue.read { db in
-            try Int64.fetchOne(db, sql: "SELECT device_id FROM chain_owners WHERE device_chain_hash = ?", arguments: [chain])
+            try Int64.fetchOne(db.cachedStatement(sql: "SELECT device_id FROM chain_owners WHERE device_chain_hash = ?"), arguments: [chain])
         }
         if let owner, owner != identity.id {
             throw AuthError(.forbidden, "this device's credential does not own chain \(chain.prefix(16)); a device writes only the chains it created")
@@ -184,12 +184,12 @@ public final class DeviceRegistry: Sendable {
     public func claim(_ identity: Identity, chain: String, now: Double) throws {
         // Every bundle claims its chain; once bound, a read answers without a write transaction.
         let owner = try queue.read { db in
-            try Int64.fetchOne(db, sql: "SELECT device_id FROM chain_owners WHERE device_chain_hash = ?", arguments: [chain])
+            try Int64.fetchOne(db.cachedStatement(sql: "SELECT device_id FROM chain_owners WHERE device_chain_hash = ?"), arguments: [chain])
         }
         if owner == identity.id { return }
         try queue.write { db in
             try db.execute(sql: "INSERT OR IGNORE INTO chain_owners(device_chain_hash, device_id, bound_at) VALUES (?, ?, ?)", arguments: [chain, identity.id, now])
-            let owner = try Int64.fetchOne(db, sql: "SELECT device_id FROM chain_owners WHERE device_chain_hash = ?", arguments: [chain])
+            let owner = try Int64.fetchOne(db.cachedStatement(sql: "SELECT device_id FROM chain_owners WHERE device_chain_hash = ?"), arguments: [chain])
             guard owner == identity.id else {
                 throw AuthError(.forbidden, "this device's credential does not own chain \(chain.prefix(16)); a device writes only the chains it created")
             }
@@ -199,10 +199,10 @@ public final class DeviceRegistry: Sendable {
     /// Records that `chain` synced now, with the device clock's offset (device minus server, seconds).
     public func recordSync(chain: String, now: Double, clockOffset: Double?) throws {
         try queue.write { db in
-            try db.execute(sql: """
+            try db.cachedStatement(sql: """
                 INSERT INTO chain_syncs(device_chain_hash, last_sync_at, clock_offset_seconds) VALUES (?, ?, ?)
                 ON CONFLICT(device_chain_hash) DO UPDATE SET last_sync_at = excluded.last_sync_at, clock_offset_seconds = excluded.clock_offset_seconds
-                """, arguments: [chain, now, clockOffset])
+                """).execute(arguments: [chain, now, clockOffset])
         }
     }
 

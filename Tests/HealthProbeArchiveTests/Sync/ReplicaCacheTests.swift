@@ -255,6 +255,17 @@ struct ReplicaCacheTests {
         await queue.checkpointApplied()
         #expect(await queue.uncheckedChains() == [bundles[0].chain, bundles[1].chain])
         #expect(try size(bundles[2].chain) > third)
+        // CHAIN_STATUS answers from what was applied, as the replica itself does; without a kept replica, from the file.
+        for b in bundles {
+            let remembered = try queue.status(b.chain), stored = try store.status(b.chain)
+            #expect(remembered.0 == 1 && remembered.1 == b.hash)
+            #expect(stored.0 == remembered.0 && stored.1 == remembered.1)
+        }
+        #expect(try queue.status(String(repeating: "e", count: 64)).0 == 0)
+        let replicas = await queue.replicas
+        replicas.evict(bundles[0].chain)
+        #expect(replicas.lastApplied(bundles[0].chain) == nil)
+        #expect(try queue.status(bundles[0].chain).1 == bundles[0].hash, "read from the replica")
         // None in flight: every waiting chain is checkpointed, and the replicas stay complete.
         await queue.ended()
         await queue.checkpointApplied()
