@@ -8,6 +8,14 @@ import Testing
 struct ReplicaCacheTests {
     static let chains = (1...3).map { String(repeating: String($0), count: 64) }
 
+    /// A new server data directory; it lasts as long as the returned `TempDir`.
+    static func newStore() throws -> (TempDir, ServerStore) {
+        let dir = TempDir()
+        let store = ServerStore(root: dir.path)
+        try store.create()
+        return (dir, store)
+    }
+
     /// A server store with one replica kept open by a `ReplicaCache`.
     struct KeptReplica {
         let dir = TempDir()
@@ -39,9 +47,7 @@ struct ReplicaCacheTests {
 
     @Test("a replica commits with synchronous = FULL: what is acknowledged is on disk")
     func replicasAreSynchronousFull() throws {
-        let dir = TempDir()
-        let store = ServerStore(root: dir.path)
-        try store.create()
+        let (dir, store) = try Self.newStore()
         let replica = try store.openReplica(Self.chains[0])
         let level = try replica.writer.read { try Int.fetchOne($0, sql: "PRAGMA synchronous") }
         #expect(level == 2)
@@ -52,9 +58,7 @@ struct ReplicaCacheTests {
 
     @Test("a replica applies without SQLite's foreign-key checks: a reference the replica lacks is refused by the applier, nothing stored; applied replicas pass foreign_key_check")
     func referencesResolvedByTheApplier() throws {
-        let dir = TempDir()
-        let store = ServerStore(root: dir.path)
-        try store.create()
+        let (dir, store) = try Self.newStore()
         let t = TempHome()
         try simulate(t, days: 1)
         let node = try t.open()
@@ -87,9 +91,7 @@ struct ReplicaCacheTests {
 
     @Test("a new chain's replica is a copy of the migrated template: latest schema, its own creation time; a missing template is made again")
     func newReplicasFromTheTemplate() throws {
-        let dir = TempDir()
-        let store = ServerStore(root: dir.path)
-        try store.create()
+        let (dir, store) = try Self.newStore()
         let before = Date().timeIntervalSince1970 - 1
         let first = try store.openReplica(Self.chains[0])
         #expect(FileManager.default.fileExists(atPath: store.replicaTemplatePath))
@@ -125,9 +127,7 @@ struct ReplicaCacheTests {
 
     @Test("a damaged template is dropped: the new replica is migrated from scratch and the next one gets a good template")
     func damagedTemplate() throws {
-        let dir = TempDir()
-        let store = ServerStore(root: dir.path)
-        try store.create()
+        let (dir, store) = try Self.newStore()
         _ = try store.openReplica(Self.chains[0])
         try Data(repeating: 0x41, count: 8192).write(to: URL(fileURLWithPath: store.replicaTemplatePath))
         let replica = try store.openReplica(Self.chains[1])
@@ -141,9 +141,7 @@ struct ReplicaCacheTests {
 
     @Test("at most `capacity` replicas stay open; the least recently used is closed (its lock released)")
     func evictsLeastRecentlyUsed() throws {
-        let dir = TempDir()
-        let store = ServerStore(root: dir.path)
-        try store.create()
+        let (dir, store) = try Self.newStore()
         let cache = ReplicaCache(capacity: 2)
         var opened = 0
         func get(_ chain: String) throws -> Archive { try cache.replica(chain) { opened += 1; return try store.openReplica(chain) } }
@@ -178,9 +176,7 @@ struct ReplicaCacheTests {
     #if os(Linux)
     @Test("the checkpoint connection is opened once, kept with its replica, and closed when the replica is evicted")
     func checkpointConnectionIsKept() throws {
-        let dir = TempDir()
-        let store = ServerStore(root: dir.path)
-        try store.create()
+        let (dir, store) = try Self.newStore()
         let cache = ReplicaCache()
         let chain = Self.chains[0], path = store.replicaPath(chain)
         // Only the cache holds the replica.
@@ -219,9 +215,7 @@ struct ReplicaCacheTests {
 
     @Test("while other applies run, checkpoints wait (up to a chain's deferred bytes); the first call with none running checkpoints them all")
     func checkpointsWaitWhileApplying() async throws {
-        let dir = TempDir()
-        let store = ServerStore(root: dir.path)
-        try store.create()
+        let (dir, store) = try Self.newStore()
         // One bundle of each of three nodes.
         var bundles: [(chain: String, path: String, hash: String)] = []
         for seed in 1...3 as ClosedRange<UInt64> {
