@@ -232,7 +232,7 @@ public enum Aggregates {
     /// (totals, daily grouping, changes): exactly what those give when every sample
     /// has a value, all in one unit; false (nothing written) otherwise, or when the
     /// daily groups would pass `DailyDelta.limit`. A new chain's first bundle on a
-    /// replica always comes this way.
+    /// replica comes this way for every type whose samples have values in one unit.
     static func updateBySweep(_ db: Database, obs: Int64, typeID: Int64, typeIdentifier: String, days: LocalDays, now: Double) throws -> Bool {
         let rows = try Row.fetchCursor(db.cachedStatement(sql: "SELECT start_date, end_date, numeric_value, unit, source_revision_id FROM (\(visibleSQL))"),
                                        arguments: [typeID, obs, obs])
