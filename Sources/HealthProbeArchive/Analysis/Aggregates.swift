@@ -14,6 +14,10 @@ public enum Aggregates {
     /// depend on row order (a replica hashes the same aggregates as its node).
     static let sumScale = 1_000_000.0
 
+    /// A value in the integer micro-units sums are taken in, as `exactSumSQL`'s
+    /// `CAST(round(v * 1e6) AS INTEGER)` gives it in SQL.
+    static func micro(_ value: Double) -> Int64 { Int64((value * sumScale).rounded()) }
+
     /// The exact sum of `numeric_value` in micro-units, null with more than one unit
     /// (`prefix`: the table alias with its dot, or empty).
     static func exactSumSQL(_ prefix: String) -> String {
@@ -169,7 +173,7 @@ public enum Aggregates {
               AND s.sample_type_id = ?
             """), arguments: [pid, obs, obs, typeID, pid, obs, pid, typeID])
         var count = pCount
-        var micro = Int64((pSum * sumScale).rounded())
+        var micro = Self.micro(pSum)
         var top = pMax
         // A closed range held the maximum: the new one is read from the new daily rows.
         var topFromDaily = false
@@ -181,30 +185,27 @@ public enum Aggregates {
         // daily rows); days where a range closed (recomputed).
         var added = DailyDelta()
         var closedDays = Set<Double>()
-        // The local day of the previous row: changed samples mostly share days.
-        var day: (start: Double, next: Double) = (0, 0)
+        // Changed samples mostly share days.
+        var cursor = LocalDays.Cursor(days)
         while let r = try rows.next() {
             // Columns by position: start_date, end_date, numeric_value, unit, sign, source_revision_id.
             guard let value = r[2] as Double?, (r[3] as String?) == unit else { return false }
             let sign: Int = r[4]
             let start: Double = r[0], end: Double = r[1]
-            let valueMicro = Int64((value * sumScale).rounded())
+            let valueMicro = Self.micro(value)
+            let day = cursor.dayStart(start)
             count += sign
             micro += Int64(sign) * valueMicro
-            if !(start >= day.start && start < day.next) {
-                let d = days.dayStart(start)
-                day = (d, days.nextDayStart(d))
-            }
             if sign > 0 {
                 top = max(top, value)
                 openedFirst = min(openedFirst, start); openedLast = max(openedLast, end)
                 // Too many groups to hold: one pass over the type instead.
-                guard added.add(day: day.start, revision: r[5], micro: valueMicro, value: value) else { return false }
+                guard added.add(day: day, revision: r[5], micro: valueMicro, value: value) else { return false }
             } else {
                 if start <= pFirst { closedFirst = true }
                 if end >= pLast { closedLast = true }
                 if value >= pMax { topFromDaily = true }
-                closedDays.insert(day.start)
+                closedDays.insert(day)
             }
         }
         guard count > 0 else { return false }
@@ -241,23 +242,19 @@ public enum Aggregates {
         // The first sample's unit; every other must have the same.
         var unit: String?? = .none
         var groups = DailyDelta()
-        var day: (start: Double, next: Double) = (0, 0)
+        var cursor = LocalDays.Cursor(days)
         while let r = try rows.next() {
             // Columns by position: start_date, end_date, numeric_value, unit, source_revision_id.
             guard let value = r[2] as Double? else { return false }
             let u = r[3] as String?
             if let expected = unit { guard u == expected else { return false } } else { unit = .some(u) }
             let start: Double = r[0], end: Double = r[1]
-            let valueMicro = Int64((value * sumScale).rounded())
+            let valueMicro = Self.micro(value)
             count += 1
             micro += valueMicro
             top = max(top, value)
             first = min(first, start); last = max(last, end)
-            if !(start >= day.start && start < day.next) {
-                let d = days.dayStart(start)
-                day = (d, days.nextDayStart(d))
-            }
-            guard groups.add(day: day.start, revision: r[4], micro: valueMicro, value: value) else { return false }
+            guard groups.add(day: cursor.dayStart(start), revision: r[4], micro: valueMicro, value: value) else { return false }
         }
         guard count > 0 else { return false }
         let insert = try insertDailyStatement(db)
@@ -292,7 +289,15 @@ public enum Aggregates {
     /// count, exact sum in micro-units, maximum. Bounded: `add` refuses a group
     /// beyond `limit` (the caller then runs the full pass).
     struct DailyDelta {
-        struct Group { var count = 0, micro: Int64 = 0, top = -Double.infinity }
+        struct Group {
+            var count = 0, micro: Int64 = 0, top = -Double.infinity
+
+            mutating func add(micro m: Int64, value: Double) {
+                count += 1
+                micro += m
+                top = max(top, value)
+            }
+        }
         static let limit = 50_000
         private(set) var days: [Double: [Int64?: Group]] = [:]
         private var groups = 0
@@ -302,9 +307,7 @@ public enum Aggregates {
                 guard groups < Self.limit else { return false }
                 groups += 1
             }
-            days[day, default: [:]][revision, default: Group()].count += 1
-            days[day]![revision]!.micro += micro
-            days[day]![revision]!.top = max(days[day]![revision]!.top, value)
+            days[day, default: [:]][revision, default: Group()].add(micro: micro, value: value)
             return true
         }
     }
@@ -376,7 +379,7 @@ public enum Aggregates {
                     try insert.execute(arguments: [obs, typeID, d, r[1] as Double, r[2] as Int, r[3] as Double?, r[4] as Double?, revision, r[5] as String?])
                     continue
                 }
-                let micro = Int64(((r[3] as Double) * sumScale).rounded()) + g.micro
+                let micro = Self.micro(r[3] as Double) + g.micro
                 try insert.execute(arguments: [obs, typeID, d, r[1] as Double, (r[2] as Int) + g.count, Double(micro) / sumScale,
                                                max(r[4] as Double, g.top), revision, nil])
             }

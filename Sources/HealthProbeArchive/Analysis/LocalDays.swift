@@ -28,6 +28,24 @@ public struct LocalDays: Sendable {
         return calendar.startOfDay(for: next).timeIntervalSince1970
     }
 
+    /// The local days of one time after another, remembering the last day found:
+    /// times read in order mostly share days, and finding one asks the calendar twice.
+    struct Cursor {
+        let days: LocalDays
+        private var start = 0.0, next = 0.0
+
+        init(_ days: LocalDays) { self.days = days }
+
+        /// Start (UTC seconds) of the local day holding `seconds`.
+        mutating func dayStart(_ seconds: Double) -> Double {
+            if !(seconds >= start && seconds < next) {
+                start = days.dayStart(seconds)
+                next = days.nextDayStart(start)
+            }
+            return start
+        }
+    }
+
     /// Every local day from the one holding `from` to the one holding `to`, as
     /// `(start, end)` UTC bounds; `body` is called once per day.
     public func forEachDay(from: Double, to: Double, _ body: (Double, Double) throws -> Void) rethrows {
