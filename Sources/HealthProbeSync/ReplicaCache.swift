@@ -21,6 +21,10 @@ package final class ReplicaCache: @unchecked Sendable {
 
     package init(capacity: Int = ServerConfig.defaultKeptReplicas) { self.capacity = max(1, capacity) }
 
+    /// Set on both connections of a kept replica: neither checkpoints in a commit nor
+    /// cuts the WAL file; `checkpoint` and `cutWAL` do, outside the applies.
+    static let noWALWorkInCommits = "PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = -1"
+
     /// The open replica of `chain`, opened with `opener` when not kept.
     package func replica(_ chain: String, opener: () throws -> Archive) throws -> Archive {
         if let kept = lock.withLock({ () -> Archive? in
@@ -31,7 +35,7 @@ package final class ReplicaCache: @unchecked Sendable {
         let archive = try opener()
         // Checkpoints run after the acknowledgement (`checkpoint`), not inside the commit;
         // so does cutting a grown WAL file back (never in an apply's commit: see `checkpoint`).
-        try archive.writer.writeWithoutTransaction { try $0.execute(sql: "PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = -1") }
+        try archive.writer.writeWithoutTransaction { try $0.execute(sql: Self.noWALWorkInCommits) }
         lock.withLock {
             open[chain] = archive
             touch(chain)
@@ -93,7 +97,7 @@ package final class ReplicaCache: @unchecked Sendable {
         config.busyMode = .timeout(10)
         let connection = try DatabaseQueue(path: path, configuration: config)
         // Not cut by this connection's commits either (`cutWAL` sets its own limit per step).
-        try connection.writeWithoutTransaction { try $0.execute(sql: "PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = -1") }
+        try connection.writeWithoutTransaction { try $0.execute(sql: Self.noWALWorkInCommits) }
         return lock.withLock {
             // Kept only while its replica is (an eviction may have come in between).
             guard open[chain] != nil else { return connection }

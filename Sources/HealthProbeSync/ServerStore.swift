@@ -121,7 +121,7 @@ extension ServerStore {
         let fm = FileManager.default
         let template = replicaTemplatePath
         guard !fm.fileExists(atPath: template) else { return }
-        try fm.createDirectory(atPath: root + "/cache", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try PrivateFiles.makeDirectory(root + "/cache")
         let staged = template + ".\(UUID().uuidString)"
         defer { for suffix in ["", "-wal", "-shm", ".lock"] { try? fm.removeItem(atPath: staged + suffix) } }
         try Self.makeTemplate(at: staged)
