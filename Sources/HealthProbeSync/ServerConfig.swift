@@ -24,7 +24,15 @@ public struct ServerConfig: Sendable, Equatable {
     public static let defaultKeptReplicas = 64
     public static let keptReplicasRange = 1...1000
 
-    public static let keys: Set<String> = ["listen", "advertise", "metrics_listen", "log_level", "hello_timeout_seconds", "idle_timeout_seconds", "kept_replicas"]
+    /// Threads that verify and apply bundles, different chains in parallel
+    /// (1...64; default one more than the cores, so that a core does not idle
+    /// while an apply waits for its commit to reach the disk).
+    public var applyThreads: Int?
+    /// `apply_threads` when neither the file nor the command line sets it, and its allowed range.
+    public static var defaultApplyThreads: Int { ProcessInfo.processInfo.activeProcessorCount + 1 }
+    public static let applyThreadsRange = 1...64
+
+    public static let keys: Set<String> = ["listen", "advertise", "metrics_listen", "log_level", "hello_timeout_seconds", "idle_timeout_seconds", "kept_replicas", "apply_threads"]
 
     public init() {}
 
@@ -65,12 +73,15 @@ public struct ServerConfig: Sendable, Equatable {
         c.logLevel = try string("log_level")
         c.helloTimeoutSeconds = try number("hello_timeout_seconds")
         c.idleTimeoutSeconds = try number("idle_timeout_seconds")
-        if let kept = try number("kept_replicas") {
-            guard kept == kept.rounded(), keptReplicasRange.contains(Int(exactly: kept) ?? 0) else {
-                throw ArchiveError(.invalidInput, "config file \(file): \"kept_replicas\" must be a whole number \(keptReplicasRange)")
+        func whole(_ k: String, _ range: ClosedRange<Int>) throws -> Int? {
+            guard let d = try number(k) else { return nil }
+            guard d == d.rounded(), let n = Int(exactly: d), range.contains(n) else {
+                throw ArchiveError(.invalidInput, "config file \(file): \"\(k)\" must be a whole number \(range)")
             }
-            c.keptReplicas = Int(kept)
+            return n
         }
+        c.keptReplicas = try whole("kept_replicas", keptReplicasRange)
+        c.applyThreads = try whole("apply_threads", applyThreadsRange)
         for (k, v) in [("listen", c.listen), ("advertise", c.advertise), ("metrics_listen", c.metricsListen)] {
             if let v, SyncAddress.parse(v, allowAnyPort: k != "advertise") == nil {
                 throw ArchiveError(.invalidInput, "config file \(file): \"\(k)\" must be HOST:PORT, got \(v)")

@@ -30,7 +30,7 @@ public struct SyncServer: Sendable {
     public init(store: ServerStore, logger: Logger = Archive.silentLogger, helloTimeout: TimeAmount = .seconds(10),
                 idleTimeout: TimeAmount = .seconds(120), throttle: AuthThrottle = AuthThrottle(),
                 metrics: ServerMetrics = ServerMetrics(), keptReplicas: Int = ServerConfig.defaultKeptReplicas,
-                now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) throws {
+                applyThreads: Int = ServerConfig.defaultApplyThreads, now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) throws {
         try store.requireInitialized()
         self.store = store
         self.logger = logger
@@ -41,11 +41,23 @@ public struct SyncServer: Sendable {
         registry = try store.registry()
         tls = try store.identity().serverContext()
         self.throttle = SharedAuthThrottle(throttle)
-        applier = ApplyQueue(store: store, keptReplicas: keptReplicas)
+        applier = ApplyQueue(store: store, keptReplicas: keptReplicas, threads: applyThreads)
     }
 
-    /// Binds and serves until cancelled. `onBound` gets the bound port.
+    /// Binds and serves until cancelled. `onBound` gets the bound port. Once
+    /// serving ends, the apply threads stop: applies still waiting for one are
+    /// abandoned (nothing of them stored) and their connections get an error.
     public func run(host: String, port: Int, onBound: @Sendable (Int) -> Void = { _ in }) async throws {
+        do {
+            try await serve(host: host, port: port, onBound: onBound)
+        } catch {
+            await applier.shutdown()
+            throw error
+        }
+        await applier.shutdown()
+    }
+
+    private func serve(host: String, port: Int, onBound: @Sendable (Int) -> Void) async throws {
         try store.requireInitialized()
         try FileManager.default.createDirectory(atPath: store.quarantineDirectory, withIntermediateDirectories: true)
         try store.ensureReplicaTemplate()
@@ -309,11 +321,15 @@ public struct SyncServer: Sendable {
 
 /// Serializes applies per chain (each chain in sequence order) while
 /// different chains apply in parallel: one replica file each, nothing shared.
-/// The blocking SQLite work runs on NIO's blocking-I/O thread pool, never on
-/// Swift's cooperative threads, so connections keep being served meanwhile.
+/// The blocking SQLite work runs on the queue's own threads, never on Swift's
+/// cooperative threads, so connections keep being served meanwhile. There is
+/// one thread more than the cores by default: an apply spends part of its time
+/// waiting for its commit and its bundle file to reach the disk, and with only
+/// as many threads as cores a core idled meanwhile while bundles waited
+/// (docs/decisions/2026-11-24-apply-threads.md).
 actor ApplyQueue {
     let store: ServerStore
-    let pool = NIOThreadPool.singleton
+    let pool: NIOThreadPool
     let replicas: ReplicaCache
     /// While other applies run or wait, a chain's checkpoint waits until its
     /// uncopied bundles reach this many bytes (its WAL stays about that size).
@@ -327,11 +343,24 @@ actor ApplyQueue {
     private var unchecked: [String: Int] = [:]
     private var waiting: [String: [CheckedContinuation<Void, Never>]] = [:]
 
-    init(store: ServerStore, keptReplicas: Int, deferredCheckpointBytes: Int = 16 << 20) {
+    init(store: ServerStore, keptReplicas: Int, threads: Int = ServerConfig.defaultApplyThreads, deferredCheckpointBytes: Int = 16 << 20) {
         self.store = store
         self.deferredCheckpointBytes = deferredCheckpointBytes
         replicas = ReplicaCache(capacity: keptReplicas)
+        pool = NIOThreadPool(numberOfThreads: max(1, threads))
+        pool.start()
     }
+
+    deinit { pool.shutdownGracefully { _ in } }
+
+    /// Stops the apply threads once the applies running on them end; applies not
+    /// started yet fail (nothing of them is stored). Calling it again does nothing.
+    nonisolated func shutdown() async {
+        try? await pool.shutdownGracefully()
+    }
+
+    /// How many threads apply bundles (tests).
+    nonisolated var threads: Int { pool.numberOfThreads }
 
     private func acquire(_ chain: String) async {
         guard busy.contains(chain) else { busy.insert(chain); return }

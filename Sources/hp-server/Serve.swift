@@ -25,11 +25,17 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .long, help: "Replicas kept open between bundles, about 1-1.5 MB each (default: config, else 64).")
     var keptReplicas: Int?
 
+    @Option(name: .long, help: "Threads verifying and applying bundles (default: config, else cores + 1).")
+    var applyThreads: Int?
+
     func validate() throws {
         if let listen, SyncAddress.parse(listen, allowAnyPort: true) == nil { throw ValidationError("--listen must be HOST:PORT, got \(listen)") }
         if let metrics, SyncAddress.parse(metrics, allowAnyPort: true) == nil { throw ValidationError("--metrics must be HOST:PORT, got \(metrics)") }
         if let keptReplicas, !ServerConfig.keptReplicasRange.contains(keptReplicas) {
             throw ValidationError("--kept-replicas must be \(ServerConfig.keptReplicasRange), got \(keptReplicas)")
+        }
+        if let applyThreads, !ServerConfig.applyThreadsRange.contains(applyThreads) {
+            throw ValidationError("--apply-threads must be \(ServerConfig.applyThreadsRange), got \(applyThreads)")
         }
     }
 
@@ -50,7 +56,8 @@ struct Serve: AsyncParsableCommand {
         let server = try SyncServer(store: options.store, logger: logger,
                                     helloTimeout: .milliseconds(Int64((settings.helloTimeoutSeconds ?? 10) * 1000)),
                                     idleTimeout: .milliseconds(Int64((settings.idleTimeoutSeconds ?? 120) * 1000)),
-                                    metrics: serverMetrics, keptReplicas: keptReplicas ?? settings.keptReplicas ?? ServerConfig.defaultKeptReplicas)
+                                    metrics: serverMetrics, keptReplicas: keptReplicas ?? settings.keptReplicas ?? ServerConfig.defaultKeptReplicas,
+                                    applyThreads: applyThreads ?? settings.applyThreads ?? ServerConfig.defaultApplyThreads)
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: ListenerService {
             try await server.run(host: host, port: port) { announce("listening on \(host):\($0)") }
         })]

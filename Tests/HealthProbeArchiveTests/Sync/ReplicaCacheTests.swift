@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import NIOConcurrencyHelpers
 import Testing
 @testable import HealthProbeArchive
 @testable import HealthProbeSync
@@ -269,6 +270,44 @@ struct ReplicaCacheTests {
             let replica = try Archive.open(path: store.replicaPath(b.chain), mode: .readOnly)
             #expect(try await replica.writer.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM bundle_log") } == 1)
         }
+    }
+
+    @Test("applies run on the queue's own threads, as many at once as it has; once shut down an apply is refused and stores nothing")
+    func applyThreads() async throws {
+        let (dir, store) = try Self.newStore()
+        let queue = ApplyQueue(store: store, keptReplicas: 8, threads: 3)
+        // Three blocking jobs meet only if three threads run them at once (each gives up after 10 s).
+        let met = NIOLockedValueBox(0)
+        let results = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for _ in 0..<3 {
+                group.addTask {
+                    try await queue.pool.runIfActive {
+                        met.withLockedValue { $0 += 1 }
+                        let deadline = Date().addingTimeInterval(10)
+                        while met.withLockedValue({ $0 }) < 3 && Date() < deadline { usleep(1_000) }
+                        return met.withLockedValue { $0 } == 3
+                    }
+                }
+            }
+            return try await group.reduce(into: [Bool]()) { $0.append($1) }
+        }
+        #expect(results == [true, true, true])
+        // Shut down (twice is harmless): a bundle is refused, and neither its replica nor its bundle file exists.
+        let t = TempHome()
+        try simulate(t, days: 1, seed: 9)
+        let node = try t.open()
+        let path = dir.file("bundle.jsonl")
+        let written = try await node.archive.writer.read { db in
+            try BundleFile.write(db, observationID: try Int64.fetchOne(db, sql: "SELECT max(id) FROM observations")!, previousManifestHash: nil, to: path)
+        }
+        await queue.shutdown()
+        await queue.shutdown()
+        await #expect(throws: (any Error).self) {
+            _ = try await queue.apply(chain: node.deviceChainHash, path: path, manifestHash: written.manifestHash, bytes: 1, at: 1_750_000_000)
+        }
+        #expect(!FileManager.default.fileExists(atPath: store.replicaPath(node.deviceChainHash)))
+        #expect(!FileManager.default.fileExists(atPath: store.bundlePath(node.deviceChainHash, sequence: 1)))
+        #expect(try store.status(node.deviceChainHash).0 == 0)
     }
 
     @Test("a grown WAL is cut back by the checkpoint, a step at a time, never by the replica's own commit")

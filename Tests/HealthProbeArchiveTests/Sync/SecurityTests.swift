@@ -198,13 +198,14 @@ struct SecurityTests {
     func config() throws {
         let dir = TempDir()
         #expect(try ServerConfig.load(dataDirectory: dir.path) == ServerConfig())
-        try #"{"listen":"0.0.0.0:7447","metrics_listen":"127.0.0.1:9100","log_level":"debug","idle_timeout_seconds":60,"kept_replicas":16}"#
+        try #"{"listen":"0.0.0.0:7447","metrics_listen":"127.0.0.1:9100","log_level":"debug","idle_timeout_seconds":60,"kept_replicas":16,"apply_threads":3}"#
             .write(toFile: dir.path + "/config.json", atomically: true, encoding: .utf8)
         let c = try ServerConfig.load(dataDirectory: dir.path)
-        #expect(c.listen == "0.0.0.0:7447" && c.metricsListen == "127.0.0.1:9100" && c.logLevel == "debug" && c.idleTimeoutSeconds == 60 && c.keptReplicas == 16)
+        #expect(c.listen == "0.0.0.0:7447" && c.metricsListen == "127.0.0.1:9100" && c.logLevel == "debug" && c.idleTimeoutSeconds == 60 && c.keptReplicas == 16 && c.applyThreads == 3)
         for (text, needle) in [(#"{"lisen":"x"}"#, "unknown key \"lisen\""), (#"{"listen":"nope"}"#, "HOST:PORT"), (#"{"log_level":"loud"}"#, "log level"),
                                (#"{"idle_timeout_seconds":-1}"#, "positive"), (#"{"kept_replicas":2.5}"#, "whole number"), (#"{"kept_replicas":1001}"#, "1...1000"),
-                               (#"{"kept_replicas":0}"#, "positive"), ("[1]", "object"), ("{", "invalid JSON")] {
+                               (#"{"kept_replicas":0}"#, "positive"), (#"{"apply_threads":65}"#, "\"apply_threads\" must be a whole number 1...64"),
+                               (#"{"apply_threads":1.5}"#, "whole number"), ("[1]", "object"), ("{", "invalid JSON")] {
             try text.write(toFile: dir.path + "/config.json", atomically: true, encoding: .utf8)
             #expect { try ServerConfig.load(dataDirectory: dir.path) } throws: { "\($0)".contains(needle) }
         }
