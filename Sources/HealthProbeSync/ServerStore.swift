@@ -107,6 +107,7 @@ extension ServerStore {
         // lookups per sample, 5% of an apply) could never fire. `hp-server verify`
         // still runs `PRAGMA foreign_key_check` on every replica.
         try archive.writer.writeWithoutTransaction { try $0.execute(sql: "PRAGMA foreign_keys = OFF") }
+        try archive.prepareForApplies()
         return archive
     }
 

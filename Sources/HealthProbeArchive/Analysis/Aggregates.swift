@@ -328,7 +328,7 @@ public enum Aggregates {
                 return
             }
         }
-        try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS hp_touched(bucket_start REAL PRIMARY KEY)")
+        try db.ensureTempTable(TempTable.touched)
         try db.cachedStatement(sql: "DELETE FROM temp.hp_touched").execute()
         let mark = try db.cachedStatement(sql: "INSERT OR IGNORE INTO temp.hp_touched(bucket_start) VALUES (?)")
         for d in closedDays { try mark.execute(arguments: [d]) }
@@ -430,7 +430,7 @@ public enum Aggregates {
     /// `days` from the one holding `from` to the one holding `to`) into `table`, which
     /// has the columns of `daily_type_aggregates`; `aggregate_hash` is left null.
     static func computeDaily(_ db: Database, into table: String, obs: Int64, typeID: Int64, days: LocalDays, from: Double, to: Double) throws {
-        try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS hp_days(bucket_start REAL PRIMARY KEY, bucket_end REAL NOT NULL)")
+        try db.ensureTempTable(TempTable.days)
         try db.execute(sql: "DELETE FROM temp.hp_days")
         let insertDay = try db.cachedStatement(sql: "INSERT INTO temp.hp_days(bucket_start, bucket_end) VALUES (?, ?)")
         try days.forEachDay(from: from, to: to) { start, end in try insertDay.execute(arguments: [start, end]) }

@@ -54,10 +54,8 @@ public struct ObservationDiff: Sendable {
             throw ArchiveError(.invalidInput, "observations \(from) and \(to) belong to different device chains; a diff compares one chain's observations")
         }
         let lo = min(from, to), hi = max(from, to)
-        try db.execute(sql: """
-            CREATE TEMP TABLE IF NOT EXISTS hp_diff(sample_id INTEGER PRIMARY KEY, type_id INTEGER, lo_version INTEGER, hi_version INTEGER, kind TEXT);
-            DELETE FROM temp.hp_diff;
-            """)
+        try db.ensureTempTable("hp_diff", columns: "sample_id INTEGER PRIMARY KEY, type_id INTEGER, lo_version INTEGER, hi_version INTEGER, kind TEXT")
+        try db.execute(sql: "DELETE FROM temp.hp_diff")
         // Visible at lo, not at hi: ranges that close in (lo, hi].
         try db.execute(sql: """
             INSERT INTO temp.hp_diff(sample_id, lo_version)

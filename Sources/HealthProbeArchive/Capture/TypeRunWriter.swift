@@ -178,7 +178,7 @@ public final class TypeRunWriter {
     /// Returns how many.
     private func closeUnseen(_ db: Database) throws -> Int {
         let obs = session.observationID
-        try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS hp_run_gone(sample_id INTEGER PRIMARY KEY, version_id INTEGER)")
+        try db.ensureTempTable("hp_run_gone", columns: "sample_id INTEGER PRIMARY KEY, version_id INTEGER")
         try db.execute(sql: "DELETE FROM temp.hp_run_gone")
         try db.execute(sql: """
             INSERT INTO temp.hp_run_gone(sample_id, version_id)

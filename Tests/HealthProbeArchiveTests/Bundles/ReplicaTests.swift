@@ -52,6 +52,34 @@ struct ReplicaTests {
         }
     }
 
+    @Test("applying bundles keeps the replica connection's prepared statements: nothing on the way is a schema change")
+    func statementsSurviveApplies() throws {
+        let t = try history()
+        let node = try t.open()
+        let count = try node.archive.writer.read { db in try Int64.fetchOne(db, sql: "SELECT count(*) FROM observations") ?? 0 }
+        #expect(count == 5)
+        for prepared in [false, true] {
+            let replicaDir = TempDir()
+            let replica = try Archive.open(path: replicaDir.file("replica.sqlite"))
+            if prepared { try replica.prepareForApplies() }  // as the server opens its replicas
+            let probe = "SELECT count(*) FROM samples"
+            var previous: String?
+            var cached: Statement?
+            var emptied = 0
+            for obs in Int64(1)...count {
+                let (lines, hash) = try bundleLines(node, obs, previous: previous)
+                _ = try BundleApplier.apply(replica, lines: lines, manifestHash: hash, now: 1)
+                previous = hash
+                let statement = try replica.writer.write { db in try db.cachedStatement(sql: probe) }
+                if let cached, statement !== cached { emptied += 1 }
+                cached = statement
+            }
+            // Without it, creating each of the aggregates' TEMP tables is a schema change, once per connection.
+            let temps = try replica.writer.write { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM temp.sqlite_master WHERE type = 'table'") ?? 0 }
+            #expect(emptied <= (prepared ? 0 : temps), "prepared: \(prepared); the connection's statement cache was emptied \(emptied) times in \(count - 1) applies")
+        }
+    }
+
     @Test("a tampered, out-of-order or divergent bundle is refused and nothing of it is stored")
     func refusals() throws {
         let t = TempHome()
