@@ -109,7 +109,7 @@ public struct SyncServer: Sendable {
                         case .authenticate(let frame):
                             // Unauthenticated peers get nothing but an error, slower each time.
                             do {
-                                let (id, reply, offset) = try authenticate(frame)
+                                let (id, reply, offset) = try await offload { try authenticate(frame) }
                                 identity = id
                                 clockOffset = offset
                                 machine.authenticated()
@@ -130,23 +130,30 @@ public struct SyncServer: Sendable {
                         case .sendPong:
                             try await outbound.write(.frame(SyncFrame(kind: .pong, payload: ByteBuffer())))
                         case .chainStatus(let frame):
-                            let device = identity!
+                            let device = identity!, offset = clockOffset
                             let chain = try ServerStore.chainHash(try frame.jsonObject())
-                            try requireActive(device)
-                            try Self.mapAuth { try registry.authorizeRead(device, chain: chain) }
-                            let (seq, hash) = try applier.status(chain)
-                            try registry.recordSync(chain: chain, now: now(), clockOffset: clockOffset)
+                            let (seq, hash) = try await offload {
+                                try requireActive(device)
+                                try Self.mapAuth { try registry.authorizeRead(device, chain: chain) }
+                                let status = try applier.status(chain)
+                                try registry.recordSync(chain: chain, now: now(), clockOffset: offset)
+                                return status
+                            }
                             try await outbound.write(.frame(.json(.chainStatus, .object([
                                 "device_chain_hash": .string(chain), "last_sequence": .int(seq), "last_manifest_hash": .optional(hash)]))))
                         case .household(let frame):
-                            try requireActive(identity!)
+                            let device = identity!
                             let o = try frame.jsonObject()
                             func text(_ k: String) -> String? { if case .string(let t)? = o[k] { return t }; return nil }
-                            let report = try HouseholdSummary.build(store, registry: registry, type: text("type"),
-                                                                    from: text("from").flatMap(CanonicalDate.parse), to: text("to").flatMap(CanonicalDate.parse))
-                            try await outbound.write(.frame(SyncFrame(kind: .household, payload: ByteBuffer(bytes: try HouseholdSummary.wireJSON(report)))))
+                            let (type, from, to) = (text("type"), text("from").flatMap(CanonicalDate.parse), text("to").flatMap(CanonicalDate.parse))
+                            let json = try await offload {
+                                try requireActive(device)
+                                return try HouseholdSummary.wireJSON(try HouseholdSummary.build(store, registry: registry, type: type, from: from, to: to))
+                            }
+                            try await outbound.write(.frame(SyncFrame(kind: .household, payload: ByteBuffer(bytes: json))))
                         case .beginBundle(let frame):
-                            try requireActive(identity!)
+                            let device = identity!
+                            try await offload { try requireActive(device) }
                             let r = try Receiving(begin: try frame.jsonObject(), directory: store.quarantineDirectory)
                             quarantine = r.path
                             receiving = r
@@ -216,17 +223,29 @@ public struct SyncServer: Sendable {
         }
     }
 
+    /// Runs blocking work (the registry's SQLite reads and synced commits, file
+    /// reads) on NIO's blocking-I/O threads, never on Swift's cooperative threads:
+    /// with many sessions at once, those waiting there for the registry's commits
+    /// left no thread to serve the other sessions' frames and acknowledgements.
+    func offload<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await NIOThreadPool.singleton.runIfActive(body)
+    }
+
     /// Authorizes, verifies and applies a received bundle; the reply to send.
     func finish(_ r: Receiving, device: DeviceRegistry.Identity, clockOffset: Double?) async -> SyncFrame {
         var chain: String?
+        let path = r.path
         do {
-            chain = try ServerStore.peekChain(file: r.path)
-            try requireActive(device)
-            try Self.mapAuth { try registry.claim(device, chain: chain!, now: now()) }
+            let c = try await offload { try ServerStore.peekChain(file: path) }
+            chain = c
+            try await offload {
+                try requireActive(device)
+                try Self.mapAuth { try registry.claim(device, chain: c, now: now()) }
+            }
             let started = ContinuousClock.now
-            let outcome = try await applier.apply(chain: chain!, path: r.path, manifestHash: r.manifestHash, bytes: r.uncompressedSize, at: now())
+            let outcome = try await applier.apply(chain: c, path: r.path, manifestHash: r.manifestHash, bytes: r.uncompressedSize, at: now())
             metrics.bundle(outcome: outcome, seconds: (ContinuousClock.now - started).seconds)
-            try registry.recordSync(chain: chain!, now: now(), clockOffset: clockOffset)
+            try await offload { try registry.recordSync(chain: c, now: now(), clockOffset: clockOffset) }
             let status: String
             switch outcome {
             case .applied: status = "applied"
@@ -238,7 +257,8 @@ public struct SyncServer: Sendable {
             metrics.refused(code: e.code.rawValue)
             logger.warning("bundle refused", metadata: ["sync.sequence": "\(r.sequence)", "sync.error": "\(e.code.rawValue)", "sync.device": "\(device.name)"])
             if [.divergence, .forbidden, .bundleInvalid].contains(e.code) {
-                try? registry.recordEvent(kind: e.code.rawValue, chain: chain, sequence: r.sequence, device: device.name, detail: e.message, now: now())
+                let (chain, sequence) = (chain, r.sequence)
+                _ = try? await offload { try registry.recordEvent(kind: e.code.rawValue, chain: chain, sequence: sequence, device: device.name, detail: e.message, now: now()) }
             }
             return .error(e, sequence: r.sequence)
         }

@@ -7,7 +7,8 @@ import HealthProbeArchive
 /// each chain's last sync saw, and integrity events for the administrator.
 /// Replicas stay one file per chain; this file never holds health records.
 public final class DeviceRegistry: Sendable {
-    public let queue: DatabaseQueue
+    /// A pool: reads (authentication, ownership) never wait behind a commit.
+    public let database: DatabasePool
 
     /// Why a peer was refused.
     public struct AuthError: CodedError {
@@ -53,8 +54,8 @@ public final class DeviceRegistry: Sendable {
         // server records a sync per bundle, and readers (`hp-server summary`) never wait.
         config.journalMode = .wal
         SQLiteSetup.ensure()
-        queue = try DatabaseQueue(path: path, configuration: config)
-        try Self.migrator.migrate(queue)
+        database = try DatabasePool(path: path, configuration: config)
+        try Self.migrator.migrate(database)
     }
 
     static var migrator: DatabaseMigrator {
@@ -110,7 +111,7 @@ public final class DeviceRegistry: Sendable {
         }
         let secret = EnrollmentToken.randomSecret()
         let hash = ArchiveHasher.sha256(.enrollmentSecret, secret)
-        try queue.write { db in
+        try database.write { db in
             if let row = try Row.fetchOne(db, sql: "SELECT enrolled_at, revoked_at FROM devices WHERE name = ?", arguments: [name]) {
                 guard (row["enrolled_at"] as Double?) == nil, (row["revoked_at"] as Double?) == nil else {
                     throw AuthError(.duplicate, "a device named \(name) is already enrolled (or was revoked); give the device a new name")
@@ -129,7 +130,7 @@ public final class DeviceRegistry: Sendable {
     /// credential. A used, expired or wrong secret is refused the same way.
     public func redeem(name: String, secret: String, now: Double) throws -> (Identity, String) {
         let credential = EnrollmentToken.randomSecret()
-        return try queue.write { db in
+        return try database.write { db in
             guard let row = try Row.fetchOne(db, sql: "SELECT id, enrollment_secret_hash, enrollment_expires_at, revoked_at FROM devices WHERE name = ?", arguments: [name]),
                   let expected: String = row["enrollment_secret_hash"], (row["revoked_at"] as Double?) == nil,
                   let expires: Double = row["enrollment_expires_at"], now <= expires,
@@ -145,7 +146,7 @@ public final class DeviceRegistry: Sendable {
 
     /// The device whose credential this is, unless revoked.
     public func authenticate(name: String, credential: String) throws -> Identity {
-        try queue.read { db in
+        try database.read { db in
             guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT id, credential_hash, revoked_at FROM devices WHERE name = ?"), arguments: [name]),
                   let expected: String = row["credential_hash"], (row["revoked_at"] as Double?) == nil,
                   Self.constantTimeEqual(expected, ArchiveHasher.sha256(.credential, credential)) else {
@@ -157,12 +158,12 @@ public final class DeviceRegistry: Sendable {
 
     /// Whether `identity` is still allowed (it may have been revoked since it authenticated).
     public func isActive(_ identity: Identity) throws -> Bool {
-        try queue.read { db in try Bool.fetchOne(db.cachedStatement(sql: "SELECT revoked_at IS NULL FROM devices WHERE id = ?"), arguments: [identity.id]) ?? false }
+        try database.read { db in try Bool.fetchOne(db.cachedStatement(sql: "SELECT revoked_at IS NULL FROM devices WHERE id = ?"), arguments: [identity.id]) ?? false }
     }
 
     /// Revokes a device: its credential and any unused token stop working at once.
     public func revoke(name: String, now: Double) throws {
-        try queue.write { db in
+        try database.write { db in
             try db.execute(sql: "UPDATE devices SET revoked_at = ?, enrollment_secret_hash = NULL WHERE name = ? AND revoked_at IS NULL", arguments: [now, name])
             guard db.changesCount == 1 else {
                 throw AuthError(.invalidName, "no enrolled device named \(name) (see `hp-server devices`)")
@@ -172,7 +173,7 @@ public final class DeviceRegistry: Sendable {
 
     /// Read access: a chain owned by another device is forbidden; an unowned one is allowed.
     public func authorizeRead(_ identity: Identity, chain: String) throws {
-        let owner = try queue.read { db in
+        let owner = try database.read { db in
             try Int64.fetchOne(db.cachedStatement(sql: "SELECT device_id FROM chain_owners WHERE device_chain_hash = ?"), arguments: [chain])
         }
         if let owner, owner != identity.id {
@@ -183,11 +184,11 @@ public final class DeviceRegistry: Sendable {
     /// Write access: binds an unowned chain to `identity`; a chain owned by another device is forbidden.
     public func claim(_ identity: Identity, chain: String, now: Double) throws {
         // Every bundle claims its chain; once bound, a read answers without a write transaction.
-        let owner = try queue.read { db in
+        let owner = try database.read { db in
             try Int64.fetchOne(db.cachedStatement(sql: "SELECT device_id FROM chain_owners WHERE device_chain_hash = ?"), arguments: [chain])
         }
         if owner == identity.id { return }
-        try queue.write { db in
+        try database.write { db in
             try db.execute(sql: "INSERT OR IGNORE INTO chain_owners(device_chain_hash, device_id, bound_at) VALUES (?, ?, ?)", arguments: [chain, identity.id, now])
             let owner = try Int64.fetchOne(db.cachedStatement(sql: "SELECT device_id FROM chain_owners WHERE device_chain_hash = ?"), arguments: [chain])
             guard owner == identity.id else {
@@ -198,7 +199,7 @@ public final class DeviceRegistry: Sendable {
 
     /// Records that `chain` synced now, with the device clock's offset (device minus server, seconds).
     public func recordSync(chain: String, now: Double, clockOffset: Double?) throws {
-        try queue.write { db in
+        try database.write { db in
             try db.cachedStatement(sql: """
                 INSERT INTO chain_syncs(device_chain_hash, last_sync_at, clock_offset_seconds) VALUES (?, ?, ?)
                 ON CONFLICT(device_chain_hash) DO UPDATE SET last_sync_at = excluded.last_sync_at, clock_offset_seconds = excluded.clock_offset_seconds
@@ -208,7 +209,7 @@ public final class DeviceRegistry: Sendable {
 
     /// Owner name, last sync and clock offset of a chain.
     public func chainInfo(_ chain: String) throws -> (device: String?, lastSync: Double?, clockOffset: Double?) {
-        try queue.read { db in
+        try database.read { db in
             let device = try String.fetchOne(db, sql: "SELECT d.name FROM chain_owners o JOIN devices d ON d.id = o.device_id WHERE o.device_chain_hash = ?", arguments: [chain])
             let sync = try Row.fetchOne(db, sql: "SELECT last_sync_at, clock_offset_seconds FROM chain_syncs WHERE device_chain_hash = ?", arguments: [chain])
             return (device, sync?["last_sync_at"], sync?["clock_offset_seconds"])
@@ -216,14 +217,14 @@ public final class DeviceRegistry: Sendable {
     }
 
     public func recordEvent(kind: String, chain: String?, sequence: Int?, device: String?, detail: String, now: Double) throws {
-        try queue.write { db in
+        try database.write { db in
             try db.execute(sql: "INSERT INTO integrity_events(recorded_at, device_chain_hash, sequence, kind, device_name, detail) VALUES (?, ?, ?, ?, ?, ?)",
                            arguments: [now, chain, sequence, kind, device, detail])
         }
     }
 
     public func events(chain: String? = nil) throws -> [IntegrityEvent] {
-        try queue.read { db in
+        try database.read { db in
             try Row.fetchAll(db, sql: """
                 SELECT * FROM integrity_events WHERE ? IS NULL OR device_chain_hash = ? ORDER BY id
                 """, arguments: [chain, chain]).map {
@@ -234,7 +235,7 @@ public final class DeviceRegistry: Sendable {
     }
 
     public func devices() throws -> [Device] {
-        try queue.read { db in
+        try database.read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM devices ORDER BY name").map { r in
                 let chains = try String.fetchAll(db, sql: "SELECT device_chain_hash FROM chain_owners WHERE device_id = ? ORDER BY device_chain_hash", arguments: [r["id"] as Int64])
                 return Device(name: r["name"], createdAt: r["created_at"], enrolledAt: r["enrolled_at"], revokedAt: r["revoked_at"], chains: chains)
