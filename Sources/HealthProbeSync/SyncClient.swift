@@ -55,13 +55,13 @@ public struct SyncClient {
         let serverSeq = Int(lastSeqD)
         let serverHash: String? = { if case .string(let h)? = s["last_manifest_hash"] { return h }; return nil }()
 
-        let observations = try sendableObservations()
+        let observations = try await sendableObservations()
         guard serverSeq <= observations.count else {
             throw SyncProtocolError(.divergence, "the server holds \(serverSeq) bundles of this chain but this node has only \(observations.count) observations")
         }
         var previous: String?
         if serverSeq > 0 {
-            previous = try manifestHash(upTo: serverSeq, observations: observations)
+            previous = try await manifestHash(upTo: serverSeq, observations: observations)
             guard previous == serverHash else {
                 throw SyncProtocolError(.divergence, "the server's bundle \(serverSeq) of this chain differs from this node's; an administrator must look (hp-server chains)")
             }
@@ -78,8 +78,9 @@ public struct SyncClient {
                 try OutboxBundle.write(db, observationID: obs, previousManifestHash: link, to: file)
             }
             let (hash, items, size, parts) = (written.manifestHash, written.trailer.itemCount, written.size, written.parts)
-            // Inflated and re-hashed from the stored parts before they are sent (the server verifies everything else).
-            try OutboxBundle.rehash(file, parts: parts, expected: hash)
+            // Inflated and re-hashed from the stored parts before they are sent (the server verifies
+            // everything else), off Swift's cooperative threads like the archive's reads and writes.
+            try await NIOThreadPool.singleton.runIfActive { try OutboxBundle.rehash(file, parts: parts, expected: hash) }
             try await session.send(.json(.bundleBegin, .object([
                 "sequence": .int(seq), "manifest_hash": .string(hash), "parts": .int(parts.count),
                 "item_count": .int(items), "uncompressed_size": .int(size)])))
@@ -105,7 +106,7 @@ public struct SyncClient {
                 throw SyncProtocolError(.unexpectedMessage, "expected the acknowledgement of bundle \(seq)")
             }
             if case .string("already_applied")? = a["status"] { report.alreadyApplied += 1 } else { report.sent += 1 }
-            try recordAcknowledged(sequence: seq, observation: obs, manifestHash: hash, previous: previous, items: items)
+            try await recordAcknowledged(sequence: seq, observation: obs, manifestHash: hash, previous: previous, items: items)
             report.lastSequence = seq
             previous = hash
             onProgress(seq, observations.count)
@@ -115,9 +116,10 @@ public struct SyncClient {
     }
 
     /// The chain's observations that may be sent, oldest first (stops at one still running).
-    func sendableObservations() throws -> [Int64] {
-        let rows = try node.archive.writer.read { db in
-            try Row.fetchAll(db, sql: "SELECT id, status FROM observations WHERE device_chain_id = ? ORDER BY id", arguments: [node.deviceChainID])
+    func sendableObservations() async throws -> [Int64] {
+        let chain = node.deviceChainID
+        let rows = try await node.archive.writer.read { db in
+            try Row.fetchAll(db, sql: "SELECT id, status FROM observations WHERE device_chain_id = ? ORDER BY id", arguments: [chain])
         }
         var out: [Int64] = []
         for r in rows {
@@ -128,9 +130,9 @@ public struct SyncClient {
     }
 
     /// The manifest hash of the bundle at `sequence`, from the node's log or by building.
-    func manifestHash(upTo sequence: Int, observations: [Int64]) throws -> String {
+    func manifestHash(upTo sequence: Int, observations: [Int64]) async throws -> String {
         let chain = node.deviceChainID
-        let logged = try node.archive.writer.read { db in
+        let logged = try await node.archive.writer.read { db in
             try Row.fetchAll(db, sql: "SELECT sequence, manifest_hash FROM bundle_log WHERE device_chain_id = ? AND direction = 'sent' AND sequence <= ? ORDER BY sequence",
                              arguments: [chain, sequence]).reduce(into: [Int: String]()) { $0[$1["sequence"]] = $1["manifest_hash"] }
         }
@@ -139,17 +141,18 @@ public struct SyncClient {
         for seq in 1...sequence {
             if let h = logged[seq] { previous = h; continue }
             let obs = observations[seq - 1]
-            previous = try node.archive.writer.read { db in
-                try ObservationBundleBuilder.build(db, observationID: obs, previousManifestHash: previous) { _, _, _ in }.2
+            let link = previous
+            previous = try await node.archive.writer.read { db in
+                try ObservationBundleBuilder.build(db, observationID: obs, previousManifestHash: link) { _, _, _ in }.2
             }
         }
         return previous!
     }
 
-    func recordAcknowledged(sequence: Int, observation: Int64, manifestHash: String, previous: String?, items: Int) throws {
+    func recordAcknowledged(sequence: Int, observation: Int64, manifestHash: String, previous: String?, items: Int) async throws {
         let chain = node.deviceChainID
         let now = node.clock.now()
-        try node.archive.writer.write { db in
+        try await node.archive.writer.write { db in
             try db.execute(sql: """
                 INSERT INTO bundle_log(device_chain_id, sequence, observation_id, manifest_hash, previous_manifest_hash, item_count, direction, recorded_at, acknowledged_at)
                 VALUES (?, ?, ?, ?, ?, ?, 'sent', ?, ?)

@@ -158,10 +158,12 @@ public struct SyncServer: Sendable {
                             quarantine = r.path
                             receiving = r
                         case .receivePart(let frame):
-                            try receiving!.part(frame.payload)
+                            // Inflating and writing a part is CPU and file work: off the cooperative threads.
+                            let r = receiving!
+                            try await offload { try r.part(frame.payload) }
                             metrics.received(bytes: frame.payload.readableBytes)
                         case .endBundle(let frame):
-                            var r = receiving!
+                            let r = receiving!
                             receiving = nil
                             try r.end(try frame.jsonObject())
                             let reply = await finish(r, device: identity!, clockOffset: clockOffset)
@@ -277,8 +279,10 @@ public struct SyncServer: Sendable {
         return SyncProtocolError(.storage, "the server could not store the bundle; try again later")
     }
 
-    /// A bundle being received into a quarantine file.
-    struct Receiving {
+    /// A bundle being received into a quarantine file (used by one session at a
+    /// time; a reference, so that its buffer moves to the thread inflating a part
+    /// without being copied).
+    final class Receiving: @unchecked Sendable {
         let sequence: Int
         let manifestHash: String
         let parts: Int
@@ -307,7 +311,7 @@ public struct SyncServer: Sendable {
             handle = h
         }
 
-        mutating func part(_ payload: ByteBuffer) throws {
+        func part(_ payload: ByteBuffer) throws {
             var p = payload
             guard let index: UInt32 = p.readInteger(endianness: .big), let size: UInt32 = p.readInteger(endianness: .big) else {
                 throw SyncProtocolError(.malformedFrame, "a BUNDLE_PART frame is shorter than its header")
@@ -326,7 +330,7 @@ public struct SyncServer: Sendable {
             nextPart += 1
         }
 
-        mutating func end(_ o: [String: JSONValue]) throws {
+        func end(_ o: [String: JSONValue]) throws {
             try? handle.close()
             inflated = []
             guard case .number(let seq)? = o["sequence"], Int(seq) == sequence, case .string(let hash)? = o["manifest_hash"], hash == manifestHash else {
