@@ -383,9 +383,6 @@ actor ApplyQueue {
         try? await pool.shutdownGracefully()
     }
 
-    /// How many threads apply bundles (tests).
-    nonisolated var threads: Int { pool.numberOfThreads }
-
     private func acquire(_ chain: String) async {
         guard busy.contains(chain) else { busy.insert(chain); return }
         await withCheckedContinuation { waiting[chain, default: []].append($0) }
