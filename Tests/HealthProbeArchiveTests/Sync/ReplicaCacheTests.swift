@@ -129,6 +129,7 @@ struct ReplicaCacheTests {
     @Test("a damaged template is dropped: the new replica is migrated from scratch and the next one gets a good template")
     func damagedTemplate() throws {
         let (dir, store) = try Self.newStore()
+        defer { withExtendedLifetime(dir) {} }
         _ = try store.openReplica(Self.chains[0])
         try Data(repeating: 0x41, count: 8192).write(to: URL(fileURLWithPath: store.replicaTemplatePath))
         let replica = try store.openReplica(Self.chains[1])
@@ -143,6 +144,7 @@ struct ReplicaCacheTests {
     @Test("at most `capacity` replicas stay open; the least recently used is closed (its lock released)")
     func evictsLeastRecentlyUsed() throws {
         let (dir, store) = try Self.newStore()
+        defer { withExtendedLifetime(dir) {} }
         let cache = ReplicaCache(capacity: 2)
         var opened = 0
         func get(_ chain: String) throws -> Archive { try cache.replica(chain) { opened += 1; return try store.openReplica(chain) } }
@@ -178,6 +180,7 @@ struct ReplicaCacheTests {
     @Test("the checkpoint connection is opened once, kept with its replica, and closed when the replica is evicted")
     func checkpointConnectionIsKept() throws {
         let (dir, store) = try Self.newStore()
+        defer { withExtendedLifetime(dir) {} }
         let cache = ReplicaCache()
         let chain = Self.chains[0], path = store.replicaPath(chain)
         // Only the cache holds the replica.
@@ -274,7 +277,8 @@ struct ReplicaCacheTests {
 
     @Test("a replica the server opens has the aggregates' TEMP tables already: no apply empties its statement cache making them")
     func replicasOpenPrepared() throws {
-        let (_, store) = try Self.newStore()
+        let (dir, store) = try Self.newStore()
+        defer { withExtendedLifetime(dir) {} }
         let replica = try store.openReplica(Self.chains[0])
         let temps = try replica.writer.write { db in try String.fetchSet(db, sql: "SELECT name FROM temp.sqlite_master WHERE type = 'table'") }
         #expect(temps == ["hp_touched", "hp_days"])
