@@ -84,10 +84,27 @@ package final class ReplicaCache: @unchecked Sendable {
     ///
     /// That connection is kept with the replica: opening one (the schema read
     /// again) for every bundle cost about 1 ms of CPU.
-    package func checkpoint(_ chain: String) throws {
-        guard let connection = try checkpointer(chain) else { return }
+    ///
+    /// When the WAL file holds `pacedFromWALBytes` or more, the database file's dirty
+    /// pages are written back while the copy runs (`WritebackPacer`) instead of all
+    /// at its closing fsync, during which every other commit on the file system
+    /// waited (0.6-1.4 s for the 1,000-sample apply after a million-sample one).
+    package func checkpoint(_ chain: String, pacedFromWALBytes: Int = 64 << 20) throws {
+        guard let connection = try checkpointer(chain), let path = lock.withLock({ open[chain]?.path }) else { return }
+        let wal = (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0
+        let pacer = wal >= pacedFromWALBytes ? WritebackPacer(path: path) : nil
+        defer {
+            if let pacer {
+                pacer.stop()
+                lock.withLock { pacedCount += 1 }
+            }
+        }
         try connection.writeWithoutTransaction { _ = try $0.checkpoint(.passive) }
     }
+
+    /// Checkpoints that paced their writeback (tests).
+    package var pacedCheckpoints: Int { lock.withLock { pacedCount } }
+    private var pacedCount = 0
 
     /// The kept replica's checkpoint connection, opened when first needed; nil when the replica is not kept.
     private func checkpointer(_ chain: String) throws -> DatabaseQueue? {

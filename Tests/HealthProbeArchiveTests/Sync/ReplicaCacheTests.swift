@@ -322,6 +322,26 @@ struct ReplicaCacheTests {
         #expect(try store.status(node.deviceChainHash).0 == 0)
     }
 
+    @Test("a checkpoint of a large WAL paces the database file's writeback; a small one does not; the replica is complete either way")
+    func largeCheckpointsArePaced() throws {
+        let k = try KeptReplica()
+        let (cache, chain, replica) = (k.cache, k.chain, k.replica)
+        let wal = { (try FileManager.default.attributesOfItem(atPath: k.path + "-wal")[.size] as? Int) ?? 0 }
+        try replica.writer.write { db in
+            for i in 0..<5_000 {
+                try db.execute(sql: "INSERT INTO sample_types(type_identifier) VALUES (?)", arguments: ["HKQuantityTypeIdentifierSynthetic\(i)-" + String(repeating: "x", count: 200)])
+            }
+        }
+        #expect(try wal() > 1 << 20)
+        try cache.checkpoint(chain, pacedFromWALBytes: Int.max)
+        #expect(cache.pacedCheckpoints == 0, "below the bound: not paced")
+        try replica.writer.write { db in try db.execute(sql: "INSERT INTO sample_types(type_identifier) VALUES ('more')") }
+        try cache.checkpoint(chain, pacedFromWALBytes: 1 << 20)
+        #expect(cache.pacedCheckpoints == 1)
+        #expect(try replica.writer.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM sample_types WHERE type_identifier LIKE 'HKQuantityTypeIdentifierSynthetic%' OR type_identifier = 'more'") } == 5_001)
+        #expect(try replica.writer.read { db in try String.fetchOne(db, sql: "PRAGMA integrity_check") } == "ok")
+    }
+
     @Test("a grown WAL is cut back by the checkpoint, a step at a time, never by the replica's own commit")
     func growthIsCutBackByTheCheckpoint() throws {
         let k = try KeptReplica()
