@@ -36,6 +36,18 @@ struct ReplicaCacheTests {
         /// The database file's size (without its WAL).
         func databaseSize() throws -> Int { (try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0 }
 
+        /// The WAL file's size.
+        func walSize() throws -> Int { (try FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0 }
+
+        /// Commits `count` rows of about 250 bytes in one transaction (a WAL of `count` / 4 KB or so).
+        func writeLargeTransaction(_ count: Int) throws {
+            try replica.writer.write { db in
+                for i in 0..<count {
+                    try db.execute(sql: "INSERT INTO sample_types(type_identifier) VALUES (?)", arguments: ["HKQuantityTypeIdentifierSynthetic\(i)-" + String(repeating: "x", count: 200)])
+                }
+            }
+        }
+
         /// Commits 3,000 rows (about 400 KB) to the replica.
         func writeRows() throws {
             try replica.writer.write { db in
@@ -326,13 +338,8 @@ struct ReplicaCacheTests {
     func largeCheckpointsArePaced() throws {
         let k = try KeptReplica()
         let (cache, chain, replica) = (k.cache, k.chain, k.replica)
-        let wal = { (try FileManager.default.attributesOfItem(atPath: k.path + "-wal")[.size] as? Int) ?? 0 }
-        try replica.writer.write { db in
-            for i in 0..<5_000 {
-                try db.execute(sql: "INSERT INTO sample_types(type_identifier) VALUES (?)", arguments: ["HKQuantityTypeIdentifierSynthetic\(i)-" + String(repeating: "x", count: 200)])
-            }
-        }
-        #expect(try wal() > 1 << 20)
+        try k.writeLargeTransaction(5_000)
+        #expect(try k.walSize() > 1 << 20)
         try cache.checkpoint(chain, pacedFromWALBytes: Int.max)
         #expect(cache.pacedCheckpoints == 0, "below the bound: not paced")
         try replica.writer.write { db in try db.execute(sql: "INSERT INTO sample_types(type_identifier) VALUES ('more')") }
@@ -346,13 +353,9 @@ struct ReplicaCacheTests {
     func growthIsCutBackByTheCheckpoint() throws {
         let k = try KeptReplica()
         let (cache, chain, replica) = (k.cache, k.chain, k.replica)
-        let wal = { (try FileManager.default.attributesOfItem(atPath: k.path + "-wal")[.size] as? Int) ?? 0 }
+        let wal = { try k.walSize() }
         // One large transaction: a WAL of several MB.
-        try replica.writer.write { db in
-            for i in 0..<20_000 {
-                try db.execute(sql: "INSERT INTO sample_types(type_identifier) VALUES (?)", arguments: ["HKQuantityTypeIdentifierSynthetic\(i)-" + String(repeating: "x", count: 200)])
-            }
-        }
+        try k.writeLargeTransaction(20_000)
         let grown = try wal()
         #expect(grown > 4 << 20)
         // Copied: the replica's next commit restarts the WAL without cutting it.
