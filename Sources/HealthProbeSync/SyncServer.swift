@@ -367,6 +367,11 @@ actor ApplyQueue {
     private var unchecked: [String: Int] = [:]
     private var waiting: [String: [CheckedContinuation<Void, Never>]] = [:]
 
+    /// After applying a bundle of this many bytes or more the server returns the
+    /// allocator's free memory to the system (a million-sample bundle left about
+    /// 100 MB held in glibc's heaps otherwise).
+    static let trimAfterBytes = 64 << 20
+
     init(store: ServerStore, keptReplicas: Int, threads: Int = ServerConfig.defaultApplyThreads, deferredCheckpointBytes: Int = 16 << 20) {
         self.store = store
         self.deferredCheckpointBytes = deferredCheckpointBytes
@@ -474,9 +479,12 @@ actor ApplyQueue {
         let replicas = self.replicas, store = self.store
         do {
             let outcome = try await pool.runIfActive {
-                try store.apply(file: path, manifestHash: manifestHash, now: now) { chain in
+                let outcome = try store.apply(file: path, manifestHash: manifestHash, now: now) { chain in
                     try replicas.replica(chain) { try store.openReplica(chain) }
                 }.outcome
+                // A large bundle leaves the allocator holding its buffers; hand them back.
+                if bytes >= Self.trimAfterBytes { Heap.trim() }
+                return outcome
             }
             // Only an applied bundle wrote to the WAL.
             if case .applied(_, let sequence) = outcome {

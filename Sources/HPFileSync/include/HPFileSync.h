@@ -7,4 +7,8 @@
 /// set; elsewhere than Linux it does nothing and returns 0.
 int hp_start_writeback(int fd, long long offset, long long length);
 
+/// Returns the allocator's free memory to the system (glibc `malloc_trim(0)`);
+/// returns 1 when some was released. Elsewhere it does nothing and returns 0.
+int hp_trim_heap(void);
+
 #endif
