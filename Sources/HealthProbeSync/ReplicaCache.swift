@@ -91,8 +91,7 @@ package final class ReplicaCache: @unchecked Sendable {
     /// waited (0.6-1.4 s for the 1,000-sample apply after a million-sample one).
     package func checkpoint(_ chain: String, pacedFromWALBytes: Int = 64 << 20) throws {
         guard let connection = try checkpointer(chain), let path = lock.withLock({ open[chain]?.path }) else { return }
-        let wal = (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0
-        let pacer = wal >= pacedFromWALBytes ? WritebackPacer(path: path) : nil
+        let pacer = Self.walBytes(path) >= pacedFromWALBytes ? WritebackPacer(path: path) : nil
         defer {
             if let pacer {
                 pacer.stop()
@@ -100,6 +99,11 @@ package final class ReplicaCache: @unchecked Sendable {
             }
         }
         try connection.writeWithoutTransaction { _ = try $0.checkpoint(.passive) }
+    }
+
+    /// The size of the WAL file of the database at `path` (0 when there is none).
+    private static func walBytes(_ path: String) -> Int {
+        (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0
     }
 
     /// Checkpoints that paced their writeback (tests).
@@ -135,8 +139,7 @@ package final class ReplicaCache: @unchecked Sendable {
     /// for one step at most.
     package func cutWAL(_ chain: String, keepWALBytes: Int = 64 << 20, stepBytes: Int = 128 << 20) throws -> Bool {
         guard let path = lock.withLock({ open[chain]?.path }) else { return false }
-        func walSize() -> Int { (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0 }
-        let size = walSize()
+        let size = Self.walBytes(path)
         guard size > keepWALBytes, let connection = try checkpointer(chain) else { return false }
         let target = max(keepWALBytes, size - stepBytes)
         let restarted: Bool = try connection.writeWithoutTransaction { db in
@@ -152,7 +155,7 @@ package final class ReplicaCache: @unchecked Sendable {
             _ = try db.checkpoint(.passive)
             return true
         }
-        let now = walSize()
+        let now = Self.walBytes(path)
         return restarted && now < size && now > keepWALBytes
     }
 
