@@ -144,15 +144,55 @@ let package = Package(
             path: "Sources/hp-bench",
             swiftSettings: strict
         ),
+        // Helpers shared by the test targets (temporary homes, repository files, the CLIs).
+        .target(
+            name: "HealthProbeTestSupport",
+            dependencies: ["HealthProbeArchive", "HealthProbeSimulator", "HealthProbeImport",
+                           .product(name: "GRDB", package: "GRDB.swift")],
+            path: "Tests/HealthProbeTestSupport",
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "HealthProbeArchiveTests",
-            dependencies: ["HealthProbeArchive", "HealthProbeSimulator", "HealthProbeImport", "HealthProbeSync",
+            dependencies: ["HealthProbeArchive", "HealthProbeSimulator", "HealthProbeImport", "HealthProbeTestSupport",
+                           .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "HealthProbeSimulatorTests",
+            dependencies: ["HealthProbeSimulator", "HealthProbeArchive", "HealthProbeTestSupport", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "HealthProbeImportTests",
+            dependencies: ["HealthProbeImport", "HealthProbeArchive", "HealthProbeSimulator", "HealthProbeTestSupport",
+                           .product(name: "GRDB", package: "GRDB.swift"), .product(name: "ZIPFoundation", package: "ZIPFoundation")],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "HealthProbeSyncTests",
+            dependencies: ["HealthProbeSync", "HealthProbeArchive", "HealthProbeSimulator", "HealthProbeTestSupport",
                            .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
-                           .product(name: "NIOPosix", package: "swift-nio"),
-                           .product(name: "NIOTestUtils", package: "swift-nio"), .product(name: "GRDB", package: "GRDB.swift"),
-                           .product(name: "GRDBSQLite", package: "GRDB.swift"),
-                           .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                           .product(name: "ZIPFoundation", package: "ZIPFoundation")],
+                           .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOTestUtils", package: "swift-nio"),
+                           .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                           .product(name: "GRDB", package: "GRDB.swift"), .product(name: "NIOSSL", package: "swift-nio-ssl")],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "HealthProbeCLITests",
+            dependencies: ["HealthProbeCLI", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: strict
+        ),
+        // The CLI tests run the built tools: depending on them makes SwiftPM build them beside the tests.
+        .testTarget(
+            name: "HPNodeTests",
+            dependencies: ["HPNode", "HPServer", "HealthProbeArchive", "HealthProbeSimulator", "HealthProbeTestSupport",
+                           .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "HPServerTests",
+            dependencies: ["HPServer", "HPNode", "HealthProbeArchive", "HealthProbeTestSupport", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strict
         ),
     ]

@@ -118,13 +118,15 @@ public struct SyncClient {
     /// The chain's observations that may be sent, oldest first (stops at one still running).
     func sendableObservations() async throws -> [Int64] {
         let chain = node.deviceChainID
-        let rows = try await node.archive.writer.read { db in
+        // Plain values, not rows: GRDB's async read needs a Sendable result.
+        let rows: [(id: Int64, running: Bool)] = try await node.archive.writer.read { db in
             try Row.fetchAll(db, sql: "SELECT id, status FROM observations WHERE device_chain_id = ? ORDER BY id", arguments: [chain])
+                .map { ($0["id"], ($0["status"] as String) == "running") }
         }
         var out: [Int64] = []
         for r in rows {
-            if (r["status"] as String) == "running" { break }
-            out.append(r["id"])
+            if r.running { break }
+            out.append(r.id)
         }
         return out
     }

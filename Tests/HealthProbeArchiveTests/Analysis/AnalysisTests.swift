@@ -3,6 +3,7 @@ import GRDB
 import Testing
 @testable import HealthProbeArchive
 @testable import HealthProbeSimulator
+import HealthProbeTestSupport
 
 /// Captures one observation of `type` in `zone`.
 @discardableResult

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import HealthProbeArchive
+import HealthProbeTestSupport
 
 @Suite("Reading a file line by line")
 struct FileLinesTests {
@@ -14,7 +15,7 @@ struct FileLinesTests {
     @Test("lines across chunk boundaries, a line longer than a chunk, empty lines, with and without a final newline")
     func chunkBoundaries() throws {
         let dir = TempDir()
-        var rng = SplitMix(seed: 3)
+        var rng = TestRandom(seed: 3)
         var bytes: [UInt8] = []
         // Lines of 0 to 700 bytes up to about 1.5 chunks, one line of 2.5 chunks, then more short lines.
         while bytes.count < FileLines.chunkSize * 3 / 2 {

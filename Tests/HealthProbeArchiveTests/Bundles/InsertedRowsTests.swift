@@ -1,5 +1,6 @@
 import Testing
 @testable import HealthProbeArchive
+import HealthProbeTestSupport
 
 @Suite("Rows a bundle inserted, remembered for its later lines")
 struct InsertedRowsTests {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import HealthProbeArchive
 @testable import HealthProbeSimulator
+import HealthProbeTestSupport
 
 @Suite("Verifying bundle lines on a second thread")
 struct VerifiedLinesTests {
@@ -43,7 +44,14 @@ struct VerifiedLinesTests {
         let all = try lines()
         let verified = VerifiedLines(all + all + all + all)
         _ = try verified.next()
-        verified.cancel()
-        verified.cancel()  // twice is harmless
+        // Cancel on another thread, so that a hang is a failure here rather than a stuck suite.
+        let ended = DispatchSemaphore(value: 0)
+        let box = UncheckedBox(verified)
+        Thread.detachNewThread {
+            box.value.cancel()
+            box.value.cancel()  // twice is harmless
+            ended.signal()
+        }
+        #expect(ended.wait(timeout: .now() + 30) == .success, "cancel did not return within 30 s")
     }
 }

@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import Testing
 @testable import HealthProbeArchive
+import HealthProbeTestSupport
 
 @Suite("Pipelined capture transactions")
 struct PipelineTransactionTests {

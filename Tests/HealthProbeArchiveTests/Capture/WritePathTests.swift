@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import Testing
 @testable import HealthProbeArchive
+import HealthProbeTestSupport
 
 @Suite("Capture write path")
 struct WritePathTests {

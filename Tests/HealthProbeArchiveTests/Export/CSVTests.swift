@@ -1,5 +1,6 @@
 import Testing
 @testable import HealthProbeArchive
+import HealthProbeTestSupport
 
 @Suite("RFC 4180 CSV fields")
 struct CSVTests {

@@ -4,6 +4,7 @@ import Testing
 @testable import HealthProbeArchive
 @testable import HealthProbeSimulator
 @testable import HealthProbeImport
+import HealthProbeTestSupport
 
 @Suite("Exports")
 struct ExportTests {

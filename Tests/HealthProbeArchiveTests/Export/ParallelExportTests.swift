@@ -3,6 +3,7 @@ import GRDB
 import Synchronization
 import Testing
 @testable import HealthProbeArchive
+import HealthProbeTestSupport
 
 @Suite("Record exports on two readers")
 struct ParallelExportTests {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import HealthProbeArchive
+import HealthProbeTestSupport
 
 @Suite("JSON parser")
 struct JSONParserTests {
@@ -116,7 +117,7 @@ struct JSONParserTests {
     /// Canonical mode accepts a text exactly when re-encoding its value gives the same bytes:
     /// checked on random mutations of real bundle lines.
     @Test func canonicalModeMatchesReencodingOnMutations() throws {
-        var rng = SplitMix(seed: 7)
+        var rng = TestRandom(seed: 7)
         let dir = vectorURL("bundles")
         let files = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".jsonl") }.sorted()
         var lines: [[UInt8]] = []
@@ -144,18 +145,5 @@ struct JSONParserTests {
         }
         #expect(checked == 20_000)
         #expect(accepted > 100, "the mutations should leave some canonical lines")
-    }
-}
-
-/// A small deterministic generator for tests.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

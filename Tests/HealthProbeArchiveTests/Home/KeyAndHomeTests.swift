@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import Testing
 @testable import HealthProbeArchive
+import HealthProbeTestSupport
 
 @Suite("Home directory and keys")
 struct KeyAndHomeTests {

@@ -3,6 +3,7 @@ import GRDB
 import GRDBSQLite
 import Testing
 @testable import HealthProbeArchive
+import HealthProbeTestSupport
 
 @Suite("Schema and migrations")
 struct SchemaTests {

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import Testing
 @testable import HealthProbeArchive
+import HealthProbeTestSupport
 
 @Suite("TEMP tables without emptying the statement cache")
 struct TempTablesTests {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import HealthProbeArchive
+import HealthProbeTestSupport
 
 @Suite("Pacing a file's writeback while something else writes it")
 struct WritebackPacerTests {
@@ -8,7 +9,7 @@ struct WritebackPacerTests {
     func paces() throws {
         let dir = TempDir()
         let path = dir.file("data.bin")
-        FileManager.default.createFile(atPath: path, contents: nil)
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
         defer { try? handle.close() }
         let pacer = try #require(WritebackPacer(path: path, interval: .milliseconds(5)))

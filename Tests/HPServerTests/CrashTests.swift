@@ -2,35 +2,7 @@ import Foundation
 import GRDB
 import Testing
 @testable import HealthProbeArchive
-
-/// A running `hp-server serve` process and its port.
-final class ServerProcess {
-    let process = Process()
-    let port: Int
-
-    init(data: String) throws {
-        process.executableURL = toolURL("hp-server")
-        process.arguments = ["serve", "--data", data, "--listen", "127.0.0.1:0"]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        var text = ""
-        let deadline = Date().addingTimeInterval(20)
-        while !text.contains("\n") && Date() < deadline {
-            let chunk = out.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            text += String(decoding: chunk, as: UTF8.self)
-        }
-        guard let p = text.split(separator: ":").last.flatMap({ Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }) else {
-            process.terminate()
-            throw ArchiveError(.invalidState, "hp-server printed no port: \(text)")
-        }
-        port = p
-    }
-
-    deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
-}
+import HealthProbeTestSupport
 
 @Suite("Crash safety")
 struct CrashTests {
@@ -46,7 +18,7 @@ struct CrashTests {
         let server = try ServerProcess(data: data.path)
         try enrollWithCLI(data: data.path, home: home.path, name: "phone", port: server.port)
         let node = Process()
-        node.executableURL = toolURL("hp-node")
+        node.executableURL = try toolURL("hp-node")
         node.arguments = ["--home", home.path, "sync"]
         node.standardOutput = FileHandle.nullDevice
         node.standardError = FileHandle.nullDevice

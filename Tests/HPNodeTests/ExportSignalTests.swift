@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Testing
+import HealthProbeTestSupport
 
 @Suite("hp-node export and SIGINT")
 struct ExportSignalTests {
@@ -11,7 +12,7 @@ struct ExportSignalTests {
         #expect(try hpNode(["--home", home.path, "capture", "--simulate", "--days", "90"]).0 == 0)
         let out = home.file("records.json")
         let p = Process()
-        p.executableURL = toolURL("hp-node")
+        p.executableURL = try toolURL("hp-node")
         p.arguments = ["--home", home.path, "export", "--kind", "observation_records_json", "--out", out]
         p.standardOutput = FileHandle.nullDevice
         p.standardError = FileHandle.nullDevice

@@ -1,6 +1,7 @@
 import NIOCore
 import Testing
 @testable import HealthProbeSync
+import HealthProbeTestSupport
 
 @Suite("Server session state machine")
 struct ServerSessionStateMachineTests {

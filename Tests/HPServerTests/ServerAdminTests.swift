@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import Testing
 @testable import HealthProbeArchive
+import HealthProbeTestSupport
 
 @Suite("hp-server administration")
 struct ServerAdminTests {

@@ -5,6 +5,7 @@ import NIOSSL
 import Testing
 @testable import HealthProbeArchive
 @testable import HealthProbeSync
+import HealthProbeTestSupport
 
 /// A running test server: its port, store, and helpers to enroll devices and open raw connections.
 struct TestServer {

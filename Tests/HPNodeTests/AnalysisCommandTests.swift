@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import HealthProbeTestSupport
 
 @Suite("hp-node analysis commands")
 struct AnalysisCommandTests {

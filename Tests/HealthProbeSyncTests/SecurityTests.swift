@@ -4,6 +4,7 @@ import NIOPosix
 import Testing
 @testable import HealthProbeArchive
 @testable import HealthProbeSync
+import HealthProbeTestSupport
 
 @Suite("Enrollment, TLS and chain isolation")
 struct SecurityTests {

@@ -5,6 +5,7 @@ import NIOTestUtils
 import Testing
 @testable import HealthProbeArchive
 @testable import HealthProbeSync
+import HealthProbeTestSupport
 
 struct FrameVectors: Decodable {
     struct Frame: Decodable { var type: UInt8; var payloadHex: String }
@@ -173,7 +174,7 @@ struct FrameCodecTests {
 
     @Test("bundle parts: what one library deflates the other inflates; truncated, extended or corrupted data and a wrong declared size are refused by both")
     func partLibrariesAgree() throws {
-        var rng = SplitMix(seed: 11)
+        var rng = TestRandom(seed: 11)
         let lines = (0..<4000).map { i in "{\"kind\":\"event\",\"n\":\(i),\"v\":\(rng.next() % 1000)}\n" }
         let data = Array(lines.joined().utf8)
         for writer in Self.libraries {
@@ -211,7 +212,8 @@ struct FrameCodecTests {
 
     @Test("bounded fuzz: random bytes and mutated vectors never crash the decoders")
     func fuzz() throws {
-        var rng = SystemRandomNumberGenerator()
+        var rng = TestRandom(printingSeedFor: "FrameCodecTests.fuzz")
+        var frames = 0, refusedFrames = 0, hellos = 0
         let seeds = v.frames.map { bytes($0.hex) } + v.hellos.map { bytes($0.hex) }
         for i in 0..<3000 {
             var input: [UInt8]
@@ -225,11 +227,18 @@ struct FrameCodecTests {
             }
             var buffer = ByteBuffer(bytes: input)
             var decoder = SyncFrameDecoder(maxLength: 4096)
-            while (try? decoder.decode(buffer: &buffer)).flatMap({ $0 }) != nil {}
+            do {
+                while try decoder.decode(buffer: &buffer) != nil { frames += 1 }
+            } catch {
+                refusedFrames += 1
+            }
             var hb = ByteBuffer(bytes: input)
             var hello = SyncHelloDecoder()
-            _ = try? hello.decode(buffer: &hb)
+            if (try? hello.decode(buffer: &hb)) != nil { hellos += 1 }
             for library in Self.libraries { _ = try? BundlePartCodec.inflate(input, declaredSize: Int.random(in: 0...1024, using: &rng), library: library) }
         }
+        // Both outcomes were reached: the mutations are neither all accepted nor all refused.
+        #expect(frames > 0 && refusedFrames > 0, "frames \(frames), refused \(refusedFrames), seed \(rng.seed)")
+        #expect(hellos > 0, "seed \(rng.seed)")
     }
 }

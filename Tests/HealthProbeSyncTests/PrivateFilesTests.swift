@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import HealthProbeArchive
 @testable import HealthProbeSync
+import HealthProbeTestSupport
 
 @Suite("The server's directories and file copies")
 struct PrivateFilesTests {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import HealthProbeImport
+import HealthProbeTestSupport
 
 /// Records every event of a parse as text.
 private final class Recorder: XMLEventHandler {

@@ -1,42 +1,7 @@
 import Foundation
 import Testing
 @testable import HealthProbeSimulator
-
-/// Runs the built `hp-node` (next to the test bundle) and returns (status, stdout, stderr).
-func hpNode(_ args: [String]) throws -> (Int32, String, String) { try runTool("hp-node", args) }
-
-/// Runs the built `hp-server`.
-func hpServer(_ args: [String]) throws -> (Int32, String, String) { try runTool("hp-server", args) }
-
-/// Enrolls the node at `home` with the server at `data` (listening on `port`) through both CLIs.
-func enrollWithCLI(data: String, home: String, name: String, port: Int) throws {
-    let issued = try hpServer(["enroll", "--data", data, "--name", name, "--address", "127.0.0.1:\(port)"])
-    #expect(issued.0 == 0, "\(issued.2)")
-    let enrolled = try hpNode(["--home", home, "enroll", issued.1.trimmingCharacters(in: .whitespacesAndNewlines)])
-    #expect(enrolled.0 == 0, "\(enrolled.2)")
-}
-
-/// The built executable `name`: beside the test bundle, else in `.build/debug`.
-func toolURL(_ name: String) -> URL {
-    let exe = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(name)
-    if FileManager.default.fileExists(atPath: exe.path) { return exe }
-    return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent(".build/debug/\(name)")
-}
-
-func runTool(_ name: String, _ args: [String]) throws -> (Int32, String, String) {
-    let p = Process()
-    p.executableURL = toolURL(name)
-    p.arguments = args
-    let out = Pipe(), err = Pipe()
-    p.standardOutput = out
-    p.standardError = err
-    try p.run()
-    let o = out.fileHandleForReading.readDataToEndOfFile()
-    let e = err.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
-}
+import HealthProbeTestSupport
 
 @Suite("hp-node command line")
 struct NodeCommandTests {

@@ -3,6 +3,7 @@ import NIOCore
 import NIOPosix
 import Testing
 @testable import HealthProbeSync
+import HealthProbeTestSupport
 
 @Suite("Sync timeouts on 127.0.0.1")
 struct TimeoutTests {

@@ -4,6 +4,7 @@ import NIOConcurrencyHelpers
 import Testing
 @testable import HealthProbeArchive
 @testable import HealthProbeSync
+import HealthProbeTestSupport
 
 @Suite("Replicas the server keeps open")
 struct ReplicaCacheTests {

@@ -6,6 +6,7 @@ import Testing
 @testable import HealthProbeArchive
 @testable import HealthProbeSimulator
 @testable import HealthProbeSync
+import HealthProbeTestSupport
 
 func simulate(_ t: TempHome, days: Int, seed: UInt64 = 1) throws {
     var o = SimulatorCapture.Options()
@@ -78,7 +79,11 @@ struct SyncTests {
             part.writeInteger(UInt32(10), endianness: .big)
             part.writeBytes(try BundlePartCodec.compress(Array("0123456789".utf8)))
             _ = try await server.raw(try wire([try authFrame(e), begin, SyncFrame(kind: .bundlePart, payload: part)]), readAll: false)
-            try await Task.sleep(for: .milliseconds(300))
+            // The server removes the quarantine file when it sees the close: wait for that (bounded).
+            let deadline = ContinuousClock.now + .seconds(30)
+            while try !FileManager.default.contentsOfDirectory(atPath: store.quarantineDirectory).isEmpty && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
             #expect(try store.chains().isEmpty)
             #expect(try FileManager.default.contentsOfDirectory(atPath: store.quarantineDirectory).isEmpty)
             // Garbage instead of a hello (inside TLS): an ERROR frame (bad_magic) and nothing stored.

@@ -3,6 +3,7 @@ import GRDB
 import Testing
 @testable import HealthProbeArchive
 @testable import HealthProbeSimulator
+import HealthProbeTestSupport
 
 @Suite("Simulator")
 struct SimulatorTests {

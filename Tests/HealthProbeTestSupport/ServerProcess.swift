@@ -1,0 +1,61 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A running `hp-server serve` process on 127.0.0.1 and the port it bound.
+public final class ServerProcess {
+    public let process = Process()
+    public let port: Int
+
+    /// Starts the server and waits (at most `timeout` seconds) for the line naming its port.
+    /// A server that exits, prints something else, or stays silent is an error, never a hang.
+    public init(data: String, arguments: [String] = [], timeout: Double = 60) throws {
+        process.executableURL = try toolURL("hp-server")
+        process.arguments = ["serve", "--data", data, "--listen", "127.0.0.1:0"] + arguments
+        // stderr goes to a file: a pipe nobody reads would stall a server that logs a lot.
+        let errPath = NSTemporaryDirectory() + "hp-server-stderr-" + UUID().uuidString
+        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
+        defer { try? FileManager.default.removeItem(atPath: errPath) }
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
+        try process.run()
+        let fd = out.fileHandleForReading.fileDescriptor
+        var text = ""
+        let deadline = Date().addingTimeInterval(timeout)
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while !text.contains("\n") {
+            let left = deadline.timeIntervalSinceNow
+            guard left > 0 else { break }
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&p, 1, Int32(min(left, 1) * 1000)) > 0 else { continue }
+            let n = read(fd, &buffer, buffer.count)
+            if n <= 0 { break }
+            text += String(decoding: buffer[0..<n], as: UTF8.self)
+        }
+        let words = text.split(separator: ":")
+        guard text.contains("\n"), let p = words.last.flatMap({ Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }) else {
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            process.waitUntilExit()
+            let stderr = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
+            throw ServerDidNotStart(stdout: text, stderr: stderr, exitStatus: process.terminationStatus)
+        }
+        port = p
+    }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+}
+
+/// `hp-server serve` did not report a port in time.
+public struct ServerDidNotStart: Error, CustomStringConvertible {
+    public let stdout: String
+    public let stderr: String
+    public let exitStatus: Int32
+    public var description: String { "hp-server serve reported no port (exit \(exitStatus)); stdout: \(stdout.prefix(500)); stderr: \(stderr.prefix(500))" }
+}
