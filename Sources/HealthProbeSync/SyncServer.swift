@@ -131,7 +131,7 @@ public struct SyncServer: Sendable {
                             try await outbound.write(.frame(SyncFrame(kind: .pong, payload: ByteBuffer())))
                         case .chainStatus(let frame):
                             let device = identity!, offset = clockOffset
-                            let chain = try ServerStore.chainHash(try frame.jsonObject())
+                            let chain = try ChainStatusRequest(frame).deviceChainHash
                             let (seq, hash) = try await offload {
                                 try requireActive(device)
                                 try Self.mapAuth { try registry.authorizeRead(device, chain: chain) }
@@ -143,9 +143,8 @@ public struct SyncServer: Sendable {
                                 "device_chain_hash": .string(chain), "last_sequence": .int(seq), "last_manifest_hash": .optional(hash)]))))
                         case .household(let frame):
                             let device = identity!
-                            let o = try frame.jsonObject()
-                            func text(_ k: String) -> String? { if case .string(let t)? = o[k] { return t }; return nil }
-                            let (type, from, to) = (text("type"), text("from").flatMap(CanonicalDate.parse), text("to").flatMap(CanonicalDate.parse))
+                            let request = try HouseholdRequest(frame)
+                            let (type, from, to) = (request.type, request.from, request.to)
                             let json = try await offload {
                                 try requireActive(device)
                                 return try HouseholdSummary.wireJSON(try HouseholdSummary.build(store, registry: registry, type: type, from: from, to: to))
@@ -154,7 +153,7 @@ public struct SyncServer: Sendable {
                         case .beginBundle(let frame):
                             let device = identity!
                             try await offload { try requireActive(device) }
-                            let r = try Receiving(begin: try frame.jsonObject(), directory: store.quarantineDirectory)
+                            let r = try Receiving(begin: try BundleBegin(frame), directory: store.quarantineDirectory)
                             quarantine = r.path
                             receiving = r
                         case .receivePart(let frame):
@@ -165,7 +164,7 @@ public struct SyncServer: Sendable {
                         case .endBundle(let frame):
                             let r = receiving!
                             receiving = nil
-                            try r.end(try frame.jsonObject())
+                            try r.end(try BundleEnd(frame))
                             let reply = await finish(r, device: identity!, clockOffset: clockOffset)
                             try? FileManager.default.removeItem(atPath: r.path)
                             quarantine = nil
@@ -197,22 +196,23 @@ public struct SyncServer: Sendable {
         guard frame.kind == .auth || frame.kind == .enroll else {
             throw SyncProtocolError(.unauthorized, "authenticate first: the first frame after the hello must be AUTH or ENROLL")
         }
-        let o = try frame.jsonObject()
-        guard case .string(let name)? = o["device_name"] else { throw SyncProtocolError(.unauthorized, "AUTH/ENROLL lacks device_name") }
         let t = now()
-        let offset: Double? = { if case .string(let c)? = o["client_time"], let d = CanonicalDate.parse(c) { return d - t }; return nil }()
-        var fields: [String: JSONValue] = ["device_name": .string(name), "server_time": .string(CanonicalDate.string(t))]
         let identity: DeviceRegistry.Identity
+        let clientTime: Double
+        var fields: [String: JSONValue] = ["server_time": .string(CanonicalDate.string(t))]
         if frame.kind == .enroll {
-            guard case .string(let secret)? = o["enrollment_secret"] else { throw SyncProtocolError(.unauthorized, "ENROLL lacks enrollment_secret") }
-            let (id, credential) = try Self.mapAuth { try registry.redeem(name: name, secret: secret, now: t) }
-            identity = id
+            let request = try EnrollRequest(frame)
+            let (id, credential) = try Self.mapAuth { try registry.redeem(name: request.deviceName, secret: request.enrollmentSecret, now: t) }
+            (identity, clientTime) = (id, request.clientTime)
+            fields["device_name"] = .string(request.deviceName)
             fields["credential"] = .string(credential)
         } else {
-            guard case .string(let credential)? = o["credential"] else { throw SyncProtocolError(.unauthorized, "AUTH lacks credential") }
-            identity = try Self.mapAuth { try registry.authenticate(name: name, credential: credential) }
+            let request = try AuthRequest(frame)
+            identity = try Self.mapAuth { try registry.authenticate(name: request.deviceName, credential: request.credential) }
+            clientTime = request.clientTime
+            fields["device_name"] = .string(request.deviceName)
         }
-        return (identity, try .json(.authOK, .object(fields)), offset)
+        return (identity, try .json(.authOK, .object(fields)), clientTime - t)
     }
 
     func requireActive(_ device: DeviceRegistry.Identity) throws {
@@ -287,23 +287,23 @@ public struct SyncServer: Sendable {
         let manifestHash: String
         let parts: Int
         let uncompressedSize: Int
+        let itemCount: Int
         let path: String
+        /// Lines received so far (newlines, plus an unterminated last line at the end).
+        var lines = 0
+        var endsWithNewline = true
         var nextPart = 0
         var received = 0
         let handle: FileHandle
         /// Each part is inflated into this one buffer (its capacity reused).
         var inflated: [UInt8] = []
 
-        init(begin o: [String: JSONValue], directory: String) throws {
-            guard case .number(let seq)? = o["sequence"], seq >= 1, case .string(let hash)? = o["manifest_hash"], hash.count == 64,
-                  case .number(let parts)? = o["parts"], parts >= 1, parts <= 1_000_000,
-                  case .number(let size)? = o["uncompressed_size"], size >= 0 else {
-                throw SyncProtocolError(.malformedFrame, "BUNDLE_BEGIN lacks sequence, manifest_hash, parts or uncompressed_size")
-            }
-            sequence = Int(seq)
-            manifestHash = hash
-            self.parts = Int(parts)
-            uncompressedSize = Int(size)
+        init(begin: BundleBegin, directory: String) throws {
+            sequence = begin.sequence
+            manifestHash = begin.manifestHash
+            parts = begin.parts
+            itemCount = begin.itemCount
+            uncompressedSize = begin.uncompressedSize
             path = directory + "/\(UUID().uuidString).jsonl"
             guard FileManager.default.createFile(atPath: path, contents: nil), let h = FileHandle(forWritingAtPath: path) else {
                 throw SyncProtocolError(.storage, "the server cannot write its quarantine file")
@@ -321,6 +321,8 @@ public struct SyncServer: Sendable {
             }
             try p.withUnsafeReadableBytes { try BundlePartCodec.inflate($0, declaredSize: Int(size), into: &inflated) }
             received += inflated.count
+            lines += inflated.withUnsafeBufferPointer { Self.newlines(in: $0) }
+            if let last = inflated.last { endsWithNewline = last == 0x0A }
             guard received <= uncompressedSize else {
                 throw SyncProtocolError(.inflateLimit, "the parts hold more than the \(uncompressedSize) bytes BUNDLE_BEGIN declared")
             }
@@ -330,15 +332,32 @@ public struct SyncServer: Sendable {
             nextPart += 1
         }
 
-        func end(_ o: [String: JSONValue]) throws {
+        func end(_ e: BundleEnd) throws {
             try? handle.close()
             inflated = []
-            guard case .number(let seq)? = o["sequence"], Int(seq) == sequence, case .string(let hash)? = o["manifest_hash"], hash == manifestHash else {
-                throw SyncProtocolError(.malformedFrame, "BUNDLE_END does not match its BUNDLE_BEGIN")
+            guard e.sequence == sequence, e.manifestHash == manifestHash else {
+                throw SyncProtocolError(.malformedFrame, "BUNDLE_END (sequence \(e.sequence)) does not match its BUNDLE_BEGIN (sequence \(sequence))")
             }
             guard nextPart == parts, received == uncompressedSize else {
                 throw SyncProtocolError(.malformedFrame, "the bundle ended after \(nextPart) of \(parts) parts and \(received) of \(uncompressedSize) bytes")
             }
+            // Header, items, trailer: one line each.
+            let total = lines + (endsWithNewline ? 0 : 1)
+            guard total == itemCount + 2 else {
+                throw SyncProtocolError(.malformedFrame, "BUNDLE_BEGIN declared \(itemCount) items; the bundle holds \(max(total - 2, 0)) (\(total) lines)")
+            }
+        }
+
+        /// How many LF bytes `bytes` holds.
+        static func newlines(in bytes: UnsafeBufferPointer<UInt8>) -> Int {
+            guard var p = bytes.baseAddress.map(UnsafeRawPointer.init) else { return 0 }
+            let end = p + bytes.count
+            var n = 0
+            while p < end, let hit = memchr(p, 0x0A, end - p) {
+                n += 1
+                p = UnsafeRawPointer(hit) + 1
+            }
+            return n
         }
     }
 }

@@ -16,13 +16,13 @@ struct SecurityTests {
         try await withServer(data) { server in
             var wrong = try server.token("a")
             wrong.secret = String(repeating: "0", count: 64)
-            await #expect { try await SyncClient.enroll(token: wrong, clientTime: 0) } throws: { code(of: $0) == .unauthorized }
+            await #expect { try await SyncClient.enroll(token: wrong, clientTime: Date().timeIntervalSince1970) } throws: { code(of: $0) == .unauthorized }
             // The real token still works once (the wrong attempt did not consume it)...
             let token = try server.token("b")
             let e = try await SyncClient.enroll(token: token, clientTime: Date().timeIntervalSince1970)
             #expect(e.name == "b" && e.credential.count == 64 && e.fingerprint == server.fingerprint)
             // ...and never again.
-            await #expect { try await SyncClient.enroll(token: token, clientTime: 0) } throws: { code(of: $0) == .unauthorized }
+            await #expect { try await SyncClient.enroll(token: token, clientTime: Date().timeIntervalSince1970) } throws: { code(of: $0) == .unauthorized }
             #expect(try server.store.registry().devices().first { $0.name == "b" }?.state == "enrolled")
         }
         // Expiry, on the registry with an explicit clock.
@@ -79,7 +79,7 @@ struct SecurityTests {
             #expect(more.sent == 1)
             try server.store.registry().revoke(name: "a", now: Date().timeIntervalSince1970)
             await #expect { try await client.sync(ea) } throws: { code(of: $0) == .unauthorized }
-            await #expect { try await SyncClient.household(ea, host: "127.0.0.1", port: server.port, type: nil, from: nil, to: nil, clientTime: 0) } throws: {
+            await #expect { try await SyncClient.household(ea, host: "127.0.0.1", port: server.port, type: nil, from: nil, to: nil, clientTime: Date().timeIntervalSince1970) } throws: {
                 code(of: $0) == .unauthorized
             }
         }
@@ -107,7 +107,7 @@ struct SecurityTests {
             // A wrong credential for a real device is refused the same way.
             var e = try await server.enroll("a")
             e.credential = String(repeating: "f", count: 64)
-            await #expect { try await SyncClient.household(e, host: "127.0.0.1", port: server.port, type: nil, from: nil, to: nil, clientTime: 0) } throws: {
+            await #expect { try await SyncClient.household(e, host: "127.0.0.1", port: server.port, type: nil, from: nil, to: nil, clientTime: Date().timeIntervalSince1970) } throws: {
                 code(of: $0) == .unauthorized
             }
         }
@@ -122,7 +122,7 @@ struct SecurityTests {
             // The token pins the first server's certificate; the second server answers at the token's address.
             var token = try #require(tokenForFirst)
             token.address = "127.0.0.1:\(server.port)"
-            await #expect { try await SyncClient.enroll(token: token, clientTime: 0) } throws: { code(of: $0) == .unauthorized }
+            await #expect { try await SyncClient.enroll(token: token, clientTime: Date().timeIntervalSince1970) } throws: { code(of: $0) == .unauthorized }
             #expect(try server.store.registry().devices().isEmpty)
             // A pinned raw connection with the wrong fingerprint never gets to the hello.
             let channel = try await server.tlsChannel(fingerprint: String(repeating: "0", count: 64))

@@ -1,0 +1,87 @@
+import Foundation
+import NIOCore
+import Testing
+@testable import HealthProbeArchive
+@testable import HealthProbeSimulator
+@testable import HealthProbeSync
+import HealthProbeTestSupport
+
+/// Frames from an enrolled device whose hashes could be right but whose numbers are not:
+/// refused by name, nothing stored, and the server (this very process) keeps serving.
+@Suite("Hostile frames from an enrolled device")
+struct HostileFrameTests {
+    static let hash = String(repeating: "a", count: 64)
+
+    /// A BUNDLE_BEGIN payload with `sequence` written as `literal` (canonical JSON otherwise).
+    static func begin(sequence literal: String, itemCount: Int = 3, size: Int = 20) -> SyncFrame {
+        let text = "{\"item_count\":\(itemCount),\"manifest_hash\":\"\(hash)\",\"parts\":1,\"sequence\":\(literal),\"uncompressed_size\":\(size)}"
+        return SyncFrame(kind: .bundleBegin, payload: ByteBuffer(string: text))
+    }
+
+    @Test("huge, fractional and negative sequences get malformed_frame naming the member; then a real sync completes",
+          arguments: ["9223372036854776000", "1e+300", "1.5", "-1", "0"])
+    func numbers(_ literal: String) async throws {
+        let data = TempDir()
+        let a = TempHome()
+        try simulate(a, days: 1)
+        try await withServer(data) { server in
+            let e = try await server.enroll("a")
+            let reply = try await server.raw(try wire([try authFrame(e), Self.begin(sequence: literal)]), until: "malformed_frame")
+            let text = String(decoding: reply, as: UTF8.self)
+            #expect(text.contains("malformed_frame") && text.contains("BUNDLE_BEGIN.sequence"), "\(literal): \(text)")
+            #expect(try server.store.chains().isEmpty)
+            // The server is still there, and a real client syncs.
+            let r = try await SyncClient(node: try a.open(), outbox: a.root + "/outbox").sync(e)
+            #expect(r.sent == 1)
+        }
+    }
+
+    @Test("BUNDLE_END with a huge sequence is refused the same way")
+    func endSequence() async throws {
+        let data = TempDir()
+        try await withServer(data) { server in
+            let e = try await server.enroll("a")
+            var part = ByteBuffer()
+            let body = Array("{}\n{}\n{}\n".utf8)
+            part.writeInteger(UInt32(0), endianness: .big)
+            part.writeInteger(UInt32(body.count), endianness: .big)
+            part.writeBytes(try BundlePartCodec.compress(body))
+            let end = SyncFrame(kind: .bundleEnd, payload: ByteBuffer(string: "{\"manifest_hash\":\"\(Self.hash)\",\"sequence\":1e+300}"))
+            let reply = try await server.raw(try wire([try authFrame(e), Self.begin(sequence: "1", size: body.count),
+                                                       SyncFrame(kind: .bundlePart, payload: part), end]), until: "malformed_frame")
+            #expect(String(decoding: reply, as: UTF8.self).contains("BUNDLE_END.sequence"))
+            #expect(try server.store.chains().isEmpty)
+        }
+    }
+
+    @Test("item_count is checked: a bundle with other than the declared number of lines is refused before it is verified")
+    func itemCount() async throws {
+        let data = TempDir()
+        try await withServer(data) { server in
+            let e = try await server.enroll("a")
+            var part = ByteBuffer()
+            let body = Array("{}\n{}\n{}\n".utf8)  // three lines: one item
+            part.writeInteger(UInt32(0), endianness: .big)
+            part.writeInteger(UInt32(body.count), endianness: .big)
+            part.writeBytes(try BundlePartCodec.compress(body))
+            let end = try SyncFrame.json(.bundleEnd, .object(["manifest_hash": .string(Self.hash), "sequence": .int(1)]))
+            let reply = try await server.raw(try wire([try authFrame(e), Self.begin(sequence: "1", itemCount: 5, size: body.count),
+                                                       SyncFrame(kind: .bundlePart, payload: part), end]), until: "malformed_frame")
+            let text = String(decoding: reply, as: UTF8.self)
+            #expect(text.contains("declared 5 items") && text.contains("holds 1"), "\(text)")
+            #expect(try server.store.chains().isEmpty)
+        }
+    }
+
+    @Test("a client time of year 9999 is refused, not stored as a clock offset")
+    func farFutureClientTime() async throws {
+        let data = TempDir()
+        try await withServer(data) { server in
+            let e = try await server.enroll("a")
+            let auth = try SyncFrame.json(.auth, .object(["device_name": .string(e.name), "credential": .string(e.credential),
+                                                          "client_time": .string("9999-12-31T23:59:59.000Z")]))
+            let reply = try await server.raw(try wire([auth]), until: "malformed_frame")
+            #expect(String(decoding: reply, as: UTF8.self).contains("AUTH.client_time"))
+        }
+    }
+}
