@@ -14,7 +14,8 @@ protocol ByteSource: AnyObject {
 
 /// A file read with POSIX `read`.
 final class FileByteSource: ByteSource {
-    private let fd: Int32
+    /// -1 once closed: closing twice could close a descriptor the process has since reused.
+    private var fd: Int32
     let totalBytes: Int64?
     let path: String
 
@@ -37,6 +38,11 @@ final class FileByteSource: ByteSource {
         }
     }
 
-    func close() { Glibc.close(fd) }
-    deinit { Glibc.close(fd) }
+    func close() {
+        guard fd >= 0 else { return }
+        Glibc.close(fd)
+        fd = -1
+    }
+
+    deinit { close() }
 }

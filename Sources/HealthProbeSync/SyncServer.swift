@@ -236,13 +236,14 @@ public struct SyncServer: Sendable {
     /// Authorizes, verifies and applies a received bundle; the reply to send.
     func finish(_ r: Receiving, device: DeviceRegistry.Identity, clockOffset: Double?) async -> SyncFrame {
         var chain: String?
+        var bound = false
         let path = r.path
         do {
             let c = try await offload { try ServerStore.peekChain(file: path) }
             chain = c
-            try await offload {
+            bound = try await offload {
                 try requireActive(device)
-                try Self.mapAuth { try registry.claim(device, chain: c, now: now()) }
+                return try Self.mapAuth { try registry.claim(device, chain: c, now: now()) }
             }
             let started = ContinuousClock.now
             let outcome = try await applier.apply(chain: c, path: r.path, manifestHash: r.manifestHash, bytes: r.uncompressedSize, at: now())
@@ -256,6 +257,10 @@ public struct SyncServer: Sendable {
             return try .json(.bundleAck, .object(["sequence": .int(r.sequence), "manifest_hash": .string(r.manifestHash), "status": .string(status)]))
         } catch {
             let e = Self.protocolError(error)
+            if bound, let c = chain {
+                // This bundle bound the chain; refused, it binds nothing.
+                _ = try? await offload { try registry.release(device, chain: c) }
+            }
             metrics.refused(code: e.code.rawValue)
             logger.warning("bundle refused", metadata: ["sync.sequence": "\(r.sequence)", "sync.error": "\(e.code.rawValue)", "sync.device": "\(device.name)"])
             if [.divergence, .forbidden, .bundleInvalid].contains(e.code) {

@@ -85,3 +85,33 @@ struct HostileFrameTests {
         }
     }
 }
+
+@Suite("Chains are bound only by accepted bundles")
+struct ChainBindingTests {
+    @Test("a refused bundle naming an unknown chain does not bind it: its real owner then syncs")
+    func refusedDoesNotBind() async throws {
+        let data = TempDir()
+        let b = TempHome()
+        try simulate(b, days: 1)
+        let chainB = try b.open().deviceChainHash
+        try await withServer(data) { server in
+            let a = try await server.enroll("a")
+            let eb = try await server.enroll("b")
+            // Device a sends a "bundle" whose header names b's chain; the rest is not a bundle.
+            let body = Array(("{\"device_chain_hash\":\"\(chainB)\"}\n{}\n{}\n").utf8)
+            var part = ByteBuffer()
+            part.writeInteger(UInt32(0), endianness: .big)
+            part.writeInteger(UInt32(body.count), endianness: .big)
+            part.writeBytes(try BundlePartCodec.compress(body))
+            let end = try SyncFrame.json(.bundleEnd, .object(["manifest_hash": .string(HostileFrameTests.hash), "sequence": .int(1)]))
+            let reply = try await server.raw(try wire([try authFrame(a), HostileFrameTests.begin(sequence: "1", itemCount: 1, size: body.count),
+                                                       SyncFrame(kind: .bundlePart, payload: part), end]), until: "\"sequence\"")
+            #expect(String(decoding: reply, as: UTF8.self).contains("bundle_invalid"), "\(String(decoding: reply, as: UTF8.self))")
+            #expect(try server.store.registry().chainInfo(chainB).device == nil)
+            // b, the chain's real owner, is not forbidden.
+            let r = try await SyncClient(node: try b.open(), outbox: b.root + "/outbox").sync(eb)
+            #expect(r.sent == 1)
+            #expect(try server.store.registry().chainInfo(chainB).device == "b")
+        }
+    }
+}

@@ -182,18 +182,31 @@ public final class DeviceRegistry: Sendable {
     }
 
     /// Write access: binds an unowned chain to `identity`; a chain owned by another device is forbidden.
-    public func claim(_ identity: Identity, chain: String, now: Double) throws {
+    /// Binds an unbound `chain` to the device, or checks that the device owns it.
+    /// True when this call bound it (the caller releases it if the bundle is refused).
+    @discardableResult
+    public func claim(_ identity: Identity, chain: String, now: Double) throws -> Bool {
         // Every bundle claims its chain; once bound, a read answers without a write transaction.
         let owner = try database.read { db in
             try Int64.fetchOne(db.cachedStatement(sql: "SELECT device_id FROM chain_owners WHERE device_chain_hash = ?"), arguments: [chain])
         }
-        if owner == identity.id { return }
-        try database.write { db in
+        if owner == identity.id { return false }
+        return try database.write { db in
             try db.execute(sql: "INSERT OR IGNORE INTO chain_owners(device_chain_hash, device_id, bound_at) VALUES (?, ?, ?)", arguments: [chain, identity.id, now])
+            let bound = db.changesCount > 0
             let owner = try Int64.fetchOne(db.cachedStatement(sql: "SELECT device_id FROM chain_owners WHERE device_chain_hash = ?"), arguments: [chain])
             guard owner == identity.id else {
                 throw AuthError(.forbidden, "this device's credential does not own chain \(chain.prefix(16)); a device writes only the chains it created")
             }
+            return bound
+        }
+    }
+
+    /// Undoes a `claim` that bound `chain` for a bundle that was then refused: only an
+    /// accepted bundle binds a chain (Protocol/README.md section 7).
+    public func release(_ identity: Identity, chain: String) throws {
+        try database.write { db in
+            try db.execute(sql: "DELETE FROM chain_owners WHERE device_chain_hash = ? AND device_id = ?", arguments: [chain, identity.id])
         }
     }
 
