@@ -12,6 +12,15 @@ import HealthProbeTestSupport
 struct HostileFrameTests {
     static let hash = String(repeating: "a", count: 64)
 
+    /// Part 0 of a bundle: `body`, compressed, as a BUNDLE_PART frame.
+    static func onlyPart(_ body: [UInt8]) throws -> SyncFrame {
+        var part = ByteBuffer()
+        part.writeInteger(UInt32(0), endianness: .big)
+        part.writeInteger(UInt32(body.count), endianness: .big)
+        part.writeBytes(try BundlePartCodec.compress(body))
+        return SyncFrame(kind: .bundlePart, payload: part)
+    }
+
     /// A BUNDLE_BEGIN payload with `sequence` written as `literal` (canonical JSON otherwise).
     static func begin(sequence literal: String, itemCount: Int = 3, size: Int = 20) -> SyncFrame {
         let text = "{\"item_count\":\(itemCount),\"manifest_hash\":\"\(hash)\",\"parts\":1,\"sequence\":\(literal),\"uncompressed_size\":\(size)}"
@@ -41,14 +50,11 @@ struct HostileFrameTests {
         let data = TempDir()
         try await withServer(data) { server in
             let e = try await server.enroll("a")
-            var part = ByteBuffer()
             let body = Array("{}\n{}\n{}\n".utf8)
-            part.writeInteger(UInt32(0), endianness: .big)
-            part.writeInteger(UInt32(body.count), endianness: .big)
-            part.writeBytes(try BundlePartCodec.compress(body))
+            let part = try Self.onlyPart(body)
             let end = SyncFrame(kind: .bundleEnd, payload: ByteBuffer(string: "{\"manifest_hash\":\"\(Self.hash)\",\"sequence\":1e+300}"))
             let reply = try await server.raw(try wire([try authFrame(e), Self.begin(sequence: "1", size: body.count),
-                                                       SyncFrame(kind: .bundlePart, payload: part), end]), until: "malformed_frame")
+                                                       part, end]), until: "malformed_frame")
             #expect(String(decoding: reply, as: UTF8.self).contains("BUNDLE_END.sequence"))
             #expect(try server.store.chains().isEmpty)
         }
@@ -59,14 +65,11 @@ struct HostileFrameTests {
         let data = TempDir()
         try await withServer(data) { server in
             let e = try await server.enroll("a")
-            var part = ByteBuffer()
             let body = Array("{}\n{}\n{}\n".utf8)  // three lines: one item
-            part.writeInteger(UInt32(0), endianness: .big)
-            part.writeInteger(UInt32(body.count), endianness: .big)
-            part.writeBytes(try BundlePartCodec.compress(body))
+            let part = try Self.onlyPart(body)
             let end = try SyncFrame.json(.bundleEnd, .object(["manifest_hash": .string(Self.hash), "sequence": .int(1)]))
             let reply = try await server.raw(try wire([try authFrame(e), Self.begin(sequence: "1", itemCount: 5, size: body.count),
-                                                       SyncFrame(kind: .bundlePart, payload: part), end]), until: "malformed_frame")
+                                                       part, end]), until: "malformed_frame")
             let text = String(decoding: reply, as: UTF8.self)
             #expect(text.contains("declared 5 items") && text.contains("holds 1"), "\(text)")
             #expect(try server.store.chains().isEmpty)
@@ -99,13 +102,10 @@ struct ChainBindingTests {
             let eb = try await server.enroll("b")
             // Device a sends a "bundle" whose header names b's chain; the rest is not a bundle.
             let body = Array(("{\"device_chain_hash\":\"\(chainB)\"}\n{}\n{}\n").utf8)
-            var part = ByteBuffer()
-            part.writeInteger(UInt32(0), endianness: .big)
-            part.writeInteger(UInt32(body.count), endianness: .big)
-            part.writeBytes(try BundlePartCodec.compress(body))
+            let part = try HostileFrameTests.onlyPart(body)
             let end = try SyncFrame.json(.bundleEnd, .object(["manifest_hash": .string(HostileFrameTests.hash), "sequence": .int(1)]))
             let reply = try await server.raw(try wire([try authFrame(a), HostileFrameTests.begin(sequence: "1", itemCount: 1, size: body.count),
-                                                       SyncFrame(kind: .bundlePart, payload: part), end]), until: "\"sequence\"")
+                                                       part, end]), until: "\"sequence\"")
             #expect(String(decoding: reply, as: UTF8.self).contains("bundle_invalid"), "\(String(decoding: reply, as: UTF8.self))")
             #expect(try server.store.registry().chainInfo(chainB).device == nil)
             // b, the chain's real owner, is not forbidden.
