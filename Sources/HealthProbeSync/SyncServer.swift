@@ -247,6 +247,7 @@ public struct SyncServer: Sendable {
             }
             let started = ContinuousClock.now
             let outcome = try await applier.apply(chain: c, path: r.path, manifestHash: r.manifestHash, bytes: r.uncompressedSize, at: now())
+            bound = false  // applied: the binding stands, whatever fails after this
             metrics.bundle(outcome: outcome, seconds: (ContinuousClock.now - started).seconds)
             try await offload { try registry.recordSync(chain: c, now: now(), clockOffset: clockOffset) }
             let status: String
