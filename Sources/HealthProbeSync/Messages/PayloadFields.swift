@@ -59,7 +59,7 @@ struct PayloadFields {
     /// Exactly `count` lower-case hex digits.
     func hex(_ member: String, count: Int) throws -> String {
         let s = try string(member)
-        guard s.utf8.count == count, s.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }) else {
+        guard EnrollmentToken.isHex(s, count: count) else {
             throw fail(member, "must be \(count) lower-case hex digits")
         }
         return s
