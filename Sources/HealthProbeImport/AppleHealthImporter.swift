@@ -80,7 +80,7 @@ public final class AppleHealthImporter {
 
     func importExport(_ location: ExportLocation) throws -> Result {
         let started = Date()
-        let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: "import", notes: "importing an Apple Health export"))
+        let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: .`import`, notes: "importing an Apple Health export"))
         let state = State()
         let pipeline = PipelinedPageWriter(session: session, transactionSamples: options.transactionSamples)
         let source: ByteSource
@@ -213,14 +213,14 @@ public final class AppleHealthImporter {
         try pipeline.submit(page, to: run)
     }
 
-    static func category(_ type: String) -> String? {
-        if type.hasPrefix("HKQuantityTypeIdentifier") { return "quantity" }
-        if type.hasPrefix("HKCategoryTypeIdentifier") { return "category" }
-        if type.hasPrefix("HKCorrelationTypeIdentifier") { return "correlation" }
-        if type == "HKWorkoutTypeIdentifier" { return "workout" }
-        if type == ExportParser.routeType { return "route" }
-        if type == ExportParser.activitySummaryType { return "activity_summary" }
-        return "other"
+    static func category(_ type: String) -> ValueKind {
+        if type.hasPrefix("HKQuantityTypeIdentifier") { return .quantity }
+        if type.hasPrefix("HKCategoryTypeIdentifier") { return .category }
+        if type.hasPrefix("HKCorrelationTypeIdentifier") { return .correlation }
+        if type == "HKWorkoutTypeIdentifier" { return .workout }
+        if type == ExportParser.routeType { return .route }
+        if type == ExportParser.activitySummaryType { return .activitySummary }
+        return .other
     }
 
     /// Types that earlier import observations of this chain had runs for.

@@ -11,10 +11,7 @@ struct ImportedSample: Sendable {
 
 /// A related sample: a correlation member or a workout route.
 struct ImportedChild: Sendable {
-    enum Kind: String, Sendable {
-        case correlationMember = "correlation_member"
-        case workoutRoute = "workout_route"
-    }
+    typealias Kind = RelationshipKind
     var kind: Kind
     var typeIdentifier: String
     var sample: CapturedSample

@@ -53,7 +53,7 @@ extension SimulatedType {
     private static func q(_ i: UInt64, _ id: String, _ name: String, _ unit: String, _ perDay: Int, _ duration: Double,
                           _ range: ClosedRange<Double>, _ decimals: Int = 0, sources: [SimulatedSource] = [.watch],
                           consolidates: Bool = false, unauthorizedEvery: Int = 0, failsEvery: Int = 0) -> SimulatedType {
-        SimulatedType(index: i, descriptor: SampleTypeDescriptor("HKQuantityTypeIdentifier" + id, displayName: name, category: "quantity"),
+        SimulatedType(index: i, descriptor: SampleTypeDescriptor("HKQuantityTypeIdentifier" + id, displayName: name, category: .quantity),
                       shape: .quantity(unit: unit, perDay: perDay, duration: duration, range: range, decimals: decimals),
                       sources: sources, consolidates: consolidates, unauthorizedEvery: unauthorizedEvery, failsEvery: failsEvery)
     }
@@ -73,11 +73,11 @@ extension SimulatedType {
         q(11, "BodyMass", "Weight", "kg", 1, 0, 70...74, 1, sources: [.scaleApp], unauthorizedEvery: 4),
         q(12, "VO2Max", "Cardio Fitness", "mL/min·kg", 1, 0, 38...44, 2),
         q(13, "WalkingHeartRateAverage", "Walking Heart Rate Average", "count/min", 1, 0, 80...105),
-        SimulatedType(index: 14, descriptor: SampleTypeDescriptor("HKCategoryTypeIdentifierSleepAnalysis", displayName: "Sleep", category: "category"),
+        SimulatedType(index: 14, descriptor: SampleTypeDescriptor("HKCategoryTypeIdentifierSleepAnalysis", displayName: "Sleep", category: .category),
                       shape: .sleep, sources: [.watch], consolidates: false, unauthorizedEvery: 0, failsEvery: 0),
-        SimulatedType(index: 15, descriptor: SampleTypeDescriptor("HKCategoryTypeIdentifierAppleStandHour", displayName: "Stand Hours", category: "category"),
+        SimulatedType(index: 15, descriptor: SampleTypeDescriptor("HKCategoryTypeIdentifierAppleStandHour", displayName: "Stand Hours", category: .category),
                       shape: .category(perDay: 12, duration: 3600, values: [0, 1]), sources: [.watch], consolidates: false, unauthorizedEvery: 0, failsEvery: 0),
-        SimulatedType(index: 16, descriptor: SampleTypeDescriptor("HKWorkoutTypeIdentifier", displayName: "Workouts", category: "workout"),
+        SimulatedType(index: 16, descriptor: SampleTypeDescriptor("HKWorkoutTypeIdentifier", displayName: "Workouts", category: .workout),
                       shape: .workout(everyDays: 2), sources: [.watch], consolidates: false, unauthorizedEvery: 0, failsEvery: 0),
     ]
 }

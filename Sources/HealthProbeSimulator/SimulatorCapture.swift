@@ -54,7 +54,7 @@ public struct SimulatorCapture {
         } + 1
         clock.set(SimulatedPerson.captureTime(at: T))
         let tz = person.timeZone(at: T)
-        let context = ObservationContext(triggerReason: "simulator", osVersion: "17.1.2", timeZoneIdentifier: tz.identifier,
+        let context = ObservationContext(triggerReason: .simulator, osVersion: "17.1.2", timeZoneIdentifier: tz.identifier,
                                          timeZoneSecondsFromGMT: tz.secondsFromGMT(for: Date(timeIntervalSince1970: clock.now())),
                                          selectedTypes: options.types.map(\.identifier),
                                          notes: "simulated capture seed=\(options.seed) day=\(T)")
@@ -65,7 +65,7 @@ public struct SimulatorCapture {
             let kind: TypeRunKind = options.fullScan ? .fullScan : .anchored
             let run = try session.beginTypeRun(t.descriptor, kind: kind, anchorBefore: from.map(anchor))
             if t.unauthorizedEvery > 0 && captureNumber % t.unauthorizedEvery == 0 {
-                results.append(try run.fail(.unauthorized, errorKind: "authorization_denied"))
+                results.append(try run.fail(.unauthorized, errorKind: .authorizationDenied))
                 continue
             }
             var page: [CapturedSample] = []
@@ -98,7 +98,7 @@ public struct SimulatorCapture {
                 if !failed { try flush() }
             }
             if failed {
-                results.append(try run.fail(.failed, errorKind: "query_failed", message: "simulated query failure"))
+                results.append(try run.fail(.failed, errorKind: .queryFailed, message: "simulated query failure"))
                 continue
             }
             if !deleted.isEmpty && !options.fullScan {

@@ -44,10 +44,8 @@ public struct ServerStore: Sendable {
     /// The chain hash named by the header (first line) of a bundle file.
     public static func peekChain(file path: String) throws -> String {
         var lines = try FileLines(path: path)
-        guard let first = lines.next(), case .object(let header)? = try? JSONParser.parse(first) else {
-            throw BundleError(.malformed, line: 1, "the bundle does not start with a header")
-        }
-        return try chainHash(header)
+        guard let first = lines.next() else { throw BundleError(.malformed, line: 1, "the bundle is empty") }
+        return try BundleVerifier.header(first).deviceChainHash
     }
 
     public func requireInitialized() throws {
@@ -176,17 +174,16 @@ extension ServerStore {
         }
     }
 
+    /// Removes a chain's directory (its replica and bundles): for a chain whose first
+    /// bundle was refused, so that a refusal stores nothing. The caller has closed the replica.
+    public func discardChain(_ chainHash: String) {
+        let dir = chainsDirectory + "/\(chainHash.lowercased())"
+        guard chainHash.count == 64 else { return }
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+
     /// Where bundles being received are kept until verified and applied.
     public var quarantineDirectory: String { root + "/quarantine" }
-
-    /// A chain hash as it must appear in a header: 64 lower-case hex characters.
-    public static func chainHash(_ header: [String: JSONValue]) throws -> String {
-        guard case .string(let chain)? = header["device_chain_hash"], chain.count == 64,
-              chain.allSatisfy({ $0.isHexDigit && !$0.isUppercase }) else {
-            throw SyncProtocolError(.malformedFrame, "device_chain_hash must be 64 lower-case hex characters")
-        }
-        return chain
-    }
 
     /// Verifies the bundle file at `path` and applies it to its chain's replica
     /// (one transaction: nothing is stored unless every check passes).
@@ -194,19 +191,16 @@ extension ServerStore {
     public func apply(file path: String, manifestHash: String, now: Double,
                       replica kept: ((String) throws -> Archive)? = nil) throws -> (chain: String, outcome: BundleApplier.Outcome) {
         var lines = try FileLines(path: path)
-        guard let first = lines.next(), case .object(let header)? = try? JSONParser.parse(first) else {
-            throw BundleError(.malformed, line: 1, "\(path) does not start with a bundle header")
-        }
-        let chain = try Self.chainHash(header)
+        guard let first = lines.next() else { throw BundleError(.malformed, line: 1, "the bundle is empty") }
+        // Checked (hex, integer ranges) before anything is opened or named after it.
+        let header = try BundleVerifier.header(first)
+        let chain = header.deviceChainHash, sequence = header.sequence
         let replica = try kept?(chain) ?? openReplica(chain)
         // Kept first under an `.incoming` name, promoted only once the apply committed:
         // a crash in between leaves a file `recoverIncoming` settles from the bundle log.
-        guard case .number(let s)? = header["sequence"], s >= 1, s == s.rounded() else {
-            throw BundleError(.malformed, line: 1, "the bundle header has no valid sequence")
-        }
         // A crash can have left only this sequence (re-sent) or the previous one unpromoted.
-        try recoverIncoming(chain, replica: replica, sequences: [Int(s) - 1, Int(s)])
-        let incoming = try keep(file: path, chain: chain, sequence: Int(s))
+        try recoverIncoming(chain, replica: replica, sequences: [sequence - 1, sequence])
+        let incoming = try keep(file: path, chain: chain, sequence: sequence)
         do {
             let outcome = try BundleApplier.apply(replica, lines: Prepended(first: first, rest: lines), manifestHash: manifestHash, now: now)
             if case .applied = outcome { try promote(incoming) } else { try? FileManager.default.removeItem(atPath: incoming) }

@@ -502,6 +502,8 @@ actor ApplyQueue {
         await began()
         await acquire(chain)
         let replicas = self.replicas, store = self.store
+        // A chain this apply creates is removed again if its first bundle is refused.
+        let existed = FileManager.default.fileExists(atPath: store.replicaPath(chain))
         do {
             let outcome = try await pool.runIfActive {
                 let outcome = try store.apply(file: path, manifestHash: manifestHash, now: now) { chain in
@@ -522,6 +524,7 @@ actor ApplyQueue {
             return outcome
         } catch {
             replicas.evict(chain)
+            if !existed { store.discardChain(chain) }
             await release(chain)
             await ended()
             throw error

@@ -124,7 +124,7 @@ struct AnalyzeBench: AsyncParsableCommand {
             for gen in 0..<2 {
                 clock.advance(3600)
                 let (_, seconds) = try Measure.time { () throws -> Void in
-                    let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: "benchmark", timeZoneIdentifier: "Europe/Berlin",
+                    let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: .benchmark, timeZoneIdentifier: "Europe/Berlin",
                                                                                               selectedTypes: types.map(\.identifier)))
                     for (ti, type) in types.enumerated() {
                         let run = try session.beginTypeRun(type, kind: .fullScan)

@@ -67,7 +67,7 @@ extension BenchOptions {
     /// One anchored observation of `count` heart-rate samples (indices from `offset`) in `home`.
     func captureHeartRate(home: ArchiveHome, clock: ManualClock, count: Int, offset: Int) throws {
         let node = try home.open(clock: clock)
-        let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: "benchmark"))
+        let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: .benchmark))
         let run = try session.beginTypeRun(CaptureBench.types[0], kind: .anchored)
         let pipeline = PipelinedPageWriter(run: run)
         var page: [CapturedSample] = []

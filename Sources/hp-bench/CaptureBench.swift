@@ -59,7 +59,7 @@ struct CaptureBench: AsyncParsableCommand {
             var changes = PageResult()
             var completing = 0.0
             let (status, seconds) = try Measure.time { () throws -> ObservationStatus in
-                let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: "benchmark", selectedTypes: Self.types.map(\.identifier)))
+                let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: .benchmark, selectedTypes: Self.types.map(\.identifier)))
                 for (ti, type) in Self.types.enumerated() {
                     let run = try session.beginTypeRun(type, kind: .fullScan)
                     let pipeline = PipelinedPageWriter(run: run, transactionSamples: bench.transactionSamples)

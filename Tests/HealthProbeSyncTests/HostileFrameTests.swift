@@ -114,4 +114,49 @@ struct ChainBindingTests {
             #expect(try server.store.registry().chainInfo(chainB).device == "b")
         }
     }
+
+    /// The frames that send `lines` (a whole bundle) as sequence 1 in one part.
+    static func bundleFrames(_ lines: [[UInt8]], hash: String) throws -> [SyncFrame] {
+        let body: [UInt8] = lines.flatMap { $0 + [UInt8(0x0A)] }
+        return [
+            try SyncFrame.json(.bundleBegin, .object(["sequence": .int(1), "manifest_hash": .string(hash), "parts": .int(1),
+                                                      "item_count": .int(lines.count - 2), "uncompressed_size": .int(body.count)])),
+            try HostileFrameTests.onlyPart(body),
+            try SyncFrame.json(.bundleEnd, .object(["manifest_hash": .string(hash), "sequence": .int(1)])),
+        ]
+    }
+
+    @Test("bundles with valid hashes but invalid content are bundle_invalid naming what is wrong; nothing is stored; the real bundle then syncs and the replica passes --full")
+    func invalidMeaning() async throws {
+        let data = TempDir()
+        let a = TempHome()
+        try simulate(a, days: 2)
+        let (lines, _) = try bundleLines(try a.open(), 1, previous: nil)
+        var changedOne = false
+        let unknownKind = try editedBundle(lines) { _, o in
+            guard !changedOne, o["kind"] == .string("event") else { return [o] }
+            changedOne = true
+            var o = o
+            o["event_kind"] = .string("vanished")
+            return [o]
+        }
+        guard case .object(var header) = try JSONParser.parse(lines[0]) else { Issue.record("no header"); return }
+        header["sequence"] = .number(9_223_372_036_854_775_808)
+        let hugeSequence = try rebundle(header: try CanonicalJSON.encode(.object(header)), items: Array(lines.dropFirst().dropLast()))
+        let noObservation = try editedBundle(lines) { _, o in o["kind"] == .string("observation") ? [] : [o] }
+        try await withServer(data) { server in
+            let e = try await server.enroll("a")
+            for (bundle, expected) in [(unknownKind, "event.event_kind"), (hugeSequence, "header: sequence"), (noObservation, "first item must be the observation")] {
+                let reply = try await server.raw(try wire([try authFrame(e)] + Self.bundleFrames(bundle.0, hash: bundle.1)), until: "\"sequence\"")
+                let text = String(decoding: reply, as: UTF8.self)
+                #expect(text.contains("bundle_invalid") && text.contains(expected), "\(expected): \(text)")
+                #expect(try server.store.chains().isEmpty, "\(expected)")
+            }
+            let r = try await SyncClient(node: try a.open(), outbox: a.root + "/outbox").sync(e)
+            #expect(r.sent == 1)
+            let chain = try #require(try server.store.chains().first)
+            let replica = try Archive.open(path: server.store.replicaPath(chain), mode: .readOnly)
+            #expect(try ArchiveVerifier.databaseChecks(replica, mode: .full).filter { $0.status == .problem }.isEmpty)
+        }
+    }
 }

@@ -288,13 +288,13 @@ struct ReplicaCacheTests {
         }
     }
 
-    @Test("a replica the server opens has the aggregates' TEMP tables already: no apply empties its statement cache making them")
+    @Test("a replica the server opens has the apply path's TEMP tables already: no apply empties its statement cache making them")
     func replicasOpenPrepared() throws {
         let (dir, store) = try Self.newStore()
         defer { withExtendedLifetime(dir) {} }
         let replica = try store.openReplica(Self.chains[0])
         let temps = try replica.writer.write { db in try String.fetchSet(db, sql: "SELECT name FROM temp.sqlite_master WHERE type = 'table'") }
-        #expect(temps == ["hp_touched", "hp_days"])
+        #expect(temps == ["hp_touched", "hp_days", "hp_touched_samples"])
     }
 
     @Test("applies run on the queue's own threads, as many at once as it has; once shut down an apply is refused and stores nothing")

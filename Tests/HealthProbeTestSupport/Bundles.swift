@@ -21,3 +21,40 @@ public func fixedKeyHome() throws -> TempHome {
     try (String(repeating: "a5", count: 32) + "\n").write(toFile: t.root + "/keys/device-chain-seed", atomically: true, encoding: .utf8)
     return t
 }
+
+/// A bundle made again from a header and items given as bytes (each canonical or
+/// not, as a test wants): item hashes, trailer counts and manifest hash all
+/// recomputed, so that only the content differs from a valid bundle.
+public func rebundle(header: [UInt8], items: [[UInt8]]) throws -> ([[UInt8]], String) {
+    var counts: [String: Int] = [:]
+    var manifest = header + [0x0A]
+    for item in items {
+        let kind: String
+        if case .object(let o)? = try? JSONParser.parse(item), case .string(let k)? = o["kind"] { kind = k } else { kind = "?" }
+        counts[kind, default: 0] += 1
+        manifest += Array(ArchiveHasher.sha256(.item, item).utf8) + [0x0A]
+    }
+    let trailer = try CanonicalJSON.encode(.object(["item_count": .int(items.count), "counts": .object(counts.mapValues { .int($0) })]))
+    manifest += trailer
+    return ([header] + items + [trailer], ArchiveHasher.sha256(.manifest, manifest))
+}
+
+/// The bundle's lines with items changed: `edit` gets each item as a JSON object
+/// (with its line index, 1 = the first item) and returns what replaces it: itself
+/// changed, nothing (dropped), or more than one item. Item hashes, counts and the
+/// manifest hash are recomputed, and a changed version's `payload_hash` too when
+/// `rehashPayload` is set.
+public func editedBundle(_ lines: [[UInt8]], rehashPayload: Bool = true,
+                         _ edit: (Int, [String: JSONValue]) throws -> [[String: JSONValue]]) throws -> ([[UInt8]], String) {
+    var items: [[UInt8]] = []
+    for (i, line) in lines.enumerated().dropFirst().dropLast() {
+        guard case .object(let o) = try JSONParser.parse(line) else { continue }
+        for var changed in try edit(i, o) {
+            if rehashPayload, changed != o, let p = changed["payload"], changed["kind"] == .string("version") {
+                changed["payload_hash"] = .string(try ArchiveHasher.sha256(.payload, json: p))
+            }
+            items.append(try CanonicalJSON.encode(.object(changed)))
+        }
+    }
+    return try rebundle(header: lines[0], items: items)
+}

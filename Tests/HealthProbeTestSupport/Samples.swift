@@ -2,8 +2,8 @@ import Foundation
 import GRDB
 import HealthProbeArchive
 
-public let heartRate = SampleTypeDescriptor("HKQuantityTypeIdentifierHeartRate", displayName: "Heart Rate", category: "quantity")
-public let steps = SampleTypeDescriptor("HKQuantityTypeIdentifierStepCount", displayName: "Steps", category: "quantity")
+public let heartRate = SampleTypeDescriptor("HKQuantityTypeIdentifierHeartRate", displayName: "Heart Rate", category: .quantity)
+public let steps = SampleTypeDescriptor("HKQuantityTypeIdentifierStepCount", displayName: "Steps", category: .quantity)
 
 /// A synthetic heart-rate sample, 5 minutes after the previous index.
 public func hr(_ i: Int, value: Double = 60, uuid: Bool = true) -> CapturedSample {
@@ -17,7 +17,7 @@ public func hr(_ i: Int, value: Double = 60, uuid: Bool = true) -> CapturedSampl
 @discardableResult
 public func capture(_ node: NodeArchive, _ type: SampleTypeDescriptor = heartRate, kind: TypeRunKind = .fullScan,
                     samples: [CapturedSample], deleted: [String] = []) throws -> (obs: Int64, result: TypeRunResult) {
-    let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: "test", selectedTypes: [type.identifier]))
+    let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: .manual, selectedTypes: [type.identifier]))
     let run = try session.beginTypeRun(type, kind: kind)
     if !samples.isEmpty { try run.writePage(index: 0, samples: samples) }
     if !deleted.isEmpty { try run.recordDeletedObjects(index: 1, uuids: deleted) }

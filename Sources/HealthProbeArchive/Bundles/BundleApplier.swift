@@ -26,41 +26,56 @@ public enum BundleApplier {
     public static func apply(_ replica: Archive, lines: some Sequence<[UInt8]>, manifestHash: String, now: Double) throws -> Outcome {
         let verified = VerifiedLines(lines)
         defer { verified.cancel() }
-        return try replica.writer.write { db in
-            var state: State?
-            while let batch = try verified.next() {
-                for line in batch {
-                    // The verifier parsed each line once (flat); the applier reads that.
-                    guard state != nil else {
-                        guard case .object(let o) = line.value else { continue }
-                        let header = try BundleVerifier.parseHeader(o, line: 1)
-                        switch try State.begin(db, header: header, manifestHash: manifestHash, now: now) {
-                        case .alreadyApplied(let sequence): return .alreadyApplied(sequence: sequence)
-                        case .apply(let s): state = s
-                        }
-                        continue
-                    }
-                    guard let kind = line.find("kind") else { continue }  // the trailer
-                    try state!.apply(kind, line, db: db)
-                }
-            }
-            guard let s = state else { throw BundleError(.malformed, line: nil, "the bundle is empty") }
-            var verifier = verified.finish()
-            _ = try verifier.finish(expected: manifestHash, previousManifestHash: .some(s.previousLogged))
-            // The replica's aggregates are derived here, never carried in bundles.
-            try Aggregates.update(db, observationID: s.observationID, now: now)
-            try db.cachedStatement(sql: """
-                INSERT INTO bundle_log(device_chain_id, sequence, observation_id, manifest_hash, previous_manifest_hash, item_count, direction, recorded_at)
-                VALUES (?, ?, ?, ?, ?, ?, 'received', ?)
-                """).execute(arguments: [s.chainID, s.header.sequence, s.observationID, manifestHash, s.header.previousManifestHash, verifier.itemCount, now])
-            return s.outcome
+        do {
+            return try replica.writer.write { db in try applyVerified(db, verified, manifestHash: manifestHash, now: now) }
+        } catch let e as DatabaseError where e.resultCode == .SQLITE_CONSTRAINT {
+            // Only bundle content can break a constraint: a row the replica (or the bundle) has already.
+            throw BundleError(.reference, line: nil, "the bundle adds a row the replica already has (\(e.message ?? "constraint"))")
         }
+    }
+
+    private static func applyVerified(_ db: Database, _ verified: VerifiedLines, manifestHash: String, now: Double) throws -> Outcome {
+        var state: State?
+        while let batch = try verified.next() {
+            for line in batch {
+                // The verifier parsed each line once (flat); the applier reads that.
+                guard state != nil else {
+                    guard case .object(let o) = line.value else { continue }
+                    let header = try BundleVerifier.parseHeader(o, line: 1)
+                    switch try State.begin(db, header: header, manifestHash: manifestHash, now: now) {
+                    case .alreadyApplied(let sequence): return .alreadyApplied(sequence: sequence)
+                    case .apply(let s): state = s
+                    }
+                    continue
+                }
+                guard let kind = line.find("kind") else { continue }  // the trailer
+                try state!.apply(kind, line, db: db)
+            }
+        }
+        guard let s = state else { throw BundleError(.malformed, line: nil, "the bundle is empty") }
+        var verifier = verified.finish()
+        _ = try verifier.finish(expected: manifestHash, previousManifestHash: .some(s.previousLogged))
+        // The replica's aggregates are derived here, never carried in bundles.
+        try Aggregates.update(db, observationID: s.observationID, now: now)
+        // What the bundle touched must pass the replica's own checks, or nothing is stored.
+        let problems = try ObservationChecks.problems(db, observationID: s.observationID, samplesAfter: s.samplesBefore)
+        guard problems.isEmpty else {
+            throw BundleError(.replicaCheck, line: nil, "applied, the bundle would leave the replica failing its integrity checks: "
+                              + problems.joined(separator: "; "))
+        }
+        try db.cachedStatement(sql: """
+            INSERT INTO bundle_log(device_chain_id, sequence, observation_id, manifest_hash, previous_manifest_hash, item_count, direction, recorded_at)
+            VALUES (?, ?, ?, ?, ?, ?, 'received', ?)
+            """).execute(arguments: [s.chainID, s.header.sequence, s.observationID, manifestHash, s.header.previousManifestHash, verifier.itemCount, now])
+        return s.outcome
     }
 
     struct State {
         let header: BundleHeader
         let chainID: Int64
         let previousLogged: String?
+        /// The largest sample rowid before this bundle's samples.
+        let samplesBefore: Int64
         var observationID: Int64 = 0
         var outcome: Outcome
         /// Sample types met so far, by the UTF-8 of their identifier.
@@ -150,7 +165,8 @@ public enum BundleApplier {
             guard header.sequence == lastSequence + 1 else {
                 throw ApplyError(code: .outOfOrder, message: "chain \(header.deviceChainHash.prefix(16)) expects sequence \(lastSequence + 1) next, not \(header.sequence); send the missing bundles first")
             }
-            return .apply(State(header: header, chainID: chainID, previousLogged: last?["manifest_hash"],
+            let samplesBefore = try Int64.fetchOne(db.cachedStatement(sql: "SELECT ifnull(max(id), 0) FROM samples")) ?? 0
+            return .apply(State(header: header, chainID: chainID, previousLogged: last?["manifest_hash"], samplesBefore: samplesBefore,
                                 outcome: .applied(observationID: 0, sequence: header.sequence), st: try Statements(db)))
         }
 
@@ -247,11 +263,14 @@ public enum BundleApplier {
                         let r = rev ?? FlatJSON.nowhere
                         return try st.revision.firstInt(db, [.int(sid), t("product_type", in: r), t("version", in: r), t("operating_system_version", in: r)])
                     }
+                    guard revision != nil else { throw ApplyError(code: .unresolved, message: "a version names a source revision the bundle and the replica do not have") }
                 }
                 let device = l.find("device_hash", in: p).flatMap { l.type($0) == .string ? $0 : nil }
                 let deviceID = try device.flatMap { d in try lastDevice.id(l.bytes, l.valueRange(d)) { try st.device.firstInt(db, [t("device_hash", in: p)]) } }
                 let meta = l.find("metadata_hash", in: p).flatMap { l.type($0) == .string ? $0 : nil }
                 let metadataID = try meta.flatMap { m in try lastMetadata.id(l.bytes, l.valueRange(m)) { try st.metadata.firstInt(db, [t("metadata_hash", in: p)]) } }
+                guard (device == nil) == (deviceID == nil) else { throw ApplyError(code: .unresolved, message: "a version names a device the bundle and the replica do not have") }
+                guard (meta == nil) == (metadataID == nil) else { throw ApplyError(code: .unresolved, message: "a version names metadata the bundle and the replica do not have") }
                 let payloadHash = t("payload_hash")
                 try st.insertVersion.run(db, [.int(sample), payloadHash, .double(l.date("start_date", in: p)), .double(l.date("end_date", in: p)),
                                               t("value_kind", in: p), .double(l.number("numeric_value", in: p)), t("unit", in: p),
@@ -307,14 +326,19 @@ public enum BundleApplier {
             case "range_close":
                 let sample = try sampleID(db, l, "sample")
                 let version = try versionID(db, l, sample: sample)
-                guard let seq = i("first_sequence"), let first = try st.firstObservation.firstInt(db, [.int(chainID), .int(seq - 1)]) else {
+                guard let seq = i("first_sequence"), seq < header.sequence else {
+                    throw ApplyError(code: .unresolved, message: "a closed range names first_sequence \(i("first_sequence") ?? 0), not an earlier observation of the chain")
+                }
+                guard let first = try st.firstObservation.firstInt(db, [.int(chainID), .int(seq - 1)]) else {
                     throw ApplyError(code: .unresolved, message: "a closed range names an observation the replica does not have")
                 }
                 let changed = try st.closeRange.run(db, [.int(obs), .double(d("last_seen_at")), .int(sample), .int(version), .int(first)])
                 guard changed == 1 else { throw ApplyError(code: .unresolved, message: "a closed range does not match an open range of the replica") }
             case "relationship":
                 let source = try sampleID(db, l, "source"), target = try sampleID(db, l, "target")
-                let metadata = try s("metadata_hash").flatMap { try st.metadata.firstInt(db, [.text($0)]) }
+                let hash = s("metadata_hash")
+                let metadata = try hash.flatMap { try st.metadata.firstInt(db, [.text($0)]) }
+                guard (hash == nil) == (metadata == nil) else { throw ApplyError(code: .unresolved, message: "a relationship names metadata the bundle and the replica do not have") }
                 try db.cachedStatement(sql: "INSERT INTO sample_relationships(observation_id, source_sample_id, target_sample_id, relationship_kind, metadata_id) VALUES (?, ?, ?, ?, ?)").execute(arguments: [obs, source, target, s("relationship_kind"), metadata])
             case "type_run":
                 let type = try typeID(db, l, l.find("type_identifier"))

@@ -7,6 +7,12 @@ public struct BundleError: CodedError, Equatable {
         case malformed, notCanonical = "not_canonical", unknownKind = "unknown_kind", order
         case itemHash = "item_hash", payloadHash = "payload_hash", metadataHash = "metadata_hash"
         case counts, manifestHash = "manifest_hash", chainLink = "chain_link"
+        /// A member is missing, unknown, of the wrong type, out of its range, or not one of its kind's values.
+        case field
+        /// An item adds what the replica (or the bundle) already holds.
+        case reference
+        /// Applied, the bundle would leave the replica failing its own integrity checks.
+        case replicaCheck = "replica_check"
     }
     public let code: Code
     public let message: String
@@ -61,6 +67,7 @@ public struct BundleVerifier {
         }
         guard let kindIndex = flat.find("kind") else {
             // The trailer.
+            guard itemCount > 0 else { throw BundleError(.order, line: line, "line \(line): the bundle has no observation item") }
             let trailer = manifest!.trailer
             guard flat.value == trailer.json else {
                 throw BundleError(.counts, line: line, "the trailer's counts do not match the \(trailer.itemCount) items read")
@@ -74,10 +81,12 @@ public struct BundleVerifier {
         guard let kind = flat.string(at: kindIndex), let k = ObservationBundleBuilder.kinds.firstIndex(of: kind) else {
             throw BundleError(.unknownKind, line: line, "line \(line): unknown item kind")
         }
-        guard k >= self.kindIndex, kind != "observation" || line == 2 else {
+        guard k >= self.kindIndex, (kind == "observation") == (line == 2) else {
+            if line == 2 { throw BundleError(.order, line: line, "line 2: the first item must be the observation") }
             throw BundleError(.order, line: line, "line \(line): a \(kind) item is out of order (Protocol/bundles.md, item order)")
         }
         self.kindIndex = k
+        try BundleItemSchema.check(kind, flat, line: line)
         try Self.checkContent(kind, flat, line: line)
         manifest!.add(itemHash: ArchiveHasher.sha256(.item, bytes), kind: kind)
         itemCount += 1
@@ -98,23 +107,43 @@ public struct BundleVerifier {
         return header
     }
 
+    /// The header in line 1 of a bundle, checked as a verifier checks it.
+    public static func header(_ line: [UInt8]) throws(BundleError) -> BundleHeader {
+        guard case .object(let o)? = try? JSONParser.parse(line, canonical: true) else {
+            throw BundleError(.malformed, line: 1, "the bundle does not start with a header (a canonical JSON object)")
+        }
+        return try parseHeader(o, line: 1)
+    }
+
+    /// Sequences and observation ids: 1 to 2^53 (exact in JSON).
+    public static let sequences: ClosedRange<Int64> = 1...(1 << 53)
+
     static func parseHeader(_ o: [String: JSONValue], line: Int) throws(BundleError) -> BundleHeader {
-        guard case .number(let f)? = o["bundle_format"], f == 1 else {
-            throw BundleError(.malformed, line: line, "header: bundle_format must be 1")
+        func fail(_ why: String) -> BundleError { BundleError(.malformed, line: line, "header: \(why)") }
+        guard Set(o.keys) == ["bundle_format", "device_chain_hash", "observation_id", "previous_manifest_hash", "sequence"] else {
+            throw fail("must have exactly bundle_format, device_chain_hash, observation_id, previous_manifest_hash and sequence")
         }
-        guard case .string(let chain)? = o["device_chain_hash"], chain.count == 64,
-              case .number(let seq)? = o["sequence"], seq >= 1, seq == seq.rounded(),
-              case .number(let obs)? = o["observation_id"] else {
-            throw BundleError(.malformed, line: line, "header: device_chain_hash, sequence or observation_id missing or invalid")
+        guard case .number(let f)? = o["bundle_format"], f == 1 else { throw fail("bundle_format must be 1") }
+        guard case .string(let chain)? = o["device_chain_hash"], chain.utf8.count == 64, chain.utf8.allSatisfy(BundleItemSchema.isLowerHex) else {
+            throw fail("device_chain_hash must be 64 lower-case hex digits")
         }
+        // Compared as doubles before any conversion: 2^63 or 1e300 never reaches Int().
+        func integer(_ name: String) throws(BundleError) -> Int64 {
+            guard case .number(let d)? = o[name], d == d.rounded(.towardZero), d >= Double(sequences.lowerBound), d <= Double(sequences.upperBound),
+                  let v = Int64(exactly: d) else {
+                throw fail("\(name) must be an integer in 1...\(sequences.upperBound)")
+            }
+            return v
+        }
+        let sequence = try integer("sequence"), observation = try integer("observation_id")
         var prev: String?
         switch o["previous_manifest_hash"] {
-        case .string(let p)?: prev = p
+        case .string(let p)? where p.utf8.count == 64 && p.utf8.allSatisfy(BundleItemSchema.isLowerHex): prev = p
         case .null?: prev = nil
-        default: throw BundleError(.malformed, line: line, "header: previous_manifest_hash missing")
+        default: throw fail("previous_manifest_hash must be 64 lower-case hex digits or null")
         }
-        guard o.count == 5 else { throw BundleError(.malformed, line: line, "header: unexpected fields") }
-        return BundleHeader(deviceChainHash: chain, sequence: Int(seq), observationId: Int64(obs), previousManifestHash: prev)
+        guard (prev == nil) == (sequence == 1) else { throw fail("previous_manifest_hash must be null exactly when sequence is 1") }
+        return BundleHeader(deviceChainHash: chain, sequence: Int(sequence), observationId: observation, previousManifestHash: prev)
     }
 
     /// The hashes an item carries over its own content: a metadata item's hash

@@ -32,14 +32,14 @@ public final class CaptureSession {
                 INSERT INTO observations(device_chain_id, observed_at, started_at, status, trigger_reason, app_version,
                     os_version, time_zone_identifier, time_zone_seconds_from_gmt, schema_version, selected_type_set_hash, notes)
                 VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?)
-                """, arguments: [node.deviceChainID, observedAt, now, context.triggerReason, context.appVersion,
+                """, arguments: [node.deviceChainID, observedAt, now, context.triggerReason.rawValue, context.appVersion,
                                  SampleNormalizer.cleanOSVersion(context.osVersion), context.timeZoneIdentifier,
                                  context.timeZoneSecondsFromGMT, schema,
                                  context.selectedTypes.isEmpty ? nil : ObservationContext.typeSetHash(context.selectedTypes),
                                  context.notes])
             return db.lastInsertedRowID
         }
-        node.archive.logger.info("observation started", metadata: ["observation.id": "\(id)", "observation.trigger": "\(context.triggerReason)"])
+        node.archive.logger.info("observation started", metadata: ["observation.id": "\(id)", "observation.trigger": "\(context.triggerReason.rawValue)"])
         return CaptureSession(node: node, observationID: id, observedAt: observedAt)
     }
 
@@ -58,10 +58,10 @@ public final class CaptureSession {
         let obs = observationID
         let (typeID, runID, previousVerifiedAt): (Int64, Int64, Double?) = try archive.writer.write { db in
             try db.execute(sql: "INSERT OR IGNORE INTO sample_types(type_identifier, display_name, category) VALUES (?, ?, ?)",
-                           arguments: [type.identifier, type.displayName, type.category])
+                           arguments: [type.identifier, type.displayName, type.category?.rawValue])
             if type.displayName != nil || type.category != nil {
                 try db.execute(sql: "UPDATE sample_types SET display_name = coalesce(?, display_name), category = coalesce(?, category) WHERE type_identifier = ?",
-                               arguments: [type.displayName, type.category, type.identifier])
+                               arguments: [type.displayName, type.category?.rawValue, type.identifier])
             }
             let typeID = try Int64.fetchOne(db, sql: "SELECT id FROM sample_types WHERE type_identifier = ?", arguments: [type.identifier])!
             if let existing = try Row.fetchOne(db, sql: "SELECT id, status FROM observation_type_runs WHERE observation_id = ? AND sample_type_id = ?", arguments: [obs, typeID]) {

@@ -2,7 +2,7 @@ import Foundation
 
 /// What triggered a capture and the device context at that moment.
 public struct ObservationContext: Sendable {
-    public var triggerReason: String
+    public var triggerReason: TriggerReason
     public var appVersion: String?
     public var osVersion: String?
     public var timeZoneIdentifier: String?
@@ -11,7 +11,7 @@ public struct ObservationContext: Sendable {
     public var selectedTypes: [String]
     public var notes: String?
 
-    public init(triggerReason: String, appVersion: String? = HealthProbeVersion.current, osVersion: String? = nil,
+    public init(triggerReason: TriggerReason, appVersion: String? = HealthProbeVersion.current, osVersion: String? = nil,
                 timeZoneIdentifier: String? = nil, timeZoneSecondsFromGMT: Int? = nil,
                 selectedTypes: [String] = [], notes: String? = nil) {
         self.triggerReason = triggerReason
@@ -40,8 +40,9 @@ public enum HealthProbeVersion {
 public struct SampleTypeDescriptor: Sendable, Hashable {
     public var identifier: String
     public var displayName: String?
-    public var category: String?
-    public init(_ identifier: String, displayName: String? = nil, category: String? = nil) {
+    /// The kind of value its samples hold.
+    public var category: ValueKind?
+    public init(_ identifier: String, displayName: String? = nil, category: ValueKind? = nil) {
         self.identifier = identifier
         self.displayName = displayName
         self.category = category
@@ -49,7 +50,7 @@ public struct SampleTypeDescriptor: Sendable, Hashable {
 }
 
 /// How a type run reads its source.
-public enum TypeRunKind: String, Sendable, Codable {
+public enum TypeRunKind: String, Sendable, Codable, CaseIterable {
     /// Only what the source reports added or deleted since the anchor.
     case anchored
     /// Everything visible; what is not seen again disappears once the scan succeeds.
@@ -57,14 +58,14 @@ public enum TypeRunKind: String, Sendable, Codable {
 }
 
 /// Status of one type run.
-public enum TypeRunStatus: String, Sendable, Codable {
+public enum TypeRunStatus: String, Sendable, Codable, CaseIterable {
     case running, completed, unauthorized, failed, interrupted
     /// Completed, but some records were rejected: nothing was closed.
     case needsReview = "needs_review"
 }
 
 /// Status of an observation.
-public enum ObservationStatus: String, Sendable, Codable {
+public enum ObservationStatus: String, Sendable, Codable, CaseIterable {
     case running, completed, failed, interrupted
     case needsReview = "needs_review"
     case partialUnauthorized = "partial_unauthorized"
@@ -81,10 +82,46 @@ public enum EventKind: String, Sendable, Codable, CaseIterable {
 }
 
 /// Evidence kinds in `sample_observation_events.evidence_kind`.
-public enum EvidenceKind: String, Sendable, Codable {
+public enum EvidenceKind: String, Sendable, Codable, CaseIterable {
     case reported
     case fullScanAbsent = "full_scan_absent"
     case deletedObject = "hk_deleted_object"
+}
+
+/// What started an observation (`observations.trigger_reason`).
+public enum TriggerReason: String, Sendable, Codable, CaseIterable {
+    /// The person asked for it.
+    case manual
+    /// A schedule (a background task, a timer).
+    case scheduled
+    /// The health store reported new data.
+    case backgroundDelivery = "background_delivery"
+    /// An Apple Health export was imported.
+    case `import`
+    /// The deterministic simulator.
+    case simulator
+    /// A benchmark run.
+    case benchmark
+}
+
+/// Why a type run did not complete (`observation_type_runs.error_kind`).
+public enum TypeRunErrorKind: String, Sendable, Codable, CaseIterable {
+    /// The person did not grant read access to the type.
+    case authorizationDenied = "authorization_denied"
+    /// The source's query failed.
+    case queryFailed = "query_failed"
+    /// The capture ended (crashed, killed) with the run still running.
+    case abandoned
+    /// The run was rolled back: its observation was reverted.
+    case reverted
+}
+
+/// Kinds of `sample_relationships.relationship_kind`.
+public enum RelationshipKind: String, Sendable, Codable, CaseIterable {
+    /// The target is a member of the source correlation (blood pressure, food).
+    case correlationMember = "correlation_member"
+    /// The target is the route of the source workout.
+    case workoutRoute = "workout_route"
 }
 
 /// What one page did.

@@ -205,7 +205,7 @@ public final class TypeRunWriter {
     /// Ends the run as `unauthorized` or `failed`. Nothing is closed; pages
     /// already committed stay (their appearances are real evidence).
     @discardableResult
-    public func fail(_ status: TypeRunStatus, errorKind: String, message: String? = nil) throws -> TypeRunResult {
+    public func fail(_ status: TypeRunStatus, errorKind: TypeRunErrorKind, message: String? = nil) throws -> TypeRunResult {
         try ensureOpen()
         guard status == .failed || status == .unauthorized else {
             throw ArchiveError(.invalidState, "a type run can fail only as failed or unauthorized, not \(status.rawValue)")
@@ -214,7 +214,7 @@ public final class TypeRunWriter {
         let messageHash = message.map { session.node.hasher.hmac(.errorMessage, $0) }
         try session.archive.writer.write { db in
             try db.execute(sql: "UPDATE observation_type_runs SET status = ?, ended_at = ?, error_kind = ?, error_message_hash = ? WHERE id = ?",
-                           arguments: [status.rawValue, now, errorKind, messageHash, runID])
+                           arguments: [status.rawValue, now, errorKind.rawValue, messageHash, runID])
             try Aggregates.update(db, observationID: session.observationID, typeID: typeID, now: now)
         }
         isFinished = true

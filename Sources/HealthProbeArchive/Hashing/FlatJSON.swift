@@ -82,7 +82,7 @@ public struct FlatJSON: Sendable {
     }
 
     /// The UTF-8 bytes of a string member without escapes, between its quotes (nil otherwise).
-    func plainRange(_ index: Int32) -> Range<Int>? {
+    public func plainRange(_ index: Int32) -> Range<Int>? {
         let m = members[Int(index)]
         guard m.type == .string, m.plain else { return nil }
         return Int(m.valueStart) + 1..<Int(m.valueEnd) - 1
@@ -105,6 +105,21 @@ public struct FlatJSON: Sendable {
         guard let i = find(key, in: parent), let r = plainRange(i) else { return nil }
         return bytes.withUnsafeBufferPointer { CanonicalDate.parse(bytes: UnsafeBufferPointer(rebasing: $0[r])) }
     }
+
+    /// The number of members in the document (at every depth).
+    public var memberCount: Int { members.count }
+
+    /// The parent of member `index` (`-1`: the top-level object).
+    public func parent(_ index: Int32) -> Int32 { members[Int(index)].parent }
+
+    /// The UTF-8 bytes of member `index`'s key (keys of canonical items have no escapes).
+    public func keyRange(_ index: Int32) -> Range<Int> {
+        let m = members[Int(index)]
+        return Int(m.keyStart)..<Int(m.keyEnd)
+    }
+
+    /// The number value of member `index` (meaningful when its type is `.number`).
+    public func number(at index: Int32) -> Double { members[Int(index)].number }
 
     /// Whether the string member `index` equals `text` byte for byte.
     public func stringEquals(_ index: Int32, _ text: StaticString) -> Bool {

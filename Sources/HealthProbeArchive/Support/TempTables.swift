@@ -25,6 +25,8 @@ struct TempTable: Sendable {
     static let touched = TempTable(name: "hp_touched", columns: "bucket_start REAL PRIMARY KEY")
     /// The local days a full daily computation groups samples into.
     static let days = TempTable(name: "hp_days", columns: "bucket_start REAL PRIMARY KEY, bucket_end REAL NOT NULL")
+    /// Samples an applied observation touched (`ObservationChecks`).
+    static let touchedSamples = TempTable(name: "hp_touched_samples", columns: "sample_id INTEGER PRIMARY KEY")
 }
 
 extension Archive {
@@ -33,7 +35,7 @@ extension Archive {
     /// needs each, they would empty the connection's statement cache once more.
     public func prepareForApplies() throws {
         try writer.writeWithoutTransaction { db in
-            for t in [TempTable.touched, .days] { try db.ensureTempTable(t) }
+            for t in [TempTable.touched, .days, .touchedSamples] { try db.ensureTempTable(t) }
         }
     }
 }

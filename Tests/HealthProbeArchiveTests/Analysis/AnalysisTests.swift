@@ -9,10 +9,10 @@ import HealthProbeTestSupport
 @discardableResult
 func captureIn(_ node: NodeArchive, _ type: SampleTypeDescriptor = heartRate, zone: String? = nil,
                samples: [CapturedSample], fail: Bool = false) throws -> Int64 {
-    let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: "test", timeZoneIdentifier: zone, selectedTypes: [type.identifier]))
+    let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: .manual, timeZoneIdentifier: zone, selectedTypes: [type.identifier]))
     let run = try session.beginTypeRun(type, kind: .fullScan)
     if !samples.isEmpty { try run.writePage(index: 0, samples: samples) }
-    if fail { try run.fail(.failed, errorKind: "test") } else { try run.complete() }
+    if fail { try run.fail(.failed, errorKind: .queryFailed) } else { try run.complete() }
     try session.finish()
     return session.observationID
 }
@@ -412,7 +412,7 @@ struct ClassificationLabelTests {
 
     /// One observation with a full-scan run per type.
     func observe(_ node: NodeArchive, _ perType: [String: [CapturedSample]]) throws -> Int64 {
-        let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: "test", selectedTypes: types.map(\.identifier)))
+        let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: .manual, selectedTypes: types.map(\.identifier)))
         for t in types {
             let run = try session.beginTypeRun(t, kind: .fullScan)
             if let s = perType[t.identifier], !s.isEmpty { try run.writePage(index: 0, samples: s) }

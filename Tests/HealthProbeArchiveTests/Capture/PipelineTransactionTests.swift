@@ -45,7 +45,7 @@ struct PipelineTransactionTests {
         let t = TempHome()
         let node = try t.open()
         let samples = (0..<30).map { hr($0) }
-        let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: "test"))
+        let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: .manual))
         let run = try session.beginTypeRun(heartRate, kind: .fullScan)
         let pipeline = PipelinedPageWriter(session: session, maxInFlight: 10, transactionSamples: 7)
         let hold = WriterHold(node.archive)
@@ -90,7 +90,7 @@ struct PipelineTransactionTests {
                 BEGIN SELECT RAISE(ABORT, 'refused by the test'); END
                 """)
         }
-        let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: "test"))
+        let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: .manual))
         let run = try session.beginTypeRun(heartRate, kind: .fullScan)
         // One committed transaction first.
         let first = PipelinedPageWriter(session: session, transactionSamples: 100)

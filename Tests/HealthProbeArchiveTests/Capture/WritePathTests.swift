@@ -24,7 +24,7 @@ struct WritePathTests {
         let t = TempHome()
         func scan(_ samples: [CapturedSample], on node: NodeArchive) throws -> (skipped: Bool, result: TypeRunResult, obs: Int64) {
             t.clock.advance(3600)
-            let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: "test", selectedTypes: [heartRate.identifier]))
+            let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: .manual, selectedTypes: [heartRate.identifier]))
             let run = try session.beginTypeRun(heartRate, kind: .fullScan)
             if !samples.isEmpty { try run.writePage(index: 0, samples: samples) }
             let r = try run.complete()
@@ -45,7 +45,7 @@ struct WritePathTests {
             #expect(!back.skipped && back.result.deletedEvents == 1 && back.result.visibleCount == 10)
             #expect(try scan(ten, on: node).skipped)
             // A capture interrupted after a committed page: one more visible sample than the last summary says.
-            let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: "test"))
+            let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: .manual))
             try session.beginTypeRun(heartRate, kind: .fullScan).writePage(index: 0, samples: [hr(20)])
         }
         let node = try t.open()  // marks it interrupted
@@ -120,7 +120,7 @@ struct WritePathTests {
     func idempotentPageRetry() throws {
         let t = TempHome()
         let node = try t.open()
-        let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: "test"))
+        let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: .manual))
         let run = try session.beginTypeRun(heartRate, kind: .fullScan)
         // Duplicates inside the page make occurrence numbering part of what must be stable.
         let page = (0..<20).map { hr($0, uuid: false) } + [hr(3, uuid: false), hr(3, uuid: false)]
@@ -142,7 +142,7 @@ struct WritePathTests {
     func failedPageRollsBack() throws {
         let t = TempHome()
         let node = try t.open()
-        let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: "test"))
+        let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: .manual))
         let run = try session.beginTypeRun(heartRate, kind: .fullScan)
         var bad = (0..<5).map { hr($0) }
         bad.append(CapturedSample(startDate: 10, endDate: 5, valueKind: .quantity, numericValue: 1))
@@ -214,15 +214,15 @@ struct WritePathTests {
         let node = try t.open()
         try capture(node, samples: (0..<10).map { hr($0) })
         t.clock.advance(60)
-        let s2 = try CaptureSession.begin(node, context: ObservationContext(triggerReason: "test"))
+        let s2 = try CaptureSession.begin(node, context: ObservationContext(triggerReason: .manual))
         let run2 = try s2.beginTypeRun(heartRate, kind: .fullScan)
         try run2.writePage(index: 0, samples: (0..<3).map { hr($0) })
-        try run2.fail(.failed, errorKind: "query_failed", message: "synthetic")
+        try run2.fail(.failed, errorKind: .queryFailed, message: "synthetic")
         #expect(try s2.finish() == .failed)
         #expect(try Counts.of(node).openRanges == 10)
 
         t.clock.advance(60)
-        let s3 = try CaptureSession.begin(node, context: ObservationContext(triggerReason: "test"))
+        let s3 = try CaptureSession.begin(node, context: ObservationContext(triggerReason: .manual))
         let run3 = try s3.beginTypeRun(heartRate, kind: .fullScan)
         try run3.writePage(index: 0, samples: (0..<3).map { hr($0) })
         try run3.recordRejected(count: 2)
@@ -247,7 +247,7 @@ struct WritePathTests {
         let t = TempHome()
         do {
             let node = try t.open()
-            let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: "test"))
+            let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: .manual))
             let run = try session.beginTypeRun(heartRate, kind: .fullScan)
             try run.writePage(index: 0, samples: (0..<7).map { hr($0) })
             // The process "dies" here: nothing finishes the run or the observation.

@@ -1,0 +1,288 @@
+import Foundation
+
+/// The members every bundle item kind holds and what each may hold
+/// (Protocol/bundles.md section 4.1): exactly these members, no more, no
+/// fewer; strings bounded; hashes 64 lower-case hex digits; dates canonical
+/// text inside `BundleItemSchema.dates`; integers exact and inside their range;
+/// closed enumerations for every kind field. Checked on the flat parse, in one
+/// pass over each object's members (canonical key order is the schema's order).
+public enum BundleItemSchema {
+    /// What one member may hold.
+    indirect enum Rule: Sendable {
+        case string(max: Int)
+        case hex
+        case date
+        case int(ClosedRange<Int64>)
+        case number
+        case oneOf([String])
+        /// Standard base64 of at most `max` bytes of text.
+        case base64(max: Int)
+        /// A string holding a canonical JSON object.
+        case jsonObject(max: Int)
+        case object([Field])
+        /// `null` or the rule.
+        case nullable(Rule)
+        /// A fixed string (the item's `kind`).
+        case literal(String)
+    }
+
+    struct Field: Sendable {
+        let name: String
+        let key: [UInt8]
+        let rule: Rule
+        init(_ name: String, _ rule: Rule) {
+            self.name = name
+            key = Array(name.utf8)
+            self.rule = rule
+        }
+    }
+
+    /// Item dates (sample start and end, capture times): from 1900-01-01 up to, not including, 2200-01-01.
+    public static let dates = -2_208_988_800.0 ..< 7_258_118_400.0
+    /// Integers exactly representable as JSON numbers (IEEE doubles).
+    public static let exactIntegers: ClosedRange<Int64> = -(1 << 53)...(1 << 53)
+    /// Counts: 0 to 2^53.
+    static let counts: ClosedRange<Int64> = 0...(1 << 53)
+    /// Free text (versions, names, identifiers): at most this many UTF-8 bytes.
+    public static let maxText = 1024
+    /// A type identifier: at most this many bytes.
+    public static let maxTypeIdentifier = 256
+    /// An anchor (base64 text): at most this many bytes.
+    public static let maxAnchor = 65_536
+    /// A metadata item's JSON text: at most this many bytes.
+    public static let maxMetadataJSON = 1 << 20
+
+    static let text = Rule.nullable(.string(max: maxText))
+    static let typeIdentifier = Rule.string(max: maxTypeIdentifier)
+    static let sampleReference = Rule.object([Field("strict_fingerprint", .hex), Field("type", typeIdentifier)])
+    static func names<E: RawRepresentable & CaseIterable>(_: E.Type) -> [String] where E.RawValue == String { E.allCases.map(\.rawValue) }
+
+    /// The members of each kind, sorted in canonical key order.
+    static let kinds: [String: [Field]] = {
+        let date = Rule.date, optionalDate = Rule.nullable(.date), optionalHex = Rule.nullable(.hex)
+        let table: [String: [Field]] = [
+            "observation": [
+                Field("app_version", text), Field("ended_at", optionalDate), Field("notes", text), Field("observed_at", date),
+                Field("os_version", text), Field("schema_version", .int(1...1_000)), Field("selected_type_set_hash", optionalHex),
+                Field("started_at", optionalDate), Field("status", .oneOf(names(ObservationStatus.self))),
+                Field("time_zone_identifier", text), Field("time_zone_seconds_from_gmt", .nullable(.int(-64_800...64_800))),
+                Field("trigger_reason", .oneOf(names(TriggerReason.self))),
+            ],
+            "sample_type": [Field("category", .nullable(.oneOf(names(ValueKind.self)))), Field("display_name", text), Field("type_identifier", typeIdentifier)],
+            "source": [Field("bundle_identifier", text), Field("source_name_hash", optionalHex)],
+            "source_revision": [
+                Field("operating_system_version", text), Field("product_type", text),
+                Field("source", .object([Field("bundle_identifier", text), Field("source_name_hash", optionalHex)])), Field("version", text),
+            ],
+            "device": [
+                Field("device_hash", .hex), Field("firmware_version", text), Field("hardware_version", text),
+                Field("local_identifier_hash", optionalHex), Field("manufacturer_hash", optionalHex), Field("model", text),
+                Field("software_version", text), Field("udi_hash", optionalHex),
+            ],
+            "metadata": [Field("metadata_hash", .hex), Field("metadata_json", .jsonObject(max: maxMetadataJSON))],
+            "sample": [
+                Field("first_seen_at", date), Field("fuzzy_key", text), Field("sample_uuid_hash", optionalHex),
+                Field("semantic_fingerprint", optionalHex), Field("strict_fingerprint", .hex), Field("type_identifier", typeIdentifier),
+            ],
+            "version": [
+                Field("payload", .object([
+                    Field("category_value", .nullable(.int(exactIntegers))), Field("creation_date", optionalDate), Field("device_hash", optionalHex),
+                    Field("duration_seconds", .nullable(.number)), Field("end_date", date), Field("metadata_hash", optionalHex),
+                    Field("numeric_value", .nullable(.number)),
+                    Field("source", .nullable(.object([Field("bundle_identifier", text), Field("name_hash", optionalHex)]))),
+                    Field("source_revision", .nullable(.object([Field("operating_system_version", text), Field("product_type", text), Field("version", text)]))),
+                    Field("start_date", date), Field("type", typeIdentifier), Field("unit", text),
+                    Field("value_kind", .oneOf(names(ValueKind.self))), Field("workout_activity_type", .nullable(.int(exactIntegers))),
+                ])),
+                Field("payload_hash", .hex), Field("sample", sampleReference),
+            ],
+            "event": [
+                Field("event_kind", .oneOf(names(EventKind.self))), Field("evidence_kind", .oneOf(names(EvidenceKind.self))),
+                Field("observed_at", date), Field("payload_hash", optionalHex), Field("sample", sampleReference),
+            ],
+            "range_open": [Field("first_seen_at", date), Field("payload_hash", optionalHex), Field("sample", sampleReference)],
+            "range_close": [
+                Field("first_sequence", .int(1...(1 << 53))), Field("last_seen_at", date), Field("payload_hash", optionalHex), Field("sample", sampleReference),
+            ],
+            "relationship": [
+                Field("metadata_hash", optionalHex), Field("relationship_kind", .oneOf(names(RelationshipKind.self))),
+                Field("source", sampleReference), Field("target", sampleReference),
+            ],
+            "type_run": [
+                Field("anchor_after", .nullable(.base64(max: maxAnchor))), Field("anchor_before", .nullable(.base64(max: maxAnchor))),
+                Field("deleted_event_count", .int(counts)), Field("ended_at", optionalDate),
+                Field("error_kind", .nullable(.oneOf(names(TypeRunErrorKind.self)))), Field("error_message_hash", optionalHex),
+                Field("inserted_event_count", .int(counts)), Field("rejected_record_count", .int(counts)),
+                Field("run_kind", .oneOf(names(TypeRunKind.self))), Field("started_at", optionalDate),
+                Field("status", .oneOf(names(TypeRunStatus.self))), Field("type_identifier", typeIdentifier),
+                Field("verified_visible_count", .nullable(.int(counts))),
+            ],
+        ]
+        var sorted: [String: [Field]] = [:]
+        for (kind, fields) in table {
+            sorted[kind] = (fields + [Field("kind", .literal(kind))]).map(Self.sortNested).sorted { $0.key.lexicographicallyPrecedes($1.key) }
+        }
+        return sorted
+    }()
+
+    private static func sortNested(_ f: Field) -> Field {
+        func sort(_ r: Rule) -> Rule {
+            switch r {
+            case .object(let fields): return .object(fields.map(sortNested).sorted { $0.key.lexicographicallyPrecedes($1.key) })
+            case .nullable(let inner): return .nullable(sort(inner))
+            default: return r
+            }
+        }
+        return Field(f.name, sort(f.rule))
+    }
+
+    /// Checks item `o` of `kind` (a kind of `ObservationBundleBuilder.kinds`) against its
+    /// schema, then the rules between its members (section 4.2).
+    static func check(_ kind: String, _ o: FlatJSON, line: Int) throws(BundleError) {
+        guard let fields = kinds[kind] else { throw BundleError(.unknownKind, line: line, "line \(line): unknown item kind") }
+        try checkObject(o, parent: -1, fields, path: kind, line: line)
+        try checkMeaning(kind, o, line: line)
+    }
+
+    private static func checkObject(_ o: FlatJSON, parent: Int32, _ fields: [Field], path: String, line: Int) throws(BundleError) {
+        var next = 0
+        var i = parent + 1
+        let n = Int32(o.memberCount)
+        while i < n {
+            defer { i += 1 }
+            guard o.parent(i) == parent else { continue }
+            let key = o.keyRange(i)
+            guard next < fields.count, Self.equal(o.bytes, key, fields[next].key) else {
+                // Canonical order: a key that is not the next field is unknown, or the next field is missing.
+                let name = String(decoding: o.bytes[key].prefix(64), as: UTF8.self)
+                if fields[next...].contains(where: { Self.equal(o.bytes, key, $0.key) }) {
+                    throw BundleError(.field, line: line, "line \(line): \(path).\(fields[next].name) is missing")
+                }
+                throw BundleError(.field, line: line, "line \(line): \(path) has an unknown member \(Self.printable(name))")
+            }
+            try checkValue(o, i, fields[next].rule, path: path + "." + fields[next].name, line: line)
+            next += 1
+        }
+        if next < fields.count {
+            throw BundleError(.field, line: line, "line \(line): \(path).\(fields[next].name) is missing")
+        }
+    }
+
+    private static func checkValue(_ o: FlatJSON, _ i: Int32, _ rule: Rule, path: String, line: Int) throws(BundleError) {
+        func fail(_ why: String) -> BundleError { BundleError(.field, line: line, "line \(line): \(path) \(why)") }
+        let type = o.type(i)
+        switch rule {
+        case .nullable(let inner):
+            if type == .null { return }
+            try checkValue(o, i, inner, path: path, line: line)
+        case .literal:
+            return  // the kind, already matched
+        case .string(let max):
+            guard type == .string else { throw fail("must be a string") }
+            guard o.valueRange(i).count - 2 <= max else { throw fail("is longer than \(max) bytes") }
+        case .hex:
+            guard let r = o.plainRange(i), r.count == 64, o.bytes[r].allSatisfy(Self.isLowerHex) else {
+                throw fail("must be 64 lower-case hex digits")
+            }
+        case .date:
+            guard let r = o.plainRange(i), Self.isCanonicalDate(o.bytes, r) else {
+                throw fail("must be a canonical date (YYYY-MM-DDTHH:MM:SS.sssZ) from 1900 up to 2200")
+            }
+        case .int(let range):
+            guard type == .number else { throw fail("must be an integer") }
+            let d = o.number(at: i)
+            // Compared as doubles: no conversion of an out-of-range number is ever attempted.
+            guard d == d.rounded(.towardZero), d >= Double(range.lowerBound), d <= Double(range.upperBound) else {
+                throw fail("must be an integer in \(range.lowerBound)...\(range.upperBound)")
+            }
+        case .number:
+            guard type == .number else { throw fail("must be a number") }
+        case .oneOf(let names):
+            guard let r = o.plainRange(i), names.contains(where: { Self.equal(o.bytes, r, Array($0.utf8)) }) else {
+                throw fail("must be one of \(names.joined(separator: ", "))")
+            }
+        case .base64(let max):
+            guard let r = o.plainRange(i), r.count <= max, r.count % 4 == 0, Data(base64Encoded: Data(o.bytes[r])) != nil else {
+                throw fail("must be standard base64 of at most \(max) characters")
+            }
+        case .jsonObject(let max):
+            guard type == .string, let text = o.string(at: i) else { throw fail("must be a string") }
+            guard text.utf8.count <= max else { throw fail("is longer than \(max) bytes") }
+            guard let inner = try? JSONParser.flat(Array(text.utf8)), inner.isObject else {
+                throw fail("must hold a JSON object in canonical form")
+            }
+        case .object(let fields):
+            guard type == .object else { throw fail("must be an object") }
+            try checkObject(o, parent: i, fields, path: path, line: line)
+        }
+    }
+
+    /// The rules between members of one item (Protocol/bundles.md section 4.2).
+    private static func checkMeaning(_ kind: String, _ o: FlatJSON, line: Int) throws(BundleError) {
+        func fail(_ why: String) -> BundleError { BundleError(.field, line: line, "line \(line): \(kind): \(why)") }
+        switch kind {
+        case "version":
+            // The payload names the sample's own type.
+            guard let p = o.object("payload"), let s = o.object("sample"), let a = o.find("type", in: p), let b = o.find("type", in: s),
+                  o.bytes[o.valueRange(a)].elementsEqual(o.bytes[o.valueRange(b)]) else {
+                throw fail("payload.type differs from sample.type")
+            }
+            // A source and its revision come together.
+            guard let src = o.find("source", in: p), let rev = o.find("source_revision", in: p), (o.type(src) == .null) == (o.type(rev) == .null) else {
+                throw fail("payload.source and payload.source_revision must both be null or both be objects")
+            }
+        case "event":
+            guard let k = o.find("event_kind"), let e = o.find("evidence_kind"), let h = o.find("payload_hash") else { return }
+            let hasVersion = o.type(h) != .null
+            if o.stringEquals(k, "appeared") || o.stringEquals(k, "representation_changed") {
+                guard o.stringEquals(e, "reported"), hasVersion else {
+                    throw fail("an appeared or representation_changed event has evidence_kind reported and a payload_hash")
+                }
+            } else if o.stringEquals(k, "disappeared") {
+                guard o.stringEquals(e, "full_scan_absent") || o.stringEquals(e, "hk_deleted_object") else {
+                    throw fail("a disappeared event has evidence_kind full_scan_absent or hk_deleted_object")
+                }
+            } else if o.stringEquals(k, "deleted_object") {
+                guard o.stringEquals(e, "hk_deleted_object"), !hasVersion else {
+                    throw fail("a deleted_object event has evidence_kind hk_deleted_object and payload_hash null")
+                }
+            }
+        case "type_run":
+            guard let s = o.find("status"), let e = o.find("error_kind") else { return }
+            let failed = o.stringEquals(s, "failed") || o.stringEquals(s, "unauthorized")
+            guard failed || o.type(e) == .null else { throw fail("error_kind is set but status is not failed or unauthorized") }
+            if let a = o.find("started_at"), let b = o.find("ended_at"), let x = o.date("started_at"), let y = o.date("ended_at"), o.type(a) == .string, o.type(b) == .string, y < x {
+                throw fail("ended_at is before started_at")
+            }
+        case "observation":
+            if let x = o.date("started_at"), let y = o.date("ended_at"), y < x { throw fail("ended_at is before started_at") }
+        default:
+            break
+        }
+    }
+
+    static func equal(_ bytes: [UInt8], _ range: Range<Int>, _ key: [UInt8]) -> Bool {
+        range.count == key.count && bytes[range].elementsEqual(key)
+    }
+
+    static func isLowerHex(_ c: UInt8) -> Bool { (0x30...0x39).contains(c) || (0x61...0x66).contains(c) }
+
+    /// `YYYY-MM-DDTHH:MM:SS.sssZ`, a real calendar instant inside `dates`, written exactly as `CanonicalDate` writes it.
+    static func isCanonicalDate(_ bytes: [UInt8], _ r: Range<Int>) -> Bool {
+        guard r.count == CanonicalDate.length else { return false }
+        return bytes.withUnsafeBufferPointer { buf -> Bool in
+            let slice = UnsafeBufferPointer(rebasing: buf[r])
+            guard let t = CanonicalDate.parse(bytes: slice), dates.contains(t) else { return false }
+            return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: CanonicalDate.length) { out in
+                CanonicalDate.write(t, to: out.baseAddress!)
+                return memcmp(out.baseAddress!, slice.baseAddress!, CanonicalDate.length) == 0
+            }
+        }
+    }
+
+    /// A member name fit for an error message: printable ASCII, shortened.
+    static func printable(_ s: String) -> String {
+        let clean = String(s.unicodeScalars.map { $0.isASCII && $0.value >= 0x20 && $0.value < 0x7F ? Character($0) : "?" })
+        return "\"" + clean.prefix(40) + "\""
+    }
+}

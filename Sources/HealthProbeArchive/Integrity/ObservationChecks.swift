@@ -1,0 +1,76 @@
+import GRDB
+
+/// The integrity checks of `ArchiveVerifier` restricted to what one observation
+/// touched, cheap enough to run inside the transaction that applies its bundle:
+/// the visibility ranges of every sample it touched rebuilt from that sample's
+/// events, open-range sanity, each type run's verified visible count against the
+/// replica's own summary, and duplicate identities among the samples it added.
+/// Problems name rows and types, never values.
+public enum ObservationChecks {
+    /// What is wrong after observation `obs` was written (empty: nothing).
+    /// `samplesAfter`: the largest sample rowid before the observation's samples were inserted.
+    public static func problems(_ db: Database, observationID obs: Int64, samplesAfter: Int64) throws -> [String] {
+        var problems: [String] = []
+        // The samples the observation touched: an event, a range opened or closed.
+        try db.ensureTempTable(TempTable.touchedSamples)
+        try db.cachedStatement(sql: "DELETE FROM temp.hp_touched_samples").execute()
+        try db.cachedStatement(sql: """
+            INSERT OR IGNORE INTO temp.hp_touched_samples SELECT sample_id FROM sample_observation_events WHERE observation_id = ?1
+            UNION SELECT sample_id FROM sample_visibility_ranges WHERE first_observation_id = ?1
+            UNION SELECT sample_id FROM sample_visibility_ranges WHERE last_observation_id = ?1
+            """).execute(arguments: [obs])
+
+        // 1. Their ranges equal the rebuild from their events (ArchiveVerifier check 6).
+        for r in try Row.fetchAll(db.cachedStatement(sql: """
+            WITH ev AS (
+                SELECT e.sample_id, e.observation_id, e.version_id, e.event_kind,
+                       lead(e.observation_id) OVER (PARTITION BY e.sample_id ORDER BY e.observation_id, e.event_kind = 'appeared', e.id) AS next_obs
+                FROM temp.hp_touched_samples t JOIN sample_observation_events e ON e.sample_id = t.sample_id
+                WHERE e.event_kind IN ('appeared', 'representation_changed', 'disappeared')
+            ), rebuilt AS (
+                SELECT sample_id, version_id, observation_id AS first_observation_id, next_obs AS last_observation_id
+                FROM ev WHERE event_kind IN ('appeared', 'representation_changed')
+            ), stored AS (
+                SELECT g.sample_id, g.version_id, g.first_observation_id, g.last_observation_id
+                FROM temp.hp_touched_samples t JOIN sample_visibility_ranges g ON g.sample_id = t.sample_id
+            )
+            SELECT 'is stored but not derived from the events', * FROM (SELECT * FROM stored EXCEPT SELECT * FROM rebuilt)
+            UNION ALL
+            SELECT 'is derived from the events but not stored', * FROM (SELECT * FROM rebuilt EXCEPT SELECT * FROM stored)
+            LIMIT 5
+            """)) {
+            problems.append("sample \(r[1] as Int64): the range [\(r[3] as Int64), \((r[4] as Int64?).map(String.init) ?? "open")) \(r[0] as String)")
+        }
+
+        // 2. At most one open range per sample; no range closes where it opened.
+        for r in try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT g.sample_id, count(*) FROM temp.hp_touched_samples t JOIN sample_visibility_ranges g ON g.sample_id = t.sample_id
+            WHERE g.last_observation_id IS NULL GROUP BY g.sample_id HAVING count(*) > 1 LIMIT 5
+            """)) { problems.append("sample \(r[0] as Int64) has \(r[1] as Int) open ranges") }
+        for r in try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT sample_id FROM sample_visibility_ranges WHERE last_observation_id = ?1 AND first_observation_id >= ?1 LIMIT 5
+            """), arguments: [obs]) { problems.append("sample \(r[0] as Int64): a range closes at the observation that opened it") }
+
+        // 3. Each type run's verified visible count equals the summary (ArchiveVerifier check 7).
+        for r in try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT st.type_identifier, t.verified_visible_count, ts.visible_record_count
+            FROM observation_type_runs t JOIN sample_types st ON st.id = t.sample_type_id
+            LEFT JOIN observation_type_summaries ts ON ts.observation_id = t.observation_id AND ts.sample_type_id = t.sample_type_id
+            WHERE t.observation_id = ? AND t.verified_visible_count IS NOT NULL AND ts.visible_record_count IS NOT t.verified_visible_count
+            LIMIT 5
+            """), arguments: [obs]) {
+            problems.append("\(r[0] as String): the type run verified \(r[1] as Int) visible records, the ranges hold \((r[2] as Int?).map(String.init) ?? "none")")
+        }
+
+        // 4. A UUID names one sample of its type (ArchiveVerifier check 5), for the samples added.
+        for r in try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT s.id, st.type_identifier FROM samples s JOIN sample_types st ON st.id = s.sample_type_id
+            WHERE s.id > ? AND s.sample_uuid_hash IS NOT NULL
+              AND EXISTS (SELECT 1 FROM samples x WHERE x.sample_uuid_hash = s.sample_uuid_hash AND x.sample_type_id = s.sample_type_id AND x.id != s.id)
+            LIMIT 5
+            """), arguments: [samplesAfter]) {
+            problems.append("sample \(r[0] as Int64) (\(r[1] as String)): its UUID hash already names another sample of the type")
+        }
+        return problems
+    }
+}
