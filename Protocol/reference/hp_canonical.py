@@ -5,9 +5,10 @@ Protocol/vectors/hashing.json; the Swift tests check the product against it.
 
 Usage: python3 Protocol/reference/hp_canonical.py > Protocol/vectors/hashing.json
        python3 Protocol/reference/hp_canonical.py verify-bundle FILE [MANIFEST_HASH]
+       python3 Protocol/reference/hp_canonical.py chain-digests BUNDLE_1 BUNDLE_2 ...
        python3 Protocol/reference/hp_canonical.py verify-export FILE
 """
-import hashlib, hmac, json, struct, sys
+import base64, hashlib, hmac, json, math, os, re, struct, sys
 from datetime import datetime, timezone
 
 
@@ -221,9 +222,124 @@ KINDS = ["observation", "sample_type", "source", "source_revision", "device", "m
          "version", "event", "range_open", "range_close", "relationship", "type_run"]
 
 
+def member_table():
+    """The member table of Protocol/bundles.md section 4.1, read from the document:
+    kind -> [(member path, type)] in document order."""
+    doc = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bundles.md")
+    table, inside = {}, False
+    for line in open(doc, encoding="utf-8"):
+        if line.startswith("<!-- members:"):
+            inside = True
+            continue
+        if line.startswith("<!-- end of members"):
+            break
+        cells = [c.strip().strip("`") for c in line.strip().strip("|").split("|")]
+        if inside and len(cells) == 3 and cells[0] not in ("kind", "---"):
+            table.setdefault(cells[0], []).append((cells[1], cells[2]))
+    return table
+
+
+DATE_MIN, DATE_MAX = -2208988800, 7258118400  # 1900-01-01 and 2200-01-01, UTC
+
+
+def is_date(v):
+    """A canonical date (section 4.1): the exact form, a real calendar instant, within the bounds."""
+    if not isinstance(v, str) or not re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", v):
+        return False
+    try:
+        dt = datetime.strptime(v[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc)
+    except ValueError:
+        return False
+    t = (dt - datetime(1970, 1, 1, tzinfo=timezone.utc)).total_seconds()
+    return DATE_MIN <= t < DATE_MAX
+
+
+def is_number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def type_ok(v, t):
+    """Whether value v has type t of the table of section 4.1 (objects: their members are checked apart)."""
+    if t.endswith(" or null"):
+        if v is None:
+            return True
+        t = t[: -len(" or null")]
+    if t == "hex":
+        return isinstance(v, str) and len(v) == 64 and all(c in "0123456789abcdef" for c in v)
+    if t == "date":
+        return is_date(v)
+    if t.startswith("text "):
+        return isinstance(v, str) and len(v.encode("utf-8")) <= int(t[5:])
+    if t.startswith("integer "):
+        lo, hi = (int(x) for x in t[8:].split(".."))
+        return is_number(v) and v == math.floor(v) and lo <= v <= hi
+    if t == "number":
+        return is_number(v)
+    if t.startswith("one of "):
+        return v in [x.strip() for x in t[7:].split(",")]
+    if t.startswith("base64 "):
+        if not isinstance(v, str) or len(v) > int(t[7:]) or len(v) % 4:
+            return False
+        try:
+            base64.b64decode(v, validate=True)
+            return True
+        except Exception:
+            return False
+    if t.startswith("json-object "):
+        if not isinstance(v, str) or len(v.encode("utf-8")) > int(t[12:]):
+            return False
+        try:
+            inner = json.loads(v)
+        except Exception:
+            return False
+        return isinstance(inner, dict) and canonical(inner) == v
+    if t == "object":
+        return isinstance(v, dict)
+    if t.startswith('"'):
+        return v == t.strip('"')
+    raise ValueError("unknown type in bundles.md: " + t)
+
+
+def members_ok(item, rows):
+    """Exactly the members of the table, each of its type (section 4.1)."""
+    def walk(obj, prefix):
+        names = {p[len(prefix):] for p, _ in rows if p.startswith(prefix) and "." not in p[len(prefix):]}
+        if set(obj) != names:
+            return False
+        for name in names:
+            t = dict(rows)[prefix + name]
+            if not type_ok(obj[name], t):
+                return False
+            if t.split(" or ")[0] == "object" and obj[name] is not None and not walk(obj[name], prefix + name + "."):
+                return False
+        return True
+    return walk(item, "")
+
+
+def rules_ok(k, v, sequence):
+    """The rules between members (section 4.3)."""
+    if k == "version":
+        p = v["payload"]
+        return p["type"] == v["sample"]["type"] and (p["source"] is None) == (p["source_revision"] is None)
+    if k == "event":
+        e, ev, has = v["event_kind"], v["evidence_kind"], v["payload_hash"] is not None
+        if e in ("appeared", "representation_changed"):
+            return ev == "reported" and has
+        if e == "disappeared":
+            return ev in ("full_scan_absent", "hk_deleted_object")
+        return ev == "hk_deleted_object" and not has
+    if k in ("type_run", "observation"):
+        if k == "type_run" and v["error_kind"] is not None and v["status"] not in ("failed", "unauthorized"):
+            return False
+        if v["started_at"] and v["ended_at"] and v["ended_at"] < v["started_at"]:
+            return False
+    return True
+
+
 def verify_bundle(path, expected):
-    """Verifies a bundle in line form (Protocol/bundles.md section 5). Prints 'ok <manifest hash>'
+    """Verifies a bundle in line form (Protocol/bundles.md section 5.1). Prints 'ok <manifest hash>'
     or '<error code> line <n>' and returns the exit status."""
+    table = member_table()
     with open(path, "rb") as f:
         lines = f.read().split(b"\n")
     if lines and lines[-1] == b"":
@@ -234,7 +350,7 @@ def verify_bundle(path, expected):
     if not lines:
         return fail("malformed", 1)
     m = hashlib.sha256(b"hp:v2:manifest:")
-    counts, n, last, done = {}, 0, 0, False
+    counts, n, last, done, sequence = {}, 0, 0, False, 0
     for i, raw in enumerate(lines, start=1):
         if done:
             return fail("malformed", i)
@@ -244,12 +360,22 @@ def verify_bundle(path, expected):
             return fail("malformed", i)
         if canonical(v).encode("utf-8") != raw:
             return fail("not_canonical", i)
+        if not isinstance(v, dict):
+            return fail("malformed", i)
         if i == 1:
-            if set(v) != {"bundle_format", "device_chain_hash", "observation_id", "previous_manifest_hash", "sequence"} or v["bundle_format"] != 1:
+            limit = "integer 1..9007199254740992"
+            if (set(v) != {"bundle_format", "device_chain_hash", "observation_id", "previous_manifest_hash", "sequence"}
+                    or v["bundle_format"] != 1 or not type_ok(v["device_chain_hash"], "hex")
+                    or not type_ok(v["sequence"], limit) or not type_ok(v["observation_id"], limit)
+                    or not type_ok(v["previous_manifest_hash"], "hex or null")
+                    or (v["previous_manifest_hash"] is None) != (v["sequence"] == 1)):
                 return fail("malformed", i)
+            sequence = v["sequence"]
             m.update(raw + b"\n")
             continue
         if "kind" not in v:
+            if n == 0:
+                return fail("order", i)
             trailer = {"counts": counts, "item_count": n}
             if v != trailer:
                 return fail("counts", i)
@@ -259,9 +385,11 @@ def verify_bundle(path, expected):
         k = v["kind"]
         if k not in KINDS:
             return fail("unknown_kind", i)
-        if KINDS.index(k) < last or (k == "observation" and i != 2):
+        if KINDS.index(k) < last or (k == "observation") != (i == 2):
             return fail("order", i)
         last = KINDS.index(k)
+        if not members_ok(v, table[k]) or not rules_ok(k, v, sequence):
+            return fail("field", i)
         if k == "metadata" and sha("metadata", v["metadata_json"].encode()) != v["metadata_hash"]:
             return fail("metadata_hash", i)
         if k == "version" and sha("payload", canonical(v["payload"]).encode()) != v["payload_hash"]:
@@ -275,6 +403,30 @@ def verify_bundle(path, expected):
     if expected and h != expected:
         return fail("manifest_hash", "-")
     print("ok " + h)
+    return 0
+
+
+def chain_digests(paths):
+    """Replays a chain's bundles (in sequence order) and prints, for each, the chain-state
+    digest and visible count after it (Protocol/bundles.md section 7)."""
+    types, open_ranges = {}, {}  # (type, fp) -> uuid hash; (type, fp, payload hash, first sequence) -> True
+    for path in paths:
+        with open(path, "rb") as f:
+            lines = [json.loads(l) for l in f.read().split(b"\n") if l]
+        seq = lines[0]["sequence"]
+        for it in lines[1:-1]:
+            k = it["kind"]
+            if k == "sample":
+                types[(it["type_identifier"], it["strict_fingerprint"])] = it["sample_uuid_hash"]
+            elif k == "range_open":
+                open_ranges[(it["sample"]["type"], it["sample"]["strict_fingerprint"], it["payload_hash"], seq)] = True
+            elif k == "range_close":
+                del open_ranges[(it["sample"]["type"], it["sample"]["strict_fingerprint"], it["payload_hash"], it["first_sequence"])]
+        rows = sorted(((t, fp, ph) for (t, fp, ph, _) in open_ranges), key=lambda r: (r[0].encode(), r[1].encode()))
+        d = hashlib.sha256(b"hp:v2:chain_state:")
+        for t, fp, ph in rows:
+            d.update(canonical({"payload_hash": ph, "sample_uuid_hash": types.get((t, fp)), "strict_fingerprint": fp, "type": t}).encode() + b"\n")
+        print("%d %s %d" % (seq, d.hexdigest(), len(rows)))
     return 0
 
 
@@ -375,6 +527,8 @@ def verify_export(path):
 if __name__ == "__main__":
     if len(sys.argv) >= 3 and sys.argv[1] == "verify-export":
         sys.exit(verify_export(sys.argv[2]))
+    if len(sys.argv) >= 3 and sys.argv[1] == "chain-digests":
+        sys.exit(chain_digests(sys.argv[2:]))
     if len(sys.argv) >= 3 and sys.argv[1] == "verify-bundle":
         sys.exit(verify_bundle(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else ""))
     main()

@@ -87,6 +87,8 @@ public enum HouseholdSummary {
     static func identical(_ store: ServerStore, _ a: String, _ b: String, type: String?) throws -> [SharedSources] {
         var config = Configuration()
         config.readonly = true
+        // Other readers and the server's writer share the file: wait for their locks.
+        config.busyMode = .timeout(10)
         SQLiteSetup.ensure()
         let q = try DatabaseQueue(path: store.replicaPath(a), configuration: config)
         return try q.inDatabase { db in

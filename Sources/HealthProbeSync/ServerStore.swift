@@ -182,6 +182,30 @@ extension ServerStore {
         try? FileManager.default.removeItem(atPath: dir)
     }
 
+    /// Held by the serving process: one server per data directory, and tools that
+    /// settle files a server owns (`.incoming` bundles, quarantine) do so only when no
+    /// server holds it.
+    public var serverLockPath: String { root + "/server.lock" }
+
+    /// Takes the serving lock, or says which process must stop first.
+    public func lockServing() throws -> FileLock {
+        try FileLock(path: serverLockPath, busy: "another hp-server is serving \(root) (lock \(serverLockPath)); stop it first")
+    }
+
+    /// The serving lock when no server holds it (nil: a server is running).
+    public func lockIfNotServing() -> FileLock? { try? FileLock(path: serverLockPath) }
+
+    /// Deletes what received bundles left in quarantine (a server killed while receiving).
+    /// Only the serving process, holding the lock, calls it before it listens.
+    @discardableResult
+    public func sweepQuarantine() -> Int {
+        let fm = FileManager.default
+        guard let names = try? fm.contentsOfDirectory(atPath: quarantineDirectory) else { return 0 }
+        var removed = 0
+        for name in names where (try? fm.removeItem(atPath: quarantineDirectory + "/" + name)) != nil { removed += 1 }
+        return removed
+    }
+
     /// Where bundles being received are kept until verified and applied.
     public var quarantineDirectory: String { root + "/quarantine" }
 

@@ -59,7 +59,12 @@ public struct SyncServer: Sendable {
 
     private func serve(host: String, port: Int, onBound: @Sendable (Int) -> Void) async throws {
         try store.requireInitialized()
+        // One server per data directory; held until serving ends.
+        let lock = try store.lockServing()
+        defer { withExtendedLifetime(lock) {} }
         try FileManager.default.createDirectory(atPath: store.quarantineDirectory, withIntermediateDirectories: true)
+        let swept = store.sweepQuarantine()
+        if swept > 0 { logger.notice("removed bundles a stopped server left in quarantine", metadata: ["server.quarantine_files": "\(swept)"]) }
         try store.ensureReplicaTemplate()
         let (hello, idle, tls) = (helloTimeout, idleTimeout, tls)
         let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -132,12 +137,24 @@ public struct SyncServer: Sendable {
                         case .chainStatus(let frame):
                             let device = identity!, offset = clockOffset
                             let chain = try ChainStatusRequest(frame).deviceChainHash
-                            let (seq, hash) = try await offload {
-                                try requireActive(device)
-                                try Self.mapAuth { try registry.authorizeRead(device, chain: chain) }
-                                let status = try applier.status(chain)
-                                try registry.recordSync(chain: chain, now: now(), clockOffset: offset)
-                                return status
+                            let (seq, hash): (Int, String?)
+                            do {
+                                (seq, hash) = try await offload {
+                                    try requireActive(device)
+                                    try Self.mapAuth { try registry.authorizeRead(device, chain: chain) }
+                                    let status = try applier.status(chain)
+                                    try registry.recordSync(chain: chain, now: now(), clockOffset: offset)
+                                    return status
+                                }
+                            } catch let e as SyncProtocolError where e.code == .forbidden {
+                                // Asking for another device's chain is recorded like sending a bundle of it.
+                                metrics.refused(code: e.code.rawValue)
+                                logger.warning("chain status refused", metadata: ["sync.error": "forbidden", "sync.device": "\(device.name)"])
+                                _ = try? await offload {
+                                    try registry.recordEvent(kind: e.code.rawValue, chain: chain, sequence: nil, device: device.name,
+                                                             detail: "CHAIN_STATUS_REQUEST: " + e.message, now: now())
+                                }
+                                throw e
                             }
                             try await outbound.write(.frame(.json(.chainStatus, .object([
                                 "device_chain_hash": .string(chain), "last_sequence": .int(seq), "last_manifest_hash": .optional(hash)]))))
@@ -282,7 +299,7 @@ public struct SyncServer: Sendable {
             case .unresolved: return SyncProtocolError(.bundleInvalid, e.message)
             }
         }
-        return SyncProtocolError(.storage, "the server could not store the bundle; try again later")
+        return SyncProtocolError(.storage, "the server could not read or write its data; try again later")
     }
 
     /// A bundle being received into a quarantine file (used by one session at a

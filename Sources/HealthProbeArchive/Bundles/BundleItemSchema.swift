@@ -286,3 +286,36 @@ public enum BundleItemSchema {
         return "\"" + clean.prefix(40) + "\""
     }
 }
+
+extension BundleItemSchema {
+    /// The member table of Protocol/bundles.md section 4.1, one row per member in
+    /// item-kind order, nested members as `outer.inner` (the document is checked against it).
+    public static func documentRows() -> [String] {
+        var rows = ["| kind | member | type |", "|---|---|---|"]
+        func name(_ r: Rule) -> String {
+            switch r {
+            case .string(let max): return "text \(max)"
+            case .hex: return "hex"
+            case .date: return "date"
+            case .int(let range): return "integer \(range.lowerBound)..\(range.upperBound)"
+            case .number: return "number"
+            case .oneOf(let names): return "one of " + names.joined(separator: ", ")
+            case .base64(let max): return "base64 \(max)"
+            case .jsonObject(let max): return "json-object \(max)"
+            case .object: return "object"
+            case .nullable(let inner): return name(inner) + " or null"
+            case .literal(let s): return "\"\(s)\""
+            }
+        }
+        func add(_ kind: String, _ fields: [Field], prefix: String) {
+            for f in fields {
+                rows.append("| `\(kind)` | `\(prefix)\(f.name)` | `\(name(f.rule))` |")
+                var r = f.rule
+                if case .nullable(let inner) = r { r = inner }
+                if case .object(let inner) = r { add(kind, inner, prefix: prefix + f.name + ".") }
+            }
+        }
+        for kind in ObservationBundleBuilder.kinds { add(kind, kinds[kind] ?? [], prefix: "") }
+        return rows
+    }
+}

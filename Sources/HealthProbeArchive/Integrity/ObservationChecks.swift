@@ -11,6 +11,9 @@ public enum ObservationChecks {
     /// `samplesAfter`: the largest sample rowid before the observation's samples were inserted.
     public static func problems(_ db: Database, observationID obs: Int64, samplesAfter: Int64) throws -> [String] {
         var problems: [String] = []
+        // Every statement is driven by what the observation touched (CROSS JOIN fixes
+        // the loop order; INDEXED BY the lookups): an incremental bundle's checks must
+        // not scan a replica of a million samples.
         // The samples the observation touched: an event, a range opened or closed.
         try db.ensureTempTable(TempTable.touchedSamples)
         try db.cachedStatement(sql: "DELETE FROM temp.hp_touched_samples").execute()
@@ -25,14 +28,14 @@ public enum ObservationChecks {
             WITH ev AS (
                 SELECT e.sample_id, e.observation_id, e.version_id, e.event_kind,
                        lead(e.observation_id) OVER (PARTITION BY e.sample_id ORDER BY e.observation_id, e.event_kind = 'appeared', e.id) AS next_obs
-                FROM temp.hp_touched_samples t JOIN sample_observation_events e ON e.sample_id = t.sample_id
+                FROM temp.hp_touched_samples t CROSS JOIN sample_observation_events e INDEXED BY idx_events_sample ON e.sample_id = t.sample_id
                 WHERE e.event_kind IN ('appeared', 'representation_changed', 'disappeared')
             ), rebuilt AS (
                 SELECT sample_id, version_id, observation_id AS first_observation_id, next_obs AS last_observation_id
                 FROM ev WHERE event_kind IN ('appeared', 'representation_changed')
             ), stored AS (
                 SELECT g.sample_id, g.version_id, g.first_observation_id, g.last_observation_id
-                FROM temp.hp_touched_samples t JOIN sample_visibility_ranges g ON g.sample_id = t.sample_id
+                FROM temp.hp_touched_samples t CROSS JOIN sample_visibility_ranges g ON g.sample_id = t.sample_id
             )
             SELECT 'is stored but not derived from the events', * FROM (SELECT * FROM stored EXCEPT SELECT * FROM rebuilt)
             UNION ALL
@@ -44,7 +47,7 @@ public enum ObservationChecks {
 
         // 2. At most one open range per sample; no range closes where it opened.
         for r in try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT g.sample_id, count(*) FROM temp.hp_touched_samples t JOIN sample_visibility_ranges g ON g.sample_id = t.sample_id
+            SELECT g.sample_id, count(*) FROM temp.hp_touched_samples t CROSS JOIN sample_visibility_ranges g ON g.sample_id = t.sample_id
             WHERE g.last_observation_id IS NULL GROUP BY g.sample_id HAVING count(*) > 1 LIMIT 5
             """)) { problems.append("sample \(r[0] as Int64) has \(r[1] as Int) open ranges") }
         for r in try Row.fetchAll(db.cachedStatement(sql: """
@@ -66,7 +69,7 @@ public enum ObservationChecks {
         for r in try Row.fetchAll(db.cachedStatement(sql: """
             SELECT s.id, st.type_identifier FROM samples s JOIN sample_types st ON st.id = s.sample_type_id
             WHERE s.id > ? AND s.sample_uuid_hash IS NOT NULL
-              AND EXISTS (SELECT 1 FROM samples x WHERE x.sample_uuid_hash = s.sample_uuid_hash AND x.sample_type_id = s.sample_type_id AND x.id != s.id)
+              AND EXISTS (SELECT 1 FROM samples x INDEXED BY idx_samples_uuid_hash WHERE x.sample_uuid_hash = s.sample_uuid_hash AND x.sample_type_id = s.sample_type_id AND x.id != s.id)
             LIMIT 5
             """), arguments: [samplesAfter]) {
             problems.append("sample \(r[0] as Int64) (\(r[1] as String)): its UUID hash already names another sample of the type")

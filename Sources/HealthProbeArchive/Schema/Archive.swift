@@ -39,7 +39,9 @@ public final class Archive: Sendable {
         SQLiteSetup.ensure()
         var config = Configuration()
         config.foreignKeysEnabled = true
-        config.readonly = false
+        // Read-only opens are read-only connections: they take no write lock, run no
+        // migration and change nothing, so any number of them can run beside a writer.
+        config.readonly = mode == .readOnly
         config.busyMode = .timeout(10)
         config.prepareDatabase { db in
             try db.execute(sql: durability == .full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL")

@@ -59,6 +59,9 @@ public enum ArchiveMigrations {
         if let state, state.applied == known, state.recorded == migrations.count {
             return
         }
+        if writer.configuration.readonly {
+            throw ArchiveError(.invalidState, "the archive has schema version \(state?.applied ?? 0) and this build needs \(known); open it once for writing (any hp-node command that writes, or hp-server serve) to migrate it")
+        }
         var migrator = DatabaseMigrator()
         for m in migrations {
             migrator.registerMigration("v\(m.version)") { db in

@@ -6,12 +6,13 @@ import Darwin
 #endif
 
 /// An exclusive advisory lock (flock) held for the lifetime of the object.
-final class FileLock: @unchecked Sendable {
+public final class FileLock: @unchecked Sendable {
     private let fd: Int32
     let path: String
 
-    /// Takes the lock without waiting; throws `.locked` if another process holds it.
-    init(path: String) throws {
+    /// Takes the lock without waiting; throws `.locked` (with `busy` as its message,
+    /// when given) if another process holds it.
+    public init(path: String, busy: String? = nil) throws {
         self.path = path
         fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
@@ -19,7 +20,7 @@ final class FileLock: @unchecked Sendable {
         }
         if flock(fd, LOCK_EX | LOCK_NB) != 0 {
             close(fd)
-            throw ArchiveError(.locked, "the archive is in use by another HealthProbe process (lock \(path)); wait for it to finish and try again")
+            throw ArchiveError(.locked, busy ?? "the archive is in use by another HealthProbe process (lock \(path)); wait for it to finish and try again")
         }
     }
 

@@ -89,9 +89,9 @@ struct BundleTests {
             try p.run()
             let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             p.waitUntilExit()
-            if let e = c.error {
+            if let e = c.error, c.stage != "apply" {
                 #expect(p.terminationStatus != 0, "\(c.file)")
-                #expect(text.contains(e), "\(c.file): \(text)")
+                #expect(text.hasPrefix(e + " line " + (c.line.map(String.init) ?? "")), "\(c.file): \(text)")
             } else {
                 #expect(p.terminationStatus == 0, "\(c.file): \(text)")
             }
@@ -100,7 +100,7 @@ struct BundleTests {
 
     /// The committed vectors: `bundles.json` lists files with their manifest hash or expected error.
     struct VectorIndex: Codable {
-        struct Case: Codable { var file: String; var manifestHash: String?; var error: String?; var line: Int? }
+        struct Case: Codable { var file: String; var manifestHash: String?; var error: String?; var line: Int?; var stage: String? = nil }
         var cases: [Case]
     }
 
@@ -126,11 +126,18 @@ struct BundleTests {
             try (l.joined(separator: "\n") + "\n").write(to: dir.appendingPathComponent("bad-payload.jsonl"), atomically: true, encoding: .utf8)
             try (lines.dropLast().map { String(decoding: $0, as: UTF8.self) }.joined(separator: "\n") + "\n")
                 .write(to: dir.appendingPathComponent("truncated.jsonl"), atomically: true, encoding: .utf8)
-            let index = VectorIndex(cases: [
+            var cases: [VectorIndex.Case] = [
                 .init(file: "observation-1.jsonl", manifestHash: hash, error: nil, line: nil),
                 .init(file: "bad-payload.jsonl", manifestHash: hash, error: "payload_hash", line: v + 1),
                 .init(file: "truncated.jsonl", manifestHash: hash, error: "malformed", line: nil),
-            ])
+            ]
+            // Content refused with every hash right: each changes one item of the valid bundle.
+            for m in BundleVectors.meaning(lines) {
+                try (m.lines.map { String(decoding: $0, as: UTF8.self) }.joined(separator: "\n") + "\n")
+                    .write(to: dir.appendingPathComponent(m.file), atomically: true, encoding: .utf8)
+                cases.append(.init(file: m.file, manifestHash: m.hash, error: m.error, line: m.line, stage: m.stage))
+            }
+            let index = VectorIndex(cases: cases)
             let enc = JSONEncoder()
             enc.outputFormatting = [.prettyPrinted, .sortedKeys]
             enc.keyEncodingStrategy = .convertToSnakeCase
@@ -146,6 +153,17 @@ struct BundleTests {
         for c in index.cases {
             let text = try String(contentsOf: dir.appendingPathComponent(c.file), encoding: .utf8)
             let fileLines = text.split(separator: "\n", omittingEmptySubsequences: true).map { Array($0.utf8) }
+            if c.stage == "apply" {
+                // Passes the verifier, refused by a replica (an empty one: this is a first bundle).
+                #expect(throws: Never.self, "\(c.file)") { _ = try verify(fileLines, expected: c.manifestHash) }
+                let replicaDir = TempDir()
+                let replica = try Archive.open(path: replicaDir.file("replica.sqlite"))
+                #expect(throws: (any Error).self, "\(c.file)") { _ = try BundleApplier.apply(replica, lines: fileLines, manifestHash: c.manifestHash ?? "", now: 1) }
+                do { _ = try BundleApplier.apply(replica, lines: fileLines, manifestHash: c.manifestHash ?? "", now: 1) } catch {
+                    #expect(BundleMeaningTests.code(error) == c.error, "\(c.file): \(error)")
+                }
+                continue
+            }
             do {
                 _ = try verify(fileLines, expected: c.manifestHash)
                 #expect(c.error == nil, "\(c.file) verified but should fail with \(c.error ?? "")")
