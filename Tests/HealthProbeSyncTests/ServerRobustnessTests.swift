@@ -33,16 +33,9 @@ struct ServerRobustnessTests {
                 }
                 for round in 0..<24 {
                     let e = enrollments[round % enrollments.count]
-                    group.addTask {
-                        do {
-                            let r = try await SyncClient.household(e, host: "127.0.0.1", port: port, type: nil, from: nil, to: nil, clientTime: Date().timeIntervalSince1970)
-                            return r.chains.count == 3 ? nil : "household: \(r.chains.count) chains"
-                        } catch { return "household: \(error)" }
-                    }
+                    group.addTask { await Self.household(e, port: port, chains: 3) }
                 }
-                var out: [String] = []
-                for try await f in group { if let f { out.append(f) } }
-                return out
+                return try await Self.failures(&group)
             }
             #expect(failures.isEmpty, "\(failures.count) of 27 failed: \(failures.prefix(3))")
         }
@@ -50,20 +43,26 @@ struct ServerRobustnessTests {
         try await withServer(data) { server in
             let (e, port) = (enrollments[0], server.port)
             let failures = try await withThrowingTaskGroup(of: String?.self) { group in
-                for _ in 0..<16 {
-                    group.addTask {
-                        do {
-                            let r = try await SyncClient.household(e, host: "127.0.0.1", port: port, type: nil, from: nil, to: nil, clientTime: Date().timeIntervalSince1970)
-                            return r.chains.count == 3 ? nil : "household: \(r.chains.count) chains"
-                        } catch { return "household: \(error)" }
-                    }
-                }
-                var out: [String] = []
-                for try await f in group { if let f { out.append(f) } }
-                return out
+                for _ in 0..<16 { group.addTask { await Self.household(e, port: port, chains: 3) } }
+                return try await Self.failures(&group)
             }
             #expect(failures.isEmpty, "after a restart, \(failures.count) of 16 failed: \(failures.prefix(3))")
         }
+    }
+
+    /// One HOUSEHOLD request: nil when it lists `chains` chains, else what went wrong.
+    static func household(_ e: NodeEnrollment, port: Int, chains: Int) async -> String? {
+        do {
+            let r = try await SyncClient.household(e, host: "127.0.0.1", port: port, type: nil, from: nil, to: nil, clientTime: Date().timeIntervalSince1970)
+            return r.chains.count == chains ? nil : "household: \(r.chains.count) chains"
+        } catch { return "household: \(error)" }
+    }
+
+    /// The failures the group's tasks reported.
+    static func failures(_ group: inout ThrowingTaskGroup<String?, any Error>) async throws -> [String] {
+        var out: [String] = []
+        for try await f in group { if let f { out.append(f) } }
+        return out
     }
 
     @Test("a CHAIN_STATUS_REQUEST for another device's chain is forbidden and recorded for the administrator")
