@@ -85,13 +85,9 @@ public enum HouseholdSummary {
 
     /// Per type, visible records of chain `a` whose strict fingerprint is also visible in chain `b`.
     static func identical(_ store: ServerStore, _ a: String, _ b: String, type: String?) throws -> [SharedSources] {
-        var config = Configuration()
-        config.readonly = true
-        // Other readers and the server's writer share the file: wait for their locks.
-        config.busyMode = .timeout(10)
-        SQLiteSetup.ensure()
-        let q = try DatabaseQueue(path: store.replicaPath(a), configuration: config)
-        return try q.inDatabase { db in
+        // The ATTACHed replica shares the connection's busy timeout: other readers and the
+        // server's writer use both files.
+        return try ServerStore.readOnlyConnection(store.replicaPath(a)).inDatabase { db in
             try db.execute(sql: "ATTACH DATABASE ? AS other", arguments: [store.replicaPath(b)])
             defer { try? db.execute(sql: "DETACH DATABASE other") }
             return try Row.fetchAll(db, sql: """

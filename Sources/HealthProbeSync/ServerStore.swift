@@ -163,12 +163,7 @@ extension ServerStore {
     public func status(_ chainHash: String) throws -> (Int, String?) {
         let path = replicaPath(chainHash.lowercased())
         guard FileManager.default.fileExists(atPath: path) else { return (0, nil) }
-        SQLiteSetup.ensure()
-        var config = Configuration()
-        config.readonly = true
-        config.busyMode = .timeout(10)
-        let replica = try DatabaseQueue(path: path, configuration: config)
-        return try replica.read { db in
+        return try Self.readOnlyConnection(path).read { db in
             let row = try Row.fetchOne(db, sql: "SELECT sequence, manifest_hash FROM bundle_log WHERE direction = 'received' ORDER BY sequence DESC LIMIT 1")
             return (row?["sequence"] ?? 0, row?["manifest_hash"])
         }
@@ -177,9 +172,8 @@ extension ServerStore {
     /// Removes a chain's directory (its replica and bundles): for a chain whose first
     /// bundle was refused, so that a refusal stores nothing. The caller has closed the replica.
     public func discardChain(_ chainHash: String) {
-        let dir = chainsDirectory + "/\(chainHash.lowercased())"
         guard chainHash.count == 64 else { return }
-        try? FileManager.default.removeItem(atPath: dir)
+        try? FileManager.default.removeItem(atPath: chainsDirectory + "/\(chainHash.lowercased())")
     }
 
     /// Held by the serving process: one server per data directory, and tools that
@@ -204,6 +198,16 @@ extension ServerStore {
         var removed = 0
         for name in names where (try? fm.removeItem(atPath: quarantineDirectory + "/" + name)) != nil { removed += 1 }
         return removed
+    }
+
+    /// One read-only connection to a replica (no pool, no migration check), waiting up to
+    /// 10 s for the locks of the server's writer and other readers.
+    static func readOnlyConnection(_ path: String) throws -> DatabaseQueue {
+        SQLiteSetup.ensure()
+        var config = Configuration()
+        config.readonly = true
+        config.busyMode = .timeout(10)
+        return try DatabaseQueue(path: path, configuration: config)
     }
 
     /// Where bundles being received are kept until verified and applied.

@@ -148,12 +148,7 @@ public struct SyncServer: Sendable {
                                 }
                             } catch let e as SyncProtocolError where e.code == .forbidden {
                                 // Asking for another device's chain is recorded like sending a bundle of it.
-                                metrics.refused(code: e.code.rawValue)
-                                logger.warning("chain status refused", metadata: ["sync.error": "forbidden", "sync.device": "\(device.name)"])
-                                _ = try? await offload {
-                                    try registry.recordEvent(kind: e.code.rawValue, chain: chain, sequence: nil, device: device.name,
-                                                             detail: "CHAIN_STATUS_REQUEST: " + e.message, now: now())
-                                }
+                                await refused(e, what: "chain status", chain: chain, sequence: nil, device: device, detail: "CHAIN_STATUS_REQUEST: " + e.message)
                                 throw e
                             }
                             try await outbound.write(.frame(.json(.chainStatus, .object([
@@ -279,14 +274,20 @@ public struct SyncServer: Sendable {
                 // This bundle bound the chain; refused, it binds nothing.
                 _ = try? await offload { try registry.release(device, chain: c) }
             }
-            metrics.refused(code: e.code.rawValue)
-            logger.warning("bundle refused", metadata: ["sync.sequence": "\(r.sequence)", "sync.error": "\(e.code.rawValue)", "sync.device": "\(device.name)"])
-            if [.divergence, .forbidden, .bundleInvalid].contains(e.code) {
-                let (chain, sequence) = (chain, r.sequence)
-                _ = try? await offload { try registry.recordEvent(kind: e.code.rawValue, chain: chain, sequence: sequence, device: device.name, detail: e.message, now: now()) }
-            }
+            await refused(e, what: "bundle", chain: chain, sequence: r.sequence, device: device, detail: e.message)
             return .error(e, sequence: r.sequence)
         }
+    }
+
+    /// Counts and logs a refused request, and records it for the administrator when it
+    /// is one they must see: divergence, another device's chain, an invalid bundle.
+    func refused(_ e: SyncProtocolError, what: String, chain: String?, sequence: Int?, device: DeviceRegistry.Identity, detail: String) async {
+        metrics.refused(code: e.code.rawValue)
+        var metadata: Logger.Metadata = ["sync.error": "\(e.code.rawValue)", "sync.device": "\(device.name)"]
+        if let sequence { metadata["sync.sequence"] = "\(sequence)" }
+        logger.warning("\(what) refused", metadata: metadata)
+        guard [.divergence, .forbidden, .bundleInvalid].contains(e.code) else { return }
+        _ = try? await offload { try registry.recordEvent(kind: e.code.rawValue, chain: chain, sequence: sequence, device: device.name, detail: detail, now: now()) }
     }
 
     static func protocolError(_ error: any Error) -> SyncProtocolError {

@@ -93,7 +93,7 @@ extension SyncClient {
         return try await SyncSession.with(host: host, port: port, fingerprint: token.fingerprint) { session in
             let ok = try await session.request(.json(.enroll, .object(["device_name": .string(token.name), "enrollment_secret": .string(token.secret),
                                                                      "client_time": .string(CanonicalDate.string(clientTime))])), expect: .authOK)
-            guard case .string(let credential)? = ok["credential"], EnrollmentToken.isHex(credential, count: 64) else {
+            guard case .string(let credential)? = ok["credential"], ArchiveHasher.isLowerHex(credential.utf8) else {
                 throw SyncProtocolError(.malformedFrame, "the server's AUTH_OK carries no credential")
             }
             return NodeEnrollment(address: token.address, fingerprint: token.fingerprint, name: token.name, credential: credential)

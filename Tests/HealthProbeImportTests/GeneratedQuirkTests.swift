@@ -70,15 +70,12 @@ struct GeneratedQuirkTests {
             let node = try t.open()
             try node.archive.writer.read { db throws in
                 try expectMembersRoutesAndGlucoseUnit(db)
-                let bg = try Double.fetchAll(db, sql: """
-                    SELECT v.start_date FROM sample_versions v JOIN samples s ON s.id = v.sample_id JOIN sample_types st ON st.id = s.sample_type_id
-                    WHERE st.type_identifier = 'HKQuantityTypeIdentifierBloodGlucose' ORDER BY 1
-                    """)
-                #expect(bg.map(CanonicalDate.string) == ["2024-01-09T11:30:00.000Z", "2024-01-09T17:30:00.000Z"])
-                let glucose = try Double.fetchAll(db, sql: """
-                    SELECT v.numeric_value FROM sample_versions v JOIN samples s ON s.id = v.sample_id JOIN sample_types st ON st.id = s.sample_type_id
+                let rows = try Row.fetchAll(db, sql: """
+                    SELECT v.start_date, v.numeric_value FROM sample_versions v JOIN samples s ON s.id = v.sample_id JOIN sample_types st ON st.id = s.sample_type_id
                     WHERE st.type_identifier = 'HKQuantityTypeIdentifierBloodGlucose' ORDER BY v.start_date
                     """)
+                #expect(rows.map { CanonicalDate.string($0[0]) } == ["2024-01-09T11:30:00.000Z", "2024-01-09T17:30:00.000Z"])
+                let glucose = rows.map { $0[1] as Double }
                 // 4.59 mmol/L at 180.15588 g/mol is 82.69 mg/dL.
                 #expect(glucose.count == 2 && abs(glucose[0] - 4.59 * 18.015588) < 1e-6)
                 let notes = try String.fetchOne(db, sql: "SELECT notes FROM observations") ?? ""

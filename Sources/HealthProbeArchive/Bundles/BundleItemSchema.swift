@@ -14,7 +14,8 @@ public enum BundleItemSchema {
         case date
         case int(ClosedRange<Int64>)
         case number
-        case oneOf([String])
+        /// One of these values (their UTF-8, compared byte for byte).
+        case oneOf([[UInt8]])
         /// Standard base64 of at most `max` bytes of text.
         case base64(max: Int)
         /// A string holding a canonical JSON object.
@@ -55,7 +56,8 @@ public enum BundleItemSchema {
     static let text = Rule.nullable(.string(max: maxText))
     static let typeIdentifier = Rule.string(max: maxTypeIdentifier)
     static let sampleReference = Rule.object([Field("strict_fingerprint", .hex), Field("type", typeIdentifier)])
-    static func names<E: RawRepresentable & CaseIterable>(_: E.Type) -> [String] where E.RawValue == String { E.allCases.map(\.rawValue) }
+    static func names<E: RawRepresentable & CaseIterable>(_: E.Type) -> [[UInt8]] where E.RawValue == String { E.allCases.map { Array($0.rawValue.utf8) } }
+    static func text(_ names: [[UInt8]]) -> String { names.map { String(decoding: $0, as: UTF8.self) }.joined(separator: ", ") }
 
     /// The members of each kind, sorted in canonical key order.
     static let kinds: [String: [Field]] = {
@@ -181,7 +183,7 @@ public enum BundleItemSchema {
             guard type == .string else { throw fail("must be a string") }
             guard o.valueRange(i).count - 2 <= max else { throw fail("is longer than \(max) bytes") }
         case .hex:
-            guard let r = o.plainRange(i), r.count == 64, o.bytes[r].allSatisfy(Self.isLowerHex) else {
+            guard let r = o.plainRange(i), ArchiveHasher.isLowerHex(o.bytes[r]) else {
                 throw fail("must be 64 lower-case hex digits")
             }
         case .date:
@@ -198,8 +200,8 @@ public enum BundleItemSchema {
         case .number:
             guard type == .number else { throw fail("must be a number") }
         case .oneOf(let names):
-            guard let r = o.plainRange(i), names.contains(where: { Self.equal(o.bytes, r, Array($0.utf8)) }) else {
-                throw fail("must be one of \(names.joined(separator: ", "))")
+            guard let r = o.plainRange(i), names.contains(where: { Self.equal(o.bytes, r, $0) }) else {
+                throw fail("must be one of \(text(names))")
             }
         case .base64(let max):
             guard let r = o.plainRange(i), r.count <= max, r.count % 4 == 0, Data(base64Encoded: Data(o.bytes[r])) != nil else {
@@ -220,6 +222,9 @@ public enum BundleItemSchema {
     /// The rules between members of one item (Protocol/bundles.md section 4.2).
     private static func checkMeaning(_ kind: String, _ o: FlatJSON, line: Int) throws(BundleError) {
         func fail(_ why: String) -> BundleError { BundleError(.field, line: line, "line \(line): \(kind): \(why)") }
+        func startNotAfterEnd() throws(BundleError) {
+            if let x = o.date("started_at"), let y = o.date("ended_at"), y < x { throw fail("ended_at is before started_at") }
+        }
         switch kind {
         case "version":
             // The payload names the sample's own type.
@@ -248,14 +253,13 @@ public enum BundleItemSchema {
                 }
             }
         case "type_run":
-            guard let s = o.find("status"), let e = o.find("error_kind") else { return }
-            let failed = o.stringEquals(s, "failed") || o.stringEquals(s, "unauthorized")
-            guard failed || o.type(e) == .null else { throw fail("error_kind is set but status is not failed or unauthorized") }
-            if let a = o.find("started_at"), let b = o.find("ended_at"), let x = o.date("started_at"), let y = o.date("ended_at"), o.type(a) == .string, o.type(b) == .string, y < x {
-                throw fail("ended_at is before started_at")
+            if let s = o.find("status"), let e = o.find("error_kind"), o.type(e) != .null,
+               !(o.stringEquals(s, "failed") || o.stringEquals(s, "unauthorized")) {
+                throw fail("error_kind is set but status is not failed or unauthorized")
             }
+            try startNotAfterEnd()
         case "observation":
-            if let x = o.date("started_at"), let y = o.date("ended_at"), y < x { throw fail("ended_at is before started_at") }
+            try startNotAfterEnd()
         default:
             break
         }
@@ -264,8 +268,6 @@ public enum BundleItemSchema {
     static func equal(_ bytes: [UInt8], _ range: Range<Int>, _ key: [UInt8]) -> Bool {
         range.count == key.count && bytes[range].elementsEqual(key)
     }
-
-    static func isLowerHex(_ c: UInt8) -> Bool { (0x30...0x39).contains(c) || (0x61...0x66).contains(c) }
 
     /// `YYYY-MM-DDTHH:MM:SS.sssZ`, a real calendar instant inside `dates`, written exactly as `CanonicalDate` writes it.
     static func isCanonicalDate(_ bytes: [UInt8], _ r: Range<Int>) -> Bool {
@@ -299,7 +301,7 @@ extension BundleItemSchema {
             case .date: return "date"
             case .int(let range): return "integer \(range.lowerBound)..\(range.upperBound)"
             case .number: return "number"
-            case .oneOf(let names): return "one of " + names.joined(separator: ", ")
+            case .oneOf(let names): return "one of " + text(names)
             case .base64(let max): return "base64 \(max)"
             case .jsonObject(let max): return "json-object \(max)"
             case .object: return "object"

@@ -124,7 +124,7 @@ public struct BundleVerifier {
             throw fail("must have exactly bundle_format, device_chain_hash, observation_id, previous_manifest_hash and sequence")
         }
         guard case .number(let f)? = o["bundle_format"], f == 1 else { throw fail("bundle_format must be 1") }
-        guard case .string(let chain)? = o["device_chain_hash"], chain.utf8.count == 64, chain.utf8.allSatisfy(BundleItemSchema.isLowerHex) else {
+        guard case .string(let chain)? = o["device_chain_hash"], ArchiveHasher.isLowerHex(chain.utf8) else {
             throw fail("device_chain_hash must be 64 lower-case hex digits")
         }
         // Compared as doubles before any conversion: 2^63 or 1e300 never reaches Int().
@@ -138,7 +138,7 @@ public struct BundleVerifier {
         let sequence = try integer("sequence"), observation = try integer("observation_id")
         var prev: String?
         switch o["previous_manifest_hash"] {
-        case .string(let p)? where p.utf8.count == 64 && p.utf8.allSatisfy(BundleItemSchema.isLowerHex): prev = p
+        case .string(let p)? where ArchiveHasher.isLowerHex(p.utf8): prev = p
         case .null?: prev = nil
         default: throw fail("previous_manifest_hash must be 64 lower-case hex digits or null")
         }

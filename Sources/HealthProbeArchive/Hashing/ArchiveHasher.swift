@@ -25,6 +25,12 @@ public struct ArchiveHasher: @unchecked Sendable {
         return h
     }
 
+    /// Whether `bytes` are exactly `count` lower-case hex digits: how hashes, secrets and
+    /// fingerprints are written at every edge.
+    public static func isLowerHex(_ bytes: some Collection<UInt8>, count: Int = 64) -> Bool {
+        bytes.count == count && bytes.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+    }
+
     /// SHA-256 over `hp:v2:<domain>:` + `bytes`.
     public static func sha256(_ domain: HashDomain, _ bytes: [UInt8]) -> String {
         var h = shaTemplates[domain.ordinal]

@@ -59,7 +59,7 @@ struct PayloadFields {
     /// Exactly `count` lower-case hex digits.
     func hex(_ member: String, count: Int) throws -> String {
         let s = try string(member)
-        guard EnrollmentToken.isHex(s, count: count) else {
+        guard ArchiveHasher.isLowerHex(s.utf8, count: count) else {
             throw fail(member, "must be \(count) lower-case hex digits")
         }
         return s

@@ -42,14 +42,10 @@ public struct EnrollmentToken: Sendable, Equatable {
             throw ArchiveError(.invalidInput, "the enrollment token is damaged (it does not decode); copy it again from `hp-server enroll`")
         }
         guard SyncAddress.parse(address) != nil else { throw ArchiveError(.invalidInput, "the enrollment token's server address \(address) is not HOST:PORT") }
-        guard Self.isHex(fingerprint, count: 64) else { throw ArchiveError(.invalidInput, "the enrollment token's certificate fingerprint is not 64 hex characters") }
-        guard Self.isHex(secret, count: 64) else { throw ArchiveError(.invalidInput, "the enrollment token's secret is not 64 hex characters") }
+        guard ArchiveHasher.isLowerHex(fingerprint.utf8) else { throw ArchiveError(.invalidInput, "the enrollment token's certificate fingerprint is not 64 hex characters") }
+        guard ArchiveHasher.isLowerHex(secret.utf8) else { throw ArchiveError(.invalidInput, "the enrollment token's secret is not 64 hex characters") }
         guard DeviceRegistry.isValidName(name) else { throw ArchiveError(.invalidInput, "the enrollment token's device name is not valid") }
         self.init(address: address, fingerprint: fingerprint, name: name, secret: secret)
-    }
-
-    static func isHex(_ s: String, count: Int) -> Bool {
-        s.utf8.count == count && s.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
     }
 
     /// 32 random bytes as lower-case hex.
