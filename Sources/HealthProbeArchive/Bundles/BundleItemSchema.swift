@@ -180,8 +180,9 @@ public enum BundleItemSchema {
         case .literal:
             return  // the kind, already matched
         case .string(let max):
-            guard type == .string else { throw fail("must be a string") }
-            guard o.valueRange(i).count - 2 <= max else { throw fail("is longer than \(max) bytes") }
+            // UTF-8 bytes of the value, not of its JSON text: `\"` is one byte, not two.
+            guard let bytes = o.plainRange(i)?.count ?? o.string(at: i)?.utf8.count else { throw fail("must be a string") }
+            guard bytes <= max else { throw fail("is longer than \(max) bytes") }
         case .hex:
             guard let r = o.plainRange(i), ArchiveHasher.isLowerHex(o.bytes[r]) else {
                 throw fail("must be 64 lower-case hex digits")

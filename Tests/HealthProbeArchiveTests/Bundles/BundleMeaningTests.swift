@@ -200,6 +200,27 @@ struct BundleMeaningTests {
         }
     }
 
+    @Test("text limits count the value's UTF-8 bytes, not its escapes: 600 quotes (1,200 bytes of JSON) fit 1,024; 1,025 bytes do not")
+    func textLimitCountsValueBytes() throws {
+        let (home, bundles) = try Self.chain()
+        defer { withExtendedLifetime(home) {} }
+        for (name, expectApplied) in [(String(repeating: "\"", count: 600), true), (String(repeating: "é", count: 512) + "x", false)] {
+            var done = false
+            let (lines, hash) = try editedBundle(bundles[0].0) { _, o in
+                guard !done, o["kind"] == .string("sample_type") else { return [o] }
+                done = true
+                return Self.set(o, "display_name", .string(name))
+            }
+            let dir = TempDir()
+            let replica = try Archive.open(path: dir.file("replica.sqlite"))
+            if expectApplied {
+                #expect(try BundleApplier.apply(replica, lines: lines, manifestHash: hash, now: 1) == .applied(observationID: 1, sequence: 1))
+            } else {
+                #expect { _ = try BundleApplier.apply(replica, lines: lines, manifestHash: hash, now: 1) } throws: { Self.code($0) == "field" }
+            }
+        }
+    }
+
     @Test("the real chain passes: every bundle is applied and the replica passes --full")
     func realChain() throws {
         let (home, bundles) = try Self.chain()
