@@ -9,6 +9,7 @@ let package = Package(
     name: "HealthProbe",
     platforms: [.macOS(.v14)],
     products: [
+        .library(name: "HealthProbeCanonical", targets: ["HealthProbeCanonical"]),
         .library(name: "HealthProbeArchive", targets: ["HealthProbeArchive"]),
         .library(name: "HealthProbeSimulator", targets: ["HealthProbeSimulator"]),
         .executable(name: "hp-node", targets: ["HPNode"]),
@@ -34,9 +35,16 @@ let package = Package(
             linkerSettings: [.linkedLibrary("sqlite3")]
         ),
         .target(name: "HPFileSync"),
+        // Canonical JSON (RFC 8785), canonical dates, domain-separated hashing: the bottom layer.
+        .target(
+            name: "HealthProbeCanonical",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strict
+        ),
         .target(
             name: "HealthProbeArchive",
             dependencies: [
+                "HealthProbeCanonical",
                 "HPSQLiteConfig",
                 "HPFileSync",
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -48,7 +56,7 @@ let package = Package(
         ),
         .target(
             name: "HealthProbeSimulator",
-            dependencies: ["HealthProbeArchive", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"),
+            dependencies: ["HealthProbeCanonical", "HealthProbeArchive", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"),
                            .product(name: "ZIPFoundation", package: "ZIPFoundation")],
             swiftSettings: strict
         ),
@@ -60,7 +68,7 @@ let package = Package(
         .target(
             name: "HealthProbeImport",
             dependencies: [
-                "HealthProbeArchive",
+                "HealthProbeCanonical", "HealthProbeArchive",
                 "HPLibXML2",
                 "HPZlib",
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -77,37 +85,66 @@ let package = Package(
             name: "HPDeflate",
             providers: [.apt(["libdeflate-dev"])]
         ),
+        // The wire protocol both sides share: frames, hello, typed messages, limits, part codec.
         .target(
-            name: "HealthProbeSync",
+            name: "HealthProbeProtocol",
             dependencies: [
-                "HealthProbeArchive",
+                "HealthProbeCanonical",
                 "HPZlib",
                 .target(name: "HPDeflate", condition: .when(platforms: [.linux])),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strict
+        ),
+        // The device side: outbox bundles, the pinned-TLS client, sync, enrollment.
+        .target(
+            name: "HealthProbeNode",
+            dependencies: [
+                "HealthProbeCanonical",
+                "HealthProbeArchive",
+                "HealthProbeProtocol",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        // The household server: sessions, store, registry, apply queue, verifier, summaries, metrics.
+        .target(
+            name: "HealthProbeServer",
+            dependencies: [
+                "HealthProbeCanonical",
+                "HealthProbeArchive",
+                "HealthProbeProtocol",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),
         .target(
             name: "HealthProbeCLI",
-            dependencies: ["HealthProbeArchive", "HealthProbeSync", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["HealthProbeCanonical", "HealthProbeArchive", "HealthProbeProtocol", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: strict
         ),
         .executableTarget(
             name: "HPNode",
             dependencies: [
-                "HealthProbeArchive",
+                "HealthProbeCanonical", "HealthProbeArchive",
                 "HealthProbeSimulator",
                 "HealthProbeImport",
-                "HealthProbeSync",
+                "HealthProbeProtocol",
+                "HealthProbeNode",
                 "HealthProbeCLI",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -119,8 +156,9 @@ let package = Package(
         .executableTarget(
             name: "HPServer",
             dependencies: [
-                "HealthProbeArchive",
-                "HealthProbeSync",
+                "HealthProbeCanonical", "HealthProbeArchive",
+                "HealthProbeProtocol",
+                "HealthProbeServer",
                 "HealthProbeCLI",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -133,10 +171,12 @@ let package = Package(
         .executableTarget(
             name: "HPBench",
             dependencies: [
-                "HealthProbeArchive",
+                "HealthProbeCanonical", "HealthProbeArchive",
                 "HealthProbeSimulator",
                 "HealthProbeImport",
-                "HealthProbeSync",
+                "HealthProbeProtocol",
+                "HealthProbeNode",
+                "HealthProbeServer",
                 "HealthProbeCLI",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -147,31 +187,51 @@ let package = Package(
         // Helpers shared by the test targets (temporary homes, repository files, the CLIs).
         .target(
             name: "HealthProbeTestSupport",
-            dependencies: ["HealthProbeArchive", "HealthProbeSimulator", "HealthProbeImport",
+            dependencies: ["HealthProbeCanonical", "HealthProbeArchive", "HealthProbeSimulator", "HealthProbeImport",
                            .product(name: "GRDB", package: "GRDB.swift")],
             path: "Tests/HealthProbeTestSupport",
             swiftSettings: strict
         ),
         .testTarget(
+            name: "HealthProbeCanonicalTests",
+            dependencies: ["HealthProbeCanonical", "HealthProbeTestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
             name: "HealthProbeArchiveTests",
-            dependencies: ["HealthProbeArchive", "HealthProbeSimulator", "HealthProbeImport", "HealthProbeTestSupport",
+            dependencies: ["HealthProbeCanonical", "HealthProbeArchive", "HealthProbeSimulator", "HealthProbeImport", "HealthProbeTestSupport",
                            .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")],
             swiftSettings: strict
         ),
         .testTarget(
             name: "HealthProbeSimulatorTests",
-            dependencies: ["HealthProbeSimulator", "HealthProbeArchive", "HealthProbeTestSupport", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["HealthProbeSimulator", "HealthProbeCanonical", "HealthProbeArchive", "HealthProbeTestSupport", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strict
         ),
         .testTarget(
             name: "HealthProbeImportTests",
-            dependencies: ["HealthProbeImport", "HealthProbeArchive", "HealthProbeSimulator", "HealthProbeTestSupport",
+            dependencies: ["HealthProbeImport", "HealthProbeCanonical", "HealthProbeArchive", "HealthProbeSimulator", "HealthProbeTestSupport",
                            .product(name: "GRDB", package: "GRDB.swift"), .product(name: "ZIPFoundation", package: "ZIPFoundation")],
             swiftSettings: strict
         ),
         .testTarget(
-            name: "HealthProbeSyncTests",
-            dependencies: ["HealthProbeSync", "HealthProbeArchive", "HealthProbeSimulator", "HealthProbeTestSupport",
+            name: "HealthProbeProtocolTests",
+            dependencies: ["HealthProbeProtocol", "HealthProbeCanonical", "HealthProbeTestSupport",
+                           .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
+                           .product(name: "NIOTestUtils", package: "swift-nio")],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "HealthProbeNodeTests",
+            dependencies: ["HealthProbeNode", "HealthProbeProtocol", "HealthProbeCanonical", "HealthProbeArchive", "HealthProbeSimulator",
+                           "HealthProbeTestSupport", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strict
+        ),
+        // The server's tests talk to it with the real node client over real TLS.
+        .testTarget(
+            name: "HealthProbeServerTests",
+            dependencies: ["HealthProbeServer", "HealthProbeNode", "HealthProbeProtocol", "HealthProbeCanonical", "HealthProbeArchive",
+                           "HealthProbeSimulator", "HealthProbeTestSupport",
                            .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
                            .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOTestUtils", package: "swift-nio"),
                            .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -186,13 +246,13 @@ let package = Package(
         // The CLI tests run the built tools: depending on them makes SwiftPM build them beside the tests.
         .testTarget(
             name: "HPNodeTests",
-            dependencies: ["HPNode", "HPServer", "HealthProbeArchive", "HealthProbeSimulator", "HealthProbeTestSupport",
+            dependencies: ["HPNode", "HPServer", "HealthProbeCanonical", "HealthProbeArchive", "HealthProbeSimulator", "HealthProbeTestSupport",
                            .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strict
         ),
         .testTarget(
             name: "HPServerTests",
-            dependencies: ["HPServer", "HPNode", "HealthProbeArchive", "HealthProbeTestSupport", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["HPServer", "HPNode", "HealthProbeCanonical", "HealthProbeArchive", "HealthProbeTestSupport", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strict
         ),
     ]

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HealthProbeArchive
+import HealthProbeCanonical
 
 /// Dates given on command lines: `2025-01-31`, `2025-01-31T12:00:00Z` or with milliseconds, all UTC.
 public enum CLIDate {

@@ -1,4 +1,4 @@
-import HealthProbeSync
+import HealthProbeProtocol
 
 /// The tables `hp-server summary` and `hp-node household` print: one column per chain.
 public enum HouseholdTable {

@@ -1,5 +1,6 @@
 import Foundation
 import HealthProbeArchive
+import HealthProbeCanonical
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import HealthProbeArchive
+import HealthProbeCanonical
 import Logging
 
 /// Imports an Apple Health export as one observation: every sample type is a

@@ -1,4 +1,5 @@
 import HealthProbeArchive
+import HealthProbeCanonical
 
 /// A `CapturedSample` as JSON, for correlation members held back until the
 /// end of an import (kept in a temporary table, not in memory).

@@ -1,5 +1,6 @@
 import Foundation
 import HealthProbeArchive
+import HealthProbeCanonical
 
 /// Turns the element events of export.xml (`ExportXMLStream`) into `ImportedSample`s.
 /// Holds only the element being built (and its children), never the document.

@@ -1,4 +1,5 @@
 import HealthProbeArchive
+import HealthProbeCanonical
 
 /// An import failed as a whole. Messages name what is wrong and where, and
 /// never contain health values.

@@ -1,5 +1,6 @@
 import Foundation
 import HealthProbeArchive
+import HealthProbeCanonical
 import ZIPFoundation
 
 /// Writes synthetic Apple Health exports in the real format (export.xml with

@@ -6,7 +6,9 @@ import Glibc
 import GRDB
 import HealthProbeArchive
 import HealthProbeCLI
-import HealthProbeSync
+import HealthProbeNode
+import HealthProbeServer
+import HealthProbeProtocol
 
 /// `hp-bench apply`: the server's verify-and-apply of received bundles, in this
 /// process and one bundle at a time, without TLS or the nodes' work: the CPU a

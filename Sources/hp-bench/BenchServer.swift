@@ -1,7 +1,9 @@
 import ArgumentParser
 import Foundation
 import HealthProbeArchive
-import HealthProbeSync
+import HealthProbeNode
+import HealthProbeServer
+import HealthProbeProtocol
 
 /// The release `hp-server` binary serving a fresh data directory on 127.0.0.1
 /// in its own process (so its peak RSS is its own), for the sync benchmarks.

@@ -3,7 +3,9 @@ import Foundation
 import GRDB
 import HealthProbeArchive
 import HealthProbeCLI
-import HealthProbeSync
+import HealthProbeNode
+import HealthProbeServer
+import HealthProbeProtocol
 
 /// `hp-bench household --nodes N`: the release `hp-server` binary serving on
 /// 127.0.0.1 (TLS), N simulated nodes in this process enrolled over the

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HealthProbeArchive
+import HealthProbeCanonical
 
 /// `hp-bench normalize`: normalization and hashing alone (no SQLite).
 struct NormalizeBench: AsyncParsableCommand {

@@ -3,7 +3,9 @@ import Foundation
 import HealthProbeArchive
 import HealthProbeCLI
 import HealthProbeSimulator
-import HealthProbeSync
+import HealthProbeNode
+import HealthProbeServer
+import HealthProbeProtocol
 
 /// `hp-bench sync --samples N`: a node with one N-sample observation and a
 /// release `hp-server` in its own process on 127.0.0.1 (TLS, an enrolled device); measures the first sync end to end

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import GRDB
 import HealthProbeArchive
+import HealthProbeCanonical
 import HealthProbeCLI
 
 /// Parses a UTC date given on the command line.

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import GRDB
 import HealthProbeArchive
+import HealthProbeCanonical
 import HealthProbeCLI
 
 struct Digest: AsyncParsableCommand {

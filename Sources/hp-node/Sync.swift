@@ -2,7 +2,8 @@ import ArgumentParser
 import Foundation
 import HealthProbeArchive
 import HealthProbeCLI
-import HealthProbeSync
+import HealthProbeNode
+import HealthProbeProtocol
 
 struct Enroll: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -3,7 +3,8 @@ import Foundation
 import GRDB
 import HealthProbeArchive
 import HealthProbeCLI
-import HealthProbeSync
+import HealthProbeServer
+import HealthProbeProtocol
 
 struct Bundles: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "List the bundles received for a chain.")

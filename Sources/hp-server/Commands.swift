@@ -2,8 +2,10 @@ import ArgumentParser
 import Foundation
 import GRDB
 import HealthProbeArchive
+import HealthProbeCanonical
 import HealthProbeCLI
-import HealthProbeSync
+import HealthProbeServer
+import HealthProbeProtocol
 
 struct Apply: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

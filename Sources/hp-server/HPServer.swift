@@ -2,7 +2,8 @@ import ArgumentParser
 import Foundation
 import HealthProbeArchive
 import HealthProbeCLI
-import HealthProbeSync
+import HealthProbeServer
+import HealthProbeProtocol
 
 /// `hp-server`: the household server. Each device chain has its own replica archive.
 @main

@@ -1,7 +1,8 @@
 import ArgumentParser
 import Foundation
 import HealthProbeArchive
-import HealthProbeSync
+import HealthProbeServer
+import HealthProbeProtocol
 import Logging
 import NIOCore
 import ServiceLifecycle

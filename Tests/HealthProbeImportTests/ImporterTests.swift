@@ -3,6 +3,7 @@ import GRDB
 import Testing
 import ZIPFoundation
 @testable import HealthProbeArchive
+import HealthProbeCanonical
 @testable import HealthProbeImport
 @testable import HealthProbeSimulator
 import HealthProbeTestSupport

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import HealthProbeArchive
+import HealthProbeCanonical
 
 /// Builds the bundle of `obs` as lines (header, items, trailer) and its manifest hash.
 public func bundleLines(_ node: NodeArchive, _ obs: Int64, previous: String?) throws -> ([[UInt8]], String) {

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import HealthProbeCanonical
 
 /// Materialized aggregates (database-design.md 5.8, 6.5, 6.8), computed in
 /// SQLite from visibility ranges after each type run.

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import HealthProbeCanonical
 
 /// Applies verified observation bundles to a replica archive (the same v2
 /// schema), one chain at a time, in sequence order. Verification and

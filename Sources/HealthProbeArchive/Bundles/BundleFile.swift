@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 #endif
 import GRDB
+import HealthProbeCanonical
 
 /// A bundle in line form on disk (Protocol/bundles.md section 2): written
 /// while it is built, read back line by line; never held whole in memory.

@@ -1,4 +1,5 @@
 import Foundation
+import HealthProbeCanonical
 
 /// The members every bundle item kind holds and what each may hold
 /// (Protocol/bundles.md section 4.1): exactly these members, no more, no

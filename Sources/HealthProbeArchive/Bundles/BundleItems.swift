@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import HealthProbeCanonical
 
 /// Builds the canonical items of one observation's bundle from the archive:
 /// everything that observation added, in a fixed order, streamed from

@@ -1,3 +1,5 @@
+import HealthProbeCanonical
+
 /// The header and trailer of an observation bundle and its manifest hash
 /// (Protocol/bundles.md).
 ///

@@ -1,4 +1,5 @@
 import Foundation
+import HealthProbeCanonical
 
 /// A bundle failed verification: which line (1-based: line 1 is the header),
 /// which item kind and field, and why.

@@ -1,4 +1,5 @@
 import GRDB
+import HealthProbeCanonical
 
 /// A SHA-256 over the canonical items visible at an observation: for each
 /// visible sample, in (type, strict fingerprint) order, the canonical JSON

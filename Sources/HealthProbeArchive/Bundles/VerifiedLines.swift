@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import HealthProbeCanonical
 
 /// The first stage of applying a bundle: on its own thread, reads the bundle's
 /// lines and runs them through a `BundleVerifier` (canonical parse, item and

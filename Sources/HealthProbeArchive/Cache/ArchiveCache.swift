@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import HealthProbeCanonical
 
 /// The disposable report cache (cache-design.md), in its own SQLite file.
 ///

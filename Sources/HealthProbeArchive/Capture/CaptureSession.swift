@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Logging
+import HealthProbeCanonical
 
 /// One capture: one `observations` row, then type runs, then a final status
 /// (database-design.md section 7). Pages commit one transaction each, all

@@ -1,4 +1,5 @@
 import Foundation
+import HealthProbeCanonical
 
 /// What triggered a capture and the device context at that moment.
 public struct ObservationContext: Sendable {

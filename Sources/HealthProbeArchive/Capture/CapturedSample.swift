@@ -1,3 +1,5 @@
+import HealthProbeCanonical
+
 /// What a sample's value is.
 public enum ValueKind: String, Sendable, Codable, CaseIterable {
     case quantity

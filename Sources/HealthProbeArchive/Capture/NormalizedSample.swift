@@ -1,4 +1,5 @@
 import Foundation
+import HealthProbeCanonical
 
 /// A sample's values exactly as the archive stores them, with every hash
 /// computed from those same values (database-design.md 6.2, 6.4).

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import GRDB
+import HealthProbeCanonical
 
 /// Writes the samples of one or more type runs of a capture through a
 /// three-stage pipeline: the caller submits chunks (parsing, generating), one

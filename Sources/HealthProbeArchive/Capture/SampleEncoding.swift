@@ -1,3 +1,5 @@
+import HealthProbeCanonical
+
 /// The canonical JSON documents behind a sample's payload hash and strict
 /// fingerprint (documented byte for byte in docs/hashing.md).
 public enum SampleEncoding {

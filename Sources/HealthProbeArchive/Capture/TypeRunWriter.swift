@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import HealthProbeCanonical
 
 /// Writes one type run of a capture: pages of samples, deleted-object
 /// evidence, then completion (full scans close what was not seen) or failure.

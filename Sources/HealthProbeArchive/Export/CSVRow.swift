@@ -1,3 +1,5 @@
+import HealthProbeCanonical
+
 /// One RFC 4180 record written cell by cell into a writer's buffer (comma-
 /// separated, no line end), quoting a cell only when it holds a comma, quote,
 /// CR or LF (`CSV.field`).

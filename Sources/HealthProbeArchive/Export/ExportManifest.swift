@@ -1,4 +1,5 @@
 import Foundation
+import HealthProbeCanonical
 
 /// The manifest hash of an export, fed incrementally (docs/export-format.md):
 ///

@@ -1,5 +1,6 @@
 import Foundation
 import HPFileSync
+import HealthProbeCanonical
 
 /// A file written through a buffer to `path + ".partial"` and renamed into
 /// place only when complete, so no file that looks complete is left behind

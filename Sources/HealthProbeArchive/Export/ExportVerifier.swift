@@ -1,3 +1,4 @@
+import HealthProbeCanonical
 import Foundation
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import HealthProbeCanonical
 
 /// Column layouts of the CSV exports (export-spec.md 6).
 public enum CSVColumns {

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import HealthProbeCanonical
 
 /// An item given as an object: its hash over the object, then the object with `item_hash`.
 func hashedItem(_ o: [String: JSONValue]) throws -> ([UInt8], String) {

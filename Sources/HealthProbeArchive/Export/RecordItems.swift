@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import HealthProbeCanonical
 
 /// Exported records of one type written back to back into one buffer, handed
 /// from a SQLite reader to the hashing and writing stage a batch at a time.

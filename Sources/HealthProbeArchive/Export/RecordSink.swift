@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import HealthProbeCanonical
 
 /// The second stage of a record export: the SQLite readers build items a
 /// type at a time (the calling thread, and a helper connection on the same

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import HealthProbeCanonical
 
 /// Relationships whose both ends are exported records (visible at the
 /// observation and inside the filters), after the records, ordered by source

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Logging
+import HealthProbeCanonical
 
 /// A node's home directory: `archive/` holds the SQLite archive, `keys/` the
 /// key directory (kept when the archive is deleted).

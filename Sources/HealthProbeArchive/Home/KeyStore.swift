@@ -1,3 +1,4 @@
+import HealthProbeCanonical
 import Crypto
 import Foundation
 #if canImport(Glibc)

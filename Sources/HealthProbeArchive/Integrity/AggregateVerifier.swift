@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import HealthProbeCanonical
 
 /// Re-derives the materialized aggregates from the visibility ranges
 /// (database-design.md 14, "aggregate rebuild checks") and names what differs.

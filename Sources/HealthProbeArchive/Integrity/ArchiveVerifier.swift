@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import HealthProbeCanonical
 
 /// One integrity check's outcome.
 public struct IntegrityCheck: Sendable, Codable, Equatable {

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import HealthProbeCanonical
 
 /// Versioned archive migrations. Each one runs in a transaction and records
 /// itself in `schema_migrations`; a failure rolls back and leaves the file as

@@ -1,3 +1,5 @@
+import HealthProbeCanonical
+
 /// An archive operation failed. `code` is stable for tools; `message` says
 /// what is wrong, where, and how to fix it; `cause` is the underlying error.
 /// Messages never contain health values.

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import Testing
 @testable import HealthProbeArchive
+import HealthProbeCanonical
 @testable import HealthProbeSimulator
 import HealthProbeTestSupport
 

@@ -1,5 +1,6 @@
 import Foundation
 @testable import HealthProbeArchive
+import HealthProbeCanonical
 import HealthProbeTestSupport
 
 /// The committed bundle vectors whose hashes are right and whose content is not

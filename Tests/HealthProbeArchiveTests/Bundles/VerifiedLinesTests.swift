@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import HealthProbeArchive
+import HealthProbeCanonical
 @testable import HealthProbeSimulator
 import HealthProbeTestSupport
 

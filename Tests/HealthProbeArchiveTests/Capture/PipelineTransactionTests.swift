@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import Testing
 @testable import HealthProbeArchive
+import HealthProbeCanonical
 import HealthProbeTestSupport
 
 @Suite("Pipelined capture transactions")

@@ -1,0 +1,115 @@
+import Foundation
+import GRDB
+import HealthProbeArchive
+import HealthProbeProtocol
+import HealthProbeCanonical
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The node's outbox form of a bundle: built straight into deflated parts
+/// (whole lines, at most `BundlePartCodec.maxPartSize` bytes each before
+/// deflating), stored back to back in one file, sent as they are. A second
+/// thread deflates and writes each part while the next is built. Before
+/// sending, the node re-hashes the stored parts (inflate, item hashes,
+/// manifest hash), so what leaves is what was built.
+public enum OutboxBundle {
+    /// One stored part: where its deflated bytes are and its size before deflating.
+    public struct Part: Sendable, Equatable {
+        public var offset: Int
+        public var compressedSize: Int
+        public var size: Int
+    }
+
+    public struct Written: Sendable {
+        public var header: BundleHeader
+        public var trailer: BundleTrailer
+        public var manifestHash: String
+        /// Bytes of the bundle's lines, newlines included (before deflating).
+        public var size: Int
+        public var parts: [Part]
+    }
+
+    /// Builds the bundle of `observationID` into `path` as deflated parts of at
+    /// most `partSize` bytes (before deflating).
+    public static func write(_ db: Database, observationID: Int64, previousManifestHash: String?, to path: String,
+                             partSize: Int = BundlePartCodec.maxPartSize) throws -> Written {
+        precondition(partSize > 0 && partSize <= BundlePartCodec.maxPartSize)
+        let deflater = try PartDeflater(path: path)
+        defer { deflater.cancel() }
+        var part = deflater.buffer()
+        var size = 0
+        func line(_ bytes: [UInt8]) throws {
+            let length = bytes.count + 1
+            guard length <= partSize else {
+                throw SyncProtocolError(.frameTooLarge, "a bundle line of \(length) bytes is over the part limit")
+            }
+            if part.count + length > partSize {
+                try deflater.submit(part)
+                part = deflater.buffer()
+            }
+            part.append(contentsOf: bytes)
+            part.append(0x0A)
+            size += length
+        }
+        let (header, trailer, hash) = try ObservationBundleBuilder.build(db, observationID: observationID, previousManifestHash: previousManifestHash,
+                                                                         onHeader: { try line(CanonicalJSON.encode($0.json)) }) { _, bytes, _ in try line(bytes) }
+        try line(CanonicalJSON.encode(trailer.json))
+        try deflater.submit(part)
+        return Written(header: header, trailer: trailer, manifestHash: hash, size: size, parts: try deflater.finish())
+    }
+
+    /// Reads stored part `part` of the file open as `fd` (its deflated bytes) into `buffer`.
+    public static func read(_ part: Part, fd: Int32, into buffer: inout [UInt8]) throws {
+        // The buffer's capacity is reused: no multi-megabyte allocation per part.
+        buffer.resize(to: part.compressedSize)
+        let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, part.compressedSize, off_t(part.offset)) }
+        guard n == part.compressedSize else {
+            throw SyncProtocolError(.storage, "cannot read a part of the outbox bundle (\(n) of \(part.compressedSize) bytes at \(part.offset))")
+        }
+    }
+
+    /// Re-hashes the parts stored in `path`: inflates each (its size checked)
+    /// and recomputes the manifest hash over the header line, every item's
+    /// SHA-256 and the trailer line; it must equal `expected`.
+    public static func rehash(_ path: String, parts: [Part], expected: String) throws {
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else { throw SyncProtocolError(.storage, "cannot read the outbox bundle \(path) (errno \(errno))") }
+        defer { close(fd) }
+        var digest = SHA256Stream(domain: .manifest)
+        var compressed: [UInt8] = []
+        var data: [UInt8] = []
+        var lines = 0
+        for (index, part) in parts.enumerated() {
+            try read(part, fd: fd, into: &compressed)
+            try compressed.withUnsafeBytes { try BundlePartCodec.inflate($0, declaredSize: part.size, into: &data) }
+            let lastPart = index == parts.count - 1
+            try data.withUnsafeBytes { buf in
+                guard buf.last == 0x0A else { throw BundleError(.malformed, line: nil, "part \(index) of the outbox bundle does not end with a whole line") }
+                var start = 0
+                while start < buf.count {
+                    let p = memchr(buf.baseAddress! + start, 0x0A, buf.count - start)!
+                    let end = buf.baseAddress!.distance(to: UnsafeRawPointer(p))
+                    let line = UnsafeRawBufferPointer(rebasing: buf[start..<end])
+                    lines += 1
+                    if lines == 1 {
+                        digest.update(bufferPointer: line)  // the header
+                        digest.update([0x0A])
+                    } else if lastPart && end + 1 == buf.count {
+                        digest.update(bufferPointer: line)  // the trailer
+                    } else {
+                        var hex = ArchiveHasher.sha256(.item, buffer: line)
+                        hex.withUTF8 { digest.update(bufferPointer: UnsafeRawBufferPointer($0)) }
+                        digest.update([0x0A])
+                    }
+                    start = end + 1
+                }
+            }
+        }
+        guard lines >= 2 else { throw BundleError(.malformed, line: nil, "\(path) holds no header and trailer (truncated)") }
+        let hash = digest.finalize()
+        guard hash == expected else {
+            throw BundleError(.manifestHash, line: nil, "the outbox bundle re-hashes to \(hash), not \(expected): it changed after it was built")
+        }
+    }
+}

@@ -1,0 +1,173 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import GRDB
+import HealthProbeArchive
+import HealthProbeProtocol
+import Logging
+import NIOCore
+import NIOPosix
+
+/// Pushes a node's unacknowledged observations to a server, oldest first
+/// (Protocol/README.md section 4). Each bundle is built into an outbox file,
+/// verified from that file, sent in zlib parts, and recorded as acknowledged
+/// in the node's `bundle_log` once the server has applied it. After any
+/// disconnect, running it again resumes from what the server reports.
+public struct SyncClient {
+    public struct Report: Sendable, Codable, Equatable {
+        public var serverHadSequence: Int
+        public var sent: Int
+        public var alreadyApplied: Int
+        public var lastSequence: Int
+        public var bytesOnWire: Int
+        public var uncompressedBytes: Int
+        /// Seconds from sending each bundle's `BUNDLE_END` to its acknowledgement (the server's verify and apply).
+        public var ackSeconds: [Double] = []
+    }
+
+    public let node: NodeArchive
+    public let outbox: String
+    public let logger: Logger
+    /// Called after each acknowledged bundle: (sequence, last sequence to send).
+    public var onProgress: (Int, Int) -> Void = { _, _ in }
+
+    public init(node: NodeArchive, outbox: String, logger: Logger = Archive.silentLogger) {
+        self.node = node
+        self.outbox = outbox
+        self.logger = logger
+    }
+
+    /// Syncs with the enrolled server (`host`/`port` override the enrollment's address).
+    public func sync(_ enrollment: NodeEnrollment, host: String? = nil, port: Int? = nil) async throws -> Report {
+        try FileManager.default.createDirectory(atPath: outbox, withIntermediateDirectories: true)
+        guard let (h, p) = host.flatMap({ h in port.map { (h, $0) } }) ?? SyncAddress.parse(enrollment.address) else {
+            throw SyncProtocolError(.malformedFrame, "the enrolled server address \(enrollment.address) is not HOST:PORT")
+        }
+        return try await SyncSession.with(host: h, port: p, fingerprint: enrollment.fingerprint) { session in
+            try await session.authenticate(name: enrollment.name, credential: enrollment.credential, clientTime: node.clock.now())
+            return try await send(&session)
+        }
+    }
+
+    func send(_ session: inout SyncSession) async throws -> Report {
+        let s = try await session.request(.json(.chainStatusRequest, .object(["device_chain_hash": .string(node.deviceChainHash)])), expect: .chainStatus)
+        guard case .number(let lastSeqD)? = s["last_sequence"] else { throw SyncProtocolError(.malformedFrame, "CHAIN_STATUS lacks last_sequence") }
+        let serverSeq = Int(lastSeqD)
+        let serverHash: String? = { if case .string(let h)? = s["last_manifest_hash"] { return h }; return nil }()
+
+        let observations = try await sendableObservations()
+        guard serverSeq <= observations.count else {
+            throw SyncProtocolError(.divergence, "the server holds \(serverSeq) bundles of this chain but this node has only \(observations.count) observations")
+        }
+        var previous: String?
+        if serverSeq > 0 {
+            previous = try await manifestHash(upTo: serverSeq, observations: observations)
+            guard previous == serverHash else {
+                throw SyncProtocolError(.divergence, "the server's bundle \(serverSeq) of this chain differs from this node's; an administrator must look (hp-server chains)")
+            }
+        }
+        var partBuffer: [UInt8] = []
+        var report = Report(serverHadSequence: serverSeq, sent: 0, alreadyApplied: 0, lastSequence: serverSeq, bytesOnWire: 0, uncompressedBytes: 0)
+        for seq in (serverSeq + 1)..<(observations.count + 1) where seq > serverSeq {
+            let obs = observations[seq - 1]
+            let file = outbox + "/\(seq).parts"
+            defer { try? FileManager.default.removeItem(atPath: file) }
+            let link = previous
+            // Built straight into deflated parts (a second thread deflates while the next part is built).
+            let written = try await node.archive.writer.read { db in
+                try OutboxBundle.write(db, observationID: obs, previousManifestHash: link, to: file)
+            }
+            let (hash, items, size, parts) = (written.manifestHash, written.trailer.itemCount, written.size, written.parts)
+            // Inflated and re-hashed from the stored parts before they are sent (the server verifies
+            // everything else), off Swift's cooperative threads like the archive's reads and writes.
+            try await NIOThreadPool.singleton.runIfActive { try OutboxBundle.rehash(file, parts: parts, expected: hash) }
+            try await session.send(.json(.bundleBegin, .object([
+                "sequence": .int(seq), "manifest_hash": .string(hash), "parts": .int(parts.count),
+                "item_count": .int(items), "uncompressed_size": .int(size)])))
+            let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: file))
+            defer { try? handle.close() }
+            for (i, part) in parts.enumerated() {
+                try OutboxBundle.read(part, fd: handle.fileDescriptor, into: &partBuffer)
+                var payload = ByteBuffer()
+                payload.reserveCapacity(8 + part.compressedSize)
+                payload.writeInteger(UInt32(i), endianness: .big)
+                payload.writeInteger(UInt32(part.size), endianness: .big)
+                payload.writeBytes(partBuffer)
+                report.bytesOnWire += payload.readableBytes + 5
+                report.uncompressedBytes += part.size
+                try await session.send(SyncFrame(kind: .bundlePart, payload: payload))
+            }
+            let ended = ContinuousClock.now
+            try await session.send(.json(.bundleEnd, .object(["sequence": .int(seq), "manifest_hash": .string(hash)])))
+            let ack = try await session.next()
+            report.ackSeconds.append((ContinuousClock.now - ended).seconds)
+            let a = try ack.jsonObject()
+            guard ack.kind == .bundleAck, case .string(let ackHash)? = a["manifest_hash"], ackHash == hash else {
+                throw SyncProtocolError(.unexpectedMessage, "expected the acknowledgement of bundle \(seq)")
+            }
+            if case .string("already_applied")? = a["status"] { report.alreadyApplied += 1 } else { report.sent += 1 }
+            try await recordAcknowledged(sequence: seq, observation: obs, manifestHash: hash, previous: previous, items: items)
+            report.lastSequence = seq
+            previous = hash
+            onProgress(seq, observations.count)
+            logger.info("bundle acknowledged", metadata: ["sync.sequence": "\(seq)"])
+        }
+        return report
+    }
+
+    /// The chain's observations that may be sent, oldest first (stops at one still running).
+    func sendableObservations() async throws -> [Int64] {
+        let chain = node.deviceChainID
+        // Plain values, not rows: GRDB's async read needs a Sendable result.
+        let rows: [(id: Int64, running: Bool)] = try await node.archive.writer.read { db in
+            try Row.fetchAll(db, sql: "SELECT id, status FROM observations WHERE device_chain_id = ? ORDER BY id", arguments: [chain])
+                .map { ($0["id"], ($0["status"] as String) == "running") }
+        }
+        var out: [Int64] = []
+        for r in rows {
+            if r.running { break }
+            out.append(r.id)
+        }
+        return out
+    }
+
+    /// The manifest hash of the bundle at `sequence`, from the node's log or by building.
+    func manifestHash(upTo sequence: Int, observations: [Int64]) async throws -> String {
+        let chain = node.deviceChainID
+        let logged = try await node.archive.writer.read { db in
+            try Row.fetchAll(db, sql: "SELECT sequence, manifest_hash FROM bundle_log WHERE device_chain_id = ? AND direction = 'sent' AND sequence <= ? ORDER BY sequence",
+                             arguments: [chain, sequence]).reduce(into: [Int: String]()) { $0[$1["sequence"]] = $1["manifest_hash"] }
+        }
+        if let h = logged[sequence] { return h }
+        var previous: String?
+        for seq in 1...sequence {
+            if let h = logged[seq] { previous = h; continue }
+            let obs = observations[seq - 1]
+            let link = previous
+            previous = try await node.archive.writer.read { db in
+                try ObservationBundleBuilder.build(db, observationID: obs, previousManifestHash: link) { _, _, _ in }.2
+            }
+        }
+        return previous!
+    }
+
+    func recordAcknowledged(sequence: Int, observation: Int64, manifestHash: String, previous: String?, items: Int) async throws {
+        let chain = node.deviceChainID
+        let now = node.clock.now()
+        try await node.archive.writer.write { db in
+            try db.execute(sql: """
+                INSERT INTO bundle_log(device_chain_id, sequence, observation_id, manifest_hash, previous_manifest_hash, item_count, direction, recorded_at, acknowledged_at)
+                VALUES (?, ?, ?, ?, ?, ?, 'sent', ?, ?)
+                ON CONFLICT(device_chain_id, direction, sequence) DO UPDATE SET acknowledged_at = excluded.acknowledged_at
+                """, arguments: [chain, sequence, observation, manifestHash, previous, items, now, now])
+        }
+    }
+
+    static func serverError(_ f: SyncFrame) -> SyncProtocolError {
+        let o = (try? f.jsonObject()) ?? [:]
+        let code: SyncProtocolError.Code = { if case .string(let c)? = o["code"] { return SyncProtocolError.Code(rawValue: c) ?? .malformedFrame }; return .malformedFrame }()
+        let message: String = { if case .string(let m)? = o["message"] { return m }; return "the server reported an error" }()
+        return SyncProtocolError(code, "server: \(message)")
+    }
+}

@@ -1,0 +1,84 @@
+import HealthProbeCanonical
+
+/// `AUTH`: a device's credential (Protocol/README.md section 7).
+public struct AuthRequest: Sendable, Equatable {
+    public var deviceName: String
+    public var credential: String
+    public var clientTime: Double
+
+    public init(_ frame: SyncFrame) throws {
+        let f = try PayloadFields(frame, name: "AUTH", members: ["client_time", "credential", "device_name"])
+        deviceName = try f.string("device_name", maxLength: 128)
+        credential = try f.hex("credential", count: 64)
+        clientTime = try f.date("client_time")
+    }
+}
+
+/// `ENROLL`: a one-time enrollment secret (Protocol/README.md section 7).
+public struct EnrollRequest: Sendable, Equatable {
+    public var deviceName: String
+    public var enrollmentSecret: String
+    public var clientTime: Double
+
+    public init(_ frame: SyncFrame) throws {
+        let f = try PayloadFields(frame, name: "ENROLL", members: ["client_time", "device_name", "enrollment_secret"])
+        deviceName = try f.string("device_name", maxLength: 128)
+        enrollmentSecret = try f.string("enrollment_secret", maxLength: 256)
+        clientTime = try f.date("client_time")
+    }
+}
+
+/// `CHAIN_STATUS_REQUEST`.
+public struct ChainStatusRequest: Sendable, Equatable {
+    public var deviceChainHash: String
+
+    public init(_ frame: SyncFrame) throws {
+        let f = try PayloadFields(frame, name: "CHAIN_STATUS_REQUEST", members: ["device_chain_hash"])
+        deviceChainHash = try f.hex("device_chain_hash", count: 64)
+    }
+}
+
+/// `HOUSEHOLD_REQUEST`: an optional type and date window.
+public struct HouseholdRequest: Sendable, Equatable {
+    public var type: String?
+    public var from: Double?
+    public var to: Double?
+
+    public init(_ frame: SyncFrame) throws {
+        let f = try PayloadFields(frame, name: "HOUSEHOLD_REQUEST", members: ["from", "to", "type"])
+        type = try f.optionalString("type", maxLength: 256)
+        from = try f.optionalDate("from")
+        to = try f.optionalDate("to")
+        if let from, let to, from > to { throw f.fail("from", "is after to") }
+    }
+}
+
+/// `BUNDLE_BEGIN`: what the bundle about to be sent declares.
+public struct BundleBegin: Sendable, Equatable {
+    public var sequence: Int
+    public var manifestHash: String
+    public var parts: Int
+    public var itemCount: Int
+    public var uncompressedSize: Int
+
+    public init(_ frame: SyncFrame) throws {
+        let f = try PayloadFields(frame, name: "BUNDLE_BEGIN", members: ["item_count", "manifest_hash", "parts", "sequence", "uncompressed_size"])
+        sequence = Int(try f.int("sequence", in: SyncLimits.sequences))
+        manifestHash = try f.hex("manifest_hash", count: 64)
+        parts = Int(try f.int("parts", in: SyncLimits.parts))
+        itemCount = Int(try f.int("item_count", in: SyncLimits.items))
+        uncompressedSize = Int(try f.int("uncompressed_size", in: SyncLimits.uncompressedSize))
+    }
+}
+
+/// `BUNDLE_END`: closes the bundle `BUNDLE_BEGIN` opened.
+public struct BundleEnd: Sendable, Equatable {
+    public var sequence: Int
+    public var manifestHash: String
+
+    public init(_ frame: SyncFrame) throws {
+        let f = try PayloadFields(frame, name: "BUNDLE_END", members: ["manifest_hash", "sequence"])
+        sequence = Int(try f.int("sequence", in: SyncLimits.sequences))
+        manifestHash = try f.hex("manifest_hash", count: 64)
+    }
+}

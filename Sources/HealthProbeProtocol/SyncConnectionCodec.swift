@@ -1,0 +1,73 @@
+import Foundation
+import HealthProbeCanonical
+import NIOCore
+
+/// What arrives on a sync connection: first the peer's hello, then frames.
+public enum SyncInbound: Sendable, Equatable {
+    case hello(SyncHello)
+    case frame(SyncFrame)
+}
+
+/// What is sent on a sync connection.
+public enum SyncOutbound: Sendable {
+    case hello(SyncHello)
+    case frame(SyncFrame)
+}
+
+/// Decodes a connection: the hello, then frames (each with the 16 MiB limit).
+public struct SyncConnectionDecoder: NIOSingleStepByteToMessageDecoder {
+    public typealias InboundOut = SyncInbound
+    private var hello = SyncHelloDecoder()
+    private var frames: SyncFrameDecoder
+    private var helloDone = false
+
+    public init(maxFrameLength: Int = SyncFrame.maxLength) { frames = SyncFrameDecoder(maxLength: maxFrameLength) }
+
+    public mutating func decode(buffer: inout ByteBuffer) throws -> SyncInbound? {
+        if !helloDone {
+            guard let h = try hello.decode(buffer: &buffer) else { return nil }
+            helloDone = true
+            return .hello(h)
+        }
+        return try frames.decode(buffer: &buffer).map(SyncInbound.frame)
+    }
+
+    public mutating func decodeLast(buffer: inout ByteBuffer, seenEOF: Bool) throws -> SyncInbound? {
+        if !helloDone { return try hello.decodeLast(buffer: &buffer, seenEOF: seenEOF).map { helloDone = true; return .hello($0) } }
+        return try frames.decodeLast(buffer: &buffer, seenEOF: seenEOF).map(SyncInbound.frame)
+    }
+}
+
+/// Encodes hellos and frames.
+public struct SyncConnectionEncoder: MessageToByteEncoder {
+    public typealias OutboundIn = SyncOutbound
+    public init() {}
+
+    public func encode(data: SyncOutbound, out: inout ByteBuffer) throws {
+        switch data {
+        case .hello(let h): h.write(to: &out)
+        case .frame(let f): try SyncFrameEncoder().encode(data: f, out: &out)
+        }
+    }
+}
+
+extension SyncFrame {
+    /// A frame whose payload is the canonical JSON of `value`.
+    public static func json(_ kind: Kind, _ value: JSONValue) throws -> SyncFrame {
+        SyncFrame(kind: kind, payload: ByteBuffer(bytes: try CanonicalJSON.encode(value)))
+    }
+
+    /// The payload as a JSON object.
+    public func jsonObject() throws -> [String: JSONValue] {
+        guard case .object(let o)? = try? JSONParser.parse(payload.readableBytesView) else {
+            throw SyncProtocolError(.malformedFrame, "a \(kind) frame's payload is not a JSON object")
+        }
+        return o
+    }
+
+    /// An `ERROR` frame.
+    public static func error(_ e: SyncProtocolError, sequence: Int? = nil) -> SyncFrame {
+        (try? .json(.error, .object(["code": .string(e.code.rawValue), "message": .string(e.message),
+                                      "retryable": .bool(e.code.retryable), "sequence": .optional(sequence)]))) ?? SyncFrame(kind: .error, payload: ByteBuffer())
+    }
+}

@@ -1,0 +1,265 @@
+import Foundation
+import GRDB
+import HealthProbeArchive
+import HealthProbeProtocol
+import HealthProbeCanonical
+
+/// The server's registry (`<data>/server.sqlite`): enrolled devices and their
+/// credentials (only hashes are stored), which device owns which chain, what
+/// each chain's last sync saw, and integrity events for the administrator.
+/// Replicas stay one file per chain; this file never holds health records.
+public final class DeviceRegistry: Sendable {
+    /// A pool: reads (authentication, ownership) never wait behind a commit.
+    public let database: DatabasePool
+
+    /// Why a peer was refused.
+    public struct AuthError: CodedError {
+        public enum Code: String, Sendable { case unauthorized, forbidden, invalidName = "invalid_name", duplicate }
+        public let code: Code
+        public let message: String
+        public var cause: (any Error)? { nil }
+        public init(_ code: Code, _ message: String) { self.code = code; self.message = message }
+    }
+
+    public struct Device: Sendable, Codable, Equatable {
+        public var name: String
+        public var createdAt: Double
+        public var enrolledAt: Double?
+        public var revokedAt: Double?
+        public var chains: [String]
+        public var state: String { revokedAt != nil ? "revoked" : enrolledAt != nil ? "enrolled" : "token issued" }
+    }
+
+    public struct IntegrityEvent: Sendable, Codable, Equatable {
+        public var recordedAt: Double
+        public var chain: String?
+        public var sequence: Int?
+        public var kind: String
+        public var device: String?
+        public var detail: String
+    }
+
+    /// An authenticated device.
+    public struct Identity: Sendable, Equatable {
+        public let id: Int64
+        public let name: String
+    }
+
+    /// How long an enrollment token can be redeemed.
+    public static let tokenLifetime: Double = 24 * 3600
+
+    public init(path: String) throws {
+        var config = Configuration()
+        config.foreignKeysEnabled = true
+        config.busyMode = .timeout(5)
+        // WAL: one sync per commit (the rollback journal took several) while the
+        // server records a sync per bundle, and readers (`hp-server summary`) never wait.
+        config.journalMode = .wal
+        SQLiteSetup.ensure()
+        database = try DatabasePool(path: path, configuration: config)
+        try Self.migrator.migrate(database)
+    }
+
+    static var migrator: DatabaseMigrator {
+        var m = DatabaseMigrator()
+        m.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE devices (
+                    id INTEGER PRIMARY KEY,
+                    name TEXT NOT NULL UNIQUE,
+                    created_at REAL NOT NULL,
+                    enrollment_secret_hash TEXT,
+                    enrollment_expires_at REAL,
+                    enrolled_at REAL,
+                    credential_hash TEXT UNIQUE,
+                    revoked_at REAL
+                );
+                CREATE TABLE chain_owners (
+                    device_chain_hash TEXT PRIMARY KEY,
+                    device_id INTEGER NOT NULL REFERENCES devices(id),
+                    bound_at REAL NOT NULL
+                );
+                CREATE TABLE chain_syncs (
+                    device_chain_hash TEXT PRIMARY KEY,
+                    last_sync_at REAL NOT NULL,
+                    clock_offset_seconds REAL
+                );
+                CREATE TABLE integrity_events (
+                    id INTEGER PRIMARY KEY,
+                    recorded_at REAL NOT NULL,
+                    device_chain_hash TEXT,
+                    sequence INTEGER,
+                    kind TEXT NOT NULL,
+                    device_name TEXT,
+                    detail TEXT NOT NULL
+                );
+                """)
+        }
+        return m
+    }
+
+    /// Names: 1 to 64 characters of letters, digits, `.`, `_` and `-`.
+    public static func isValidName(_ name: String) -> Bool { DeviceName.isValid(name) }
+
+    /// Registers `name` and returns its one-time enrollment secret. Issuing again
+    /// for a name that has not redeemed its token replaces the token; an enrolled
+    /// or revoked name is refused (pick a new name).
+    public func issueToken(name: String, now: Double) throws -> String {
+        guard Self.isValidName(name) else {
+            throw AuthError(.invalidName, "device names are 1 to 64 ASCII letters, digits, '.', '_' or '-'")
+        }
+        let secret = EnrollmentToken.randomSecret()
+        let hash = ArchiveHasher.sha256(.enrollmentSecret, secret)
+        try database.write { db in
+            if let row = try Row.fetchOne(db, sql: "SELECT enrolled_at, revoked_at FROM devices WHERE name = ?", arguments: [name]) {
+                guard (row["enrolled_at"] as Double?) == nil, (row["revoked_at"] as Double?) == nil else {
+                    throw AuthError(.duplicate, "a device named \(name) is already enrolled (or was revoked); give the device a new name")
+                }
+                try db.execute(sql: "UPDATE devices SET enrollment_secret_hash = ?, enrollment_expires_at = ? WHERE name = ?",
+                               arguments: [hash, now + Self.tokenLifetime, name])
+            } else {
+                try db.execute(sql: "INSERT INTO devices(name, created_at, enrollment_secret_hash, enrollment_expires_at) VALUES (?, ?, ?, ?)",
+                               arguments: [name, now, hash, now + Self.tokenLifetime])
+            }
+        }
+        return secret
+    }
+
+    /// Redeems a one-time enrollment secret: returns the device's new long-term
+    /// credential. A used, expired or wrong secret is refused the same way.
+    public func redeem(name: String, secret: String, now: Double) throws -> (Identity, String) {
+        let credential = EnrollmentToken.randomSecret()
+        return try database.write { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT id, enrollment_secret_hash, enrollment_expires_at, revoked_at FROM devices WHERE name = ?", arguments: [name]),
+                  let expected: String = row["enrollment_secret_hash"], (row["revoked_at"] as Double?) == nil,
+                  let expires: Double = row["enrollment_expires_at"], now <= expires,
+                  Self.constantTimeEqual(expected, ArchiveHasher.sha256(.enrollmentSecret, secret)) else {
+                throw AuthError(.unauthorized, "the enrollment token is not valid (wrong, already used, expired or revoked); ask the administrator for a new one")
+            }
+            let id: Int64 = row["id"]
+            try db.execute(sql: "UPDATE devices SET enrollment_secret_hash = NULL, enrollment_expires_at = NULL, enrolled_at = ?, credential_hash = ? WHERE id = ?",
+                           arguments: [now, ArchiveHasher.sha256(.credential, credential), id])
+            return (Identity(id: id, name: name), credential)
+        }
+    }
+
+    /// The device whose credential this is, unless revoked.
+    public func authenticate(name: String, credential: String) throws -> Identity {
+        try database.read { db in
+            guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT id, credential_hash, revoked_at FROM devices WHERE name = ?"), arguments: [name]),
+                  let expected: String = row["credential_hash"], (row["revoked_at"] as Double?) == nil,
+                  Self.constantTimeEqual(expected, ArchiveHasher.sha256(.credential, credential)) else {
+                throw AuthError(.unauthorized, "not authenticated: unknown device, wrong credential, or revoked")
+            }
+            return Identity(id: row["id"], name: name)
+        }
+    }
+
+    /// Whether `identity` is still allowed (it may have been revoked since it authenticated).
+    public func isActive(_ identity: Identity) throws -> Bool {
+        try database.read { db in try Bool.fetchOne(db.cachedStatement(sql: "SELECT revoked_at IS NULL FROM devices WHERE id = ?"), arguments: [identity.id]) ?? false }
+    }
+
+    /// Revokes a device: its credential and any unused token stop working at once.
+    public func revoke(name: String, now: Double) throws {
+        try database.write { db in
+            try db.execute(sql: "UPDATE devices SET revoked_at = ?, enrollment_secret_hash = NULL WHERE name = ? AND revoked_at IS NULL", arguments: [now, name])
+            guard db.changesCount == 1 else {
+                throw AuthError(.invalidName, "no enrolled device named \(name) (see `hp-server devices`)")
+            }
+        }
+    }
+
+    /// Read access: a chain owned by another device is forbidden; an unowned one is allowed.
+    public func authorizeRead(_ identity: Identity, chain: String) throws {
+        let owner = try database.read { db in
+            try Int64.fetchOne(db.cachedStatement(sql: "SELECT device_id FROM chain_owners WHERE device_chain_hash = ?"), arguments: [chain])
+        }
+        if let owner, owner != identity.id {
+            throw AuthError(.forbidden, "this device's credential does not own chain \(chain.prefix(16)); a device writes only the chains it created")
+        }
+    }
+
+    /// Write access: binds an unowned chain to `identity`; a chain owned by another device is forbidden.
+    /// Binds an unbound `chain` to the device, or checks that the device owns it.
+    /// True when this call bound it (the caller releases it if the bundle is refused).
+    @discardableResult
+    public func claim(_ identity: Identity, chain: String, now: Double) throws -> Bool {
+        // Every bundle claims its chain; once bound, a read answers without a write transaction.
+        let owner = try database.read { db in
+            try Int64.fetchOne(db.cachedStatement(sql: "SELECT device_id FROM chain_owners WHERE device_chain_hash = ?"), arguments: [chain])
+        }
+        if owner == identity.id { return false }
+        return try database.write { db in
+            try db.execute(sql: "INSERT OR IGNORE INTO chain_owners(device_chain_hash, device_id, bound_at) VALUES (?, ?, ?)", arguments: [chain, identity.id, now])
+            let bound = db.changesCount > 0
+            let owner = try Int64.fetchOne(db.cachedStatement(sql: "SELECT device_id FROM chain_owners WHERE device_chain_hash = ?"), arguments: [chain])
+            guard owner == identity.id else {
+                throw AuthError(.forbidden, "this device's credential does not own chain \(chain.prefix(16)); a device writes only the chains it created")
+            }
+            return bound
+        }
+    }
+
+    /// Undoes a `claim` that bound `chain` for a bundle that was then refused: only an
+    /// accepted bundle binds a chain (Protocol/README.md section 7).
+    public func release(_ identity: Identity, chain: String) throws {
+        try database.write { db in
+            try db.execute(sql: "DELETE FROM chain_owners WHERE device_chain_hash = ? AND device_id = ?", arguments: [chain, identity.id])
+        }
+    }
+
+    /// Records that `chain` synced now, with the device clock's offset (device minus server, seconds).
+    public func recordSync(chain: String, now: Double, clockOffset: Double?) throws {
+        try database.write { db in
+            try db.cachedStatement(sql: """
+                INSERT INTO chain_syncs(device_chain_hash, last_sync_at, clock_offset_seconds) VALUES (?, ?, ?)
+                ON CONFLICT(device_chain_hash) DO UPDATE SET last_sync_at = excluded.last_sync_at, clock_offset_seconds = excluded.clock_offset_seconds
+                """).execute(arguments: [chain, now, clockOffset])
+        }
+    }
+
+    /// Owner name, last sync and clock offset of a chain.
+    public func chainInfo(_ chain: String) throws -> (device: String?, lastSync: Double?, clockOffset: Double?) {
+        try database.read { db in
+            let device = try String.fetchOne(db, sql: "SELECT d.name FROM chain_owners o JOIN devices d ON d.id = o.device_id WHERE o.device_chain_hash = ?", arguments: [chain])
+            let sync = try Row.fetchOne(db, sql: "SELECT last_sync_at, clock_offset_seconds FROM chain_syncs WHERE device_chain_hash = ?", arguments: [chain])
+            return (device, sync?["last_sync_at"], sync?["clock_offset_seconds"])
+        }
+    }
+
+    public func recordEvent(kind: String, chain: String?, sequence: Int?, device: String?, detail: String, now: Double) throws {
+        try database.write { db in
+            try db.execute(sql: "INSERT INTO integrity_events(recorded_at, device_chain_hash, sequence, kind, device_name, detail) VALUES (?, ?, ?, ?, ?, ?)",
+                           arguments: [now, chain, sequence, kind, device, detail])
+        }
+    }
+
+    public func events(chain: String? = nil) throws -> [IntegrityEvent] {
+        try database.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT * FROM integrity_events WHERE ? IS NULL OR device_chain_hash = ? ORDER BY id
+                """, arguments: [chain, chain]).map {
+                IntegrityEvent(recordedAt: $0["recorded_at"], chain: $0["device_chain_hash"], sequence: $0["sequence"], kind: $0["kind"],
+                               device: $0["device_name"], detail: $0["detail"])
+            }
+        }
+    }
+
+    public func devices() throws -> [Device] {
+        try database.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM devices ORDER BY name").map { r in
+                let chains = try String.fetchAll(db, sql: "SELECT device_chain_hash FROM chain_owners WHERE device_id = ? ORDER BY device_chain_hash", arguments: [r["id"] as Int64])
+                return Device(name: r["name"], createdAt: r["created_at"], enrolledAt: r["enrolled_at"], revokedAt: r["revoked_at"], chains: chains)
+            }
+        }
+    }
+
+    static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
+        let x = Array(a.utf8), y = Array(b.utf8)
+        guard x.count == y.count else { return false }
+        var diff: UInt8 = 0
+        for i in x.indices { diff |= x[i] ^ y[i] }
+        return diff == 0
+    }
+}

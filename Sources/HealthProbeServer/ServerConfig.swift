@@ -1,0 +1,97 @@
+import Foundation
+import HealthProbeArchive
+import HealthProbeProtocol
+import HealthProbeCanonical
+
+/// `hp-server` settings from a JSON file (default `<data>/config.json`);
+/// command-line options override them. Unknown keys are refused by name, so a
+/// typo is never silently ignored. See `deploy/config.example.json`.
+public struct ServerConfig: Sendable, Equatable {
+    /// Address to listen on for sync, HOST:PORT.
+    public var listen: String?
+    /// Address written into enrollment tokens, when nodes reach the server by another name.
+    public var advertise: String?
+    /// Loopback address for the Prometheus metrics endpoint; absent: no endpoint.
+    public var metricsListen: String?
+    /// swift-log level: trace, debug, info, notice, warning, error, critical.
+    public var logLevel: String?
+    public var helloTimeoutSeconds: Double?
+    public var idleTimeoutSeconds: Double?
+    /// Replicas kept open between bundles (1...1000; default 64). Each kept one
+    /// holds its connections and prepared statements (about 1-1.5 MB) and about eight
+    /// file descriptors; reopening one costs about 4 ms of CPU per bundle
+    /// (docs/benchmarks.md, `hp-bench apply`).
+    public var keptReplicas: Int?
+    /// `kept_replicas` when neither the file nor the command line sets it, and its allowed range.
+    public static let defaultKeptReplicas = 64
+    public static let keptReplicasRange = 1...1000
+
+    /// Threads that verify and apply bundles, different chains in parallel
+    /// (1...64; default one more than the cores, so that a core does not idle
+    /// while an apply waits for its commit to reach the disk).
+    public var applyThreads: Int?
+    /// `apply_threads` when neither the file nor the command line sets it, and its allowed range.
+    public static var defaultApplyThreads: Int { ProcessInfo.processInfo.activeProcessorCount + 1 }
+    public static let applyThreadsRange = 1...64
+
+    public static let keys: Set<String> = ["listen", "advertise", "metrics_listen", "log_level", "hello_timeout_seconds", "idle_timeout_seconds", "kept_replicas", "apply_threads"]
+
+    public init() {}
+
+    /// Loads `path`, or `<data>/config.json` when `path` is nil (absent: all defaults).
+    public static func load(dataDirectory: String, path: String? = nil) throws -> ServerConfig {
+        let file = path ?? dataDirectory + "/config.json"
+        guard FileManager.default.fileExists(atPath: file) else {
+            if path != nil { throw ArchiveError(.notFound, "config file \(file) does not exist") }
+            return ServerConfig()
+        }
+        let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: file)))
+        let value: JSONValue
+        do { value = try JSONParser.parse(bytes) } catch {
+            throw ArchiveError(.invalidInput, "config file \(file): \(error)")
+        }
+        guard case .object(let o) = value else { throw ArchiveError(.invalidInput, "config file \(file): the top level must be a JSON object") }
+        if let unknown = o.keys.filter({ !keys.contains($0) }).sorted().first {
+            throw ArchiveError(.invalidInput, "config file \(file): unknown key \"\(unknown)\" (known: \(keys.sorted().joined(separator: ", ")))")
+        }
+        func string(_ k: String) throws -> String? {
+            switch o[k] {
+            case nil, .null?: return nil
+            case .string(let s)?: return s
+            default: throw ArchiveError(.invalidInput, "config file \(file): \"\(k)\" must be a string")
+            }
+        }
+        func number(_ k: String) throws -> Double? {
+            switch o[k] {
+            case nil, .null?: return nil
+            case .number(let d)? where d > 0: return d
+            default: throw ArchiveError(.invalidInput, "config file \(file): \"\(k)\" must be a positive number")
+            }
+        }
+        var c = ServerConfig()
+        c.listen = try string("listen")
+        c.advertise = try string("advertise")
+        c.metricsListen = try string("metrics_listen")
+        c.logLevel = try string("log_level")
+        c.helloTimeoutSeconds = try number("hello_timeout_seconds")
+        c.idleTimeoutSeconds = try number("idle_timeout_seconds")
+        func whole(_ k: String, _ range: ClosedRange<Int>) throws -> Int? {
+            guard let d = try number(k) else { return nil }
+            guard d == d.rounded(), let n = Int(exactly: d), range.contains(n) else {
+                throw ArchiveError(.invalidInput, "config file \(file): \"\(k)\" must be a whole number \(range)")
+            }
+            return n
+        }
+        c.keptReplicas = try whole("kept_replicas", keptReplicasRange)
+        c.applyThreads = try whole("apply_threads", applyThreadsRange)
+        for (k, v) in [("listen", c.listen), ("advertise", c.advertise), ("metrics_listen", c.metricsListen)] {
+            if let v, SyncAddress.parse(v, allowAnyPort: k != "advertise") == nil {
+                throw ArchiveError(.invalidInput, "config file \(file): \"\(k)\" must be HOST:PORT, got \(v)")
+            }
+        }
+        if let l = c.logLevel, !["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(l) {
+            throw ArchiveError(.invalidInput, "config file \(file): \"log_level\" \(l) is not a log level")
+        }
+        return c
+    }
+}

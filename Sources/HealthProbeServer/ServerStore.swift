@@ -1,0 +1,301 @@
+import Foundation
+import GRDB
+import HealthProbeArchive
+import HealthProbeProtocol
+import HealthProbeCanonical
+
+/// The server's data directory: `chains/<device_chain_hash>/replica.sqlite`,
+/// one replica archive (the v2 schema, with its `bundle_log`) per device chain.
+/// Chains never share a file, so identities are never merged across chains.
+public struct ServerStore: Sendable {
+    public let root: String
+
+    public init(root: String) { self.root = root }
+    var chainsDirectory: String { root + "/chains" }
+
+    /// Creates the data directory: chains, the registry, and the TLS identity
+    /// (kept when it exists, so running it again changes nothing).
+    public func create(now: Date = Date()) throws {
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(atPath: chainsDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        if (try? ServerIdentity.load(directory: tlsDirectory)) == nil {
+            try ServerIdentity.generate(now: now).write(directory: tlsDirectory)
+        }
+        _ = try DeviceRegistry(path: registryPath)
+        let marker = root + "/healthprobe-server"
+        if !FileManager.default.fileExists(atPath: marker) {
+            try Data("healthprobe server data directory\n".utf8).write(to: URL(fileURLWithPath: marker))
+        }
+    }
+
+    public var tlsDirectory: String { root + "/tls" }
+    public var registryPath: String { root + "/server.sqlite" }
+
+    /// The server's TLS identity.
+    public func identity() throws -> ServerIdentity {
+        try requireInitialized()
+        return try ServerIdentity.load(directory: tlsDirectory)
+    }
+
+    /// The device registry.
+    public func registry() throws -> DeviceRegistry {
+        try requireInitialized()
+        return try DeviceRegistry(path: registryPath)
+    }
+
+    /// The chain hash named by the header (first line) of a bundle file.
+    public static func peekChain(file path: String) throws -> String {
+        var lines = try FileLines(path: path)
+        guard let first = lines.next() else { throw BundleError(.malformed, line: 1, "the bundle is empty") }
+        return try BundleVerifier.header(first).deviceChainHash
+    }
+
+    public func requireInitialized() throws {
+        guard FileManager.default.fileExists(atPath: root + "/healthprobe-server") else {
+            throw ArchiveError(.notFound, "\(root) is not a HealthProbe server data directory; run `hp-server init --data \(root)` first")
+        }
+    }
+
+    public func replicaPath(_ chainHash: String) -> String { chainsDirectory + "/\(chainHash)/replica.sqlite" }
+
+    /// Chain hashes with a replica.
+    public func chains() throws -> [String] {
+        try requireInitialized()
+        return try FileManager.default.contentsOfDirectory(atPath: chainsDirectory)
+            .filter { $0.count == 64 && FileManager.default.fileExists(atPath: replicaPath($0)) }.sorted()
+    }
+
+    /// The one chain whose hash starts with `prefix`.
+    public func chain(matching prefix: String) throws -> String {
+        let matches = try chains().filter { $0.hasPrefix(prefix.lowercased()) }
+        guard matches.count == 1 else {
+            throw ArchiveError(.notFound, matches.isEmpty ? "no chain starts with \(prefix); list them with `hp-server chains`" : "\(prefix) matches \(matches.count) chains; give more characters")
+        }
+        return matches[0]
+    }
+}
+
+extension ServerStore {
+    /// Opens (creating if needed) the replica of `chainHash`.
+    public func openReplica(_ chainHash: String) throws -> Archive {
+        let path = replicaPath(chainHash.lowercased())
+        try PrivateFiles.makeDirectory(chainsDirectory + "/\(chainHash.lowercased())")
+        let fresh = !FileManager.default.fileExists(atPath: path)
+        if fresh { try copyTemplate(to: path) }
+        // Acknowledged means on disk: every replica commit is synced (`.full`).
+        // 48 MiB of page cache per apply running: the server's memory is bounded by
+        // the applies in flight (one per chain), not by the chains kept open.
+        // One connection: the server's readers (summary, verify) open their own.
+        func open() throws -> Archive { try Archive.open(path: path, durability: .full, writerCacheMiB: 48, singleConnection: true) }
+        let archive: Archive
+        do {
+            archive = try open()
+        } catch where fresh {
+            // A damaged template: drop it and the empty copy, and migrate this one from scratch.
+            let fm = FileManager.default
+            for file in [replicaTemplatePath, path, path + "-wal", path + "-shm"] { try? fm.removeItem(atPath: file) }
+            archive = try open()
+        }
+        if fresh {
+            try archive.writer.write { db in
+                try db.execute(sql: "UPDATE archive_metadata SET value = ? WHERE key = 'created_at'", arguments: [CanonicalDate.string(Date().timeIntervalSince1970)])
+            }
+        }
+        // Only `BundleApplier` writes a replica, and it resolves every reference a row
+        // holds by looking the row up (or inserting it) first, refusing the bundle as
+        // `unresolved` otherwise: SQLite's foreign-key checks on each insert (about 14
+        // lookups per sample, 5% of an apply) could never fire. `hp-server verify`
+        // still runs `PRAGMA foreign_key_check` on every replica.
+        try archive.writer.writeWithoutTransaction { try $0.execute(sql: "PRAGMA foreign_keys = OFF") }
+        try archive.prepareForApplies()
+        return archive
+    }
+
+    /// An empty replica at the latest schema, made once and copied for each new
+    /// chain: running every migration for each new chain cost more than applying
+    /// its first bundle. Disposable (`cache/`); rebuilt when missing.
+    var replicaTemplatePath: String { root + "/cache/replica-schema-v\(ArchiveMigrations.latestVersion).sqlite" }
+
+    /// Makes the template when it is missing (the server does it before it listens,
+    /// so that no bundle waits for it).
+    public func ensureReplicaTemplate() throws {
+        let fm = FileManager.default
+        let template = replicaTemplatePath
+        guard !fm.fileExists(atPath: template) else { return }
+        try PrivateFiles.makeDirectory(root + "/cache")
+        let staged = template + ".\(UUID().uuidString)"
+        defer { for suffix in ["", "-wal", "-shm", ".lock"] { try? fm.removeItem(atPath: staged + suffix) } }
+        try Self.makeTemplate(at: staged)
+        try Self.synced(staged)
+        if !fm.fileExists(atPath: template) { try? fm.moveItem(atPath: staged, toPath: template) }
+    }
+
+    /// Copies the template (made first if missing) to `path`, synced, by rename.
+    func copyTemplate(to path: String) throws {
+        let fm = FileManager.default
+        let template = replicaTemplatePath
+        try ensureReplicaTemplate()
+        let staged = path + ".new"
+        defer { try? fm.removeItem(atPath: staged) }
+        try? fm.removeItem(atPath: staged)
+        try PrivateFiles.copySynced(template, to: staged)
+        try fm.moveItem(atPath: staged, toPath: path)
+    }
+
+    /// Migrates a new archive at `path` and closes it with its WAL checkpointed into the file.
+    static func makeTemplate(at path: String) throws {
+        let archive = try Archive.open(path: path, singleConnection: true)
+        try archive.writer.writeWithoutTransaction { _ = try $0.checkpoint(.truncate) }
+        try (archive.writer as? DatabaseQueue)?.close()
+    }
+
+    /// Syncs the file at `path` to disk.
+    static func synced(_ path: String) throws {
+        guard let handle = FileHandle(forUpdatingAtPath: path) else {
+            throw ArchiveError(.storage, "cannot open \(path) to sync it to disk (is the data directory writable and not full?)")
+        }
+        defer { try? handle.close() }
+        try handle.synchronize()
+    }
+
+    /// The last received sequence and manifest hash of a chain (0, nil when new).
+    /// One read-only connection, not a whole `Archive`: every sync session asks, and
+    /// opening the replica as an archive (a pool, the migration check) cost more than
+    /// the query.
+    public func status(_ chainHash: String) throws -> (Int, String?) {
+        let path = replicaPath(chainHash.lowercased())
+        guard FileManager.default.fileExists(atPath: path) else { return (0, nil) }
+        return try Self.readOnlyConnection(path).read { db in
+            let row = try Row.fetchOne(db, sql: "SELECT sequence, manifest_hash FROM bundle_log WHERE direction = 'received' ORDER BY sequence DESC LIMIT 1")
+            return (row?["sequence"] ?? 0, row?["manifest_hash"])
+        }
+    }
+
+    /// Removes a chain's directory (its replica and bundles): for a chain whose first
+    /// bundle was refused, so that a refusal stores nothing. The caller has closed the replica.
+    public func discardChain(_ chainHash: String) {
+        guard chainHash.count == 64 else { return }
+        try? FileManager.default.removeItem(atPath: chainsDirectory + "/\(chainHash.lowercased())")
+    }
+
+    /// Held by the serving process: one server per data directory, and tools that
+    /// settle files a server owns (`.incoming` bundles, quarantine) do so only when no
+    /// server holds it.
+    public var serverLockPath: String { root + "/server.lock" }
+
+    /// Takes the serving lock, or says which process must stop first.
+    public func lockServing() throws -> FileLock {
+        try FileLock(path: serverLockPath, busy: "another hp-server is serving \(root) (lock \(serverLockPath)); stop it first")
+    }
+
+    /// The serving lock when no server holds it (nil: a server is running).
+    public func lockIfNotServing() -> FileLock? { try? FileLock(path: serverLockPath) }
+
+    /// Deletes what received bundles left in quarantine (a server killed while receiving).
+    /// Only the serving process, holding the lock, calls it before it listens.
+    @discardableResult
+    public func sweepQuarantine() -> Int {
+        let fm = FileManager.default
+        guard let names = try? fm.contentsOfDirectory(atPath: quarantineDirectory) else { return 0 }
+        var removed = 0
+        for name in names where (try? fm.removeItem(atPath: quarantineDirectory + "/" + name)) != nil { removed += 1 }
+        return removed
+    }
+
+    /// One read-only connection to a replica (no pool, no migration check), waiting up to
+    /// 10 s for the locks of the server's writer and other readers.
+    static func readOnlyConnection(_ path: String) throws -> DatabaseQueue {
+        SQLiteSetup.ensure()
+        var config = Configuration()
+        config.readonly = true
+        config.busyMode = .timeout(10)
+        return try DatabaseQueue(path: path, configuration: config)
+    }
+
+    /// Where bundles being received are kept until verified and applied.
+    public var quarantineDirectory: String { root + "/quarantine" }
+
+    /// Verifies the bundle file at `path` and applies it to its chain's replica
+    /// (one transaction: nothing is stored unless every check passes).
+    /// `kept` gives the chain's replica when the caller keeps replicas open.
+    public func apply(file path: String, manifestHash: String, now: Double,
+                      replica kept: ((String) throws -> Archive)? = nil) throws -> (chain: String, outcome: BundleApplier.Outcome) {
+        var lines = try FileLines(path: path)
+        guard let first = lines.next() else { throw BundleError(.malformed, line: 1, "the bundle is empty") }
+        // Checked (hex, integer ranges) before anything is opened or named after it.
+        let header = try BundleVerifier.header(first)
+        let chain = header.deviceChainHash, sequence = header.sequence
+        let replica = try kept?(chain) ?? openReplica(chain)
+        // Kept first under an `.incoming` name, promoted only once the apply committed:
+        // a crash in between leaves a file `recoverIncoming` settles from the bundle log.
+        // A crash can have left only this sequence (re-sent) or the previous one unpromoted.
+        try recoverIncoming(chain, replica: replica, sequences: [sequence - 1, sequence])
+        let incoming = try keep(file: path, chain: chain, sequence: sequence)
+        do {
+            let outcome = try BundleApplier.apply(replica, lines: Prepended(first: first, rest: lines), manifestHash: manifestHash, now: now)
+            if case .applied = outcome { try promote(incoming) } else { try? FileManager.default.removeItem(atPath: incoming) }
+            return (chain, outcome)
+        } catch {
+            try? FileManager.default.removeItem(atPath: incoming)
+            throw error
+        }
+    }
+
+    /// Promotes `.incoming` bundle files whose sequence the replica's log holds
+    /// (the apply committed before a crash), and deletes the others.
+    /// `sequences` limits the look to those files; nil lists the directory.
+    public func recoverIncoming(_ chain: String, replica: Archive, sequences: [Int]? = nil) throws {
+        let dir = bundlesDirectory(chain)
+        let names: [String]
+        if let sequences {
+            names = sequences.map { (bundlePath(chain, sequence: $0) as NSString).lastPathComponent + ".incoming" }
+                .filter { FileManager.default.fileExists(atPath: dir + "/" + $0) }
+        } else {
+            guard let all = try? FileManager.default.contentsOfDirectory(atPath: dir) else { return }
+            names = all
+        }
+        for name in names where name.hasSuffix(".jsonl.incoming") {
+            let path = dir + "/" + name
+            guard let seq = Int(name.prefix(while: { $0.isNumber })) else { try? FileManager.default.removeItem(atPath: path); continue }
+            let logged = try replica.writer.read { db in
+                try Bool.fetchOne(db, sql: "SELECT 1 FROM bundle_log WHERE direction = 'received' AND sequence = ?", arguments: [seq]) ?? false
+            }
+            if logged && !FileManager.default.fileExists(atPath: bundlePath(chain, sequence: seq)) { try promote(path) }
+            else { try? FileManager.default.removeItem(atPath: path) }
+        }
+    }
+
+    func promote(_ incoming: String) throws {
+        try FileManager.default.moveItem(atPath: incoming, toPath: String(incoming.dropLast(".incoming".count)))
+    }
+
+    /// Where a chain's received bundles are kept, as received, for re-verification.
+    public func bundlesDirectory(_ chainHash: String) -> String { chainsDirectory + "/\(chainHash)/bundles" }
+
+    /// The stored bundle file of a sequence.
+    public func bundlePath(_ chainHash: String, sequence: Int) -> String {
+        bundlesDirectory(chainHash) + String(format: "/%08d.jsonl", sequence)
+    }
+
+    /// Keeps a received bundle as `<sequence>.jsonl.incoming` (a hard link, else a copy), synced to disk.
+    func keep(file path: String, chain: String, sequence: Int) throws -> String {
+        let fm = FileManager.default
+        try PrivateFiles.makeDirectory(bundlesDirectory(chain))
+        let target = bundlePath(chain, sequence: sequence) + ".incoming"
+        if fm.fileExists(atPath: target) { try fm.removeItem(atPath: target) }
+        do { try fm.linkItem(atPath: path, toPath: target) } catch { try fm.copyItem(atPath: path, toPath: target) }
+        try? Self.synced(target)
+        return target
+    }
+}
+
+/// `first`, then the rest of the lines.
+public struct Prepended: Sequence, IteratorProtocol {
+    var first: [UInt8]?
+    var rest: FileLines
+    public init(first: [UInt8], rest: FileLines) { self.first = first; self.rest = rest }
+    public mutating func next() -> [UInt8]? {
+        if let f = first { first = nil; return f }
+        return rest.next()
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+import GRDB
+import HealthProbeArchive
+import HealthProbeProtocol
+import HealthProbeCanonical
+
+/// `hp-server verify`: for each chain, the bundle log's links (no gaps, no
+/// forks), every stored bundle re-verified from its bytes (item hashes,
+/// manifest hash, chain link), and the replica's integrity.
+public enum ServerVerifier {
+    public struct ChainReport: Sendable, Codable, Equatable {
+        public var chain: String
+        public var bundles: Int
+        public var checks: [IntegrityCheck]
+        public var ok: Bool { !checks.contains { $0.status == .problem } }
+    }
+
+    /// `subset` = (n, t): only stored bundles whose sequence is n modulo t (1-based n), to spread work.
+    public static func run(_ store: ServerStore, chain: String? = nil, mode: ArchiveVerifier.Mode, subset: (Int, Int)? = nil) throws -> [ChainReport] {
+        let chains = try chain.map { [try store.chain(matching: $0)] } ?? store.chains()
+        // With no server running, verify settles what a stopped one left (`.incoming` files);
+        // beside a running server it moves and deletes nothing: those files are the server's.
+        let lock = store.lockIfNotServing()
+        defer { withExtendedLifetime(lock) {} }
+        return try chains.map { try verify(store, chain: $0, mode: mode, subset: subset, serverRunning: lock == nil) }
+    }
+
+    static func verify(_ store: ServerStore, chain: String, mode: ArchiveVerifier.Mode, subset: (Int, Int)?, serverRunning: Bool) throws -> ChainReport {
+        let replica = try Archive.open(path: store.replicaPath(chain), mode: .readOnly)
+        if !serverRunning { try store.recoverIncoming(chain, replica: replica) }
+        let log = try replica.writer.read { db in
+            try Row.fetchAll(db, sql: "SELECT sequence, manifest_hash, previous_manifest_hash FROM bundle_log WHERE direction = 'received' ORDER BY sequence")
+                .map { ($0[0] as Int, $0[1] as String, $0[2] as String?) }
+        }
+        var checks: [IntegrityCheck] = []
+        // Links: 1, 2, 3... each naming the previous manifest hash.
+        var links: [String] = []
+        var previous: String?
+        for (i, entry) in log.enumerated() {
+            if entry.0 != i + 1 { links.append("sequence \(entry.0) where \(i + 1) was expected (gap)") }
+            if entry.2 != previous { links.append("sequence \(entry.0) names previous \(entry.2?.prefix(16) ?? "none"), the log has \(previous?.prefix(16) ?? "none") (fork)") }
+            previous = entry.1
+        }
+        checks.append(links.isEmpty ? IntegrityCheck(name: "bundle_chain", status: .ok, detail: "\(log.count) bundle(s), sequences 1-\(log.count), each linked to the previous")
+                                    : IntegrityCheck(name: "bundle_chain", status: .problem, detail: links.prefix(5).joined(separator: "; ")))
+        // Stored bundles.
+        var bundleProblems: [String] = []
+        var checked = 0, inFlight = 0
+        var prev: String?
+        for entry in log {
+            defer { prev = entry.1 }
+            if let (n, t) = subset, (entry.0 - 1) % t != n - 1 { continue }
+            if mode == .quick && entry.0 != log.count { continue }
+            let path = store.bundlePath(chain, sequence: entry.0)
+            guard FileManager.default.fileExists(atPath: path) else {
+                // Committed a moment ago by the running server, which promotes its file next.
+                if serverRunning && FileManager.default.fileExists(atPath: path + ".incoming") { inFlight += 1; continue }
+                bundleProblems.append("sequence \(entry.0): stored bundle \(path) is missing")
+                continue
+            }
+            checked += 1
+            do {
+                let (header, _) = try BundleFile.verify(path, expected: entry.1, previousManifestHash: .some(prev))
+                if header.sequence != entry.0 || header.deviceChainHash != chain {
+                    bundleProblems.append("sequence \(entry.0): the stored bundle's header says chain \(header.deviceChainHash.prefix(16)) sequence \(header.sequence)")
+                }
+            } catch {
+                bundleProblems.append("sequence \(entry.0) (\(path)): \(error)")
+            }
+        }
+        let scope = mode == .quick ? "the latest stored bundle" : "\(checked) stored bundle(s)"
+        let pending = inFlight > 0 ? "; \(inFlight) committed by the running server a moment ago, their files not yet promoted (run verify again)" : ""
+        checks.append(bundleProblems.isEmpty ? IntegrityCheck(name: "stored_bundles", status: .ok, detail: "\(scope): item hashes, manifest hash and chain link verified" + pending)
+                                             : IntegrityCheck(name: "stored_bundles", status: .problem, detail: bundleProblems.prefix(5).joined(separator: "; ")))
+        checks += try ArchiveVerifier.databaseChecks(replica, mode: mode).map { var c = $0; c.name = "replica_" + c.name; return c }
+        // Refusals recorded at sync (divergence, another device's chain, invalid bundles): nothing of them was stored.
+        let events = try store.registry().events(chain: chain)
+        checks.append(events.isEmpty
+            ? IntegrityCheck(name: "sync_refusals", status: .ok, detail: "no divergence or refused bundle recorded")
+            : IntegrityCheck(name: "sync_refusals", status: .notice, detail: "\(events.count) refusal(s) recorded (nothing of them stored): " + events.suffix(5).map {
+                "\(CanonicalDate.string($0.recordedAt)) \($0.kind) sequence \($0.sequence.map(String.init) ?? "-") from \($0.device ?? "?"): \($0.detail)" }.joined(separator: "; ")))
+        return ChainReport(chain: chain, bundles: log.count, checks: checks)
+    }
+}

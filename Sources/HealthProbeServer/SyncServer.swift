@@ -1,0 +1,307 @@
+import Foundation
+import GRDB
+import HealthProbeArchive
+import HealthProbeProtocol
+import HealthProbeCanonical
+import Logging
+import NIOCore
+import NIOPosix
+import NIOSSL
+
+/// Serves the sync protocol (Protocol/README.md) over TLS: authenticates each
+/// connection's device, receives bundles into a quarantine file, verifies and
+/// applies each in one transaction to its chain's replica (only chains that
+/// device owns), and acknowledges only after the commit. Connections run in a
+/// task group; bundles of one chain are applied one at a time, in order, and
+/// different chains in parallel.
+public struct SyncServer: Sendable {
+    public let store: ServerStore
+    public let registry: DeviceRegistry
+    public let logger: Logger
+    private let applier: ApplyQueue
+    private let tls: NIOSSLContext
+    private let throttle: SharedAuthThrottle
+    private let now: @Sendable () -> Double
+    /// Limits of Protocol/README.md section 6 (shorter in tests).
+    public let helloTimeout: TimeAmount
+    public let idleTimeout: TimeAmount
+    /// Counters for the metrics endpoint.
+    public let metrics: ServerMetrics
+
+    /// A server for an initialized data directory (its TLS identity and registry).
+    public init(store: ServerStore, logger: Logger = Archive.silentLogger, helloTimeout: TimeAmount = .seconds(10),
+                idleTimeout: TimeAmount = .seconds(120), throttle: AuthThrottle = AuthThrottle(),
+                metrics: ServerMetrics = ServerMetrics(), keptReplicas: Int = ServerConfig.defaultKeptReplicas,
+                applyThreads: Int = ServerConfig.defaultApplyThreads, now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) throws {
+        try store.requireInitialized()
+        self.store = store
+        self.logger = logger
+        self.helloTimeout = helloTimeout
+        self.idleTimeout = idleTimeout
+        self.now = now
+        self.metrics = metrics
+        registry = try store.registry()
+        tls = try store.identity().serverContext()
+        self.throttle = SharedAuthThrottle(throttle)
+        applier = ApplyQueue(store: store, keptReplicas: keptReplicas, threads: applyThreads)
+    }
+
+    /// Binds and serves until cancelled. `onBound` gets the bound port. Once
+    /// serving ends, the apply threads stop: applies still waiting for one are
+    /// abandoned (nothing of them stored) and their connections get an error.
+    public func run(host: String, port: Int, onBound: @Sendable (Int) -> Void = { _ in }) async throws {
+        do {
+            try await serve(host: host, port: port, onBound: onBound)
+        } catch {
+            await applier.shutdown()
+            throw error
+        }
+        await applier.shutdown()
+    }
+
+    private func serve(host: String, port: Int, onBound: @Sendable (Int) -> Void) async throws {
+        try store.requireInitialized()
+        // One server per data directory; held until serving ends.
+        let lock = try store.lockServing()
+        defer { withExtendedLifetime(lock) {} }
+        try FileManager.default.createDirectory(atPath: store.quarantineDirectory, withIntermediateDirectories: true)
+        let swept = store.sweepQuarantine()
+        if swept > 0 { logger.notice("removed bundles a stopped server left in quarantine", metadata: ["server.quarantine_files": "\(swept)"]) }
+        try store.ensureReplicaTemplate()
+        let (hello, idle, tls) = (helloTimeout, idleTimeout, tls)
+        let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .bind(host: host, port: port) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls))
+                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(SyncConnectionDecoder()))
+                    try channel.pipeline.syncOperations.addHandler(MessageToByteHandler(SyncConnectionEncoder()))
+                    try channel.pipeline.syncOperations.addHandler(SyncTimeoutHandler(hello: hello, idle: idle))
+                    return try NIOAsyncChannel<SyncInbound, SyncOutbound>(wrappingChannelSynchronously: channel)
+                }
+            }
+        onBound(server.channel.localAddress?.port ?? port)
+        logger.info("sync server listening", metadata: ["server.port": "\(server.channel.localAddress?.port ?? port)"])
+        try await withThrowingDiscardingTaskGroup { group in
+            try await server.executeThenClose { connections in
+                for try await connection in connections {
+                    let peer = connection.channel.remoteAddress?.ipAddress ?? "unknown"
+                    group.addTask { await self.handle(connection, peer: peer) }
+                }
+            }
+        }
+    }
+
+    /// One connection: each message goes through `ServerSessionStateMachine`;
+    /// this carries out the actions it returns.
+    func handle(_ connection: NIOAsyncChannel<SyncInbound, SyncOutbound>, peer: String) async {
+        var quarantine: String?
+        defer { if let q = quarantine { try? FileManager.default.removeItem(atPath: q) } }
+        metrics.connectionOpened()
+        defer { metrics.connectionClosed() }
+        do {
+            try await connection.executeThenClose { inbound, outbound in
+                var messages = inbound.makeAsyncIterator()
+                var machine = ServerSessionStateMachine()
+                var receiving: BundleReception?
+                var identity: DeviceRegistry.Identity?
+                var clockOffset: Double?
+                do {
+                    while let message = try await messages.next() {
+                        switch machine.received(message) {
+                        case .none:
+                            return
+                        case .sendHello:
+                            try await outbound.write(.hello(SyncHello()))
+                        case .authenticate(let frame):
+                            // Unauthenticated peers get nothing but an error, slower each time.
+                            do {
+                                let (id, reply, offset) = try await offload { try authenticate(frame) }
+                                identity = id
+                                clockOffset = offset
+                                machine.authenticated()
+                                await throttle.success(peer: peer)
+                                metrics.authentication(ok: true)
+                                logger.info("device authenticated", metadata: ["sync.device": "\(id.name)"])
+                                try await outbound.write(.frame(reply))
+                            } catch {
+                                machine.closed()
+                                try await refuseSlowly(peer: peer)
+                                throw error
+                            }
+                        case .refuse(let error):
+                            try await refuseSlowly(peer: peer)
+                            throw error
+                        case .fail(let error):
+                            throw error
+                        case .sendPong:
+                            try await outbound.write(.frame(SyncFrame(kind: .pong, payload: ByteBuffer())))
+                        case .chainStatus(let frame):
+                            let device = identity!, offset = clockOffset
+                            let chain = try ChainStatusRequest(frame).deviceChainHash
+                            let (seq, hash): (Int, String?)
+                            do {
+                                (seq, hash) = try await offload {
+                                    try requireActive(device)
+                                    try Self.mapAuth { try registry.authorizeRead(device, chain: chain) }
+                                    let status = try applier.status(chain)
+                                    try registry.recordSync(chain: chain, now: now(), clockOffset: offset)
+                                    return status
+                                }
+                            } catch let e as SyncProtocolError where e.code == .forbidden {
+                                // Asking for another device's chain is recorded like sending a bundle of it.
+                                await refused(e, what: "chain status", chain: chain, sequence: nil, device: device, detail: "CHAIN_STATUS_REQUEST: " + e.message)
+                                throw e
+                            }
+                            try await outbound.write(.frame(.json(.chainStatus, .object([
+                                "device_chain_hash": .string(chain), "last_sequence": .int(seq), "last_manifest_hash": .optional(hash)]))))
+                        case .household(let frame):
+                            let device = identity!
+                            let request = try HouseholdRequest(frame)
+                            let (type, from, to) = (request.type, request.from, request.to)
+                            let json = try await offload {
+                                try requireActive(device)
+                                return try HouseholdSummary.wireJSON(try HouseholdSummary.build(store, registry: registry, type: type, from: from, to: to))
+                            }
+                            try await outbound.write(.frame(SyncFrame(kind: .household, payload: ByteBuffer(bytes: json))))
+                        case .beginBundle(let frame):
+                            let device = identity!
+                            try await offload { try requireActive(device) }
+                            let r = try BundleReception(begin: try BundleBegin(frame), directory: store.quarantineDirectory)
+                            quarantine = r.path
+                            receiving = r
+                        case .receivePart(let frame):
+                            // Inflating and writing a part is CPU and file work: off the cooperative threads.
+                            let r = receiving!
+                            try await offload { try r.part(frame.payload) }
+                            metrics.received(bytes: frame.payload.readableBytes)
+                        case .endBundle(let frame):
+                            let r = receiving!
+                            receiving = nil
+                            try r.end(try BundleEnd(frame))
+                            let reply = await finish(r, device: identity!, clockOffset: clockOffset)
+                            try? FileManager.default.removeItem(atPath: r.path)
+                            quarantine = nil
+                            try await outbound.write(.frame(reply))
+                            machine.bundleFinished()
+                            await applier.checkpointApplied()
+                        }
+                    }
+                } catch {
+                    let e = Self.protocolError(error)
+                    try? await outbound.write(.frame(.error(e)))
+                }
+            }
+        } catch {
+            logger.debug("connection ended", metadata: ["sync.error": "\(error)"])
+        }
+    }
+
+    /// Counts a refused authentication and waits as the throttle says before the error is sent.
+    func refuseSlowly(peer: String) async throws {
+        metrics.authentication(ok: false)
+        let delay = await throttle.failure(peer: peer, now: now())
+        logger.warning("authentication refused", metadata: ["sync.peer": "\(peer)", "sync.delay_seconds": "\(delay)"])
+        try await Task.sleep(for: .milliseconds(Int(delay * 1000)))
+    }
+
+    /// AUTH or ENROLL: the identity, the AUTH_OK reply, and the device clock's offset.
+    func authenticate(_ frame: SyncFrame) throws -> (DeviceRegistry.Identity, SyncFrame, Double?) {
+        guard frame.kind == .auth || frame.kind == .enroll else {
+            throw SyncProtocolError(.unauthorized, "authenticate first: the first frame after the hello must be AUTH or ENROLL")
+        }
+        let t = now()
+        let identity: DeviceRegistry.Identity
+        let clientTime: Double
+        var fields: [String: JSONValue] = ["server_time": .string(CanonicalDate.string(t))]
+        if frame.kind == .enroll {
+            let request = try EnrollRequest(frame)
+            let (id, credential) = try Self.mapAuth { try registry.redeem(name: request.deviceName, secret: request.enrollmentSecret, now: t) }
+            (identity, clientTime) = (id, request.clientTime)
+            fields["device_name"] = .string(request.deviceName)
+            fields["credential"] = .string(credential)
+        } else {
+            let request = try AuthRequest(frame)
+            identity = try Self.mapAuth { try registry.authenticate(name: request.deviceName, credential: request.credential) }
+            clientTime = request.clientTime
+            fields["device_name"] = .string(request.deviceName)
+        }
+        return (identity, try .json(.authOK, .object(fields)), clientTime - t)
+    }
+
+    func requireActive(_ device: DeviceRegistry.Identity) throws {
+        guard try registry.isActive(device) else { throw SyncProtocolError(.unauthorized, "this device has been revoked") }
+    }
+
+    static func mapAuth<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch let e as DeviceRegistry.AuthError {
+            throw SyncProtocolError(e.code == .forbidden ? .forbidden : .unauthorized, e.message)
+        }
+    }
+
+    /// Runs blocking work (the registry's SQLite reads and synced commits, file
+    /// reads) on NIO's blocking-I/O threads, never on Swift's cooperative threads:
+    /// with many sessions at once, those waiting there for the registry's commits
+    /// left no thread to serve the other sessions' frames and acknowledgements.
+    func offload<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await NIOThreadPool.singleton.runIfActive(body)
+    }
+
+    /// Authorizes, verifies and applies a received bundle; the reply to send.
+    func finish(_ r: BundleReception, device: DeviceRegistry.Identity, clockOffset: Double?) async -> SyncFrame {
+        var chain: String?
+        var bound = false
+        let path = r.path
+        do {
+            let c = try await offload { try ServerStore.peekChain(file: path) }
+            chain = c
+            bound = try await offload {
+                try requireActive(device)
+                return try Self.mapAuth { try registry.claim(device, chain: c, now: now()) }
+            }
+            let started = ContinuousClock.now
+            let outcome = try await applier.apply(chain: c, path: r.path, manifestHash: r.manifestHash, bytes: r.uncompressedSize, at: now())
+            bound = false  // applied: the binding stands, whatever fails after this
+            metrics.bundle(outcome: outcome, seconds: (ContinuousClock.now - started).seconds)
+            try await offload { try registry.recordSync(chain: c, now: now(), clockOffset: clockOffset) }
+            let status: String
+            switch outcome {
+            case .applied: status = "applied"
+            case .alreadyApplied: status = "already_applied"
+            }
+            return try .json(.bundleAck, .object(["sequence": .int(r.sequence), "manifest_hash": .string(r.manifestHash), "status": .string(status)]))
+        } catch {
+            let e = Self.protocolError(error)
+            if bound, let c = chain {
+                // This bundle bound the chain; refused, it binds nothing.
+                _ = try? await offload { try registry.release(device, chain: c) }
+            }
+            await refused(e, what: "bundle", chain: chain, sequence: r.sequence, device: device, detail: e.message)
+            return .error(e, sequence: r.sequence)
+        }
+    }
+
+    /// Counts and logs a refused request, and records it for the administrator when it
+    /// is one they must see: divergence, another device's chain, an invalid bundle.
+    func refused(_ e: SyncProtocolError, what: String, chain: String?, sequence: Int?, device: DeviceRegistry.Identity, detail: String) async {
+        metrics.refused(code: e.code.rawValue)
+        var metadata: Logger.Metadata = ["sync.error": "\(e.code.rawValue)", "sync.device": "\(device.name)"]
+        if let sequence { metadata["sync.sequence"] = "\(sequence)" }
+        logger.warning("\(what) refused", metadata: metadata)
+        guard [.divergence, .forbidden, .bundleInvalid].contains(e.code) else { return }
+        _ = try? await offload { try registry.recordEvent(kind: e.code.rawValue, chain: chain, sequence: sequence, device: device.name, detail: detail, now: now()) }
+    }
+
+    static func protocolError(_ error: any Error) -> SyncProtocolError {
+        if let e = error as? SyncProtocolError { return e }
+        if let e = error as? BundleError { return SyncProtocolError(.bundleInvalid, "\(e.code.rawValue): \(e.message)") }
+        if let e = error as? BundleApplier.ApplyError {
+            switch e.code {
+            case .divergence: return SyncProtocolError(.divergence, e.message)
+            case .outOfOrder: return SyncProtocolError(.outOfOrder, e.message)
+            case .unresolved: return SyncProtocolError(.bundleInvalid, e.message)
+            }
+        }
+        return SyncProtocolError(.storage, "the server could not read or write its data; try again later")
+    }
+}

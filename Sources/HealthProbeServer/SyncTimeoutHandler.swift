@@ -1,0 +1,72 @@
+import HealthProbeProtocol
+import NIOCore
+
+/// Closes a connection that sends no hello within `hello`, or no frame for
+/// `idle` while the server is waiting for one (Protocol/README.md 6), after
+/// an ERROR frame `timeout`. While a request (CHAIN_STATUS_REQUEST,
+/// BUNDLE_END, PING) is unanswered the server is the one working, and the
+/// idle clock is restarted instead.
+final class SyncTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = SyncInbound
+    typealias InboundOut = SyncInbound
+    typealias OutboundIn = SyncOutbound
+    typealias OutboundOut = SyncOutbound
+
+    let hello: TimeAmount
+    let idle: TimeAmount
+    private var timer: Scheduled<Void>?
+    private var sawHello = false
+    private var pendingRequests = 0
+
+    init(hello: TimeAmount, idle: TimeAmount) {
+        self.hello = hello
+        self.idle = idle
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { arm(context, hello) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        arm(context, hello)
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        timer?.cancel()
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) { timer?.cancel() }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let message = unwrapInboundIn(data)
+        sawHello = true
+        if case .frame(let f) = message, [.chainStatusRequest, .bundleEnd, .ping].contains(f.kind) { pendingRequests += 1 }
+        arm(context, idle)
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if case .frame(let f) = unwrapOutboundIn(data), [.chainStatus, .bundleAck, .error, .pong].contains(f.kind), pendingRequests > 0 {
+            pendingRequests -= 1
+            arm(context, idle)
+        }
+        context.write(data, promise: promise)
+    }
+
+    private func arm(_ context: ChannelHandlerContext, _ after: TimeAmount) {
+        timer?.cancel()
+        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        timer = context.eventLoop.assumeIsolated().scheduleTask(in: after) { [self] in
+            let context = bound.value
+            if pendingRequests > 0 { arm(context, idle); return }
+            let seconds = after.nanoseconds / 1_000_000_000
+            let e = sawHello
+                ? SyncProtocolError(.timeout, "no frame for \(seconds) s; send PING to keep an idle connection open")
+                : SyncProtocolError(.timeout, "no hello within \(seconds) s")
+            context.writeAndFlush(wrapOutboundOut(.frame(.error(e))), promise: nil)
+            context.close(promise: nil)
+        }
+    }
+}

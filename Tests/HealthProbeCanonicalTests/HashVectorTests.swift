@@ -1,0 +1,131 @@
+import Foundation
+import Testing
+@testable import HealthProbeCanonical
+import HealthProbeTestSupport
+
+struct HashVectors: Decodable {
+    struct NumberCase: Decodable { var bits: String; var canonical: String }
+    struct JSONCase: Decodable { var name: String; var input: String; var canonical: String }
+    struct DateCase: Decodable { var unixSeconds: Double; var canonical: String }
+    struct SHACase: Decodable { var domain: String; var input: String; var hex: String }
+    struct HMACCase: Decodable { var keyHex: String; var domain: String; var input: String; var hex: String }
+    struct SampleCase: Decodable {
+        var name: String
+        var secretHex: String
+        var type: String
+        var sample: [String: JSONValue]
+        var expected: [String: JSONValue]
+    }
+    var numbers: [NumberCase]
+    var canonicalJson: [JSONCase]
+    var dates: [DateCase]
+    var sha256: [SHACase]
+    var hmac: [HMACCase]
+    var samples: [SampleCase]
+
+    static func load() throws -> HashVectors {
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        return try decoder.decode(HashVectors.self, from: Data(contentsOf: vectorURL("hashing.json")))
+    }
+}
+
+extension JSONValue {
+    var string: String? { if case .string(let s) = self { return s }; return nil }
+    var number: Double? { if case .number(let d) = self { return d }; return nil }
+    var object: [String: JSONValue]? { if case .object(let o) = self { return o }; return nil }
+}
+
+@Suite("Hash vectors (Protocol/vectors/hashing.json)")
+struct HashVectorTests {
+    let v: HashVectors
+    init() throws { v = try HashVectors.load() }
+
+    @Test("numbers print as ECMAScript prints them")
+    func numbers() throws {
+        #expect(v.numbers.count >= 24)
+        for c in v.numbers {
+            let d = Double(bitPattern: UInt64(c.bits, radix: 16)!)
+            #expect(ECMAScriptNumber.format(d) == c.canonical, "bits \(c.bits)")
+        }
+        #expect(ECMAScriptNumber.format(.nan) == nil)
+        #expect(ECMAScriptNumber.format(.infinity) == nil)
+    }
+
+    @Test("documents canonicalize per RFC 8785")
+    func canonicalJSON() throws {
+        for c in v.canonicalJson {
+            let value = try JSONDecoder().decode(JSONValue.self, from: Data(c.input.utf8))
+            #expect(try CanonicalJSON.string(value) == c.canonical, "case \(c.name)")
+        }
+    }
+
+    @Test("dates print as ISO 8601 UTC with milliseconds and parse back")
+    func dates() {
+        for c in v.dates {
+            #expect(CanonicalDate.string(c.unixSeconds) == c.canonical, "t=\(c.unixSeconds)")
+            #expect(CanonicalDate.parse(c.canonical) == CanonicalDate.normalize(c.unixSeconds))
+        }
+        #expect(CanonicalDate.parse("2024-03-10 08:15:00 -0500") == CanonicalDate.parse("2024-03-10T13:15:00.000Z"))
+        #expect(CanonicalDate.parse("2024-13-10T00:00:00Z") == nil)
+        #expect(CanonicalDate.parse("not a date") == nil)
+    }
+
+    @Test("domain-prefixed SHA-256 and HMAC-SHA256")
+    func hashes() throws {
+        for c in v.sha256 {
+            #expect(ArchiveHasher.sha256(HashDomain(rawValue: c.domain)!, c.input) == c.hex)
+        }
+        for c in v.hmac {
+            let hasher = ArchiveHasher(secret: hexBytes(c.keyHex))
+            #expect(hasher.hmac(HashDomain(rawValue: c.domain)!, c.input) == c.hex)
+        }
+    }
+
+    @Test("every domain's table position is its position in allCases; every prefix is hp:v2:<domain>:, each its own")
+    func domainOrdinals() {
+        for (i, d) in HashDomain.allCases.enumerated() {
+            #expect(d.ordinal == i, "\(d)")
+            #expect(d.prefix == Array("hp:v2:\(d.rawValue):".utf8))
+        }
+        #expect(Set(HashDomain.allCases.map(\.prefix)).count == HashDomain.allCases.count)
+        // Each domain hashes with its own prefix (the templates follow the ordinals).
+        for d in HashDomain.allCases {
+            var stream = SHA256Stream(domain: d)
+            stream.update(Array("abc".utf8))
+            #expect(ArchiveHasher.sha256(d, Array("abc".utf8)) == stream.finalize(), "\(d)")
+        }
+    }
+
+    @Test("strings written from UTF-8 bytes equal strings written from String, for every byte at every position")
+    func bytesMatchStrings() {
+        var rng = TestRandom(printingSeedFor: "bytesMatchStrings")
+        var cases: [[UInt8]] = []
+        for length in [0, 1, 7, 8, 9, 15, 16, 17, 64] {
+            for position in 0..<max(length, 1) where length > 0 {
+                for byte in UInt8.min...UInt8.max {
+                    var text = (0..<length).map { _ in UInt8.random(in: 0x23...0x5B, using: &rng) }  // plain ASCII
+                    text[position] = byte
+                    cases.append(text)
+                }
+            }
+            cases.append((0..<length).map { _ in UInt8(ascii: "a") })
+        }
+        cases.append(Array("caf\u{e9} \"quoted\" back\\slash\n".utf8))
+        for text in cases {
+            var a = CanonicalJSONWriter(), b = CanonicalJSONWriter()
+            text.withUnsafeBufferPointer { a.writeString(utf8: $0) }
+            b.writeString(String(decoding: text, as: UTF8.self))
+            #expect(a.bytes == b.bytes, "\(text), seed \(rng.seed)")
+            let naive = text.allSatisfy { $0 >= 0x20 && $0 != 0x22 && $0 != 0x5C && $0 < 0x80 }
+            #expect(text.withUnsafeBufferPointer { CanonicalJSONWriter.isPlain($0) } == naive, "\(text), seed \(rng.seed)")
+            if a.bytes != b.bytes { return }
+        }
+    }
+}
+
+/// Bytes of lower-case hex (test vectors).
+func hexBytes(_ hex: String) -> [UInt8] {
+    let u = Array(hex.utf8)
+    return stride(from: 0, to: u.count - 1, by: 2).map { UInt8(String(decoding: u[$0..<$0 + 2], as: UTF8.self), radix: 16)! }
+}

@@ -1,0 +1,265 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import Testing
+@testable import HealthProbeArchive
+import HealthProbeCanonical
+@testable import HealthProbeServer
+import HealthProbeProtocol
+import HealthProbeNode
+import HealthProbeTestSupport
+
+@Suite("Enrollment, TLS and chain isolation")
+struct SecurityTests {
+    func code(of error: any Error) -> SyncProtocolError.Code? { (error as? SyncProtocolError)?.code }
+
+    @Test("a wrong token and a replayed token are refused; an expired token too; nothing is issued")
+    func tokens() async throws {
+        let data = TempDir()
+        try await withServer(data) { server in
+            var wrong = try server.token("a")
+            wrong.secret = String(repeating: "0", count: 64)
+            await #expect { try await SyncClient.enroll(token: wrong, clientTime: Date().timeIntervalSince1970) } throws: { code(of: $0) == .unauthorized }
+            // The real token still works once (the wrong attempt did not consume it)...
+            let token = try server.token("b")
+            let e = try await SyncClient.enroll(token: token, clientTime: Date().timeIntervalSince1970)
+            #expect(e.name == "b" && e.credential.count == 64 && e.fingerprint == server.fingerprint)
+            // ...and never again.
+            await #expect { try await SyncClient.enroll(token: token, clientTime: Date().timeIntervalSince1970) } throws: { code(of: $0) == .unauthorized }
+            #expect(try server.store.registry().devices().first { $0.name == "b" }?.state == "enrolled")
+        }
+        // Expiry, on the registry with an explicit clock.
+        let dir = TempDir()
+        let registry = try DeviceRegistry(path: dir.path + "/r.sqlite")
+        let secret = try registry.issueToken(name: "late", now: 1000)
+        #expect(throws: DeviceRegistry.AuthError.self) { try registry.redeem(name: "late", secret: secret, now: 1000 + DeviceRegistry.tokenLifetime + 1) }
+        _ = try registry.redeem(name: "late", secret: try registry.issueToken(name: "late", now: 5000), now: 5001)
+        #expect(throws: DeviceRegistry.AuthError.self) { try registry.issueToken(name: "late", now: 6000) }  // enrolled: name taken
+        #expect(throws: DeviceRegistry.AuthError.self) { try registry.issueToken(name: "bad name!", now: 6000) }
+    }
+
+    @Test("a revoked device is shut out; a device cannot write or read another device's chain (recorded for the administrator)")
+    func revokeAndIsolation() async throws {
+        let data = TempDir()
+        let a = TempHome()
+        try simulate(a, days: 2)
+        try await withServer(data) { server in
+            let ea = try await server.enroll("a"), eb = try await server.enroll("b")
+            let ra = try await SyncClient(node: try a.open(), outbox: a.root + "/outbox").sync(ea)
+            #expect(ra.sent == 1)
+            try simulate(a, days: 1)
+            let node = try a.open()
+            let client = SyncClient(node: node, outbox: a.root + "/outbox")
+            // Device b presenting a's chain (a copied archive): refused, nothing stored.
+            await #expect { try await client.sync(eb) } throws: { code(of: $0) == .forbidden }
+            #expect(try server.store.status(node.deviceChainHash).0 == 1)
+            // A bundle from b for a's chain, sent without asking for status first: refused at BUNDLE_END and recorded.
+            let file = a.root + "/bundle2.jsonl"
+            let obs = try await node.archive.writer.read { db in try Int64.fetchAll(db, sql: "SELECT id FROM observations ORDER BY id") }
+            let prev = try await node.archive.writer.read { db in try String.fetchOne(db, sql: "SELECT manifest_hash FROM bundle_log WHERE direction = 'sent' AND sequence = 1") }
+            let written = try await node.archive.writer.read { db in try BundleFile.write(db, observationID: obs[1], previousManifestHash: prev, to: file) }
+            let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: file)))
+            var part = ByteBuffer()
+            part.writeInteger(UInt32(0), endianness: .big)
+            part.writeInteger(UInt32(bytes.count), endianness: .big)
+            part.writeBytes(try BundlePartCodec.compress(bytes))
+            let reply = try await server.raw(try wire([
+                try authFrame(eb),
+                try .json(.bundleBegin, .object(["sequence": .int(2), "manifest_hash": .string(written.manifestHash), "parts": .int(1),
+                                                 "item_count": .int(written.trailer.itemCount), "uncompressed_size": .int(bytes.count)])),
+                SyncFrame(kind: .bundlePart, payload: part),
+                try .json(.bundleEnd, .object(["sequence": .int(2), "manifest_hash": .string(written.manifestHash)])),
+            ]), until: "forbidden")
+            #expect(String(decoding: reply, as: UTF8.self).contains("forbidden"))
+            #expect(try server.store.status(node.deviceChainHash).0 == 1)
+            let events = try server.store.registry().events(chain: node.deviceChainHash)
+            #expect(events.contains { $0.kind == "forbidden" && $0.device == "b" && $0.sequence == 2 })
+            let report = try ServerVerifier.run(server.store, mode: .quick)
+            #expect(report.first?.checks.contains { $0.name == "sync_refusals" && $0.status == .notice } == true)
+            #expect(report.allSatisfy { $0.ok }, "a refusal is a notice, not damage")
+            // The owner syncs on; then, revoked, it is shut out.
+            let more = try await client.sync(ea)
+            #expect(more.sent == 1)
+            try server.store.registry().revoke(name: "a", now: Date().timeIntervalSince1970)
+            await #expect { try await client.sync(ea) } throws: { code(of: $0) == .unauthorized }
+            await #expect { try await SyncClient.household(ea, host: "127.0.0.1", port: server.port, type: nil, from: nil, to: nil, clientTime: Date().timeIntervalSince1970) } throws: {
+                code(of: $0) == .unauthorized
+            }
+        }
+    }
+
+    @Test("a plaintext client gets no hello and stores nothing; frames before AUTH get only an error, slower each time")
+    func unauthenticated() async throws {
+        let data = TempDir()
+        try await withServer(data, throttle: AuthThrottle(base: 0.1, maximum: 2)) { server in
+            let plain = try await server.raw(try wire([try .json(.chainStatusRequest, .object(["device_chain_hash": .string(String(repeating: "a", count: 64))]))]), plain: true)
+            #expect(!plain.starts(with: SyncHello.magic), "a plaintext peer must not get a sync hello")
+            #expect(!String(decoding: plain, as: UTF8.self).contains("last_sequence"))
+            // Inside TLS but without AUTH: ERROR unauthorized, each answer later than the one before.
+            var times: [Duration] = []
+            for _ in 0..<4 {
+                let start = ContinuousClock.now
+                let reply = try await server.raw(try wire([try .json(.chainStatusRequest, .object(["device_chain_hash": .string(String(repeating: "a", count: 64))]))]))
+                times.append(ContinuousClock.now - start)
+                let text = String(decoding: reply, as: UTF8.self)
+                #expect(text.contains("unauthorized") && !text.contains("last_sequence"), "\(text)")
+            }
+            #expect(times[3] >= .milliseconds(800), "the fourth failure waits 0.1 * 2^3 s: \(times)")
+            #expect(times[3] > times[0])
+            #expect(try server.store.chains().isEmpty)
+            // A wrong credential for a real device is refused the same way.
+            var e = try await server.enroll("a")
+            e.credential = String(repeating: "f", count: 64)
+            await #expect { try await SyncClient.household(e, host: "127.0.0.1", port: server.port, type: nil, from: nil, to: nil, clientTime: Date().timeIntervalSince1970) } throws: {
+                code(of: $0) == .unauthorized
+            }
+        }
+    }
+
+    @Test("a server with a different certificate is refused by the pin")
+    func differentCertificate() async throws {
+        let first = TempDir(), second = TempDir()
+        var tokenForFirst: EnrollmentToken?
+        try await withServer(first) { server in tokenForFirst = try server.token("a") }
+        try await withServer(second) { server in
+            // The token pins the first server's certificate; the second server answers at the token's address.
+            var token = try #require(tokenForFirst)
+            token.address = "127.0.0.1:\(server.port)"
+            await #expect { try await SyncClient.enroll(token: token, clientTime: Date().timeIntervalSince1970) } throws: { code(of: $0) == .unauthorized }
+            #expect(try server.store.registry().devices().isEmpty)
+            // A pinned raw connection with the wrong fingerprint never gets to the hello.
+            let channel = try await server.tlsChannel(fingerprint: String(repeating: "0", count: 64))
+            var got: [UInt8] = []
+            do {
+                got = try await channel.executeThenClose { inbound, outbound in
+                    try await outbound.write(ByteBuffer(bytes: try wire([])))
+                    var out: [UInt8] = []
+                    for try await c in inbound { out += Array(c.readableBytesView) }
+                    return out
+                }
+            } catch {
+                // The handshake failed: the channel closed under the write or the read.
+            }
+            #expect(got.isEmpty)
+        }
+    }
+
+    @Test("hp-node household: an authenticated node sees every chain side by side with device names and clock offsets")
+    func household() async throws {
+        let data = TempDir()
+        let a = TempHome(), b = TempHome()
+        try simulate(a, days: 2)
+        try simulate(b, days: 2, seed: 2)
+        try await withServer(data) { server in
+            let ea = try await server.enroll("phone-a"), eb = try await server.enroll("phone-b")
+            _ = try await SyncClient(node: try a.open(), outbox: a.root + "/outbox").sync(ea)
+            _ = try await SyncClient(node: try b.open(), outbox: b.root + "/outbox").sync(eb)
+            let report = try await SyncClient.household(eb, host: "127.0.0.1", port: server.port, type: nil, from: nil, to: nil,
+                                                        clientTime: Date().timeIntervalSince1970)
+            #expect(report.chains.count == 2)
+            #expect(Set(report.chains.compactMap(\.deviceName)) == ["phone-a", "phone-b"])
+            #expect(report.chains.allSatisfy { $0.clockOffsetSeconds != nil })
+            let local = try HouseholdSummary.build(server.store, registry: try server.store.registry())
+            #expect(local == report)
+            // A device whose clock runs 90 s ahead: the offset is its AUTH time minus the server's time.
+            let chain = try b.open().deviceChainHash
+            var auth = ByteBuffer()
+            try SyncFrameEncoder().encode(data: try .json(.auth, .object(["device_name": .string(eb.name), "credential": .string(eb.credential),
+                                                                         "client_time": .string(CanonicalDate.string(Date().timeIntervalSince1970 + 90))])), out: &auth)
+            _ = try await server.raw(try wire([]) + Array(auth.readableBytesView) + (try wire(hello: false, [
+                try .json(.chainStatusRequest, .object(["device_chain_hash": .string(chain)]))])), until: "last_sequence")
+            let offset = try #require(try server.store.registry().chainInfo(chain).clockOffset)
+            #expect(abs(offset - 90) < 5, "\(offset)")
+        }
+    }
+
+    @Test("the throttle doubles per failure up to its maximum, forgets after its window and on success")
+    func throttle() {
+        var t = AuthThrottle(base: 0.25, maximum: 2, window: 60)
+        #expect(t.failure(peer: "p", now: 0) == 0.25)
+        #expect(t.failure(peer: "p", now: 1) == 0.5)
+        #expect(t.failure(peer: "p", now: 2) == 1)
+        #expect(t.failure(peer: "p", now: 3) == 2)
+        #expect(t.failure(peer: "p", now: 4) == 2)
+        #expect(t.failure(peer: "q", now: 4) == 0.25)
+        #expect(t.failure(peer: "p", now: 100) == 0.25)
+        t.success(peer: "p")
+        #expect(t.failure(peer: "p", now: 101) == 0.25)
+    }
+
+    @Test("enrollment tokens round-trip; damaged ones say what is wrong")
+    func tokenText() throws {
+        let t = EnrollmentToken(address: "10.0.0.2:7447", fingerprint: String(repeating: "ab", count: 32), name: "phone", secret: EnrollmentToken.randomSecret())
+        #expect(try EnrollmentToken(text: t.text) == t)
+        #expect(try EnrollmentToken(text: "  " + t.text + "\n") == t)
+        #expect(throws: EnrollmentTokenError.self) { try EnrollmentToken(text: "hello") }
+        #expect(throws: EnrollmentTokenError.self) { try EnrollmentToken(text: String(t.text.dropLast(8))) }
+        let bad = EnrollmentToken(address: "nowhere", fingerprint: t.fingerprint, name: "phone", secret: t.secret)
+        #expect(throws: EnrollmentTokenError.self) { try EnrollmentToken(text: bad.text) }
+    }
+
+    @Test("config file: values load, unknown keys and bad values are refused by name")
+    func config() throws {
+        let dir = TempDir()
+        #expect(try ServerConfig.load(dataDirectory: dir.path) == ServerConfig())
+        try #"{"listen":"0.0.0.0:7447","metrics_listen":"127.0.0.1:9100","log_level":"debug","idle_timeout_seconds":60,"kept_replicas":16,"apply_threads":3}"#
+            .write(toFile: dir.path + "/config.json", atomically: true, encoding: .utf8)
+        let c = try ServerConfig.load(dataDirectory: dir.path)
+        #expect(c.listen == "0.0.0.0:7447" && c.metricsListen == "127.0.0.1:9100" && c.logLevel == "debug" && c.idleTimeoutSeconds == 60 && c.keptReplicas == 16 && c.applyThreads == 3)
+        for (text, needle) in [(#"{"lisen":"x"}"#, "unknown key \"lisen\""), (#"{"listen":"nope"}"#, "HOST:PORT"), (#"{"log_level":"loud"}"#, "log level"),
+                               (#"{"idle_timeout_seconds":-1}"#, "positive"), (#"{"kept_replicas":2.5}"#, "whole number"), (#"{"kept_replicas":1001}"#, "1...1000"),
+                               (#"{"kept_replicas":0}"#, "positive"), (#"{"apply_threads":65}"#, "\"apply_threads\" must be a whole number 1...64"),
+                               (#"{"apply_threads":1.5}"#, "whole number"), ("[1]", "object"), ("{", "invalid JSON")] {
+            try text.write(toFile: dir.path + "/config.json", atomically: true, encoding: .utf8)
+            #expect { try ServerConfig.load(dataDirectory: dir.path) } throws: { "\($0)".contains(needle) }
+        }
+        #expect(throws: ArchiveError.self) { try ServerConfig.load(dataDirectory: dir.path, path: dir.path + "/missing.json") }
+        // The shipped example loads.
+        let example = vectorURL("x").deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("deploy/config.example.json").path
+        let e = try ServerConfig.load(dataDirectory: dir.path, path: example)
+        #expect(e.listen == "0.0.0.0:7447" && e.metricsListen == "127.0.0.1:9447")
+    }
+
+    @Test("metrics: Prometheus text over HTTP on loopback, counting authentications and bundles, no device names")
+    func metrics() async throws {
+        let data = TempDir()
+        let a = TempHome()
+        try simulate(a, days: 1)
+        let store = ServerStore(root: data.path)
+        try store.create()
+        let metrics = ServerMetrics()
+        let server = try SyncServer(store: store, metrics: metrics)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+            group.addTask { try await server.run(host: "127.0.0.1", port: 0) { continuation.yield($0) } }
+            group.addTask { try await metrics.serve(host: "127.0.0.1", port: 0) { continuation.yield($0) } }
+            var it = ports.makeAsyncIterator()
+            guard let p1 = await it.next(), let p2 = await it.next() else { return }
+            defer { group.cancelAll() }
+            // Which port is which: the sync server answers TLS; try enrolling on each.
+            var syncPort = p1, metricsPort = p2
+            let t = TestServer(port: p1, store: store)
+            if (try? await t.enroll("probe")) == nil { (syncPort, metricsPort) = (p2, p1) }
+            let e = try await TestServer(port: syncPort, store: store).enroll("secret-device-name")
+            _ = try await SyncClient(node: try a.open(), outbox: a.root + "/outbox").sync(e)
+            let body = try await httpGet(port: metricsPort, path: "/metrics")
+            #expect(body.contains("hp_server_bundles_total{result=\"applied\"} 1"), "\(body)")
+            #expect(body.contains("hp_server_authentications_total{result=\"ok\"}"))
+            #expect(!body.contains("secret-device-name"))
+            #expect(try await httpGet(port: metricsPort, path: "/other").contains("not found"))
+        }
+    }
+
+    func httpGet(port: Int, path: String) async throws -> String {
+        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connect(host: "127.0.0.1", port: port) { ch in
+            ch.eventLoop.makeCompletedFuture { try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: ch) }
+        }
+        return try await channel.executeThenClose { inbound, outbound in
+            try await outbound.write(ByteBuffer(string: "GET \(path) HTTP/1.1\r\nHost: x\r\n\r\n"))
+            var out = ""
+            for try await c in inbound { out += String(buffer: c) }
+            return out
+        }
+    }
+}

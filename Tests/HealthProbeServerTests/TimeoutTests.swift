@@ -1,0 +1,57 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import Testing
+@testable import HealthProbeServer
+import HealthProbeProtocol
+import HealthProbeNode
+import HealthProbeTestSupport
+
+@Suite("Sync timeouts on 127.0.0.1")
+struct TimeoutTests {
+    /// Connects over TLS, writes `script` (bytes, then a pause in ms), then reads until the server closes.
+    func session(_ server: TestServer, _ script: [([UInt8], Int)]) async throws -> (String, Duration) {
+        let started = ContinuousClock.now
+        let channel = try await server.tlsChannel()
+        return try await channel.executeThenClose { inbound, outbound in
+            try await withThrowingTaskGroup(of: [UInt8].self) { group in
+                group.addTask {
+                    var out: [UInt8] = []
+                    for try await chunk in inbound { out += Array(chunk.readableBytesView) }
+                    return out
+                }
+                for (bytes, pause) in script {
+                    if !bytes.isEmpty { try await outbound.write(ByteBuffer(bytes: bytes)) }
+                    try await Task.sleep(for: .milliseconds(pause))
+                }
+                let out = try await group.next() ?? []
+                return (String(decoding: out, as: UTF8.self), ContinuousClock.now - started)
+            }
+        }
+    }
+
+    var hello: [UInt8] { var b = ByteBuffer(); SyncHello().write(to: &b); return Array(b.readableBytesView) }
+    var ping: [UInt8] { var b = ByteBuffer(); try! SyncFrameEncoder().encode(data: SyncFrame(kind: .ping, payload: ByteBuffer()), out: &b); return Array(b.readableBytesView) }
+
+    @Test("no hello: ERROR timeout, then closed; hello then silence: the same after the idle limit; PINGs keep it open")
+    func timeouts() async throws {
+        let data = TempDir()
+        // An idle limit well above the PING interval, so a loaded machine (a build beside the
+        // tests) cannot stall a PING past it.
+        try await withServer(data, hello: .milliseconds(300), idle: .milliseconds(1500)) { server in
+            let auth = try wire(hello: false, [try authFrame(try await server.enroll("t"))])
+            let (silent, t1) = try await session(server, [])
+            #expect(silent.contains("timeout") && silent.contains("no hello"), "\(silent)")
+            #expect(t1 < .seconds(3))
+
+            let (idle, _) = try await session(server, [(hello, 0)])
+            #expect(idle.contains("no frame for"), "\(idle)")
+
+            // PING every 200 ms for 3.2 s (over twice the idle limit): answered, then the idle limit applies.
+            let (kept, t3) = try await session(server, [(hello + auth, 200)] + Array(repeating: (ping, 200), count: 16))
+            #expect(t3 >= .milliseconds(3200))
+            #expect(kept.contains("no frame for"))
+            #expect(kept.utf8.count > 16 * 5, "PONGs were answered")
+        }
+    }
+}
