@@ -1,37 +1,79 @@
 import HealthProbeProtocol
 
-/// The server side of one sync connection as a state machine (Protocol/README.md
-/// section 4): it decides what each arriving message means in the current
-/// state; the connection handler carries out the returned action (TLS, files,
-/// the registry, the replica) and reports back with `authenticated()`,
-/// `bundleFinished()` or `closed()`. Pure: no I/O, tested on its own.
+/// The server side of one sync connection (Protocol/README.md section 4) as a
+/// state machine whose states hold the session: who authenticated, and the
+/// bundle being received with its progress. It decodes every frame into its
+/// typed message, decides what it means in the current state, and returns an
+/// action; the connection handler carries the action out (TLS, files, the
+/// registry, the replica) and reports back (`authenticated`, `bundleOpened`,
+/// `partWritten`, `bundleFinished`, `closed`). Pure: no I/O, tested on its own.
 public struct ServerSessionStateMachine: Sendable {
-    public enum State: Sendable, Equatable {
+    /// Who this connection is, once authenticated.
+    public struct Session: Sendable, Equatable {
+        public var identity: DeviceRegistry.Identity
+        /// Device clock minus server clock at authentication, seconds.
+        public var clockOffset: Double?
+
+        public init(identity: DeviceRegistry.Identity, clockOffset: Double?) {
+            self.identity = identity
+            self.clockOffset = clockOffset
+        }
+    }
+
+    /// A bundle being received: what `BUNDLE_BEGIN` declared, the quarantine file
+    /// the parts go to, and what has arrived so far.
+    public struct Transfer: Sendable {
+        public let begin: BundleBegin
+        public let file: QuarantineFile
+        /// The next part index expected.
+        public fileprivate(set) var nextPart = 0
+        /// Uncompressed bytes written so far.
+        public fileprivate(set) var received = 0
+        /// LF bytes written so far, and whether the last byte written was one.
+        public fileprivate(set) var newlines = 0
+        public fileprivate(set) var endsWithNewline = true
+
+        /// Lines so far: newlines, plus an unterminated last line.
+        public var lines: Int { newlines + (endsWithNewline ? 0 : 1) }
+    }
+
+    public enum State: Sendable {
         case awaitingHello
         /// Hello exchanged; the first frame must be `AUTH` or `ENROLL`.
         case awaitingAuth
-        case ready
+        /// The `AUTH`/`ENROLL` is being checked.
+        case authenticating
+        case ready(Session)
+        /// `BUNDLE_BEGIN` accepted; its quarantine file is being opened.
+        case opening(Session, BundleBegin)
         /// Between `BUNDLE_BEGIN` and `BUNDLE_END`.
-        case receiving
-        /// `BUNDLE_END` arrived; verifying and applying until the reply is sent.
-        case applying
-        case closed
+        case receiving(Session, Transfer)
+        /// `BUNDLE_END` arrived and matched; verifying and applying until the reply is sent.
+        case applying(Session, Transfer)
+        /// Over; holds the quarantine file of a bundle left incomplete, until `closed()` hands it over.
+        case closed(leftover: QuarantineFile?)
     }
 
-    public enum Action: Sendable, Equatable {
+    public enum Credentials: Sendable, Equatable {
+        case auth(AuthRequest)
+        case enroll(EnrollRequest)
+    }
+
+    public enum Action: Sendable {
         case sendHello
-        /// Check the `AUTH`/`ENROLL` frame; then `authenticated()`, or refuse (slowly) and close.
-        case authenticate(SyncFrame)
-        /// An unauthenticated peer sent something else: refuse (slowly) and close.
+        /// Check the credentials; then `authenticated(_:)`, or refuse (slowly) and close.
+        case authenticate(Credentials)
+        /// An unauthenticated peer sent something else or something malformed: refuse (slowly) and close.
         case refuse(SyncProtocolError)
         case sendPong
-        case chainStatus(SyncFrame)
-        case household(SyncFrame)
-        /// Open a quarantine file for the bundle `BUNDLE_BEGIN` announces.
-        case beginBundle(SyncFrame)
-        case receivePart(SyncFrame)
-        /// Close the quarantine file, verify and apply, reply; then `bundleFinished()`.
-        case endBundle(SyncFrame)
+        case chainStatus(Session, ChainStatusRequest)
+        case household(Session, HouseholdRequest)
+        /// Open a quarantine file for the bundle; then `bundleOpened(_:)`.
+        case openBundle(Session, BundleBegin)
+        /// Inflate the part into the transfer's file; then `partWritten(newlines:lastByte:)`.
+        case writePart(QuarantineFile, BundlePart)
+        /// The whole bundle is in the file as declared: authorize, verify, apply, reply; then `bundleFinished()`.
+        case applyBundle(Session, Transfer)
         /// Send `ERROR` with this and close.
         case fail(SyncProtocolError)
         /// The session is over; ignore.
@@ -46,7 +88,8 @@ public struct ServerSessionStateMachine: Sendable {
         switch (state, message) {
         case (.closed, _):
             return .none
-        case (.awaitingHello, .hello):
+        case (.awaitingHello, .hello(let hello)):
+            guard hello.flags == 0 else { return close(.malformedFrame, "the hello's flags must be 0 in protocol version 1 (they are \(hello.flags))") }
             state = .awaitingAuth
             return .sendHello
         case (.awaitingHello, .frame):
@@ -54,53 +97,152 @@ public struct ServerSessionStateMachine: Sendable {
         case (_, .hello):
             return close(.unexpectedMessage, "a second hello")
         case (.awaitingAuth, .frame(let f)):
+            // Unauthenticated: nothing but AUTH or ENROLL is even decoded.
             guard f.kind == .auth || f.kind == .enroll else {
-                state = .closed
-                return .refuse(SyncProtocolError(.unauthorized, "authenticate first: the first frame after the hello must be AUTH or ENROLL"))
+                return refuse(SyncProtocolError(.unauthorized, "authenticate first: the first frame after the hello must be AUTH or ENROLL"))
             }
-            return .authenticate(f)
-        case (.ready, .frame(let f)):
+            do {
+                switch try ClientMessage(f) {
+                case .auth(let a):
+                    state = .authenticating
+                    return .authenticate(.auth(a))
+                case .enroll(let e):
+                    state = .authenticating
+                    return .authenticate(.enroll(e))
+                default:
+                    return refuse(SyncProtocolError(.unauthorized, "authenticate first"))
+                }
+            } catch {
+                return refuse(Self.protocolError(error))
+            }
+        case (.authenticating, .frame(let f)), (.opening(_, _), .frame(let f)), (.applying(_, _), .frame(let f)):
+            return close(.unexpectedMessage, "a \(f.kind) frame before the reply to the previous one")
+        case (.ready(let session), .frame(let f)):
+            // Which kinds this state accepts is decided before any payload is read.
             switch f.kind {
-            case .ping: return .sendPong
-            case .chainStatusRequest: return .chainStatus(f)
-            case .householdRequest: return .household(f)
-            case .bundleBegin:
-                state = .receiving
-                return .beginBundle(f)
+            case .ping, .chainStatusRequest, .householdRequest, .bundleBegin: break
             case .auth, .enroll: return close(.unexpectedMessage, "this connection is already authenticated")
             case .bundlePart, .bundleEnd: return close(.unexpectedMessage, "\(f.kind) outside a bundle")
             default: return close(.unexpectedMessage, "a \(f.kind) frame is not for the server")
             }
-        case (.receiving, .frame(let f)):
-            switch f.kind {
-            case .bundlePart: return .receivePart(f)
-            case .bundleEnd:
-                state = .applying
-                return .endBundle(f)
+            let message: ClientMessage
+            do { message = try ClientMessage(f) } catch { return close(Self.protocolError(error)) }
+            switch message {
             case .ping: return .sendPong
+            case .chainStatusRequest(let r): return .chainStatus(session, r)
+            case .householdRequest(let r): return .household(session, r)
+            case .bundleBegin(let b):
+                state = .opening(session, b)
+                return .openBundle(session, b)
+            default: return close(.unexpectedMessage, "a \(f.kind) frame is not accepted here")
+            }
+        case (.receiving(let session, let transfer), .frame(let f)):
+            switch f.kind {
+            case .ping, .bundlePart, .bundleEnd: break
             case .bundleBegin: return close(.unexpectedMessage, "BUNDLE_BEGIN while a bundle is open")
             default: return close(.unexpectedMessage, "a \(f.kind) frame while a bundle is being received")
             }
-        case (.applying, .frame(let f)):
-            return close(.unexpectedMessage, "a \(f.kind) frame before the acknowledgement of the bundle")
+            let message: ClientMessage
+            do { message = try ClientMessage(f) } catch { return close(Self.protocolError(error)) }
+            switch message {
+            case .ping: return .sendPong
+            case .bundlePart(let part): return receive(part, session: session, transfer: transfer)
+            case .bundleEnd(let message): return end(message, session: session, transfer: transfer)
+            default: return close(.unexpectedMessage, "a \(f.kind) frame is not accepted here")
+            }
         }
     }
 
-    /// The `AUTH`/`ENROLL` check passed.
-    public mutating func authenticated() {
-        if state == .awaitingAuth { state = .ready }
+    private mutating func receive(_ part: BundlePart, session: Session, transfer: Transfer) -> Action {
+        let begin = transfer.begin
+        guard part.index == transfer.nextPart, transfer.nextPart < begin.parts else {
+            return close(.malformedFrame, "BUNDLE_PART \(part.index) arrived; expected part \(transfer.nextPart) of \(begin.parts)")
+        }
+        guard part.declaredSize <= BundlePartCodec.maxPartSize else {
+            return close(.inflateLimit, "BUNDLE_PART \(part.index) declares \(part.declaredSize) uncompressed bytes; the limit is \(BundlePartCodec.maxPartSize)")
+        }
+        guard part.declaredSize <= begin.uncompressedSize - transfer.received else {
+            return close(.inflateLimit, "the parts hold more than the \(begin.uncompressedSize) bytes BUNDLE_BEGIN declared")
+        }
+        var t = transfer
+        t.nextPart += 1
+        t.received += part.declaredSize
+        state = .receiving(session, t)
+        return .writePart(t.file, part)
+    }
+
+    private mutating func end(_ end: BundleEnd, session: Session, transfer t: Transfer) -> Action {
+        let begin = t.begin
+        guard end.sequence == begin.sequence, end.manifestHash == begin.manifestHash else {
+            return close(.malformedFrame, "BUNDLE_END (sequence \(end.sequence)) does not match its BUNDLE_BEGIN (sequence \(begin.sequence))")
+        }
+        guard t.nextPart == begin.parts, t.received == begin.uncompressedSize else {
+            return close(.malformedFrame, "the bundle ended after \(t.nextPart) of \(begin.parts) parts and \(t.received) of \(begin.uncompressedSize) bytes")
+        }
+        // Header, items, trailer: one line each.
+        guard t.lines == begin.itemCount + 2 else {
+            return close(.malformedFrame, "BUNDLE_BEGIN declared \(begin.itemCount) items; the bundle holds \(max(t.lines - 2, 0)) (\(t.lines) lines)")
+        }
+        state = .applying(session, t)
+        return .applyBundle(session, t)
+    }
+
+    /// The credentials were accepted.
+    public mutating func authenticated(_ session: Session) {
+        if case .authenticating = state { state = .ready(session) }
+    }
+
+    /// The quarantine file for the bundle `BUNDLE_BEGIN` announced is open.
+    public mutating func bundleOpened(_ file: QuarantineFile) {
+        if case .opening(let session, let begin) = state { state = .receiving(session, Transfer(begin: begin, file: file)) }
+    }
+
+    /// The last part was inflated and written: `newlines` LF bytes, ending with `lastByte`.
+    public mutating func partWritten(newlines: Int, lastByte: UInt8?) {
+        guard case .receiving(let session, var t) = state else { return }
+        t.newlines += newlines
+        if let lastByte { t.endsWithNewline = lastByte == 0x0A }
+        state = .receiving(session, t)
     }
 
     /// The reply to `BUNDLE_END` (ack or error) was sent; the next bundle may begin.
     public mutating func bundleFinished() {
-        if state == .applying { state = .ready }
+        if case .applying(let session, _) = state { state = .ready(session) }
     }
 
-    /// The handler closed the connection (an error, a refusal, or the peer left).
-    public mutating func closed() { state = .closed }
+    /// The connection is closing (an error, a refusal, or the peer left). Returns
+    /// the quarantine file of a bundle still in progress, for the handler to remove.
+    @discardableResult
+    public mutating func closed() -> QuarantineFile? {
+        let file = leftover
+        state = .closed(leftover: nil)
+        return file
+    }
+
+    /// The quarantine file of the bundle in progress, if any.
+    private var leftover: QuarantineFile? {
+        switch state {
+        case .receiving(_, let t), .applying(_, let t): return t.file
+        case .closed(let file): return file
+        default: return nil
+        }
+    }
 
     private mutating func close(_ code: SyncProtocolError.Code, _ message: String) -> Action {
-        state = .closed
-        return .fail(SyncProtocolError(code, message))
+        close(SyncProtocolError(code, message))
+    }
+
+    private mutating func close(_ error: SyncProtocolError) -> Action {
+        state = .closed(leftover: leftover)
+        return .fail(error)
+    }
+
+    private mutating func refuse(_ error: SyncProtocolError) -> Action {
+        state = .closed(leftover: nil)
+        return .refuse(error)
+    }
+
+    static func protocolError(_ error: any Error) -> SyncProtocolError {
+        error as? SyncProtocolError ?? SyncProtocolError(.malformedFrame, "\(error)")
     }
 }

@@ -92,20 +92,15 @@ public struct SyncServer: Sendable {
         }
     }
 
-    /// One connection: each message goes through `ServerSessionStateMachine`;
-    /// this carries out the actions it returns.
+    /// One connection: each message goes through `ServerSessionStateMachine`,
+    /// which holds the session; this carries out the actions it returns.
     func handle(_ connection: NIOAsyncChannel<SyncInbound, SyncOutbound>, peer: String) async {
-        var quarantine: String?
-        defer { if let q = quarantine { try? FileManager.default.removeItem(atPath: q) } }
         metrics.connectionOpened()
         defer { metrics.connectionClosed() }
+        var machine = ServerSessionStateMachine()
         do {
             try await connection.executeThenClose { inbound, outbound in
                 var messages = inbound.makeAsyncIterator()
-                var machine = ServerSessionStateMachine()
-                var receiving: BundleReception?
-                var identity: DeviceRegistry.Identity?
-                var clockOffset: Double?
                 do {
                     while let message = try await messages.next() {
                         switch machine.received(message) {
@@ -113,16 +108,14 @@ public struct SyncServer: Sendable {
                             return
                         case .sendHello:
                             try await outbound.write(.hello(SyncHello()))
-                        case .authenticate(let frame):
+                        case .authenticate(let credentials):
                             // Unauthenticated peers get nothing but an error, slower each time.
                             do {
-                                let (id, reply, offset) = try await offload { try authenticate(frame) }
-                                identity = id
-                                clockOffset = offset
-                                machine.authenticated()
+                                let (session, reply) = try await offload { try authenticate(credentials) }
+                                machine.authenticated(session)
                                 await throttle.success(peer: peer)
                                 metrics.authentication(ok: true)
-                                logger.info("device authenticated", metadata: ["sync.device": "\(id.name)"])
+                                logger.info("device authenticated", metadata: ["sync.device": "\(session.identity.name)"])
                                 try await outbound.write(.frame(reply))
                             } catch {
                                 machine.closed()
@@ -136,52 +129,32 @@ public struct SyncServer: Sendable {
                             throw error
                         case .sendPong:
                             try await outbound.write(.frame(SyncFrame(kind: .pong, payload: ByteBuffer())))
-                        case .chainStatus(let frame):
-                            let device = identity!, offset = clockOffset
-                            let chain = try ChainStatusRequest(frame).deviceChainHash
-                            let (seq, hash): (Int, String?)
-                            do {
-                                (seq, hash) = try await offload {
-                                    try requireActive(device)
-                                    try Self.mapAuth { try registry.authorizeRead(device, chain: chain) }
-                                    let status = try applier.status(chain)
-                                    try registry.recordSync(chain: chain, now: now(), clockOffset: offset)
-                                    return status
-                                }
-                            } catch let e as SyncProtocolError where e.code == .forbidden {
-                                // Asking for another device's chain is recorded like sending a bundle of it.
-                                await refused(e, what: "chain status", chain: chain, sequence: nil, device: device, detail: "CHAIN_STATUS_REQUEST: " + e.message)
-                                throw e
-                            }
-                            try await outbound.write(.frame(.json(.chainStatus, .object([
-                                "device_chain_hash": .string(chain), "last_sequence": .int(seq), "last_manifest_hash": .optional(hash)]))))
-                        case .household(let frame):
-                            let device = identity!
-                            let request = try HouseholdRequest(frame)
+                        case .chainStatus(let session, let request):
+                            try await outbound.write(.frame(try await chainStatus(request.deviceChainHash, session: session)))
+                        case .household(let session, let request):
+                            let device = session.identity
                             let (type, from, to) = (request.type, request.from, request.to)
                             let json = try await offload {
                                 try requireActive(device)
                                 return try HouseholdSummary.wireJSON(try HouseholdSummary.build(store, registry: registry, type: type, from: from, to: to))
                             }
                             try await outbound.write(.frame(SyncFrame(kind: .household, payload: ByteBuffer(bytes: json))))
-                        case .beginBundle(let frame):
-                            let device = identity!
-                            try await offload { try requireActive(device) }
-                            let r = try BundleReception(begin: try BundleBegin(frame), directory: store.quarantineDirectory)
-                            quarantine = r.path
-                            receiving = r
-                        case .receivePart(let frame):
+                        case .openBundle(let session, _):
+                            let device = session.identity, directory = store.quarantineDirectory
+                            let file = try await offload {
+                                try requireActive(device)
+                                return try QuarantineFile(directory: directory)
+                            }
+                            machine.bundleOpened(file)
+                        case .writePart(let file, let part):
                             // Inflating and writing a part is CPU and file work: off the cooperative threads.
-                            let r = receiving!
-                            try await offload { try r.part(frame.payload) }
-                            metrics.received(bytes: frame.payload.readableBytes)
-                        case .endBundle(let frame):
-                            let r = receiving!
-                            receiving = nil
-                            try r.end(try BundleEnd(frame))
-                            let reply = await finish(r, device: identity!, clockOffset: clockOffset)
-                            try? FileManager.default.removeItem(atPath: r.path)
-                            quarantine = nil
+                            let (newlines, last) = try await offload { try file.write(part) }
+                            machine.partWritten(newlines: newlines, lastByte: last)
+                            metrics.received(bytes: part.compressed.readableBytes + 8)
+                        case .applyBundle(let session, let transfer):
+                            transfer.file.finish()
+                            let reply = await finish(transfer, session: session)
+                            transfer.file.discard()
                             try await outbound.write(.frame(reply))
                             machine.bundleFinished()
                             await applier.checkpointApplied()
@@ -195,6 +168,29 @@ public struct SyncServer: Sendable {
         } catch {
             logger.debug("connection ended", metadata: ["sync.error": "\(error)"])
         }
+        // A bundle still being received when the connection ended is never applied.
+        machine.closed()?.discard()
+    }
+
+    /// `CHAIN_STATUS`: the chain's last sequence and manifest hash, if the session may read it.
+    func chainStatus(_ chain: String, session: ServerSessionStateMachine.Session) async throws -> SyncFrame {
+        let device = session.identity, offset = session.clockOffset
+        let (seq, hash): (Int, String?)
+        do {
+            (seq, hash) = try await offload {
+                try requireActive(device)
+                try Self.mapAuth { try registry.authorizeRead(device, chain: chain) }
+                let status = try applier.status(chain)
+                try registry.recordSync(chain: chain, now: now(), clockOffset: offset)
+                return status
+            }
+        } catch let e as SyncProtocolError where e.code == .forbidden {
+            // Asking for another device's chain is recorded like sending a bundle of it.
+            await refused(e, what: "chain status", chain: chain, sequence: nil, device: device, detail: "CHAIN_STATUS_REQUEST: " + e.message)
+            throw e
+        }
+        return try .json(.chainStatus, .object([
+            "device_chain_hash": .string(chain), "last_sequence": .int(seq), "last_manifest_hash": .optional(hash)]))
     }
 
     /// Counts a refused authentication and waits as the throttle says before the error is sent.
@@ -205,28 +201,24 @@ public struct SyncServer: Sendable {
         try await Task.sleep(for: .milliseconds(Int(delay * 1000)))
     }
 
-    /// AUTH or ENROLL: the identity, the AUTH_OK reply, and the device clock's offset.
-    func authenticate(_ frame: SyncFrame) throws -> (DeviceRegistry.Identity, SyncFrame, Double?) {
-        guard frame.kind == .auth || frame.kind == .enroll else {
-            throw SyncProtocolError(.unauthorized, "authenticate first: the first frame after the hello must be AUTH or ENROLL")
-        }
+    /// AUTH or ENROLL: the session (identity, device clock offset) and the AUTH_OK reply.
+    func authenticate(_ credentials: ServerSessionStateMachine.Credentials) throws -> (ServerSessionStateMachine.Session, SyncFrame) {
         let t = now()
         let identity: DeviceRegistry.Identity
         let clientTime: Double
         var fields: [String: JSONValue] = ["server_time": .string(CanonicalDate.string(t))]
-        if frame.kind == .enroll {
-            let request = try EnrollRequest(frame)
+        switch credentials {
+        case .enroll(let request):
             let (id, credential) = try Self.mapAuth { try registry.redeem(name: request.deviceName, secret: request.enrollmentSecret, now: t) }
             (identity, clientTime) = (id, request.clientTime)
             fields["device_name"] = .string(request.deviceName)
             fields["credential"] = .string(credential)
-        } else {
-            let request = try AuthRequest(frame)
+        case .auth(let request):
             identity = try Self.mapAuth { try registry.authenticate(name: request.deviceName, credential: request.credential) }
             clientTime = request.clientTime
             fields["device_name"] = .string(request.deviceName)
         }
-        return (identity, try .json(.authOK, .object(fields)), clientTime - t)
+        return (ServerSessionStateMachine.Session(identity: identity, clockOffset: clientTime - t), try .json(.authOK, .object(fields)))
     }
 
     func requireActive(_ device: DeviceRegistry.Identity) throws {
@@ -248,10 +240,12 @@ public struct SyncServer: Sendable {
     }
 
     /// Authorizes, verifies and applies a received bundle; the reply to send.
-    func finish(_ r: BundleReception, device: DeviceRegistry.Identity, clockOffset: Double?) async -> SyncFrame {
+    func finish(_ transfer: ServerSessionStateMachine.Transfer, session: ServerSessionStateMachine.Session) async -> SyncFrame {
+        let device = session.identity, clockOffset = session.clockOffset
+        let begin = transfer.begin
         var chain: String?
         var bound = false
-        let path = r.path
+        let path = transfer.file.path
         do {
             let c = try await offload { try ServerStore.peekChain(file: path) }
             chain = c
@@ -260,7 +254,7 @@ public struct SyncServer: Sendable {
                 return try Self.mapAuth { try registry.claim(device, chain: c, now: now()) }
             }
             let started = ContinuousClock.now
-            let outcome = try await applier.apply(chain: c, path: r.path, manifestHash: r.manifestHash, bytes: r.uncompressedSize, at: now())
+            let outcome = try await applier.apply(chain: c, path: path, manifestHash: begin.manifestHash, bytes: begin.uncompressedSize, at: now())
             bound = false  // applied: the binding stands, whatever fails after this
             metrics.bundle(outcome: outcome, seconds: (ContinuousClock.now - started).seconds)
             try await offload { try registry.recordSync(chain: c, now: now(), clockOffset: clockOffset) }
@@ -269,15 +263,15 @@ public struct SyncServer: Sendable {
             case .applied: status = "applied"
             case .alreadyApplied: status = "already_applied"
             }
-            return try .json(.bundleAck, .object(["sequence": .int(r.sequence), "manifest_hash": .string(r.manifestHash), "status": .string(status)]))
+            return try .json(.bundleAck, .object(["sequence": .int(begin.sequence), "manifest_hash": .string(begin.manifestHash), "status": .string(status)]))
         } catch {
             let e = Self.protocolError(error)
             if bound, let c = chain {
                 // This bundle bound the chain; refused, it binds nothing.
                 _ = try? await offload { try registry.release(device, chain: c) }
             }
-            await refused(e, what: "bundle", chain: chain, sequence: r.sequence, device: device, detail: e.message)
-            return .error(e, sequence: r.sequence)
+            await refused(e, what: "bundle", chain: chain, sequence: begin.sequence, device: device, detail: e.message)
+            return .error(e, sequence: begin.sequence)
         }
     }
 

@@ -79,6 +79,43 @@ struct HostileFrameTests {
         }
     }
 
+    @Test("a hello with flags, and a PING with a payload, are malformed_frame over real TLS")
+    func helloFlagsAndPingPayload() async throws {
+        let data = TempDir()
+        try await withServer(data) { server in
+            var hello = ByteBuffer()
+            SyncHello(flags: 0x0001).write(to: &hello)
+            var reply = try await server.raw(Array(hello.readableBytesView), until: "malformed_frame")
+            #expect(String(decoding: reply, as: UTF8.self).contains("flags must be 0"))
+            let e = try await server.enroll("a")
+            reply = try await server.raw(try wire([try authFrame(e), SyncFrame(kind: .ping, payload: ByteBuffer(bytes: [1]))]), until: "malformed_frame")
+            #expect(String(decoding: reply, as: UTF8.self).contains("PING: the payload must be empty"))
+        }
+    }
+
+    @Test("a transfer refused mid-bundle (a part out of order) leaves nothing in quarantine")
+    func refusedTransferLeavesNoFile() async throws {
+        let data = TempDir()
+        try await withServer(data) { server in
+            let e = try await server.enroll("a")
+            let body = Array("{}\n{}\n{}\n".utf8)
+            var second = ByteBuffer()
+            second.writeInteger(UInt32(5), endianness: .big)
+            second.writeInteger(UInt32(1), endianness: .big)
+            let begin = SyncFrame(kind: .bundleBegin, payload: ByteBuffer(string:
+                "{\"item_count\":1,\"manifest_hash\":\"\(Self.hash)\",\"parts\":2,\"sequence\":1,\"uncompressed_size\":\(body.count + 1)}"))
+            let reply = try await server.raw(try wire([try authFrame(e), begin, try Self.onlyPart(body), SyncFrame(kind: .bundlePart, payload: second)]),
+                                             until: "malformed_frame")
+            #expect(String(decoding: reply, as: UTF8.self).contains("expected part 1 of 2"))
+            let quarantine = server.store.quarantineDirectory
+            let deadline = ContinuousClock.now + .seconds(5)
+            while try !FileManager.default.contentsOfDirectory(atPath: quarantine).isEmpty && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(try FileManager.default.contentsOfDirectory(atPath: quarantine).isEmpty)
+        }
+    }
+
     @Test("a client time of year 9999 is refused, not stored as a clock offset")
     func farFutureClientTime() async throws {
         let data = TempDir()

@@ -1,88 +1,179 @@
+import Foundation
+import HealthProbeCanonical
+import HealthProbeProtocol
+import HealthProbeTestSupport
 import NIOCore
 import Testing
 @testable import HealthProbeServer
-import HealthProbeProtocol
-import HealthProbeNode
-import HealthProbeTestSupport
 
 @Suite("Server session state machine")
 struct ServerSessionStateMachineTests {
-    func frame(_ kind: SyncFrame.Kind) -> SyncInbound { .frame(SyncFrame(kind: kind, payload: ByteBuffer())) }
-    func isFail(_ a: ServerSessionStateMachine.Action, _ code: SyncProtocolError.Code) -> Bool {
-        if case .fail(let e) = a { return e.code == code }
-        return false
+    typealias Machine = ServerSessionStateMachine
+    static let hash = String(repeating: "ab", count: 32)
+    static let session = Machine.Session(identity: DeviceRegistry.Identity(id: 7, name: "phone"), clockOffset: 1.5)
+
+    func empty(_ kind: SyncFrame.Kind) -> SyncInbound { .frame(SyncFrame(kind: kind, payload: ByteBuffer())) }
+    func json(_ kind: SyncFrame.Kind, _ members: [String: JSONValue]) -> SyncInbound {
+        .frame(try! .json(kind, .object(members)))
+    }
+    var auth: SyncInbound {
+        json(.auth, ["device_name": .string("phone"), "credential": .string(Self.hash), "client_time": .string("2026-01-01T00:00:00.000Z")])
+    }
+    func begin(sequence: Int = 1, parts: Int = 2, items: Int = 1, size: Int = 30) -> SyncInbound {
+        json(.bundleBegin, ["sequence": .int(sequence), "manifest_hash": .string(Self.hash), "parts": .int(parts),
+                            "item_count": .int(items), "uncompressed_size": .int(size)])
+    }
+    func part(_ index: UInt32, size: UInt32 = 15) -> SyncInbound {
+        var b = ByteBuffer()
+        b.writeInteger(index, endianness: .big)
+        b.writeInteger(size, endianness: .big)
+        b.writeBytes([0x78, 0x9C])
+        return .frame(SyncFrame(kind: .bundlePart, payload: b))
+    }
+    func end(sequence: Int = 1) -> SyncInbound {
+        json(.bundleEnd, ["sequence": .int(sequence), "manifest_hash": .string(Self.hash)])
+    }
+    func failCode(_ a: Machine.Action) -> SyncProtocolError.Code? {
+        if case .fail(let e) = a { return e.code }
+        return nil
+    }
+    func isClosed(_ m: Machine) -> Bool { if case .closed = m.state { return true }; return false }
+
+    /// A machine past hello and authentication.
+    func ready() -> Machine {
+        var m = Machine()
+        _ = m.received(.hello(SyncHello()))
+        _ = m.received(auth)
+        m.authenticated(Self.session)
+        return m
     }
 
-    @Test("a whole session: hello, auth, status, a bundle with a ping inside, a second bundle, household")
-    func happyPath() {
-        var m = ServerSessionStateMachine()
-        #expect(m.received(.hello(SyncHello())) == .sendHello)
-        #expect(m.state == .awaitingAuth)
-        guard case .authenticate = m.received(frame(.auth)) else { Issue.record("expected authenticate"); return }
-        m.authenticated()
-        #expect(m.state == .ready)
-        guard case .chainStatus = m.received(frame(.chainStatusRequest)) else { Issue.record("expected chainStatus"); return }
-        for _ in 0..<2 {
-            guard case .beginBundle = m.received(frame(.bundleBegin)) else { Issue.record("expected beginBundle"); return }
-            #expect(m.state == .receiving)
-            guard case .receivePart = m.received(frame(.bundlePart)) else { Issue.record("expected receivePart"); return }
-            #expect(m.received(frame(.ping)) == .sendPong)
-            guard case .endBundle = m.received(frame(.bundleEnd)) else { Issue.record("expected endBundle"); return }
-            #expect(m.state == .applying)
+    /// A ready machine with a bundle open (its quarantine file in `dir`).
+    func receiving(_ dir: TempDir, begin b: SyncInbound? = nil) throws -> Machine {
+        var m = ready()
+        guard case .openBundle = m.received(b ?? begin()) else { Issue.record("expected openBundle"); return m }
+        m.bundleOpened(try QuarantineFile(directory: dir.path))
+        return m
+    }
+
+    @Test("a whole session: the states carry the session and the transfer; the actions carry typed messages")
+    func happyPath() throws {
+        let dir = try TempDir()
+        var m = Machine()
+        guard case .sendHello = m.received(.hello(SyncHello())) else { Issue.record("expected sendHello"); return }
+        guard case .authenticate(.auth(let a)) = m.received(auth) else { Issue.record("expected authenticate"); return }
+        #expect(a.deviceName == "phone" && a.clientTime == 1_767_225_600)
+        guard case .authenticating = m.state else { Issue.record("expected authenticating"); return }
+        m.authenticated(Self.session)
+        guard case .ready(let s) = m.state, s == Self.session else { Issue.record("the session is held"); return }
+        guard case .chainStatus(let cs, let r) = m.received(json(.chainStatusRequest, ["device_chain_hash": .string(Self.hash)])),
+              cs == Self.session, r.deviceChainHash == Self.hash else { Issue.record("expected chainStatus"); return }
+        for sequence in 1...2 {
+            guard case .openBundle(_, let b) = m.received(begin(sequence: sequence)), b.sequence == sequence else { Issue.record("expected openBundle"); return }
+            if case .fail(let e) = m.received(empty(.ping)) { #expect(e.code == .unexpectedMessage, "nothing before the file is open") }
+            m = try receiving(dir, begin: begin(sequence: sequence))
+            for i in 0..<2 {
+                guard case .writePart(_, let p) = m.received(part(UInt32(i))), p.index == i, p.declaredSize == 15 else { Issue.record("expected writePart"); return }
+                m.partWritten(newlines: i == 0 ? 2 : 1, lastByte: 0x0A)
+                guard case .sendPong = m.received(empty(.ping)) else { Issue.record("a ping inside a bundle"); return }
+            }
+            guard case .receiving(_, let t) = m.state else { Issue.record("expected receiving"); return }
+            #expect(t.nextPart == 2 && t.received == 30 && t.lines == 3)
+            guard case .applyBundle(let bs, let bt) = m.received(end(sequence: sequence)), bs == Self.session, bt.begin.sequence == sequence else {
+                Issue.record("expected applyBundle"); return
+            }
             m.bundleFinished()
-            #expect(m.state == .ready)
+            guard case .ready = m.state else { Issue.record("ready again"); return }
         }
-        guard case .household = m.received(frame(.householdRequest)) else { Issue.record("expected household"); return }
-        #expect(m.received(frame(.ping)) == .sendPong)
+        guard case .household(_, let h) = m.received(json(.householdRequest, ["type": .null, "from": .null, "to": .null])), h.type == nil else {
+            Issue.record("expected household"); return
+        }
+        #expect(m.closed() == nil, "no bundle in progress")
     }
 
-    @Test("before authentication every other frame is refused as unauthorized, and the session closes")
+    @Test("before authentication every other frame is refused as unauthorized; a malformed AUTH is refused too")
     func unauthenticated() {
         for kind in SyncFrame.Kind.allCases where kind != .auth && kind != .enroll {
-            var m = ServerSessionStateMachine()
+            var m = Machine()
             _ = m.received(.hello(SyncHello()))
-            guard case .refuse(let e) = m.received(frame(kind)) else { Issue.record("\(kind) was not refused"); continue }
+            guard case .refuse(let e) = m.received(empty(kind)) else { Issue.record("\(kind) was not refused"); continue }
             #expect(e.code == .unauthorized)
-            #expect(m.state == .closed)
-            #expect(m.received(frame(.ping)) == .none)
+            #expect(isClosed(m))
+            guard case .none = m.received(empty(.ping)) else { Issue.record("closed is closed"); continue }
         }
-        var m = ServerSessionStateMachine()
+        var m = Machine()
         _ = m.received(.hello(SyncHello()))
-        guard case .authenticate = m.received(frame(.enroll)) else { Issue.record("ENROLL must be checked"); return }
-        #expect(m.state == .awaitingAuth, "only authenticated() moves on")
+        guard case .refuse(let e) = m.received(json(.auth, ["device_name": .string("phone")])) else { Issue.record("a malformed AUTH"); return }
+        #expect(e.code == .malformedFrame && e.message.contains("AUTH"))
+        m = Machine()
+        _ = m.received(.hello(SyncHello()))
+        let enroll = json(.enroll, ["device_name": .string("p"), "enrollment_secret": .string("s"), "client_time": .string("2026-01-01T00:00:00.000Z")])
+        guard case .authenticate(.enroll) = m.received(enroll) else { Issue.record("ENROLL must be checked"); return }
+        #expect(failCode(m.received(empty(.ping))) == .unexpectedMessage, "nothing while the credentials are checked")
+    }
+
+    @Test("hello flags must be 0; a PING must be empty; server-only frames are unexpected")
+    func helloFlagsAndPing() {
+        var m = Machine()
+        #expect(failCode(m.received(.hello(SyncHello(flags: 1)))) == .malformedFrame)
+        #expect(isClosed(m))
+        m = ready()
+        #expect(failCode(m.received(.frame(SyncFrame(kind: .ping, payload: ByteBuffer(bytes: [0]))))) == .malformedFrame)
+        for kind in [SyncFrame.Kind.authOK, .chainStatus, .bundleAck, .pong, .household, .error] {
+            m = ready()
+            #expect(failCode(m.received(empty(kind))) == .unexpectedMessage, "\(kind)")
+        }
     }
 
     @Test("frames out of their state are unexpected_message and close the session")
-    func outOfState() {
-        func ready() -> ServerSessionStateMachine {
-            var m = ServerSessionStateMachine()
-            _ = m.received(.hello(SyncHello()))
-            _ = m.received(frame(.auth))
-            m.authenticated()
-            return m
-        }
+    func outOfState() throws {
+        let dir = try TempDir()
         var m = ready()
-        #expect(isFail(m.received(frame(.bundlePart)), .unexpectedMessage))
-        #expect(m.state == .closed)
+        #expect(failCode(m.received(part(0))) == .unexpectedMessage)
+        #expect(isClosed(m))
         m = ready()
-        #expect(isFail(m.received(frame(.bundleEnd)), .unexpectedMessage))
+        #expect(failCode(m.received(end())) == .unexpectedMessage)
         m = ready()
-        #expect(isFail(m.received(frame(.auth)), .unexpectedMessage))
+        #expect(failCode(m.received(auth)) == .unexpectedMessage)
         m = ready()
-        #expect(isFail(m.received(.hello(SyncHello())), .unexpectedMessage))
+        #expect(failCode(m.received(.hello(SyncHello()))) == .unexpectedMessage)
+        m = try receiving(dir)
+        #expect(failCode(m.received(begin())) == .unexpectedMessage)
+        #expect(m.closed() != nil, "closing hands back the open quarantine file")
+        m = try receiving(dir)
+        #expect(failCode(m.received(json(.chainStatusRequest, ["device_chain_hash": .string(Self.hash)]))) == .unexpectedMessage)
+        m = try receiving(dir, begin: begin(parts: 1, items: 0, size: 1))
+        _ = m.received(part(0, size: 1))
+        m.partWritten(newlines: 0, lastByte: 0x41)
+        #expect(failCode(m.received(end())) == .malformedFrame, "one line is not header, items and trailer")
+        var fresh = Machine()
+        #expect(failCode(fresh.received(empty(.ping))) == .badMagic)
+    }
+
+    @Test("parts: in order, within the part limit and the declared total; the end matches the begin")
+    func transferChecks() throws {
+        let dir = try TempDir()
+        var m = try receiving(dir)
+        #expect(failCode(m.received(part(1))) == .malformedFrame, "out of order")
+        m = try receiving(dir)
+        #expect(failCode(m.received(part(0, size: 31))) == .inflateLimit, "more than BUNDLE_BEGIN declared")
+        m = try receiving(dir, begin: begin(size: 100_000_000))
+        #expect(failCode(m.received(part(0, size: UInt32(BundlePartCodec.maxPartSize + 1)))) == .inflateLimit)
+        m = try receiving(dir)
+        _ = m.received(part(0))
+        _ = m.received(part(1))
+        #expect(failCode(m.received(part(2))) == .malformedFrame, "more parts than declared")
+        m = try receiving(dir)
+        _ = m.received(part(0))
+        #expect(failCode(m.received(end())) == .malformedFrame, "ended early")
+        m = try receiving(dir)
+        _ = m.received(part(0))
+        _ = m.received(part(1))
+        #expect(failCode(m.received(end(sequence: 2))) == .malformedFrame, "END does not match BEGIN")
         m = ready()
-        #expect(isFail(m.received(frame(.bundleAck)), .unexpectedMessage))
-        m = ready()
-        _ = m.received(frame(.bundleBegin))
-        #expect(isFail(m.received(frame(.bundleBegin)), .unexpectedMessage))
-        m = ready()
-        _ = m.received(frame(.bundleBegin))
-        #expect(isFail(m.received(frame(.chainStatusRequest)), .unexpectedMessage))
-        m = ready()
-        _ = m.received(frame(.bundleBegin))
-        _ = m.received(frame(.bundleEnd))
-        #expect(isFail(m.received(frame(.bundleBegin)), .unexpectedMessage), "the client waits for the ack")
-        var fresh = ServerSessionStateMachine()
-        #expect(isFail(fresh.received(frame(.ping)), .badMagic))
+        #expect(failCode(m.received(SyncInbound.frame(SyncFrame(kind: .bundlePart, payload: ByteBuffer(bytes: [0, 0, 0]))))) == SyncProtocolError.Code.unexpectedMessage,
+                "outside a bundle, even malformed")
+        m = try receiving(dir)
+        #expect(failCode(m.received(SyncInbound.frame(SyncFrame(kind: .bundlePart, payload: ByteBuffer(bytes: [0, 0, 0]))))) == SyncProtocolError.Code.malformedFrame)
     }
 }

@@ -43,6 +43,11 @@ public final class DeviceRegistry: Sendable {
     public struct Identity: Sendable, Equatable {
         public let id: Int64
         public let name: String
+
+        public init(id: Int64, name: String) {
+            self.id = id
+            self.name = name
+        }
     }
 
     /// How long an enrollment token can be redeemed.

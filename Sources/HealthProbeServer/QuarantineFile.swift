@@ -1,0 +1,64 @@
+import Foundation
+import HealthProbeProtocol
+import NIOCore
+
+/// The file a bundle is received into before it is verified (`<data>/quarantine/`).
+/// The session state machine decides which parts arrive and when the bundle is
+/// complete; this only inflates parts and writes them. Used by one session at a
+/// time; a reference, so that its inflate buffer moves to the thread doing the
+/// work without being copied.
+public final class QuarantineFile: @unchecked Sendable {
+    public let path: String
+    private let handle: FileHandle
+    /// Each part is inflated into this one buffer (its capacity reused).
+    private var inflated: [UInt8] = []
+    private var open = true
+
+    /// Creates a new, empty file in `directory`.
+    public init(directory: String) throws {
+        path = directory + "/\(UUID().uuidString).jsonl"
+        guard FileManager.default.createFile(atPath: path, contents: nil), let h = FileHandle(forWritingAtPath: path) else {
+            throw SyncProtocolError(.storage, "the server cannot write its quarantine file")
+        }
+        handle = h
+    }
+
+    deinit { if open { try? handle.close() } }
+
+    /// Inflates `part` (exactly its declared size, or an error) and appends it;
+    /// returns how many LF bytes it held and its last byte.
+    public func write(_ part: BundlePart) throws -> (newlines: Int, lastByte: UInt8?) {
+        try part.compressed.withUnsafeReadableBytes {
+            try BundlePartCodec.inflate($0, declaredSize: part.declaredSize, into: &inflated)
+        }
+        let newlines = inflated.withUnsafeBufferPointer { Self.newlines(in: $0) }
+        do { try handle.write(contentsOf: inflated) } catch {
+            throw SyncProtocolError(.storage, "the server cannot write its quarantine file (disk full?)")
+        }
+        return (newlines, inflated.last)
+    }
+
+    /// Ends writing (closes the descriptor once); the file stays for verification.
+    public func finish() {
+        if open { try? handle.close() }
+        open = false
+        inflated = []
+    }
+
+    /// Removes the file (a refused, applied or abandoned bundle).
+    public func discard() {
+        try? FileManager.default.removeItem(atPath: path)
+    }
+
+    /// How many LF bytes `bytes` holds.
+    static func newlines(in bytes: UnsafeBufferPointer<UInt8>) -> Int {
+        guard var p = bytes.baseAddress.map(UnsafeRawPointer.init) else { return 0 }
+        let end = p + bytes.count
+        var n = 0
+        while p < end, let hit = memchr(p, 0x0A, end - p) {
+            n += 1
+            p = UnsafeRawPointer(hit) + 1
+        }
+        return n
+    }
+}
