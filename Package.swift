@@ -5,6 +5,11 @@ let strict: [SwiftSetting] = [
     .swiftLanguageMode(.v6),
 ]
 
+/// `scripts/fuzz` sets HP_FUZZ=1 and builds only `hp-fuzz`: the modules that parse
+/// untrusted input get libFuzzer's coverage instrumentation (docs/fuzzing.md).
+let fuzzing = Context.environment["HP_FUZZ"] == "1"
+let fuzzed: [SwiftSetting] = strict + (fuzzing ? [.unsafeFlags(["-sanitize=fuzzer"])] : [])
+
 let package = Package(
     name: "HealthProbe",
     platforms: [.macOS(.v14)],
@@ -15,6 +20,7 @@ let package = Package(
         .executable(name: "hp-node", targets: ["HPNode"]),
         .executable(name: "hp-server", targets: ["HPServer"]),
         .executable(name: "hp-bench", targets: ["HPBench"]),
+        .executable(name: "hp-fuzz", targets: ["HPFuzz"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
@@ -39,7 +45,7 @@ let package = Package(
         .target(
             name: "HealthProbeCanonical",
             dependencies: [.product(name: "Crypto", package: "swift-crypto")],
-            swiftSettings: strict
+            swiftSettings: fuzzed
         ),
         .target(
             name: "HealthProbeArchive",
@@ -52,7 +58,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            swiftSettings: strict
+            swiftSettings: fuzzed
         ),
         .target(
             name: "HealthProbeSimulator",
@@ -95,7 +101,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
-            swiftSettings: strict
+            swiftSettings: fuzzed
         ),
         // The device side: outbox bundles, the pinned-TLS client, sync, enrollment.
         .target(
@@ -130,7 +136,7 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            swiftSettings: strict
+            swiftSettings: fuzzed
         ),
         .target(
             name: "HealthProbeCLI",
@@ -184,6 +190,26 @@ let package = Package(
             path: "Sources/hp-bench",
             swiftSettings: strict
         ),
+        // Fuzz targets over the decoders, the verifier and verify-then-apply (docs/fuzzing.md).
+        .target(
+            name: "HealthProbeFuzz",
+            dependencies: [
+                "HealthProbeCanonical",
+                "HealthProbeArchive",
+                "HealthProbeProtocol",
+                "HealthProbeServer",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: fuzzed
+        ),
+        .executableTarget(
+            name: "HPFuzz",
+            dependencies: ["HealthProbeFuzz"],
+            path: "Sources/hp-fuzz",
+            swiftSettings: strict + (fuzzing ? [.define("HP_FUZZ"), .unsafeFlags(["-sanitize=fuzzer"])] : []),
+            linkerSettings: fuzzing ? [.unsafeFlags(["-sanitize=fuzzer", "-use-ld=lld"])] : []
+        ),
         // Helpers shared by the test targets (temporary homes, repository files, the CLIs).
         .target(
             name: "HealthProbeTestSupport",
@@ -236,6 +262,11 @@ let package = Package(
                            .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOTestUtils", package: "swift-nio"),
                            .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                            .product(name: "GRDB", package: "GRDB.swift"), .product(name: "NIOSSL", package: "swift-nio-ssl")],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "HealthProbeFuzzTests",
+            dependencies: ["HealthProbeFuzz", "HealthProbeTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(

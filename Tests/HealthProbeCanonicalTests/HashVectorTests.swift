@@ -3,39 +3,6 @@ import Testing
 @testable import HealthProbeCanonical
 import HealthProbeTestSupport
 
-struct HashVectors: Decodable {
-    struct NumberCase: Decodable { var bits: String; var canonical: String }
-    struct JSONCase: Decodable { var name: String; var input: String; var canonical: String }
-    struct DateCase: Decodable { var unixSeconds: Double; var canonical: String }
-    struct SHACase: Decodable { var domain: String; var input: String; var hex: String }
-    struct HMACCase: Decodable { var keyHex: String; var domain: String; var input: String; var hex: String }
-    struct SampleCase: Decodable {
-        var name: String
-        var secretHex: String
-        var type: String
-        var sample: [String: JSONValue]
-        var expected: [String: JSONValue]
-    }
-    var numbers: [NumberCase]
-    var canonicalJson: [JSONCase]
-    var dates: [DateCase]
-    var sha256: [SHACase]
-    var hmac: [HMACCase]
-    var samples: [SampleCase]
-
-    static func load() throws -> HashVectors {
-        let decoder = JSONDecoder()
-        decoder.keyDecodingStrategy = .convertFromSnakeCase
-        return try decoder.decode(HashVectors.self, from: Data(contentsOf: vectorURL("hashing.json")))
-    }
-}
-
-extension JSONValue {
-    var string: String? { if case .string(let s) = self { return s }; return nil }
-    var number: Double? { if case .number(let d) = self { return d }; return nil }
-    var object: [String: JSONValue]? { if case .object(let o) = self { return o }; return nil }
-}
-
 @Suite("Hash vectors (Protocol/vectors/hashing.json)")
 struct HashVectorTests {
     let v: HashVectors

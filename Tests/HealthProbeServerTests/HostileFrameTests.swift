@@ -107,12 +107,7 @@ struct HostileFrameTests {
             let reply = try await server.raw(try wire([try authFrame(e), begin, try Self.onlyPart(body), SyncFrame(kind: .bundlePart, payload: second)]),
                                              until: "malformed_frame")
             #expect(String(decoding: reply, as: UTF8.self).contains("expected part 1 of 2"))
-            let quarantine = server.store.quarantineDirectory
-            let deadline = ContinuousClock.now + .seconds(5)
-            while try !FileManager.default.contentsOfDirectory(atPath: quarantine).isEmpty && ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            #expect(try FileManager.default.contentsOfDirectory(atPath: quarantine).isEmpty)
+            #expect(try await quarantineEmpties(server.store, within: .seconds(5)))
         }
     }
 

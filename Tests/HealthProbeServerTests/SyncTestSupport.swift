@@ -98,3 +98,13 @@ func withServer(_ data: TempDir, hello: TimeAmount = .seconds(10), idle: TimeAmo
         try await body(TestServer(port: port, store: store))
     }
 }
+
+/// Whether the server's quarantine is empty, waiting (bounded) for a connection's
+/// cleanup to remove its file.
+func quarantineEmpties(_ store: ServerStore, within limit: Duration = .seconds(30)) async throws -> Bool {
+    let deadline = ContinuousClock.now + limit
+    while try !FileManager.default.contentsOfDirectory(atPath: store.quarantineDirectory).isEmpty && ContinuousClock.now < deadline {
+        try await Task.sleep(for: .milliseconds(20))
+    }
+    return try FileManager.default.contentsOfDirectory(atPath: store.quarantineDirectory).isEmpty
+}

@@ -4,36 +4,13 @@ import Testing
 import HealthProbeCanonical
 import HealthProbeTestSupport
 
-struct SampleHashVectors: Decodable {
-    struct SampleCase: Decodable {
-        var name: String
-        var secretHex: String
-        var type: String
-        var sample: [String: JSONValue]
-        var expected: [String: JSONValue]
-    }
-    var samples: [SampleCase]
-
-    static func load() throws -> SampleHashVectors {
-        let decoder = JSONDecoder()
-        decoder.keyDecodingStrategy = .convertFromSnakeCase
-        return try decoder.decode(SampleHashVectors.self, from: Data(contentsOf: vectorURL("hashing.json")))
-    }
-}
-
-extension JSONValue {
-    var string: String? { if case .string(let s) = self { return s }; return nil }
-    var number: Double? { if case .number(let d) = self { return d }; return nil }
-    var object: [String: JSONValue]? { if case .object(let o) = self { return o }; return nil }
-}
-
 /// The sample hashes of Protocol/vectors/hashing.json (the canonical layer's own
 /// vectors are checked in HealthProbeCanonicalTests).
 @Suite("Sample hash vectors (Protocol/vectors/hashing.json)")
 struct SampleHashVectorTests {
-    let v: SampleHashVectors
+    let v: HashVectors
 
-    init() throws { v = try SampleHashVectors.load() }
+    init() throws { v = try HashVectors.load() }
 
     @Test("sample payload, fingerprint and provenance hashes")
     func samples() throws {

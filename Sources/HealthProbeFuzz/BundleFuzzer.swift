@@ -1,0 +1,107 @@
+import Foundation
+import GRDB
+import HealthProbeArchive
+import HealthProbeCanonical
+
+/// Bundles from fuzzed bytes, with every hash made right so that the checks
+/// behind the hashes are what gets explored.
+enum BundleFuzzer {
+    /// Lines as a bundle file holds them: LF-separated; a final LF ends the last line.
+    static func lines(_ data: UnsafeRawBufferPointer) -> [[UInt8]] {
+        var out = data.split(separator: 0x0A, omittingEmptySubsequences: false).map { Array($0) }
+        if out.last?.isEmpty == true { out.removeLast() }
+        return out
+    }
+
+    /// The manifest hash of header, items and trailer (Protocol/bundles.md section 3).
+    static func manifestHash(header: [UInt8], items: ArraySlice<[UInt8]>, trailer: [UInt8]) -> String {
+        var manifest = header + [0x0A]
+        for item in items { manifest += Array(ArchiveHasher.sha256(.item, item).utf8) + [0x0A] }
+        return ArchiveHasher.sha256(.manifest, manifest + trailer)
+    }
+
+    static func verify(_ data: UnsafeRawBufferPointer) -> String? {
+        let all = lines(data)
+        guard all.count >= 2 else { return nil }
+        let expected = manifestHash(header: all[0], items: all.dropFirst().dropLast(), trailer: all[all.count - 1])
+        var verifier = BundleVerifier()
+        do {
+            for line in all { try verifier.feed(line) }
+            _ = try verifier.finish(expected: expected)
+        } catch {
+            return nil
+        }
+        // Accepted: its header parses the same way on its own.
+        guard (try? BundleVerifier.header(all[0])) != nil else { return "a verified bundle's header is refused by BundleVerifier.header" }
+        return nil
+    }
+
+    /// An empty replica to start each run from (in memory), and the replica the
+    /// runs use: a real file, as the server's, reset from the template by SQLite's
+    /// backup before each run.
+    nonisolated(unsafe) static var replicas: (template: Archive, scratch: Archive)? = {
+        let dir = NSTemporaryDirectory() + "hp-fuzz-apply-\(getpid())"
+        try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        guard let t = try? Archive.inMemory(), let s = try? Archive.open(path: dir + "/replica.sqlite", writerCacheMiB: 8) else { return nil }
+        return (t, s)
+    }()
+
+    /// Bundles the apply target saw accepted (tests: the checks behind acceptance are reached).
+    nonisolated(unsafe) static var accepted = 0
+
+    static func apply(_ data: UnsafeRawBufferPointer) -> String? {
+        let given = lines(data)
+        guard let header = given.first else { return nil }
+        let items = given.dropFirst()
+        var counts: [String: Int] = [:]
+        for item in items {
+            var kind = "?"
+            if case .object(let o)? = try? JSONParser.parse(item), case .string(let k)? = o["kind"] { kind = k }
+            counts[kind, default: 0] += 1
+        }
+        guard let trailer = try? CanonicalJSON.encode(.object(["item_count": .int(items.count), "counts": .object(counts.mapValues { .int($0) })])) else {
+            return nil
+        }
+        let bundle = [header] + Array(items) + [trailer]
+        let hash = manifestHash(header: header, items: items, trailer: trailer)
+        guard let (template, replica) = replicas else { return "cannot create an in-memory replica" }
+        do { try template.writer.backup(to: replica.writer) } catch { return "cannot reset the scratch replica: \(error)" }
+        let outcome: BundleApplier.Outcome
+        do {
+            outcome = try BundleApplier.apply(replica, lines: bundle, manifestHash: hash, now: 1_767_225_600)
+        } catch is BundleError {
+            return unchanged(replica)
+        } catch is BundleApplier.ApplyError {
+            return unchanged(replica)
+        } catch {
+            // Anything else would reach the device as `storage`, a retryable failure of the server.
+            return "a bundle was refused with an error that is not about the bundle: \(error)"
+        }
+        guard case .applied = outcome else { return "a bundle applied to an empty replica was \(outcome)" }
+        accepted += 1
+        // Accepted: the replica passes every check `hp-server verify --full` makes.
+        do {
+            let problems = try ArchiveVerifier.databaseChecks(replica, mode: .full).filter { $0.status == .problem }
+            if let p = problems.first { return "an accepted bundle left the replica failing \(p.name): \(p.detail)" }
+        } catch {
+            return "the replica cannot be verified after an accepted bundle: \(error)"
+        }
+        // And applying it again changes nothing.
+        do {
+            let again = try BundleApplier.apply(replica, lines: bundle, manifestHash: hash, now: 1_767_225_601)
+            guard case .alreadyApplied = again else { return "an accepted bundle applied twice was \(again)" }
+        } catch {
+            return "an accepted bundle sent again was refused: \(error)"
+        }
+        return nil
+    }
+
+    /// A refused bundle must leave nothing behind.
+    static func unchanged(_ replica: Archive) -> String? {
+        let stored = try? replica.writer.read { db in
+            try Int.fetchOne(db, sql: "SELECT (SELECT count(*) FROM observations) + (SELECT count(*) FROM bundle_log) + (SELECT count(*) FROM samples)")
+        }
+        guard let rows = stored ?? nil else { return "the replica cannot be read after a refused bundle" }
+        return rows == 0 ? nil : "a refused bundle left \(rows) rows behind"
+    }
+}
