@@ -26,6 +26,7 @@ public enum ArchiveMigrations {
         Migration(version: SchemaV5.version, description: SchemaV5.description, sql: SchemaV5.sql),
         Migration(version: SchemaV6.version, description: SchemaV6.description, sql: SchemaV6.sql),
         Migration(version: SchemaV7.version, description: SchemaV7.description, sql: SchemaV7.sql),
+        Migration(version: SchemaV8.version, description: SchemaV8.description, sql: SchemaV8.sql),
     ]
 
     /// The highest schema version this build knows.

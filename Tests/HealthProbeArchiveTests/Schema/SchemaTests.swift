@@ -12,7 +12,7 @@ struct SchemaTests {
                          "sample_versions", "sample_observation_events", "sample_visibility_ranges", "sample_relationships",
                          "observation_type_summaries", "daily_type_aggregates", "export_manifests", "export_items", "capture_pages", "bundle_log"]
     static let indexes = ["idx_observations_device_time", "idx_type_runs_type_observation", "idx_samples_uuid_hash",
-                          "idx_samples_type_semantic", "idx_sample_versions_sample", "idx_sample_versions_time",
+                          "idx_samples_type_semantic", "idx_sample_versions_time",
                           "idx_events_observation_kind", "idx_events_sample", "idx_visibility_open_ranges",
                           "idx_visibility_point_lookup", "idx_relationship_source", "idx_relationship_target", "idx_daily_type_bucket"]
 
@@ -22,6 +22,8 @@ struct SchemaTests {
             for t in Self.tables { #expect(tables.contains(t), "table \(t)") }
             let indexes = Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index'"))
             for i in Self.indexes { #expect(indexes.contains(i), "index \(i)") }
+            // Dropped by migration 8: UNIQUE(sample_id, payload_hash) covers it.
+            #expect(!indexes.contains("idx_sample_versions_sample"))
             #expect(try Int.fetchOne(db, sql: "PRAGMA foreign_keys") == 1)
             #expect(try Int.fetchAll(db, sql: "SELECT version FROM schema_migrations ORDER BY version") == Array(2...ArchiveMigrations.latestVersion))
             #expect(try String.fetchOne(db, sql: "SELECT value FROM archive_metadata WHERE key = 'schema_version'") == String(ArchiveMigrations.latestVersion))
