@@ -10,6 +10,15 @@ let strict: [SwiftSetting] = [
 let fuzzing = Context.environment["HP_FUZZ"] == "1"
 let fuzzed: [SwiftSetting] = strict + (fuzzing ? [.unsafeFlags(["-sanitize=fuzzer"])] : [])
 
+/// What both sides of sync build on: the archive, the protocol, NIO with TLS.
+let syncSide: [Target.Dependency] = [
+    "HealthProbeCanonical", "HealthProbeArchive", "HealthProbeProtocol",
+    .product(name: "GRDB", package: "GRDB.swift"),
+    .product(name: "NIOCore", package: "swift-nio"),
+    .product(name: "NIOPosix", package: "swift-nio"),
+    .product(name: "NIOSSL", package: "swift-nio-ssl"),
+]
+
 let package = Package(
     name: "HealthProbe",
     platforms: [.macOS(.v14)],
@@ -106,29 +115,13 @@ let package = Package(
         // The device side: outbox bundles, the pinned-TLS client, sync, enrollment.
         .target(
             name: "HealthProbeNode",
-            dependencies: [
-                "HealthProbeCanonical",
-                "HealthProbeArchive",
-                "HealthProbeProtocol",
-                .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
+            dependencies: syncSide + [.product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
         // The household server: sessions, store, registry, apply queue, verifier, summaries, metrics.
         .target(
             name: "HealthProbeServer",
-            dependencies: [
-                "HealthProbeCanonical",
-                "HealthProbeArchive",
-                "HealthProbeProtocol",
-                .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            dependencies: syncSide + [
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
