@@ -104,8 +104,9 @@ struct SecurityTests {
                 let text = String(decoding: reply, as: UTF8.self)
                 #expect(text.contains("unauthorized") && !text.contains("last_sequence"), "\(text)")
             }
-            #expect(times[3] >= .milliseconds(800), "the fourth failure waits 0.1 * 2^3 s: \(times)")
-            #expect(times[3] > times[0])
+            // The fourth failure waits 0.1 * 2^3 s. (Comparing it with the first answer's time is
+            // not robust: under a loaded suite a TLS handshake alone took over 0.9 s.)
+            #expect(times[3] >= .milliseconds(800), "\(times)")
             #expect(try server.store.chains().isEmpty)
             // A wrong credential for a real device is refused the same way.
             var e = try await server.enroll("a")
