@@ -82,6 +82,23 @@ public struct ArchiveHasher: @unchecked Sendable {
     public static func hex(_ bytes: [UInt8]) -> String {
         bytes.withUnsafeBytes { hex(buffer: $0) }
     }
+
+    /// The bytes of lower-case hex (an even number of `0-9a-f`), or nil.
+    public static func bytes(lowerHex hex: String) -> [UInt8]? {
+        var out: [UInt8] = []
+        out.reserveCapacity(hex.utf8.count / 2)
+        var high: UInt8?
+        for c in hex.utf8 {
+            let v: UInt8
+            switch c {
+            case 0x30...0x39: v = c - 0x30
+            case 0x61...0x66: v = c - 0x61 + 10
+            default: return nil
+            }
+            if let h = high { out.append(h << 4 | v); high = nil } else { high = v }
+        }
+        return high == nil ? out : nil
+    }
 }
 
 extension SHA256.Digest {

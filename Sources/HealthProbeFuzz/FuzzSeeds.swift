@@ -36,12 +36,6 @@ public enum FuzzSeeds {
         return o
     }
 
-    static func hex(_ s: String) -> [UInt8] {
-        let u = Array(s.utf8)
-        func v(_ c: UInt8) -> UInt8 { c >= 0x61 ? c - 0x61 + 10 : c >= 0x41 ? c - 0x41 + 10 : c &- 0x30 }
-        return stride(from: 0, to: u.count - 1, by: 2).map { v(u[$0]) << 4 | v(u[$0 + 1]) }
-    }
-
     static func frameBytes(_ frames: [SyncFrame], hello: Bool = true) throws -> [UInt8] {
         var b = ByteBuffer()
         if hello { SyncHello().write(to: &b) }
@@ -56,11 +50,11 @@ public enum FuzzSeeds {
         let v = try json(vectors.appendingPathComponent("frames.json"))
         var out: [Seed] = []
         if case .array(let hellos)? = v["hellos"] {
-            for case .object(let h) in hellos { if case .string(let x)? = h["hex"] { out.append(Seed(name: "hello", bytes: hex(x))) } }
+            for case .object(let h) in hellos { if case .string(let x)? = h["hex"] { out.append(Seed(name: "hello", bytes: ArchiveHasher.bytes(lowerHex: x) ?? [])) } }
         }
         let prefix = try frameBytes([auth])
         if case .array(let frames)? = v["frames"] {
-            for case .object(let f) in frames { if case .string(let x)? = f["hex"] { out.append(Seed(name: "frames", bytes: prefix + hex(x))) } }
+            for case .object(let f) in frames { if case .string(let x)? = f["hex"] { out.append(Seed(name: "frames", bytes: prefix + (ArchiveHasher.bytes(lowerHex: x) ?? []))) } }
         }
         // Whole transfers of the bundle vectors, in one part and in two.
         for (name, lines) in try bundles(vectors) {

@@ -44,7 +44,7 @@ struct HashVectorTests {
             #expect(ArchiveHasher.sha256(HashDomain(rawValue: c.domain)!, c.input) == c.hex)
         }
         for c in v.hmac {
-            let hasher = ArchiveHasher(secret: hexBytes(c.keyHex))
+            let hasher = ArchiveHasher(secret: ArchiveHasher.bytes(lowerHex: c.keyHex)!)
             #expect(hasher.hmac(HashDomain(rawValue: c.domain)!, c.input) == c.hex)
         }
     }
@@ -89,10 +89,4 @@ struct HashVectorTests {
             if a.bytes != b.bytes { return }
         }
     }
-}
-
-/// Bytes of lower-case hex (test vectors).
-func hexBytes(_ hex: String) -> [UInt8] {
-    let u = Array(hex.utf8)
-    return stride(from: 0, to: u.count - 1, by: 2).map { UInt8(String(decoding: u[$0..<$0 + 2], as: UTF8.self), radix: 16)! }
 }

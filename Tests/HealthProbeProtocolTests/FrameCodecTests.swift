@@ -31,15 +31,9 @@ struct FrameVectors: Decodable {
     }
 }
 
+/// The bytes of a vector's lower-case hex.
 func bytes(_ hex: String) -> [UInt8] {
-    var out: [UInt8] = []
-    var i = hex.startIndex
-    while i < hex.endIndex {
-        let j = hex.index(i, offsetBy: 2)
-        out.append(UInt8(hex[i..<j], radix: 16)!)
-        i = j
-    }
-    return out
+    ArchiveHasher.bytes(lowerHex: hex)!
 }
 
 @Suite("Sync frame codec")

@@ -74,25 +74,10 @@ public struct KeyStore: Sendable {
             throw ArchiveError(.keyDirectory, "cannot read key file \(path)", cause: error)
         }
         let hex = text.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard hex.utf8.count == 64, let bytes = Self.decodeHex(hex) else {
+        guard hex.utf8.count == 64, let bytes = ArchiveHasher.bytes(lowerHex: hex) else {
             throw ArchiveError(.keyDirectory, "key file \(path) is damaged: expected 64 lower-case hex characters. Restore it from a backup, or delete it to start a new device chain (UUID hashes will then differ)")
         }
         return bytes
-    }
-
-    static func decodeHex(_ hex: String) -> [UInt8]? {
-        var out: [UInt8] = []
-        var high: UInt8?
-        for c in hex.utf8 {
-            let v: UInt8
-            switch c {
-            case 0x30...0x39: v = c - 0x30
-            case 0x61...0x66: v = c - 0x61 + 10
-            default: return nil
-            }
-            if let h = high { out.append(h << 4 | v); high = nil } else { high = v }
-        }
-        return high == nil ? out : nil
     }
 
     /// Writes `name` in the key directory atomically, mode 0600 (other secrets than the two keys).

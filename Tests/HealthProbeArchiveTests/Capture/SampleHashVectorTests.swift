@@ -34,7 +34,7 @@ struct SampleHashVectorTests {
                 sample.device = DeviceDescriptor(name: str(d, "name"), manufacturer: str(d, "manufacturer"), model: str(d, "model"),
                                                  hardwareVersion: str(d, "hardware_version"), softwareVersion: str(d, "software_version"))
             }
-            let hasher = ArchiveHasher(secret: KeyStore.decodeHex(c.secretHex)!)
+            let hasher = ArchiveHasher(secret: ArchiveHasher.bytes(lowerHex: c.secretHex)!)
             let n = try SampleNormalizer(hasher: hasher).normalize(sample, typeIdentifier: c.type)
             let e = c.expected
             #expect(String(decoding: try SampleEncoding.payload(n), as: UTF8.self) == e["payload_json"]?.string, "\(c.name) payload json")
