@@ -13,7 +13,8 @@ enum BundleFuzzer {
         return out
     }
 
-    /// The manifest hash of header, items and trailer (Protocol/bundles.md section 3).
+    /// The manifest hash of header, items and trailer lines as they are (Protocol/bundles.md
+    /// section 3), for the verify target's raw input; `ManifestHasher` serves parsed headers.
     static func manifestHash(header: [UInt8], items: ArraySlice<[UInt8]>, trailer: [UInt8]) -> String {
         var manifest = header + [0x0A]
         for item in items { manifest += Array(ArchiveHasher.sha256(.item, item).utf8) + [0x0A] }
@@ -53,17 +54,20 @@ enum BundleFuzzer {
         let given = lines(data)
         guard let header = given.first else { return nil }
         let items = given.dropFirst()
-        var counts: [String: Int] = [:]
-        for item in items {
-            var kind = "?"
-            if case .object(let o)? = try? JSONParser.parse(item), case .string(let k)? = o["kind"] { kind = k }
-            counts[kind, default: 0] += 1
-        }
-        guard let trailer = try? CanonicalJSON.encode(.object(["item_count": .int(items.count), "counts": .object(counts.mapValues { .int($0) })])) else {
-            return nil
+        // Trailer and manifest as the node's builder makes them (a header that does not
+        // parse gets neither: the applier must refuse it at line 1 all the same).
+        var trailer: [UInt8] = []
+        var hash = String(repeating: "0", count: 64)
+        if let parsed = try? BundleVerifier.header(header), var manifest = try? ManifestHasher(header: parsed) {
+            for item in items {
+                var kind = "?"
+                if case .object(let o)? = try? JSONParser.parse(item), case .string(let k)? = o["kind"] { kind = k }
+                manifest.add(itemHash: ArchiveHasher.sha256(.item, item), kind: kind)
+            }
+            guard let t = try? CanonicalJSON.encode(manifest.trailer.json), let h = try? manifest.finish() else { return nil }
+            (trailer, hash) = (t, h)
         }
         let bundle = [header] + Array(items) + [trailer]
-        let hash = manifestHash(header: header, items: items, trailer: trailer)
         guard let (template, replica) = replicas else { return "cannot create an in-memory replica" }
         do { try template.writer.backup(to: replica.writer) } catch { return "cannot reset the scratch replica: \(error)" }
         let outcome: BundleApplier.Outcome
