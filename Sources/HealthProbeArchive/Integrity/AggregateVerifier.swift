@@ -25,8 +25,7 @@ enum AggregateVerifier {
         var out = Outcome()
         let latest = try Int64.fetchOne(db, sql: "SELECT max(observation_id) FROM observation_type_summaries")
         let summaries = try Row.fetchAll(db, sql: """
-            SELECT ts.observation_id, ts.sample_type_id, ts.visible_record_count, ts.value_sum, ts.value_max, ts.earliest_start_date,
-                   ts.latest_end_date, ts.daily_base_observation_id, st.type_identifier, ts.aggregate_hash
+            SELECT \(StoredSummary.columns), ts.daily_base_observation_id
             FROM observation_type_summaries ts JOIN sample_types st ON st.id = ts.sample_type_id
             WHERE ? OR ts.observation_id = ? ORDER BY ts.observation_id, ts.sample_type_id
             """, arguments: [mode == .full, latest])
@@ -34,21 +33,10 @@ enum AggregateVerifier {
         /// (base observation, type) -> type identifier, for the daily rows to recompute.
         var bases: [[Int64]: String] = [:]
         for s in summaries {
-            let obs: Int64 = s[0], type: Int64 = s[1], name: String = s[8]
-            let count: Int = s[2], sum: Double? = s[3], top: Double? = s[4], first: Double? = s[5], last: Double? = s[6]
-            let live = try Aggregates.Totals.fetch(db, typeID: type, observationID: obs)
-            if live.count != count { out.summaryProblems.append("observation \(obs) \(name): visible_record_count \(count), ranges say \(live.count)") }
-            if live.valueSum != sum { out.summaryProblems.append("observation \(obs) \(name): value_sum differs from the ranges") }
-            if live.valueMax != top || live.earliestStart != first || live.latestEnd != last {
-                out.summaryProblems.append("observation \(obs) \(name): value_max or date bounds differ from the ranges")
-            }
-            if let stored: String = s[9] {
-                let expected = try Aggregates.summaryHash(typeIdentifier: name, count: count, first: first, last: last, total: sum, top: top)
-                if stored != expected { out.summaryProblems.append("observation \(obs) \(name): aggregate_hash does not match the summary's content") }
-            } else {
-                out.summaryProblems.append("observation \(obs) \(name): the summary has no aggregate_hash")
-            }
-            let base: Int64 = s[7] ?? obs
+            let summary = StoredSummary(s)
+            let obs = summary.observationID, type = summary.typeID, name = summary.typeIdentifier
+            out.summaryProblems += try summary.problems(db)
+            let base: Int64 = s["daily_base_observation_id"] ?? obs
             if base != obs {
                 if base > obs {
                     out.dailyProblems.append("observation \(obs) \(name): shares the daily rows of a later observation \(base)")
@@ -125,5 +113,42 @@ enum AggregateVerifier {
         let (x, y) = (rows[0], rows[1])
         let zx: String? = x[1], zy: String? = y[1]
         return zx == zy && (zx != nil || (x[2] as Int?) == (y[2] as Int?))
+    }
+}
+
+/// One stored summary, as `AggregateVerifier` and `ObservationChecks` read it.
+struct StoredSummary {
+    /// The columns to select (from `observation_type_summaries ts` joined with `sample_types st`).
+    static let columns = """
+        ts.observation_id, ts.sample_type_id, st.type_identifier, ts.visible_record_count, ts.value_sum, ts.value_max,
+        ts.earliest_start_date, ts.latest_end_date, ts.aggregate_hash
+        """
+    var observationID: Int64, typeID: Int64, typeIdentifier: String
+    var count: Int, sum: Double?, top: Double?, first: Double?, last: Double?, hash: String?
+
+    init(_ r: Row) {
+        observationID = r["observation_id"]; typeID = r["sample_type_id"]; typeIdentifier = r["type_identifier"]
+        count = r["visible_record_count"]; sum = r["value_sum"]; top = r["value_max"]
+        first = r["earliest_start_date"]; last = r["latest_end_date"]; hash = r["aggregate_hash"]
+    }
+
+    /// What differs between the summary and a recount of its type's visible ranges, and
+    /// between its `aggregate_hash` and its content. Names observation and type, never values.
+    func problems(_ db: Database) throws -> [String] {
+        var out: [String] = []
+        let at = "observation \(observationID) \(typeIdentifier)"
+        let live = try Aggregates.Totals.fetch(db, typeID: typeID, observationID: observationID)
+        if live.count != count { out.append("\(at): visible_record_count \(count), ranges say \(live.count)") }
+        if live.valueSum != sum { out.append("\(at): value_sum differs from the ranges") }
+        if live.valueMax != top || live.earliestStart != first || live.latestEnd != last {
+            out.append("\(at): value_max or date bounds differ from the ranges")
+        }
+        if let hash {
+            let expected = try Aggregates.summaryHash(typeIdentifier: typeIdentifier, count: count, first: first, last: last, total: sum, top: top)
+            if hash != expected { out.append("\(at): aggregate_hash does not match the summary's content") }
+        } else {
+            out.append("\(at): the summary has no aggregate_hash")
+        }
+        return out
     }
 }

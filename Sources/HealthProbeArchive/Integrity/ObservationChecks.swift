@@ -78,21 +78,14 @@ public enum ObservationChecks {
 
         // 5. Each summary the observation computed (not one it shares with an unchanged
         //    earlier observation) equals a recount of the type's visible ranges, and its
-        //    hash its content (AggregateVerifier's summary check): the incremental paths
+        //    hash its content (the summary check of `verify`, `StoredSummary`): the incremental paths
         //    of `Aggregates.update` against the full one.
         for r in try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT ts.sample_type_id, st.type_identifier, ts.visible_record_count, ts.value_sum, ts.value_max,
-                   ts.earliest_start_date, ts.latest_end_date, ts.aggregate_hash
+            SELECT \(StoredSummary.columns)
             FROM observation_type_summaries ts JOIN sample_types st ON st.id = ts.sample_type_id
             WHERE ts.observation_id = ?1 AND ts.daily_base_observation_id = ?1
             """), arguments: [obs]) {
-            let name: String = r[1], count: Int = r[2], sum: Double? = r[3], top: Double? = r[4], first: Double? = r[5], last: Double? = r[6]
-            let live = try Aggregates.Totals.fetch(db, typeID: r[0], observationID: obs)
-            if live.count != count || live.valueSum != sum || live.valueMax != top || live.earliestStart != first || live.latestEnd != last {
-                problems.append("\(name): the observation's summary differs from a recount of the visible ranges")
-            }
-            let hash = try Aggregates.summaryHash(typeIdentifier: name, count: count, first: first, last: last, total: sum, top: top)
-            if (r[7] as String?) != hash { problems.append("\(name): the summary's aggregate_hash does not match its content") }
+            problems += try StoredSummary(r).problems(db)
         }
         return problems
     }
