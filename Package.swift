@@ -43,6 +43,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // The web layer. Default traits off: no swift-configuration build for a feature we do not use.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-auth", from: "2.5.0"),
+        .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
     targets: [
         .target(
@@ -128,8 +133,27 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
             ],
             swiftSettings: fuzzed
+        ),
+        // The web layer on the server: the household's dashboard and its JSON API over HTTPS.
+        .target(
+            name: "HealthProbeWeb",
+            dependencies: [
+                "HealthProbeCanonical", "HealthProbeArchive", "HealthProbeProtocol", "HealthProbeServer",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "HummingbirdAuth", package: "hummingbird-auth"),
+                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
+                .product(name: "Mustache", package: "swift-mustache"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
         ),
         .target(
             name: "HealthProbeCLI",
@@ -158,6 +182,7 @@ let package = Package(
                 "HealthProbeCanonical", "HealthProbeArchive",
                 "HealthProbeProtocol",
                 "HealthProbeServer",
+                "HealthProbeWeb",
                 "HealthProbeCLI",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -255,6 +280,17 @@ let package = Package(
                            .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOTestUtils", package: "swift-nio"),
                            .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                            .product(name: "GRDB", package: "GRDB.swift"), .product(name: "NIOSSL", package: "swift-nio-ssl")],
+            swiftSettings: strict
+        ),
+        // The web layer's tests: a real server over real TLS on 127.0.0.1, real replicas.
+        .testTarget(
+            name: "HealthProbeWebTests",
+            dependencies: ["HealthProbeWeb", "HealthProbeServer", "HealthProbeNode", "HealthProbeProtocol", "HealthProbeCanonical", "HealthProbeArchive",
+                           "HealthProbeSimulator", "HealthProbeTestSupport",
+                           .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                           .product(name: "NIOSSL", package: "swift-nio-ssl"), .product(name: "GRDB", package: "GRDB.swift"),
+                           .product(name: "Logging", package: "swift-log"),
+                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
             swiftSettings: strict
         ),
         .testTarget(

@@ -43,7 +43,7 @@ extension HouseholdSummary {
     }
 
     /// Per type, visible records of chain `a` whose strict fingerprint is also visible in chain `b`.
-    static func identical(_ store: ServerStore, _ a: String, _ b: String, type: String?) throws -> [SharedSources] {
+    public static func identical(_ store: ServerStore, _ a: String, _ b: String, type: String?) throws -> [SharedSources] {
         // The ATTACHed replica shares the connection's busy timeout: other readers and the
         // server's writer use both files.
         return try ServerStore.readOnlyConnection(store.replicaPath(a)).inDatabase { db in

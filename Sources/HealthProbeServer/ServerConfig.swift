@@ -11,6 +11,8 @@ public struct ServerConfig: Sendable, Equatable {
     public var listen: String?
     /// Address written into enrollment tokens, when nodes reach the server by another name.
     public var advertise: String?
+    /// Address of the HTTPS web dashboard and API, HOST:PORT; absent: no dashboard.
+    public var webListen: String?
     /// Loopback address for the Prometheus metrics endpoint; absent: no endpoint.
     public var metricsListen: String?
     /// swift-log level: trace, debug, info, notice, warning, error, critical.
@@ -34,7 +36,7 @@ public struct ServerConfig: Sendable, Equatable {
     public static var defaultApplyThreads: Int { ProcessInfo.processInfo.activeProcessorCount + 1 }
     public static let applyThreadsRange = 1...64
 
-    public static let keys: Set<String> = ["listen", "advertise", "metrics_listen", "log_level", "hello_timeout_seconds", "idle_timeout_seconds", "kept_replicas", "apply_threads"]
+    public static let keys: Set<String> = ["listen", "advertise", "web_listen", "metrics_listen", "log_level", "hello_timeout_seconds", "idle_timeout_seconds", "kept_replicas", "apply_threads"]
 
     public init() {}
 
@@ -72,6 +74,7 @@ public struct ServerConfig: Sendable, Equatable {
         c.listen = try string("listen")
         c.advertise = try string("advertise")
         c.metricsListen = try string("metrics_listen")
+        c.webListen = try string("web_listen")
         c.logLevel = try string("log_level")
         c.helloTimeoutSeconds = try number("hello_timeout_seconds")
         c.idleTimeoutSeconds = try number("idle_timeout_seconds")
@@ -84,7 +87,7 @@ public struct ServerConfig: Sendable, Equatable {
         }
         c.keptReplicas = try whole("kept_replicas", keptReplicasRange)
         c.applyThreads = try whole("apply_threads", applyThreadsRange)
-        for (k, v) in [("listen", c.listen), ("advertise", c.advertise), ("metrics_listen", c.metricsListen)] {
+        for (k, v) in [("listen", c.listen), ("advertise", c.advertise), ("metrics_listen", c.metricsListen), ("web_listen", c.webListen)] {
             if let v, SyncAddress.parse(v, allowAnyPort: k != "advertise") == nil {
                 throw ArchiveError(.invalidInput, "config file \(file): \"\(k)\" must be HOST:PORT, got \(v)")
             }

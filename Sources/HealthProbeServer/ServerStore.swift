@@ -202,6 +202,15 @@ extension ServerStore {
         return removed
     }
 
+    /// Reads a replica on its own read-only connection (the web layer, summaries).
+    public func readReplica<T>(_ chainHash: String, _ body: (Database) throws -> T) throws -> T {
+        let path = replicaPath(chainHash.lowercased())
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw ArchiveError(.notFound, "no replica for chain \(chainHash.prefix(16)); list them with `hp-server chains`")
+        }
+        return try Self.readOnlyConnection(path).read(body)
+    }
+
     /// One read-only connection to a replica (no pool, no migration check), waiting up to
     /// 10 s for the locks of the server's writer and other readers.
     static func readOnlyConnection(_ path: String) throws -> DatabaseQueue {

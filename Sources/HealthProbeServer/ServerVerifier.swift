@@ -22,7 +22,17 @@ public enum ServerVerifier {
         // beside a running server it moves and deletes nothing: those files are the server's.
         let lock = store.lockIfNotServing()
         defer { withExtendedLifetime(lock) {} }
-        return try chains.map { try verify(store, chain: $0, mode: mode, subset: subset, serverRunning: lock == nil) }
+        let registry = try store.registry()
+        return try chains.map {
+            let report = try verify(store, chain: $0, mode: mode, subset: subset, serverRunning: lock == nil)
+            // The overview shows each chain's last verification; a subset is not a whole verification.
+            if subset == nil {
+                try registry.recordVerification(.init(chain: report.chain, checkedAt: Date().timeIntervalSince1970, mode: mode.rawValue, ok: report.ok,
+                                                      bundles: report.bundles,
+                                                      problems: report.checks.filter { $0.status == .problem }.map { "\($0.name): \($0.detail)" }))
+            }
+            return report
+        }
     }
 
     static func verify(_ store: ServerStore, chain: String, mode: ArchiveVerifier.Mode, subset: (Int, Int)?, serverRunning: Bool) throws -> ChainReport {

@@ -12,6 +12,7 @@ struct Enroll: AsyncParsableCommand {
     @OptionGroup var options: DataOptions
     @Option(name: .long, help: "Device name: 1 to 64 ASCII letters, digits, '.', '_' or '-'.") var name: String
     @Option(name: .long, help: "The address nodes reach the server at, HOST:PORT (default: the config file's listen address, else 127.0.0.1:7447).") var address: String?
+    @Option(name: .long, help: "The person the device belongs to (default: the only person who may own devices; required when there are several).") var person: String?
 
     func validate() throws {
         guard DeviceRegistry.isValidName(name) else { throw ValidationError("--name must be 1 to 64 ASCII letters, digits, '.', '_' or '-'") }
@@ -22,7 +23,13 @@ struct Enroll: AsyncParsableCommand {
         let store = options.store
         let config = try ServerConfig.load(dataDirectory: options.data)
         let addr = address ?? config.advertise ?? config.listen ?? "127.0.0.1:7447"
-        let secret = try store.registry().issueToken(name: name, now: Date().timeIntervalSince1970)
+        let registry = try store.registry()
+        // No people yet (a server set up before people existed): the device has no person until `person give`.
+        let owner: Int64? = try (person == nil && registry.people().isEmpty) ? nil : registry.personForEnrollment(person)
+        let secret = try registry.issueToken(name: name, person: owner, now: Date().timeIntervalSince1970)
+        if owner == nil {
+            FileHandle.standardError.write(Data("note: the household has no people yet, so \(name) belongs to nobody; add one with `hp-server person add NAME --role admin`, then `hp-server person give \(name) --to NAME`\n".utf8))
+        }
         let token = EnrollmentToken(address: addr, fingerprint: try store.identity().fingerprint, name: name, secret: secret)
         if options.json { try Output.json(["name": name, "address": addr, "token": token.text]); return }
         print(token.text)
@@ -49,9 +56,9 @@ struct Devices: AsyncParsableCommand {
     func run() async throws {
         let devices = try options.store.registry().devices()
         if options.json { try Output.json(devices); return }
-        var t = TextTable(["device", "state", "enrolled (UTC)", "revoked (UTC)", "chains"])
+        var t = TextTable(["device", "person", "state", "enrolled (UTC)", "revoked (UTC)", "chains"])
         for d in devices {
-            t.add([d.name, d.state, Output.date(d.enrolledAt), Output.date(d.revokedAt), d.chains.map { String($0.prefix(12)) }.joined(separator: " ")])
+            t.add([d.name, d.person ?? "-", d.state, Output.date(d.enrolledAt), Output.date(d.revokedAt), d.chains.map { String($0.prefix(12)) }.joined(separator: " ")])
         }
         print(devices.isEmpty ? "no devices; issue a token with `hp-server enroll --name NAME`" : t.render())
     }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import HealthProbeArchive
 import HealthProbeServer
+import HealthProbeWeb
 import HealthProbeProtocol
 import Logging
 import NIOCore
@@ -20,6 +21,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .long, help: "Serve Prometheus metrics at http://HOST:PORT/metrics (keep it on loopback). Default: config, else off.")
     var metrics: String?
 
+    @Option(name: .long, help: "Serve the household's web dashboard and JSON API over HTTPS on HOST:PORT (port 0: any free port, printed). Default: config, else off.")
+    var web: String?
+
     @Option(name: .long, help: "Config file (JSON; default <data>/config.json).")
     var config: String?
 
@@ -32,6 +36,7 @@ struct Serve: AsyncParsableCommand {
     func validate() throws {
         if let listen, SyncAddress.parse(listen, allowAnyPort: true) == nil { throw ValidationError("--listen must be HOST:PORT, got \(listen)") }
         if let metrics, SyncAddress.parse(metrics, allowAnyPort: true) == nil { throw ValidationError("--metrics must be HOST:PORT, got \(metrics)") }
+        if let web, SyncAddress.parse(web, allowAnyPort: true) == nil { throw ValidationError("--web must be HOST:PORT, got \(web)") }
         if let keptReplicas, !ServerConfig.keptReplicasRange.contains(keptReplicas) {
             throw ValidationError("--kept-replicas must be \(ServerConfig.keptReplicasRange), got \(keptReplicas)")
         }
@@ -65,6 +70,15 @@ struct Serve: AsyncParsableCommand {
         if let metricsAddress, let (mh, mp) = SyncAddress.parse(metricsAddress, allowAnyPort: true) {
             services.append(.init(service: ListenerService {
                 try await serverMetrics.serve(host: mh, port: mp) { announce("metrics on http://\(mh):\($0)/metrics") }
+            }))
+        }
+        if let webAddress = web ?? settings.webListen, let (wh, wp) = SyncAddress.parse(webAddress, allowAnyPort: true) {
+            var webSettings = WebServer.Settings()
+            webSettings.syncAddress = settings.advertise ?? listenAddress
+            let webServer = try WebServer(store: options.store, settings: webSettings, logger: Logger(label: "healthprobe.web"))
+            services.append(.init(service: try webServer.application(host: wh, port: wp) { port in
+                let shown = wh.contains(":") ? "[\(wh)]" : wh
+                announce("dashboard on https://\(shown):\(port)/")
             }))
         }
         let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))

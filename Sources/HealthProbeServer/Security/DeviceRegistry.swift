@@ -27,6 +27,8 @@ public final class DeviceRegistry: Sendable {
         public var enrolledAt: Double?
         public var revokedAt: Double?
         public var chains: [String]
+        /// The person the device belongs to; nil for a device enrolled before anyone was added.
+        public var person: String?
         public var state: String { revokedAt != nil ? "revoked" : enrolledAt != nil ? "enrolled" : "token issued" }
     }
 
@@ -100,6 +102,7 @@ public final class DeviceRegistry: Sendable {
                 );
                 """)
         }
+        m.registerMigration("v2 people") { db in try People.migrate(db) }
         return m
     }
 
@@ -109,7 +112,8 @@ public final class DeviceRegistry: Sendable {
     /// Registers `name` and returns its one-time enrollment secret. Issuing again
     /// for a name that has not redeemed its token replaces the token; an enrolled
     /// or revoked name is refused (pick a new name).
-    public func issueToken(name: String, now: Double) throws -> String {
+    /// The device belongs to `person` (a `people` id); nil leaves it unassigned, seen by admins only.
+    public func issueToken(name: String, person: Int64? = nil, now: Double) throws -> String {
         guard Self.isValidName(name) else {
             throw AuthError(.invalidName, "device names are 1 to 64 ASCII letters, digits, '.', '_' or '-'")
         }
@@ -120,11 +124,11 @@ public final class DeviceRegistry: Sendable {
                 guard (row["enrolled_at"] as Double?) == nil, (row["revoked_at"] as Double?) == nil else {
                     throw AuthError(.duplicate, "a device named \(name) is already enrolled (or was revoked); give the device a new name")
                 }
-                try db.execute(sql: "UPDATE devices SET enrollment_secret_hash = ?, enrollment_expires_at = ? WHERE name = ?",
-                               arguments: [hash, now + Self.tokenLifetime, name])
+                try db.execute(sql: "UPDATE devices SET enrollment_secret_hash = ?, enrollment_expires_at = ?, person_id = coalesce(?, person_id) WHERE name = ?",
+                               arguments: [hash, now + Self.tokenLifetime, person, name])
             } else {
-                try db.execute(sql: "INSERT INTO devices(name, created_at, enrollment_secret_hash, enrollment_expires_at) VALUES (?, ?, ?, ?)",
-                               arguments: [name, now, hash, now + Self.tokenLifetime])
+                try db.execute(sql: "INSERT INTO devices(name, created_at, enrollment_secret_hash, enrollment_expires_at, person_id) VALUES (?, ?, ?, ?, ?)",
+                               arguments: [name, now, hash, now + Self.tokenLifetime, person])
             }
         }
         return secret
@@ -253,9 +257,10 @@ public final class DeviceRegistry: Sendable {
 
     public func devices() throws -> [Device] {
         try database.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM devices ORDER BY name").map { r in
+            try Row.fetchAll(db, sql: "SELECT d.*, p.name AS person_name FROM devices d LEFT JOIN people p ON p.id = d.person_id ORDER BY d.name").map { r in
                 let chains = try String.fetchAll(db, sql: "SELECT device_chain_hash FROM chain_owners WHERE device_id = ? ORDER BY device_chain_hash", arguments: [r["id"] as Int64])
-                return Device(name: r["name"], createdAt: r["created_at"], enrolledAt: r["enrolled_at"], revokedAt: r["revoked_at"], chains: chains)
+                return Device(name: r["name"], createdAt: r["created_at"], enrolledAt: r["enrolled_at"], revokedAt: r["revoked_at"], chains: chains,
+                              person: r["person_name"])
             }
         }
     }

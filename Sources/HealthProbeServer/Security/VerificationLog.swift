@@ -1,0 +1,45 @@
+import Foundation
+import GRDB
+
+/// The last verification of each chain, as `hp-server verify` or the admin page ran it.
+extension DeviceRegistry {
+    public struct Verification: Sendable, Codable, Equatable {
+        public var chain: String
+        public var checkedAt: Double
+        public var mode: String
+        public var ok: Bool
+        public var bundles: Int
+        /// The checks that found a problem: name and detail (never health values).
+        public var problems: [String]
+    }
+
+    public func recordVerification(_ v: Verification) throws {
+        let problems = String(decoding: try JSONEncoder().encode(v.problems), as: UTF8.self)
+        try database.write { db in
+            try db.execute(sql: """
+                INSERT INTO verifications(device_chain_hash, checked_at, mode, ok, bundles, problems) VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT(device_chain_hash) DO UPDATE SET checked_at = excluded.checked_at, mode = excluded.mode, ok = excluded.ok,
+                    bundles = excluded.bundles, problems = excluded.problems
+                """, arguments: [v.chain, v.checkedAt, v.mode, v.ok, v.bundles, problems])
+        }
+    }
+
+    public func verification(chain: String) throws -> Verification? {
+        try database.read { db in
+            guard let r = try Row.fetchOne(db, sql: "SELECT * FROM verifications WHERE device_chain_hash = ?", arguments: [chain]) else { return nil }
+            let problems = (try? JSONDecoder().decode([String].self, from: Data((r["problems"] as String).utf8))) ?? ["unreadable problem list"]
+            return Verification(chain: chain, checkedAt: r["checked_at"], mode: r["mode"], ok: r["ok"], bundles: r["bundles"], problems: problems)
+        }
+    }
+
+    /// Integrity events per kind for a chain (refused bundles and the like).
+    public func eventCounts(chain: String) throws -> [String: Int] {
+        try database.read { db in
+            var counts: [String: Int] = [:]
+            for r in try Row.fetchAll(db, sql: "SELECT kind, count(*) FROM integrity_events WHERE device_chain_hash = ? GROUP BY kind", arguments: [chain]) {
+                counts[r[0]] = r[1]
+            }
+            return counts
+        }
+    }
+}

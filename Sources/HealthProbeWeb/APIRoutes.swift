@@ -1,0 +1,132 @@
+import Foundation
+import HealthProbeArchive
+import HealthProbeProtocol
+import HealthProbeServer
+import HTTPTypes
+import Hummingbird
+
+/// `/api/v1`: what the pages show, as JSON (snake_case keys), with the same
+/// authorization; changes need the `X-CSRF-Token` header from `POST /api/v1/session`.
+/// Described by docs/openapi.json.
+extension WebServer {
+    struct Me: Encodable { let name: String; let role: String; let devices: [String] }
+    struct PersonBody: Decodable { let name: String; let role: String; let password: String }
+    struct TokenBody: Decodable { let device: String; let person: String }
+    struct TokenReply: Encodable { let device: String; let token: String; let command: String }
+    struct VerifyBody: Decodable { let mode: String }
+    struct ShareReply: Encodable { let chain: String; let sharedWith: [String] }
+
+    func addAPIRoutes(_ router: Router<WebContext>) {
+        let api = router.group("/api/v1")
+        api.get("/me") { _, context in
+            let p = try await access.person(context)
+            return try Responses.json(Me(name: p.name, role: p.role.rawValue, devices: p.devices))
+        }
+        api.get("/overview") { _, context in
+            try Responses.json(try await overview(try await access.person(context)))
+        }
+        api.get("/chains/{chain}") { request, context in
+            let person = try await access.person(context)
+            let chain = try await access.chain(context, for: person)
+            let after = try Params.queryID(request, "after")
+            let q = queries
+            return try Responses.json(try await blocking { try q.chainPage(chain, after: after) })
+        }
+        api.get("/chains/{chain}/observations/{observation}") { _, context in
+            let person = try await access.person(context)
+            let chain = try await access.chain(context, for: person)
+            let id = try Params.id(context, "observation")
+            let q = queries
+            return try Responses.json(try await blocking { try q.observation(chain, id: id) })
+        }
+        api.get("/chains/{chain}/observations/{observation}/visible") { request, context in
+            let person = try await access.person(context)
+            let chain = try await access.chain(context, for: person)
+            let id = try Params.id(context, "observation")
+            let type = try Params.query(request, "type").map { try Params.typeIdentifier($0) }
+            let cursor = try Params.query(request, "cursor")
+            let q = queries
+            return try Responses.json(try await blocking { try q.visible(chain, id: id, type: type, cursor: cursor) })
+        }
+        api.get("/chains/{chain}/types/{type}") { request, context in
+            let person = try await access.person(context)
+            let chain = try await access.chain(context, for: person)
+            let type = try Params.typeIdentifier(context.parameters.get("type"))
+            let at = try Params.queryID(request, "at")
+            let q = queries
+            return try Responses.json(try await blocking { try q.series(chain, type: type, at: at, from: nil, to: nil) })
+        }
+        api.get("/types/{type}") { _, context in
+            let person = try await access.person(context)
+            let type = try Params.typeIdentifier(context.parameters.get("type"))
+            return try Responses.json(try await across(person, type: type))
+        }
+        api.get("/chains/{chain}/diff") { request, context in
+            let person = try await access.person(context)
+            let chain = try await access.chain(context, for: person)
+            guard let from = try Params.queryID(request, "from"), let to = try Params.queryID(request, "to") else {
+                throw WebError(.badRequest, "a diff needs two observations: from and to")
+            }
+            let kind: DiffKind? = try Params.query(request, "kind").map {
+                guard let parsed = DiffKind(rawValue: $0) else { throw WebError(.badRequest, "kind is appeared, disappeared or changed") }
+                return parsed
+            }
+            let after = try Params.queryID(request, "after")
+            let q = queries
+            return try Responses.json(try await blocking { try q.diff(chain, from: from, to: to, kind: kind, after: after) })
+        }
+        api.put("/chains/{chain}/shares/{person}") { request, context in
+            try await shareRoute(request, context, share: true)
+        }
+        api.delete("/chains/{chain}/shares/{person}") { request, context in
+            try await shareRoute(request, context, share: false)
+        }
+        api.get("/admin/people") { _, context in
+            _ = try await access.admin(context)
+            let registry = self.registry
+            return try Responses.json(try await blocking { try registry.people() })
+        }
+        api.post("/admin/people") { request, context in
+            _ = try await access.admin(context)
+            try Self.checkCSRF(request.headers[HTTPField.Name("X-CSRF-Token")!], context)
+            let body = try await Forms.json(PersonBody.self, request)
+            try await addPerson(body.name, role: body.role, password: body.password)
+            let registry = self.registry
+            return try Responses.json(try await blocking { try registry.person(named: body.name) }, status: .created)
+        }
+        api.get("/admin/devices") { _, context in
+            _ = try await access.admin(context)
+            let registry = self.registry
+            return try Responses.json(try await blocking { try registry.devices() })
+        }
+        api.post("/admin/tokens") { request, context in
+            _ = try await access.admin(context)
+            try Self.checkCSRF(request.headers[HTTPField.Name("X-CSRF-Token")!], context)
+            let body = try await Forms.json(TokenBody.self, request)
+            let token = try await issueToken(device: body.device, person: body.person)
+            return try Responses.json(TokenReply(device: body.device, token: token.text, command: "hp-node enroll \(token.text)"), status: .created)
+        }
+        api.post("/admin/devices/{device}/revoke") { request, context in
+            _ = try await access.admin(context)
+            try Self.checkCSRF(request.headers[HTTPField.Name("X-CSRF-Token")!], context)
+            try await revoke(try deviceParameter(context))
+            return Response(status: .noContent)
+        }
+        api.post("/admin/verify") { request, context in
+            _ = try await access.admin(context)
+            try Self.checkCSRF(request.headers[HTTPField.Name("X-CSRF-Token")!], context)
+            let body = try await Forms.json(VerifyBody.self, request)
+            return try Responses.json(try await verify(mode: body.mode))
+        }
+    }
+
+    func shareRoute(_ request: Request, _ context: WebContext, share: Bool) async throws -> Response {
+        let person = try await access.person(context)
+        try Self.checkCSRF(request.headers[HTTPField.Name("X-CSRF-Token")!], context)
+        let chain = try await access.chain(context, for: person)
+        guard let other = context.parameters.get("person"), DeviceName.isValid(other) else { throw WebError(.notFound, "no such person") }
+        try await changeShare(person, chain: chain, with: other, share: share)
+        let registry = self.registry
+        return try Responses.json(ShareReply(chain: chain, sharedWith: try await blocking { try registry.shares(chain: chain).map(\.person) }))
+    }
+}

@@ -1,0 +1,191 @@
+import Foundation
+import HealthProbeArchive
+
+/// What the pages and `/api/v1` show: one set of types, so both read the same code path.
+/// Dates are canonical text (ISO 8601 UTC with milliseconds); hashes lower-case hex.
+public enum Dashboard {
+    /// Something on a chain that a person should look at.
+    public struct Alert: Codable, Sendable, Equatable {
+        public enum Kind: String, Codable, Sendable, CustomStringConvertible {
+            public var description: String { rawValue }
+            /// Bundles the server refused (nothing of them stored), by reason.
+            case refusedBundles = "refused_bundles"
+            /// The device clock differs from the server's by more than five minutes.
+            case clockSkew = "clock_skew"
+            /// Records disappeared at the latest observation: open it to see loss or consolidation.
+            case disappeared
+            /// The last verification found a problem.
+            case verificationProblem = "verification_problem"
+            /// The chain was never verified.
+            case notVerified = "not_verified"
+        }
+        public var kind: Kind
+        public var message: String
+    }
+
+    public struct Verification: Codable, Sendable, Equatable {
+        public var checkedAt: String
+        public var mode: String
+        public var ok: Bool
+        public var problems: [String]
+    }
+
+    /// One chain on the overview.
+    public struct ChainCard: Codable, Sendable, Equatable {
+        public var chain: String
+        public var chainShort: String
+        public var device: String?
+        public var person: String?
+        public var lastSyncAt: String?
+        public var clockOffsetSeconds: Double?
+        public var bundles: Int
+        public var visibleRecords: Int
+        public var types: Int
+        public var latestObservationID: Int64?
+        public var latestObservedAt: String?
+        public var latestStatus: String?
+        public var verification: Verification?
+        public var alerts: [Alert]
+    }
+
+    /// The chains of one person.
+    public struct PersonChains: Codable, Sendable, Equatable {
+        public var person: String
+        public var chains: [ChainCard]
+    }
+
+    public struct Overview: Codable, Sendable, Equatable {
+        public var signedInAs: String
+        public var role: String
+        public var people: [PersonChains]
+    }
+
+    /// A type's summary at an observation.
+    public struct TypeRow: Codable, Sendable, Equatable {
+        public var typeIdentifier: String
+        public var visibleRecords: Int
+        public var earliestStart: String?
+        public var latestEnd: String?
+        public var valueSum: Double?
+        public var valueMax: Double?
+    }
+
+    /// One observation in a chain's timeline.
+    public struct TimelineRow: Codable, Sendable, Equatable {
+        public var observationID: Int64
+        public var observedAt: String
+        public var status: String
+        public var trigger: String
+        public var typeRuns: Int
+        public var appeared: Int
+        public var disappeared: Int
+        public var changed: Int
+    }
+
+    public struct ChainPage: Codable, Sendable, Equatable {
+        public var card: ChainCard
+        public var timeline: [TimelineRow]
+        /// `after` for the next page of the timeline, nil at the end.
+        public var nextAfter: Int64?
+        public var types: [TypeRow]
+    }
+
+    /// One type's classified change at an observation (against the previous one).
+    public struct TypeChange: Codable, Sendable, Equatable {
+        public var typeIdentifier: String
+        public var runStatus: String?
+        public var appeared: Int
+        public var disappeared: Int
+        public var changed: Int
+        public var visibleAfter: Int?
+        public var labels: [String]
+        public var uncertainty: [String]
+        public var lostRecords: Int
+        public var consolidatedRecords: Int
+        public var uncertainRecords: Int
+        /// The counts above in words, only those that are not zero.
+        public var evidence: String
+    }
+
+    public struct ObservationPage: Codable, Sendable, Equatable {
+        public var chain: String
+        public var observationID: Int64
+        public var observedAt: String
+        public var status: String
+        public var previousObservationID: Int64?
+        public var changes: [TypeChange]
+        public var manyTypesShifting: Bool
+    }
+
+    /// One visible record (a page of what was visible at an observation).
+    public struct VisibleRecord: Codable, Sendable, Equatable {
+        public var typeIdentifier: String
+        public var start: String
+        public var end: String
+        public var value: String
+        public var payloadHash: String
+        public var visibleSince: Int64
+    }
+
+    public struct VisiblePage: Codable, Sendable, Equatable {
+        public var chain: String
+        public var observationID: Int64
+        public var typeIdentifier: String?
+        public var records: [VisibleRecord]
+        /// The cursor of the next page, nil at the end.
+        public var next: String?
+    }
+
+    /// One local day of a type (all source revisions of the chain summed, labelled as such).
+    public struct Day: Codable, Sendable, Equatable {
+        public var day: String
+        public var start: Double
+        public var records: Int
+        public var valueSum: Double?
+        public var valueMax: Double?
+        public var sourceRevisions: Int
+    }
+
+    /// A type's days in one chain at one observation.
+    public struct TypeSeries: Codable, Sendable, Equatable {
+        public var chain: String
+        public var chainShort: String
+        public var device: String?
+        public var person: String?
+        public var typeIdentifier: String
+        public var observationID: Int64?
+        public var clockOffsetSeconds: Double?
+        public var days: [Day]
+    }
+
+    /// A type across the chains a person may read: side by side, never merged.
+    public struct TypeAcross: Codable, Sendable, Equatable {
+        public var typeIdentifier: String
+        public var series: [TypeSeries]
+        /// Pairs of chains with identical records of this type (possibly one source seen twice).
+        public var overlaps: [Overlap]
+    }
+
+    public struct Overlap: Codable, Sendable, Equatable {
+        public var chains: [String]
+        public var identicalRecords: Int
+    }
+
+    public struct DiffRow: Codable, Sendable, Equatable {
+        public var sampleID: Int64
+        public var typeIdentifier: String
+        public var kind: String
+        public var before: String?
+        public var after: String?
+    }
+
+    public struct DiffPage: Codable, Sendable, Equatable {
+        public var chain: String
+        public var from: Int64
+        public var to: Int64
+        public var counts: [DiffTypeCount]
+        public var rows: [DiffRow]
+        /// `after` for the next page, nil at the end.
+        public var nextAfter: Int64?
+    }
+}

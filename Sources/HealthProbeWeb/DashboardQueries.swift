@@ -1,0 +1,222 @@
+import Foundation
+import GRDB
+import HealthProbeArchive
+import HealthProbeCanonical
+import HealthProbeProtocol
+import HealthProbeServer
+
+/// Builds what the pages and the API show, from the registry and each chain's own
+/// replica (read-only connections). Blocking: callers run it through `blocking`.
+struct DashboardQueries: Sendable {
+    let store: ServerStore
+    let registry: DeviceRegistry
+    /// Clock offsets beyond this many seconds are flagged.
+    static let skewSeconds = 300.0
+    static let timelinePage = 50
+    static let recordsPage = 100
+
+    static func text(_ seconds: Double?) -> String? { seconds.map { CanonicalDate.string($0) } }
+
+    /// The overview: the chains `chains` (already authorized), grouped by person.
+    func overview(for person: People.Person, chains: [String]) throws -> Dashboard.Overview {
+        var groups: [String: [Dashboard.ChainCard]] = [:]
+        for chain in chains {
+            let card = try self.card(chain)
+            groups[card.person ?? "(no person)", default: []].append(card)
+        }
+        let people = groups.keys.sorted { a, b in
+            // The signed-in person first, then by name.
+            if a == person.name { return b != person.name }
+            if b == person.name { return false }
+            return a < b
+        }.map { Dashboard.PersonChains(person: $0, chains: groups[$0]!.sorted { ($0.device ?? "", $0.chain) < ($1.device ?? "", $1.chain) }) }
+        return Dashboard.Overview(signedInAs: person.name, role: person.role.rawValue, people: people)
+    }
+
+    /// One chain's card: registry facts, the replica's latest observation and summaries, alerts.
+    func card(_ chain: String) throws -> Dashboard.ChainCard {
+        let info = try registry.chainInfo(chain)
+        let person = try registry.chainPerson(chain)
+        let verification = try registry.verification(chain: chain)
+        let events = try registry.eventCounts(chain: chain)
+        struct Replica { var bundles = 0; var lastSync: Double?; var latest: ObservationRow?; var visible = 0; var types = 0 }
+        let r = try store.readReplica(chain) { db -> Replica in
+            var r = Replica()
+            let log = try Row.fetchOne(db, sql: "SELECT count(*), max(recorded_at) FROM bundle_log WHERE direction = 'received'")
+            r.bundles = log?[0] ?? 0
+            r.lastSync = log?[1]
+            if let last = try Int64.fetchOne(db, sql: "SELECT max(id) FROM observations") {
+                r.latest = try ObservationQueries.list(db, afterID: last - 1, limit: 1).first
+                let summaries = try AggregateQueries.summaries(db, at: last)
+                r.visible = summaries.reduce(0) { $0 + $1.visibleRecordCount }
+                r.types = summaries.count
+            }
+            return r
+        }
+        var alerts: [Dashboard.Alert] = []
+        if !events.isEmpty {
+            let total = events.values.reduce(0, +)
+            let kinds = events.keys.sorted().map { "\($0) \(events[$0]!)" }.joined(separator: ", ")
+            alerts.append(.init(kind: .refusedBundles, message: "\(total) bundle(s) refused, nothing of them stored (\(kinds))"))
+        }
+        if let offset = info.clockOffset, abs(offset) > Self.skewSeconds {
+            alerts.append(.init(kind: .clockSkew, message: "the device clock is \(Int(offset.rounded())) s \(offset > 0 ? "ahead of" : "behind") the server's"))
+        }
+        if let latest = r.latest, latest.disappeared > 0 {
+            alerts.append(.init(kind: .disappeared, message: "\(latest.disappeared) record(s) disappeared at observation \(latest.id); open it to see loss or consolidation"))
+        }
+        if let v = verification, !v.ok {
+            alerts.append(.init(kind: .verificationProblem, message: "the last verification (\(v.mode)) found \(v.problems.count) problem(s)"))
+        } else if verification == nil {
+            alerts.append(.init(kind: .notVerified, message: "never verified; an admin can run verify"))
+        }
+        let lastSync = [info.lastSync, r.lastSync].compactMap { $0 }.max()
+        return Dashboard.ChainCard(
+            chain: chain, chainShort: String(chain.prefix(12)), device: info.device, person: person,
+            lastSyncAt: Self.text(lastSync), clockOffsetSeconds: info.clockOffset, bundles: r.bundles,
+            visibleRecords: r.visible, types: r.types, latestObservationID: r.latest?.id, latestObservedAt: Self.text(r.latest?.observedAt),
+            latestStatus: r.latest?.status,
+            verification: verification.map { .init(checkedAt: CanonicalDate.string($0.checkedAt), mode: $0.mode, ok: $0.ok, problems: $0.problems) },
+            alerts: alerts)
+    }
+
+    /// A chain's page: its card, a page of its timeline (after observation `after`), its types now.
+    func chainPage(_ chain: String, after: Int64?) throws -> Dashboard.ChainPage {
+        let card = try self.card(chain)
+        return try store.readReplica(chain) { db in
+            let rows = try ObservationQueries.list(db, afterID: after ?? 0, limit: Self.timelinePage + 1)
+            let timeline = rows.prefix(Self.timelinePage).map {
+                Dashboard.TimelineRow(observationID: $0.id, observedAt: CanonicalDate.string($0.observedAt), status: $0.status, trigger: $0.triggerReason,
+                                      typeRuns: $0.typeRuns, appeared: $0.appeared, disappeared: $0.disappeared, changed: $0.changed)
+            }
+            var types: [Dashboard.TypeRow] = []
+            if let last = card.latestObservationID {
+                types = try AggregateQueries.summaries(db, at: last).map {
+                    .init(typeIdentifier: $0.typeIdentifier, visibleRecords: $0.visibleRecordCount, earliestStart: Self.text($0.earliestStartDate),
+                          latestEnd: Self.text($0.latestEndDate), valueSum: $0.valueSum, valueMax: $0.valueMax)
+                }
+            }
+            return Dashboard.ChainPage(card: card, timeline: Array(timeline), nextAfter: rows.count > Self.timelinePage ? timeline.last?.observationID : nil,
+                                       types: types)
+        }
+    }
+
+    /// One observation: per-type changes, classified against the previous observation.
+    func observation(_ chain: String, id: Int64) throws -> Dashboard.ObservationPage {
+        try store.readReplica(chain) { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT observed_at, status FROM observations WHERE id = ?", arguments: [id]) else {
+                throw WebError(.notFound, "no observation \(id) in this chain")
+            }
+            let previous = try Int64.fetchOne(db, sql: "SELECT max(id) FROM observations WHERE id < ?", arguments: [id])
+            let changes = try ObservationQueries.changes(db, observationID: id)
+            var report: ChangeReport?
+            if let previous { report = try ChangeClassifier.classify(db, diff: ObservationDiff.prepare(db, from: previous, to: id)) }
+            let byType = Dictionary((report?.types ?? []).map { ($0.typeIdentifier, $0) }, uniquingKeysWith: { a, _ in a })
+            return Dashboard.ObservationPage(
+                chain: chain, observationID: id, observedAt: CanonicalDate.string(row["observed_at"]), status: row["status"],
+                previousObservationID: previous,
+                changes: changes.map { c in
+                    let k = byType[c.typeIdentifier]
+                    return .init(typeIdentifier: c.typeIdentifier, runStatus: c.runStatus, appeared: c.appeared, disappeared: c.disappeared,
+                                 changed: c.changed, visibleAfter: c.visibleAfter, labels: k?.labels.map(\.rawValue) ?? [],
+                                 uncertainty: k?.uncertainty ?? [], lostRecords: k?.lostRecords ?? 0,
+                                 consolidatedRecords: k?.consolidatedRecords ?? 0, uncertainRecords: k?.uncertainRecords ?? 0,
+                                 evidence: [("lost", k?.lostRecords ?? 0), ("consolidated", k?.consolidatedRecords ?? 0), ("uncertain", k?.uncertainRecords ?? 0)]
+                                    .filter { $0.1 > 0 }.map { "\($0.0) \($0.1)" }.joined(separator: " · "))
+                },
+                manyTypesShifting: report?.manyTypesShifting ?? false)
+        }
+    }
+
+    /// A page of what was visible at observation `id`.
+    func visible(_ chain: String, id: Int64, type: String?, cursor: String?) throws -> Dashboard.VisiblePage {
+        var after: PointInTime.Cursor?
+        if let cursor {
+            guard let c = PointInTime.Cursor(token: cursor), c.typeID > 0, c.fingerprint.utf8.count <= 128 else {
+                throw WebError(.badRequest, "cursor is not one this server gave out")
+            }
+            after = c
+        }
+        return try store.readReplica(chain) { db in
+            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM observations WHERE id = ?", arguments: [id]) != nil else {
+                throw WebError(.notFound, "no observation \(id) in this chain")
+            }
+            let page = try PointInTime.page(db, SnapshotScope(observationID: id, typeIdentifier: type), after: after, limit: Self.recordsPage)
+            return Dashboard.VisiblePage(chain: chain, observationID: id, typeIdentifier: type, records: page.rows.map {
+                .init(typeIdentifier: $0.typeIdentifier, start: CanonicalDate.string($0.startDate), end: CanonicalDate.string($0.endDate),
+                      value: Self.value($0.numericValue, $0.unit, $0.categoryValue), payloadHash: $0.payloadHash, visibleSince: $0.visibleSince)
+            }, next: page.next?.token)
+        }
+    }
+
+    static func value(_ numeric: Double?, _ unit: String?, _ category: Int64?) -> String {
+        if let numeric { return "\(ECMAScriptNumber.format(numeric) ?? "?")\(unit.map { " " + $0 } ?? "")" }
+        if let category { return "category \(category)" }
+        return ""
+    }
+
+    /// A type's days in one chain at observation `at` (default: the latest), within `[from, to)`.
+    func series(_ chain: String, type: String, at: Int64?, from: Double?, to: Double?) throws -> Dashboard.TypeSeries {
+        let info = try registry.chainInfo(chain)
+        let person = try registry.chainPerson(chain)
+        return try store.readReplica(chain) { db in
+            guard let obs = try at ?? Int64.fetchOne(db, sql: "SELECT max(id) FROM observations") else {
+                return Dashboard.TypeSeries(chain: chain, chainShort: String(chain.prefix(12)), device: info.device, person: person, typeIdentifier: type,
+                                            observationID: nil, clockOffsetSeconds: info.clockOffset, days: [])
+            }
+            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM observations WHERE id = ?", arguments: [obs]) != nil else {
+                throw WebError(.notFound, "no observation \(obs) in this chain")
+            }
+            var days: [Dashboard.Day] = []
+            for d in try AggregateQueries.daily(db, at: obs, typeIdentifier: type, from: from, to: to) {
+                if let last = days.last, last.start == d.bucketStart {
+                    var merged = last
+                    merged.records += d.visibleRecordCount
+                    if let s = d.valueSum { merged.valueSum = (merged.valueSum ?? 0) + s }
+                    if let m = d.valueMax { merged.valueMax = max(merged.valueMax ?? m, m) }
+                    merged.sourceRevisions += 1
+                    days[days.count - 1] = merged
+                } else {
+                    days.append(.init(day: String(CanonicalDate.string(d.bucketStart).prefix(10)), start: d.bucketStart, records: d.visibleRecordCount,
+                                      valueSum: d.valueSum, valueMax: d.valueMax, sourceRevisions: 1))
+                }
+            }
+            return Dashboard.TypeSeries(chain: chain, chainShort: String(chain.prefix(12)), device: info.device, person: person, typeIdentifier: type,
+                                        observationID: obs, clockOffsetSeconds: info.clockOffset, days: days)
+        }
+    }
+
+    /// A type across `chains`, each at its latest observation, with overlaps between pairs.
+    func across(_ chains: [String], type: String, from: Double?, to: Double?) throws -> Dashboard.TypeAcross {
+        let series = try chains.map { try self.series($0, type: type, at: nil, from: from, to: to) }.filter { !$0.days.isEmpty }
+        var overlaps: [Dashboard.Overlap] = []
+        let shown = series.map(\.chain)
+        for i in shown.indices {
+            for j in shown.indices where j > i {
+                for s in try HouseholdSummary.identical(store, shown[i], shown[j], type: type) where s.identicalStrictFingerprints > 0 {
+                    overlaps.append(.init(chains: s.chains, identicalRecords: s.identicalStrictFingerprints))
+                }
+            }
+        }
+        return Dashboard.TypeAcross(typeIdentifier: type, series: series, overlaps: overlaps)
+    }
+
+    /// A page of the diff between two observations of a chain.
+    func diff(_ chain: String, from: Int64, to: Int64, kind: DiffKind?, after: Int64?) throws -> Dashboard.DiffPage {
+        try store.readReplica(chain) { db in
+            let diff: ObservationDiff
+            do { diff = try ObservationDiff.prepare(db, from: from, to: to) } catch let e as ArchiveError where e.code == .notFound {
+                throw WebError(.notFound, "both observations must belong to this chain")
+            }
+            let rows = try diff.page(db, kind: kind, afterSampleID: after ?? 0, limit: Self.recordsPage + 1)
+            func show(_ v: VersionView?) -> String? {
+                v.map { "\(CanonicalDate.string($0.startDate)) to \(CanonicalDate.string($0.endDate)): \(Self.value($0.numericValue, $0.unit, $0.categoryValue))" }
+            }
+            let page = rows.prefix(Self.recordsPage).map {
+                Dashboard.DiffRow(sampleID: $0.sampleID, typeIdentifier: $0.typeIdentifier, kind: $0.kind.rawValue, before: show($0.before), after: show($0.after))
+            }
+            return Dashboard.DiffPage(chain: chain, from: from, to: to, counts: try diff.counts(db), rows: Array(page),
+                                      nextAfter: rows.count > Self.recordsPage ? page.last?.sampleID : nil)
+        }
+    }
+}

@@ -1,0 +1,73 @@
+import Foundation
+import HealthProbeProtocol
+import HealthProbeServer
+import HTTPTypes
+import Hummingbird
+import HummingbirdAuth
+
+/// Sign-in and sign-out, for the pages (forms) and the API (JSON).
+extension WebServer {
+    struct LoginForm: Decodable { let name: String; let password: String }
+    struct CSRFForm: Decodable { let csrf: String? }
+    struct SessionBody: Encodable { let person: String; let role: String; let csrfToken: String }
+
+    func addLoginRoutes(_ router: Router<WebContext>) {
+        router.get("/login") { _, context in
+            if context.sessions.session != nil { return Responses.redirect("/") }
+            return pages.render("login", LoginPage.Model(error: nil, name: nil),
+                                chrome: Chrome(title: "Sign in", signedInAs: nil, role: nil, isAdmin: false, csrf: nil))
+        }
+        router.post("/login") { request, context in
+            let form = try await Forms.decode(LoginForm.self, request)
+            guard let person = try await signIn(form.name, form.password, context) else {
+                return pages.render("login", LoginPage.Model(error: "Wrong name or password.", name: String(form.name.prefix(64))),
+                                    chrome: Chrome(title: "Sign in", signedInAs: nil, role: nil, isAdmin: false, csrf: nil), status: .unauthorized)
+            }
+            _ = person
+            return Responses.redirect("/")
+        }
+        router.post("/logout") { request, context in
+            let form = try await Forms.decode(CSRFForm.self, request)
+            try Self.checkCSRF(form.csrf, context)
+            context.sessions.clearSession()
+            return Responses.redirect("/login")
+        }
+        router.post("/api/v1/session") { request, context in
+            let body = try await Forms.json(LoginForm.self, request)
+            guard let person = try await signIn(body.name, body.password, context), let session = context.sessions.session else {
+                throw WebError(.unauthenticated, "wrong name or password")
+            }
+            return try Responses.json(SessionBody(person: person.name, role: person.role.rawValue, csrfToken: session.csrf), status: .created)
+        }
+        router.delete("/api/v1/session") { request, context in
+            _ = try await access.person(context)
+            try Self.checkCSRF(request.headers[HTTPField.Name("X-CSRF-Token")!], context)
+            context.sessions.clearSession()
+            return Response(status: .noContent)
+        }
+    }
+
+    /// Checks a name and password (bcrypt, off the cooperative threads), throttled per
+    /// peer and name; on success starts a new session (a new id: no fixation).
+    func signIn(_ name: String, _ password: String, _ context: WebContext) async throws -> People.Person? {
+        let peer = context.remoteAddress?.ipAddress ?? "unknown"
+        let key = String(name.prefix(64))
+        let registry = self.registry
+        let person: People.Person?
+        if DeviceName.isValid(name), People.passwordLength.contains(password.count) {
+            person = try await blocking { try registry.checkPassword(name: name, password: password) }
+        } else {
+            person = nil
+        }
+        guard let person else {
+            let wait = await throttle.failure(peer: peer, name: key, now: Self.now())
+            logger.notice("sign-in refused", metadata: ["peer": "\(peer)"])
+            try await Task.sleep(for: .milliseconds(Int(wait * 1000)))
+            return nil
+        }
+        await throttle.success(peer: peer, name: key)
+        context.sessions.setSession(WebSession(personID: person.id, csrf: Self.randomToken(), signedInAt: Self.now()), expiresIn: settings.sessionLifetime)
+        logger.info("signed in", metadata: ["person": "\(person.name)"])
+        return person
+    }
+}

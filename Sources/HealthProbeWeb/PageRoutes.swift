@@ -1,0 +1,133 @@
+import Foundation
+import HealthProbeArchive
+import HealthProbeServer
+import Hummingbird
+
+/// The dashboard's pages: each reads through `DashboardQueries`, as the API does.
+extension WebServer {
+    func addPageRoutes(_ router: Router<WebContext>) {
+        router.get("/") { _, context in
+            let person = try await access.person(context)
+            let overview = try await overview(person)
+            return pages.render("overview", OverviewPage.Model(people: overview.people, isAdmin: person.role == .admin),
+                                chrome: chrome("Household", person, context))
+        }
+        router.get("/chains/{chain}") { request, context in
+            let person = try await access.person(context)
+            let chain = try await access.chain(context, for: person)
+            let after = try Params.queryID(request, "after")
+            let q = queries, registry = self.registry
+            let (page, canShare, shares, people) = try await blocking {
+                let canShare = try registry.canShare(person, chain: chain)
+                return (try q.chainPage(chain, after: after), canShare,
+                        canShare ? try registry.shares(chain: chain).map(\.person) : [],
+                        canShare ? try registry.people().map(\.name).filter { $0 != person.name } : [])
+            }
+            return pages.render("chain", ChainPageTemplate.Model(page: page, canShare: canShare, shares: shares, people: people,
+                                                                 csrf: context.sessions.session?.csrf ?? ""),
+                                chrome: chrome(page.card.device ?? "Chain", person, context))
+        }
+        router.get("/chains/{chain}/observations/{observation}") { _, context in
+            let person = try await access.person(context)
+            let chain = try await access.chain(context, for: person)
+            let id = try Params.id(context, "observation")
+            let q = queries
+            let page = try await blocking { try q.observation(chain, id: id) }
+            return pages.render("observation", page, chrome: chrome("Observation \(id)", person, context))
+        }
+        router.get("/chains/{chain}/observations/{observation}/visible") { request, context in
+            let person = try await access.person(context)
+            let chain = try await access.chain(context, for: person)
+            let id = try Params.id(context, "observation")
+            let type = try Params.query(request, "type").map { try Params.typeIdentifier($0) }
+            let cursor = try Params.query(request, "cursor")
+            let q = queries
+            let page = try await blocking { try q.visible(chain, id: id, type: type, cursor: cursor) }
+            var next: String?
+            if let c = page.next {
+                var parts = ["cursor=" + (c.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")]
+                if let type { parts.append("type=" + type) }
+                next = parts.joined(separator: "&")
+            }
+            return pages.render("visible", VisiblePageTemplate.Model(page: page, nextQuery: next), chrome: chrome("Visible records", person, context))
+        }
+        router.get("/chains/{chain}/types/{type}") { request, context in
+            let person = try await access.person(context)
+            let chain = try await access.chain(context, for: person)
+            let type = try Params.typeIdentifier(context.parameters.get("type"))
+            let at = try Params.queryID(request, "at")
+            let metric = Chart.Metric(rawValue: try Params.query(request, "metric") ?? "records") ?? .records
+            let q = queries
+            let series = try await blocking { try q.series(chain, type: type, at: at, from: nil, to: nil) }
+            return pages.render("type", typeModel(type, [series], overlaps: [], metric: metric, chain: chain, at: series.observationID),
+                                chrome: chrome(type, person, context))
+        }
+        router.get("/types/{type}") { request, context in
+            let person = try await access.person(context)
+            let type = try Params.typeIdentifier(context.parameters.get("type"))
+            let metric = Chart.Metric(rawValue: try Params.query(request, "metric") ?? "records") ?? .records
+            let across = try await across(person, type: type)
+            return pages.render("type", typeModel(type, across.series, overlaps: across.overlaps, metric: metric, chain: nil, at: nil),
+                                chrome: chrome(type, person, context))
+        }
+        router.get("/chains/{chain}/diff") { request, context in
+            let person = try await access.person(context)
+            let chain = try await access.chain(context, for: person)
+            guard let from = try Params.queryID(request, "from"), let to = try Params.queryID(request, "to") else {
+                throw WebError(.badRequest, "a diff needs two observations: from and to")
+            }
+            let kindText = try Params.query(request, "kind")
+            let kind: DiffKind? = try kindText.map {
+                guard let k = DiffKind(rawValue: $0) else { throw WebError(.badRequest, "kind is appeared, disappeared or changed") }
+                return k
+            }
+            let after = try Params.queryID(request, "after")
+            let q = queries
+            let page = try await blocking { try q.diff(chain, from: from, to: to, kind: kind, after: after) }
+            return pages.render("diff", DiffPageTemplate.Model(page: page, kind: kind?.rawValue), chrome: chrome("Diff", person, context))
+        }
+        router.post("/chains/{chain}/shares") { request, context in
+            struct ShareForm: Decodable { let csrf: String?; let person: String; let action: String }
+            let person = try await access.person(context)
+            let form = try await Forms.decode(ShareForm.self, request)
+            try Self.checkCSRF(form.csrf, context)
+            let chain = try await access.chain(context, for: person)
+            try await changeShare(person, chain: chain, with: form.person, share: form.action == "share")
+            return Responses.redirect("/chains/\(chain)")
+        }
+    }
+
+    func overview(_ person: People.Person) async throws -> Dashboard.Overview {
+        let store = self.store
+        let chains = try await access.readableChains(person, all: try await blocking { try store.chains() })
+        let q = queries
+        return try await blocking { try q.overview(for: person, chains: chains) }
+    }
+
+    func across(_ person: People.Person, type: String) async throws -> Dashboard.TypeAcross {
+        let store = self.store
+        let chains = try await access.readableChains(person, all: try await blocking { try store.chains() })
+        let q = queries
+        return try await blocking { try q.across(chains, type: type, from: nil, to: nil) }
+    }
+
+    /// Shares a chain with a person or takes it back: admins, and members for their own chains.
+    func changeShare(_ person: People.Person, chain: String, with other: String, share: Bool) async throws {
+        let registry = self.registry
+        try await blocking {
+            guard try registry.canShare(person, chain: chain) else {
+                throw WebError(.forbidden, "only an admin or the chain's own person may share it")
+            }
+            guard try registry.person(named: other) != nil else { throw WebError(.notFound, "no person named \(other)") }
+            if share { try registry.share(chain: chain, with: other, now: Self.now()) } else { try registry.unshare(chain: chain, from: other) }
+        }
+    }
+
+    func typeModel(_ type: String, _ series: [Dashboard.TypeSeries], overlaps: [Dashboard.Overlap], metric: Chart.Metric,
+                   chain: String?, at: Int64?) -> TypePageTemplate.Model {
+        TypePageTemplate.Model(
+            typeIdentifier: type,
+            panels: series.map { .init(series: $0, svg: Chart.svg($0, metric: metric), skew: abs($0.clockOffsetSeconds ?? 0) > DashboardQueries.skewSeconds) },
+            overlaps: overlaps, metric: metric.rawValue, otherMetric: metric == .records ? "sum" : "records", chain: chain, at: at)
+    }
+}

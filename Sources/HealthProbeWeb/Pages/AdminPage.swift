@@ -1,0 +1,63 @@
+import HealthProbeServer
+
+/// Administration: people, devices, one-time enrollment tokens, revocation, verification.
+enum AdminPage {
+    struct DeviceRow { let name: String; let state: String; let person: String?; let chains: [String]; let revocable: Bool }
+    struct ChainRow { let chain: String; let chainShort: String; let verification: Dashboard.Verification? }
+    struct Model {
+        let csrf: String
+        let people: [People.Person]
+        let devices: [DeviceRow]
+        let chains: [ChainRow]
+        let roles: [String]
+        let personNames: [String]
+        let token: String?
+        let enrollCommand: String?
+        let notice: String?
+    }
+    static let template = """
+        <h1>Admin</h1>
+        {{#notice}}<p class="alert" role="status">{{notice}}</p>{{/notice}}
+        {{#token}}
+        <h2>Enrollment token</h2>
+        <p>Valid once, for 24 hours. On the device, run:</p>
+        <code class="token" id="enroll-command">{{enrollCommand}}</code>
+        {{/token}}
+        <h2>People</h2>
+        <div class="table-wrap"><table class="people">
+        <thead><tr><th>Name</th><th>Role</th><th>Devices</th><th>Password</th></tr></thead>
+        <tbody>{{#people}}<tr><td>{{name}}</td><td>{{role}}</td><td>{{#devices}}{{.}} {{/devices}}</td><td>{{#hasPassword}}set{{/hasPassword}}{{^hasPassword}}<span class="muted">not set</span>{{/hasPassword}}</td></tr>{{/people}}</tbody>
+        </table></div>
+        <form method="post" action="/admin/people" class="stack">
+        <input type="hidden" name="csrf" value="{{csrf}}">
+        <label>Name <input name="name" required maxlength="64" pattern="[A-Za-z0-9._\\-]{1,64}"></label>
+        <label>Role <select name="role">{{#roles}}<option>{{.}}</option>{{/roles}}</select></label>
+        <label>Password (12 or more characters) <input name="password" type="password" autocomplete="new-password" required minlength="12" maxlength="256"></label>
+        <button type="submit">Add person</button>
+        </form>
+        <h2>Devices</h2>
+        <div class="table-wrap"><table class="devices">
+        <thead><tr><th>Device</th><th>State</th><th>Person</th><th>Chains</th><th></th></tr></thead>
+        <tbody>{{#devices}}<tr><td>{{name}}</td><td>{{state}}</td><td>{{person}}</td><td class="hash">{{#chains}}{{.}} {{/chains}}</td>
+        <td>{{#revocable}}<form method="post" action="/admin/devices/{{name}}/revoke" class="inline"><input type="hidden" name="csrf" value="{{csrf}}"><button type="submit">Revoke</button></form>{{/revocable}}</td></tr>{{/devices}}</tbody>
+        </table></div>
+        <h2>Enroll a device</h2>
+        <form method="post" action="/admin/tokens" class="stack">
+        <input type="hidden" name="csrf" value="{{csrf}}">
+        <label>Device name <input name="device" required maxlength="64" pattern="[A-Za-z0-9._\\-]{1,64}"></label>
+        <label>Person <select name="person">{{#personNames}}<option>{{.}}</option>{{/personNames}}</select></label>
+        <button type="submit">Issue a one-time token</button>
+        </form>
+        <h2>Verification</h2>
+        <div class="table-wrap"><table class="verification">
+        <thead><tr><th>Chain</th><th>Last result</th></tr></thead>
+        <tbody>{{#chains}}<tr><td class="hash"><a href="/chains/{{chain}}">{{chainShort}}</a></td><td>{{#verification}}{{#ok}}<span class="ok">passed</span>{{/ok}}{{^ok}}<span class="bad">problems</span>: {{#problems}}{{.}}; {{/problems}}{{/ok}} ({{mode}}, {{checkedAt}}){{/verification}}{{^verification}}<span class="muted">never run</span>{{/verification}}</td></tr>{{/chains}}</tbody>
+        </table></div>
+        <form method="post" action="/admin/verify" class="stack">
+        <input type="hidden" name="csrf" value="{{csrf}}">
+        <label><input type="radio" name="mode" value="quick" checked> quick (latest bundle, replica checks)</label>
+        <label><input type="radio" name="mode" value="full"> full (every stored bundle)</label>
+        <button type="submit">Run verify on every chain</button>
+        </form>
+        """
+}

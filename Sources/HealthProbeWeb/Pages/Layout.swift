@@ -1,0 +1,118 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Mustache
+
+/// What every page shows around its content: who is signed in, the navigation, the CSRF token.
+struct Chrome: Sendable {
+    var title: String
+    var signedInAs: String?
+    var role: String?
+    var isAdmin: Bool
+    var csrf: String?
+}
+
+/// The page templates (swift-mustache), compiled once; `{{ }}` escapes HTML.
+struct Pages: Sendable {
+    let library: MustacheLibrary
+
+    init() throws {
+        var library = MustacheLibrary()
+        let templates: [(String, String)] = [
+            ("layout", Self.layout), ("login", LoginPage.template), ("overview", OverviewPage.template),
+            ("chain", ChainPageTemplate.template), ("observation", ObservationPageTemplate.template),
+            ("visible", VisiblePageTemplate.template), ("type", TypePageTemplate.template), ("diff", DiffPageTemplate.template),
+            ("admin", AdminPage.template), ("message", MessagePage.template),
+        ]
+        for (name, text) in templates { try library.register(text, named: name) }
+        self.library = library
+    }
+
+    /// Renders `name` with `model` inside the layout.
+    func render(_ name: String, _ model: Any, chrome: Chrome, status: HTTPResponse.Status = .ok) -> Response {
+        let body = library.render(model, withTemplate: name) ?? ""
+        struct Frame { let chrome: Chrome; let body: String }
+        let html = library.render(Frame(chrome: chrome, body: body), withTemplate: "layout") ?? ""
+        var headers = HTTPFields()
+        headers[.contentType] = "text/html; charset=utf-8"
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: html)))
+    }
+
+    static let layout = """
+        <!doctype html>
+        <html lang="en">
+        <head>
+        <meta charset="utf-8">
+        <meta name="viewport" content="width=device-width, initial-scale=1">
+        <title>{{chrome.title}} · HealthProbe</title>
+        <link rel="stylesheet" href="/static/site.css">
+        </head>
+        <body>
+        <header>
+        <a class="brand" href="/">HealthProbe</a>
+        {{#chrome.signedInAs}}
+        <nav>
+        <a href="/">Overview</a>
+        {{#chrome.isAdmin}}<a href="/admin">Admin</a>{{/chrome.isAdmin}}
+        <span class="who">{{chrome.signedInAs}} ({{chrome.role}})</span>
+        <form method="post" action="/logout" class="inline"><input type="hidden" name="csrf" value="{{chrome.csrf}}"><button type="submit">Sign out</button></form>
+        </nav>
+        {{/chrome.signedInAs}}
+        </header>
+        <main>
+        {{{body}}}
+        </main>
+        <footer>Health records as each device saw them: what was visible, when it changed, with proof. Synthetic data only on demo servers.</footer>
+        </body>
+        </html>
+        """
+
+    /// The stylesheet: served from `/static/site.css` (the CSP allows no inline styles).
+    static let css = """
+        :root { --fg: #1d2330; --muted: #5b6475; --line: #d9dde5; --accent: #2a5bd7; --warn: #a15c00; --bad: #b3261e; --ok: #1e7a3c; }
+        * { box-sizing: border-box; }
+        body { margin: 0; font: 16px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--fg); background: #f7f8fa; }
+        header { display: flex; flex-wrap: wrap; gap: .75rem; align-items: center; justify-content: space-between; padding: .6rem 1rem; background: #fff; border-bottom: 1px solid var(--line); }
+        header nav { display: flex; flex-wrap: wrap; gap: .75rem; align-items: center; }
+        .brand { font-weight: 700; color: var(--fg); text-decoration: none; }
+        main { max-width: 72rem; margin: 0 auto; padding: 1rem; }
+        footer { color: var(--muted); font-size: .8rem; padding: 1rem; text-align: center; }
+        a { color: var(--accent); }
+        h1 { font-size: 1.4rem; margin: .2rem 0 1rem; } h2 { font-size: 1.15rem; margin: 1.4rem 0 .6rem; }
+        .cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(17rem, 1fr)); gap: .8rem; }
+        .card { background: #fff; border: 1px solid var(--line); border-radius: .5rem; padding: .8rem; }
+        .card h3 { margin: 0 0 .4rem; font-size: 1rem; }
+        dl.facts { display: grid; grid-template-columns: auto 1fr; gap: .15rem .6rem; margin: 0; font-size: .9rem; }
+        dl.facts dt { color: var(--muted); } dl.facts dd { margin: 0; overflow-wrap: anywhere; }
+        .alert { margin: .4rem 0 0; padding: .3rem .5rem; border-left: 3px solid var(--warn); background: #fff6e8; font-size: .85rem; }
+        .alert.verification_problem, .alert.refused_bundles { border-color: var(--bad); background: #fdecea; }
+        .ok { color: var(--ok); } .bad { color: var(--bad); } .muted { color: var(--muted); }
+        .table-wrap { overflow-x: auto; }
+        table { border-collapse: collapse; width: 100%; background: #fff; font-size: .9rem; }
+        th, td { text-align: left; padding: .35rem .5rem; border-bottom: 1px solid var(--line); vertical-align: top; }
+        td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+        code, .hash { font-family: ui-monospace, monospace; font-size: .85em; overflow-wrap: anywhere; }
+        form.inline { display: inline; }
+        form.stack { display: grid; gap: .5rem; max-width: 24rem; }
+        input, select, button { font: inherit; padding: .35rem .5rem; }
+        button { cursor: pointer; }
+        .chart { width: 100%; height: auto; background: #fff; border: 1px solid var(--line); border-radius: .4rem; }
+        .chart .bar { fill: var(--accent); } .chart .axis { stroke: var(--muted); } .chart .tick { font-size: 11px; fill: var(--muted); }
+        .side-by-side { display: grid; grid-template-columns: repeat(auto-fit, minmax(20rem, 1fr)); gap: 1rem; }
+        .labels span { display: inline-block; margin: 0 .25rem .25rem 0; padding: 0 .35rem; border-radius: .25rem; background: #e8edf8; font-size: .8rem; }
+        .labels span.loss { background: #fdecea; color: var(--bad); }
+        .token { display: block; padding: .5rem; background: #fff; border: 1px solid var(--line); overflow-wrap: anywhere; }
+        .pager { margin: .6rem 0; }
+        @media (max-width: 40rem) { body { font-size: 15px; } main { padding: .6rem; } }
+        """
+}
+
+/// A page that only says something (errors, confirmations).
+enum MessagePage {
+    struct Model { let heading: String; let message: String; let back: String? }
+    static let template = """
+        <h1>{{heading}}</h1>
+        <p>{{message}}</p>
+        {{#back}}<p><a href="{{back}}">Back</a></p>{{/back}}
+        """
+}

@@ -1,0 +1,129 @@
+import Foundation
+import HealthProbeArchive
+import HealthProbeCanonical
+import HealthProbeProtocol
+import HealthProbeServer
+import HTTPTypes
+import Hummingbird
+import HummingbirdAuth
+import HummingbirdTLS
+import Logging
+import NIOCore
+import NIOSSL
+import ServiceLifecycle
+
+/// The household's web dashboard and its JSON API (`/api/v1`), over HTTPS with the
+/// server's own TLS identity. Every route but sign-in and the stylesheet needs a
+/// session; every chain access is authorized (Access); every change carries the
+/// session's CSRF token.
+public struct WebServer: Sendable {
+    public struct Settings: Sendable {
+        /// bcrypt cost for passwords set through the web page.
+        public var passwordCost: UInt8 = PasswordHashing.defaultCost
+        /// How long a session lasts without signing in again.
+        public var sessionLifetime: Duration = .seconds(12 * 3600)
+        /// The address nodes reach the sync server at, for the enrollment command shown.
+        public var syncAddress: String = "127.0.0.1:7447"
+        public init() {}
+    }
+
+    let store: ServerStore
+    let registry: DeviceRegistry
+    let settings: Settings
+    let logger: Logger
+    let pages: Pages
+    let throttle = LoginThrottle()
+
+    public init(store: ServerStore, settings: Settings = .init(), logger: Logger) throws {
+        self.store = store
+        self.registry = try store.registry()
+        self.settings = settings
+        self.logger = logger
+        self.pages = try Pages()
+    }
+
+    var access: Access { Access(registry: registry, store: store) }
+    var queries: DashboardQueries { DashboardQueries(store: store, registry: registry) }
+
+    /// The HTTPS application, a `Service` for the server's `ServiceGroup`. `onListening`
+    /// gets the bound port (port 0 picks a free one).
+    public func application(host: String, port: Int, onListening: @escaping @Sendable (Int) async -> Void = { _ in }) throws -> some Service {
+        let identity = try store.identity()
+        var tls = TLSConfiguration.makeServerConfiguration(
+            certificateChain: try NIOSSLCertificate.fromPEMBytes(Array(identity.certificatePEM.utf8)).map { .certificate($0) },
+            privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(identity.privateKeyPEM.utf8), format: .pem)))
+        tls.minimumTLSVersion = .tlsv12
+        return Application(
+            router: try router(),
+            server: try .tls(.http1(), tlsConfiguration: tls),
+            configuration: .init(address: .hostname(host, port: port), serverName: nil),
+            onServerRunning: { channel in await onListening(channel.localAddress?.port ?? port) },
+            logger: logger)
+    }
+
+    func router() throws -> Router<WebContext> {
+        let router = Router(context: WebContext.self)
+        router.add(middleware: SecurityHeaders())
+        router.add(middleware: WebErrors(pages: pages))
+        router.add(middleware: SameOriginWrites())
+        router.add(middleware: SessionMiddleware(
+            storage: MemoryPersistDriver(),
+            configuration: .init(sessionCookieParameters: .init(name: "__Host-hp_session", path: "/", secure: true, sameSite: .strict),
+                                 defaultSessionExpiration: settings.sessionLifetime)))
+        router.get("/static/site.css") { _, _ in
+            var headers = HTTPFields()
+            headers[.contentType] = "text/css; charset=utf-8"
+            headers[.cacheControl] = "public, max-age=3600"
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: Pages.css)))
+        }
+        addLoginRoutes(router)
+        addPageRoutes(router)
+        addAdminRoutes(router)
+        addAPIRoutes(router)
+        return router
+    }
+
+    // MARK: Shared by the routes
+
+    func chrome(_ title: String, _ person: People.Person, _ context: WebContext) -> Chrome {
+        Chrome(title: title, signedInAs: person.name, role: person.role.rawValue, isAdmin: person.role == .admin, csrf: context.sessions.session?.csrf)
+    }
+
+    /// Checks a form's or header's CSRF token against the session's.
+    static func checkCSRF(_ token: String?, _ context: WebContext) throws {
+        guard let expected = context.sessions.session?.csrf, let token,
+              constantTimeEqual(Array(expected.utf8), Array(token.utf8)) else {
+            throw WebError(.csrf, "the form's security token is missing or stale; reload the page and try again")
+        }
+    }
+
+    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        var diff: UInt8 = 0
+        for i in a.indices { diff |= a[i] ^ b[i] }
+        return diff == 0
+    }
+
+    static func randomToken() -> String {
+        var g = SystemRandomNumberGenerator()
+        return (0..<32).map { _ in UInt8.random(in: 0...255, using: &g) }.map { String(format: "%02x", $0) }.joined()
+    }
+
+    static func now() -> Double { Date().timeIntervalSince1970 }
+}
+
+/// Slows repeated failed sign-ins per peer address and per name (`AuthThrottle`: each
+/// failure within 15 minutes doubles the wait, up to 8 s).
+actor LoginThrottle {
+    var byPeer = AuthThrottle(base: 0.5, maximum: 8)
+    var byName = AuthThrottle(base: 0.5, maximum: 8)
+
+    func failure(peer: String, name: String, now: Double) -> Double {
+        max(byPeer.failure(peer: peer, now: now), byName.failure(peer: name, now: now))
+    }
+
+    func success(peer: String, name: String) {
+        byPeer.success(peer: peer)
+        byName.success(peer: name)
+    }
+}

@@ -1,0 +1,226 @@
+import Foundation
+import GRDB
+import Testing
+import HealthProbeArchive
+import HealthProbeServer
+import HealthProbeTestSupport
+@testable import HealthProbeWeb
+
+/// The dashboard as a person uses it, over real TLS against a real server with synced chains.
+@Suite("Web dashboard", .serialized)
+struct DashboardTests {
+    /// Visible records at the latest observation, counted from the replica's ranges (not from aggregates).
+    static func visible(_ store: ServerStore, _ chain: String) throws -> Int {
+        try store.readReplica(chain) { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM sample_visibility_ranges WHERE last_observation_id IS NULL")! }
+    }
+
+    @Test("signing in: a redirect without a session, a refusal for a wrong password, a Secure HttpOnly SameSite=Strict cookie")
+    func signIn() async throws {
+        try await withHousehold { h in
+            let b = h.browser()
+            let anonymous = try await b.request("GET", "/")
+            #expect(anonymous.status == 303 && anonymous.header("Location") == "/login")
+            let api = try await b.request("GET", "/api/v1/overview")
+            #expect(api.status == 401 && api.body.contains("\"error\":\"unauthenticated\""))
+            let wrong = try await b.signIn("ann", "not-the-password-at-all")
+            #expect(wrong.status == 401 && b.cookie == nil && wrong.body.contains("Wrong name or password"))
+            let ok = try await b.signIn("ann", Household.password)
+            #expect(ok.status == 303)
+            let cookie = try #require(ok.header("Set-Cookie"))
+            for attribute in ["__Host-hp_session=", "Secure", "HttpOnly", "SameSite=Strict", "Path=/"] { #expect(cookie.contains(attribute), "\(attribute)") }
+            let token = try #require(b.csrf)
+            #expect(token.count == 64)
+            // Signing out ends the session.
+            let out = try await b.request("POST", "/logout", body: "csrf=\(token)")
+            #expect(out.status == 303)
+            #expect(try await b.request("GET", "/").status == 303)
+        }
+    }
+
+    @Test("the overview shows each person's chains with their visible records; an admin sees every chain")
+    func overview() async throws {
+        try await withHousehold { h in
+            let b = h.browser()
+            try await b.signIn("ann", Household.password)
+            let page = try await b.request("GET", "/")
+            #expect(page.status == 200)
+            for (device, chain) in h.chains {
+                #expect(page.body.contains("data-chain=\"\(chain)\""), "\(device)")
+                let n = try Self.visible(h.store, chain)
+                #expect(n > 0)
+                #expect(page.body.contains(">\(n) in 2 type(s)<"), "\(device): \(n)")
+            }
+            #expect(page.body.contains("<h2>ann</h2>") && page.body.contains("<h2>bob</h2>"))
+            // The API says the same.
+            let api = try await b.request("GET", "/api/v1/overview")
+            let json = try JSONSerialization.jsonObject(with: Data(api.body.utf8)) as! [String: Any]
+            let people = json["people"] as! [[String: Any]]
+            #expect(people.map { $0["person"] as! String } == ["ann", "bob"])
+            let card = (people[0]["chains"] as! [[String: Any]])[0]
+            #expect(card["visible_records"] as? Int == (try Self.visible(h.store, h.chains["ann-phone"]!)))
+        }
+    }
+
+    @Test("a member reads their own chains only, until one is shared; ids cannot be guessed; a viewer changes nothing")
+    func authorization() async throws {
+        try await withHousehold { h in
+            let ann = h.chains["ann-phone"]!, bob = h.chains["bob-phone"]!
+            let b = h.browser()
+            try await b.signIn("bob", Household.password)
+            let page = try await b.request("GET", "/")
+            #expect(page.body.contains(bob) && !page.body.contains(ann))
+            for path in ["/chains/\(ann)", "/chains/\(ann)/observations/1", "/chains/\(ann)/types/HKQuantityTypeIdentifierStepCount",
+                         "/api/v1/chains/\(ann)", "/api/v1/chains/\(ann)/observations/1/visible", "/chains/\(String(repeating: "0", count: 64))",
+                         "/chains/..%2F..%2Fserver.sqlite", "/chains/\(ann.uppercased())"] {
+                let r = try await b.request("GET", path)
+                #expect(r.status == 404, "\(path): \(r.status)")
+                #expect(!r.body.contains("visible-records"))
+            }
+            #expect(try await b.request("GET", "/chains/\(bob)").status == 200)
+            #expect(try await b.request("GET", "/admin").status == 403)
+            // Bob may not share ann's chain, even with the right token.
+            let steal = try await b.request("POST", "/chains/\(ann)/shares", body: "csrf=\(b.csrf!)&person=bob&action=share")
+            #expect(steal.status == 404)
+            #expect(try h.store.registry().shares(chain: ann).isEmpty)
+
+            // The admin shares ann's chain with bob, then bob reads it.
+            let a = h.browser()
+            try await a.signIn("ann", Household.password)
+            let share = try await a.request("POST", "/chains/\(ann)/shares", body: "csrf=\(a.csrf!)&person=bob&action=share")
+            #expect(share.status == 303)
+            #expect(try await b.request("GET", "/chains/\(ann)").status == 200)
+
+            // A viewer sees only what is shared with them and can change nothing.
+            let v = h.browser()
+            try await v.signIn("vic", Household.password)
+            #expect(!(try await v.request("GET", "/").body.contains("data-chain")))
+            #expect(try await v.request("GET", "/chains/\(bob)").status == 404)
+            _ = try await a.request("POST", "/chains/\(bob)/shares", body: "csrf=\(a.csrf!)&person=vic&action=share")
+            #expect(try await v.request("GET", "/chains/\(bob)").status == 200)
+            let reshare = try await v.request("POST", "/chains/\(bob)/shares", body: "csrf=\(v.csrf!)&person=cat&action=share")
+            #expect(reshare.status == 403)
+            #expect(try h.store.registry().shares(chain: bob).map(\.person) == ["vic"])
+            #expect(try await v.request("POST", "/admin/people", body: "csrf=\(v.csrf!)&name=eve&role=admin&password=\(Household.password)").status == 403)
+            #expect(try h.store.registry().person(named: "eve") == nil)
+            // Taking it back.
+            _ = try await a.request("POST", "/chains/\(bob)/shares", body: "csrf=\(a.csrf!)&person=vic&action=unshare")
+            #expect(try await v.request("GET", "/chains/\(bob)").status == 404)
+        }
+    }
+
+    @Test("CSRF: a change without the session's token, with a wrong one, or from another site is refused and stores nothing")
+    func csrf() async throws {
+        try await withHousehold { h in
+            let a = h.browser()
+            try await a.signIn("ann", Household.password)
+            let form = "name=eve&role=member&password=\(Household.password)"
+            #expect(try await a.request("POST", "/admin/people", body: form).status == 403)
+            #expect(try await a.request("POST", "/admin/people", body: "csrf=\(String(repeating: "a", count: 64))&" + form).status == 403)
+            #expect(try await a.request("POST", "/admin/people", body: "csrf=\(a.csrf!)&" + form, headers: [("Sec-Fetch-Site", "cross-site")]).status == 403)
+            #expect(try await a.request("POST", "/admin/people", body: "csrf=\(a.csrf!)&" + form, headers: [("Origin", "https://evil.example")]).status == 403)
+            #expect(try h.store.registry().person(named: "eve") == nil)
+            let ok = try await a.request("POST", "/admin/people", body: "csrf=\(a.csrf!)&" + form)
+            #expect(ok.status == 200 && ok.body.contains("Added eve"))
+            #expect(try h.store.registry().person(named: "eve")?.role == .member)
+            // The API takes the token in a header.
+            let api = try await a.request("POST", "/api/v1/admin/tokens", body: #"{"device":"eve-phone","person":"eve"}"#, contentType: "application/json")
+            #expect(api.status == 403)
+            let issued = try await a.request("POST", "/api/v1/admin/tokens", body: #"{"device":"eve-phone","person":"eve"}"#, contentType: "application/json",
+                                             headers: [("X-CSRF-Token", a.csrf!)])
+            #expect(issued.status == 201 && issued.body.contains("\"command\":\"hp-node enroll "))
+            #expect(try h.store.registry().devices().first { $0.name == "eve-phone" }?.person == "eve")
+        }
+    }
+
+    @Test("every page carries the security headers, no script and no external asset")
+    func headers() async throws {
+        try await withHousehold { h in
+            let a = h.browser()
+            try await a.signIn("ann", Household.password)
+            let chain = h.chains["ann-phone"]!
+            let login = try await h.browser().request("GET", "/login")
+            #expect(login.header("Content-Security-Policy") == SecurityHeaders<WebContext>.csp && !login.body.contains("<script"))
+            for path in ["/", "/chains/\(chain)", "/chains/\(chain)/observations/2", "/chains/\(chain)/observations/2/visible",
+                         "/chains/\(chain)/types/HKQuantityTypeIdentifierStepCount", "/types/HKQuantityTypeIdentifierStepCount",
+                         "/chains/\(chain)/diff?from=1&to=2", "/admin"] {
+                let r = try await a.request("GET", path)
+                #expect(r.status == 200, "\(path)")
+                #expect(r.header("Content-Security-Policy")?.hasPrefix("default-src 'none'") == true, "\(path)")
+                #expect(r.header("X-Frame-Options") == "DENY" && r.header("X-Content-Type-Options") == "nosniff", "\(path)")
+                #expect(r.header("Cache-Control") == "no-store", "\(path)")
+                #expect(!r.body.contains("<script") && !r.body.contains("src=\"http") && !r.body.contains("href=\"http"), "\(path)")
+                #expect(!r.body.contains("style=\""), "\(path): inline style")
+            }
+        }
+    }
+
+    @Test("a chart has one bar per day of the API's series; paging the visible records gives every visible record once")
+    func chartsAndPaging() async throws {
+        try await withHousehold { h in
+            let a = h.browser()
+            try await a.signIn("ann", Household.password)
+            let chain = h.chains["ann-phone"]!
+            let type = "HKQuantityTypeIdentifierStepCount"
+            let api = try await a.request("GET", "/api/v1/chains/\(chain)/types/\(type)")
+            let series = try JSONSerialization.jsonObject(with: Data(api.body.utf8)) as! [String: Any]
+            let days = (series["days"] as! [[String: Any]]).count
+            #expect(days >= 5)
+            let page = try await a.request("GET", "/chains/\(chain)/types/\(type)")
+            #expect(page.body.components(separatedBy: "<rect ").count - 1 == days)
+            // Every visible record at observation 2, over pages, once each.
+            var cursor: String?
+            var seen = Set<String>(), rows = 0
+            repeat {
+                let q = cursor.map { "?cursor=" + ($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "") } ?? ""
+                let r = try await a.request("GET", "/api/v1/chains/\(chain)/observations/2/visible\(q)")
+                let j = try JSONSerialization.jsonObject(with: Data(r.body.utf8)) as! [String: Any]
+                for rec in j["records"] as! [[String: Any]] { seen.insert(rec["payload_hash"] as! String); rows += 1 }
+                cursor = j["next"] as? String
+            } while cursor != nil
+            #expect(rows == (try DashboardTests.visible(h.store, chain)))
+            #expect(seen.count == rows)
+        }
+    }
+
+    @Test("hostile requests get clear 4xx answers, never a 500")
+    func hostile() async throws {
+        try await withHousehold { h in
+            let a = h.browser()
+            try await a.signIn("ann", Household.password)
+            let chain = h.chains["ann-phone"]!
+            let cases: [(String, String, String?, Int)] = [
+                ("GET", "/chains/\(chain)?after=-1", nil, 400),
+                ("GET", "/chains/\(chain)?after=99999999999999999999999", nil, 400),
+                ("GET", "/chains/\(chain)/observations/0", nil, 404),
+                ("GET", "/chains/\(chain)/observations/999", nil, 404),
+                ("GET", "/chains/\(chain)/observations/2/visible?cursor=garbage", nil, 400),
+                ("GET", "/chains/\(chain)/observations/2/visible?cursor=1:\(String(repeating: "f", count: 300))", nil, 400),
+                ("GET", "/chains/\(chain)/types/Bad%20Type", nil, 404),
+                ("GET", "/chains/\(chain)/diff?from=1", nil, 400),
+                ("GET", "/chains/\(chain)/diff?from=1&to=2&kind=everything", nil, 400),
+                ("GET", "/chains/\(chain)/diff?from=1&to=777", nil, 404),
+                ("GET", "/chains/\(String(repeating: "f", count: 64))", nil, 404),
+                ("POST", "/login", String(repeating: "x", count: 70_000), 400),
+                ("POST", "/api/v1/session", "{not json", 400),
+                ("GET", "/no/such/page", nil, 404),
+            ]
+            for (method, path, body, expected) in cases {
+                let r = try await a.request(method, path, body: body, contentType: path.hasPrefix("/api") ? "application/json" : "application/x-www-form-urlencoded")
+                #expect(r.status == expected, "\(method) \(path): \(r.status)")
+            }
+        }
+    }
+
+    @Test("repeated wrong passwords are slowed down")
+    func throttled() async throws {
+        try await withHousehold { h in
+            let b = h.browser()
+            _ = try await b.signIn("ann", "wrong-password-one")
+            _ = try await b.signIn("ann", "wrong-password-two")
+            let start = ContinuousClock.now
+            let third = try await b.signIn("ann", "wrong-password-three")
+            #expect(third.status == 401)
+            #expect(ContinuousClock.now - start >= .milliseconds(1900))
+        }
+    }
+}
