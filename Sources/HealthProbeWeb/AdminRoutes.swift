@@ -82,7 +82,7 @@ extension WebServer {
 
     func issueToken(device: String, person: String) async throws -> EnrollmentToken {
         guard DeviceName.isValid(device) else { throw WebError(.badRequest, "device names are 1 to 64 ASCII letters, digits, '.', '_' or '-'") }
-        let registry = self.registry, store = self.store, address = settings.syncAddress
+        let registry = self.registry, store = self.store, address = settings.syncAddress()
         return try await blocking {
             let pid = try registry.personForEnrollment(person)
             let secret = try registry.issueToken(name: device, person: pid, now: Self.now())

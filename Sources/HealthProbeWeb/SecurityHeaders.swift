@@ -13,7 +13,9 @@ struct SecurityHeaders<Context: RequestContext>: RouterMiddleware {
         response.headers[.contentSecurityPolicy] = Self.csp
         response.headers[HTTPField.Name("X-Frame-Options")!] = "DENY"
         response.headers[.xContentTypeOptions] = "nosniff"
-        response.headers[HTTPField.Name("Referrer-Policy")!] = "no-referrer"
+        // `same-origin`, not `no-referrer`: with no-referrer, Chromium sends `Origin: null` on the
+        // pages' own form posts, which SameOriginWrites then cannot tell from a foreign one.
+        response.headers[HTTPField.Name("Referrer-Policy")!] = "same-origin"
         response.headers[.strictTransportSecurity] = "max-age=31536000"
         if response.headers[.cacheControl] == nil { response.headers[.cacheControl] = "no-store" }
         response.headers[HTTPField.Name("Cross-Origin-Opener-Policy")!] = "same-origin"
@@ -30,7 +32,8 @@ struct SameOriginWrites<Context: RequestContext>: RouterMiddleware {
             if let site = request.headers[HTTPField.Name("Sec-Fetch-Site")!], site != "same-origin", site != "none" {
                 throw WebError(.csrf, "cross-site request refused")
             }
-            if let origin = request.headers[.origin], let host = request.head.authority, origin != "https://\(host)" {
+            // HTTP/1.1 carries the authority in Host; the request head has it only for HTTP/2.
+            if let origin = request.headers[.origin], origin != "https://\(request.head.authority ?? request.headers[HTTPField.Name("Host")!] ?? "")" {
                 throw WebError(.csrf, "cross-origin request refused")
             }
         }

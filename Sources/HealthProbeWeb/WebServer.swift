@@ -22,8 +22,9 @@ public struct WebServer: Sendable {
         public var passwordCost: UInt8 = PasswordHashing.defaultCost
         /// How long a session lasts without signing in again.
         public var sessionLifetime: Duration = .seconds(12 * 3600)
-        /// The address nodes reach the sync server at, for the enrollment command shown.
-        public var syncAddress: String = "127.0.0.1:7447"
+        /// The address nodes reach the sync server at, for the enrollment command shown
+        /// (asked each time: with port 0 the sync server knows its port only once it listens).
+        public var syncAddress: @Sendable () -> String = { "127.0.0.1:7447" }
         public init() {}
     }
 

@@ -5,6 +5,7 @@ import HealthProbeServer
 import HealthProbeWeb
 import HealthProbeProtocol
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import ServiceLifecycle
 
@@ -64,8 +65,13 @@ struct Serve: AsyncParsableCommand {
                                     idleTimeout: .milliseconds(Int64((settings.idleTimeoutSeconds ?? 120) * 1000)),
                                     metrics: serverMetrics, keptReplicas: keptReplicas ?? settings.keptReplicas ?? ServerConfig.defaultKeptReplicas,
                                     applyThreads: applyThreads ?? settings.applyThreads ?? ServerConfig.defaultApplyThreads)
+        // What enrollment tokens from the web page carry: the advertised address, else the bound one.
+        let boundAddress = NIOLockedValueBox(settings.advertise ?? listenAddress)
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: ListenerService {
-            try await server.run(host: host, port: port) { announce("listening on \(host):\($0)") }
+            try await server.run(host: host, port: port) { bound in
+                if settings.advertise == nil { boundAddress.withLockedValue { $0 = "\(host):\(bound)" } }
+                announce("listening on \(host):\(bound)")
+            }
         })]
         if let metricsAddress, let (mh, mp) = SyncAddress.parse(metricsAddress, allowAnyPort: true) {
             services.append(.init(service: ListenerService {
@@ -74,7 +80,7 @@ struct Serve: AsyncParsableCommand {
         }
         if let webAddress = web ?? settings.webListen, let (wh, wp) = SyncAddress.parse(webAddress, allowAnyPort: true) {
             var webSettings = WebServer.Settings()
-            webSettings.syncAddress = settings.advertise ?? listenAddress
+            webSettings.syncAddress = { boundAddress.withLockedValue { $0 } }
             let webServer = try WebServer(store: options.store, settings: webSettings, logger: Logger(label: "healthprobe.web"))
             services.append(.init(service: try webServer.application(host: wh, port: wp) { port in
                 let shown = wh.contains(":") ? "[\(wh)]" : wh

@@ -119,7 +119,9 @@ struct DashboardTests {
             #expect(try await a.request("POST", "/admin/people", body: "csrf=\(a.csrf!)&" + form, headers: [("Sec-Fetch-Site", "cross-site")]).status == 403)
             #expect(try await a.request("POST", "/admin/people", body: "csrf=\(a.csrf!)&" + form, headers: [("Origin", "https://evil.example")]).status == 403)
             #expect(try h.store.registry().person(named: "eve") == nil)
-            let ok = try await a.request("POST", "/admin/people", body: "csrf=\(a.csrf!)&" + form)
+            // What a browser sends for its own form: the page's origin and same-origin.
+            let ok = try await a.request("POST", "/admin/people", body: "csrf=\(a.csrf!)&" + form,
+                                         headers: [("Origin", "https://127.0.0.1:\(h.webPort)"), ("Sec-Fetch-Site", "same-origin")])
             #expect(ok.status == 200 && ok.body.contains("Added eve"))
             #expect(try h.store.registry().person(named: "eve")?.role == .member)
             // The API takes the token in a header.

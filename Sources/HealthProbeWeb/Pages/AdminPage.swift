@@ -30,7 +30,7 @@ enum AdminPage {
         </table></div>
         <form method="post" action="/admin/people" class="stack">
         <input type="hidden" name="csrf" value="{{csrf}}">
-        <label>Name <input name="name" required maxlength="64" pattern="[A-Za-z0-9._\\-]{1,64}"></label>
+        <label>Name <input name="name" required maxlength="64"></label>
         <label>Role <select name="role">{{#roles}}<option>{{.}}</option>{{/roles}}</select></label>
         <label>Password (12 or more characters) <input name="password" type="password" autocomplete="new-password" required minlength="12" maxlength="256"></label>
         <button type="submit">Add person</button>
@@ -44,7 +44,7 @@ enum AdminPage {
         <h2>Enroll a device</h2>
         <form method="post" action="/admin/tokens" class="stack">
         <input type="hidden" name="csrf" value="{{csrf}}">
-        <label>Device name <input name="device" required maxlength="64" pattern="[A-Za-z0-9._\\-]{1,64}"></label>
+        <label>Device name <input name="device" required maxlength="64"></label>
         <label>Person <select name="person">{{#personNames}}<option>{{.}}</option>{{/personNames}}</select></label>
         <button type="submit">Issue a one-time token</button>
         </form>

@@ -1,0 +1,206 @@
+"""The dashboard as people use it: a real headless Chromium against a real hp-server.
+
+Run by scripts/test-browser, which starts the server, makes the household (ann admin,
+bob member, vic viewer; ann-phone and bob-phone synced over TLS) and passes:
+HP_WEB (dashboard URL), HP_PASSWORD, HP_CHAINS (`hp-server chains --json`), HP_NODE
+(the hp-node binary), HP_WORK (a scratch directory), HP_CERT (the server certificate).
+The browser runs with JavaScript off, as the pages must work without it, and trusts
+only the server's own key (an SPKI pin), not every certificate.
+"""
+import base64
+import hashlib
+import json
+import os
+import subprocess
+import tempfile
+import unittest
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions
+from selenium.webdriver.support.ui import WebDriverWait
+
+WEB = os.environ["HP_WEB"].rstrip("/")
+PASSWORD = os.environ["HP_PASSWORD"]
+CHAINS = {c["device"]: c["chain"] for c in json.loads(os.environ["HP_CHAINS"])}
+NODE = os.environ["HP_NODE"]
+WORK = os.environ["HP_WORK"]
+
+
+def spki_pin(cert_path):
+    """base64(SHA-256(SubjectPublicKeyInfo)) of the server's certificate, for Chromium's pin flag."""
+    pub = subprocess.run(["openssl", "x509", "-in", cert_path, "-pubkey", "-noout"], check=True, capture_output=True).stdout
+    der = subprocess.run(["openssl", "pkey", "-pubin", "-outform", "der"], input=pub, check=True, capture_output=True).stdout
+    return base64.b64encode(hashlib.sha256(der).digest()).decode()
+
+
+PIN = spki_pin(os.environ["HP_CERT"])
+
+
+def browser(javascript=False, width=1200, height=900):
+    o = webdriver.ChromeOptions()
+    o.binary_location = "/usr/bin/chromium"
+    for a in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+              f"--ignore-certificate-errors-spki-list={PIN}", f"--window-size={width},{height}",
+              f"--user-data-dir={tempfile.mkdtemp(dir=WORK)}"]:
+        o.add_argument(a)
+    if not javascript:
+        o.add_experimental_option("prefs", {"profile.managed_default_content_settings.javascript": 2})
+    d = webdriver.Chrome(service=Service(executable_path="/usr/bin/chromedriver"), options=o)
+    d.set_page_load_timeout(30)
+    return d
+
+
+def sign_in(d, name):
+    d.get(WEB + "/login")
+    d.find_element(By.NAME, "name").send_keys(name)
+    d.find_element(By.NAME, "password").send_keys(PASSWORD)
+    d.find_element(By.CSS_SELECTOR, "form.stack button[type=submit]").click()
+    WebDriverWait(d, 15).until(lambda d: d.current_url.rstrip("/") == WEB or d.find_elements(By.CSS_SELECTOR, "p.alert[role=alert]"))
+    assert d.current_url.rstrip("/") == WEB, f"{name} was not signed in: {d.current_url}: {d.find_element(By.TAG_NAME, 'main').text}"
+
+
+def submit(d, button):
+    """Clicks a form's button and waits for the answer page to replace this one."""
+    page = d.find_element(By.TAG_NAME, "html")
+    button.click()
+    WebDriverWait(d, 15).until(expected_conditions.staleness_of(page))
+
+
+def api(d, path):
+    """An API answer as the browser gets it (same session cookie)."""
+    d.get(WEB + path)
+    return json.loads(d.find_element(By.TAG_NAME, "body").text)
+
+
+def heading(d):
+    return d.find_element(By.TAG_NAME, "h1").text
+
+
+class Dashboard(unittest.TestCase):
+    def test_admin_reads_the_household_and_enrolls_a_device(self):
+        d = browser()
+        try:
+            sign_in(d, "ann")
+            cards = d.find_elements(By.CSS_SELECTOR, "section.card.chain")
+            self.assertEqual(sorted(c.get_attribute("data-chain") for c in cards), sorted(CHAINS.values()))
+            shown = {c.get_attribute("data-chain"): c.find_element(By.CSS_SELECTOR, ".visible-records").text for c in cards}
+            overview = api(d, "/api/v1/overview")
+            for person in overview["people"]:
+                for chain in person["chains"]:
+                    self.assertTrue(shown[chain["chain"]].startswith(f"{chain['visible_records']} in "), chain["chain"])
+                    self.assertGreater(chain["visible_records"], 0)
+            # A chain, its timeline, an observation's classification, a type's chart.
+            d.get(WEB + "/")
+            submit(d, d.find_element(By.CSS_SELECTOR, f"section[data-chain='{CHAINS['ann-phone']}'] h3 a"))
+            rows = d.find_elements(By.CSS_SELECTOR, "table.timeline tbody tr")
+            self.assertEqual(len(rows), 2)
+            submit(d, rows[1].find_element(By.CSS_SELECTOR, "td a"))
+            self.assertTrue(heading(d).startswith("Observation #2"))
+            self.assertGreater(len(d.find_elements(By.CSS_SELECTOR, "table.changes tbody tr")), 0)
+            d.get(WEB + f"/chains/{CHAINS['ann-phone']}")
+            submit(d, d.find_element(By.PARTIAL_LINK_TEXT, "HKQuantityTypeIdentifierStepCount"))
+            bars = d.find_elements(By.CSS_SELECTOR, "svg.chart rect.bar")
+            series = api(d, f"/api/v1/chains/{CHAINS['ann-phone']}/types/HKQuantityTypeIdentifierStepCount")
+            self.assertEqual(len(bars), len(series["days"]))
+            self.assertGreater(len(bars), 0)
+            # Admin: add a person, issue a token, enroll a real node with the command shown, revoke it.
+            d.get(WEB + "/admin")
+            form = d.find_element(By.CSS_SELECTOR, "form[action='/admin/people']")
+            form.find_element(By.NAME, "name").send_keys("dan")
+            form.find_element(By.NAME, "password").send_keys(PASSWORD)
+            submit(d, form.find_element(By.CSS_SELECTOR, "button"))
+            self.assertIn("Added dan.", d.page_source)
+            form = d.find_element(By.CSS_SELECTOR, "form[action='/admin/tokens']")
+            form.find_element(By.NAME, "device").send_keys("dan-phone")
+            for option in form.find_elements(By.CSS_SELECTOR, "select[name=person] option"):
+                if option.text == "dan":
+                    option.click()
+            submit(d, form.find_element(By.CSS_SELECTOR, "button"))
+            command = d.find_element(By.ID, "enroll-command").text
+            self.assertTrue(command.startswith("hp-node enroll "), command)
+            token = command.split(" ", 2)[2]
+            subprocess.run([NODE, "--home", os.path.join(WORK, "dan-phone"), "enroll", token], check=True, capture_output=True)
+            row = [r for r in d.find_elements(By.CSS_SELECTOR, "table.devices tbody tr") if r.text.startswith("dan-phone")][0]
+            submit(d, row.find_element(By.CSS_SELECTOR, "button"))
+            self.assertIn("Revoked dan-phone", d.page_source)
+            row = [r for r in d.find_elements(By.CSS_SELECTOR, "table.devices tbody tr") if r.text.startswith("dan-phone")][0]
+            self.assertIn("revoked", row.text)
+        finally:
+            d.quit()
+
+    def test_member_is_denied_another_persons_chain(self):
+        d = browser()
+        try:
+            sign_in(d, "bob")
+            cards = [c.get_attribute("data-chain") for c in d.find_elements(By.CSS_SELECTOR, "section.card.chain")]
+            self.assertEqual(cards, [CHAINS["bob-phone"]])
+            for path in [f"/chains/{CHAINS['ann-phone']}", f"/chains/{CHAINS['ann-phone']}/observations/1",
+                         f"/types/HKQuantityTypeIdentifierStepCount"]:
+                d.get(WEB + path)
+                if path.startswith("/types/"):
+                    self.assertEqual([f.get_attribute("data-chain") for f in d.find_elements(By.CSS_SELECTOR, "figure.panel")], [CHAINS["bob-phone"]])
+                else:
+                    self.assertEqual(heading(d), "Not found", path)
+            d.get(WEB + "/admin")
+            self.assertEqual(heading(d), "Not allowed")
+        finally:
+            d.quit()
+
+    def test_viewer_sees_only_what_is_shared_and_changes_nothing(self):
+        v, a = browser(), browser()
+        try:
+            sign_in(v, "vic")
+            self.assertEqual(v.find_elements(By.CSS_SELECTOR, "section.card.chain"), [])
+            sign_in(a, "ann")
+            a.get(WEB + f"/chains/{CHAINS['bob-phone']}")
+            form = a.find_element(By.CSS_SELECTOR, "form[action$='/shares']")
+            for option in form.find_elements(By.CSS_SELECTOR, "select[name=person] option"):
+                if option.text == "vic":
+                    option.click()
+            submit(a, form.find_element(By.CSS_SELECTOR, "button"))
+            self.assertIn("vic", a.find_element(By.CSS_SELECTOR, ".share").text)
+            v.get(WEB + "/")
+            self.assertEqual([c.get_attribute("data-chain") for c in v.find_elements(By.CSS_SELECTOR, "section.card.chain")], [CHAINS["bob-phone"]])
+            v.get(WEB + f"/chains/{CHAINS['bob-phone']}")
+            actions = [f.get_attribute("action") for f in v.find_elements(By.TAG_NAME, "form") if f.get_attribute("method") == "post"]
+            self.assertEqual(actions, [WEB + "/logout"], "a viewer's page offers no change but signing out")
+            v.get(WEB + "/admin")
+            self.assertEqual(heading(v), "Not allowed")
+        finally:
+            v.quit()
+            a.quit()
+
+    def test_cross_site_form_is_refused(self):
+        d = browser()
+        try:
+            sign_in(d, "ann")
+            evil = os.path.join(WORK, "evil.html")
+            with open(evil, "w") as f:
+                f.write(f"""<!doctype html><form method="post" action="{WEB}/admin/people">
+                <input name="name" value="eve"><input name="role" value="admin"><input name="password" value="{PASSWORD}">
+                <button id="go" type="submit">go</button></form>""")
+            d.get("file://" + evil)
+            submit(d, d.find_element(By.ID, "go"))
+            self.assertIn(heading(d), ["Refused", "Sign in first"])
+            d.get(WEB + "/admin")
+            people = [r.text.split(" ")[0] for r in d.find_elements(By.CSS_SELECTOR, "table.people tbody tr")]
+            self.assertNotIn("eve", people)
+        finally:
+            d.quit()
+
+    def test_readable_on_a_phone(self):
+        d = browser(javascript=True, width=390, height=844)
+        try:
+            sign_in(d, "ann")
+            for path in ["/", f"/chains/{CHAINS['ann-phone']}", "/types/HKQuantityTypeIdentifierStepCount"]:
+                d.get(WEB + path)
+                overflow = d.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
+                self.assertLessEqual(overflow, 1, f"{path} scrolls sideways by {overflow}px on a phone")
+        finally:
+            d.quit()
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
