@@ -84,6 +84,7 @@ extension WebServer {
         guard DeviceName.isValid(device) else { throw WebError(.badRequest, "device names are 1 to 64 ASCII letters, digits, '.', '_' or '-'") }
         let registry = self.registry, store = self.store, address = settings.syncAddress()
         return try await blocking {
+            guard try registry.person(named: person) != nil else { throw WebError(.notFound, "no person named \(person)") }
             let pid = try registry.personForEnrollment(person)
             let secret = try registry.issueToken(name: device, person: pid, now: Self.now())
             return EnrollmentToken(address: address, fingerprint: try store.identity().fingerprint, name: device, secret: secret)
@@ -92,7 +93,11 @@ extension WebServer {
 
     func revoke(_ device: String) async throws {
         let registry = self.registry
-        try await blocking { try registry.revoke(name: device, now: Self.now()) }
+        try await blocking {
+            guard let found = try registry.devices().first(where: { $0.name == device }) else { throw WebError(.notFound, "no device named \(device)") }
+            guard found.revokedAt == nil else { throw WebError(.conflict, "\(device) is already revoked") }
+            try registry.revoke(name: device, now: Self.now())
+        }
     }
 
     func verify(mode: String) async throws -> [ServerVerifier.ChainReport] {

@@ -6,6 +6,7 @@ import HealthProbeCanonical
 public struct WebError: Error, Sendable {
     public enum Code: String, Sendable, Codable {
         case unauthenticated, forbidden, notFound = "not_found", badRequest = "bad_request", csrf, throttled, conflict
+        case methodNotAllowed = "method_not_allowed"
     }
     public let code: Code
     public let message: String
@@ -20,6 +21,7 @@ public struct WebError: Error, Sendable {
         case .badRequest: .badRequest
         case .throttled: .tooManyRequests
         case .conflict: .conflict
+        case .methodNotAllowed: .methodNotAllowed
         }
     }
 

@@ -57,6 +57,7 @@ struct WebErrors: RouterMiddleware {
         case .csrf: "Refused"
         case .throttled: "Too many attempts"
         case .conflict: "Already there"
+        case .methodNotAllowed: "Not this way"
         }
     }
 }

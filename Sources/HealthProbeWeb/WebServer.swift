@@ -66,6 +66,7 @@ public struct WebServer: Sendable {
         let router = Router(context: WebContext.self)
         router.add(middleware: SecurityHeaders())
         router.add(middleware: WebErrors(pages: pages))
+        router.add(middleware: APIMethods())
         router.add(middleware: SameOriginWrites())
         router.add(middleware: SessionMiddleware(
             storage: MemoryPersistDriver(),
