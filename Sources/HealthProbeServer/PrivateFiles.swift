@@ -9,9 +9,9 @@ import HealthProbeProtocol
 /// chain made a directory and copied the replica template through
 /// `FileManager`, which stats every path component and copies attributes
 /// (about 1.5 ms of CPU per new chain, perf).
-enum PrivateFiles {
+public enum PrivateFiles {
     /// Makes directory `path` (mode 0700) unless it exists; its parent must exist.
-    static func makeDirectory(_ path: String) throws {
+    public static func makeDirectory(_ path: String) throws {
         if mkdir(path, 0o700) == 0 || errno == EEXIST { return }
         let code = errno
         // A missing parent: the slow way, which makes every missing component.

@@ -81,6 +81,7 @@ public struct WebServer: Sendable {
         addLoginRoutes(router)
         addPageRoutes(router)
         addAdminRoutes(router)
+        addExportRoutes(router)
         addAPIRoutes(router)
         return router
     }

@@ -184,6 +184,38 @@ struct DashboardTests {
         }
     }
 
+    @Test("a downloaded export verifies from the file alone, names its manifest hash, and holds what was visible; others' chains are not downloadable")
+    func download() async throws {
+        try await withHousehold { h in
+            let a = h.browser()
+            try await a.signIn("ann", Household.password)
+            let chain = h.chains["ann-phone"]!
+            let r = try await a.request("GET", "/chains/\(chain)/export?kind=records&at=2")
+            #expect(r.status == 200)
+            #expect(r.header("Content-Disposition")?.hasPrefix("attachment;") == true)
+            let file = TempDir()
+            let path = file.file("export.json")
+            try Data(r.body.utf8).write(to: URL(fileURLWithPath: path))
+            let v = try ExportVerifier.verify(path: path)
+            #expect(v.ok, "\(v.problems)")
+            #expect(v.manifestHash == r.header("X-HP-Manifest-Hash"))
+            #expect(Int(r.header("X-HP-Record-Count") ?? "") == (try Self.visible(h.store, chain)))
+            // Nothing was recorded in the replica, and no file is left behind.
+            #expect(try h.store.readReplica(chain) { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM export_manifests")! } == 0)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: h.store.root + "/cache/web-exports").isEmpty)
+            // A tampered byte is caught by the verifier.
+            var bytes = Array(r.body.utf8)
+            if let i = bytes.lastIndex(of: UInt8(ascii: "7")) { bytes[i] = UInt8(ascii: "8") }
+            try Data(bytes).write(to: URL(fileURLWithPath: path))
+            #expect(!(try ExportVerifier.verify(path: path).ok))
+            let b = h.browser()
+            try await b.signIn("bob", Household.password)
+            #expect(try await b.request("GET", "/chains/\(chain)/export?kind=records").status == 404)
+            #expect(try await a.request("GET", "/chains/\(chain)/export?kind=everything").status == 400)
+            #expect(try await a.request("GET", "/chains/\(chain)/export?kind=records&at=99").status == 404)
+        }
+    }
+
     @Test("hostile requests get clear 4xx answers, never a 500")
     func hostile() async throws {
         try await withHousehold { h in

@@ -38,15 +38,20 @@ def spki_pin(cert_path):
 PIN = spki_pin(os.environ["HP_CERT"])
 
 
-def browser(javascript=False, width=1200, height=900):
+def browser(javascript=False, width=1200, height=900, downloads=None):
     o = webdriver.ChromeOptions()
     o.binary_location = "/usr/bin/chromium"
     for a in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
               f"--ignore-certificate-errors-spki-list={PIN}", f"--window-size={width},{height}",
               f"--user-data-dir={tempfile.mkdtemp(dir=WORK)}"]:
         o.add_argument(a)
+    prefs = {}
     if not javascript:
-        o.add_experimental_option("prefs", {"profile.managed_default_content_settings.javascript": 2})
+        prefs["profile.managed_default_content_settings.javascript"] = 2
+    if downloads:
+        prefs.update({"download.default_directory": downloads, "download.prompt_for_download": False})
+    if prefs:
+        o.add_experimental_option("prefs", prefs)
     d = webdriver.Chrome(service=Service(executable_path="/usr/bin/chromedriver"), options=o)
     d.set_page_load_timeout(30)
     return d
@@ -127,6 +132,24 @@ class Dashboard(unittest.TestCase):
             self.assertIn("Revoked dan-phone", d.page_source)
             row = [r for r in d.find_elements(By.CSS_SELECTOR, "table.devices tbody tr") if r.text.startswith("dan-phone")][0]
             self.assertIn("revoked", row.text)
+        finally:
+            d.quit()
+
+    def test_download_an_export_and_verify_it(self):
+        folder = tempfile.mkdtemp(dir=WORK)
+        d = browser(downloads=folder)
+        try:
+            sign_in(d, "bob")
+            d.get(WEB + f"/chains/{CHAINS['bob-phone']}")
+            form = d.find_element(By.CSS_SELECTOR, "form[action$='/export']")
+            form.find_element(By.NAME, "at").send_keys("2")
+            form.find_element(By.CSS_SELECTOR, "button").click()
+            WebDriverWait(d, 30).until(lambda _: [f for f in os.listdir(folder) if f.endswith(".json")])
+            name = [f for f in os.listdir(folder) if f.endswith(".json")][0]
+            self.assertTrue(name.startswith("healthprobe-") and name.endswith("-records-at-2.json"), name)
+            check = subprocess.run([NODE, "--home", os.path.join(WORK, "verifier"), "verify-export", os.path.join(folder, name)],
+                                   capture_output=True, text=True)
+            self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
         finally:
             d.quit()
 

@@ -129,12 +129,45 @@ public enum Exporter {
         return result.manifestHash
     }
 
+    /// An export of an archive that is not this process's own node archive (a server's
+    /// replica of a device chain): written to `out` (committed atomically), recorded
+    /// nowhere, so the replica stays exactly what its bundles made it. The same bytes
+    /// and manifest hash as the device's own export of the same request, `exportID` and
+    /// `createdAt`.
+    public static func writeUnrecorded(archive: Archive, chainHash: String, request: ExportRequest, out: String,
+                                       exportID: String, createdAt: Double) throws -> ExportResult {
+        let chainID = try archive.writer.read { db in
+            try Int64.fetchOne(db, sql: "SELECT id FROM device_chains WHERE device_chain_hash = ?", arguments: [chainHash])
+        }
+        guard let chainID else { throw ArchiveError(.notFound, "chain \(chainHash.prefix(16)) is not in this archive") }
+        let scope = try archive.writer.read { db in try Scope.resolve(db, request: request, chainID: chainID) }
+        let envelope = ExportEnvelope(exportID: exportID, kind: request.kind, createdAt: createdAt,
+                                      app: .object(["name": .string("HealthProbe"), "version": .string(HealthProbeVersion.current)]),
+                                      archive: scope.archiveJSON(chainHash: chainHash), filters: scope.filters)
+        var outputs: [ExportOutput] = []
+        do {
+            let result = try readForExport(archive) { db, helper in
+                try write(db, request: request, scope: scope, envelope: envelope, out: out, overwrite: true, outputs: &outputs,
+                          helper: helper, isCancelled: { false }, progress: { _ in })
+            }
+            for o in outputs { try o.commit() }
+            return result
+        } catch {
+            for o in outputs { o.abandon() }
+            throw error
+        }
+    }
+
+    static func readForExport<T>(_ node: NodeArchive, parallel: Bool = true, _ body: (Database, ExportHelper?) throws -> T) throws -> T {
+        try readForExport(node.archive, parallel: parallel, body)
+    }
+
     /// Runs `body` on a reader of the archive, with a second reader of the same
     /// snapshot lent through the helper (none when `parallel` is false); the
     /// helper is let go as soon as `body` returns.
-    static func readForExport<T>(_ node: NodeArchive, parallel: Bool = true, _ body: (Database, ExportHelper?) throws -> T) throws -> T {
+    static func readForExport<T>(_ archive: Archive, parallel: Bool = true, _ body: (Database, ExportHelper?) throws -> T) throws -> T {
         let helper = ExportHelper()
-        return try node.archive.writer.readWithHelper({ db in
+        return try archive.writer.readWithHelper({ db in
             defer { helper.close() }
             return try body(db, parallel ? helper : nil)
         }, helper: helper.serve)

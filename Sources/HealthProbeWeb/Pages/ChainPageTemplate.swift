@@ -33,6 +33,15 @@ enum ChainPageTemplate {
         <label>To observation <input name="to" inputmode="numeric" pattern="[0-9]+" required></label>
         <button type="submit">Show the diff</button>
         </form>
+        <h2>Downloads</h2>
+        <p>Verifiable exports of this chain (docs/export-format.md), made from what the server received; each file names its manifest hash, and
+        <code>hp-node verify-export FILE</code> checks it from the file alone, on any machine.</p>
+        <form method="get" action="/chains/{{page.card.chain}}/export" class="stack">
+        <label><input type="radio" name="kind" value="records" checked> records visible at the observation (JSON)</label>
+        <label><input type="radio" name="kind" value="summary"> type summaries at the observation (JSON)</label>
+        <label>At observation (empty: the latest) <input name="at" inputmode="numeric" pattern="[0-9]*"></label>
+        <button type="submit">Download</button>
+        </form>
         {{#canShare}}
         <h2>Sharing</h2>
         <p>Shared with: {{#shares}}<span class="share">{{.}}</span> {{/shares}}{{^shares}}nobody{{/shares}}</p>

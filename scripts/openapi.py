@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""Writes docs/openapi.json, the description of /api/v1: edit here, then run
+`scripts/openapi.py > docs/openapi.json`. scripts/test-browser runs schemathesis against it."""
+import json
+def ref(n): return {"$ref": f"#/components/schemas/{n}"}
+S = lambda **p: {"type": "object", "properties": p, "required": list(p.keys()), "additionalProperties": False}
+def opt(schema): return {"anyOf": [schema, {"type": "null"}]}
+string = {"type": "string"}; integer = {"type": "integer"}; number = {"type": "number"}; boolean = {"type": "boolean"}
+date = {"type": "string", "description": "ISO 8601 UTC with milliseconds"}
+hexhash = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
+name = {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,64}$", "description": "1 to 64 ASCII letters, digits, '.', '_' or '-'"}
+arr = lambda s: {"type": "array", "items": s}
+def optional_keys(schema, keys):
+    # Optional values are omitted from the JSON when absent (Swift's encoder skips nil).
+    schema["required"] = [k for k in schema["required"] if k not in keys]
+    return schema
+schemas = {
+ "Error": S(error={"type": "string", "enum": ["unauthenticated", "forbidden", "not_found", "bad_request", "csrf", "throttled", "conflict", "method_not_allowed"]}, message=string),
+ "Login": {"type": "object", "properties": {"name": string, "password": string}, "required": ["name", "password"]},
+ "Session": S(person=string, role={"type": "string", "enum": ["admin", "member", "viewer"]}, csrf_token=string),
+ "Me": S(name=string, role={"type": "string", "enum": ["admin", "member", "viewer"]}, devices=arr(string)),
+ "Alert": S(kind={"type": "string", "enum": ["refused_bundles", "clock_skew", "disappeared", "verification_problem", "not_verified"]}, message=string),
+ "Verification": S(checked_at=date, mode={"type": "string", "enum": ["quick", "full"]}, ok=boolean, problems=arr(string)),
+ "ChainCard": optional_keys(S(chain=hexhash, chain_short=string, device=string, person=string, last_sync_at=date, clock_offset_seconds=number,
+                 bundles=integer, visible_records=integer, types=integer, latest_observation_id=integer, latest_observed_at=date,
+                 latest_status=string, verification=ref("Verification"), alerts=arr(ref("Alert"))),
+                 ["device", "person", "last_sync_at", "clock_offset_seconds", "latest_observation_id", "latest_observed_at", "latest_status", "verification"]),
+ "PersonChains": S(person=string, chains=arr(ref("ChainCard"))),
+ "Overview": S(signed_in_as=string, role=string, people=arr(ref("PersonChains"))),
+ "TypeRow": optional_keys(S(type_identifier=string, visible_records=integer, earliest_start=date, latest_end=date, value_sum=number, value_max=number),
+                 ["earliest_start", "latest_end", "value_sum", "value_max"]),
+ "TimelineRow": S(observation_id=integer, observed_at=date, status=string, trigger=string, type_runs=integer, appeared=integer, disappeared=integer, changed=integer),
+ "ChainPage": optional_keys(S(card=ref("ChainCard"), timeline=arr(ref("TimelineRow")), next_after=integer, types=arr(ref("TypeRow"))), ["next_after"]),
+ "TypeChange": optional_keys(S(type_identifier=string, run_status=string, appeared=integer, disappeared=integer, changed=integer, visible_after=integer,
+                 labels=arr(string), uncertainty=arr(string), lost_records=integer, consolidated_records=integer, uncertain_records=integer, evidence=string),
+                 ["run_status", "visible_after"]),
+ "ObservationPage": optional_keys(S(chain=hexhash, observation_id=integer, observed_at=date, status=string, previous_observation_id=integer,
+                 changes=arr(ref("TypeChange")), many_types_shifting=boolean), ["previous_observation_id"]),
+ "VisibleRecord": S(type_identifier=string, start=date, end=date, value=string, payload_hash=hexhash, visible_since=integer),
+ "VisiblePage": optional_keys(S(chain=hexhash, observation_id=integer, type_identifier=string, records=arr(ref("VisibleRecord")), next=string), ["type_identifier", "next"]),
+ "Day": optional_keys(S(day=string, start=number, records=integer, value_sum=number, value_max=number, source_revisions=integer), ["value_sum", "value_max"]),
+ "TypeSeries": optional_keys(S(chain=hexhash, chain_short=string, device=string, person=string, type_identifier=string, observation_id=integer,
+                 clock_offset_seconds=number, days=arr(ref("Day"))), ["device", "person", "observation_id", "clock_offset_seconds"]),
+ "Overlap": S(chains=arr(hexhash), identical_records=integer),
+ "TypeAcross": S(type_identifier=string, series=arr(ref("TypeSeries")), overlaps=arr(ref("Overlap"))),
+ "DiffTypeCount": S(type_identifier=string, appeared=integer, disappeared=integer, changed=integer),
+ "DiffRow": optional_keys(S(sample_id=integer, type_identifier=string, kind={"type": "string", "enum": ["appeared", "disappeared", "changed"]}, before=string, after=string), ["before", "after"]),
+ "DiffPage": optional_keys(S(chain=hexhash, **{"from": integer}, to=integer, counts=arr(ref("DiffTypeCount")), rows=arr(ref("DiffRow")), next_after=integer), ["next_after"]),
+ "Share": S(chain=hexhash, shared_with=arr(string)),
+ "Person": S(id=integer, name=string, role={"type": "string", "enum": ["admin", "member", "viewer"]}, created_at=number, has_password=boolean, devices=arr(string)),
+ "NewPerson": {"type": "object", "properties": {"name": name, "role": {"type": "string", "enum": ["admin", "member", "viewer"]}, "password": {"type": "string", "minLength": 12, "maxLength": 256}}, "required": ["name", "role", "password"]},
+ "Device": optional_keys(S(name=string, created_at=number, enrolled_at=number, revoked_at=number, chains=arr(hexhash), person=string), ["enrolled_at", "revoked_at", "person"]),
+ "NewToken": {"type": "object", "properties": {"device": name, "person": name}, "required": ["device", "person"]},
+ "Token": S(device=string, token=string, command=string),
+ "VerifyRequest": {"type": "object", "properties": {"mode": {"type": "string", "enum": ["quick", "full"]}}, "required": ["mode"]},
+ "Check": S(name=string, status={"type": "string", "enum": ["ok", "problem", "skipped", "notice"]}, detail=string),
+ "ChainReport": S(chain=hexhash, bundles=integer, checks=arr(ref("Check"))),
+}
+def resp(schema, code="200", desc="OK"):
+    return {code: {"description": desc, "content": {"application/json": {"schema": schema}}}}
+errors = {c: {"description": d, "content": {"application/json": {"schema": ref("Error")}}} for c, d in
+          [("400", "Bad request"), ("401", "Not signed in"), ("403", "Not allowed, or CSRF"), ("404", "Not found, or not readable by this person"),
+           ("405", "Method not allowed on this path"), ("409", "Already exists")]}
+chain_p = {"name": "chain", "in": "path", "required": True, "schema": hexhash, "description": "Device chain hash"}
+obs_p = {"name": "observation", "in": "path", "required": True, "schema": {"type": "integer", "minimum": 1}}
+type_p = {"name": "type", "in": "path", "required": True, "schema": {"type": "string", "pattern": "^[A-Za-z0-9_]{1,128}$"}}
+q = lambda n, s, req=False: {"name": n, "in": "query", "required": req, "schema": s}
+csrf = None
+def op(summary, params=None, ok=None, body=None, code="200", extra=None):
+    changes = csrf in (params or [])
+    o = {"summary": summary, "parameters": [p for p in (params or []) if p is not None], "responses": {**(ok or {}), **errors}}
+    if changes: o["security"] = [{"session": [], "csrf": []}]
+    if body: o["requestBody"] = {"required": True, "content": {"application/json": {"schema": body}}}
+    return o
+paths = {
+ "/api/v1/session": {
+   "post": {**op("Sign in: starts a session (cookie __Host-hp_session) and returns its CSRF token", ok=resp(ref("Session"), "201", "Signed in"), body=ref("Login")), "security": []},
+   "delete": op("Sign out", [csrf], ok={"204": {"description": "Signed out"}})},
+ "/api/v1/me": {"get": op("The signed-in person", ok=resp(ref("Me")))},
+ "/api/v1/overview": {"get": op("Every chain the person may read, grouped by person", ok=resp(ref("Overview")))},
+ "/api/v1/chains/{chain}": {"get": op("A chain: card, a page of its observation timeline, its types now", [chain_p, q("after", {"type": "integer", "minimum": 1})], ok=resp(ref("ChainPage")))},
+ "/api/v1/chains/{chain}/observations/{observation}": {"get": op("One observation's changes per type, classified against the previous observation", [chain_p, obs_p], ok=resp(ref("ObservationPage")))},
+ "/api/v1/chains/{chain}/observations/{observation}/visible": {"get": op("A page of what was visible at the observation", [chain_p, obs_p, q("type", {"type": "string", "pattern": "^[A-Za-z0-9_]{1,128}$"}), q("cursor", {"type": "string", "maxLength": 256})], ok=resp(ref("VisiblePage")))},
+ "/api/v1/chains/{chain}/types/{type}": {"get": op("A type's days in one chain, as of an observation (default: the latest)", [chain_p, type_p, q("at", {"type": "integer", "minimum": 1})], ok=resp(ref("TypeSeries")))},
+ "/api/v1/types/{type}": {"get": op("A type's days in every chain the person may read, side by side, with overlaps", [type_p], ok=resp(ref("TypeAcross")))},
+ "/api/v1/chains/{chain}/diff": {"get": op("A page of the diff between two observations of the chain", [chain_p, q("from", {"type": "integer", "minimum": 1}, True), q("to", {"type": "integer", "minimum": 1}, True), q("kind", {"type": "string", "enum": ["appeared", "disappeared", "changed"]}), q("after", {"type": "integer", "minimum": 1})], ok=resp(ref("DiffPage")))},
+ "/api/v1/chains/{chain}/export": {"get": op("A verifiable export of the chain at an observation (docs/export-format.md), made from the replica; X-HP-Manifest-Hash names its manifest hash",
+   [chain_p, q("kind", {"type": "string", "enum": ["records", "summary"]}, True), q("at", {"type": "integer", "minimum": 1})],
+   ok={"200": {"description": "The export file", "headers": {"X-HP-Manifest-Hash": {"schema": hexhash}, "X-HP-Record-Count": {"schema": {"type": "string"}}},
+               "content": {"application/json": {"schema": {"type": "object"}}}}})},
+ "/api/v1/chains/{chain}/shares/{person}": {
+   "put": op("Share the chain with a person (admins; members for their own chains)", [chain_p, {"name": "person", "in": "path", "required": True, "schema": name}, csrf], ok=resp(ref("Share"))),
+   "delete": op("Take the chain back from a person", [chain_p, {"name": "person", "in": "path", "required": True, "schema": name}, csrf], ok=resp(ref("Share")))},
+ "/api/v1/admin/people": {"get": op("People (admin)", ok=resp(arr(ref("Person")))), "post": op("Add a person (admin)", [csrf], ok=resp(ref("Person"), "201", "Added"), body=ref("NewPerson"))},
+ "/api/v1/admin/devices": {"get": op("Devices (admin)", ok=resp(arr(ref("Device"))))},
+ "/api/v1/admin/tokens": {"post": op("Issue a one-time enrollment token (admin)", [csrf], ok=resp(ref("Token"), "201", "Issued"), body=ref("NewToken"))},
+ "/api/v1/admin/devices/{device}/revoke": {"post": op("Revoke a device (admin)", [{"name": "device", "in": "path", "required": True, "schema": name}, csrf], ok={"204": {"description": "Revoked"}})},
+ "/api/v1/admin/verify": {"post": op("Verify every chain (admin)", [csrf], ok=resp(arr(ref("ChainReport"))), body=ref("VerifyRequest"))},
+}
+doc = {"openapi": "3.0.3",
+       "info": {"title": "HealthProbe household server API", "version": "1",
+                "description": "What the dashboard shows, as JSON with snake_case keys. Sign in with POST /api/v1/session; the session cookie authenticates later calls, and every change carries X-CSRF-Token. A chain that does not exist and one the person may not read both answer 404. Dates are ISO 8601 UTC with milliseconds; hashes are lower-case hex. docs/dashboard.md."},
+       "servers": [{"url": "https://127.0.0.1:8447"}],
+       "components": {"schemas": schemas, "securitySchemes": {"session": {"type": "apiKey", "in": "cookie", "name": "__Host-hp_session"},
+                                                             "csrf": {"type": "apiKey", "in": "header", "name": "X-CSRF-Token", "description": "csrf_token from POST /api/v1/session; required on every change"}}},
+       "security": [{"session": []}],
+       "paths": paths}
+# OpenAPI 3.0 has no null type: optional values are simply omitted.
+print(json.dumps(doc, indent=2, sort_keys=False))
