@@ -64,13 +64,8 @@ extension WebServer {
         api.get("/chains/{chain}/diff") { request, context in
             let person = try await access.person(context)
             let chain = try await access.chain(context, for: person)
-            guard let from = try Params.queryID(request, "from"), let to = try Params.queryID(request, "to") else {
-                throw WebError(.badRequest, "a diff needs two observations: from and to")
-            }
-            let kind: DiffKind? = try Params.query(request, "kind").map {
-                guard let parsed = DiffKind(rawValue: $0) else { throw WebError(.badRequest, "kind is appeared, disappeared or changed") }
-                return parsed
-            }
+            let (from, to) = try Params.diffBounds(request)
+            let kind = try Params.diffKind(request)
             let after = try Params.queryID(request, "after")
             let q = queries
             return try Responses.json(try await blocking { try q.diff(chain, from: from, to: to, kind: kind, after: after) })

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import HealthProbeArchive
 import HealthProbeCanonical
 
 /// Reads small request bodies into typed values, with limits, before anything uses them.
@@ -61,6 +62,22 @@ enum Params {
         guard let text = request.uri.queryParameters[Substring(name)].map(String.init), !text.isEmpty else { return nil }
         guard text.utf8.count <= max else { throw WebError(.badRequest, "\(name) is longer than \(max) bytes") }
         return text
+    }
+
+    /// The optional `kind` of a diff.
+    static func diffKind(_ request: Request) throws -> DiffKind? {
+        try query(request, "kind").map {
+            guard let k = DiffKind(rawValue: $0) else { throw WebError(.badRequest, "kind is appeared, disappeared or changed") }
+            return k
+        }
+    }
+
+    /// The two observations of a diff.
+    static func diffBounds(_ request: Request) throws -> (Int64, Int64) {
+        guard let from = try queryID(request, "from"), let to = try queryID(request, "to") else {
+            throw WebError(.badRequest, "a diff needs two observations: from and to")
+        }
+        return (from, to)
     }
 
     /// A HealthKit type identifier: ASCII letters, digits and `_`, at most 128.

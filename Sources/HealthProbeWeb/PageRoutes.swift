@@ -73,14 +73,8 @@ extension WebServer {
         router.get("/chains/{chain}/diff") { request, context in
             let person = try await access.person(context)
             let chain = try await access.chain(context, for: person)
-            guard let from = try Params.queryID(request, "from"), let to = try Params.queryID(request, "to") else {
-                throw WebError(.badRequest, "a diff needs two observations: from and to")
-            }
-            let kindText = try Params.query(request, "kind")
-            let kind: DiffKind? = try kindText.map {
-                guard let k = DiffKind(rawValue: $0) else { throw WebError(.badRequest, "kind is appeared, disappeared or changed") }
-                return k
-            }
+            let (from, to) = try Params.diffBounds(request)
+            let kind = try Params.diffKind(request)
             let after = try Params.queryID(request, "after")
             let q = queries
             let page = try await blocking { try q.diff(chain, from: from, to: to, kind: kind, after: after) }
