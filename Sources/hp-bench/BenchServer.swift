@@ -13,25 +13,35 @@ struct BenchServer {
     let store: ServerStore
 
     /// Initializes `data` and starts `hp-server serve` from the same build directory as this binary.
-    static func start(data: String) throws -> BenchServer {
+    static func start(data: String, web: Bool = false) throws -> BenchServer {
         let binary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("hp-server").path
         guard FileManager.default.isExecutableFile(atPath: binary) else {
             throw ValidationError("\(binary) is missing: build it first (swift build -c release --product hp-server)")
         }
         let store = ServerStore(root: data)
         try store.create()
+        return try launch(binary: binary, store: store, web: web)
+    }
+
+    /// Web port, when started with the dashboard (`--web`).
+    var webPort: Int? = nil
+
+    static func launch(binary: String, store: ServerStore, web: Bool) throws -> BenchServer {
+        let data = store.root
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["serve", "--data", data, "--listen", "127.0.0.1:0"]
+        process.arguments = ["serve", "--data", data, "--listen", "127.0.0.1:0"] + (web ? ["--web", "127.0.0.1:0"] : [])
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
         try process.run()
-        guard let port = readPort(out) else {
+        guard let ports = readPorts(out, web: web), let port = ports["listening on "] else {
             process.terminate()
             throw ValidationError("hp-server did not report its port")
         }
-        return BenchServer(process: process, port: port, store: store)
+        var server = BenchServer(process: process, port: port, store: store)
+        server.webPort = ports["dashboard on "]
+        return server
     }
 
     /// Enrolls a device over the protocol (`ENROLL`), as a real node would be.
@@ -50,16 +60,22 @@ struct BenchServer {
         if process.isRunning { process.terminate(); process.waitUntilExit() }
     }
 
-    static func readPort(_ pipe: Pipe) -> Int? {
+    /// The ports `hp-server serve` announces: sync (`listening on`) and, with `web`, the dashboard.
+    static func readPorts(_ pipe: Pipe, web: Bool) -> [String: Int]? {
         var text = ""
+        var ports: [String: Int] = [:]
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline {
             let d = pipe.fileHandleForReading.availableData
             if d.isEmpty { break }
             text += String(decoding: d, as: UTF8.self)
-            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("listening on ") }), let colon = line.lastIndex(of: ":") {
-                return Int(line[line.index(after: colon)...])
+            for line in text.split(separator: "\n") {
+                for prefix in ["listening on ", "dashboard on "] where line.hasPrefix(prefix) {
+                    let digits = line.split(separator: ":").last.map { $0.filter(\.isNumber) } ?? ""
+                    ports[prefix] = Int(digits)
+                }
             }
+            if ports["listening on "] != nil && (!web || ports["dashboard on "] != nil) { return ports }
         }
         return nil
     }

@@ -8,6 +8,6 @@ struct HPBench: AsyncParsableCommand {
         commandName: "hp-bench",
         abstract: "Benchmarks for HealthProbe (build with -c release).",
         version: HealthProbeVersion.current,
-        subcommands: [CaptureBench.self, ImportBench.self, SyncBench.self, HouseholdBench.self, ApplyBench.self, NormalizeBench.self, AnalyzeBench.self, ExportBench.self]
+        subcommands: [CaptureBench.self, ImportBench.self, SyncBench.self, HouseholdBench.self, ApplyBench.self, NormalizeBench.self, AnalyzeBench.self, ExportBench.self, WebBench.self]
     )
 }

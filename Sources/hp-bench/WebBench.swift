@@ -1,0 +1,171 @@
+import ArgumentParser
+import Foundation
+import HealthProbeArchive
+import HealthProbeCLI
+import HealthProbeNode
+import HealthProbeServer
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+
+/// `hp-bench web`: a household of `--chains` chains of `--samples` samples each (one
+/// observation, then 1,000 changes), synced to a release `hp-server`; then that server
+/// is restarted with the dashboard and `--clients` keep-alive HTTPS clients request the
+/// overview, a chain page and a type chart in turn. Reports p50/p95/max per page and the
+/// server's peak RSS while serving (the restart keeps the sync phase out of it).
+struct WebBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "web", abstract: "Measure the web dashboard's latency under concurrent clients.")
+
+    @Option(name: .long, help: "Chains in the household.") var chains: Int = 4
+    @Option(name: .long, help: "Samples per chain.") var samples: Int = 250_000
+    @Option(name: .long, help: "Concurrent clients.") var clients: Int = 8
+    @Option(name: .long, help: "Requests per client (cycling through the pages).") var requests: Int = 150
+    @OptionGroup var bench: BenchOptions
+
+    struct Result: Codable {
+        var page: String
+        var requests: Int
+        var p50Ms: Double
+        var p95Ms: Double
+        var maxMs: Double
+        var serverPeakRssBytes: Int64
+    }
+
+    func validate() throws {
+        guard (1...64).contains(chains), (1...10_000_000).contains(samples), (1...256).contains(clients), (1...100_000).contains(requests) else {
+            throw ValidationError("--chains 1...64, --samples 1...10000000, --clients 1...256, --requests 1...100000")
+        }
+    }
+
+    func run() async throws {
+        let root = bench.workDirectory("web")
+        defer { bench.cleanUp(root) }
+        var server = try BenchServer.start(data: root + "/server")
+        let registry = try server.store.registry()
+        let password = "bench-password-123"
+        try registry.addPerson(name: "admin", role: .admin, password: password, now: Date().timeIntervalSince1970, cost: 4)
+        var hashes: [String] = []
+        for i in 0..<chains {
+            let home = ArchiveHome(root: root + "/node\(i)")
+            let clock = ManualClock(1_750_000_000)
+            try bench.captureHeartRate(home: home, clock: clock, count: samples, offset: 0)
+            clock.advance(3600)
+            try bench.captureHeartRate(home: home, clock: clock, count: 1000, offset: samples)
+            let enrollment = try await server.enroll("phone\(i)")
+            let node = try home.open(clock: clock)
+            _ = try await SyncClient(node: node, outbox: root + "/outbox\(i)").sync(enrollment)
+            hashes.append(node.deviceChainHash)
+            FileHandle.standardError.write(Data("synced chain \(i + 1) of \(chains)\n".utf8))
+        }
+        server.stop()
+        server = try BenchServer.launch(binary: URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+                                            .appendingPathComponent("hp-server").path, store: server.store, web: true)
+        defer { server.stop() }
+        guard let webPort = server.webPort else { throw ValidationError("hp-server did not report the dashboard's port") }
+        let type = "HKQuantityTypeIdentifierHeartRate"
+        let pages = [("overview", "/"), ("chain", "/chains/\(hashes[0])"), ("type_chart", "/chains/\(hashes[0])/types/\(type)")]
+        let session = try await HTTPSClient.signIn(port: webPort, name: "admin", password: password)
+        let requests = self.requests
+        let latencies = try await withThrowingTaskGroup(of: [(Int, Double)].self) { group in
+            for c in 0..<clients {
+                group.addTask {
+                    try await HTTPSClient.connect(port: webPort, cookie: session) { client in
+                        var out: [(Int, Double)] = []
+                        for r in 0..<requests {
+                            let p = (r + c) % pages.count
+                            let start = DispatchTime.now().uptimeNanoseconds
+                            let status = try await client.get(pages[p].1)
+                            guard status == 200 else { throw ValidationError("\(pages[p].1) answered \(status)") }
+                            out.append((p, Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6))
+                        }
+                        return out.map { Pair(page: $0.0, ms: $0.1) }
+                    }.map { ($0.page, $0.ms) }
+                }
+            }
+            var all: [(Int, Double)] = []
+            for try await part in group { all += part }
+            return all
+        }
+        let rss = server.peakRSS
+        var results: [Result] = []
+        for (i, page) in pages.enumerated() {
+            let ms = latencies.filter { $0.0 == i }.map(\.1).sorted()
+            func pct(_ q: Double) -> Double { ms[min(ms.count - 1, Int((Double(ms.count) * q).rounded(.up)) - 1)] }
+            results.append(Result(page: page.0, requests: ms.count, p50Ms: pct(0.5), p95Ms: pct(0.95), maxMs: ms.last ?? 0, serverPeakRssBytes: rss))
+        }
+        if bench.json { for r in results { try Output.jsonLine(r) }; return }
+        print("\(chains) chains x \(samples) samples, \(clients) clients, \(requests) requests each:")
+        for r in results {
+            print(String(format: "%@: %d requests, p50 %.1f ms, p95 %.1f ms, max %.1f ms", r.page, r.requests, r.p50Ms, r.p95Ms, r.maxMs))
+        }
+        print(String(format: "server peak RSS while serving: %.1f MB", Double(rss) / 1_048_576))
+    }
+}
+
+struct Pair: Sendable { let page: Int; let ms: Double }
+
+/// A keep-alive HTTPS/1.1 connection for the benchmark (certificate not verified:
+/// loopback, the bench's own server).
+enum HTTPSClient {
+    /// One connection's request/answer loop, used by one task.
+    struct Connection {
+        var iterator: NIOAsyncChannelInboundStream<HTTPClientResponsePart>.AsyncIterator
+        let writer: NIOAsyncChannelOutboundWriter<HTTPClientRequestPart>
+        let port: Int
+        let cookie: String?
+
+        /// Sends a request and reads the whole answer: status, headers, body bytes.
+        mutating func send(_ method: HTTPMethod, _ path: String, body: String? = nil) async throws -> (Int, HTTPHeaders, Int) {
+            var head = HTTPRequestHead(version: .http1_1, method: method, uri: path)
+            head.headers.add(name: "Host", value: "127.0.0.1:\(port)")
+            if let cookie { head.headers.add(name: "Cookie", value: cookie) }
+            if let body {
+                head.headers.add(name: "Content-Type", value: "application/json")
+                head.headers.add(name: "Content-Length", value: String(body.utf8.count))
+            }
+            try await writer.write(.head(head))
+            if let body { try await writer.write(.body(.byteBuffer(ByteBuffer(string: body)))) }
+            try await writer.write(.end(nil))
+            var status = 0, headers = HTTPHeaders(), bytes = 0
+            while let part = try await iterator.next() {
+                switch part {
+                case .head(let h): status = Int(h.status.code); headers = h.headers
+                case .body(let b): bytes += b.readableBytes
+                case .end: return (status, headers, bytes)
+                }
+            }
+            throw ValidationError("the server closed the connection")
+        }
+
+        mutating func get(_ path: String) async throws -> Int { try await send(.GET, path).0 }
+    }
+
+    static func connect<T: Sendable>(port: Int, cookie: String?, _ body: (inout Connection) async throws -> T) async throws -> T {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.certificateVerification = .none
+        let context = try NIOSSLContext(configuration: tls)
+        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connect(host: "127.0.0.1", port: port) { ch in
+            ch.eventLoop.makeCompletedFuture {
+                try ch.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: context, serverHostname: nil))
+                try ch.pipeline.syncOperations.addHTTPClientHandlers()
+                return try NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>(wrappingChannelSynchronously: ch)
+            }
+        }
+        return try await channel.executeThenClose { inbound, outbound in
+            var c = Connection(iterator: inbound.makeAsyncIterator(), writer: outbound, port: port, cookie: cookie)
+            return try await body(&c)
+        }
+    }
+
+    /// Signs in through the API; the session cookie.
+    static func signIn(port: Int, name: String, password: String) async throws -> String {
+        try await connect(port: port, cookie: nil) { c in
+            let (status, headers, _) = try await c.send(.POST, "/api/v1/session", body: "{\"name\":\"\(name)\",\"password\":\"\(password)\"}")
+            guard status == 201, let cookie = headers["Set-Cookie"].first?.split(separator: ";").first else {
+                throw ValidationError("sign-in answered \(status)")
+            }
+            return String(cookie)
+        }
+    }
+}
