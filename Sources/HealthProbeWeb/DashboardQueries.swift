@@ -10,6 +10,7 @@ import HealthProbeServer
 struct DashboardQueries: Sendable {
     let store: ServerStore
     let registry: DeviceRegistry
+    let cache: ResultCache
     /// Clock offsets beyond this many seconds are flagged.
     static let skewSeconds = 300.0
     static let timelinePage = 50
@@ -103,6 +104,10 @@ struct DashboardQueries: Sendable {
 
     /// One observation: per-type changes, classified against the previous observation.
     func observation(_ chain: String, id: Int64) throws -> Dashboard.ObservationPage {
+        try cache.value("observation|\(chain)|\(id)") { try classified(chain, id: id) }
+    }
+
+    func classified(_ chain: String, id: Int64) throws -> Dashboard.ObservationPage {
         try store.readReplica(chain) { db in
             guard let row = try Row.fetchOne(db, sql: "SELECT observed_at, status FROM observations WHERE id = ?", arguments: [id]) else {
                 throw WebError(.notFound, "no observation \(id) in this chain")
@@ -167,6 +172,14 @@ struct DashboardQueries: Sendable {
             guard try Bool.fetchOne(db, sql: "SELECT 1 FROM observations WHERE id = ?", arguments: [obs]) != nil else {
                 throw WebError(.notFound, "no observation \(obs) in this chain")
             }
+            let days = try cache.value("days|\(chain)|\(type)|\(obs)|\(from ?? -1)|\(to ?? -1)") { try Self.days(db, at: obs, type: type, from: from, to: to) }
+            return Dashboard.TypeSeries(chain: chain, chainShort: String(chain.prefix(12)), device: info.device, person: person, typeIdentifier: type,
+                                        observationID: obs, clockOffsetSeconds: info.clockOffset, days: days)
+        }
+    }
+
+    /// A type's local days at an observation, all source revisions of the chain summed per day.
+    static func days(_ db: Database, at obs: Int64, type: String, from: Double?, to: Double?) throws -> [Dashboard.Day] {
             var days: [Dashboard.Day] = []
             for d in try AggregateQueries.daily(db, at: obs, typeIdentifier: type, from: from, to: to) {
                 if let last = days.last, last.start == d.bucketStart {
@@ -181,9 +194,7 @@ struct DashboardQueries: Sendable {
                                       valueSum: d.valueSum, valueMax: d.valueMax, sourceRevisions: 1))
                 }
             }
-            return Dashboard.TypeSeries(chain: chain, chainShort: String(chain.prefix(12)), device: info.device, person: person, typeIdentifier: type,
-                                        observationID: obs, clockOffsetSeconds: info.clockOffset, days: days)
-        }
+            return days
     }
 
     /// A type across `chains`, each at its latest observation, with overlaps between pairs.
@@ -193,13 +204,18 @@ struct DashboardQueries: Sendable {
         let shown = series.map(\.chain)
         for i in shown.indices {
             for j in shown.indices where j > i {
-                for s in try HouseholdSummary.identical(store, shown[i], shown[j], type: type) where s.identicalStrictFingerprints > 0 {
+                let key = "overlap|\(type)|\(shown[i])@\(try latestSequence(shown[i]))|\(shown[j])@\(try latestSequence(shown[j]))"
+                let pairs = try cache.value(key) { try HouseholdSummary.identical(store, shown[i], shown[j], type: type) }
+                for s in pairs where s.identicalStrictFingerprints > 0 {
                     overlaps.append(.init(chains: s.chains, identicalRecords: s.identicalStrictFingerprints))
                 }
             }
         }
         return Dashboard.TypeAcross(typeIdentifier: type, series: series, overlaps: overlaps)
     }
+
+    /// The last bundle received for a chain: what a cached cross-chain answer is keyed by.
+    func latestSequence(_ chain: String) throws -> Int { try store.status(chain).0 }
 
     /// A page of the diff between two observations of a chain.
     func diff(_ chain: String, from: Int64, to: Int64, kind: DiffKind?, after: Int64?) throws -> Dashboard.DiffPage {

@@ -44,7 +44,8 @@ public struct WebServer: Sendable {
     }
 
     var access: Access { Access(registry: registry, store: store) }
-    var queries: DashboardQueries { DashboardQueries(store: store, registry: registry) }
+    let cache = ResultCache()
+    var queries: DashboardQueries { DashboardQueries(store: store, registry: registry, cache: cache) }
 
     /// The HTTPS application, a `Service` for the server's `ServiceGroup`. `onListening`
     /// gets the bound port (port 0 picks a free one).

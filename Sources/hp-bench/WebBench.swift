@@ -12,7 +12,8 @@ import NIOSSL
 /// `hp-bench web`: a household of `--chains` chains of `--samples` samples each (one
 /// observation, then 1,000 changes), synced to a release `hp-server`; then that server
 /// is restarted with the dashboard and `--clients` keep-alive HTTPS clients request the
-/// overview, a chain page and a type chart in turn. Reports p50/p95/max per page and the
+/// overview, a chain page, a type chart (one chain and all chains), the second observation
+/// classified, and a page of visible records, in turn. Reports p50/p95/max per page and the
 /// server's peak RSS while serving (the restart keeps the sync phase out of it).
 struct WebBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "web", abstract: "Measure the web dashboard's latency under concurrent clients.")
@@ -64,7 +65,9 @@ struct WebBench: AsyncParsableCommand {
         defer { server.stop() }
         guard let webPort = server.webPort else { throw ValidationError("hp-server did not report the dashboard's port") }
         let type = "HKQuantityTypeIdentifierHeartRate"
-        let pages = [("overview", "/"), ("chain", "/chains/\(hashes[0])"), ("type_chart", "/chains/\(hashes[0])/types/\(type)")]
+        let pages = [("overview", "/"), ("chain", "/chains/\(hashes[0])"), ("type_chart", "/chains/\(hashes[0])/types/\(type)"),
+                     ("type_all_chains", "/types/\(type)"), ("observation_classified", "/chains/\(hashes[0])/observations/2"),
+                     ("visible_page", "/chains/\(hashes[0])/observations/2/visible")]
         let session = try await HTTPSClient.signIn(port: webPort, name: "admin", password: password)
         let requests = self.requests
         let latencies = try await withThrowingTaskGroup(of: [(Int, Double)].self) { group in
