@@ -1,0 +1,23 @@
+import Testing
+@testable import HealthProbeWeb
+
+@Suite("Result cache")
+struct ResultCacheTests {
+    @Test("a key is computed once; past capacity the least recently used goes")
+    func lru() throws {
+        let cache = ResultCache(capacity: 2)
+        var made = 0
+        func get(_ k: String) -> String { cache.value(k) { made += 1; return k + "!" } }
+        #expect(get("a") == "a!" && get("a") == "a!" && made == 1)
+        _ = get("b")
+        _ = get("a")          // a is now more recent than b
+        _ = get("c")          // evicts b
+        #expect(made == 3)
+        _ = get("a")
+        #expect(made == 3)
+        _ = get("b")
+        #expect(made == 4)
+        // A value of another type under the same key is not returned as this one.
+        #expect(cache.value("a") { 7 } == 7)
+    }
+}
