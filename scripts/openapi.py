@@ -72,6 +72,11 @@ def op(summary, params=None, ok=None, body=None, code="200", extra=None):
     if changes: o["security"] = [{"session": [], "csrf": []}]
     if body: o["requestBody"] = {"required": True, "content": {"application/json": {"schema": body}}}
     return o
+def op_id(operation_id, *args, **kwargs):
+    o = op(*args, **kwargs)
+    o["operationId"] = operation_id
+    return o
+
 paths = {
  "/api/v1/session": {
    "post": {**op("Sign in: starts a session (cookie __Host-hp_session) and returns its CSRF token", ok=resp(ref("Session"), "201", "Signed in"), body=ref("Login")), "security": []},
@@ -92,11 +97,19 @@ paths = {
    "put": op("Share the chain with a person (admins; members for their own chains)", [chain_p, {"name": "person", "in": "path", "required": True, "schema": name}, csrf], ok=resp(ref("Share"))),
    "delete": op("Take the chain back from a person", [chain_p, {"name": "person", "in": "path", "required": True, "schema": name}, csrf], ok=resp(ref("Share")))},
  "/api/v1/admin/people": {"get": op("People (admin)", ok=resp(arr(ref("Person")))), "post": op("Add a person (admin)", [csrf], ok=resp(ref("Person"), "201", "Added"), body=ref("NewPerson"))},
+ "/api/v1/admin/people/{person}": {"delete": op_id("removePerson", "Remove a person without devices (admin; the last admin stays: 409)", [{"name": "person", "in": "path", "required": True, "schema": name}, csrf], ok={"204": {"description": "Removed"}})},
+ "/api/v1/admin/people/{person}/role": {"put": op_id("setPersonRole", "Change a person's role (admin; the last admin keeps it, a person with devices cannot become a viewer: 409)", [{"name": "person", "in": "path", "required": True, "schema": name}, csrf], ok=resp(ref("Person")), body={"type": "object", "properties": {"role": {"type": "string", "enum": ["admin", "member", "viewer"]}}, "required": ["role"]})},
+ "/api/v1/admin/people/{person}/password": {"put": op_id("setPersonPassword", "Set a person's password (admin)", [{"name": "person", "in": "path", "required": True, "schema": name}, csrf], ok={"204": {"description": "Set"}}, body={"type": "object", "properties": {"password": {"type": "string", "minLength": 12, "maxLength": 256}}, "required": ["password"]})},
  "/api/v1/admin/devices": {"get": op("Devices (admin)", ok=resp(arr(ref("Device"))))},
  "/api/v1/admin/tokens": {"post": op("Issue a one-time enrollment token (admin)", [csrf], ok=resp(ref("Token"), "201", "Issued"), body=ref("NewToken"))},
  "/api/v1/admin/devices/{device}/revoke": {"post": op("Revoke a device (admin)", [{"name": "device", "in": "path", "required": True, "schema": name}, csrf], ok={"204": {"description": "Revoked"}})},
  "/api/v1/admin/verify": {"post": op("Verify every chain (admin)", [csrf], ok=resp(arr(ref("ChainReport"))), body=ref("VerifyRequest"))},
 }
+# A person created by POST is addressed by name, not id.
+created = paths["/api/v1/admin/people"]["post"]["responses"]["201"]
+created["links"] = {k: {"operationId": k, "parameters": {"person": "$response.body#/name"}}
+                    for k in ["setPersonRole", "setPersonPassword", "removePerson"]}
+
 doc = {"openapi": "3.0.3",
        "info": {"title": "HealthProbe household server API", "version": "1",
                 "description": "What the dashboard shows, as JSON with snake_case keys. Sign in with POST /api/v1/session; the session cookie authenticates later calls, and every change carries X-CSRF-Token. A chain that does not exist and one the person may not read both answer 404. Dates are ISO 8601 UTC with milliseconds; hashes are lower-case hex. docs/dashboard.md."},

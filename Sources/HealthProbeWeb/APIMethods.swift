@@ -11,7 +11,8 @@ struct APIMethods: RouterMiddleware {
         ("/api/v1/session", [.post, .delete]), ("/api/v1/me", [.get]), ("/api/v1/overview", [.get]),
         ("/api/v1/chains/*", [.get]), ("/api/v1/chains/*/observations/*", [.get]), ("/api/v1/chains/*/observations/*/visible", [.get]),
         ("/api/v1/chains/*/types/*", [.get]), ("/api/v1/types/*", [.get]), ("/api/v1/chains/*/diff", [.get]), ("/api/v1/chains/*/export", [.get]),
-        ("/api/v1/chains/*/shares/*", [.put, .delete]), ("/api/v1/admin/people", [.get, .post]), ("/api/v1/admin/devices", [.get]),
+        ("/api/v1/chains/*/shares/*", [.put, .delete]), ("/api/v1/admin/people", [.get, .post]),
+        ("/api/v1/admin/people/*", [.delete]), ("/api/v1/admin/people/*/role", [.put]), ("/api/v1/admin/people/*/password", [.put]), ("/api/v1/admin/devices", [.get]),
         ("/api/v1/admin/tokens", [.post]), ("/api/v1/admin/devices/*/revoke", [.post]), ("/api/v1/admin/verify", [.post]),
     ].map { ($0.0.split(separator: "/"), $0.1) }
 

@@ -89,6 +89,30 @@ extension WebServer {
             let registry = self.registry
             return try Responses.json(try await blocking { try registry.person(named: body.name) }, status: .created)
         }
+        api.put("/admin/people/{person}/role") { request, context in
+            struct RoleBody: Decodable { let role: String }
+            _ = try await access.admin(context)
+            try Self.checkCSRF(request.headers[HTTPField.Name("X-CSRF-Token")!], context)
+            let body = try await Forms.json(RoleBody.self, request)
+            let name = try personParameter(context)
+            try await setRole(name, body.role)
+            let registry = self.registry
+            return try Responses.json(try await blocking { try registry.person(named: name) })
+        }
+        api.put("/admin/people/{person}/password") { request, context in
+            struct PasswordBody: Decodable { let password: String }
+            _ = try await access.admin(context)
+            try Self.checkCSRF(request.headers[HTTPField.Name("X-CSRF-Token")!], context)
+            let body = try await Forms.json(PasswordBody.self, request)
+            try await setPassword(try personParameter(context), body.password)
+            return Response(status: .noContent)
+        }
+        api.delete("/admin/people/{person}") { request, context in
+            _ = try await access.admin(context)
+            try Self.checkCSRF(request.headers[HTTPField.Name("X-CSRF-Token")!], context)
+            try await removePerson(try personParameter(context))
+            return Response(status: .noContent)
+        }
         api.get("/admin/devices") { _, context in
             _ = try await access.admin(context)
             let registry = self.registry

@@ -22,6 +22,32 @@ extension WebServer {
             try await addPerson(form.name, role: form.role, password: form.password)
             return try await adminPage(admin, context, token: nil, notice: "Added \(form.name).")
         }
+        router.post("/admin/people/{person}/role") { request, context in
+            struct RoleForm: Decodable { let csrf: String?; let role: String }
+            let admin = try await access.admin(context)
+            let form = try await Forms.decode(RoleForm.self, request)
+            try Self.checkCSRF(form.csrf, context)
+            let name = try personParameter(context)
+            try await setRole(name, form.role)
+            return try await adminPage(admin, context, token: nil, notice: "\(name) is now \(form.role).")
+        }
+        router.post("/admin/people/{person}/password") { request, context in
+            struct PasswordForm: Decodable { let csrf: String?; let password: String }
+            let admin = try await access.admin(context)
+            let form = try await Forms.decode(PasswordForm.self, request)
+            try Self.checkCSRF(form.csrf, context)
+            let name = try personParameter(context)
+            try await setPassword(name, form.password)
+            return try await adminPage(admin, context, token: nil, notice: "Password set for \(name).")
+        }
+        router.post("/admin/people/{person}/remove") { request, context in
+            let admin = try await access.admin(context)
+            let form = try await Forms.decode(CSRFForm.self, request)
+            try Self.checkCSRF(form.csrf, context)
+            let name = try personParameter(context)
+            try await removePerson(name)
+            return try await adminPage(admin, context, token: nil, notice: "Removed \(name).")
+        }
         router.post("/admin/tokens") { request, context in
             let admin = try await access.admin(context)
             let form = try await Forms.decode(TokenForm.self, request)
@@ -64,6 +90,51 @@ extension WebServer {
             chains: chains, roles: People.Role.allCases.map(\.rawValue), personNames: people.filter { $0.role != .viewer }.map(\.name),
             token: token?.text, enrollCommand: token.map { "hp-node enroll \($0.text)" }, notice: notice)
         return pages.render("admin", model, chrome: chrome("Admin", admin, context))
+    }
+
+    func personParameter(_ context: WebContext) throws -> String {
+        guard let p = context.parameters.get("person"), DeviceName.isValid(p) else { throw WebError(.notFound, "no such person") }
+        return p
+    }
+
+    /// A person by name, or 404.
+    func requirePerson(_ registry: DeviceRegistry, _ name: String) throws {
+        guard try registry.person(named: name) != nil else { throw WebError(.notFound, "no person named \(name)") }
+    }
+
+    func setRole(_ name: String, _ role: String) async throws {
+        guard let role = People.Role(rawValue: role) else { throw WebError(.badRequest, "role is admin, member or viewer") }
+        let registry = self.registry
+        try await blocking {
+            try self.requirePerson(registry, name)
+            if role == .viewer, let p = try registry.person(named: name), !p.devices.isEmpty {
+                throw WebError(.conflict, "\(name) has devices; a viewer cannot own devices (give them to another person first)")
+            }
+            do { try registry.setRole(person: name, role: role) } catch let e as DeviceRegistry.AuthError where e.code == .forbidden {
+                throw WebError(.conflict, e.message)
+            }
+        }
+    }
+
+    func setPassword(_ name: String, _ password: String) async throws {
+        guard People.passwordLength.contains(password.count) else {
+            throw WebError(.badRequest, "passwords are \(People.passwordLength.lowerBound) to \(People.passwordLength.upperBound) characters")
+        }
+        let registry = self.registry, cost = settings.passwordCost
+        try await blocking {
+            try self.requirePerson(registry, name)
+            try registry.setPassword(person: name, password: password, cost: cost)
+        }
+    }
+
+    func removePerson(_ name: String) async throws {
+        let registry = self.registry
+        try await blocking {
+            try self.requirePerson(registry, name)
+            do { try registry.removePerson(name: name) } catch let e as DeviceRegistry.AuthError where e.code == .forbidden {
+                throw WebError(.conflict, e.message)
+            }
+        }
     }
 
     func deviceParameter(_ context: WebContext) throws -> String {

@@ -134,6 +134,37 @@ struct DashboardTests {
         }
     }
 
+    @Test("an admin manages people from the page: roles, passwords, removal, with the registry's guards")
+    func people() async throws {
+        try await withHousehold { h in
+            let a = h.browser()
+            try await a.signIn("ann", Household.password)
+            let csrf = try #require(a.csrf)
+            func post(_ path: String, _ form: String) async throws -> HTTPReply { try await a.request("POST", path, body: "csrf=\(csrf)&" + form) }
+            #expect(try await a.request("GET", "/admin").body.contains("action=\"/admin/people/cat/remove\""))
+            // cat: a new password, then a viewer.
+            #expect(try await post("/admin/people/cat/password", "password=another-long-password").status == 200)
+            let c = h.browser()
+            #expect(try await c.signIn("cat", "another-long-password").status == 303)
+            #expect(try await post("/admin/people/cat/role", "role=viewer").status == 200)
+            #expect(try h.store.registry().person(named: "cat")?.role == .viewer)
+            // Guards: bob has a device (no viewer, no removal); ann is the last admin; unknown names; short passwords.
+            #expect(try await post("/admin/people/bob/role", "role=viewer").status == 409)
+            #expect(try await post("/admin/people/bob/remove", "").status == 409)
+            #expect(try await post("/admin/people/ann/role", "role=member").status == 409)
+            #expect(try await post("/admin/people/nobody/remove", "").status == 404)
+            #expect(try await post("/admin/people/cat/password", "password=short").status == 400)
+            #expect(try h.store.registry().person(named: "bob")?.role == .member)
+            // Removal: cat's session ends with the person.
+            #expect(try await post("/admin/people/cat/remove", "").status == 200)
+            #expect(try h.store.registry().person(named: "cat") == nil)
+            #expect(try await c.request("GET", "/api/v1/me").status == 401)
+            // Without the token, nothing changes.
+            #expect(try await a.request("POST", "/admin/people/vic/remove", body: "").status == 403)
+            #expect(try h.store.registry().person(named: "vic") != nil)
+        }
+    }
+
     @Test("every page carries the security headers, no script and no external asset")
     func headers() async throws {
         try await withHousehold { h in

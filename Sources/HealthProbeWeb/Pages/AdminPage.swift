@@ -25,8 +25,13 @@ enum AdminPage {
         {{/token}}
         <h2>People</h2>
         <div class="table-wrap"><table class="people">
-        <thead><tr><th>Name</th><th>Role</th><th>Devices</th><th>Password</th></tr></thead>
-        <tbody>{{#people}}<tr><td>{{name}}</td><td>{{role}}</td><td>{{#devices}}{{.}} {{/devices}}</td><td>{{#hasPassword}}set{{/hasPassword}}{{^hasPassword}}<span class="muted">not set</span>{{/hasPassword}}</td></tr>{{/people}}</tbody>
+        <thead><tr><th>Name</th><th>Role</th><th>Devices</th><th>Password</th><th>Change</th></tr></thead>
+        <tbody>{{#people}}<tr data-person="{{name}}"><td>{{name}}</td><td>{{role}}</td><td>{{#devices}}{{.}} {{/devices}}</td><td>{{#hasPassword}}set{{/hasPassword}}{{^hasPassword}}<span class="muted">not set</span>{{/hasPassword}}</td>
+        <td>
+        <form method="post" action="/admin/people/{{name}}/role" class="inline"><input type="hidden" name="csrf" value="{{csrf}}"><select name="role" aria-label="role of {{name}}">{{#roles}}<option>{{.}}</option>{{/roles}}</select> <button type="submit">Set role</button></form>
+        <form method="post" action="/admin/people/{{name}}/password" class="inline"><input type="hidden" name="csrf" value="{{csrf}}"><input name="password" type="password" autocomplete="new-password" required minlength="12" maxlength="256" aria-label="new password for {{name}}"> <button type="submit">Set password</button></form>
+        <form method="post" action="/admin/people/{{name}}/remove" class="inline"><input type="hidden" name="csrf" value="{{csrf}}"><button type="submit">Remove</button></form>
+        </td></tr>{{/people}}</tbody>
         </table></div>
         <form method="post" action="/admin/people" class="stack">
         <input type="hidden" name="csrf" value="{{csrf}}">
