@@ -19,7 +19,7 @@ schemas = {
  "Login": {"type": "object", "properties": {"name": string, "password": string}, "required": ["name", "password"]},
  "Session": S(person=string, role={"type": "string", "enum": ["admin", "member", "viewer"]}, csrf_token=string),
  "Me": S(name=string, role={"type": "string", "enum": ["admin", "member", "viewer"]}, devices=arr(string)),
- "Alert": S(kind={"type": "string", "enum": ["refused_bundles", "clock_skew", "disappeared", "verification_problem", "not_verified"]}, message=string),
+ "Alert": S(kind={"type": "string", "enum": ["refused_bundles", "clock_skew", "disappeared", "loss", "verification_problem", "not_verified"]}, message=string),
  "Verification": S(checked_at=date, mode={"type": "string", "enum": ["quick", "full"]}, ok=boolean, problems=arr(string)),
  "ChainCard": optional_keys(S(chain=hexhash, chain_short=string, device=string, person=string, last_sync_at=date, clock_offset_seconds=number,
                  bundles=integer, visible_records=integer, types=integer, latest_observation_id=integer, latest_observed_at=date,

@@ -12,8 +12,10 @@ public enum Dashboard {
             case refusedBundles = "refused_bundles"
             /// The device clock differs from the server's by more than five minutes.
             case clockSkew = "clock_skew"
-            /// Records disappeared at the latest observation: open it to see loss or consolidation.
+            /// Records disappeared at the latest observation (with what the classification made of them).
             case disappeared
+            /// The latest observation's classification found loss: records gone with nothing covering their days.
+            case loss
             /// The last verification found a problem.
             case verificationProblem = "verification_problem"
             /// The chain was never verified.

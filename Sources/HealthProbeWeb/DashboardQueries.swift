@@ -64,7 +64,18 @@ struct DashboardQueries: Sendable {
             alerts.append(.init(kind: .clockSkew, message: "the device clock is \(Int(offset.rounded())) s \(offset > 0 ? "ahead of" : "behind") the server's"))
         }
         if let latest = r.latest, latest.disappeared > 0 {
-            alerts.append(.init(kind: .disappeared, message: "\(latest.disappeared) record(s) disappeared at observation \(latest.id); open it to see loss or consolidation"))
+            // The classification of that observation (computed once, then cached: it never changes).
+            let page = try observation(chain, id: latest.id)
+            let lost = page.changes.reduce(0) { $0 + $1.lostRecords }
+            let consolidated = page.changes.reduce(0) { $0 + $1.consolidatedRecords }
+            let uncertain = page.changes.reduce(0) { $0 + $1.uncertainRecords }
+            if lost > 0 {
+                let types = page.changes.filter { $0.lostRecords > 0 }.map(\.typeIdentifier)
+                alerts.append(.init(kind: .loss, message: "classified loss at observation \(latest.id): \(lost) record(s) in \(types.count) type(s) (\(types.prefix(3).joined(separator: ", ")))"))
+            }
+            let rest = [(consolidated, "consolidated"), (uncertain, "uncertain")].filter { $0.0 > 0 }.map { "\($0.0) \($0.1)" }
+            alerts.append(.init(kind: .disappeared, message: "\(latest.disappeared) record(s) disappeared at observation \(latest.id)"
+                + (rest.isEmpty ? "" : ": " + rest.joined(separator: ", ")) + "; open it for the evidence"))
         }
         if let v = verification, !v.ok {
             alerts.append(.init(kind: .verificationProblem, message: "the last verification (\(v.mode)) found \(v.problems.count) problem(s)"))

@@ -61,6 +61,31 @@ struct DashboardTests {
         }
     }
 
+    @Test("the overview names classified loss at a chain's latest observation, with the types; consolidation is not called loss")
+    func lossAlert() async throws {
+        try await withHousehold { h in
+            let day0 = 1_749_945_600.0
+            let all = beats(day0: day0, count: 288)
+            let chain = try await h.sync(device: "cat-phone", person: "cat") { node in
+                try captureHeartRate(node, all)
+                try captureHeartRate(node, Array(all.dropLast(20)))   // 20 gone, nothing in their place
+            }
+            let c = h.browser()
+            try await c.signIn("cat", Household.password)
+            let page = try await c.request("GET", "/")
+            #expect(page.body.contains("class=\"alert loss\">classified loss at observation 2: 20 record(s) in 1 type(s) (HKQuantityTypeIdentifierHeartRate)"))
+            let api = try await c.request("GET", "/api/v1/overview")
+            #expect(api.body.contains("\"kind\":\"loss\""))
+            // The observation page says the same, per type.
+            let obs = try await c.request("GET", "/api/v1/chains/\(chain)/observations/2")
+            #expect(obs.body.contains("\"lost_records\":20") && obs.body.contains("\"labels\":[\"loss\"]"))
+            // Other chains (simulated, no deletion) carry no loss alert.
+            let a = h.browser()
+            try await a.signIn("ann", Household.password)
+            #expect(try await a.request("GET", "/").body.components(separatedBy: "alert loss").count == 2)
+        }
+    }
+
     @Test("a member reads their own chains only, until one is shared; ids cannot be guessed; a viewer changes nothing")
     func authorization() async throws {
         try await withHousehold { h in

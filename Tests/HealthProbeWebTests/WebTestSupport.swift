@@ -106,6 +106,7 @@ struct WebTestError: Error, CustomStringConvertible {
 /// and the web server on 127.0.0.1, and devices that synced real chains.
 struct Household {
     let store: ServerStore
+    let syncPort: Int
     let webPort: Int
     let fingerprint: String
     /// Device name → chain hash.
@@ -154,6 +155,40 @@ func withHousehold(_ body: (Household) async throws -> Void) async throws {
             _ = try await SyncClient(node: node, outbox: home.root + "/outbox").sync(enrollment)
             chains[device] = node.deviceChainHash
         }
-        try await body(Household(store: store, webPort: webPort, fingerprint: fingerprint, chains: chains))
+        try await body(Household(store: store, syncPort: port, webPort: webPort, fingerprint: fingerprint, chains: chains))
+    }
+}
+
+extension Household {
+    /// Enrolls `device` for `person` and syncs what `capture` put in its new archive.
+    func sync(device: String, person: String, _ capture: (NodeArchive) throws -> Void) async throws -> String {
+        let registry = try store.registry()
+        let home = TempHome()
+        let node = try home.open()
+        try capture(node)
+        let secret = try registry.issueToken(name: device, person: try registry.personForEnrollment(person), now: Date().timeIntervalSince1970)
+        let token = EnrollmentToken(address: "127.0.0.1:\(syncPort)", fingerprint: fingerprint, name: device, secret: secret)
+        let enrollment = try await SyncClient.enroll(token: token, clientTime: Date().timeIntervalSince1970)
+        _ = try await SyncClient(node: node, outbox: home.root + "/outbox").sync(enrollment)
+        return node.deviceChainHash
+    }
+}
+
+/// One full-scan observation of heart-rate samples (as the archive's analysis tests capture).
+func captureHeartRate(_ node: NodeArchive, _ samples: [CapturedSample]) throws {
+    let type = SampleTypeDescriptor("HKQuantityTypeIdentifierHeartRate", category: .quantity)
+    let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: .manual, selectedTypes: [type.identifier]))
+    let run = try session.beginTypeRun(type, kind: .fullScan)
+    if !samples.isEmpty { try run.writePage(index: 0, samples: samples) }
+    try run.complete()
+    try session.finish()
+}
+
+/// Five-minute heart-rate samples of one UTC day.
+func beats(day0: Double, count: Int) -> [CapturedSample] {
+    (0..<count).map { i in
+        CapturedSample(uuid: String(format: "00000000-0000-4000-8000-%012d", Int(day0 / 300) + i), startDate: day0 + Double(i) * 300,
+                       endDate: day0 + Double(i) * 300 + 60, valueKind: .quantity, numericValue: 60 + Double(i % 7), unit: "count/min",
+                       source: SourceDescriptor(name: "Test Watch", bundleIdentifier: "com.example.watch", productType: "Watch6,1", version: "10.1"))
     }
 }

@@ -85,7 +85,7 @@ struct Pages: Sendable {
         dl.facts { display: grid; grid-template-columns: auto 1fr; gap: .15rem .6rem; margin: 0; font-size: .9rem; }
         dl.facts dt { color: var(--muted); } dl.facts dd { margin: 0; overflow-wrap: anywhere; }
         .alert { margin: .4rem 0 0; padding: .3rem .5rem; border-left: 3px solid var(--warn); background: #fff6e8; font-size: .85rem; }
-        .alert.verification_problem, .alert.refused_bundles { border-color: var(--bad); background: #fdecea; }
+        .alert.verification_problem, .alert.refused_bundles, .alert.loss { border-color: var(--bad); background: #fdecea; }
         .ok { color: var(--ok); } .bad { color: var(--bad); } .muted { color: var(--muted); }
         .table-wrap { overflow-x: auto; }
         table { border-collapse: collapse; width: 100%; background: #fff; font-size: .9rem; }
