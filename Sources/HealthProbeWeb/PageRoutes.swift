@@ -112,7 +112,6 @@ extension WebServer {
             guard try registry.canShare(person, chain: chain) else {
                 throw WebError(.forbidden, "only an admin or the chain's own person may share it")
             }
-            guard try registry.person(named: other) != nil else { throw WebError(.notFound, "no person named \(other)") }
             if share { try registry.share(chain: chain, with: other, now: Self.now()) } else { try registry.unshare(chain: chain, from: other) }
         }
     }

@@ -22,7 +22,8 @@ struct WebErrors: RouterMiddleware {
             case .unauthorized: .unauthenticated
             case .forbidden: .forbidden
             case .invalidName: .badRequest
-            case .duplicate: .conflict
+            case .duplicate, .conflict: .conflict
+            case .notFound: .notFound
             }
             return answer(WebError(code, error.message), request)
         } catch let error as ArchiveError where error.code == .notFound {

@@ -64,6 +64,7 @@ struct PeopleTests {
         try r.addPerson(name: "bob", role: .member, password: nil, now: 2)
         try own(r, device: "bob-phone", person: "bob", chain: String(repeating: "b", count: 64))
         #expect(throws: DeviceRegistry.AuthError.self) { try r.removePerson(name: "bob") }
+        #expect(throws: DeviceRegistry.AuthError.self) { try r.setRole(person: "bob", role: .viewer) }  // a viewer owns no devices
         try r.giveDevice("bob-phone", to: "ann")
         try r.removePerson(name: "bob")
         #expect(try r.chainPerson(String(repeating: "b", count: 64)) == "ann")

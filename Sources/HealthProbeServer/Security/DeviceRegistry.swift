@@ -14,7 +14,9 @@ public final class DeviceRegistry: Sendable {
 
     /// Why a peer was refused.
     public struct AuthError: CodedError {
-        public enum Code: String, Sendable { case unauthorized, forbidden, invalidName = "invalid_name", duplicate }
+        /// `notFound`: no such person or device; `conflict`: the registry's state forbids it
+        /// (the last admin, a person who has devices, a device already revoked).
+        public enum Code: String, Sendable { case unauthorized, forbidden, invalidName = "invalid_name", duplicate, notFound = "not_found", conflict }
         public let code: Code
         public let message: String
         public var cause: (any Error)? { nil }
@@ -174,7 +176,10 @@ public final class DeviceRegistry: Sendable {
         try database.write { db in
             try db.execute(sql: "UPDATE devices SET revoked_at = ?, enrollment_secret_hash = NULL WHERE name = ? AND revoked_at IS NULL", arguments: [now, name])
             guard db.changesCount == 1 else {
-                throw AuthError(.invalidName, "no enrolled device named \(name) (see `hp-server devices`)")
+                guard try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM devices WHERE name = ?)", arguments: [name])! else {
+                    throw AuthError(.notFound, "no device named \(name) (see `hp-server devices`)")
+                }
+                throw AuthError(.conflict, "\(name) is already revoked")
             }
         }
     }

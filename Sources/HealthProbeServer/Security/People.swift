@@ -98,18 +98,21 @@ extension DeviceRegistry {
         let hash = try PasswordHashing.hash(password, cost: cost)
         try database.write { db in
             try db.execute(sql: "UPDATE people SET password_hash = ? WHERE name = ?", arguments: [hash, name])
-            guard db.changesCount == 1 else { throw AuthError(.invalidName, "no person named \(name) (see `hp-server person list`)") }
+            guard db.changesCount == 1 else { throw AuthError(.notFound, "no person named \(name) (see `hp-server person list`)") }
         }
     }
 
-    /// Changes a person's role; the last admin keeps theirs.
+    /// Changes a person's role; the last admin keeps theirs, and a person with devices is not made a viewer.
     public func setRole(person name: String, role: People.Role) throws {
         try database.write { db in
-            guard let current = try String.fetchOne(db, sql: "SELECT role FROM people WHERE name = ?", arguments: [name]) else {
-                throw AuthError(.invalidName, "no person named \(name) (see `hp-server person list`)")
+            guard let row = try Row.fetchOne(db, sql: "SELECT id, role FROM people WHERE name = ?", arguments: [name]) else {
+                throw AuthError(.notFound, "no person named \(name) (see `hp-server person list`)")
             }
-            if current == People.Role.admin.rawValue, role != .admin, try Self.adminCount(db) == 1 {
-                throw AuthError(.forbidden, "\(name) is the last admin; make another person admin first")
+            if (row["role"] as String) == People.Role.admin.rawValue, role != .admin, try Self.adminCount(db) == 1 {
+                throw AuthError(.conflict, "\(name) is the last admin; make another person admin first")
+            }
+            if role == .viewer, try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM devices WHERE person_id = ?)", arguments: [row["id"] as Int64])! {
+                throw AuthError(.conflict, "\(name) has devices; a viewer cannot own devices (give them to another person first)")
             }
             try db.execute(sql: "UPDATE people SET role = ? WHERE name = ?", arguments: [role.rawValue, name])
         }
@@ -119,15 +122,15 @@ extension DeviceRegistry {
     public func removePerson(name: String) throws {
         try database.write { db in
             guard let row = try Row.fetchOne(db, sql: "SELECT id, role FROM people WHERE name = ?", arguments: [name]) else {
-                throw AuthError(.invalidName, "no person named \(name) (see `hp-server person list`)")
+                throw AuthError(.notFound, "no person named \(name) (see `hp-server person list`)")
             }
             let id: Int64 = row["id"]
             let devices = try String.fetchAll(db, sql: "SELECT name FROM devices WHERE person_id = ? ORDER BY name", arguments: [id])
             guard devices.isEmpty else {
-                throw AuthError(.forbidden, "\(name) still has devices (\(devices.joined(separator: ", "))); give them to another person first with `hp-server person give DEVICE --to PERSON`")
+                throw AuthError(.conflict, "\(name) still has devices (\(devices.joined(separator: ", "))); give them to another person first with `hp-server person give DEVICE --to PERSON`")
             }
             if (row["role"] as String) == People.Role.admin.rawValue, try Self.adminCount(db) == 1 {
-                throw AuthError(.forbidden, "\(name) is the last admin; make another person admin first")
+                throw AuthError(.conflict, "\(name) is the last admin; make another person admin first")
             }
             try db.execute(sql: "DELETE FROM people WHERE id = ?", arguments: [id])
         }
@@ -138,7 +141,7 @@ extension DeviceRegistry {
         try database.write { db in
             let pid = try Self.personID(db, person)
             try db.execute(sql: "UPDATE devices SET person_id = ? WHERE name = ?", arguments: [pid, device])
-            guard db.changesCount == 1 else { throw AuthError(.invalidName, "no device named \(device) (see `hp-server devices`)") }
+            guard db.changesCount == 1 else { throw AuthError(.notFound, "no device named \(device) (see `hp-server devices`)") }
         }
     }
 
@@ -147,7 +150,7 @@ extension DeviceRegistry {
         try database.read { db in
             if let name {
                 let row = try Row.fetchOne(db, sql: "SELECT id, role FROM people WHERE name = ?", arguments: [name])
-                guard let row else { throw AuthError(.invalidName, "no person named \(name); add one with `hp-server person add \(name) --role member`") }
+                guard let row else { throw AuthError(.notFound, "no person named \(name); add one with `hp-server person add \(name) --role member`") }
                 guard (row["role"] as String) != People.Role.viewer.rawValue else {
                     throw AuthError(.forbidden, "\(name) is a viewer and cannot own devices; make them a member first")
                 }
@@ -256,7 +259,7 @@ extension DeviceRegistry {
 
     static func personID(_ db: Database, _ name: String) throws -> Int64 {
         guard let id = try Int64.fetchOne(db, sql: "SELECT id FROM people WHERE name = ?", arguments: [name]) else {
-            throw AuthError(.invalidName, "no person named \(name) (see `hp-server person list`)")
+            throw AuthError(.notFound, "no person named \(name) (see `hp-server person list`)")
         }
         return id
     }
