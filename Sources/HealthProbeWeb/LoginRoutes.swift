@@ -66,7 +66,7 @@ extension WebServer {
             return nil
         }
         await throttle.success(peer: peer, name: key)
-        context.sessions.setSession(WebSession(personID: person.id, csrf: Self.randomToken(), signedInAt: Self.now()), expiresIn: settings.sessionLifetime)
+        context.sessions.setSession(WebSession(personID: person.id, csrf: EnrollmentToken.randomSecret(), signedInAt: Self.now()), expiresIn: settings.sessionLifetime)
         logger.info("signed in", metadata: ["person": "\(person.name)"])
         return person
     }

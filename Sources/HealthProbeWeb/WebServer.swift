@@ -95,22 +95,9 @@ public struct WebServer: Sendable {
 
     /// Checks a form's or header's CSRF token against the session's.
     static func checkCSRF(_ token: String?, _ context: WebContext) throws {
-        guard let expected = context.sessions.session?.csrf, let token,
-              constantTimeEqual(Array(expected.utf8), Array(token.utf8)) else {
+        guard let expected = context.sessions.session?.csrf, let token, DeviceRegistry.constantTimeEqual(expected, token) else {
             throw WebError(.csrf, "the form's security token is missing or stale; reload the page and try again")
         }
-    }
-
-    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
-        var diff: UInt8 = 0
-        for i in a.indices { diff |= a[i] ^ b[i] }
-        return diff == 0
-    }
-
-    static func randomToken() -> String {
-        var g = SystemRandomNumberGenerator()
-        return (0..<32).map { _ in UInt8.random(in: 0...255, using: &g) }.map { String(format: "%02x", $0) }.joined()
     }
 
     static func now() -> Double { Date().timeIntervalSince1970 }

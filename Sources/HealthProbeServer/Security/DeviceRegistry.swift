@@ -270,7 +270,8 @@ public final class DeviceRegistry: Sendable {
         }
     }
 
-    static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
+    /// Compares secrets (hashes, tokens) without stopping at the first difference.
+    public static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
         let x = Array(a.utf8), y = Array(b.utf8)
         guard x.count == y.count else { return false }
         var diff: UInt8 = 0
