@@ -40,13 +40,7 @@ extension WebServer {
             return try Responses.json(try await blocking { try q.observation(chain, id: id) })
         }
         api.get("/chains/{chain}/observations/{observation}/visible") { request, context in
-            let person = try await access.person(context)
-            let chain = try await access.chain(context, for: person)
-            let id = try Params.id(context, "observation")
-            let type = try Params.query(request, "type").map { try Params.typeIdentifier($0) }
-            let cursor = try Params.query(request, "cursor")
-            let q = queries
-            return try Responses.json(try await blocking { try q.visible(chain, id: id, type: type, cursor: cursor) })
+            try Responses.json(try await visiblePage(request, context, try await access.person(context)))
         }
         api.get("/chains/{chain}/types/{type}") { request, context in
             let person = try await access.person(context)

@@ -39,9 +39,9 @@ struct Access: Sendable {
     }
 
     /// Chains `person` may read, among those with a replica.
-    func readableChains(_ person: People.Person, all: [String]) async throws -> [String] {
-        let registry = self.registry
-        return try await blocking { try all.filter { try registry.canRead(person, chain: $0) } }
+    func readableChains(_ person: People.Person) async throws -> [String] {
+        let registry = self.registry, store = self.store
+        return try await blocking { try store.chains().filter { try registry.canRead(person, chain: $0) } }
     }
 }
 

@@ -213,9 +213,10 @@ struct DashboardQueries: Sendable {
         let series = try chains.map { try self.series($0, type: type, at: nil, from: from, to: to) }.filter { !$0.days.isEmpty }
         var overlaps: [Dashboard.Overlap] = []
         let shown = series.map(\.chain)
+        let sequences = try shown.map { try latestSequence($0) }
         for i in shown.indices {
             for j in shown.indices where j > i {
-                let key = "overlap|\(type)|\(shown[i])@\(try latestSequence(shown[i]))|\(shown[j])@\(try latestSequence(shown[j]))"
+                let key = "overlap|\(type)|\(shown[i])@\(sequences[i])|\(shown[j])@\(sequences[j])"
                 let pairs = try cache.value(key) { try HouseholdSummary.identical(store, shown[i], shown[j], type: type) }
                 for s in pairs where s.identicalStrictFingerprints > 0 {
                     overlaps.append(.init(chains: s.chains, identicalRecords: s.identicalStrictFingerprints))

@@ -8,13 +8,16 @@ enum Forms {
     /// The most a form or API body may hold.
     static let maxBody = 64 * 1024
 
+    /// The whole body, at most `maxBody` bytes; `what` names it in the refusal.
+    static func collect(_ request: Request, _ what: String) async throws -> ByteBuffer {
+        do { return try await request.body.collect(upTo: maxBody) } catch {
+            throw WebError(.badRequest, "the \(what) is larger than \(maxBody / 1024) KiB")
+        }
+    }
+
     /// Decodes an `application/x-www-form-urlencoded` body.
     static func decode<T: Decodable>(_ type: T.Type, _ request: Request) async throws -> T {
-        let buffer: ByteBuffer
-        do { buffer = try await request.body.collect(upTo: maxBody) } catch {
-            throw WebError(.badRequest, "the form is larger than \(maxBody / 1024) KiB")
-        }
-        let text = String(buffer: buffer)
+        let text = String(buffer: try await collect(request, "form"))
         do { return try URLEncodedFormDecoder().decode(T.self, from: text) } catch {
             throw WebError(.badRequest, "the form is missing a field or has one of the wrong kind")
         }
@@ -22,10 +25,7 @@ enum Forms {
 
     /// Decodes a JSON body.
     static func json<T: Decodable>(_ type: T.Type, _ request: Request) async throws -> T {
-        let buffer: ByteBuffer
-        do { buffer = try await request.body.collect(upTo: maxBody) } catch {
-            throw WebError(.badRequest, "the body is larger than \(maxBody / 1024) KiB")
-        }
+        let buffer = try await collect(request, "body")
         do { return try JSONDecoder().decode(T.self, from: Data(buffer: buffer)) } catch {
             throw WebError(.badRequest, "the body is not the JSON object this endpoint takes (see docs/openapi.json)")
         }

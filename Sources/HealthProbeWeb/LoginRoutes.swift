@@ -19,11 +19,10 @@ extension WebServer {
         }
         router.post("/login") { request, context in
             let form = try await Forms.decode(LoginForm.self, request)
-            guard let person = try await signIn(form.name, form.password, context) else {
+            guard try await signIn(form.name, form.password, context) != nil else {
                 return pages.render("login", LoginPage.Model(error: "Wrong name or password.", name: String(form.name.prefix(64))),
                                     chrome: Chrome(title: "Sign in", signedInAs: nil, role: nil, isAdmin: false, csrf: nil), status: .unauthorized)
             }
-            _ = person
             return Responses.redirect("/")
         }
         router.post("/logout") { request, context in

@@ -37,16 +37,11 @@ extension WebServer {
         }
         router.get("/chains/{chain}/observations/{observation}/visible") { request, context in
             let person = try await access.person(context)
-            let chain = try await access.chain(context, for: person)
-            let id = try Params.id(context, "observation")
-            let type = try Params.query(request, "type").map { try Params.typeIdentifier($0) }
-            let cursor = try Params.query(request, "cursor")
-            let q = queries
-            let page = try await blocking { try q.visible(chain, id: id, type: type, cursor: cursor) }
+            let page = try await visiblePage(request, context, person)
             var next: String?
             if let c = page.next {
                 var parts = ["cursor=" + (c.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")]
-                if let type { parts.append("type=" + type) }
+                if let type = page.typeIdentifier { parts.append("type=" + type) }
                 next = parts.joined(separator: "&")
             }
             return pages.render("visible", VisiblePageTemplate.Model(page: page, nextQuery: next), chrome: chrome("Visible records", person, context))
@@ -91,16 +86,24 @@ extension WebServer {
         }
     }
 
+    /// A page of what was visible at the path's observation, for the page and the API.
+    func visiblePage(_ request: Request, _ context: WebContext, _ person: People.Person) async throws -> Dashboard.VisiblePage {
+        let chain = try await access.chain(context, for: person)
+        let id = try Params.id(context, "observation")
+        let type = try Params.query(request, "type").map { try Params.typeIdentifier($0) }
+        let cursor = try Params.query(request, "cursor")
+        let q = queries
+        return try await blocking { try q.visible(chain, id: id, type: type, cursor: cursor) }
+    }
+
     func overview(_ person: People.Person) async throws -> Dashboard.Overview {
-        let store = self.store
-        let chains = try await access.readableChains(person, all: try await blocking { try store.chains() })
+        let chains = try await access.readableChains(person)
         let q = queries
         return try await blocking { try q.overview(for: person, chains: chains) }
     }
 
     func across(_ person: People.Person, type: String) async throws -> Dashboard.TypeAcross {
-        let store = self.store
-        let chains = try await access.readableChains(person, all: try await blocking { try store.chains() })
+        let chains = try await access.readableChains(person)
         let q = queries
         return try await blocking { try q.across(chains, type: type, from: nil, to: nil) }
     }
