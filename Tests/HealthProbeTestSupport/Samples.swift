@@ -49,3 +49,22 @@ public func rawPool(_ path: String) throws -> DatabasePool {
     SQLiteSetup.ensure()
     return try DatabasePool(path: path)
 }
+
+/// Captures one observation of `type` in `zone`.
+@discardableResult
+public func captureIn(_ node: NodeArchive, _ type: SampleTypeDescriptor = heartRate, zone: String? = nil,
+               samples: [CapturedSample], fail: Bool = false) throws -> Int64 {
+    let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: .manual, timeZoneIdentifier: zone, selectedTypes: [type.identifier]))
+    let run = try session.beginTypeRun(type, kind: .fullScan)
+    if !samples.isEmpty { try run.writePage(index: 0, samples: samples) }
+    if fail { try run.fail(.failed, errorKind: .queryFailed) } else { try run.complete() }
+    try session.finish()
+    return session.observationID
+}
+
+/// A 5-minute heart-rate sample `i` of a day starting at `day0`.
+public func beat(_ day0: Double, _ i: Int, value: Double) -> CapturedSample {
+    CapturedSample(uuid: String(format: "00000000-0000-4000-8000-%012d", Int(day0 / 300) + i), startDate: day0 + Double(i) * 300, endDate: day0 + Double(i) * 300 + 60,
+                   valueKind: .quantity, numericValue: value, unit: "count/min",
+                   source: SourceDescriptor(name: "Test Watch", bundleIdentifier: "com.example.watch", productType: "Watch6,1", version: "10.1", operatingSystemVersion: "10.1"))
+}

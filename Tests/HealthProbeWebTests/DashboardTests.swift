@@ -65,10 +65,11 @@ struct DashboardTests {
     func lossAlert() async throws {
         try await withHousehold { h in
             let day0 = 1_749_945_600.0
-            let all = beats(day0: day0, count: 288)
-            let chain = try await h.sync(device: "cat-phone", person: "cat") { node in
-                try captureHeartRate(node, all)
-                try captureHeartRate(node, Array(all.dropLast(20)))   // 20 gone, nothing in their place
+            let all = (0..<288).map { beat(day0, $0, value: 60 + Double($0 % 7)) }
+            let chain = try await h.sync(device: "cat-phone", person: "cat") { home in
+                let node = try home.open()
+                try captureIn(node, samples: all)
+                try captureIn(node, samples: Array(all.dropLast(20)))   // 20 gone, nothing in their place
             }
             let c = h.browser()
             try await c.signIn("cat", Household.password)

@@ -110,7 +110,7 @@ struct Household {
     let webPort: Int
     let fingerprint: String
     /// Device name → chain hash.
-    let chains: [String: String]
+    var chains: [String: String]
     static let password = "correct-horse-battery"
 
     func browser() -> Browser { Browser(port: webPort, fingerprint: fingerprint) }
@@ -143,52 +143,27 @@ func withHousehold(_ body: (Household) async throws -> Void) async throws {
         var it = ports.makeAsyncIterator(), wit = webPorts.makeAsyncIterator()
         guard let port = await it.next(), let webPort = await wit.next() else { return }
         defer { group.cancelAll() }
-        let fingerprint = try store.identity().fingerprint
-        var chains: [String: String] = [:]
+        var household = Household(store: store, syncPort: port, webPort: webPort, fingerprint: try store.identity().fingerprint, chains: [:])
         for (device, person, seed) in [("ann-phone", "ann", UInt64(3)), ("bob-phone", "bob", UInt64(4))] {
-            let home = TempHome()
-            try home.simulate(seed: seed, days: [5, 1], types: [SimulatedType.all[1], SimulatedType.all[10]])
-            let secret = try registry.issueToken(name: device, person: try registry.personForEnrollment(person), now: Date().timeIntervalSince1970)
-            let token = EnrollmentToken(address: "127.0.0.1:\(port)", fingerprint: fingerprint, name: device, secret: secret)
-            let enrollment = try await SyncClient.enroll(token: token, clientTime: Date().timeIntervalSince1970)
-            let node = try home.open()
-            _ = try await SyncClient(node: node, outbox: home.root + "/outbox").sync(enrollment)
-            chains[device] = node.deviceChainHash
+            household.chains[device] = try await household.sync(device: device, person: person) { home in
+                try home.simulate(seed: seed, days: [5, 1], types: [SimulatedType.all[1], SimulatedType.all[10]])
+            }
         }
-        try await body(Household(store: store, syncPort: port, webPort: webPort, fingerprint: fingerprint, chains: chains))
+        try await body(household)
     }
 }
 
 extension Household {
-    /// Enrolls `device` for `person` and syncs what `capture` put in its new archive.
-    func sync(device: String, person: String, _ capture: (NodeArchive) throws -> Void) async throws -> String {
+    /// Enrolls `device` for `person` and syncs what `capture` put in its new home's archive.
+    func sync(device: String, person: String, _ capture: (TempHome) throws -> Void) async throws -> String {
         let registry = try store.registry()
         let home = TempHome()
+        try capture(home)
         let node = try home.open()
-        try capture(node)
         let secret = try registry.issueToken(name: device, person: try registry.personForEnrollment(person), now: Date().timeIntervalSince1970)
         let token = EnrollmentToken(address: "127.0.0.1:\(syncPort)", fingerprint: fingerprint, name: device, secret: secret)
         let enrollment = try await SyncClient.enroll(token: token, clientTime: Date().timeIntervalSince1970)
         _ = try await SyncClient(node: node, outbox: home.root + "/outbox").sync(enrollment)
         return node.deviceChainHash
-    }
-}
-
-/// One full-scan observation of heart-rate samples (as the archive's analysis tests capture).
-func captureHeartRate(_ node: NodeArchive, _ samples: [CapturedSample]) throws {
-    let type = SampleTypeDescriptor("HKQuantityTypeIdentifierHeartRate", category: .quantity)
-    let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: .manual, selectedTypes: [type.identifier]))
-    let run = try session.beginTypeRun(type, kind: .fullScan)
-    if !samples.isEmpty { try run.writePage(index: 0, samples: samples) }
-    try run.complete()
-    try session.finish()
-}
-
-/// Five-minute heart-rate samples of one UTC day.
-func beats(day0: Double, count: Int) -> [CapturedSample] {
-    (0..<count).map { i in
-        CapturedSample(uuid: String(format: "00000000-0000-4000-8000-%012d", Int(day0 / 300) + i), startDate: day0 + Double(i) * 300,
-                       endDate: day0 + Double(i) * 300 + 60, valueKind: .quantity, numericValue: 60 + Double(i % 7), unit: "count/min",
-                       source: SourceDescriptor(name: "Test Watch", bundleIdentifier: "com.example.watch", productType: "Watch6,1", version: "10.1"))
     }
 }

@@ -5,28 +5,9 @@ import Testing
 @testable import HealthProbeSimulator
 import HealthProbeTestSupport
 
-/// Captures one observation of `type` in `zone`.
-@discardableResult
-func captureIn(_ node: NodeArchive, _ type: SampleTypeDescriptor = heartRate, zone: String? = nil,
-               samples: [CapturedSample], fail: Bool = false) throws -> Int64 {
-    let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: .manual, timeZoneIdentifier: zone, selectedTypes: [type.identifier]))
-    let run = try session.beginTypeRun(type, kind: .fullScan)
-    if !samples.isEmpty { try run.writePage(index: 0, samples: samples) }
-    if fail { try run.fail(.failed, errorKind: .queryFailed) } else { try run.complete() }
-    try session.finish()
-    return session.observationID
-}
-
 /// UTC midnight `days` days before the test clock's start (1,750,000,000).
 func utcMidnight(daysBeforeClock days: Int) -> Double {
     1_750_000_000.0 - 1_750_000_000.0.truncatingRemainder(dividingBy: 86_400) - Double(days) * 86_400
-}
-
-/// A 5-minute heart-rate sample `i` of a day starting at `day0`.
-func beat(_ day0: Double, _ i: Int, value: Double) -> CapturedSample {
-    CapturedSample(uuid: String(format: "00000000-0000-4000-8000-%012d", Int(day0 / 300) + i), startDate: day0 + Double(i) * 300, endDate: day0 + Double(i) * 300 + 60,
-                   valueKind: .quantity, numericValue: value, unit: "count/min",
-                   source: SourceDescriptor(name: "Test Watch", bundleIdentifier: "com.example.watch", productType: "Watch6,1", version: "10.1", operatingSystemVersion: "10.1"))
 }
 
 /// The hourly mean of those samples, as iOS consolidation writes it.
