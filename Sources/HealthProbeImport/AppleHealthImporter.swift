@@ -264,7 +264,7 @@ public final class AppleHealthImporter {
         try node.archive.writer.write { db in
             try db.execute(sql: """
                 CREATE TEMP TABLE IF NOT EXISTS hp_import_relations(
-                    parent_type TEXT NOT NULL, parent_fp TEXT NOT NULL, child_type TEXT NOT NULL, child_fp TEXT NOT NULL,
+                    parent_type TEXT NOT NULL, parent_fp BLOB NOT NULL, child_type TEXT NOT NULL, child_fp BLOB NOT NULL,
                     kind TEXT NOT NULL, also_emitted INTEGER NOT NULL, child_json TEXT);
                 DELETE FROM temp.hp_import_relations;
                 """)
@@ -279,8 +279,9 @@ public final class AppleHealthImporter {
             let p = try normalizer.normalize(parent.sample, typeIdentifier: parent.typeIdentifier)
             let c = try normalizer.normalize(child.sample, typeIdentifier: child.typeIdentifier)
             let childJSON: String? = child.alsoEmitted ? nil : String(decoding: try JSONEncoder().encode(CodableSample(child.sample)), as: UTF8.self)
-            rows.append([parent.typeIdentifier, try SampleEncoding.strictFingerprintHash(p, occurrence: 0), child.typeIdentifier,
-                         try SampleEncoding.strictFingerprintHash(c, occurrence: 0), child.kind.rawValue, child.alsoEmitted ? 1 : 0, childJSON])
+            // Fingerprints as the archive stores them (32-byte blobs), so the joins below compare like with like.
+            rows.append([parent.typeIdentifier, StoredHash.databaseValue(try SampleEncoding.strictFingerprintHash(p, occurrence: 0)), child.typeIdentifier,
+                         StoredHash.databaseValue(try SampleEncoding.strictFingerprintHash(c, occurrence: 0)), child.kind.rawValue, child.alsoEmitted ? 1 : 0, childJSON])
         }
         state.pendingRelations.removeAll(keepingCapacity: true)
         try node.archive.writer.write { db in

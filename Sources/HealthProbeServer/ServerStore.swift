@@ -211,14 +211,51 @@ extension ServerStore {
         return try Self.readOnlyConnection(path).read(body)
     }
 
-    /// One read-only connection to a replica (no pool, no migration check), waiting up to
-    /// 10 s for the locks of the server's writer and other readers.
+    /// One read-only connection to a replica (no pool, no migration), waiting up to
+    /// 10 s for the locks of the server's writer and other readers. A replica at an
+    /// older schema is refused: its columns would be read with this build's meaning
+    /// (`hp-server serve` migrates every replica before it listens).
     static func readOnlyConnection(_ path: String) throws -> DatabaseQueue {
         SQLiteSetup.ensure()
         var config = Configuration()
         config.readonly = true
         config.busyMode = .timeout(10)
-        return try DatabaseQueue(path: path, configuration: config)
+        let queue = try DatabaseQueue(path: path, configuration: config)
+        let version = try queue.read { db in try Int.fetchOne(db, sql: "SELECT max(version) FROM schema_migrations") } ?? 0
+        guard version == ArchiveMigrations.latestVersion else {
+            throw ArchiveError(.invalidState, "the replica at \(path) has schema version \(version) and this build reads \(ArchiveMigrations.latestVersion); start `hp-server serve` once (it migrates every replica before it listens)")
+        }
+        return queue
+    }
+
+    /// Brings every replica to this build's schema (each in its own transaction; a
+    /// failure leaves that replica as it was and stops here). Returns how many were migrated.
+    @discardableResult
+    public func migrateReplicas(progress: (String) -> Void = { _ in }) throws -> Int {
+        var migrated = 0
+        for chain in try chains() {
+            let path = replicaPath(chain)
+            let version = try Self.schemaVersion(path)
+            guard version < ArchiveMigrations.latestVersion else { continue }
+            progress(chain)
+            let archive = try Archive.open(path: path, durability: .full, singleConnection: true)
+            try archive.writer.writeWithoutTransaction { _ = try $0.checkpoint(.truncate) }
+            try (archive.writer as? DatabaseQueue)?.close()
+            migrated += 1
+        }
+        return migrated
+    }
+
+    /// The schema version a replica file records (0 when it records none).
+    static func schemaVersion(_ path: String) throws -> Int {
+        SQLiteSetup.ensure()
+        var config = Configuration()
+        config.readonly = true
+        config.busyMode = .timeout(10)
+        return try DatabaseQueue(path: path, configuration: config).read { db in
+            guard try db.tableExists("schema_migrations") else { return 0 }
+            return try Int.fetchOne(db, sql: "SELECT max(version) FROM schema_migrations") ?? 0
+        }
     }
 
     /// Where bundles being received are kept until verified and applied.

@@ -68,6 +68,11 @@ public struct SyncServer: Sendable {
         let swept = store.sweepQuarantine()
         if swept > 0 { logger.notice("removed bundles a stopped server left in quarantine", metadata: ["server.quarantine_files": "\(swept)"]) }
         try store.ensureReplicaTemplate()
+        // Every replica at this build's schema before anything reads or applies to one.
+        let migrated = try store.migrateReplicas { chain in
+            logger.notice("migrating a replica to this build's schema", metadata: ["server.chain": "\(chain.prefix(16))"])
+        }
+        if migrated > 0 { logger.notice("replicas migrated", metadata: ["server.replicas": "\(migrated)"]) }
         let (hello, idle, tls) = (helloTimeout, idleTimeout, tls)
         let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)

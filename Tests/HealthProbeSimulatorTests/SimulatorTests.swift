@@ -25,7 +25,7 @@ struct SimulatorTests {
         let skipped = SimulatedType.all.filter { $0.unauthorizedEvery > 0 || $0.failsEvery > 0 }.map(\.identifier)
         return try node.archive.writer.read { db in
             try String.fetchAll(db, sql: """
-                SELECT st.type_identifier || ' ' || coalesce(s.sample_uuid_hash, s.strict_fingerprint) || ' ' || v.payload_hash
+                SELECT st.type_identifier || ' ' || lower(hex(coalesce(s.sample_uuid_hash, s.strict_fingerprint))) || ' ' || lower(hex(v.payload_hash))
                 FROM sample_visibility_ranges r JOIN samples s ON s.id = r.sample_id
                 JOIN sample_versions v ON v.id = r.version_id JOIN sample_types st ON st.id = s.sample_type_id
                 WHERE r.last_observation_id IS NULL AND st.type_identifier NOT IN (?, ?) ORDER BY 1

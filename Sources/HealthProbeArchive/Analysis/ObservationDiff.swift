@@ -94,8 +94,8 @@ public struct ObservationDiff: Sendable {
         let fromIsLo = from <= to
         let rows = try Row.fetchAll(db, sql: """
             SELECT d.sample_id, st.type_identifier, d.kind,
-                   a.id AS a_id, a.payload_hash AS a_hash, a.start_date AS a_start, a.end_date AS a_end, a.numeric_value AS a_value, a.unit AS a_unit, a.category_value AS a_cat,
-                   b.id AS b_id, b.payload_hash AS b_hash, b.start_date AS b_start, b.end_date AS b_end, b.numeric_value AS b_value, b.unit AS b_unit, b.category_value AS b_cat
+                   a.id AS a_id, lower(hex(a.payload_hash)) AS a_hash, a.start_date AS a_start, a.end_date AS a_end, a.numeric_value AS a_value, a.unit AS a_unit, a.category_value AS a_cat,
+                   b.id AS b_id, lower(hex(b.payload_hash)) AS b_hash, b.start_date AS b_start, b.end_date AS b_end, b.numeric_value AS b_value, b.unit AS b_unit, b.category_value AS b_cat
             FROM temp.hp_diff d
             JOIN sample_types st ON st.id = d.type_id
             LEFT JOIN sample_versions a ON a.id = d.lo_version

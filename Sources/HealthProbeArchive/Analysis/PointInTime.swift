@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import HealthProbeCanonical
 
 /// One sample as visible at an observation.
 public struct VisibleSample: Sendable, Codable, Equatable {
@@ -47,9 +48,10 @@ public enum PointInTime {
         /// `"<type id>:<fingerprint>"`, for command lines.
         public var token: String { "\(typeID):\(fingerprint)" }
         public init(typeID: Int64, fingerprint: String) { self.typeID = typeID; self.fingerprint = fingerprint }
+        /// Nil unless `token` is `<type id>:` and 64 lower-case hex digits.
         public init?(token: String) {
             let parts = token.split(separator: ":", maxSplits: 1)
-            guard parts.count == 2, let t = Int64(parts[0]) else { return nil }
+            guard parts.count == 2, let t = Int64(parts[0]), ArchiveHasher.isLowerHex(parts[1].utf8) else { return nil }
             typeID = t
             fingerprint = String(parts[1])
         }
@@ -87,11 +89,13 @@ public enum PointInTime {
         return try Row.fetchAll(db, sql: "SELECT id, type_identifier FROM sample_types ORDER BY id").map { ($0[0], $0[1]) }
     }
 
-    /// Fingerprint bounds for the window: samples whose identity time lies in it.
-    /// A day of slack on each side keeps samples whose start date moved in a later version.
-    static func bounds(_ scope: SnapshotScope) -> (String, String) {
-        let lo = scope.from.map { SampleEncoding.timePrefix($0 - 86_400) } ?? ""
-        let hi = scope.to.map { SampleEncoding.timePrefix($0 + 86_400) } ?? "g"
+    /// Fingerprint bounds for the window, as stored bytes: samples whose identity time
+    /// lies in it. A day of slack on each side keeps samples whose start date moved in
+    /// a later version. Without a window, x'00' is below and 33 bytes of 0xFF above
+    /// every 32-byte fingerprint.
+    static func bounds(_ scope: SnapshotScope) -> ([UInt8], [UInt8]) {
+        let lo = scope.from.map { SampleEncoding.timePrefixBytes($0 - 86_400) } ?? [0]
+        let hi = scope.to.map { SampleEncoding.timePrefixBytes($0 + 86_400) } ?? [UInt8](repeating: 0xFF, count: 33)
         return (lo, hi)
     }
 
@@ -101,11 +105,12 @@ public enum PointInTime {
         let (lo, hi) = bounds(scope)
         for (typeID, identifier) in try types(db, scope) {
             if let after, typeID < after.typeID { continue }
-            let start = (after?.typeID == typeID) ? max(after!.fingerprint, lo) : lo
+            var start = lo
+            if let after, after.typeID == typeID, let fp = StoredHash.bytes(after.fingerprint), lo.lexicographicallyPrecedes(fp) { start = fp }
             var more = true
-            try stmt.queryWhile(db, [.int(scope.observationID), .int(typeID), .text(start), .text(hi), .double(scope.from), .double(scope.to)], { r in
-                let row = VisibleSample(sampleID: r.int(0)!, versionID: r.int(1)!, typeIdentifier: identifier, strictFingerprint: r.text(2)!,
-                                        payloadHash: r.text(3)!, startDate: r.double(4)!, endDate: r.double(5)!, valueKind: r.text(6),
+            try stmt.queryWhile(db, [.int(scope.observationID), .int(typeID), .bytes(start), .bytes(hi), .double(scope.from), .double(scope.to)], { r in
+                let row = VisibleSample(sampleID: r.int(0)!, versionID: r.int(1)!, typeIdentifier: identifier, strictFingerprint: r.hash(2) ?? "",
+                                        payloadHash: r.hash(3) ?? "", startDate: r.double(4)!, endDate: r.double(5)!, valueKind: r.text(6),
                                         numericValue: r.double(7), unit: r.text(8), categoryValue: r.int(9), visibleSince: r.int(10)!)
                 more = try body(typeID, row)
                 return more
@@ -146,7 +151,7 @@ public enum PointInTime {
                 JOIN sample_versions v ON v.id = r.version_id
                 WHERE s.sample_type_id = ?2 AND s.strict_fingerprint > ?3 AND s.strict_fingerprint < ?4
                   AND (?5 IS NULL OR v.start_date >= ?5) AND (?6 IS NULL OR v.start_date < ?6)
-                """, arguments: [scope.observationID, typeID, lo, hi, scope.from, scope.to]) ?? 0
+                """, arguments: [scope.observationID, typeID, Data(lo), Data(hi), scope.from, scope.to]) ?? 0
         }
         return total
     }

@@ -177,6 +177,12 @@ public enum BundleApplier {
             if let r = l.plainRange(i) { return .slice(l.bytes, r) }
             return .text(l.string(at: i))
         }
+        /// A hash member (64 lower-case hex digits) as a statement value: its stored 32 bytes.
+        static func hash(_ l: FlatJSON, _ key: StaticString, in parent: Int32 = -1) -> FastStatement.Value {
+            guard let i = l.find(key, in: parent) else { return .hash(nil) }
+            if let r = l.plainRange(i) { return .hashSlice(l.bytes, r) }
+            return .hash(l.string(at: i))
+        }
         static func int(_ l: FlatJSON, _ key: StaticString, in parent: Int32 = -1) -> Int64? { l.number(key, in: parent).map { Int64($0) } }
 
         /// The replica's id of the sample type named by string member `index`.
@@ -204,13 +210,13 @@ public enum BundleApplier {
         mutating func sampleID(_ db: Database, _ l: FlatJSON, _ key: StaticString) throws -> Int64 {
             let ref = l.object(key) ?? FlatJSON.nowhere
             let t = try typeID(db, l, l.find("type", in: ref))
-            let fp = Self.text(l, "strict_fingerprint", in: ref)
-            if case .slice(let bytes, let r) = fp {
+            let fp = Self.hash(l, "strict_fingerprint", in: ref)
+            if case .hashSlice(let bytes, let r) = fp {
                 if let id = inserted.sample(type: t, fingerprint: InsertedRows.Hash32(bytes, r)) { return id }
                 if sampleGuess > 0 {
                     var hit = false
                     try st.sampleByRowid.queryWhile(db, [.int(sampleGuess)]) { row in
-                        hit = row.int(0) == t && row.textEquals(1, bytes, r)
+                        hit = row.int(0) == t && row.hashEquals(1, bytes, r)
                         return false
                     }
                     if hit { sampleGuess += 1; return sampleGuess - 1 }
@@ -226,7 +232,7 @@ public enum BundleApplier {
         func versionID(_ db: Database, _ l: FlatJSON, sample: Int64) throws -> Int64? {
             guard let i = l.find("payload_hash"), l.type(i) == .string else { return nil }
             if let r = l.plainRange(i), let id = inserted.version(sample: sample, payloadHash: InsertedRows.Hash32(l.bytes, r)) { return id }
-            guard let id = try st.versionID.firstInt(db, [.int(sample), Self.text(l, "payload_hash")]) else {
+            guard let id = try st.versionID.firstInt(db, [.int(sample), Self.hash(l, "payload_hash")]) else {
                 throw ApplyError(code: .unresolved, message: "an item refers to a payload version the replica does not have")
             }
             return id
@@ -272,23 +278,23 @@ public enum BundleApplier {
                 let metadataID = try meta.flatMap { m in try lastMetadata.id(l.bytes, l.valueRange(m)) { try st.metadata.firstInt(db, [t("metadata_hash", in: p)]) } }
                 guard (device == nil) == (deviceID == nil) else { throw ApplyError(code: .unresolved, message: "a version names a device the bundle and the replica do not have") }
                 guard (meta == nil) == (metadataID == nil) else { throw ApplyError(code: .unresolved, message: "a version names metadata the bundle and the replica do not have") }
-                let payloadHash = t("payload_hash")
+                let payloadHash = Self.hash(l, "payload_hash")
                 try st.insertVersion.run(db, [.int(sample), payloadHash, .double(l.date("start_date", in: p)), .double(l.date("end_date", in: p)),
                                               t("value_kind", in: p), .double(l.number("numeric_value", in: p)), t("unit", in: p),
                                               .int(Self.int(l, "category_value", in: p)), .int(Self.int(l, "workout_activity_type", in: p)),
                                               .double(l.number("duration_seconds", in: p)), .int(revision), .int(deviceID), .int(metadataID), .int(obs),
                                               .double(l.date("creation_date", in: p))])
-                if case .slice(let bytes, let r) = payloadHash {
+                if case .hashSlice(let bytes, let r) = payloadHash {
                     inserted.inserted(version: db.lastInsertedRowID, sample: sample, payloadHash: InsertedRows.Hash32(bytes, r))
                 }
                 return
             }
             if l.stringEquals(kindIndex, "sample") {
                 let type = try typeID(db, l, l.find("type_identifier"))
-                let fingerprint = t("strict_fingerprint")
-                try st.insertSample.run(db, [.int(type), t("sample_uuid_hash"), fingerprint, t("semantic_fingerprint"), t("fuzzy_key"),
+                let fingerprint = Self.hash(l, "strict_fingerprint")
+                try st.insertSample.run(db, [.int(type), Self.hash(l, "sample_uuid_hash"), fingerprint, Self.hash(l, "semantic_fingerprint"), t("fuzzy_key"),
                                              .int(obs), .double(d("first_seen_at"))])
-                if case .slice(let bytes, let r) = fingerprint {
+                if case .hashSlice(let bytes, let r) = fingerprint {
                     inserted.inserted(sample: db.lastInsertedRowID, type: type, fingerprint: InsertedRows.Hash32(bytes, r))
                 }
                 return

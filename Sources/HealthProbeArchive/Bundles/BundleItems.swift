@@ -97,7 +97,8 @@ public enum ObservationBundleBuilder {
         // The four per-sample kinds: columns by position, text straight from
         // SQLite's row (no `Row` name lookups, no `String` per column).
         try FastStatement(db, """
-            SELECT s.first_seen_at, s.fuzzy_key, s.sample_uuid_hash, s.semantic_fingerprint, s.strict_fingerprint, st.type_identifier
+            SELECT s.first_seen_at, s.fuzzy_key, nullif(lower(hex(s.sample_uuid_hash)), ''), nullif(lower(hex(s.semantic_fingerprint)), ''),
+                   lower(hex(s.strict_fingerprint)), st.type_identifier
             FROM samples s JOIN sample_types st ON st.id = s.sample_type_id
             WHERE s.first_seen_observation_id = ? ORDER BY s.id
             """).query(db, [.int(obs)]) { r in
@@ -114,10 +115,10 @@ public enum ObservationBundleBuilder {
             try emitItem("sample", w.bytes)
         }
         try FastStatement(db, """
-            SELECT st.type_identifier, s.strict_fingerprint, v.source_revision_id, v.category_value, v.creation_date, h.device_hash,
+            SELECT st.type_identifier, lower(hex(s.strict_fingerprint)), v.source_revision_id, v.category_value, v.creation_date, h.device_hash,
                    v.duration_seconds, v.end_date, m.metadata_hash, v.numeric_value, so.bundle_identifier, so.source_name_hash,
                    sr.operating_system_version, sr.product_type, sr.version, v.start_date, v.unit, v.value_kind,
-                   v.workout_activity_type, v.payload_hash
+                   v.workout_activity_type, lower(hex(v.payload_hash))
             FROM sample_versions v JOIN samples s ON s.id = v.sample_id JOIN sample_types st ON st.id = s.sample_type_id
             LEFT JOIN source_revisions sr ON sr.id = v.source_revision_id LEFT JOIN sources so ON so.id = sr.source_id
             LEFT JOIN hk_devices h ON h.id = v.hk_device_id LEFT JOIN metadata_blobs m ON m.id = v.metadata_id
@@ -163,7 +164,7 @@ public enum ObservationBundleBuilder {
             try emitItem("version", w.bytes)
         }
         try FastStatement(db, """
-            SELECT st.type_identifier, s.strict_fingerprint, e.event_kind, e.evidence_kind, e.observed_at, v.payload_hash
+            SELECT st.type_identifier, lower(hex(s.strict_fingerprint)), e.event_kind, e.evidence_kind, e.observed_at, nullif(lower(hex(v.payload_hash)), '')
             FROM sample_observation_events e JOIN samples s ON s.id = e.sample_id JOIN sample_types st ON st.id = s.sample_type_id
             LEFT JOIN sample_versions v ON v.id = e.version_id
             WHERE e.observation_id = ? ORDER BY e.id
@@ -180,7 +181,7 @@ public enum ObservationBundleBuilder {
             try emitItem("event", w.bytes)
         }
         try FastStatement(db, """
-            SELECT st.type_identifier, s.strict_fingerprint, g.first_seen_at, v.payload_hash
+            SELECT st.type_identifier, lower(hex(s.strict_fingerprint)), g.first_seen_at, nullif(lower(hex(v.payload_hash)), '')
             FROM sample_visibility_ranges g JOIN samples s ON s.id = g.sample_id JOIN sample_types st ON st.id = s.sample_type_id
             LEFT JOIN sample_versions v ON v.id = g.version_id
             WHERE g.first_observation_id = ? ORDER BY g.rowid
@@ -195,7 +196,7 @@ public enum ObservationBundleBuilder {
             try emitItem("range_open", w.bytes)
         }
         try each("""
-            SELECT st.type_identifier, s.strict_fingerprint, v.payload_hash, g.last_seen_at,
+            SELECT st.type_identifier, lower(hex(s.strict_fingerprint)) AS strict_fingerprint, nullif(lower(hex(v.payload_hash)), '') AS payload_hash, g.last_seen_at,
                    (SELECT count(*) FROM observations o2 WHERE o2.device_chain_id = ? AND o2.id <= g.first_observation_id) AS first_sequence
             FROM sample_visibility_ranges g JOIN samples s ON s.id = g.sample_id JOIN sample_types st ON st.id = s.sample_type_id
             LEFT JOIN sample_versions v ON v.id = g.version_id
@@ -205,8 +206,8 @@ public enum ObservationBundleBuilder {
                                      "last_seen_at": d(r, "last_seen_at")])
         }
         try each("""
-            SELECT pst.type_identifier AS source_type, p.strict_fingerprint AS source_fp, cst.type_identifier AS target_type,
-                   c.strict_fingerprint AS target_fp, x.relationship_kind, m.metadata_hash
+            SELECT pst.type_identifier AS source_type, lower(hex(p.strict_fingerprint)) AS source_fp, cst.type_identifier AS target_type,
+                   lower(hex(c.strict_fingerprint)) AS target_fp, x.relationship_kind, m.metadata_hash
             FROM sample_relationships x JOIN samples p ON p.id = x.source_sample_id JOIN sample_types pst ON pst.id = p.sample_type_id
             JOIN samples c ON c.id = x.target_sample_id JOIN sample_types cst ON cst.id = c.sample_type_id
             LEFT JOIN metadata_blobs m ON m.id = x.metadata_id

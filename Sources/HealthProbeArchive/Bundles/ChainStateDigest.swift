@@ -21,7 +21,7 @@ public enum ChainStateDigest {
         var stream = SHA256Stream(domain: .chainState)
         var count = 0
         let cursor = try Row.fetchCursor(db, sql: """
-            SELECT st.type_identifier, s.strict_fingerprint, s.sample_uuid_hash, v.payload_hash
+            SELECT st.type_identifier, lower(hex(s.strict_fingerprint)), nullif(lower(hex(s.sample_uuid_hash)), ''), nullif(lower(hex(v.payload_hash)), '')
             FROM sample_visibility_ranges r
             JOIN observations fo ON fo.id = r.first_observation_id AND fo.device_chain_id = ?
             JOIN samples s ON s.id = r.sample_id JOIN sample_types st ON st.id = s.sample_type_id

@@ -75,7 +75,7 @@ struct PageOperations {
         var found: Found?
         try stmt.query(db, args) { row in
             if found == nil {
-                found = Found(sampleID: row.int(0)!, openVersionID: row.int(1), openPayloadMatches: row.textEquals(2, payloadHash))
+                found = Found(sampleID: row.int(0)!, openVersionID: row.int(1), openPayloadMatches: row.hashEquals(2, payloadHash))
             }
         }
         return found
@@ -94,7 +94,7 @@ struct PageOperations {
         var occurrence = startOccurrence
         while true {
             let fp = try fingerprint(n, occurrence)
-            let changed = try insertSample.run(db, [.int(typeID), .text(n.uuidHash), .text(fp), .text(n.semanticFingerprint), .int(obs), .double(at)])
+            let changed = try insertSample.run(db, [.int(typeID), .hash(n.uuidHash), .hash(fp), .hash(n.semanticFingerprint), .int(obs), .double(at)])
             if changed == 1 {
                 let id = db.lastInsertedRowID
                 _ = try seen(id, &result)
@@ -117,15 +117,15 @@ struct PageOperations {
         var found: Found?
         var isNew = false
         if let uuidHash = n.uuidHash {
-            found = try lookup(byFingerprintAndUUID, [.int(typeID), .text(try fingerprint(n, 0)), .text(uuidHash)], payloadHash: n.payloadHash)
-            if found == nil { found = try lookup(byUUID, [.text(uuidHash), .int(typeID)], payloadHash: n.payloadHash) }
+            found = try lookup(byFingerprintAndUUID, [.int(typeID), .hash(try fingerprint(n, 0)), .hash(uuidHash)], payloadHash: n.payloadHash)
+            if found == nil { found = try lookup(byUUID, [.hash(uuidHash), .int(typeID)], payloadHash: n.payloadHash) }
             if let f = found { _ = try seen(f.sampleID, &result) }
         } else {
             // Exact duplicates are told apart by occurrence within this run.
             var occurrence = 0
             while true {
                 let fp = try fingerprint(n, occurrence)
-                guard let f = try lookup(byFingerprint, [.int(typeID), .text(fp)], payloadHash: n.payloadHash) else { break }
+                guard let f = try lookup(byFingerprint, [.int(typeID), .hash(fp)], payloadHash: n.payloadHash) else { break }
                 if try !seen(f.sampleID, &result) { found = f; break }
                 occurrence += 1
             }
@@ -145,7 +145,7 @@ struct PageOperations {
             result.unchanged += 1
             return
         }
-        var versionID = isNew ? nil : try findVersion.firstInt(db, [.int(f.sampleID), .text(n.payloadHash)])
+        var versionID = isNew ? nil : try findVersion.firstInt(db, [.int(f.sampleID), .hash(n.payloadHash)])
         if versionID == nil { versionID = try insertVersion(f.sampleID, n) }
         let vid = versionID!
         if let open = f.openVersionID, open != vid {
@@ -166,7 +166,7 @@ struct PageOperations {
     mutating func applyDeleted(uuidHash: String, into result: inout PageResult) throws {
         result.records += 1
         var found: Found?
-        try byUUID.query(db, [.text(uuidHash), .int(typeID)]) { row in
+        try byUUID.query(db, [.hash(uuidHash), .int(typeID)]) { row in
             if found == nil { found = Found(sampleID: row.int(0)!, openVersionID: row.int(1), openPayloadMatches: false) }
         }
         if let f = found, let open = f.openVersionID {
@@ -180,7 +180,7 @@ struct PageOperations {
             sampleID = f.sampleID
         } else {
             let fp = SampleEncoding.deletedOnlyFingerprint(typeIdentifier: run.type.identifier, uuidHash: uuidHash)
-            try insertSample.run(db, [.int(typeID), .text(uuidHash), .text(fp), .text(nil), .int(obs), .double(at)])
+            try insertSample.run(db, [.int(typeID), .hash(uuidHash), .hash(fp), .hash(nil), .int(obs), .double(at)])
             sampleID = db.lastInsertedRowID
         }
         if try insertEvent.run(db, [.int(obs), .int(sampleID), .int(nil), .text(EventKind.deletedObject.rawValue), .double(at), .text(EvidenceKind.deletedObject.rawValue)]) == 1 {
@@ -193,7 +193,7 @@ struct PageOperations {
         let deviceID = try deviceID(n)
         let metadataID = try metadataID(n)
         try insertVersion.run(db, [
-            .int(sampleID), .text(n.payloadHash), .double(n.startDate), .double(n.endDate), .text(n.valueKind.rawValue),
+            .int(sampleID), .hash(n.payloadHash), .double(n.startDate), .double(n.endDate), .text(n.valueKind.rawValue),
             .double(n.numericValue), .text(n.unit), .int(n.categoryValue.map(Int64.init)), .int(n.workoutActivityType.map(Int64.init)),
             .double(n.durationSeconds), .int(revisionID), .int(deviceID), .int(metadataID), .int(obs), .double(n.creationDate),
         ])

@@ -75,6 +75,12 @@ public enum SampleEncoding {
         return withUnsafeBytes(of: &be) { ArchiveHasher.hex(buffer: $0) }
     }
 
+    /// The 8 bytes `timePrefix` is the hex of: a fingerprint's stored prefix.
+    static func timePrefixBytes(_ seconds: Double) -> [UInt8] {
+        let biased = UInt64(bitPattern: CanonicalDate.milliseconds(seconds)) &+ (1 << 63)
+        return (0..<8).map { UInt8(truncatingIfNeeded: biased >> (56 - 8 * $0)) }
+    }
+
     /// Strict fingerprint of a sample known only from deleted-object evidence.
     public static func deletedOnlyFingerprint(typeIdentifier: String, uuidHash: String) -> String {
         var w = CanonicalJSONWriter()

@@ -78,10 +78,10 @@ public enum Exporter {
             }
             try db.execute(sql: """
                 INSERT INTO export_manifests(export_id, created_at, export_kind, from_observation_id, to_observation_id, filter_json,
-                    manifest_hash, record_count, status, file_path, as_of_observation_id)
-                VALUES (?, ?, ?, ?, ?, ?, '', 0, 'running', ?, ?)
+                    manifest_hash, record_count, status, file_path, as_of_observation_id, schema_version)
+                VALUES (?, ?, ?, ?, ?, ?, '', 0, 'running', ?, ?, ?)
                 """, arguments: [exportID, now, request.kind.rawValue, scope.from, scope.to,
-                                 String(decoding: try CanonicalJSON.encode(scope.filters), as: UTF8.self), out, scope.asOf])
+                                 String(decoding: try CanonicalJSON.encode(scope.filters), as: UTF8.self), out, scope.asOf, scope.schemaVersion])
             return db.lastInsertedRowID
         }
         var outputs: [ExportOutput] = []
@@ -112,11 +112,18 @@ public enum Exporter {
         try reproduce(node: node, request: request, scratch: scratch, parallel: true)
     }
 
+    /// `schemaVersion`: the schema version the export's header named when it was made
+    /// (`export_manifests.schema_version`), when it differs from the archive's now.
+    static func reproduce(node: NodeArchive, request: ExportRequest, scratch: String, schemaVersion: Int?) throws -> String {
+        try reproduce(node: node, request: request, scratch: scratch, parallel: true, schemaVersion: schemaVersion)
+    }
+
     /// `parallel: false` reads records on one connection only; `batchSize`
     /// records per batch (tests compare these).
     static func reproduce(node: NodeArchive, request: ExportRequest, scratch: String, parallel: Bool,
-                          batchSize: Int = RecordSink.batchSize) throws -> String {
-        let scope = try node.archive.writer.read { db in try Scope.resolve(db, request: request, chainID: node.deviceChainID) }
+                          batchSize: Int = RecordSink.batchSize, schemaVersion: Int? = nil) throws -> String {
+        var scope = try node.archive.writer.read { db in try Scope.resolve(db, request: request, chainID: node.deviceChainID) }
+        if let schemaVersion { scope.schemaVersion = schemaVersion }
         let envelope = ExportEnvelope(exportID: "reproduction", kind: request.kind, createdAt: 0,
                                       app: .object(["name": .string("HealthProbe"), "version": .string(HealthProbeVersion.current)]),
                                       archive: scope.archiveJSON(chainHash: node.deviceChainHash), filters: scope.filters)
@@ -136,11 +143,19 @@ public enum Exporter {
     /// `createdAt`.
     public static func writeUnrecorded(archive: Archive, chainHash: String, request: ExportRequest, out: String,
                                        exportID: String, createdAt: Double) throws -> ExportResult {
+        try writeUnrecorded(archive: archive, chainHash: chainHash, request: request, out: out, exportID: exportID, createdAt: createdAt, schemaVersion: nil)
+    }
+
+    /// `schemaVersion`: the schema version the export's `archive` object names instead of
+    /// the archive's own (tests make again an export an older schema's build wrote).
+    static func writeUnrecorded(archive: Archive, chainHash: String, request: ExportRequest, out: String,
+                                exportID: String, createdAt: Double, schemaVersion: Int?) throws -> ExportResult {
         let chainID = try archive.writer.read { db in
             try Int64.fetchOne(db, sql: "SELECT id FROM device_chains WHERE device_chain_hash = ?", arguments: [chainHash])
         }
         guard let chainID else { throw ArchiveError(.notFound, "chain \(chainHash.prefix(16)) is not in this archive") }
-        let scope = try archive.writer.read { db in try Scope.resolve(db, request: request, chainID: chainID) }
+        var scope = try archive.writer.read { db in try Scope.resolve(db, request: request, chainID: chainID) }
+        if let schemaVersion { scope.schemaVersion = schemaVersion }
         let envelope = ExportEnvelope(exportID: exportID, kind: request.kind, createdAt: createdAt,
                                       app: .object(["name": .string("HealthProbe"), "version": .string(HealthProbeVersion.current)]),
                                       archive: scope.archiveJSON(chainHash: chainHash), filters: scope.filters)

@@ -32,11 +32,13 @@ enum DiffItems {
         let beforeCol = fromIsLo ? "lo_version" : "hi_version", afterCol = fromIsLo ? "hi_version" : "lo_version"
         let cols = ["id", "payload_hash", "start_date", "end_date", "value_kind", "numeric_value", "unit", "category_value",
                     "workout_activity_type", "duration_seconds", "creation_date"]
-        let select = cols.map { "b.\($0) AS b_\($0)" }.joined(separator: ", ") + ", " + cols.map { "a.\($0) AS a_\($0)" }.joined(separator: ", ")
+        // The payload hash is stored as 32 bytes: read as hex (NULL when there is no such version).
+        func column(_ t: String, _ c: String) -> String { c == "payload_hash" ? "nullif(lower(hex(\(t).\(c))), '') AS \(t)_\(c)" : "\(t).\(c) AS \(t)_\(c)" }
+        let select = cols.map { column("b", $0) }.joined(separator: ", ") + ", " + cols.map { column("a", $0) }.joined(separator: ", ")
         let typesJSON = String(decoding: try CanonicalJSON.encode(.array(types.map(JSONValue.string))), as: UTF8.self)
         var byType: [String: [String: Int]] = [:]
         let cursor = try Row.fetchCursor(db, sql: """
-            SELECT st.type_identifier, d.kind, coalesce(s.sample_uuid_hash, s.strict_fingerprint) AS ident, \(select)
+            SELECT st.type_identifier, d.kind, lower(hex(coalesce(s.sample_uuid_hash, s.strict_fingerprint))) AS ident, \(select)
             FROM temp.hp_diff d JOIN samples s ON s.id = d.sample_id JOIN sample_types st ON st.id = d.type_id
             LEFT JOIN sample_versions b ON b.id = d.\(beforeCol)
             LEFT JOIN sample_versions a ON a.id = d.\(afterCol)

@@ -65,8 +65,8 @@ struct RecordItems {
     }
 
     static let sql = """
-        SELECT s.sample_uuid_hash, s.strict_fingerprint, s.semantic_fingerprint, s.first_seen_observation_id,
-               v.payload_hash, v.start_date, v.end_date, v.value_kind, v.numeric_value, v.unit, v.category_value,
+        SELECT nullif(lower(hex(s.sample_uuid_hash)), ''), lower(hex(s.strict_fingerprint)), nullif(lower(hex(s.semantic_fingerprint)), ''),
+               s.first_seen_observation_id, lower(hex(v.payload_hash)), v.start_date, v.end_date, v.value_kind, v.numeric_value, v.unit, v.category_value,
                v.workout_activity_type, v.duration_seconds, v.creation_date,
                so.bundle_identifier, so.source_name_hash, sr.product_type, sr.version, sr.operating_system_version,
                d.device_hash, m.metadata_hash, CASE WHEN ?7 THEN m.metadata_json END,

@@ -47,8 +47,8 @@ struct RelationshipItems {
         let typesJSON = String(decoding: try CanonicalJSON.encode(.array(types.map(JSONValue.string))), as: UTF8.self)
         let stmt = try FastStatement(db, """
             SELECT rel.relationship_kind, rel.observation_id, m.metadata_hash,
-                   st1.type_identifier, coalesce(s1.sample_uuid_hash, s1.strict_fingerprint),
-                   st2.type_identifier, coalesce(s2.sample_uuid_hash, s2.strict_fingerprint)
+                   st1.type_identifier, lower(hex(coalesce(s1.sample_uuid_hash, s1.strict_fingerprint))),
+                   st2.type_identifier, lower(hex(coalesce(s2.sample_uuid_hash, s2.strict_fingerprint)))
             FROM sample_relationships rel
             JOIN samples s1 ON s1.id = rel.source_sample_id JOIN sample_types st1 ON st1.id = s1.sample_type_id
             JOIN samples s2 ON s2.id = rel.target_sample_id JOIN sample_types st2 ON st2.id = s2.sample_type_id

@@ -99,7 +99,7 @@ public enum ArchiveVerifier {
             // 5. Duplicate identities.
             var dup: [String] = []
             for r in try Row.fetchAll(db, sql: """
-                SELECT sample_type_id, sample_uuid_hash, count(*) FROM samples WHERE sample_uuid_hash IS NOT NULL
+                SELECT sample_type_id, lower(hex(sample_uuid_hash)), count(*) FROM samples WHERE sample_uuid_hash IS NOT NULL
                 GROUP BY sample_type_id, sample_uuid_hash HAVING count(*) > 1 LIMIT 20
                 """) { dup.append("type \(r[0] as Int64): UUID hash \((r[1] as String).prefix(16))... has \(r[2] as Int) sample rows") }
             add("duplicate_identities", dup, ok: "every UUID-identified sample has one identity")
@@ -190,7 +190,8 @@ public enum ArchiveVerifier {
                 if case .bool(let b)? = o["include_metadata"] { request.includeMetadata = b }
             }
             do {
-                let again = try Exporter.reproduce(node: node, request: request, scratch: dir + "/x")
+                // Made again as the schema it was made under named itself (an export's header names it).
+                let again = try Exporter.reproduce(node: node, request: request, scratch: dir + "/x", schemaVersion: r["schema_version"])
                 if again != recorded { problems.append("export \(id) (\(kind.rawValue)): reproduced manifest \(again.prefix(16))... differs from recorded \(recorded.prefix(16))...") }
             } catch {
                 problems.append("export \(id): cannot be reproduced (\(error))")

@@ -27,6 +27,7 @@ public enum ArchiveMigrations {
         Migration(version: SchemaV6.version, description: SchemaV6.description, sql: SchemaV6.sql),
         Migration(version: SchemaV7.version, description: SchemaV7.description, sql: SchemaV7.sql),
         Migration(version: SchemaV8.version, description: SchemaV8.description, sql: SchemaV8.sql),
+        Migration(version: SchemaV9.version, description: SchemaV9.description, sql: SchemaV9.sql),
     ]
 
     /// The highest schema version this build knows.
@@ -62,11 +63,12 @@ public enum ArchiveMigrations {
             return
         }
         if writer.configuration.readonly {
-            throw ArchiveError(.invalidState, "the archive has schema version \(state?.applied ?? 0) and this build needs \(known); open it once for writing (any hp-node command that writes, or hp-server serve) to migrate it")
+            throw ArchiveError(.invalidState, "the archive has schema version \(state?.applied ?? 0) and this build needs \(known); open it once for writing to migrate it: `hp-node init` on a node's home (it keeps the archive) or `hp-server serve` for a server")
         }
         var migrator = DatabaseMigrator()
         for m in migrations {
             migrator.registerMigration("v\(m.version)") { db in
+                StoredHash.registerFunctions(db)
                 try db.execute(sql: m.sql)
                 try db.execute(sql: "INSERT INTO schema_migrations(version, applied_at, description) VALUES (?, ?, ?)",
                                arguments: [m.version, now, m.description])

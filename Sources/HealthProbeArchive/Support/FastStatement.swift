@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import GRDBSQLite
+import HealthProbeCanonical
 
 /// Binds and steps a GRDB-prepared statement through the SQLite C API, for
 /// the capture write path's hot loops. Use only inside a database access
@@ -21,6 +22,13 @@ struct FastStatement {
         case blob([UInt8]?)
         /// Text: the UTF-8 bytes `range` of `bytes` (bound without building a `String`).
         case slice([UInt8], Range<Int>)
+        /// A hash given as 64 lower-case hex digits, bound as its 32 stored bytes
+        /// (`StoredHash`); anything else binds as text, which matches no stored hash.
+        case hash(String?)
+        /// `hash`, from the UTF-8 bytes `range` of `bytes`.
+        case hashSlice([UInt8], Range<Int>)
+        /// Raw bytes bound as a blob (a range bound of a hash column).
+        case bytes([UInt8])
     }
 
     func bind(_ values: [Value]) {
@@ -46,6 +54,25 @@ struct FastStatement {
                 if let x {
                     x.withUnsafeBytes { buf in _ = sqlite3_bind_blob(raw, idx, buf.baseAddress, Int32(buf.count), Self.transient) }
                 } else { sqlite3_bind_null(raw, idx) }
+            case .bytes(let x):
+                x.withUnsafeBytes { buf in _ = sqlite3_bind_blob(raw, idx, buf.baseAddress, Int32(buf.count), Self.transient) }
+            case .hash(let x):
+                if var x {
+                    x.withUTF8 { bindHash(idx, $0) }
+                } else { sqlite3_bind_null(raw, idx) }
+            case .hashSlice(let bytes, let r):
+                bytes.withUnsafeBufferPointer { buf in bindHash(idx, UnsafeBufferPointer(rebasing: buf[r])) }
+            }
+        }
+    }
+
+    /// Binds hex digits as a 32-byte blob, or as text when they are not a hash.
+    private func bindHash(_ idx: Int32, _ hex: UnsafeBufferPointer<UInt8>) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { out in
+            if StoredHash.decode(hex, into: out.baseAddress!) {
+                _ = sqlite3_bind_blob(raw, idx, out.baseAddress, 32, Self.transient)
+            } else {
+                _ = sqlite3_bind_text(raw, idx, UnsafeRawPointer(hex.baseAddress!).assumingMemoryBound(to: CChar.self), Int32(hex.count), Self.transient)
             }
         }
     }
@@ -90,6 +117,36 @@ struct FastStatement {
         guard let p = sqlite3_column_text(raw, col) else { return nil }
         return UnsafeBufferPointer(start: p, count: Int(sqlite3_column_bytes(raw, col)))
     }
+    /// A stored hash column as 64 lower-case hex digits (nil for NULL or a value that is not a 32-byte blob).
+    func hash(_ col: Int32) -> String? {
+        guard sqlite3_column_type(raw, col) == SQLITE_BLOB, let p = sqlite3_column_blob(raw, col),
+              sqlite3_column_bytes(raw, col) == 32 else { return nil }
+        return ArchiveHasher.hex(buffer: UnsafeRawBufferPointer(start: p, count: 32))
+    }
+
+    /// Whether a stored hash column holds the hash `hex` (64 lower-case hex digits), without allocating.
+    func hashEquals(_ col: Int32, _ hex: String) -> Bool {
+        guard sqlite3_column_type(raw, col) == SQLITE_BLOB, let p = sqlite3_column_blob(raw, col),
+              sqlite3_column_bytes(raw, col) == 32 else { return false }
+        var h = hex
+        return h.withUTF8 { buf in
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { out in
+                StoredHash.decode(buf, into: out.baseAddress!) && memcmp(out.baseAddress!, p, 32) == 0
+            }
+        }
+    }
+
+    /// Whether a stored hash column holds the hash whose hex digits are `range` of `bytes`.
+    func hashEquals(_ col: Int32, _ bytes: [UInt8], _ range: Range<Int>) -> Bool {
+        guard sqlite3_column_type(raw, col) == SQLITE_BLOB, let p = sqlite3_column_blob(raw, col),
+              sqlite3_column_bytes(raw, col) == 32 else { return false }
+        return bytes.withUnsafeBufferPointer { buf in
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { out in
+                StoredHash.decode(UnsafeBufferPointer(rebasing: buf[range]), into: out.baseAddress!) && memcmp(out.baseAddress!, p, 32) == 0
+            }
+        }
+    }
+
     /// Compares a text column with `s` without allocating.
     func textEquals(_ col: Int32, _ s: String) -> Bool {
         guard let p = sqlite3_column_text(raw, col) else { return false }

@@ -293,7 +293,7 @@ struct WritePathTests {
         s.source?.operatingSystemVersion = "0.0.0"
         try capture(node, samples: [s])
         try node.archive.writer.read { db throws in
-            let row = try Row.fetchOne(db, sql: "SELECT v.start_date, v.payload_hash, r.operating_system_version FROM sample_versions v JOIN source_revisions r ON r.id = v.source_revision_id")!
+            let row = try Row.fetchOne(db, sql: "SELECT v.start_date, lower(hex(v.payload_hash)) AS payload_hash, r.operating_system_version FROM sample_versions v JOIN source_revisions r ON r.id = v.source_revision_id")!
             #expect(row["start_date"] == CanonicalDate.normalize(s.startDate))
             #expect((row["operating_system_version"] as String?) == nil)
             var clean = hr(1)

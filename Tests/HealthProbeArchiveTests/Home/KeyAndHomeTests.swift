@@ -39,7 +39,7 @@ struct KeyAndHomeTests {
             let node = try t.open()
             (hash1, recovered1) = try chain(node)
             try capture(node, samples: [hr(1)])
-            uuidHash1 = try node.archive.writer.read { db in try String.fetchOne(db, sql: "SELECT sample_uuid_hash FROM samples") }
+            uuidHash1 = try node.archive.writer.read { db in try String.fetchOne(db, sql: "SELECT lower(hex(sample_uuid_hash)) FROM samples") }
         }
         #expect(recovered1 == 0)
         try t.home.reset(newChain: false)
@@ -49,7 +49,7 @@ struct KeyAndHomeTests {
         #expect(hash2 == hash1)
         #expect(recovered2 == 1)
         try capture(node, samples: [hr(1)])
-        #expect(try node.archive.writer.read { db in try String.fetchOne(db, sql: "SELECT sample_uuid_hash FROM samples") } == uuidHash1)
+        #expect(try node.archive.writer.read { db in try String.fetchOne(db, sql: "SELECT lower(hex(sample_uuid_hash)) FROM samples") } == uuidHash1)
     }
 
     @Test("explicit reset or lost keys: a new chain")

@@ -70,12 +70,12 @@ struct SchemaTests {
                 INSERT INTO device_chains(id, device_chain_hash, created_at) VALUES (1, 'c', 0);
                 INSERT INTO observations(id, device_chain_id, observed_at, status, trigger_reason, schema_version) VALUES (1, 1, 0, 'running', 't', 2);
                 INSERT INTO sample_types(id, type_identifier) VALUES (1, 'T');
-                INSERT INTO samples(id, sample_type_id, strict_fingerprint, first_seen_observation_id, first_seen_at) VALUES (1, 1, 'f', 1, 0);
+                INSERT INTO samples(id, sample_type_id, strict_fingerprint, first_seen_observation_id, first_seen_at) VALUES (1, 1, zeroblob(32), 1, 0);
                 INSERT INTO sample_observation_events(observation_id, sample_id, event_kind, observed_at) VALUES (1, 1, 'appeared', 0);
                 """)
         }
         #expect(throws: DatabaseError.self) {
-            try archive.writer.write { db in try db.execute(sql: "INSERT INTO samples(sample_type_id, strict_fingerprint, first_seen_observation_id, first_seen_at) VALUES (1, 'f', 1, 0)") }
+            try archive.writer.write { db in try db.execute(sql: "INSERT INTO samples(sample_type_id, strict_fingerprint, first_seen_observation_id, first_seen_at) VALUES (1, zeroblob(32), 1, 0)") }
         }
         #expect(throws: DatabaseError.self) {
             try archive.writer.write { db in try db.execute(sql: "INSERT INTO sample_observation_events(observation_id, sample_id, event_kind, observed_at) VALUES (1, 1, 'appeared', 0)") }

@@ -1,0 +1,72 @@
+import Foundation
+import GRDB
+import HealthProbeCanonical
+
+/// A sample's 32-byte hash as the archive stores it since schema 9: a BLOB
+/// inside, 64 lower-case hex digits at every edge (exports, bundles, CLI, JSON)
+/// (docs/decisions/2026-11-24-compact-schema-v8.md). Blob order is hex order,
+/// so an `ORDER BY` over the column is unchanged.
+public enum StoredHash {
+    /// Decodes 64 lower-case hex digits at `hex` into 32 bytes at `out`; false otherwise.
+    @inline(__always)
+    static func decode(_ hex: UnsafeBufferPointer<UInt8>, into out: UnsafeMutablePointer<UInt8>) -> Bool {
+        guard hex.count == 64 else { return false }
+        var bad: UInt8 = 0
+        for i in 0..<32 {
+            let h = hex[2 &* i], l = hex[2 &* i &+ 1]
+            bad |= ((h &- 0x30 < 10 ? 1 : 0) | (h &- 0x61 < 6 ? 1 : 0)) ^ 1
+            bad |= ((l &- 0x30 < 10 ? 1 : 0) | (l &- 0x61 < 6 ? 1 : 0)) ^ 1
+            // '0'...'9' are 0x30...0x39, 'a'...'f' are 0x61...0x66.
+            out[i] = ((h & 0x0F) &+ 9 &* (h &>> 6)) &<< 4 | ((l & 0x0F) &+ 9 &* (l &>> 6))
+        }
+        return bad == 0
+    }
+
+    /// The 32 bytes of a 64-digit lower-case hex hash, or nil.
+    static func bytes(_ hex: String) -> [UInt8]? {
+        var s = hex
+        return s.withUTF8 { bytes($0) }
+    }
+
+    /// The 32 bytes of 64 lower-case hex digits, or nil.
+    static func bytes(_ hex: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+        var ok = false
+        let out = [UInt8](unsafeUninitializedCapacity: 32) { buf, n in
+            ok = decode(hex, into: buf.baseAddress!)
+            n = 32
+        }
+        return ok ? out : nil
+    }
+
+    /// What a hash binds as: its 32 bytes, or (not a hash) the text itself, which
+    /// matches no stored hash and which the columns' CHECK constraints refuse.
+    public static func databaseValue(_ hex: String?) -> DatabaseValue {
+        guard let hex else { return .null }
+        if let b = bytes(hex) { return Data(b).databaseValue }
+        return hex.databaseValue
+    }
+
+    /// The hex of a stored hash read through GRDB (nil for NULL or a value that is not a 32-byte blob).
+    public static func hex(_ value: DatabaseValue) -> String? {
+        guard case .blob(let data) = value.storage, data.count == 32 else { return nil }
+        return data.withUnsafeBytes { ArchiveHasher.hex(buffer: $0) }
+    }
+
+    /// `hp_unhex32(text)`: 64 lower-case hex digits to a 32-byte blob (NULL stays
+    /// NULL). Anything else is an error, so a migration that meets one rolls back.
+    static func registerFunctions(_ db: Database) {
+        db.add(function: DatabaseFunction("hp_unhex32", argumentCount: 1, pure: true) { values in
+            let v = values[0]
+            if v.isNull { return nil }
+            guard case .string(let s) = v.storage, let b = bytes(s) else {
+                throw ArchiveError(.invalidState, "a stored hash is not 64 lower-case hex digits; the archive was not changed. Run `hp-node verify` on it with the build that wrote it")
+            }
+            return Data(b)
+        })
+    }
+
+    /// SQL for a NOT NULL hash column read as lower-case hex.
+    static func hexSQL(_ column: String) -> String { "lower(hex(\(column)))" }
+    /// SQL for a nullable hash column read as lower-case hex (NULL stays NULL).
+    static func optionalHexSQL(_ column: String) -> String { "nullif(lower(hex(\(column))), '')" }
+}

@@ -1,0 +1,55 @@
+import Foundation
+import Testing
+import HealthProbeTestSupport
+
+/// `hp-node` on the schema-8 archive the schema-8 build wrote (`Tests/fixtures/archive-v8`):
+/// after migration its snapshot, diff and changes JSON are what the schema-8 build printed.
+@Suite("hp-node on a schema-8 archive")
+struct NodeFixtureV8Tests {
+    func json(_ text: String) throws -> NSObject {
+        try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? NSObject)
+    }
+
+    func recorded(_ name: String) throws -> NSObject {
+        try json(String(contentsOf: ArchiveFixtureV8.directory.appendingPathComponent(name), encoding: .utf8))
+    }
+
+    @Test("verify passes; digest, bundle, snapshot pages, diff and changes print what the schema-8 build printed")
+    func sameOutput() throws {
+        let t = TempHome(), out = TempDir()
+        try ArchiveFixtureV8.install(into: t)
+        let h = ["--home", t.root]
+        // Read-only commands refuse the old schema and say how to migrate; `init` migrates.
+        let refused = try hpNode(h + ["verify", "--json"])
+        #expect(refused.0 != 0 && refused.2.contains("hp-node init"), "\(refused.2)")
+        let migrated = try hpNode(h + ["init", "--json"])
+        #expect((try json(migrated.1) as? [String: Any])?["schema_version"] as? Int == 9, "\(migrated.2)")
+        let verify = try hpNode(h + ["verify", "--json"])
+        #expect(verify.0 == 0, "\(verify.1) \(verify.2)")
+        for e in try ArchiveFixtureV8.expected() {
+            let d = try hpNode(h + ["digest", "--at", "\(e.id)", "--json"])
+            #expect((try json(d.1) as? [String: Any])?["digest"] as? String == e.digest)
+            let b = try hpNode(h + ["bundle", "--at", "\(e.id)", "--out", out.file("b\(e.id)"), "--json"])
+            #expect((try json(b.1) as? [String: Any])?["manifest_hash"] as? String == e.bundleManifestHash, "\(b.2)")
+        }
+        let cases: [([String], String)] = [
+            (["snapshot", "--at", "3", "--limit", "100", "--from", "2025-01-08T00:00:00Z", "--json"], "snapshot-3-window.json"),
+            (["diff", "4", "5", "--details", "--json"], "diff-4-5.json"),
+            (["diff", "2", "3", "--details", "--json"], "diff-2-3.json"),
+            (["changes", "4", "5", "--json"], "changes-4-5.json"),
+        ]
+        for (args, file) in cases {
+            let r = try hpNode(h + args)
+            #expect(r.0 == 0, "\(args): \(r.2)")
+            #expect(try json(r.1) == recorded(file), "\(args)")
+        }
+        // The second page at observation 5, through the cursor the first page printed.
+        let page1 = try json(try hpNode(h + ["snapshot", "--at", "5", "--limit", "50", "--json"]).1) as? [String: Any]
+        let cursor = try #require(page1?["next"] as? String)
+        let page2 = try hpNode(h + ["snapshot", "--at", "5", "--limit", "50", "--after", cursor, "--json"])
+        #expect(try json(page2.1) == recorded("snapshot-5-page2.json"))
+        // A cursor that is not a type id and 64 hex digits is refused, not read as a position.
+        let bad = try hpNode(h + ["snapshot", "--at", "5", "--after", "1:zz", "--json"])
+        #expect(bad.0 != 0 && !bad.2.isEmpty)
+    }
+}

@@ -1,0 +1,263 @@
+import Foundation
+import GRDB
+import HealthProbeCanonical
+import HealthProbeTestSupport
+import HealthProbeSimulator
+import Testing
+@testable import HealthProbeArchive
+
+/// Schemas 8 and 9 on an archive of 200,000 samples that was at schema 7: the
+/// chain-state digest of every observation and the manifest hash of the record
+/// exports equal before and after; a migration that fails leaves the schema-7
+/// archive as it was. (`ArchiveFixtureV8Tests` does the same for an archive the
+/// schema-8 build itself wrote.)
+@Suite("Migrations 7 to 9", .serialized)
+struct MigrationTests {
+    static let types = ["HeartRate", "StepCount", "RespiratoryRate", "OxygenSaturation"].map { SampleTypeDescriptor("HKQuantityTypeIdentifier" + $0) }
+    static let perType = 50_000
+
+    static func sample(_ t: Int, _ i: Int, edited: Bool) -> CapturedSample? {
+        let h = SplitMix.hash(UInt64(t), UInt64(i), 8)
+        if edited && h % 100 == 1 { return nil }
+        let start = 1_700_000_000 + Double(i) * 60
+        return CapturedSample(uuid: nil, startDate: start, endDate: start + 30, valueKind: .quantity,
+                              numericValue: Double(40 + h % 120) + (edited && h % 100 == 0 ? 1 : 0), unit: "count/min",
+                              source: SourceDescriptor(name: "Watch", bundleIdentifier: "com.apple.health.test", productType: "Watch6,1",
+                                                       version: "10.1", operatingSystemVersion: "10.1"))
+    }
+
+    /// 200,000 samples in one observation, then one type again with 1% edited and 1% deleted.
+    static func capture(_ node: NodeArchive) throws {
+        for (edited, types) in [(false, Array(types.indices)), (true, [0])] {
+            let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: .benchmark, selectedTypes: types.map { Self.types[$0].identifier }))
+            for t in types {
+                let run = try session.beginTypeRun(Self.types[t], kind: .fullScan)
+                var page: [CapturedSample] = []
+                var index = 0
+                for i in 0..<perType {
+                    if let s = sample(t, i, edited: edited) { page.append(s) }
+                    if page.count == 5000 || i == perType - 1 {
+                        _ = try run.writePage(index: index, samples: page)
+                        index += 1
+                        page = []
+                    }
+                }
+                _ = try run.complete()
+            }
+            _ = try session.finish()
+        }
+    }
+
+    /// Every observation's digest, and the manifest hash of the record exports (JSON, CSV) of each
+    /// observation, reproduced with a fixed envelope.
+    static func fingerprint(_ t: TempHome, _ dir: TempDir, _ name: String) throws -> ([ChainStateDigest.Result], [String]) {
+        let node = try t.open()
+        let observations = try node.archive.writer.read { db in try Int64.fetchAll(db, sql: "SELECT id FROM observations ORDER BY id") }
+        let digests = try node.archive.writer.read { db in try observations.map { try ChainStateDigest.compute(db, observationID: $0) } }
+        var manifests: [String] = []
+        for kind in [ExportKind.observationRecordsJSON, .observationRecordsCSV] {
+            for at in observations {
+                var r = ExportRequest(kind: kind)
+                r.at = at
+                manifests.append(try Exporter.reproduce(node: node, request: r, scratch: dir.file(name)))
+            }
+        }
+        return (digests, manifests)
+    }
+
+    /// The samples and versions tables as schema 8 had them (TEXT hashes), for `downgrade`.
+    static let v8Tables = """
+        CREATE TABLE samples_v8 (
+            id INTEGER PRIMARY KEY,
+            sample_type_id INTEGER NOT NULL REFERENCES sample_types(id),
+            sample_uuid_hash TEXT,
+            strict_fingerprint TEXT NOT NULL,
+            semantic_fingerprint TEXT,
+            fuzzy_key TEXT,
+            first_seen_observation_id INTEGER NOT NULL REFERENCES observations(id),
+            first_seen_at REAL NOT NULL,
+            UNIQUE(sample_type_id, strict_fingerprint)
+        );
+        INSERT INTO samples_v8 SELECT id, sample_type_id, nullif(lower(hex(sample_uuid_hash)), ''), lower(hex(strict_fingerprint)),
+            nullif(lower(hex(semantic_fingerprint)), ''), fuzzy_key, first_seen_observation_id, first_seen_at FROM samples ORDER BY id;
+        DROP TABLE samples;
+        ALTER TABLE samples_v8 RENAME TO samples;
+        CREATE INDEX idx_samples_uuid_hash ON samples(sample_uuid_hash);
+        CREATE INDEX idx_samples_type_semantic ON samples(sample_type_id, semantic_fingerprint);
+        CREATE INDEX idx_samples_first_seen ON samples(first_seen_observation_id);
+        CREATE TABLE sample_versions_v8 (
+            id INTEGER PRIMARY KEY,
+            sample_id INTEGER NOT NULL REFERENCES samples(id),
+            payload_hash TEXT NOT NULL,
+            start_date REAL NOT NULL,
+            end_date REAL NOT NULL,
+            value_kind TEXT,
+            numeric_value REAL,
+            unit TEXT,
+            category_value INTEGER,
+            workout_activity_type INTEGER,
+            duration_seconds REAL,
+            source_revision_id INTEGER REFERENCES source_revisions(id),
+            hk_device_id INTEGER REFERENCES hk_devices(id),
+            metadata_id INTEGER REFERENCES metadata_blobs(id),
+            created_observation_id INTEGER NOT NULL REFERENCES observations(id),
+            creation_date REAL,
+            UNIQUE(sample_id, payload_hash)
+        );
+        INSERT INTO sample_versions_v8 SELECT id, sample_id, lower(hex(payload_hash)), start_date, end_date, value_kind, numeric_value, unit,
+            category_value, workout_activity_type, duration_seconds, source_revision_id, hk_device_id, metadata_id, created_observation_id,
+            creation_date FROM sample_versions ORDER BY id;
+        DROP TABLE sample_versions;
+        ALTER TABLE sample_versions_v8 RENAME TO sample_versions;
+        CREATE INDEX idx_sample_versions_time ON sample_versions(start_date, end_date);
+        CREATE INDEX idx_sample_versions_created ON sample_versions(created_observation_id);
+        """
+
+    /// Puts an archive at the latest schema back to what schema 7 had: hashes as
+    /// hex TEXT and no export schema versions (9), the index 8 dropped, and the
+    /// records of 8 and 9 removed.
+    /// `downgradeIsSchema7` shows the result has schema 7's structure.
+    static func downgrade(_ path: String) throws {
+        let q = try DatabaseQueue(path: path)
+        try q.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA foreign_keys = OFF")
+            try db.inTransaction {
+                try db.execute(sql: v8Tables + """
+                    ALTER TABLE export_manifests DROP COLUMN schema_version;
+                    CREATE INDEX idx_sample_versions_sample ON sample_versions(sample_id);
+                    DELETE FROM schema_migrations WHERE version IN (8, 9);
+                    DELETE FROM grdb_migrations WHERE identifier IN ('v8', 'v9');
+                    UPDATE archive_metadata SET value = '7' WHERE key = 'schema_version';
+                    """)
+                return .commit
+            }
+            try db.checkpoint(.truncate)
+        }
+    }
+
+    /// Tables, columns, indexes (with their columns and partial clauses) and foreign keys:
+    /// what an archive's schema is, whatever the text of its CREATE statements.
+    static func structure(_ db: Database) throws -> [String] {
+        var out: [String] = []
+        for table in try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name") {
+            for c in try Row.fetchAll(db, sql: "SELECT name, type, \"notnull\", dflt_value, pk FROM pragma_table_info(?) ORDER BY cid", arguments: [table]) {
+                out.append("\(table).\(c[0] as String) \(c[1] as String) notnull=\(c[2] as Int) default=\(c[3] as String? ?? "-") pk=\(c[4] as Int)")
+            }
+            for f in try Row.fetchAll(db, sql: "SELECT \"table\", \"from\", \"to\" FROM pragma_foreign_key_list(?) ORDER BY id, seq", arguments: [table]) {
+                out.append("\(table) fk \(f[1] as String) -> \(f[0] as String).\(f[2] as String? ?? "")")
+            }
+            for i in try Row.fetchAll(db, sql: "SELECT name, \"unique\", partial FROM pragma_index_list(?) ORDER BY name", arguments: [table]) {
+                let name: String = i[0]
+                let cols = try String.fetchAll(db, sql: "SELECT coalesce(name, '<expression>') FROM pragma_index_info(?) ORDER BY seqno", arguments: [name]).joined(separator: ",")
+                out.append("\(table) index \(name)(\(cols)) unique=\(i[1] as Int) partial=\(i[2] as Int)")
+            }
+        }
+        return out
+    }
+
+    /// What an archive is: its structure, its migration records and every row of
+    /// samples and sample_versions, as SQLite quotes them.
+    static func contents(_ path: String) throws -> [String] {
+        try DatabaseQueue(path: path).read { db in
+            try structure(db)
+                + String.fetchAll(db, sql: "SELECT version || ' ' || description FROM schema_migrations ORDER BY version")
+                + String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations ORDER BY identifier")
+                + String.fetchAll(db, sql: "SELECT quote(id) || quote(sample_type_id) || quote(sample_uuid_hash) || quote(strict_fingerprint) || quote(semantic_fingerprint) || quote(first_seen_observation_id) FROM samples ORDER BY id")
+                + String.fetchAll(db, sql: "SELECT quote(id) || quote(sample_id) || quote(payload_hash) || quote(start_date) || quote(numeric_value) || quote(created_observation_id) FROM sample_versions ORDER BY id")
+        }
+    }
+
+    static func state(_ path: String) throws -> (version: Int?, index: Bool, hashType: String?) {
+        try DatabaseQueue(path: path).read { db in
+            (try Int.fetchOne(db, sql: "SELECT max(version) FROM schema_migrations"),
+             try Bool.fetchOne(db, sql: "SELECT count(*) > 0 FROM sqlite_master WHERE name = 'idx_sample_versions_sample'") ?? false,
+             try String.fetchOne(db, sql: "SELECT typeof(strict_fingerprint) FROM samples LIMIT 1"))
+        }
+    }
+
+    @Test("200,000 samples: digests and export manifest hashes equal across migrations 8 and 9; hashes become blobs")
+    func migrates() throws {
+        let t = TempHome(), dir = TempDir()
+        try Self.capture(try t.open())
+        let (digestsBefore, manifestBefore) = try Self.fingerprint(t, dir, "before")
+        #expect(digestsBefore.count == 2 && digestsBefore.last?.visibleCount ?? 0 > 195_000)
+        try Self.downgrade(t.home.archivePath)
+        #expect(try Self.state(t.home.archivePath) == (7, true, "text"))
+        // Opening for writing migrates.
+        let (digestsAfter, manifestAfter) = try Self.fingerprint(t, dir, "after")
+        #expect(try Self.state(t.home.archivePath) == (ArchiveMigrations.latestVersion, false, "blob"))
+        #expect(digestsAfter.map(\.digest) == digestsBefore.map(\.digest))
+        #expect(manifestAfter == manifestBefore && manifestBefore.count == 4)
+        let report = try ArchiveVerifier.run(try t.open(), mode: .full)
+        #expect(report.checks.allSatisfy { $0.status != .problem }, "\(report.checks.filter { $0.status == .problem })")
+    }
+
+    @Test("the test's downgrade gives schema 7's structure, and migrating it gives the latest schema's")
+    func downgradeIsSchema7() throws {
+        let t = TempHome()
+        try t.simulate(seed: 4, days: [2])
+        try Self.downgrade(t.home.archivePath)
+        let fresh7 = try DatabaseQueue()
+        try ArchiveMigrations.migrate(fresh7, migrations: ArchiveMigrations.all.filter { $0.version <= 7 }, now: 1_750_000_000)
+        #expect(try DatabaseQueue(path: t.home.archivePath).read(Self.structure) == fresh7.read(Self.structure))
+        _ = try t.open()
+        let latest = try DatabaseQueue()
+        try ArchiveMigrations.migrate(latest, now: 1_750_000_000)
+        #expect(try DatabaseQueue(path: t.home.archivePath).read(Self.structure) == latest.read(Self.structure))
+    }
+
+    @Test("a migration 9 that fails leaves the archive as migration 8 left it")
+    func failedLeavesV8() throws {
+        let t = TempHome()
+        try t.simulate(seed: 4, days: [3])
+        try Self.downgrade(t.home.archivePath)
+        // Each migration commits on its own: 8 first, then a 9 that fails.
+        let to8 = try DatabasePool(path: t.home.archivePath)
+        try ArchiveMigrations.migrate(to8, migrations: ArchiveMigrations.all.filter { $0.version <= 8 }, now: 1_750_000_000)
+        try to8.writeWithoutTransaction { try $0.checkpoint(.truncate) }
+        try to8.close()
+        #expect(try Self.state(t.home.archivePath) == (8, false, "text"))
+        let before = try Self.contents(t.home.archivePath)
+        let broken = ArchiveMigrations.all.filter { $0.version < 9 }
+            + [.init(version: 9, description: "broken", sql: SchemaV9.sql + "INSERT INTO no_such_table VALUES (1);")]
+        let pool = try DatabasePool(path: t.home.archivePath)
+        #expect(throws: ArchiveError.self) { try ArchiveMigrations.migrate(pool, migrations: broken, now: 1_750_000_000) }
+        try pool.writeWithoutTransaction { try $0.checkpoint(.truncate) }
+        try pool.close()
+        #expect(try Self.state(t.home.archivePath) == (8, false, "text"))
+        #expect(try Self.contents(t.home.archivePath) == before, "schema, migration records and every sample and version row unchanged")
+    }
+
+    @Test("the partial UUID and semantic-fingerprint indexes (schema 9) serve the lookups that name them")
+    func partialIndexPlans() throws {
+        let archive = try Archive.inMemory()
+        try archive.writer.read { db in
+            func plan(_ sql: String, _ args: StatementArguments) throws -> String {
+                try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + sql, arguments: args).map { $0["detail"] as String }.joined(separator: "; ")
+            }
+            let blob = Data(repeating: 7, count: 32)
+            // The capture's lookup by UUID (PageOperations, INDEXED BY: an unusable partial index would not prepare).
+            let byUUID = try plan("SELECT s.id FROM samples s INDEXED BY idx_samples_uuid_hash WHERE s.sample_uuid_hash = ? AND s.sample_type_id = ?", [blob, 1])
+            #expect(byUUID.contains("idx_samples_uuid_hash"), "\(byUUID)")
+            // The check that a UUID names one sample of its type (ObservationChecks).
+            let unique = try plan("""
+                SELECT s.id FROM samples s WHERE s.id > ? AND s.sample_uuid_hash IS NOT NULL
+                  AND EXISTS (SELECT 1 FROM samples x INDEXED BY idx_samples_uuid_hash WHERE x.sample_uuid_hash = s.sample_uuid_hash AND x.sample_type_id = s.sample_type_id AND x.id != s.id)
+                """, [0])
+            #expect(unique.contains("idx_samples_uuid_hash"), "\(unique)")
+            // The importer's edit matching by semantic fingerprint.
+            let semantic = try plan("SELECT count(*) FROM samples s WHERE s.sample_type_id = ? AND s.semantic_fingerprint = ?", [1, blob])
+            #expect(semantic.contains("idx_samples_type_semantic"), "\(semantic)")
+        }
+    }
+
+    @Test("lookups of a sample's versions use the UNIQUE(sample_id, payload_hash) index")
+    func plan() throws {
+        let archive = try Archive.inMemory()
+        try archive.writer.read { db in
+            let plan = try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN SELECT id, payload_hash FROM sample_versions WHERE sample_id = ?", arguments: [1])
+                .map { $0["detail"] as String }.joined(separator: "; ")
+            #expect(plan.contains("sqlite_autoindex_sample_versions_1"), "\(plan)")
+        }
+    }
+}
