@@ -40,13 +40,26 @@ public enum ArchiveFixtureV8 {
             try fm.copyItem(atPath: directory.appendingPathComponent("keys/\(name)").path, toPath: keys + "/" + name)
             try fm.setAttributes([.posixPermissions: 0o600], ofItemAtPath: keys + "/" + name)
         }
+        try writeArchive(to: t.home.archivePath)
+    }
+
+    /// Writes the schema-8 archive file at `path` (from the dump; WAL mode, as archives are).
+    public static func writeArchive(to path: String) throws {
         let dump = try String(contentsOf: directory.appendingPathComponent("archive.sql"), encoding: .utf8)
-        let queue = try DatabaseQueue(path: t.home.archivePath)
+        let queue = try DatabaseQueue(path: path)
         try queue.writeWithoutTransaction { db in
             try db.execute(sql: dump)
             try db.execute(sql: "PRAGMA journal_mode = WAL")
         }
         try queue.close()
+    }
+
+    /// The device chain hash the fixture's archive holds.
+    public static func chainHash() throws -> String {
+        let dump = try String(contentsOf: directory.appendingPathComponent("archive.sql"), encoding: .utf8)
+        guard let line = dump.split(separator: "\n").first(where: { $0.hasPrefix("INSERT INTO device_chains VALUES") }),
+              let start = line.firstIndex(of: "'") else { throw FixtureError("archive.sql has no device chain") }
+        return String(line[line.index(after: start)...].prefix(64))
     }
 
     /// The schema version the archive at `path` records.

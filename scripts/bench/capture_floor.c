@@ -10,7 +10,9 @@
 // Arguments: DB N SAMPLES_PER_COMMIT WAL_AUTOCHECKPOINT CACHE_MIB FOREIGN_KEYS(0|1)
 // UUIDS(rand|seq|none) SEEN_SET(0|1) UUID_LOOKUP(0|1) [INDEXES_TO_DROP,...]
 // Environment: SCHEMA (required), PAGESIZE, RECAPTURE=1 (then an unchanged pass of lookups
-// and seen-set marks), BYFP=1 (that pass looks samples up by strict fingerprint).
+// and seen-set marks), BYFP=1 (that pass looks samples up by strict fingerprint),
+// BLOB=1 (hashes bound as 32-byte blobs, as schema 9 stores them; without it, 64 hex
+// characters as schema 8 and earlier did).
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,11 +27,20 @@ static void hex(char *out, int n) { static const char *d = "0123456789abcdef"; f
 static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec / 1e9; }
 static void ex(sqlite3 *db, const char *sql) { char *e = 0; if (sqlite3_exec(db, sql, 0, 0, &e) != SQLITE_OK) { fprintf(stderr, "%s: %s\n", sql, e); exit(1); } }
 static sqlite3_stmt *prep(sqlite3 *db, const char *sql) { sqlite3_stmt *st; if (sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, 0) != SQLITE_OK) { fprintf(stderr, "%s: %s\n", sql, sqlite3_errmsg(db)); exit(1); } return st; }
+static int blobs = 0;
+// Binds a 64-character hex hash as schema 9 stores it (32 bytes) or as text (schema 8).
+static void bindhash(sqlite3_stmt *st, int i, const char *h) {
+    if (!blobs) { sqlite3_bind_text(st, i, h, 64, SQLITE_TRANSIENT); return; }
+    unsigned char b[32];
+    for (int k = 0; k < 32; k++) { int hi = h[2 * k], lo = h[2 * k + 1]; b[k] = (unsigned char)(((hi & 15) + 9 * (hi >> 6)) << 4 | ((lo & 15) + 9 * (lo >> 6))); }
+    sqlite3_bind_blob(st, i, b, 32, SQLITE_TRANSIENT);
+}
 static void step(sqlite3_stmt *st) { int rc = sqlite3_step(st); if (rc != SQLITE_DONE && rc != SQLITE_ROW) { fprintf(stderr, "step %d %s\n", rc, sqlite3_errmsg(sqlite3_db_handle(st))); exit(1); } sqlite3_reset(st); }
 
 int main(int argc, char **argv) {
     const char *path = argv[1]; long n = atol(argv[2]); long txn = atol(argv[3]); int ckpt = atoi(argv[4]); int cache = atoi(argv[5]);
     int fk = atoi(argv[6]); const char *umode = argv[7]; int seen = atoi(argv[8]); int lookup = atoi(argv[9]); const char *drop = argc > 10 ? argv[10] : "";
+    blobs = getenv("BLOB") != 0;
     char buf[1 << 16]; unlink(path); snprintf(buf, sizeof buf, "%s-wal", path); unlink(buf); snprintf(buf, sizeof buf, "%s-shm", path); unlink(buf);
     sqlite3 *db; sqlite3_open(path, &db); char p0[128];
     if (!getenv("SCHEMA")) { fprintf(stderr, "set SCHEMA to the schema file\n"); return 2; }
@@ -61,14 +72,14 @@ int main(int argc, char **argv) {
         char u[65], fp[65], ph[65];
         if (!strcmp(umode, "seq")) snprintf(u, sizeof u, "%016lx%048d", k, 0); else hex(u, 64);
         snprintf(fp, 17, "%016lx", (unsigned long)(1700000000000L + i * 60000)); hex(fp + 16, 48); hex(ph, 64);
-        if (lookup) { sqlite3_bind_text(byUUID, 1, u, 64, SQLITE_TRANSIENT); sqlite3_bind_int(byUUID, 2, t); step(byUUID); }
+        if (lookup) { bindhash(byUUID, 1, u); sqlite3_bind_int(byUUID, 2, t); step(byUUID); }
         sqlite3_bind_int(ins, 1, t);
-        if (!strcmp(umode, "none")) sqlite3_bind_null(ins, 2); else sqlite3_bind_text(ins, 2, u, 64, SQLITE_TRANSIENT);
-        sqlite3_bind_text(ins, 3, fp, 64, SQLITE_TRANSIENT); step(ins);
+        if (!strcmp(umode, "none")) sqlite3_bind_null(ins, 2); else bindhash(ins, 2, u);
+        bindhash(ins, 3, fp); step(ins);
         sqlite3_int64 sid = sqlite3_last_insert_rowid(db);
         if (seen) { sqlite3_bind_int(mark, 1, t); sqlite3_bind_int64(mark, 2, sid); step(mark); }
         double sd = 1.7e9 + i * 60.0;
-        sqlite3_bind_int64(ver, 1, sid); sqlite3_bind_text(ver, 2, ph, 64, SQLITE_TRANSIENT); sqlite3_bind_double(ver, 3, sd); sqlite3_bind_double(ver, 4, sd + 30); sqlite3_bind_double(ver, 5, 60 + i % 50); step(ver);
+        sqlite3_bind_int64(ver, 1, sid); bindhash(ver, 2, ph); sqlite3_bind_double(ver, 3, sd); sqlite3_bind_double(ver, 4, sd + 30); sqlite3_bind_double(ver, 5, 60 + i % 50); step(ver);
         sqlite3_int64 vid = sqlite3_last_insert_rowid(db);
         sqlite3_bind_int64(ev, 1, sid); sqlite3_bind_int64(ev, 2, vid); step(ev);
         sqlite3_bind_int64(rg, 1, sid); sqlite3_bind_int64(rg, 2, vid); step(rg);
@@ -83,9 +94,9 @@ int main(int argc, char **argv) {
             char u[65], fp[65], ph[65];
             if (!strcmp(umode, "seq")) snprintf(u, sizeof u, "%016lx%048d", k, 0); else hex(u, 64);
             snprintf(fp, 17, "%016lx", (unsigned long)(1700000000000L + i * 60000)); hex(fp + 16, 48); hex(ph, 64);
-            if (getenv("BYFP")) { sqlite3_bind_int(byFP, 1, t); sqlite3_bind_text(byFP, 2, fp, 64, SQLITE_TRANSIENT); if (sqlite3_step(byFP) != SQLITE_ROW) { fprintf(stderr, "miss fp\n"); exit(1); } sqlite3_reset(byFP); }
+            if (getenv("BYFP")) { sqlite3_bind_int(byFP, 1, t); bindhash(byFP, 2, fp); if (sqlite3_step(byFP) != SQLITE_ROW) { fprintf(stderr, "miss fp\n"); exit(1); } sqlite3_reset(byFP); }
             else {
-            sqlite3_bind_text(byUUID, 1, u, 64, SQLITE_TRANSIENT); sqlite3_bind_int(byUUID, 2, t);
+            bindhash(byUUID, 1, u); sqlite3_bind_int(byUUID, 2, t);
             if (sqlite3_step(byUUID) != SQLITE_ROW) { fprintf(stderr, "miss\n"); exit(1); }
             sqlite3_reset(byUUID); }
             sqlite3_int64 sid = k + 1;
@@ -97,6 +108,6 @@ int main(int argc, char **argv) {
         printf("recapture: %.2f s = %.0f samples/s (%.2f us/sample)\n", s2, n / s2, s2 / n * 1e6);
     }
 
-    printf("ps=%s n=%ld txn=%ld ckpt=%d cache=%d fk=%d uuid=%s seen=%d lookup=%d drop=%s: %.2f s = %.0f samples/s (%.1f us/sample)\n", getenv("PAGESIZE") ? getenv("PAGESIZE") : "4096", n, txn, ckpt, cache, fk, umode, seen, lookup, drop, secs, n / secs, secs / n * 1e6);
+    printf("blob=%d ps=%s n=%ld txn=%ld ckpt=%d cache=%d fk=%d uuid=%s seen=%d lookup=%d drop=%s: %.2f s = %.0f samples/s (%.1f us/sample)\n", blobs, getenv("PAGESIZE") ? getenv("PAGESIZE") : "4096", n, txn, ckpt, cache, fk, umode, seen, lookup, drop, secs, n / secs, secs / n * 1e6);
     return 0;
 }
