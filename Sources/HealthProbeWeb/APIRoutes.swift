@@ -43,12 +43,7 @@ extension WebServer {
             try Responses.json(try await visiblePage(request, context, try await access.person(context)))
         }
         api.get("/chains/{chain}/types/{type}") { request, context in
-            let person = try await access.person(context)
-            let chain = try await access.chain(context, for: person)
-            let type = try Params.typeIdentifier(context.parameters.get("type"))
-            let at = try Params.queryID(request, "at")
-            let q = queries
-            return try Responses.json(try await blocking { try q.series(chain, type: type, at: at, from: nil, to: nil) })
+            try Responses.json(try await chainSeries(request, context, try await access.person(context)).series)
         }
         api.get("/types/{type}") { _, context in
             let person = try await access.person(context)
@@ -56,13 +51,7 @@ extension WebServer {
             return try Responses.json(try await across(person, type: type))
         }
         api.get("/chains/{chain}/diff") { request, context in
-            let person = try await access.person(context)
-            let chain = try await access.chain(context, for: person)
-            let (from, to) = try Params.diffBounds(request)
-            let kind = try Params.diffKind(request)
-            let after = try Params.queryID(request, "after")
-            let q = queries
-            return try Responses.json(try await blocking { try q.diff(chain, from: from, to: to, kind: kind, after: after) })
+            try Responses.json(try await diffPage(request, context, try await access.person(context)).page)
         }
         api.put("/chains/{chain}/shares/{person}") { request, context in
             try await shareRoute(request, context, share: true)

@@ -48,12 +48,8 @@ extension WebServer {
         }
         router.get("/chains/{chain}/types/{type}") { request, context in
             let person = try await access.person(context)
-            let chain = try await access.chain(context, for: person)
-            let type = try Params.typeIdentifier(context.parameters.get("type"))
-            let at = try Params.queryID(request, "at")
             let metric = Chart.Metric(rawValue: try Params.query(request, "metric") ?? "records") ?? .records
-            let q = queries
-            let series = try await blocking { try q.series(chain, type: type, at: at, from: nil, to: nil) }
+            let (chain, type, series) = try await chainSeries(request, context, person)
             return pages.render("type", typeModel(type, [series], overlaps: [], metric: metric, chain: chain, at: series.observationID),
                                 chrome: chrome(type, person, context))
         }
@@ -67,12 +63,7 @@ extension WebServer {
         }
         router.get("/chains/{chain}/diff") { request, context in
             let person = try await access.person(context)
-            let chain = try await access.chain(context, for: person)
-            let (from, to) = try Params.diffBounds(request)
-            let kind = try Params.diffKind(request)
-            let after = try Params.queryID(request, "after")
-            let q = queries
-            let page = try await blocking { try q.diff(chain, from: from, to: to, kind: kind, after: after) }
+            let (page, kind) = try await diffPage(request, context, person)
             return pages.render("diff", DiffPageTemplate.Model(page: page, kind: kind?.rawValue), chrome: chrome("Diff", person, context))
         }
         router.post("/chains/{chain}/shares") { request, context in
@@ -94,6 +85,25 @@ extension WebServer {
         let cursor = try Params.query(request, "cursor")
         let q = queries
         return try await blocking { try q.visible(chain, id: id, type: type, cursor: cursor) }
+    }
+
+    /// One chain's daily series of the type in the path, as of `?at=` (page and API).
+    func chainSeries(_ request: Request, _ context: WebContext, _ person: People.Person) async throws -> (chain: String, type: String, series: Dashboard.TypeSeries) {
+        let chain = try await access.chain(context, for: person)
+        let type = try Params.typeIdentifier(context.parameters.get("type"))
+        let at = try Params.queryID(request, "at")
+        let q = queries
+        return (chain, type, try await blocking { try q.series(chain, type: type, at: at, from: nil, to: nil) })
+    }
+
+    /// A page of the diff between `?from=` and `?to=`, with the kind it was filtered by (page and API).
+    func diffPage(_ request: Request, _ context: WebContext, _ person: People.Person) async throws -> (page: Dashboard.DiffPage, kind: DiffKind?) {
+        let chain = try await access.chain(context, for: person)
+        let (from, to) = try Params.diffBounds(request)
+        let kind = try Params.diffKind(request)
+        let after = try Params.queryID(request, "after")
+        let q = queries
+        return (try await blocking { try q.diff(chain, from: from, to: to, kind: kind, after: after) }, kind)
     }
 
     func overview(_ person: People.Person) async throws -> Dashboard.Overview {
