@@ -108,7 +108,7 @@ public enum PointInTime {
             var start = lo
             if let after, after.typeID == typeID, let fp = StoredHash.bytes(after.fingerprint), lo.lexicographicallyPrecedes(fp) { start = fp }
             var more = true
-            try stmt.queryWhile(db, [.int(scope.observationID), .int(typeID), .bytes(start), .bytes(hi), .double(scope.from), .double(scope.to)], { r in
+            try stmt.queryWhile(db, [.int(scope.observationID), .int(typeID), .blob(start), .blob(hi), .double(scope.from), .double(scope.to)], { r in
                 let row = VisibleSample(sampleID: r.int(0)!, versionID: r.int(1)!, typeIdentifier: identifier, strictFingerprint: r.hash(2) ?? "",
                                         payloadHash: r.hash(3) ?? "", startDate: r.double(4)!, endDate: r.double(5)!, valueKind: r.text(6),
                                         numericValue: r.double(7), unit: r.text(8), categoryValue: r.int(9), visibleSince: r.int(10)!)

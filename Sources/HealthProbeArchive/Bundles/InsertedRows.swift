@@ -10,28 +10,17 @@ struct InsertedRows {
     struct Hash32: Hashable {
         let a, b, c, d: UInt64
 
-        /// Nil unless `range` of `bytes` is exactly 64 lower-case hex digits.
+        /// Nil unless `range` of `bytes` is exactly 64 lower-case hex digits (decoded
+        /// by `StoredHash.decode`, branch-free, as the archive stores hashes).
         init?(_ bytes: [UInt8], _ range: Range<Int>) {
-            guard range.count == 64 else { return nil }
-            // Branch-free: which of digit or letter a character is cannot be predicted
-            // (branching on it cost 2.6x as much, about 1 ms per 1,000-sample bundle).
-            var bad: UInt8 = 0
-            let words: (UInt64, UInt64, UInt64, UInt64) = bytes.withUnsafeBufferPointer { buf in
-                func word(_ p: Int) -> UInt64 {
-                    var w: UInt64 = 0
-                    for k in 0..<16 {
-                        let c = buf[p &+ k]
-                        let digit: UInt8 = c &- 0x30 < 10 ? 1 : 0, letter: UInt8 = c &- 0x61 < 6 ? 1 : 0
-                        bad |= (digit | letter) ^ 1
-                        // '0'...'9' are 0x30...0x39, 'a'...'f' are 0x61...0x66.
-                        w = w &<< 4 | UInt64((c & 0x0F) &+ 9 &* (c &>> 6))
-                    }
-                    return w
+            let words: (UInt64, UInt64, UInt64, UInt64)? = bytes.withUnsafeBufferPointer { buf in
+                withUnsafeTemporaryAllocation(of: UInt64.self, capacity: 4) { w in
+                    let raw = UnsafeMutableRawPointer(w.baseAddress!).assumingMemoryBound(to: UInt8.self)
+                    guard StoredHash.decode(UnsafeBufferPointer(rebasing: buf[range]), into: raw) else { return nil }
+                    return (UInt64(bigEndian: w[0]), UInt64(bigEndian: w[1]), UInt64(bigEndian: w[2]), UInt64(bigEndian: w[3]))
                 }
-                let p = range.lowerBound
-                return (word(p), word(p &+ 16), word(p &+ 32), word(p &+ 48))
             }
-            guard bad == 0 else { return nil }
+            guard let words else { return nil }
             (a, b, c, d) = words
         }
     }

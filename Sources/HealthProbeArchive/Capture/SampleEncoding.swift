@@ -70,9 +70,7 @@ public enum SampleEncoding {
 
     /// `hex16(milliseconds + 2^63)`.
     public static func timePrefix(_ seconds: Double) -> String {
-        let biased = UInt64(bitPattern: CanonicalDate.milliseconds(seconds)) &+ (1 << 63)
-        var be = biased.bigEndian
-        return withUnsafeBytes(of: &be) { ArchiveHasher.hex(buffer: $0) }
+        ArchiveHasher.hex(timePrefixBytes(seconds))
     }
 
     /// The 8 bytes `timePrefix` is the hex of: a fingerprint's stored prefix.

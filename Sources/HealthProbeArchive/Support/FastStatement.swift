@@ -27,8 +27,6 @@ struct FastStatement {
         case hash(String?)
         /// `hash`, from the UTF-8 bytes `range` of `bytes`.
         case hashSlice([UInt8], Range<Int>)
-        /// Raw bytes bound as a blob (a range bound of a hash column).
-        case bytes([UInt8])
     }
 
     func bind(_ values: [Value]) {
@@ -54,8 +52,6 @@ struct FastStatement {
                 if let x {
                     x.withUnsafeBytes { buf in _ = sqlite3_bind_blob(raw, idx, buf.baseAddress, Int32(buf.count), Self.transient) }
                 } else { sqlite3_bind_null(raw, idx) }
-            case .bytes(let x):
-                x.withUnsafeBytes { buf in _ = sqlite3_bind_blob(raw, idx, buf.baseAddress, Int32(buf.count), Self.transient) }
             case .hash(let x):
                 if var x {
                     x.withUTF8 { bindHash(idx, $0) }
@@ -126,24 +122,20 @@ struct FastStatement {
 
     /// Whether a stored hash column holds the hash `hex` (64 lower-case hex digits), without allocating.
     func hashEquals(_ col: Int32, _ hex: String) -> Bool {
-        guard sqlite3_column_type(raw, col) == SQLITE_BLOB, let p = sqlite3_column_blob(raw, col),
-              sqlite3_column_bytes(raw, col) == 32 else { return false }
         var h = hex
-        return h.withUTF8 { buf in
-            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { out in
-                StoredHash.decode(buf, into: out.baseAddress!) && memcmp(out.baseAddress!, p, 32) == 0
-            }
-        }
+        return h.withUTF8 { hashEquals(col, hex: $0) }
     }
 
     /// Whether a stored hash column holds the hash whose hex digits are `range` of `bytes`.
     func hashEquals(_ col: Int32, _ bytes: [UInt8], _ range: Range<Int>) -> Bool {
+        bytes.withUnsafeBufferPointer { hashEquals(col, hex: UnsafeBufferPointer(rebasing: $0[range])) }
+    }
+
+    private func hashEquals(_ col: Int32, hex: UnsafeBufferPointer<UInt8>) -> Bool {
         guard sqlite3_column_type(raw, col) == SQLITE_BLOB, let p = sqlite3_column_blob(raw, col),
               sqlite3_column_bytes(raw, col) == 32 else { return false }
-        return bytes.withUnsafeBufferPointer { buf in
-            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { out in
-                StoredHash.decode(UnsafeBufferPointer(rebasing: buf[range]), into: out.baseAddress!) && memcmp(out.baseAddress!, p, 32) == 0
-            }
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { out in
+            StoredHash.decode(hex, into: out.baseAddress!) && memcmp(out.baseAddress!, p, 32) == 0
         }
     }
 

@@ -24,18 +24,7 @@ public enum StoredHash {
 
     /// The 32 bytes of a 64-digit lower-case hex hash, or nil.
     static func bytes(_ hex: String) -> [UInt8]? {
-        var s = hex
-        return s.withUTF8 { bytes($0) }
-    }
-
-    /// The 32 bytes of 64 lower-case hex digits, or nil.
-    static func bytes(_ hex: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
-        var ok = false
-        let out = [UInt8](unsafeUninitializedCapacity: 32) { buf, n in
-            ok = decode(hex, into: buf.baseAddress!)
-            n = 32
-        }
-        return ok ? out : nil
+        ArchiveHasher.bytes(lowerHex: hex).flatMap { $0.count == 32 ? $0 : nil }
     }
 
     /// What a hash binds as: its 32 bytes, or (not a hash) the text itself, which
@@ -44,12 +33,6 @@ public enum StoredHash {
         guard let hex else { return .null }
         if let b = bytes(hex) { return Data(b).databaseValue }
         return hex.databaseValue
-    }
-
-    /// The hex of a stored hash read through GRDB (nil for NULL or a value that is not a 32-byte blob).
-    public static func hex(_ value: DatabaseValue) -> String? {
-        guard case .blob(let data) = value.storage, data.count == 32 else { return nil }
-        return data.withUnsafeBytes { ArchiveHasher.hex(buffer: $0) }
     }
 
     /// `hp_unhex32(text)`: 64 lower-case hex digits to a 32-byte blob (NULL stays
@@ -64,9 +47,4 @@ public enum StoredHash {
             return Data(b)
         })
     }
-
-    /// SQL for a NOT NULL hash column read as lower-case hex.
-    static func hexSQL(_ column: String) -> String { "lower(hex(\(column)))" }
-    /// SQL for a nullable hash column read as lower-case hex (NULL stays NULL).
-    static func optionalHexSQL(_ column: String) -> String { "nullif(lower(hex(\(column))), '')" }
 }
