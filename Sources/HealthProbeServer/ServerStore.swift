@@ -216,12 +216,8 @@ extension ServerStore {
     /// older schema is refused: its columns would be read with this build's meaning
     /// (`hp-server serve` migrates every replica before it listens).
     static func readOnlyConnection(_ path: String) throws -> DatabaseQueue {
-        SQLiteSetup.ensure()
-        var config = Configuration()
-        config.readonly = true
-        config.busyMode = .timeout(10)
-        let queue = try DatabaseQueue(path: path, configuration: config)
-        let version = try queue.read { db in try Int.fetchOne(db, sql: "SELECT max(version) FROM schema_migrations") } ?? 0
+        let queue = try readOnlyQueue(path)
+        let version = try queue.read(schemaVersion)
         guard version == ArchiveMigrations.latestVersion else {
             throw ArchiveError(.invalidState, "the replica at \(path) has schema version \(version) and this build reads \(ArchiveMigrations.latestVersion); start `hp-server serve` once (it migrates every replica before it listens)")
         }
@@ -235,7 +231,7 @@ extension ServerStore {
         var migrated = 0
         for chain in try chains() {
             let path = replicaPath(chain)
-            let version = try Self.schemaVersion(path)
+            let version = try Self.readOnlyQueue(path).read(Self.schemaVersion)
             guard version < ArchiveMigrations.latestVersion else { continue }
             progress(chain)
             let archive = try Archive.open(path: path, durability: .full, singleConnection: true)
@@ -246,16 +242,19 @@ extension ServerStore {
         return migrated
     }
 
-    /// The schema version a replica file records (0 when it records none).
-    static func schemaVersion(_ path: String) throws -> Int {
+    /// One read-only connection, no checks.
+    private static func readOnlyQueue(_ path: String) throws -> DatabaseQueue {
         SQLiteSetup.ensure()
         var config = Configuration()
         config.readonly = true
         config.busyMode = .timeout(10)
-        return try DatabaseQueue(path: path, configuration: config).read { db in
-            guard try db.tableExists("schema_migrations") else { return 0 }
-            return try Int.fetchOne(db, sql: "SELECT max(version) FROM schema_migrations") ?? 0
-        }
+        return try DatabaseQueue(path: path, configuration: config)
+    }
+
+    /// The schema version a replica records (0 when it records none).
+    private static func schemaVersion(_ db: Database) throws -> Int {
+        guard try db.tableExists("schema_migrations") else { return 0 }
+        return try Int.fetchOne(db, sql: "SELECT max(version) FROM schema_migrations") ?? 0
     }
 
     /// Where bundles being received are kept until verified and applied.

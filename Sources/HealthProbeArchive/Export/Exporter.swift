@@ -112,14 +112,10 @@ public enum Exporter {
         try reproduce(node: node, request: request, scratch: scratch, parallel: true)
     }
 
-    /// `schemaVersion`: the schema version the export's header named when it was made
-    /// (`export_manifests.schema_version`), when it differs from the archive's now.
-    static func reproduce(node: NodeArchive, request: ExportRequest, scratch: String, schemaVersion: Int?) throws -> String {
-        try reproduce(node: node, request: request, scratch: scratch, parallel: true, schemaVersion: schemaVersion)
-    }
-
     /// `parallel: false` reads records on one connection only; `batchSize`
-    /// records per batch (tests compare these).
+    /// records per batch (tests compare these); `schemaVersion`: the schema version the
+    /// export's header named when it was made (`export_manifests.schema_version`), when it
+    /// differs from the archive's now.
     static func reproduce(node: NodeArchive, request: ExportRequest, scratch: String, parallel: Bool,
                           batchSize: Int = RecordSink.batchSize, schemaVersion: Int? = nil) throws -> String {
         var scope = try node.archive.writer.read { db in try Scope.resolve(db, request: request, chainID: node.deviceChainID) }

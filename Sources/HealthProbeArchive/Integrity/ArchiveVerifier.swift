@@ -191,7 +191,8 @@ public enum ArchiveVerifier {
             }
             do {
                 // Made again as the schema it was made under named itself (an export's header names it).
-                let again = try Exporter.reproduce(node: node, request: request, scratch: dir + "/x", schemaVersion: r["schema_version"])
+                let again = try Exporter.reproduce(node: node, request: request, scratch: dir + "/x", parallel: true,
+                                                   schemaVersion: r["schema_version"])
                 if again != recorded { problems.append("export \(id) (\(kind.rawValue)): reproduced manifest \(again.prefix(16))... differs from recorded \(recorded.prefix(16))...") }
             } catch {
                 problems.append("export \(id): cannot be reproduced (\(error))")
