@@ -28,8 +28,21 @@ public struct ArchiveHasher: @unchecked Sendable {
     /// Whether `bytes` are exactly `count` lower-case hex digits: how hashes, secrets and
     /// fingerprints are written at every edge.
     public static func isLowerHex(_ bytes: some Collection<UInt8>, count: Int = 64) -> Bool {
-        bytes.count == count && bytes.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+        bytes.count == count && bytes.allSatisfy(isLowerHexDigit)
     }
+
+    /// Whether `bytes[range]` is `count` lower-case hex digits (the hot path of bundle checks:
+    /// concrete types, no generic iteration).
+    public static func isLowerHex(_ bytes: [UInt8], _ range: Range<Int>, count: Int = 64) -> Bool {
+        guard range.count == count, range.lowerBound >= 0, range.upperBound <= bytes.count else { return false }
+        return bytes.withUnsafeBufferPointer { b in
+            for c in UnsafeBufferPointer(rebasing: b[range]) where !isLowerHexDigit(c) { return false }
+            return true
+        }
+    }
+
+    @inline(__always)
+    static func isLowerHexDigit(_ c: UInt8) -> Bool { (c &- 0x30) < 10 || (c &- 0x61) < 6 }
 
     /// SHA-256 over `hp:v2:<domain>:` + `bytes`.
     public static func sha256(_ domain: HashDomain, _ bytes: [UInt8]) -> String {

@@ -55,7 +55,7 @@ struct ApplyBench: AsyncParsableCommand {
             // Not measured: capture and build each chain's bundle of this round.
             var files: [(chain: String, path: String, hash: String)] = []
             for (i, home) in homes.enumerated() {
-                try bench.captureHeartRate(home: home, clock: clock, count: samples, offset: round * samples + i * 10_000_000)
+                try bench.captureHeartRate(home: home, clock: clock, count: samples, offset: round * samples + i * 1_000_000)
                 let node = try home.open(clock: clock)
                 let path = root + "/bundles/\(i)-\(round + 1).jsonl"
                 let link = previous[i]

@@ -33,7 +33,8 @@ struct BenchServer {
         process.arguments = ["serve", "--data", data, "--listen", "127.0.0.1:0"] + (web ? ["--web", "127.0.0.1:0"] : [])
         let out = Pipe()
         process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
+        // The server's log stays quiet, unless statements are being profiled (HP_SQL_SLOW_MS).
+        process.standardError = ProcessInfo.processInfo.environment["HP_SQL_SLOW_MS"] == nil ? FileHandle.nullDevice : FileHandle.standardError
         try process.run()
         guard let ports = readPorts(out, web: web), let port = ports["listening on "] else {
             process.terminate()

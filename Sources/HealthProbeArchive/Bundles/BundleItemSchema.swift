@@ -147,7 +147,8 @@ public enum BundleItemSchema {
         try checkMeaning(kind, o, line: line)
     }
 
-    private static func checkObject(_ o: FlatJSON, parent: Int32, _ fields: [Field], path: String, line: Int) throws(BundleError) {
+    /// `path` names the member for an error message; it is only built when one is thrown.
+    private static func checkObject(_ o: FlatJSON, parent: Int32, _ fields: [Field], path: @autoclosure () -> String, line: Int) throws(BundleError) {
         var next = 0
         var i = parent + 1
         let n = Int32(o.memberCount)
@@ -159,25 +160,25 @@ public enum BundleItemSchema {
                 // Canonical order: a key that is not the next field is unknown, or the next field is missing.
                 let name = String(decoding: o.bytes[key].prefix(64), as: UTF8.self)
                 if fields[next...].contains(where: { Self.equal(o.bytes, key, $0.key) }) {
-                    throw BundleError(.field, line: line, "line \(line): \(path).\(fields[next].name) is missing")
+                    throw BundleError(.field, line: line, "line \(line): \(path()).\(fields[next].name) is missing")
                 }
-                throw BundleError(.field, line: line, "line \(line): \(path) has an unknown member \(Self.printable(name))")
+                throw BundleError(.field, line: line, "line \(line): \(path()) has an unknown member \(Self.printable(name))")
             }
-            try checkValue(o, i, fields[next].rule, path: path + "." + fields[next].name, line: line)
+            try checkValue(o, i, fields[next].rule, path: path() + "." + fields[next].name, line: line)
             next += 1
         }
         if next < fields.count {
-            throw BundleError(.field, line: line, "line \(line): \(path).\(fields[next].name) is missing")
+            throw BundleError(.field, line: line, "line \(line): \(path()).\(fields[next].name) is missing")
         }
     }
 
-    private static func checkValue(_ o: FlatJSON, _ i: Int32, _ rule: Rule, path: String, line: Int) throws(BundleError) {
-        func fail(_ why: String) -> BundleError { BundleError(.field, line: line, "line \(line): \(path) \(why)") }
+    private static func checkValue(_ o: FlatJSON, _ i: Int32, _ rule: Rule, path: @autoclosure () -> String, line: Int) throws(BundleError) {
+        func fail(_ why: String) -> BundleError { BundleError(.field, line: line, "line \(line): \(path()) \(why)") }
         let type = o.type(i)
         switch rule {
         case .nullable(let inner):
             if type == .null { return }
-            try checkValue(o, i, inner, path: path, line: line)
+            try checkValue(o, i, inner, path: path(), line: line)
         case .literal:
             return  // the kind, already matched
         case .string(let max):
@@ -185,7 +186,7 @@ public enum BundleItemSchema {
             guard let bytes = o.plainRange(i)?.count ?? o.string(at: i)?.utf8.count else { throw fail("must be a string") }
             guard bytes <= max else { throw fail("is longer than \(max) bytes") }
         case .hex:
-            guard let r = o.plainRange(i), ArchiveHasher.isLowerHex(o.bytes[r]) else {
+            guard let r = o.plainRange(i), ArchiveHasher.isLowerHex(o.bytes, r) else {
                 throw fail("must be 64 lower-case hex digits")
             }
         case .date:
@@ -217,7 +218,7 @@ public enum BundleItemSchema {
             }
         case .object(let fields):
             guard type == .object else { throw fail("must be an object") }
-            try checkObject(o, parent: i, fields, path: path, line: line)
+            try checkObject(o, parent: i, fields, path: path(), line: line)
         }
     }
 
@@ -268,7 +269,10 @@ public enum BundleItemSchema {
     }
 
     static func equal(_ bytes: [UInt8], _ range: Range<Int>, _ key: [UInt8]) -> Bool {
-        range.count == key.count && bytes[range].elementsEqual(key)
+        guard range.count == key.count, range.lowerBound >= 0, range.upperBound <= bytes.count else { return false }
+        return key.isEmpty || bytes.withUnsafeBufferPointer { b in key.withUnsafeBufferPointer { k in
+            memcmp(b.baseAddress! + range.lowerBound, k.baseAddress!, key.count) == 0
+        } }
     }
 
     /// `YYYY-MM-DDTHH:MM:SS.sssZ`, a real calendar instant inside `dates`, written exactly as `CanonicalDate` writes it.

@@ -126,23 +126,71 @@ struct StoredSummary {
     var observationID: Int64, typeID: Int64, typeIdentifier: String
     var count: Int, sum: Double?, top: Double?, first: Double?, last: Double?, hash: String?
 
-    init(_ r: Row) {
-        observationID = r["observation_id"]; typeID = r["sample_type_id"]; typeIdentifier = r["type_identifier"]
+    init(_ r: Row, typeIdentifier name: String? = nil) {
+        observationID = r["observation_id"]; typeID = r["sample_type_id"]; typeIdentifier = name ?? r["type_identifier"]
         count = r["visible_record_count"]; sum = r["value_sum"]; top = r["value_max"]
         first = r["earliest_start_date"]; last = r["latest_end_date"]; hash = r["aggregate_hash"]
     }
+
+    private var at: String { "observation \(observationID) \(typeIdentifier)" }
 
     /// What differs between the summary and a recount of its type's visible ranges, and
     /// between its `aggregate_hash` and its content. Names observation and type, never values.
     func problems(_ db: Database) throws -> [String] {
         var out: [String] = []
-        let at = "observation \(observationID) \(typeIdentifier)"
         let live = try Aggregates.Totals.fetch(db, typeID: typeID, observationID: observationID)
         if live.count != count { out.append("\(at): visible_record_count \(count), ranges say \(live.count)") }
         if live.valueSum != sum { out.append("\(at): value_sum differs from the ranges") }
         if live.valueMax != top || live.earliestStart != first || live.latestEnd != last {
             out.append("\(at): value_max or date bounds differ from the ranges")
         }
+        return out + (try hashProblems())
+    }
+
+    /// The same checks against `previous` (the type's summary at an earlier observation of
+    /// the chain, itself checked) and the type's ranges opened and closed since, so the
+    /// cost follows the change, not the type. Always the count; when no range closed, also
+    /// the bounds and the maximum, and the exact sum when both summaries have one (one
+    /// unit throughout). The hash as above.
+    func problems(_ db: Database, since previous: StoredSummary) throws -> [String] {
+        var out: [String] = []
+        let (after, upTo) = (previous.observationID, observationID)
+        let closed = try Int.fetchOne(db.cachedStatement(sql: """
+            SELECT count(*) FROM sample_visibility_ranges r INDEXED BY idx_visibility_open_ranges CROSS JOIN samples s ON s.id = r.sample_id
+            WHERE r.last_observation_id > ? AND r.last_observation_id <= ? AND s.sample_type_id = ?
+            """), arguments: [after, upTo, typeID]) ?? 0
+        let opened = try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT count(*), min(v.start_date), max(v.end_date), max(v.numeric_value),
+                   ifnull(sum(CAST(round(v.numeric_value * \(Aggregates.sumScale)) AS INTEGER)), 0)
+            FROM sample_visibility_ranges r INDEXED BY idx_visibility_point_lookup CROSS JOIN samples s ON s.id = r.sample_id
+            CROSS JOIN sample_versions v ON v.id = r.version_id
+            WHERE r.first_observation_id > ? AND r.first_observation_id <= ? AND s.sample_type_id = ?
+            """), arguments: [after, upTo, typeID])!
+        let added: Int = opened[0]
+        if previous.count + added - closed != count {
+            out.append("\(at): visible_record_count \(count), but the previous summary (observation \(after)) with the ranges opened and closed since gives \(previous.count + added - closed)")
+        }
+        if closed == 0 {
+            func least(_ a: Double?, _ b: Double?) -> Double? { [a, b].compactMap { $0 }.min() }
+            func most(_ a: Double?, _ b: Double?) -> Double? { [a, b].compactMap { $0 }.max() }
+            if first != least(previous.first, opened[1]) || last != most(previous.last, opened[2]) || top != most(previous.top, opened[3]) {
+                out.append("\(at): value_max or date bounds differ from the previous summary (observation \(after)) and the ranges opened since")
+            }
+            let sumDiffers: Bool
+            if added == 0 {
+                sumDiffers = sum != previous.sum
+            } else if let before = previous.sum, let sum {
+                sumDiffers = Aggregates.micro(sum) != Aggregates.micro(before) + (opened[4] as Int64)
+            } else {
+                sumDiffers = false  // a unit may have arrived or gone; `verify` recounts
+            }
+            if sumDiffers { out.append("\(at): value_sum differs from the previous summary (observation \(after)) and the ranges opened since") }
+        }
+        return out + (try hashProblems())
+    }
+
+    private func hashProblems() throws -> [String] {
+        var out: [String] = []
         if let hash {
             let expected = try Aggregates.summaryHash(typeIdentifier: typeIdentifier, count: count, first: first, last: last, total: sum, top: top)
             if hash != expected { out.append("\(at): aggregate_hash does not match the summary's content") }

@@ -55,6 +55,7 @@ public final class Archive: Sendable {
             // The writer gets a large page cache; pool readers a small one, so
             // memory stays bounded however many connections read.
             try db.execute(sql: db.configuration.readonly ? "PRAGMA cache_size = -8192" : "PRAGMA cache_size = -\(max(writerCacheMiB, 1) * 1024)")
+            SlowStatementLog.install(db)
         }
         let pool: any DatabaseWriter
         do {

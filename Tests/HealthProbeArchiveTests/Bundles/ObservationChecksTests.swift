@@ -8,37 +8,63 @@ import Testing
 @Suite("Observation checks")
 struct ObservationChecksTests {
     /// The problems of the latest observation after `damage`, rolled back afterwards.
-    func problems(_ t: TempHome, _ damage: String) throws -> [String] {
-        try t.open().archive.writer.write { db -> [String] in
+    /// `recountLimit` 0 checks every summary against its previous one (the large-type path).
+    func problems(_ node: NodeArchive, _ damage: String, recountLimit: Int = .max) throws -> [String] {
+        try node.archive.writer.write { db -> [String] in
             let obs = try Int64.fetchOne(db, sql: "SELECT max(id) FROM observations")!
             var out: [String] = []
             _ = try db.inSavepoint {
                 if !damage.isEmpty { try db.execute(sql: damage, arguments: [obs]) }
-                out = try ObservationChecks.problems(db, observationID: obs, samplesAfter: 0)
+                out = try ObservationChecks.problems(db, observationID: obs, samplesAfter: 0, recountLimit: recountLimit)
                 return .rollback
             }
             return out
         }
     }
 
-    @Test("a real archive is clean; a summary, its hash and a range that disagree with the ranges are found")
-    func findsDamage() throws {
-        let t = TempHome()
-        try t.simulate(seed: 3, days: [4, 2])
-        #expect(try problems(t, "") == [])
-        let recount = try problems(t, """
-            UPDATE observation_type_summaries SET visible_record_count = visible_record_count + 1
-            WHERE rowid = (SELECT min(rowid) FROM observation_type_summaries WHERE observation_id = ?1 AND daily_base_observation_id = ?1)
-            """)
-        #expect(recount.contains { $0.contains("visible_record_count") && $0.contains("ranges say") }, "\(recount)")
-        let hash = try problems(t, """
-            UPDATE observation_type_summaries SET aggregate_hash = '00'
-            WHERE rowid = (SELECT min(rowid) FROM observation_type_summaries WHERE observation_id = ?1 AND daily_base_observation_id = ?1)
-            """)
+    /// Damage to the first summary the latest observation computed.
+    func summary(_ set: String) -> String {
+        """
+        UPDATE observation_type_summaries SET \(set)
+        WHERE rowid = (SELECT min(rowid) FROM observation_type_summaries WHERE observation_id = ?1 AND daily_base_observation_id = ?1)
+        """
+    }
+
+    @Test("a real archive is clean; a summary, its hash and a range that disagree with the ranges are found", arguments: [Int.max, 0])
+    func findsDamage(recountLimit: Int) throws {
+        let home = TempHome()
+        try home.simulate(seed: 3, days: [4, 2])
+        let t = try home.open()
+        #expect(try problems(t, "", recountLimit: recountLimit) == [])
+        let recount = try problems(t, summary("visible_record_count = visible_record_count + 1"), recountLimit: recountLimit)
+        let expected = recountLimit == 0 ? "the ranges opened and closed since gives" : "ranges say"
+        #expect(recount.contains { $0.contains("visible_record_count") && $0.contains(expected) }, "\(recount)")
+        let hash = try problems(t, summary("aggregate_hash = '00'"), recountLimit: recountLimit)
         #expect(hash.contains { $0.contains("aggregate_hash does not match") }, "\(hash)")
         let range = try problems(t, """
             DELETE FROM sample_visibility_ranges WHERE rowid = (SELECT min(rowid) FROM sample_visibility_ranges WHERE first_observation_id = ?1)
-            """)
+            """, recountLimit: recountLimit)
         #expect(range.contains { $0.contains("derived from the events but not stored") }, "\(range)")
+    }
+
+    @Test("a type that only grew is checked against its previous summary: count, sum, maximum and bounds", arguments: [Int.max, 0])
+    func growingType(recountLimit: Int) throws {
+        let home = TempHome()
+        let node = try home.open()
+        let t = node
+        try capture(node, kind: .anchored, samples: (0..<40).map { hr($0, value: Double(50 + $0)) })
+        try capture(node, kind: .anchored, samples: (40..<55).map { hr($0, value: Double(50 + $0 % 7)) })
+        #expect(try problems(t, "", recountLimit: recountLimit) == [])
+        for (damage, found) in [("visible_record_count = visible_record_count - 1", "visible_record_count"),
+                                ("value_sum = value_sum + 0.5", "value_sum differs"),
+                                ("value_max = value_max + 1", "value_max or date bounds"),
+                                ("earliest_start_date = earliest_start_date + 1", "value_max or date bounds"),
+                                ("latest_end_date = latest_end_date - 300", "value_max or date bounds")] {
+            let out = try problems(t, summary(damage), recountLimit: recountLimit)
+            #expect(out.contains { $0.contains(found) && $0.contains("HeartRate") }, "\(damage): \(out)")
+        }
+        // An unchanged third observation shares the second's summary: nothing to check, nothing found.
+        try capture(node, kind: .anchored, samples: [])
+        #expect(try problems(t, "", recountLimit: recountLimit) == [])
     }
 }
