@@ -4,36 +4,22 @@ import GRDB
 /// A second reader connection lent to an export (see
 /// `DatabaseWriter.readWithHelper`): it waits for one job from the export,
 /// or for the export to end without one, and runs it on its connection.
-final class ExportHelper: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var job: (@Sendable (Database) -> Void)?
-    private var closed = false
+/// The hand-off is a `BoundedQueue` of one job.
+final class ExportHelper: Sendable {
+    typealias Job = @Sendable (Database) -> Void
+    private let queue = BoundedQueue<Job>(capacity: 1)
 
     /// Hands `job` to the helper's connection, if it is still waiting for one.
-    func offer(_ job: @escaping @Sendable (Database) -> Void) {
-        condition.withLock {
-            guard !closed else { return }
-            self.job = job
-            closed = true
-            condition.broadcast()
-        }
+    func offer(_ job: @escaping Job) {
+        try? queue.put(job)
+        queue.close()
     }
 
     /// No job (more) for the helper: it returns as soon as it is free.
-    func close() {
-        condition.withLock {
-            closed = true
-            condition.broadcast()
-        }
-    }
+    func close() { queue.close() }
 
     /// On the helper's connection: runs the job offered, if any.
     func serve(_ db: Database) {
-        let job = condition.withLock { () -> (@Sendable (Database) -> Void)? in
-            while !closed { condition.wait() }
-            defer { self.job = nil }
-            return self.job
-        }
-        job?(db)
+        if let job = try? queue.take() { job(db) }
     }
 }

@@ -5,7 +5,7 @@ import HealthProbeCanonical
 /// The second stage of a record export: the SQLite readers build items a
 /// type at a time (the calling thread, and a helper connection on the same
 /// snapshot when there is one: while one type's rows are written, the next
-/// type's sorted statement runs); a serial queue hashes them in the spec's
+/// type's sorted statement runs); a `ConsumerStage` hashes them in the spec's
 /// order, feeds the manifest and writes the file, a few batches in flight.
 final class RecordSink: @unchecked Sendable {
     private(set) var manifest: ExportManifestHasher
@@ -16,8 +16,8 @@ final class RecordSink: @unchecked Sendable {
     private let csvExportID: String?
     /// `export_id,` as bytes.
     private let csvPrefix: [UInt8]?
-    private let queue = DispatchQueue(label: "healthprobe.export.sink")
-    private let slots = DispatchSemaphore(value: 4)
+    /// Hashes and writes the batches, in the order they are submitted (made in `init`).
+    private var stage: ConsumerStage<RecordBatch>!
     /// Guards the fields below; signalled when the turn moves on or a failure is recorded.
     private let turn = NSCondition()
     private var error: (any Error)?
@@ -39,6 +39,7 @@ final class RecordSink: @unchecked Sendable {
         self.output = output
         self.csvExportID = csvExportID
         csvPrefix = csvExportID.map { Array((CSV.field($0) + ",").utf8) }
+        stage = ConsumerStage(name: "healthprobe.export.sink", depth: 4) { [unowned self] batch, _ in try consume(batch) }
     }
 
     private var failure: (any Error)? { turn.withLock { error } }
@@ -64,7 +65,7 @@ final class RecordSink: @unchecked Sendable {
         }
         do { try work(source, typeRows, isCancelled: isCancelled, progress: progress) } catch { fail(error) }
         turn.withLock { while current < typeCount && error == nil { turn.wait() } }
-        queue.sync {}
+        do { try stage.finish() } catch { fail(error) }
         if let failure { throw failure }
     }
 
@@ -114,11 +115,9 @@ final class RecordSink: @unchecked Sendable {
             submitted += batch.items.count
             return submitted
         }
-        slots.wait()
-        queue.async { [self] in
-            defer { slots.signal() }
-            guard failure == nil else { return }
-            do { try consume(batch) } catch { fail(error) }
+        do { try stage.submit(batch) } catch {
+            fail(error)
+            throw error
         }
         return total
     }

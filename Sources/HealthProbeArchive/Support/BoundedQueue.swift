@@ -1,0 +1,97 @@
+import Foundation
+
+/// The bounded hand-off under every pipeline stage (`ProducerStage`, `ConsumerStage`):
+/// at most `capacity` elements wait, so memory stays bounded whatever the input's size.
+/// `put` waits while full, `take` while empty. The producing side ends it with `close`
+/// (optionally with the error to deliver after the last element); the consuming side
+/// stops it with `cancel`, after which `put` throws the reason. `markDone` and
+/// `waitUntilDone` let a producer wait until everything it put was also processed.
+public final class BoundedQueue<Element>: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var items: [Element] = []
+    private var head = 0
+    private let capacity: Int
+    private var closed = false
+    private var failure: (any Error)?
+    private var cancelReason: (any Error)?
+    private var outstanding = 0
+
+    public init(capacity: Int) {
+        self.capacity = max(capacity, 1)
+    }
+
+    private var waiting: Int { items.count - head }
+
+    /// Adds `element`, waiting while `capacity` elements wait. Throws the cancel reason
+    /// once the consuming side cancelled, or `CancellationError` after `close`.
+    public func put(_ element: Element) throws {
+        condition.lock()
+        defer { condition.unlock() }
+        while waiting >= capacity && cancelReason == nil { condition.wait() }
+        if let cancelReason { throw cancelReason }
+        if closed { throw CancellationError() }
+        items.append(element)
+        outstanding += 1
+        condition.broadcast()
+    }
+
+    /// The next element, waiting while none waits and the queue is open; nil once closed
+    /// and empty, or cancelled. A `close(failure:)` error is thrown after the last element.
+    public func take() throws -> Element? {
+        condition.lock()
+        defer { condition.unlock() }
+        while waiting == 0 && !closed && cancelReason == nil { condition.wait() }
+        if let e = removeFirst() { return e }
+        if cancelReason == nil, let failure { throw failure }
+        return nil
+    }
+
+    /// The next element if one waits now (never waits).
+    public func poll() -> Element? {
+        condition.withLock { removeFirst() }
+    }
+
+    private func removeFirst() -> Element? {
+        guard waiting > 0, cancelReason == nil else { return nil }
+        let e = items[head]
+        head += 1
+        if head == items.count { items.removeAll(keepingCapacity: true); head = 0 }
+        else if head >= 64 { items.removeFirst(head); head = 0 }
+        condition.broadcast()
+        return e
+    }
+
+    /// No more elements: `take` returns the waiting ones, then throws `failure` or returns nil.
+    public func close(failure: (any Error)? = nil) {
+        condition.withLock {
+            if !closed { closed = true; self.failure = failure }
+            condition.broadcast()
+        }
+    }
+
+    /// The consuming side stopped: waiting elements are dropped, `put` throws `reason`.
+    public func cancel(_ reason: any Error = CancellationError()) {
+        condition.withLock {
+            if cancelReason == nil { cancelReason = reason }
+            outstanding -= waiting
+            items.removeAll()
+            head = 0
+            condition.broadcast()
+        }
+    }
+
+    /// The consuming side finished processing `count` elements it took.
+    public func markDone(_ count: Int = 1) {
+        condition.withLock {
+            outstanding -= count
+            condition.broadcast()
+        }
+    }
+
+    /// Waits until every element put was taken and marked done (or dropped by `cancel`).
+    public func waitUntilDone() {
+        condition.withLock {
+            while outstanding > 0 { condition.wait() }
+        }
+    }
+}

@@ -1,0 +1,148 @@
+import Foundation
+import Testing
+@testable import HealthProbeArchive
+
+/// The bounded stages every pipeline is built on: order, the bound, errors in order,
+/// cancellation, flush as a barrier, and no thread left behind.
+@Suite("Pipeline stages")
+struct PipelineStageTests {
+    struct Boom: Error, Equatable { let at: Int }
+
+    /// A counter several threads update.
+    final class Counter: @unchecked Sendable {
+        private let lock = NSLock()
+        private var value = 0, peak = 0
+        func add(_ n: Int) { lock.withLock { value += n; peak = max(peak, value) } }
+        var current: Int { lock.withLock { value } }
+        var maximum: Int { lock.withLock { peak } }
+    }
+
+    @Test("a producer hands over every element in order and never runs more than its depth ahead")
+    func producerOrderAndBound() throws {
+        let ahead = Counter()
+        let stage = ProducerStage<Int>(name: "test.producer", depth: 3) { emit in
+            for i in 0..<10_000 { ahead.add(1); try emit(i) }
+        }
+        var expected = 0
+        while let i = try stage.next() {
+            #expect(i == expected)
+            expected += 1
+            ahead.add(-1)
+            if i % 1000 == 0 { Thread.sleep(forTimeInterval: 0.002) }
+        }
+        stage.join()
+        #expect(expected == 10_000)
+        // Produced but not yet taken: the queue's depth, plus the one being put.
+        #expect(ahead.maximum <= 3 + 1 + 1, "ran \(ahead.maximum) ahead")
+    }
+
+    @Test("a producer's error comes after every element produced before it")
+    func producerErrorInOrder() throws {
+        let stage = ProducerStage<Int>(name: "test.producer", depth: 2) { emit in
+            for i in 0..<5 { try emit(i) }
+            throw Boom(at: 5)
+        }
+        var seen: [Int] = []
+        #expect(throws: Boom(at: 5)) { while let i = try stage.next() { seen.append(i) } }
+        #expect(seen == [0, 1, 2, 3, 4])
+    }
+
+    @Test("cancelling a producer stops it: its emit throws and its thread ends")
+    func producerCancel() throws {
+        let produced = Counter()
+        let stopped = Counter()
+        let stage = ProducerStage<Int>(name: "test.producer", depth: 2) { emit in
+            do {
+                for i in 0..<1_000_000 { try emit(i); produced.add(1) }
+            } catch {
+                stopped.add(1)
+                throw error
+            }
+        }
+        #expect(try stage.next() == 0)
+        stage.cancel()
+        #expect(stopped.current == 1)
+        #expect(produced.current < 10)
+    }
+
+    @Test("a consumer processes in order; flush is a barrier and the stage stays open after it")
+    func consumerOrderAndFlush() throws {
+        let lock = NSLock()
+        var got: [Int] = []
+        let stage = ConsumerStage<Int>(name: "test.consumer", depth: 2) { i, _ in
+            Thread.sleep(forTimeInterval: 0.0005)
+            lock.withLock { got.append(i) }
+        }
+        for i in 0..<50 { try stage.submit(i) }
+        try stage.flush()
+        #expect(lock.withLock { got } == Array(0..<50))
+        for i in 50..<60 { try stage.submit(i) }
+        try stage.finish()
+        #expect(lock.withLock { got } == Array(0..<60))
+    }
+
+    @Test("a consumer may take what waits to process it together, never waiting for it")
+    func consumerBatches() throws {
+        let lock = NSLock()
+        var batches: [[Int]] = []
+        let gate = DispatchSemaphore(value: 0)
+        let stage = ConsumerStage<Int>(name: "test.consumer", depth: 8) { first, waiting in
+            if first == 0 { gate.wait() }  // let the others queue up behind the first
+            var batch = [first]
+            while batch.count < 4, let more = waiting() { batch.append(more) }
+            lock.withLock { batches.append(batch) }
+        }
+        for i in 0..<7 { try stage.submit(i) }
+        gate.signal()
+        try stage.finish()
+        let all = lock.withLock { batches }
+        #expect(all.flatMap { $0 } == Array(0..<7))
+        #expect(all.allSatisfy { $0.count <= 4 })
+        #expect(all.count < 7, "the waiting elements were not taken together: \(all)")
+    }
+
+    @Test("a consumer's first error stops it: submit, flush and finish throw it and nothing more runs")
+    func consumerError() throws {
+        let ran = Counter()
+        let stage = ConsumerStage<Int>(name: "test.consumer", depth: 2) { i, _ in
+            if i == 3 { throw Boom(at: 3) }
+            ran.add(1)
+        }
+        var thrown: (any Error)?
+        for i in 0..<1000 {
+            do { try stage.submit(i) } catch { thrown = error; break }
+        }
+        #expect((thrown as? Boom) == Boom(at: 3))
+        #expect(throws: Boom(at: 3)) { try stage.flush() }
+        #expect(throws: Boom(at: 3)) { try stage.finish() }
+        #expect(ran.current == 3)
+    }
+
+    @Test("a dropped stage's thread ends and releases what its body held")
+    func noThreadLeftBehind() throws {
+        final class Token: @unchecked Sendable {}
+        weak var held: Token?
+        do {
+            let token = Token()
+            held = token
+            let stage = ConsumerStage<Token>(name: "test.consumer", depth: 1) { _, _ in }
+            try stage.submit(token)
+            try stage.flush()
+        }
+        // The element was released before flush returned; the stage's thread ends on its own.
+        #expect(held == nil)
+        weak var producerHeld: Token?
+        do {
+            let token = Token()
+            producerHeld = token
+            let stage = ProducerStage<Int>(name: "test.producer", depth: 1) { emit in
+                _ = token
+                for i in 0... { try emit(i) }
+            }
+            _ = try stage.next()
+        }
+        // Dropping the producer cancels it; its body (and what it captured) goes with its thread.
+        for _ in 0..<200 where producerHeld != nil { Thread.sleep(forTimeInterval: 0.005) }
+        #expect(producerHeld == nil)
+    }
+}
