@@ -5,9 +5,8 @@ import HealthProbeCanonical
 
 /// Writes the samples of one or more type runs of a capture through a
 /// three-stage pipeline: the caller submits chunks (parsing, generating), one
-/// `ConsumerStage` normalizes and hashes them, another writes them to SQLite in
-/// submission order. Memory stays bounded: at most `maxInFlight` normalized chunks
-/// wait for the write stage, plus one in each stage and one waiting to be normalized.
+/// serial queue normalizes and hashes them, another writes them to SQLite in
+/// submission order. At most `maxInFlight` chunks are held (memory stays bounded).
 ///
 /// The write stage turns chunks into pages: it opens a transaction, applies the
 /// chunk, and goes on with the next chunk only while one is already normalized
@@ -21,33 +20,44 @@ import HealthProbeCanonical
 /// stay. Call from one thread; while a pipeline is active, do not call a run's
 /// `writePage` directly or complete its runs before `flush()` returns.
 /// `@unchecked Sendable`: its stored properties are immutable, or guarded by
-/// `Shared`'s lock, or used on the write stage only (the session's caches).
+/// `Shared`'s lock, or used on the write queue only (the session's caches).
 public final class PipelinedPageWriter: @unchecked Sendable {
     /// The default bound on the samples of one transaction. Fewer, larger commits
     /// write the random UUID-hash index's leaves to the WAL fewer times.
     public static let defaultTransactionSamples = 50_000
 
-    private let normalize: ConsumerStage<Chunk<CapturedSample>>
-    private let write: ConsumerStage<Chunk<NormalizedSample>>
+    private let normalizeQueue = DispatchQueue(label: "healthprobe.capture.normalize")
+    private let writeQueue = DispatchQueue(label: "healthprobe.capture.write")
+    private let slots: DispatchSemaphore
+    private let group = DispatchGroup()
     private let shared = Shared()
-
-    /// A chunk of one run's samples, on its way through the stages.
-    private struct Chunk<Sample> {
-        let run: TypeRunWriter
-        let samples: [Sample]
-    }
-
-    /// State the write stage shares with the caller (guarded by its lock).
-    private final class Shared: @unchecked Sendable {
-        let lock = NSLock()
-        var totals = PageResult()
-        var transactions = 0
-        /// Chunks normalized and not yet applied by the write stage.
-        var waiting = 0
-    }
-
     /// The session's normalizer (the pipeline does not keep the session, and so the
     /// archive, alive: its runs reach it, unowned).
+    private let normalizer: NormalizerRef
+    private let transactionSamples: Int
+
+    /// A normalized chunk waiting for the write stage.
+    private struct Chunk {
+        let run: TypeRunWriter
+        let samples: [NormalizedSample]
+    }
+
+    /// State shared with the queues (guarded by its lock).
+    private final class Shared: @unchecked Sendable {
+        let lock = NSLock()
+        var error: (any Error)?
+        var totals = PageResult()
+        var ready: [Chunk] = []
+        var transactions = 0
+        var failed: Bool { lock.withLock { error != nil } }
+        func fail(_ e: any Error) { lock.withLock { if error == nil { error = e } } }
+        func push(_ c: Chunk) { lock.withLock { ready.append(c) } }
+        func pop() -> Chunk? { lock.withLock { ready.isEmpty ? nil : ready.removeFirst() } }
+        /// The session of the next waiting chunk, if any.
+        func nextSession() -> CaptureSession? { lock.withLock { ready.first?.run.session } }
+        var readyCount: Int { lock.withLock { ready.count } }
+    }
+
     private final class NormalizerRef: @unchecked Sendable {
         let normalizer: SampleNormalizer
         init(_ n: SampleNormalizer) { normalizer = n }
@@ -55,24 +65,9 @@ public final class PipelinedPageWriter: @unchecked Sendable {
 
     /// `transactionSamples` bounds the samples one transaction applies (at least one chunk).
     public init(session: CaptureSession, maxInFlight: Int = 3, transactionSamples: Int = PipelinedPageWriter.defaultTransactionSamples) {
-        let shared = self.shared
-        let limit = max(transactionSamples, 1)
-        let write = ConsumerStage<Chunk<NormalizedSample>>(name: "healthprobe.capture.write", depth: max(maxInFlight, 1)) { first, waiting in
-            try Self.transaction(first, waiting, limit: limit, shared: shared)
-        }
-        let normalizer = NormalizerRef(session.normalizer)
-        normalize = ConsumerStage(name: "healthprobe.capture.normalize", depth: 1) { chunk, _ in
-            let type = chunk.run.type.identifier
-            var out: [NormalizedSample] = []
-            out.reserveCapacity(chunk.samples.count)
-            for s in chunk.samples { out.append(try normalizer.normalizer.normalize(s, typeIdentifier: type)) }
-            shared.lock.withLock { shared.waiting += 1 }
-            do { try write.submit(Chunk(run: chunk.run, samples: out)) } catch {
-                shared.lock.withLock { shared.waiting -= 1 }
-                throw error
-            }
-        }
-        self.write = write
+        normalizer = NormalizerRef(session.normalizer)
+        slots = DispatchSemaphore(value: max(maxInFlight, 1))
+        self.transactionSamples = max(transactionSamples, 1)
     }
 
     /// A writer for a single run.
@@ -87,53 +82,74 @@ public final class PipelinedPageWriter: @unchecked Sendable {
     public var transactionsCommitted: Int { shared.lock.withLock { shared.transactions } }
 
     /// Chunks normalized and waiting for the write stage (tests).
-    var chunksWaiting: Int { shared.lock.withLock { shared.waiting } }
+    var chunksWaiting: Int { shared.readyCount }
 
-    /// Queues a chunk of `run`; blocks while the stages are full.
+    /// Queues a chunk of `run`; blocks while `maxInFlight` chunks are held.
     public func submit(_ samples: [CapturedSample], to run: TypeRunWriter) throws {
-        if let e = write.failure { throw e }
+        if let e = shared.lock.withLock({ shared.error }) { throw e }
         try run.ensureOpen()
-        try normalize.submit(Chunk(run: run, samples: samples))
+        slots.wait()
+        let state = shared, slots = self.slots, group = self.group, writeQueue = self.writeQueue
+        let norm = normalizer, chunkRun = UncheckedBox(run)
+        let type = run.type.identifier
+        group.enter()
+        normalizeQueue.async {
+            guard !state.failed else { slots.signal(); group.leave(); return }
+            var out: [NormalizedSample] = []
+            out.reserveCapacity(samples.count)
+            do {
+                for s in samples { out.append(try norm.normalizer.normalize(s, typeIdentifier: type)) }
+            } catch {
+                state.fail(error)
+                slots.signal()
+                group.leave()
+                return
+            }
+            state.push(Chunk(run: chunkRun.value, samples: out))
+            writeQueue.async {
+                // Left only once `drain` returned: nothing it used (the session, and so the
+                // archive) is still held when `flush` returns.
+                let taken = self.drain()
+                for _ in 0..<taken { group.leave() }
+            }
+        }
     }
 
     /// Waits for every queued chunk; throws the first error, if any.
     @discardableResult
     public func flush() throws -> PageResult {
-        // Both stages idle, even after a failure: the caller may revert what was written.
-        let normalizeError: (any Error)?
-        do { try normalize.flush(); normalizeError = nil } catch { normalizeError = error }
-        try write.flush()
-        if let normalizeError { throw normalizeError }
+        group.wait()
+        if let e = shared.lock.withLock({ shared.error }) { throw e }
         return totals
     }
 
-    deinit {
-        normalize.cancel()
-        write.cancel()
-    }
-
-    /// One transaction: `first`, and the chunks that are waiting while it applies
-    /// them, up to `limit` samples. On the write stage.
-    private static func transaction(_ first: Chunk<NormalizedSample>, _ waiting: () -> Chunk<NormalizedSample>?,
-                                    limit: Int, shared: Shared) throws {
-        let session = first.run.session
+    /// One transaction: the chunks waiting now, and those that become ready
+    /// while it applies them, up to `transactionSamples`. On the write queue.
+    /// Returns how many chunks it took (the caller leaves the group for each).
+    private func drain() -> Int {
+        guard let session = shared.nextSession() else { return 0 }  // an earlier transaction took it
+        var taken = 0, released = 0
+        defer { for _ in released..<taken { slots.signal() } }
+        if shared.failed {
+            while shared.pop() != nil { taken += 1 }
+            return taken
+        }
         let saved = session.caches
         var pages = TransactionPages()
-        var taken = 0
-        defer { shared.lock.withLock { shared.waiting -= taken } }
         do {
             try session.archive.writer.write { db in
-                var chunk: Chunk<NormalizedSample>? = first
-                while let c = chunk {
+                while pages.samples < transactionSamples, let chunk = shared.pop() {
                     taken += 1
-                    try pages.apply(c.run, c.samples, db)
-                    chunk = pages.samples < limit ? waiting() : nil
+                    try pages.apply(chunk.run, chunk.samples, db)
+                    slots.signal()
+                    released += 1
                 }
                 try pages.finish(db)
             }
         } catch {
             session.caches = saved
-            throw error
+            shared.fail(error)
+            return taken
         }
         session.caches.trim()
         pages.publish()
@@ -141,6 +157,7 @@ public final class PipelinedPageWriter: @unchecked Sendable {
             shared.transactions += 1
             for p in pages.byRun { shared.totals.add(p.result) }
         }
+        return taken
     }
 
     /// What one transaction wrote, per run: each run's share is one page.

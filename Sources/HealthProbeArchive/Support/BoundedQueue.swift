@@ -8,8 +8,10 @@ import Foundation
 /// `waitUntilDone` let a producer wait until everything it put was also processed.
 public final class BoundedQueue<Element>: @unchecked Sendable {
     private let condition = NSCondition()
-    private var items: [Element] = []
+    /// A ring of `capacity` slots; a taken element's slot is emptied at once.
+    private var slots: [Element?]
     private var head = 0
+    private var count = 0
     private let capacity: Int
     private var closed = false
     private var failure: (any Error)?
@@ -18,9 +20,10 @@ public final class BoundedQueue<Element>: @unchecked Sendable {
 
     public init(capacity: Int) {
         self.capacity = max(capacity, 1)
+        slots = Array(repeating: nil, count: self.capacity)
     }
 
-    private var waiting: Int { items.count - head }
+    private var waiting: Int { count }
 
     /// Adds `element`, waiting while `capacity` elements wait. Throws the cancel reason
     /// once the consuming side cancelled, or `CancellationError` after `close`.
@@ -30,7 +33,8 @@ public final class BoundedQueue<Element>: @unchecked Sendable {
         while waiting >= capacity && cancelReason == nil { condition.wait() }
         if let cancelReason { throw cancelReason }
         if closed { throw CancellationError() }
-        items.append(element)
+        slots[(head + count) % capacity] = element
+        count += 1
         outstanding += 1
         condition.broadcast()
     }
@@ -52,11 +56,10 @@ public final class BoundedQueue<Element>: @unchecked Sendable {
     }
 
     private func removeFirst() -> Element? {
-        guard waiting > 0, cancelReason == nil else { return nil }
-        let e = items[head]
-        head += 1
-        if head == items.count { items.removeAll(keepingCapacity: true); head = 0 }
-        else if head >= 64 { items.removeFirst(head); head = 0 }
+        guard count > 0, cancelReason == nil else { return nil }
+        let e = slots[head].take()
+        head = (head + 1) % capacity
+        count -= 1
         condition.broadcast()
         return e
     }
@@ -73,9 +76,10 @@ public final class BoundedQueue<Element>: @unchecked Sendable {
     public func cancel(_ reason: any Error = CancellationError()) {
         condition.withLock {
             if cancelReason == nil { cancelReason = reason }
-            outstanding -= waiting
-            items.removeAll()
+            outstanding -= count
+            for i in slots.indices { slots[i] = nil }
             head = 0
+            count = 0
             condition.broadcast()
         }
     }
