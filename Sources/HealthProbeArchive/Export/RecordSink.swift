@@ -39,7 +39,7 @@ final class RecordSink: @unchecked Sendable {
         self.output = output
         self.csvExportID = csvExportID
         csvPrefix = csvExportID.map { Array((CSV.field($0) + ",").utf8) }
-        stage = ConsumerStage(name: "healthprobe.export.sink", depth: 4) { [unowned self] batch, _ in try consume(batch) }
+        stage = ConsumerStage(name: "healthprobe.export.sink", depth: 4) { [unowned self] batch in try consume(batch) }
     }
 
     private var failure: (any Error)? { turn.withLock { error } }

@@ -4,8 +4,7 @@ import Foundation
 /// at most `capacity` elements wait, so memory stays bounded whatever the input's size.
 /// `put` waits while full, `take` while empty. The producing side ends it with `close`
 /// (optionally with the error to deliver after the last element); the consuming side
-/// stops it with `cancel`, after which `put` throws the reason. `markDone` and
-/// `waitUntilDone` let a producer wait until everything it put was also processed.
+/// stops it with `cancel`, after which `put` throws the reason.
 public final class BoundedQueue<Element>: @unchecked Sendable {
     private let condition = NSCondition()
     /// A ring of `capacity` slots; a taken element's slot is emptied at once.
@@ -16,7 +15,6 @@ public final class BoundedQueue<Element>: @unchecked Sendable {
     private var closed = false
     private var failure: (any Error)?
     private var cancelReason: (any Error)?
-    private var outstanding = 0
 
     public init(capacity: Int) {
         self.capacity = max(capacity, 1)
@@ -35,7 +33,6 @@ public final class BoundedQueue<Element>: @unchecked Sendable {
         if closed { throw CancellationError() }
         slots[(head + count) % capacity] = element
         count += 1
-        outstanding += 1
         condition.broadcast()
     }
 
@@ -48,11 +45,6 @@ public final class BoundedQueue<Element>: @unchecked Sendable {
         if let e = removeFirst() { return e }
         if cancelReason == nil, let failure { throw failure }
         return nil
-    }
-
-    /// The next element if one waits now (never waits).
-    public func poll() -> Element? {
-        condition.withLock { removeFirst() }
     }
 
     private func removeFirst() -> Element? {
@@ -76,26 +68,10 @@ public final class BoundedQueue<Element>: @unchecked Sendable {
     public func cancel(_ reason: any Error = CancellationError()) {
         condition.withLock {
             if cancelReason == nil { cancelReason = reason }
-            outstanding -= count
             for i in slots.indices { slots[i] = nil }
             head = 0
             count = 0
             condition.broadcast()
-        }
-    }
-
-    /// The consuming side finished processing `count` elements it took.
-    public func markDone(_ count: Int = 1) {
-        condition.withLock {
-            outstanding -= count
-            condition.broadcast()
-        }
-    }
-
-    /// Waits until every element put was taken and marked done (or dropped by `cancel`).
-    public func waitUntilDone() {
-        condition.withLock {
-            while outstanding > 0 { condition.wait() }
         }
     }
 }

@@ -48,12 +48,9 @@ public final class ProducerStage<Element>: @unchecked Sendable {
 }
 
 /// A thread that consumes what the caller submits, in order, through a `BoundedQueue`
-/// of `depth`: `submit` waits while `depth` elements wait. The body may take more
-/// elements already waiting (`waiting()`, which never waits) to process them together.
-/// The first error of the body stops the stage: later and pending submissions throw it,
-/// waiting elements are dropped, and `flush` and `finish` throw it.
-/// The body runs only on the stage's thread, and keeps nothing of an element it
-/// processed once `flush` returns.
+/// of `depth`: `submit` waits while `depth` elements wait. The first error of the body
+/// stops the stage: later submissions throw it, waiting elements are dropped, and
+/// `finish` throws it. The body runs only on the stage's thread.
 public final class ConsumerStage<Element>: @unchecked Sendable {
     private let queue: BoundedQueue<Element>
     private let ended = DispatchSemaphore(value: 0)
@@ -66,29 +63,18 @@ public final class ConsumerStage<Element>: @unchecked Sendable {
     }
 
     /// Starts the consuming thread (`stackSize` in bytes when given).
-    public init(name: String, depth: Int, stackSize: Int? = nil, _ body: @escaping (_ element: Element, _ waiting: () -> Element?) throws -> Void) {
+    public init(name: String, depth: Int, stackSize: Int? = nil, _ body: @escaping (_ element: Element) throws -> Void) {
         let queue = BoundedQueue<Element>(capacity: depth)
         let state = State()
         self.queue = queue
         self.state = state
         let box = UncheckedBox(body), ended = self.ended
         let thread = Thread {
-            while true {
-                var taken = 0
-                do {
-                    // The element is released at the end of this scope, before it is marked done.
-                    guard let element = try queue.take() else { break }
-                    taken = 1
-                    try box.value(element) {
-                        guard let more = queue.poll() else { return nil }
-                        taken += 1
-                        return more
-                    }
-                } catch {
-                    state.lock.withLock { if state.failure == nil { state.failure = error } }
-                    queue.cancel(error)
-                }
-                queue.markDone(taken)
+            do {
+                while let element = try queue.take() { try box.value(element) }
+            } catch {
+                state.lock.withLock { state.failure = error }
+                queue.cancel(error)
             }
             ended.signal()
         }
@@ -97,20 +83,10 @@ public final class ConsumerStage<Element>: @unchecked Sendable {
         thread.start()
     }
 
-    /// The first error of the body, if any.
-    public var failure: (any Error)? { state.error }
-
     /// Queues `element`; waits while `depth` wait. Throws the body's first error.
     public func submit(_ element: Element) throws {
         if let e = state.error { throw e }
         try queue.put(element)
-    }
-
-    /// Waits until every submitted element was processed (the stage stays open).
-    /// Throws the body's first error.
-    public func flush() throws {
-        queue.waitUntilDone()
-        if let e = state.error { throw e }
     }
 
     /// No more elements: waits for the thread to process the rest and end.

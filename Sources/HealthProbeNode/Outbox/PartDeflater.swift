@@ -49,7 +49,7 @@ final class PartDeflater: @unchecked Sendable {
         self.file = file
         let compressor = BundlePartCodec.Compressor()
         var out: [UInt8] = []
-        stage = ConsumerStage(name: "healthprobe.outbox.deflate", depth: depth) { part, _ in
+        stage = ConsumerStage(name: "healthprobe.outbox.deflate", depth: depth) { part in
             let n = try part.withUnsafeBytes { try compressor.compress($0, into: &out) }
             try out.withUnsafeBytes { try file.writeAll(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
             file.lock.withLock {

@@ -3,7 +3,7 @@ import Testing
 @testable import HealthProbeArchive
 
 /// The bounded stages every pipeline is built on: order, the bound, errors in order,
-/// cancellation, flush as a barrier, and no thread left behind.
+/// cancellation, and no thread left behind.
 @Suite("Pipeline stages")
 struct PipelineStageTests {
     struct Boom: Error, Equatable { let at: Int }
@@ -65,46 +65,23 @@ struct PipelineStageTests {
         #expect(produced.current < 10)
     }
 
-    @Test("a consumer processes in order; flush is a barrier and the stage stays open after it")
-    func consumerOrderAndFlush() throws {
+    @Test("a consumer processes in order; finish waits for the last element")
+    func consumerOrder() throws {
         let lock = NSLock()
         var got: [Int] = []
-        let stage = ConsumerStage<Int>(name: "test.consumer", depth: 2) { i, _ in
+        let stage = ConsumerStage<Int>(name: "test.consumer", depth: 2) { i in
             Thread.sleep(forTimeInterval: 0.0005)
             lock.withLock { got.append(i) }
         }
-        for i in 0..<50 { try stage.submit(i) }
-        try stage.flush()
-        #expect(lock.withLock { got } == Array(0..<50))
-        for i in 50..<60 { try stage.submit(i) }
+        for i in 0..<60 { try stage.submit(i) }
         try stage.finish()
         #expect(lock.withLock { got } == Array(0..<60))
     }
 
-    @Test("a consumer may take what waits to process it together, never waiting for it")
-    func consumerBatches() throws {
-        let lock = NSLock()
-        var batches: [[Int]] = []
-        let gate = DispatchSemaphore(value: 0)
-        let stage = ConsumerStage<Int>(name: "test.consumer", depth: 8) { first, waiting in
-            if first == 0 { gate.wait() }  // let the others queue up behind the first
-            var batch = [first]
-            while batch.count < 4, let more = waiting() { batch.append(more) }
-            lock.withLock { batches.append(batch) }
-        }
-        for i in 0..<7 { try stage.submit(i) }
-        gate.signal()
-        try stage.finish()
-        let all = lock.withLock { batches }
-        #expect(all.flatMap { $0 } == Array(0..<7))
-        #expect(all.allSatisfy { $0.count <= 4 })
-        #expect(all.count < 7, "the waiting elements were not taken together: \(all)")
-    }
-
-    @Test("a consumer's first error stops it: submit, flush and finish throw it and nothing more runs")
+    @Test("a consumer's first error stops it: submit and finish throw it and nothing more runs")
     func consumerError() throws {
         let ran = Counter()
-        let stage = ConsumerStage<Int>(name: "test.consumer", depth: 2) { i, _ in
+        let stage = ConsumerStage<Int>(name: "test.consumer", depth: 2) { i in
             if i == 3 { throw Boom(at: 3) }
             ran.add(1)
         }
@@ -113,7 +90,6 @@ struct PipelineStageTests {
             do { try stage.submit(i) } catch { thrown = error; break }
         }
         #expect((thrown as? Boom) == Boom(at: 3))
-        #expect(throws: Boom(at: 3)) { try stage.flush() }
         #expect(throws: Boom(at: 3)) { try stage.finish() }
         #expect(ran.current == 3)
     }
@@ -125,11 +101,11 @@ struct PipelineStageTests {
         do {
             let token = Token()
             held = token
-            let stage = ConsumerStage<Token>(name: "test.consumer", depth: 1) { _, _ in }
+            let stage = ConsumerStage<Token>(name: "test.consumer", depth: 1) { _ in }
             try stage.submit(token)
-            try stage.flush()
+            try stage.finish()
         }
-        // The element was released before flush returned; the stage's thread ends on its own.
+        // The element was released by the time finish returned: nothing of it stays with the thread.
         #expect(held == nil)
         weak var producerHeld: Token?
         do {
