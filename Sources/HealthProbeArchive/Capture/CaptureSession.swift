@@ -58,12 +58,11 @@ public final class CaptureSession {
         let chain = node.deviceChainID
         let obs = observationID
         let (typeID, runID, previousVerifiedAt): (Int64, Int64, Double?) = try archive.writer.write { db in
+            // A type's name and category are fixed when the archive first stores it: every
+            // bundle of an observation that names the type carries them, and a bundle built
+            // again (after a lost acknowledgement, `hp-node bundle`) must hash as it did.
             try db.execute(sql: "INSERT OR IGNORE INTO sample_types(type_identifier, display_name, category) VALUES (?, ?, ?)",
                            arguments: [type.identifier, type.displayName, type.category?.rawValue])
-            if type.displayName != nil || type.category != nil {
-                try db.execute(sql: "UPDATE sample_types SET display_name = coalesce(?, display_name), category = coalesce(?, category) WHERE type_identifier = ?",
-                               arguments: [type.displayName, type.category?.rawValue, type.identifier])
-            }
             let typeID = try Int64.fetchOne(db, sql: "SELECT id FROM sample_types WHERE type_identifier = ?", arguments: [type.identifier])!
             if let existing = try Row.fetchOne(db, sql: "SELECT id, status FROM observation_type_runs WHERE observation_id = ? AND sample_type_id = ?", arguments: [obs, typeID]) {
                 throw ArchiveError(.invalidState, "observation \(obs) already has a \(existing["status"] as String) type run for \(type.identifier)")

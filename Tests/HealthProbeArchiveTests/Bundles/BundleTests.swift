@@ -40,6 +40,25 @@ struct BundleTests {
         }
     }
 
+    @Test("a bundle built again after later captures hashes as it did: a type's name and category are fixed when first stored")
+    func rebuiltBundleIsStable() throws {
+        let t = TempHome()
+        let node = try t.open()
+        // An import registers a type without a name; a later capture knows its name and category.
+        let bare = SampleTypeDescriptor(heartRate.identifier)
+        try capture(node, bare, samples: (0..<5).map { hr($0) })
+        let (_, first) = try bundleLines(node, 1, previous: nil)
+        try capture(node, heartRate, samples: (0..<7).map { hr($0) })
+        try capture(node, SampleTypeDescriptor(heartRate.identifier, displayName: "Pulse", category: .category), samples: (0..<7).map { hr($0) })
+        let (_, again) = try bundleLines(node, 1, previous: nil)
+        #expect(again == first, "bundle 1 changed after later captures: a lost acknowledgement would look like a divergence")
+        let stored = try node.archive.writer.read { db in
+            try Row.fetchOne(db, sql: "SELECT display_name, category FROM sample_types WHERE type_identifier = ?", arguments: [heartRate.identifier])
+        }
+        #expect((stored?["display_name"] as String?) == nil)
+        #expect((stored?["category"] as String?) == nil)
+    }
+
     @Test("tampering is caught and located")
     func tampering() throws {
         let t = TempHome()
