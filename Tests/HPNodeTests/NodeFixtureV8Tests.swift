@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import HealthProbeTestSupport
+import HealthProbeArchive
 
 /// `hp-node` on the schema-8 archive the schema-8 build wrote (`Tests/fixtures/archive-v8`):
 /// after migration its snapshot, diff and changes JSON are what the schema-8 build printed.
@@ -23,7 +24,7 @@ struct NodeFixtureV8Tests {
         let refused = try hpNode(h + ["verify", "--json"])
         #expect(refused.0 != 0 && refused.2.contains("hp-node init"), "\(refused.2)")
         let migrated = try hpNode(h + ["init", "--json"])
-        #expect((try json(migrated.1) as? [String: Any])?["schema_version"] as? Int == 9, "\(migrated.2)")
+        #expect((try json(migrated.1) as? [String: Any])?["schema_version"] as? Int == ArchiveMigrations.latestVersion, "\(migrated.2)")
         let verify = try hpNode(h + ["verify", "--json"])
         #expect(verify.0 == 0, "\(verify.1) \(verify.2)")
         for e in try ArchiveFixtureV8.expected() {

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import Testing
 import HealthProbeTestSupport
+import HealthProbeArchive
 
 /// A replica written at schema 8 (the schema-8 build's archive of `Tests/fixtures/archive-v8`,
 /// placed as a chain's replica): read-only commands refuse it with the fix, and
@@ -22,7 +23,7 @@ struct ReplicaMigrationTests {
         do {
             let server = try ServerProcess(data: data.path)
             #expect(server.port > 0)
-            #expect(try ArchiveFixtureV8.schemaVersion(replica) == 9, "migrated before the server reported its port")
+            #expect(try ArchiveFixtureV8.schemaVersion(replica) == ArchiveMigrations.latestVersion, "migrated before the server reported its port")
         }
         let summary = try hpServer(["summary", "--data", data.path, "--json"])
         #expect(summary.0 == 0, "\(summary.2)")

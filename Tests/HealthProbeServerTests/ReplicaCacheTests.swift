@@ -249,7 +249,9 @@ struct ReplicaCacheTests {
             bundles.append((node.deviceChainHash, path, written.manifestHash))
         }
         let queue = ApplyQueue(store: store, keptReplicas: 8, deferredCheckpointBytes: 1_000_000)
-        let size = { (chain: String) in (try FileManager.default.attributesOfItem(atPath: store.replicaPath(chain))[.size] as? Int) ?? 0 }
+        // The replica file's bytes (a checkpoint copies pages into it; its size may not change when
+        // the pages land on free ones the migrations left).
+        let size = { (chain: String) in try Data(contentsOf: URL(fileURLWithPath: store.replicaPath(chain))) }
         // `bytes`: the size the bundle counts towards its chain's deferred bytes.
         func apply(_ b: (chain: String, path: String, hash: String), bytes: Int) async throws {
             let outcome = try await queue.apply(chain: b.chain, path: b.path, manifestHash: b.hash, bytes: bytes, at: 1_750_000_000)
@@ -268,7 +270,7 @@ struct ReplicaCacheTests {
         let third = try size(bundles[2].chain)
         await queue.checkpointApplied()
         #expect(await queue.uncheckedChains() == [bundles[0].chain, bundles[1].chain])
-        #expect(try size(bundles[2].chain) > third)
+        #expect(try size(bundles[2].chain) != third)
         // CHAIN_STATUS answers from what was applied, as the replica itself does; without a kept replica, from the file.
         for b in bundles {
             let remembered = try queue.status(b.chain), stored = try store.status(b.chain)
@@ -284,7 +286,7 @@ struct ReplicaCacheTests {
         await queue.ended()
         await queue.checkpointApplied()
         #expect(await queue.uncheckedChains().isEmpty)
-        #expect(try size(bundles[0].chain) > before[0] && size(bundles[1].chain) > before[1])
+        #expect(try size(bundles[0].chain) != before[0] && size(bundles[1].chain) != before[1])
         for b in bundles {
             let replica = try Archive.open(path: store.replicaPath(b.chain), mode: .readOnly)
             #expect(try await replica.writer.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM bundle_log") } == 1)

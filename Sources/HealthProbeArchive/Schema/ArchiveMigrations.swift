@@ -28,6 +28,7 @@ public enum ArchiveMigrations {
         Migration(version: SchemaV7.version, description: SchemaV7.description, sql: SchemaV7.sql),
         Migration(version: SchemaV8.version, description: SchemaV8.description, sql: SchemaV8.sql),
         Migration(version: SchemaV9.version, description: SchemaV9.description, sql: SchemaV9.sql),
+        Migration(version: SchemaV10.version, description: SchemaV10.description, sql: SchemaV10.sql),
     ]
 
     /// The highest schema version this build knows.

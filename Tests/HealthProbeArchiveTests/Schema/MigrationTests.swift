@@ -6,12 +6,12 @@ import HealthProbeSimulator
 import Testing
 @testable import HealthProbeArchive
 
-/// Schemas 8 and 9 on an archive of 200,000 samples that was at schema 7: the
+/// Schemas 8, 9 and 10 on an archive of 200,000 samples that was at schema 7: the
 /// chain-state digest of every observation and the manifest hash of the record
 /// exports equal before and after; a migration that fails leaves the schema-7
 /// archive as it was. (`ArchiveFixtureV8Tests` does the same for an archive the
 /// schema-8 build itself wrote.)
-@Suite("Migrations 7 to 9", .serialized)
+@Suite("Migrations 7 to 10", .serialized)
 struct MigrationTests {
     static let types = ["HeartRate", "StepCount", "RespiratoryRate", "OxygenSaturation"].map { SampleTypeDescriptor("HKQuantityTypeIdentifier" + $0) }
     static let perType = 50_000
@@ -113,11 +113,52 @@ struct MigrationTests {
         CREATE INDEX idx_sample_versions_created ON sample_versions(created_observation_id);
         """
 
-    /// Puts an archive at the latest schema back to what schema 7 had: hashes as
-    /// hex TEXT and no export schema versions (9), the index 8 dropped, and the
-    /// records of 8 and 9 removed.
+    /// The events table as schemas 2 to 9 had it (UNIQUE in another column order, and its
+    /// observation-and-kind index).
+    static let v9Events = """
+        CREATE TABLE events_v9 (
+            id INTEGER PRIMARY KEY,
+            observation_id INTEGER NOT NULL REFERENCES observations(id),
+            sample_id INTEGER NOT NULL REFERENCES samples(id),
+            version_id INTEGER REFERENCES sample_versions(id),
+            event_kind TEXT NOT NULL,
+            observed_at REAL NOT NULL,
+            evidence_kind TEXT,
+            UNIQUE(observation_id, sample_id, event_kind)
+        );
+        INSERT INTO events_v9 SELECT id, observation_id, sample_id, version_id, event_kind, observed_at, evidence_kind
+            FROM sample_observation_events ORDER BY id;
+        DROP TABLE sample_observation_events;
+        ALTER TABLE events_v9 RENAME TO sample_observation_events;
+        CREATE INDEX idx_events_observation_kind ON sample_observation_events(observation_id, event_kind);
+        CREATE INDEX idx_events_sample ON sample_observation_events(sample_id, observation_id);
+        """
+
+    /// Puts an archive at the latest schema back to what schema 9 had.
+    static func downgradeTo9(_ path: String) throws {
+        let q = try DatabaseQueue(path: path)
+        try q.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA foreign_keys = OFF")
+            try db.inTransaction {
+                try db.execute(sql: v9Events + """
+                    CREATE INDEX idx_relationship_source ON sample_relationships(source_sample_id, relationship_kind);
+                    CREATE INDEX idx_daily_type_bucket ON daily_type_aggregates(sample_type_id, bucket_start);
+                    DELETE FROM schema_migrations WHERE version = 10;
+                    DELETE FROM grdb_migrations WHERE identifier = 'v10';
+                    UPDATE archive_metadata SET value = '9' WHERE key = 'schema_version';
+                    """)
+                return .commit
+            }
+            try db.checkpoint(.truncate)
+        }
+    }
+
+    /// Puts an archive at the latest schema back to what schema 7 had: the events
+    /// table of 9 (10), hashes as hex TEXT and no export schema versions (9), the
+    /// index 8 dropped, and the records of 8, 9 and 10 removed.
     /// `downgradeIsSchema7` shows the result has schema 7's structure.
     static func downgrade(_ path: String) throws {
+        try downgradeTo9(path)
         let q = try DatabaseQueue(path: path)
         try q.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA foreign_keys = OFF")
@@ -162,12 +203,19 @@ struct MigrationTests {
             try structure(db)
                 + String.fetchAll(db, sql: "SELECT version || ' ' || description FROM schema_migrations ORDER BY version")
                 + String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations ORDER BY identifier")
-                + String.fetchAll(db, sql: "SELECT quote(id) || quote(sample_type_id) || quote(sample_uuid_hash) || quote(strict_fingerprint) || quote(semantic_fingerprint) || quote(first_seen_observation_id) FROM samples ORDER BY id")
-                + String.fetchAll(db, sql: "SELECT quote(id) || quote(sample_id) || quote(payload_hash) || quote(start_date) || quote(numeric_value) || quote(created_observation_id) FROM sample_versions ORDER BY id")
+                + rows(db)
         }
     }
 
+    /// Every row of samples, sample_versions and sample_observation_events, as SQLite quotes them.
+    static func rows(_ db: Database) throws -> [String] {
+        try String.fetchAll(db, sql: "SELECT quote(id) || quote(sample_type_id) || quote(sample_uuid_hash) || quote(strict_fingerprint) || quote(semantic_fingerprint) || quote(first_seen_observation_id) FROM samples ORDER BY id")
+                + String.fetchAll(db, sql: "SELECT quote(id) || quote(sample_id) || quote(payload_hash) || quote(start_date) || quote(numeric_value) || quote(created_observation_id) FROM sample_versions ORDER BY id")
+                + String.fetchAll(db, sql: "SELECT quote(id) || quote(observation_id) || quote(sample_id) || quote(version_id) || quote(event_kind) || quote(observed_at) || quote(evidence_kind) FROM sample_observation_events ORDER BY id")
+    }
+
     static func state(_ path: String) throws -> (version: Int?, index: Bool, hashType: String?) {
+        // `index`: schema 7's idx_sample_versions_sample.
         try DatabaseQueue(path: path).read { db in
             (try Int.fetchOne(db, sql: "SELECT max(version) FROM schema_migrations"),
              try Bool.fetchOne(db, sql: "SELECT count(*) > 0 FROM sqlite_master WHERE name = 'idx_sample_versions_sample'") ?? false,
@@ -175,7 +223,7 @@ struct MigrationTests {
         }
     }
 
-    @Test("200,000 samples: digests and export manifest hashes equal across migrations 8 and 9; hashes become blobs")
+    @Test("200,000 samples: digests and export manifest hashes equal across migrations 8, 9 and 10; hashes become blobs")
     func migrates() throws {
         let t = TempHome(), dir = TempDir()
         try Self.capture(try t.open())
@@ -228,36 +276,28 @@ struct MigrationTests {
         #expect(try Self.contents(t.home.archivePath) == before, "schema, migration records and every sample and version row unchanged")
     }
 
-    @Test("the partial UUID and semantic-fingerprint indexes (schema 9) serve the lookups that name them")
-    func partialIndexPlans() throws {
-        let archive = try Archive.inMemory()
-        try archive.writer.read { db in
-            func plan(_ sql: String, _ args: StatementArguments) throws -> String {
-                try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + sql, arguments: args).map { $0["detail"] as String }.joined(separator: "; ")
-            }
-            let blob = Data(repeating: 7, count: 32)
-            // The capture's lookup by UUID (PageOperations, INDEXED BY: an unusable partial index would not prepare).
-            let byUUID = try plan("SELECT s.id FROM samples s INDEXED BY idx_samples_uuid_hash WHERE s.sample_uuid_hash = ? AND s.sample_type_id = ?", [blob, 1])
-            #expect(byUUID.contains("idx_samples_uuid_hash"), "\(byUUID)")
-            // The check that a UUID names one sample of its type (ObservationChecks).
-            let unique = try plan("""
-                SELECT s.id FROM samples s WHERE s.id > ? AND s.sample_uuid_hash IS NOT NULL
-                  AND EXISTS (SELECT 1 FROM samples x INDEXED BY idx_samples_uuid_hash WHERE x.sample_uuid_hash = s.sample_uuid_hash AND x.sample_type_id = s.sample_type_id AND x.id != s.id)
-                """, [0])
-            #expect(unique.contains("idx_samples_uuid_hash"), "\(unique)")
-            // The importer's edit matching by semantic fingerprint.
-            let semantic = try plan("SELECT count(*) FROM samples s WHERE s.sample_type_id = ? AND s.semantic_fingerprint = ?", [1, blob])
-            #expect(semantic.contains("idx_samples_type_semantic"), "\(semantic)")
-        }
-    }
-
-    @Test("lookups of a sample's versions use the UNIQUE(sample_id, payload_hash) index")
-    func plan() throws {
-        let archive = try Archive.inMemory()
-        try archive.writer.read { db in
-            let plan = try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN SELECT id, payload_hash FROM sample_versions WHERE sample_id = ?", arguments: [1])
-                .map { $0["detail"] as String }.joined(separator: "; ")
-            #expect(plan.contains("sqlite_autoindex_sample_versions_1"), "\(plan)")
-        }
+    @Test("a migration 10 that fails leaves the archive as migration 9 left it; a real one keeps every event row")
+    func failedLeavesV9() throws {
+        let t = TempHome()
+        try t.simulate(seed: 4, days: [3, 1])
+        try Self.downgradeTo9(t.home.archivePath)
+        #expect(try Self.state(t.home.archivePath).version == 9)
+        let before = try Self.contents(t.home.archivePath)
+        let broken = ArchiveMigrations.all.filter { $0.version < 10 }
+            + [.init(version: 10, description: "broken", sql: SchemaV10.sql + "INSERT INTO no_such_table VALUES (1);")]
+        let pool = try DatabasePool(path: t.home.archivePath)
+        #expect(throws: ArchiveError.self) { try ArchiveMigrations.migrate(pool, migrations: broken, now: 1_750_000_000) }
+        try pool.writeWithoutTransaction { try $0.checkpoint(.truncate) }
+        try pool.close()
+        #expect(try Self.state(t.home.archivePath).version == 9)
+        #expect(try Self.contents(t.home.archivePath) == before, "schema, migration records and every sample, version and event row unchanged")
+        // The real migration: every event row kept with its id; only the schema lines differ.
+        let rowsBefore = try DatabaseQueue(path: t.home.archivePath).read(Self.rows)
+        _ = try t.open()
+        let after = try DatabaseQueue(path: t.home.archivePath).read(Self.structure)
+        #expect(try Self.state(t.home.archivePath).version == ArchiveMigrations.latestVersion)
+        #expect(try DatabaseQueue(path: t.home.archivePath).read(Self.rows) == rowsBefore && rowsBefore.count > 1000)
+        #expect(after.contains { $0.contains("sqlite_autoindex_sample_observation_events_1(observation_id,event_kind,sample_id) unique=1") })
+        #expect(!after.contains { $0.contains("idx_events_observation_kind") })
     }
 }
