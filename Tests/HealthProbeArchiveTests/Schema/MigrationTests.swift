@@ -254,6 +254,20 @@ struct MigrationTests {
         #expect(try DatabaseQueue(path: t.home.archivePath).read(Self.structure) == latest.read(Self.structure))
     }
 
+    /// Runs this build's migrations with `version` replaced by its `sql` followed by a
+    /// statement that fails: the migration must throw and leave the schema, migration
+    /// records and every sample, version and event row as they were.
+    static func expectFailedMigrationChangesNothing(_ path: String, version: Int, sql: String) throws {
+        let before = try contents(path)
+        let broken = ArchiveMigrations.all.filter { $0.version < version }
+            + [.init(version: version, description: "broken", sql: sql + "INSERT INTO no_such_table VALUES (1);")]
+        let pool = try DatabasePool(path: path)
+        #expect(throws: ArchiveError.self) { try ArchiveMigrations.migrate(pool, migrations: broken, now: 1_750_000_000) }
+        try pool.writeWithoutTransaction { try $0.checkpoint(.truncate) }
+        try pool.close()
+        #expect(try contents(path) == before, "schema, migration records and every sample, version and event row unchanged")
+    }
+
     @Test("a migration 9 that fails leaves the archive as migration 8 left it")
     func failedLeavesV8() throws {
         let t = TempHome()
@@ -265,15 +279,8 @@ struct MigrationTests {
         try to8.writeWithoutTransaction { try $0.checkpoint(.truncate) }
         try to8.close()
         #expect(try Self.state(t.home.archivePath) == (8, false, "text"))
-        let before = try Self.contents(t.home.archivePath)
-        let broken = ArchiveMigrations.all.filter { $0.version < 9 }
-            + [.init(version: 9, description: "broken", sql: SchemaV9.sql + "INSERT INTO no_such_table VALUES (1);")]
-        let pool = try DatabasePool(path: t.home.archivePath)
-        #expect(throws: ArchiveError.self) { try ArchiveMigrations.migrate(pool, migrations: broken, now: 1_750_000_000) }
-        try pool.writeWithoutTransaction { try $0.checkpoint(.truncate) }
-        try pool.close()
+        try Self.expectFailedMigrationChangesNothing(t.home.archivePath, version: 9, sql: SchemaV9.sql)
         #expect(try Self.state(t.home.archivePath) == (8, false, "text"))
-        #expect(try Self.contents(t.home.archivePath) == before, "schema, migration records and every sample and version row unchanged")
     }
 
     @Test("a migration 10 that fails leaves the archive as migration 9 left it; a real one keeps every event row")
@@ -282,15 +289,8 @@ struct MigrationTests {
         try t.simulate(seed: 4, days: [3, 1])
         try Self.downgradeTo9(t.home.archivePath)
         #expect(try Self.state(t.home.archivePath).version == 9)
-        let before = try Self.contents(t.home.archivePath)
-        let broken = ArchiveMigrations.all.filter { $0.version < 10 }
-            + [.init(version: 10, description: "broken", sql: SchemaV10.sql + "INSERT INTO no_such_table VALUES (1);")]
-        let pool = try DatabasePool(path: t.home.archivePath)
-        #expect(throws: ArchiveError.self) { try ArchiveMigrations.migrate(pool, migrations: broken, now: 1_750_000_000) }
-        try pool.writeWithoutTransaction { try $0.checkpoint(.truncate) }
-        try pool.close()
+        try Self.expectFailedMigrationChangesNothing(t.home.archivePath, version: 10, sql: SchemaV10.sql)
         #expect(try Self.state(t.home.archivePath).version == 9)
-        #expect(try Self.contents(t.home.archivePath) == before, "schema, migration records and every sample, version and event row unchanged")
         // The real migration: every event row kept with its id; only the schema lines differ.
         let rowsBefore = try DatabaseQueue(path: t.home.archivePath).read(Self.rows)
         _ = try t.open()
