@@ -461,7 +461,7 @@ public enum Aggregates {
     /// in-memory sorter) at most `sorterKiB`: a type of a million samples
     /// otherwise sorts in up to another whole page cache of memory, on top of
     /// the cache itself. Larger sorts spill to temporary files.
-    static func withBoundedSorter(_ db: Database, _ body: () throws -> Void) throws {
+    static func withBoundedSorter<T>(_ db: Database, _ body: () throws -> T) throws -> T {
         try db.withBoundedCache(kib: sorterKiB, body)
     }
 

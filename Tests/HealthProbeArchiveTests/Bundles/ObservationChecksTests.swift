@@ -45,6 +45,14 @@ struct ObservationChecksTests {
             DELETE FROM sample_visibility_ranges WHERE rowid = (SELECT min(rowid) FROM sample_visibility_ranges WHERE first_observation_id = ?1)
             """, recountLimit: recountLimit)
         #expect(range.contains { $0.contains("derived from the events but not stored") }, "\(range)")
+        // The range check runs with the sorter bounded; the writer's page cache is restored afterwards.
+        let caches = try t.archive.writer.write { db -> (Int, Int) in
+            let before = try Int.fetchOne(db, sql: "PRAGMA main.cache_size")!
+            let obs = try Int64.fetchOne(db, sql: "SELECT max(id) FROM observations")!
+            _ = try ObservationChecks.problems(db, observationID: obs, samplesAfter: 0, recountLimit: recountLimit)
+            return (before, try Int.fetchOne(db, sql: "PRAGMA main.cache_size")!)
+        }
+        #expect(caches.0 == caches.1 && caches.0 < -Aggregates.sorterKiB, "\(caches)")
     }
 
     @Test("a type that only grew is checked against its previous summary: count, sum, maximum and bounds", arguments: [Int.max, 0])
