@@ -7,7 +7,7 @@ import HealthProbeCLI
 struct Verify: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Check the archive's integrity (exit 1 on any problem).",
-        discussion: "--quick (default): SQLite quick check, schema, foreign keys, open ranges, duplicate identities, the latest aggregates. --full: also the full integrity check, every range rebuilt from events, every aggregate, and every recorded export manifest reproduced.")
+        discussion: "--quick (default): SQLite quick check, schema, foreign keys, open ranges, duplicate identities, the latest aggregates. --full: also the full integrity check, every range rebuilt from events, every aggregate, every recorded export manifest reproduced, and every bundle this node sent built again to the manifest hash it was sent with.")
 
     @OptionGroup var options: HomeOptions
     @Flag(name: .long, help: "The quick checks (default).") var quick = false

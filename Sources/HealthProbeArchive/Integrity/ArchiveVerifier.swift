@@ -29,8 +29,8 @@ public struct IntegrityReport: Sendable, Codable, Equatable {
 /// quick check, the schema, foreign keys, open-range sanity, duplicate
 /// identities and the latest observation's aggregates (summaries and daily
 /// rows); `full` adds the full integrity check, the rebuild of every
-/// visibility range from events, every aggregate, and the re-verification of
-/// recorded export manifests.
+/// visibility range from events, every aggregate, the re-verification of
+/// recorded export manifests, and every sent bundle built again.
 public enum ArchiveVerifier {
     public enum Mode: String, Sendable { case quick, full }
 
@@ -39,8 +39,10 @@ public enum ArchiveVerifier {
         // Recorded export manifests.
         if mode == .full {
             checks.append(try exports(node))
+            checks.append(try sentBundles(node))
         } else {
             checks.append(IntegrityCheck(name: "export_manifests", status: .skipped, detail: "run with --full"))
+            checks.append(IntegrityCheck(name: "sent_bundles", status: .skipped, detail: "run with --full"))
         }
         return IntegrityReport(mode: mode.rawValue, checks: checks)
     }
@@ -161,6 +163,39 @@ public enum ArchiveVerifier {
                 ok: "\(aggregates.dailyRows) daily rows of \(aggregates.dailyBases) type runs match the ranges per local day, hashes included" + scope)
         }
         return checks
+    }
+
+    /// Builds every bundle this node recorded as sent again, linked to the previous
+    /// manifest hash it was sent with, and compares the manifest hash: a bundle must
+    /// be the same bytes whenever it is built (Protocol/bundles.md section 4), or the
+    /// node would see a divergence the next time it rebuilds one after a lost
+    /// acknowledgement. Streams each bundle; nothing is kept.
+    static func sentBundles(_ node: NodeArchive) throws -> IntegrityCheck {
+        let chain = node.deviceChainID
+        return try node.archive.writer.read { db in
+            let rows = try Row.fetchAll(db, sql: """
+                SELECT sequence, observation_id, manifest_hash, previous_manifest_hash FROM bundle_log
+                WHERE device_chain_id = ? AND direction = 'sent' ORDER BY sequence
+                """, arguments: [chain])
+            var problems: [String] = []
+            for r in rows {
+                let sequence: Int = r["sequence"], recorded: String = r["manifest_hash"]
+                guard let obs: Int64 = r["observation_id"] else { problems.append("bundle \(sequence): no observation recorded"); continue }
+                do {
+                    let again = try ObservationBundleBuilder.build(db, observationID: obs, previousManifestHash: r["previous_manifest_hash"]) { _, _, _ in }.2
+                    if again != recorded {
+                        problems.append("bundle \(sequence) (observation \(obs)) builds to \(again.prefix(16))... but was sent as \(recorded.prefix(16))...")
+                    }
+                } catch {
+                    problems.append("bundle \(sequence) (observation \(obs)) cannot be built again (\(error))")
+                }
+            }
+            if problems.isEmpty {
+                return IntegrityCheck(name: "sent_bundles", status: .ok, detail: "\(rows.count) sent bundles build to the manifest hashes they were sent with")
+            }
+            return IntegrityCheck(name: "sent_bundles", status: .problem, detail: problems.prefix(5).joined(separator: "; ")
+                                  + (problems.count > 5 ? "; and \(problems.count - 5) more" : ""))
+        }
     }
 
     /// Reproduces every completed export (as of its recorded observation) and

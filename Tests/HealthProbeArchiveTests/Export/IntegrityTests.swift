@@ -38,6 +38,33 @@ struct IntegrityTests {
         #expect(try problems(t, .full).isEmpty)
     }
 
+    @Test("full verify builds every sent bundle again; a bundle that no longer builds to what was sent is named")
+    func sentBundles() throws {
+        let (t, _) = try home()
+        do {
+            let node = try t.open()
+            // What the sync client records for each acknowledged bundle.
+            try node.archive.writer.write { db in
+                var previous: String?
+                for (i, obs) in try Int64.fetchAll(db, sql: "SELECT id FROM observations ORDER BY id").enumerated() {
+                    let hash = try ObservationBundleBuilder.build(db, observationID: obs, previousManifestHash: previous) { _, _, _ in }.2
+                    try db.execute(sql: """
+                        INSERT INTO bundle_log(device_chain_id, sequence, observation_id, manifest_hash, previous_manifest_hash, item_count, direction, recorded_at, acknowledged_at)
+                        VALUES (?, ?, ?, ?, ?, 0, 'sent', 0, 0)
+                        """, arguments: [node.deviceChainID, i + 1, obs, hash, previous])
+                    previous = hash
+                }
+            }
+            let report = try ArchiveVerifier.run(node, mode: .full)
+            #expect(report.checks.first { $0.name == "sent_bundles" }?.detail == "2 sent bundles build to the manifest hashes they were sent with")
+            #expect(try ArchiveVerifier.run(node, mode: .quick).checks.first { $0.name == "sent_bundles" }?.status == .skipped)
+        }
+        // A type renamed under the bundles (what a later capture used to do): both bundles name the type.
+        try damage(t, "UPDATE sample_types SET display_name = 'Renamed'")
+        let found = try problems(t)["sent_bundles"] ?? ""
+        #expect(found.contains("bundle 1 (observation 1) builds to") && found.contains("bundle 2"), "\(found)")
+    }
+
     @Test("each kind of damage is caught and named")
     func damaged() throws {
         let cases: [(String, String, String)] = [
