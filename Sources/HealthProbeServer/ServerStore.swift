@@ -217,7 +217,7 @@ extension ServerStore {
     /// (`hp-server serve` migrates every replica before it listens).
     static func readOnlyConnection(_ path: String) throws -> DatabaseQueue {
         let queue = try readOnlyQueue(path)
-        let version = try queue.read(schemaVersion)
+        let version = try queue.read(ArchiveMigrations.appliedVersion)
         guard version == ArchiveMigrations.latestVersion else {
             throw ArchiveError(.invalidState, "the replica at \(path) has schema version \(version) and this build reads \(ArchiveMigrations.latestVersion); start `hp-server serve` once (it migrates every replica before it listens)")
         }
@@ -231,7 +231,7 @@ extension ServerStore {
         var migrated = 0
         for chain in try chains() {
             let path = replicaPath(chain)
-            let version = try Self.readOnlyQueue(path).read(Self.schemaVersion)
+            let version = try Self.readOnlyQueue(path).read(ArchiveMigrations.appliedVersion)
             guard version < ArchiveMigrations.latestVersion else { continue }
             progress(chain)
             let archive = try Archive.open(path: path, durability: .full, singleConnection: true)
@@ -249,12 +249,6 @@ extension ServerStore {
         config.readonly = true
         config.busyMode = .timeout(10)
         return try DatabaseQueue(path: path, configuration: config)
-    }
-
-    /// The schema version a replica records (0 when it records none).
-    private static func schemaVersion(_ db: Database) throws -> Int {
-        guard try db.tableExists("schema_migrations") else { return 0 }
-        return try Int.fetchOne(db, sql: "SELECT max(version) FROM schema_migrations") ?? 0
     }
 
     /// Where bundles being received are kept until verified and applied.

@@ -128,7 +128,7 @@ public final class ArchiveCache: Sendable {
                 """, arguments: [chainID]) {
                 obs[r[0]] = Obs(status: r[1], aggregateHash: ArchiveHasher.sha256(.aggregate, "observation:" + ((r[2] as String?) ?? "")))
             }
-            return ArchiveState(schemaVersion: try Int.fetchOne(db, sql: "SELECT max(version) FROM schema_migrations") ?? 0, observations: obs)
+            return ArchiveState(schemaVersion: try ArchiveMigrations.appliedVersion(db), observations: obs)
         }
     }
 

@@ -109,7 +109,7 @@ public enum ObservationQueries {
         let chain = try Row.fetchOne(db, sql: "SELECT device_chain_hash, recovered_from_keychain FROM device_chains WHERE id = ?", arguments: [chainID])
         let last = try Row.fetchOne(db, sql: "SELECT id, status, observed_at FROM observations WHERE device_chain_id = ? ORDER BY id DESC LIMIT 1", arguments: [chainID])
         return Status(
-            schemaVersion: try Int.fetchOne(db, sql: "SELECT max(version) FROM schema_migrations") ?? 0,
+            schemaVersion: try ArchiveMigrations.appliedVersion(db),
             deviceChainHash: chain?["device_chain_hash"] ?? "",
             recoveredFromKeychain: (chain?["recovered_from_keychain"] as Int?) == 1,
             observations: try Int.fetchOne(db, sql: "SELECT count(*) FROM observations WHERE device_chain_id = ?", arguments: [chainID]) ?? 0,

@@ -206,7 +206,7 @@ public enum Exporter {
             }
             let asOf = r.asOf ?? latest
             try check(r.asOf, "--as-of")
-            var s = Scope(asOf: asOf, filters: .null, zone: .null, schemaVersion: try Int.fetchOne(db, sql: "SELECT max(version) FROM schema_migrations") ?? 0)
+            var s = Scope(asOf: asOf, filters: .null, zone: .null, schemaVersion: try ArchiveMigrations.appliedVersion(db))
             switch r.kind {
             case .observationDiffJSON:
                 guard let f = r.from, let t = r.to else { throw ArchiveError(.invalidInput, "observation_diff_json needs --from A --to B") }

@@ -16,6 +16,13 @@ public struct IntegrityCheck: Sendable, Codable, Equatable {
         self.status = status
         self.detail = detail
     }
+
+    /// `ok` with `okDetail` when `problems` is empty; otherwise a problem naming the first five.
+    init(name: String, problems: [String], ok okDetail: String) {
+        self = problems.isEmpty ? IntegrityCheck(name: name, status: .ok, detail: okDetail)
+            : IntegrityCheck(name: name, status: .problem, detail: problems.prefix(5).joined(separator: "; ")
+                             + (problems.count > 5 ? "; and \(problems.count - 5) more" : ""))
+    }
 }
 
 /// The result of `hp-node verify`.
@@ -51,9 +58,7 @@ public enum ArchiveVerifier {
     public static func databaseChecks(_ archive: Archive, mode: Mode) throws -> [IntegrityCheck] {
         var checks: [IntegrityCheck] = []
         func add(_ name: String, _ problems: [String], ok: String) {
-            checks.append(problems.isEmpty ? IntegrityCheck(name: name, status: .ok, detail: ok)
-                                           : IntegrityCheck(name: name, status: .problem, detail: problems.prefix(5).joined(separator: "; ")
-                                                            + (problems.count > 5 ? "; and \(problems.count - 5) more" : "")))
+            checks.append(IntegrityCheck(name: name, problems: problems, ok: ok))
         }
         try archive.writer.read { db in
             // 1. SQLite's own check.
@@ -190,11 +195,7 @@ public enum ArchiveVerifier {
                     problems.append("bundle \(sequence) (observation \(obs)) cannot be built again (\(error))")
                 }
             }
-            if problems.isEmpty {
-                return IntegrityCheck(name: "sent_bundles", status: .ok, detail: "\(rows.count) sent bundles build to the manifest hashes they were sent with")
-            }
-            return IntegrityCheck(name: "sent_bundles", status: .problem, detail: problems.prefix(5).joined(separator: "; ")
-                                  + (problems.count > 5 ? "; and \(problems.count - 5) more" : ""))
+            return IntegrityCheck(name: "sent_bundles", problems: problems, ok: "\(rows.count) sent bundles build to the manifest hashes they were sent with")
         }
     }
 

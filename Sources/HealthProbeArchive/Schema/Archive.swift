@@ -118,7 +118,7 @@ public final class Archive: Sendable {
 
     /// The schema version recorded in the archive.
     public func schemaVersion() throws -> Int {
-        try writer.read { db in try Int.fetchOne(db, sql: "SELECT max(version) FROM schema_migrations") ?? 0 }
+        try writer.read(ArchiveMigrations.appliedVersion)
     }
 
     /// Marks observations and type runs a crash left `running` as `interrupted`.

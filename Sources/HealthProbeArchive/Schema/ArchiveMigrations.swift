@@ -31,6 +31,12 @@ public enum ArchiveMigrations {
         Migration(version: SchemaV10.version, description: SchemaV10.description, sql: SchemaV10.sql),
     ]
 
+    /// The highest schema version `db` records (0 when it records none: not yet an archive).
+    public static func appliedVersion(_ db: Database) throws -> Int {
+        guard try db.tableExists("schema_migrations") else { return 0 }
+        return try Int.fetchOne(db, sql: "SELECT max(version) FROM schema_migrations") ?? 0
+    }
+
     /// The highest schema version this build knows.
     public static var latestVersion: Int { all.map(\.version).max() ?? 0 }
 

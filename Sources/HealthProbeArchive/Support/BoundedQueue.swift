@@ -21,14 +21,12 @@ public final class BoundedQueue<Element>: @unchecked Sendable {
         slots = Array(repeating: nil, count: self.capacity)
     }
 
-    private var waiting: Int { count }
-
     /// Adds `element`, waiting while `capacity` elements wait. Throws the cancel reason
     /// once the consuming side cancelled, or `CancellationError` after `close`.
     public func put(_ element: Element) throws {
         condition.lock()
         defer { condition.unlock() }
-        while waiting >= capacity && cancelReason == nil { condition.wait() }
+        while count >= capacity && cancelReason == nil { condition.wait() }
         if let cancelReason { throw cancelReason }
         if closed { throw CancellationError() }
         slots[(head + count) % capacity] = element
@@ -41,7 +39,7 @@ public final class BoundedQueue<Element>: @unchecked Sendable {
     public func take() throws -> Element? {
         condition.lock()
         defer { condition.unlock() }
-        while waiting == 0 && !closed && cancelReason == nil { condition.wait() }
+        while count == 0 && !closed && cancelReason == nil { condition.wait() }
         if let e = removeFirst() { return e }
         if cancelReason == nil, let failure { throw failure }
         return nil
