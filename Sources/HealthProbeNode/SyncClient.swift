@@ -24,6 +24,11 @@ public struct SyncClient {
         public var uncompressedBytes: Int
         /// Seconds from sending each bundle's `BUNDLE_END` to its acknowledgement (the server's verify and apply).
         public var ackSeconds: [Double] = []
+        /// Seconds, summed over the bundles sent: building them into the outbox,
+        /// re-hashing them from its parts, and sending `BUNDLE_BEGIN` through the last part.
+        public var buildSeconds: Double = 0
+        public var checkSeconds: Double = 0
+        public var sendSeconds: Double = 0
     }
 
     public let node: NodeArchive
@@ -74,14 +79,19 @@ public struct SyncClient {
             let file = outbox + "/\(seq).parts"
             defer { try? FileManager.default.removeItem(atPath: file) }
             let link = previous
+            let building = ContinuousClock.now
             // Built straight into deflated parts (a second thread deflates while the next part is built).
             let written = try await node.archive.writer.read { db in
                 try OutboxBundle.write(db, observationID: obs, previousManifestHash: link, to: file)
             }
             let (hash, items, size, parts) = (written.manifestHash, written.trailer.itemCount, written.size, written.parts)
+            let checking = ContinuousClock.now
+            report.buildSeconds += (checking - building).seconds
             // Inflated and re-hashed from the stored parts before they are sent (the server verifies
             // everything else), off Swift's cooperative threads like the archive's reads and writes.
             try await NIOThreadPool.singleton.runIfActive { try OutboxBundle.rehash(file, parts: parts, expected: hash) }
+            let sending = ContinuousClock.now
+            report.checkSeconds += (sending - checking).seconds
             try await session.send(.json(.bundleBegin, .object([
                 "sequence": .int(seq), "manifest_hash": .string(hash), "parts": .int(parts.count),
                 "item_count": .int(items), "uncompressed_size": .int(size)])))
@@ -99,6 +109,7 @@ public struct SyncClient {
                 try await session.send(SyncFrame(kind: .bundlePart, payload: payload))
             }
             let ended = ContinuousClock.now
+            report.sendSeconds += (ended - sending).seconds
             try await session.send(.json(.bundleEnd, .object(["sequence": .int(seq), "manifest_hash": .string(hash)])))
             let ack = try await session.next()
             report.ackSeconds.append((ContinuousClock.now - ended).seconds)

@@ -32,6 +32,10 @@ struct SyncBench: AsyncParsableCommand {
         var compressionRatio: Double
         /// BUNDLE_END to BUNDLE_ACK: the server's verify and apply.
         var ackSeconds: Double
+        /// The node's building, re-hashing and sending of the bundle (SyncClient.Report).
+        var buildSeconds: Double
+        var checkSeconds: Double
+        var sendSeconds: Double
         var nodePeakRssBytes: Int64
         /// The server process's peak since it started (VmHWM).
         var serverPeakRssBytes: Int64
@@ -62,12 +66,13 @@ struct SyncBench: AsyncParsableCommand {
                                   bytesOnWire: report.bytesOnWire, uncompressedBytes: report.uncompressedBytes,
                                   compressionRatio: Double(report.uncompressedBytes) / Double(max(report.bytesOnWire, 1)),
                                   ackSeconds: report.ackSeconds.last ?? 0,
+                                  buildSeconds: report.buildSeconds, checkSeconds: report.checkSeconds, sendSeconds: report.sendSeconds,
                                   nodePeakRssBytes: Measure.peakRSS(), serverPeakRssBytes: server.peakRSS))
         }
         if bench.json { for r in results { try Output.jsonLine(r) }; return }
         for r in results {
-            print(String(format: "%@: %d samples in %.2f s = %.0f samples/s (server verify+apply %.2f s); %.1f MB on the wire for %.1f MB of bundles (%.1fx); peak RSS node %.1f MB, server %.1f MB",
-                         r.phase, r.samples, r.seconds, r.samplesPerSecond, r.ackSeconds, Double(r.bytesOnWire) / 1_048_576, Double(r.uncompressedBytes) / 1_048_576,
+            print(String(format: "%@: %d samples in %.2f s = %.0f samples/s (node build %.2f s, re-hash %.2f s, send %.2f s; server verify+apply after the end %.2f s); %.1f MB on the wire for %.1f MB of bundles (%.1fx); peak RSS node %.1f MB, server %.1f MB",
+                         r.phase, r.samples, r.seconds, r.samplesPerSecond, r.buildSeconds, r.checkSeconds, r.sendSeconds, r.ackSeconds, Double(r.bytesOnWire) / 1_048_576, Double(r.uncompressedBytes) / 1_048_576,
                          r.compressionRatio, Double(r.nodePeakRssBytes) / 1_048_576, Double(r.serverPeakRssBytes) / 1_048_576))
         }
     }

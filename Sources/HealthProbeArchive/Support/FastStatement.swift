@@ -100,6 +100,17 @@ struct FastStatement {
         }
     }
 
+    /// Steps a statement bound with `bind`: true while it has a row. The caller
+    /// resets it (`reset()`) once done, as for two statements stepped side by side.
+    func step(_ db: Database) throws -> Bool {
+        let rc = sqlite3_step(raw)
+        if rc == SQLITE_ROW { return true }
+        guard rc == SQLITE_DONE else { throw error(db, rc) }
+        return false
+    }
+
+    func reset() { sqlite3_reset(raw) }
+
     func isNull(_ col: Int32) -> Bool { sqlite3_column_type(raw, col) == SQLITE_NULL }
     func int(_ col: Int32) -> Int64? { isNull(col) ? nil : sqlite3_column_int64(raw, col) }
     func double(_ col: Int32) -> Double? { isNull(col) ? nil : sqlite3_column_double(raw, col) }

@@ -9,13 +9,13 @@ import Testing
 struct ObservationChecksTests {
     /// The problems of the latest observation after `damage`, rolled back afterwards.
     /// `recountLimit` 0 checks every summary against its previous one (the large-type path).
-    func problems(_ node: NodeArchive, _ damage: String, recountLimit: Int = .max) throws -> [String] {
+    func problems(_ node: NodeArchive, _ damage: String, recountLimit: Int = .max, samplesAfter: Int64 = 0) throws -> [String] {
         try node.archive.writer.write { db -> [String] in
             let obs = try Int64.fetchOne(db, sql: "SELECT max(id) FROM observations")!
             var out: [String] = []
             _ = try db.inSavepoint {
                 if !damage.isEmpty { try db.execute(sql: damage, arguments: [obs]) }
-                out = try ObservationChecks.problems(db, observationID: obs, samplesAfter: 0, recountLimit: recountLimit)
+                out = try ObservationChecks.problems(db, observationID: obs, samplesAfter: samplesAfter, recountLimit: recountLimit)
                 return .rollback
             }
             return out
@@ -45,14 +45,39 @@ struct ObservationChecksTests {
             DELETE FROM sample_visibility_ranges WHERE rowid = (SELECT min(rowid) FROM sample_visibility_ranges WHERE first_observation_id = ?1)
             """, recountLimit: recountLimit)
         #expect(range.contains { $0.contains("derived from the events but not stored") }, "\(range)")
-        // The range check runs with the sorter bounded; the writer's page cache is restored afterwards.
-        let caches = try t.archive.writer.write { db -> (Int, Int) in
-            let before = try Int.fetchOne(db, sql: "PRAGMA main.cache_size")!
-            let obs = try Int64.fetchOne(db, sql: "SELECT max(id) FROM observations")!
-            _ = try ObservationChecks.problems(db, observationID: obs, samplesAfter: 0, recountLimit: recountLimit)
-            return (before, try Int.fetchOne(db, sql: "PRAGMA main.cache_size")!)
+        // A range that names another version: stored but not derived, and its own missing.
+        let version = try problems(t, """
+            UPDATE sample_visibility_ranges SET version_id = NULL WHERE rowid = (SELECT min(rowid) FROM sample_visibility_ranges WHERE first_observation_id = ?1)
+            """, recountLimit: recountLimit)
+        #expect(version.contains { $0.contains("is stored but not derived from the events") }, "\(version)")
+        #expect(version.contains { $0.contains("is derived from the events but not stored") }, "\(version)")
+        // A second open range of one sample.
+        let open = try problems(t, """
+            INSERT INTO sample_visibility_ranges(sample_id, version_id, first_observation_id, first_seen_at)
+            SELECT sample_id, NULL, first_observation_id, 0 FROM sample_visibility_ranges WHERE first_observation_id = ?1 AND last_observation_id IS NULL LIMIT 1
+            """, recountLimit: recountLimit)
+        #expect(open.contains { $0.contains("has 2 open ranges") }, "\(open)")
+    }
+
+    @Test("a UUID given to a second sample of its type is found, by lookups (a few samples added) and by walking the index (many added)")
+    func duplicateUUID() throws {
+        let home = TempHome()
+        let node = try home.open()
+        try capture(node, kind: .anchored, samples: (0..<40).map { hr($0, value: Double(50 + $0)) })
+        let last = try node.archive.writer.read { try Int64.fetchOne($0, sql: "SELECT max(id) FROM samples") }!
+        let damage = """
+            UPDATE samples SET sample_uuid_hash = (SELECT sample_uuid_hash FROM samples WHERE id = (SELECT min(id) FROM samples))
+            WHERE id = (SELECT max(id) FROM samples) AND ?1 > 0
+            """
+        let message = { (id: Int64) in "sample \(id) (HKQuantityTypeIdentifierHeartRate): its UUID hash already names another sample of the type" }
+        // Every sample counted as added: the index walk; both holders of the UUID are named.
+        // One sample added: its lookup.
+        for (after, named) in [(Int64(0), [1, last]), (last - 1, [last])] {
+            #expect(try problems(node, "", samplesAfter: after) == [])
+            #expect(try problems(node, damage, samplesAfter: after) == named.map(message), "after \(after)")
         }
-        #expect(caches.0 == caches.1 && caches.0 < -Aggregates.sorterKiB, "\(caches)")
+        // Only the samples added are checked: the duplicate is older than these.
+        #expect(try problems(node, damage, samplesAfter: last) == [])
     }
 
     @Test("a type that only grew is checked against its previous summary: count, sum, maximum and bounds", arguments: [Int.max, 0])
