@@ -24,8 +24,9 @@ public struct SyncClient {
         public var uncompressedBytes: Int
         /// Seconds from sending each bundle's `BUNDLE_END` to its acknowledgement (the server's verify and apply).
         public var ackSeconds: [Double] = []
-        /// Seconds, summed over the bundles sent: building them into the outbox,
-        /// re-hashing them from its parts, and sending `BUNDLE_BEGIN` through the last part.
+        /// Seconds, summed over the bundles sent: building them into the outbox, sending
+        /// `BUNDLE_BEGIN` through the last part, and waiting after that for the re-hash
+        /// of the stored parts that runs beside the sending.
         public var buildSeconds: Double = 0
         public var checkSeconds: Double = 0
         public var sendSeconds: Double = 0
@@ -36,6 +37,9 @@ public struct SyncClient {
     public let logger: Logger
     /// Called after each acknowledged bundle: (sequence, last sequence to send).
     public var onProgress: (Int, Int) -> Void = { _, _ in }
+    /// Called with each bundle's outbox file once built, before anything of it is sent
+    /// (tests damage the file here).
+    public var onBuilt: (String) throws -> Void = { _ in }
 
     public init(node: NodeArchive, outbox: String, logger: Logger = Archive.silentLogger) {
         self.node = node
@@ -85,13 +89,15 @@ public struct SyncClient {
                 try OutboxBundle.write(db, observationID: obs, previousManifestHash: link, to: file)
             }
             let (hash, items, size, parts) = (written.manifestHash, written.trailer.itemCount, written.size, written.parts)
-            let checking = ContinuousClock.now
-            report.buildSeconds += (checking - building).seconds
-            // Inflated and re-hashed from the stored parts before they are sent (the server verifies
-            // everything else), off Swift's cooperative threads like the archive's reads and writes.
-            try await NIOThreadPool.singleton.runIfActive { try OutboxBundle.rehash(file, parts: parts, expected: hash) }
+            try onBuilt(file)
             let sending = ContinuousClock.now
-            report.checkSeconds += (sending - checking).seconds
+            report.buildSeconds += (sending - building).seconds
+            // The stored parts are inflated and re-hashed (the server verifies everything
+            // else) on another thread while they are sent; BUNDLE_END goes only once the
+            // hash matched, so a bundle whose outbox file changed is never completed (the
+            // server discards a bundle without its end). Off Swift's cooperative threads
+            // like the archive's reads and writes.
+            async let checked: Void = NIOThreadPool.singleton.runIfActive { try OutboxBundle.rehash(file, parts: parts, expected: hash) }
             try await session.send(.json(.bundleBegin, .object([
                 "sequence": .int(seq), "manifest_hash": .string(hash), "parts": .int(parts.count),
                 "item_count": .int(items), "uncompressed_size": .int(size)])))
@@ -108,8 +114,11 @@ public struct SyncClient {
                 report.uncompressedBytes += part.size
                 try await session.send(SyncFrame(kind: .bundlePart, payload: payload))
             }
+            let sent = ContinuousClock.now
+            report.sendSeconds += (sent - sending).seconds
+            try await checked
             let ended = ContinuousClock.now
-            report.sendSeconds += (ended - sending).seconds
+            report.checkSeconds += (ended - sent).seconds
             try await session.send(.json(.bundleEnd, .object(["sequence": .int(seq), "manifest_hash": .string(hash)])))
             let ack = try await session.next()
             report.ackSeconds.append((ContinuousClock.now - ended).seconds)

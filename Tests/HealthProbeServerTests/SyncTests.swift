@@ -64,6 +64,34 @@ struct SyncTests {
         }
     }
 
+    @Test("an outbox file damaged after its bundle was built is never completed: nothing stored, the node records nothing, the next sync sends it whole")
+    func damagedOutbox() async throws {
+        let data = TempDir()
+        let a = TempHome()
+        try simulate(a, days: 2)
+        try await withServer(data) { server in
+            let e = try await server.enroll("a")
+            let node = try a.open()
+            var client = SyncClient(node: node, outbox: a.root + "/outbox")
+            client.onBuilt = { path in
+                // Garbage over the middle of the stored parts (re-hashed while they are sent).
+                let handle = try #require(FileHandle(forUpdatingAtPath: path))
+                defer { try? handle.close() }
+                let size = try handle.seekToEnd()
+                try handle.seek(toOffset: size / 2)
+                handle.write(Data(repeating: 0x5A, count: 64))
+            }
+            await #expect(throws: (any Error).self) { _ = try await client.sync(e) }
+            #expect(try await quarantineEmpties(server.store))
+            #expect(try server.store.chains().isEmpty)
+            let logged = try await node.archive.writer.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM bundle_log") }
+            #expect(logged == 0)
+            let again = try await SyncClient(node: node, outbox: a.root + "/outbox").sync(e)
+            #expect(again.sent == 1 && again.serverHadSequence == 0)
+            for (x, y) in try digests(node, server.store) { #expect(x == y) }
+        }
+    }
+
     @Test("a connection dropped mid-bundle stores nothing; garbage gets an error; the real client then syncs")
     func droppedAndGarbage() async throws {
         let data = TempDir()

@@ -94,4 +94,18 @@ struct RangeRebuild {
     static func describe(_ r: Range) -> String {
         "[\(r.first), \(r.last.map(String.init) ?? "open"))"
     }
+
+    /// Every sample's events that open, replace or close a range, in sample order.
+    static let allEvents = """
+        SELECT e.sample_id, e.observation_id, e.event_kind, e.version_id, e.id
+        FROM sample_observation_events e INDEXED BY idx_events_sample
+        WHERE e.event_kind IN ('appeared', 'representation_changed', 'disappeared')
+        ORDER BY e.sample_id
+        """
+    /// Every stored range, in sample order.
+    static let allRanges = """
+        SELECT g.sample_id, g.version_id, g.first_observation_id, g.last_observation_id
+        FROM sample_visibility_ranges g INDEXED BY sqlite_autoindex_sample_visibility_ranges_1
+        ORDER BY g.sample_id
+        """
 }

@@ -123,11 +123,12 @@ struct IndexPlanTests {
         }
     }
 
-    @Test("the checks of a large bundle sort nothing: the range rebuild's walks come in sample order, the UUID walk groups in index order")
+    @Test("the checks of a large bundle and the verifier's range rebuild sort nothing: the walks come in sample order, the UUID walk groups in index order")
     func largeBundleChecksSortNothing() throws {
         let archive = try Archive.inMemory()
         try archive.writer.write { db in
-            for sql in [ObservationChecks.touchedEvents, ObservationChecks.touchedRanges, ObservationChecks.duplicateUUIDsByWalk] {
+            for sql in [ObservationChecks.touchedEvents, ObservationChecks.touchedRanges, ObservationChecks.duplicateUUIDsByWalk,
+                        RangeRebuild.allEvents, RangeRebuild.allRanges] {
                 let plan = try Self.plan(db, Use("", "", sql, sql.contains("?") ? [0] : []))
                 #expect(!plan.contains("TEMP B-TREE"), "\(plan)")
             }
