@@ -279,6 +279,26 @@ public struct CanonicalJSONWriter: ~Copyable {
         if let v { writeString(utf8: v) } else { writeNull() }
     }
 
+    /// A string member holding `v` as lower-case hex digits (`nil` writes null):
+    /// a stored hash written as every edge shows it, without building the text first.
+    public mutating func field(_ k: StaticString, hex v: UnsafeRawBufferPointer?) {
+        key(k)
+        guard let v else { return writeNull() }
+        reserve(v.count * 2 + 2)
+        base[count] = UInt8(ascii: "\"")
+        var p = base + count + 1
+        for b in v {
+            p[0] = Self.hexDigit(b >> 4)
+            p[1] = Self.hexDigit(b & 0x0F)
+            p += 2
+        }
+        p[0] = UInt8(ascii: "\"")
+        count += v.count * 2 + 2
+    }
+
+    @inline(__always)
+    private static func hexDigit(_ n: UInt8) -> UInt8 { n < 10 ? 0x30 + n : 0x57 + n }
+
     public mutating func field(_ k: StaticString, _ v: Int?) {
         key(k)
         if let v { writeInt(v) } else { writeNull() }

@@ -89,4 +89,19 @@ struct HashVectorTests {
             if a.bytes != b.bytes { return }
         }
     }
+
+    @Test("a hex member writes what ArchiveHasher.hex prints, quoted; null for none, an empty string for no bytes")
+    func hexField() throws {
+        var rng = TestRandom(printingSeedFor: "hexField")
+        for length in [0, 1, 16, 32, 33] {
+            let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &rng) } + (length > 1 ? [0x00, 0xFF] : [])
+            var a = CanonicalJSONWriter(), b = CanonicalJSONWriter()
+            a.beginObject(); b.beginObject()
+            bytes.withUnsafeBytes { a.field("h", hex: $0) }
+            b.field("h", ArchiveHasher.hex(bytes))
+            a.field("n", hex: nil); b.field("n", nil as String?)
+            a.endObject(); b.endObject()
+            #expect(a.bytes == b.bytes, "\(bytes)")
+        }
+    }
 }

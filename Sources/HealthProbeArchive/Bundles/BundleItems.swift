@@ -95,10 +95,10 @@ public enum ObservationBundleBuilder {
             try item("metadata", ["metadata_hash": s(r, "metadata_hash"), "metadata_json": s(r, "metadata_json")])
         }
         // The four per-sample kinds: columns by position, text straight from
-        // SQLite's row (no `Row` name lookups, no `String` per column).
+        // SQLite's row (no `Row` name lookups, no `String` per column), stored
+        // hashes read as bytes and written as hex digits (not through SQL's hex()).
         try FastStatement(db, """
-            SELECT s.first_seen_at, s.fuzzy_key, nullif(lower(hex(s.sample_uuid_hash)), ''), nullif(lower(hex(s.semantic_fingerprint)), ''),
-                   lower(hex(s.strict_fingerprint)), st.type_identifier
+            SELECT s.first_seen_at, s.fuzzy_key, s.sample_uuid_hash, s.semantic_fingerprint, s.strict_fingerprint, st.type_identifier
             FROM samples s JOIN sample_types st ON st.id = s.sample_type_id
             WHERE s.first_seen_observation_id = ? ORDER BY s.id
             """).query(db, [.int(obs)]) { r in
@@ -107,18 +107,18 @@ public enum ObservationBundleBuilder {
             Self.date(&w, "first_seen_at", r, 0)
             w.field("fuzzy_key", utf8: r.textBytes(1))
             w.field("kind", "sample")
-            w.field("sample_uuid_hash", utf8: r.textBytes(2))
-            w.field("semantic_fingerprint", utf8: r.textBytes(3))
-            w.field("strict_fingerprint", utf8: r.textBytes(4))
+            w.field("sample_uuid_hash", hex: r.bytes(2, emptyIsNull: true))
+            w.field("semantic_fingerprint", hex: r.bytes(3, emptyIsNull: true))
+            w.field("strict_fingerprint", hex: r.bytes(4))
             w.field("type_identifier", utf8: r.textBytes(5))
             w.endObject()
             try emitItem("sample", w.bytes)
         }
         try FastStatement(db, """
-            SELECT st.type_identifier, lower(hex(s.strict_fingerprint)), v.source_revision_id, v.category_value, v.creation_date, h.device_hash,
+            SELECT st.type_identifier, s.strict_fingerprint, v.source_revision_id, v.category_value, v.creation_date, h.device_hash,
                    v.duration_seconds, v.end_date, m.metadata_hash, v.numeric_value, so.bundle_identifier, so.source_name_hash,
                    sr.operating_system_version, sr.product_type, sr.version, v.start_date, v.unit, v.value_kind,
-                   v.workout_activity_type, lower(hex(v.payload_hash))
+                   v.workout_activity_type, v.payload_hash
             FROM sample_versions v JOIN samples s ON s.id = v.sample_id JOIN sample_types st ON st.id = s.sample_type_id
             LEFT JOIN source_revisions sr ON sr.id = v.source_revision_id LEFT JOIN sources so ON so.id = sr.source_id
             LEFT JOIN hk_devices h ON h.id = v.hk_device_id LEFT JOIN metadata_blobs m ON m.id = v.metadata_id
@@ -158,13 +158,13 @@ public enum ObservationBundleBuilder {
             w.field("value_kind", utf8: r.textBytes(17))
             w.field("workout_activity_type", r.int(18).map(Int.init))
             w.endObject()
-            w.field("payload_hash", utf8: r.textBytes(19))
+            w.field("payload_hash", hex: r.bytes(19))
             Self.sampleRef(&w, r, type: 0, fingerprint: 1)
             w.endObject()
             try emitItem("version", w.bytes)
         }
         try FastStatement(db, """
-            SELECT st.type_identifier, lower(hex(s.strict_fingerprint)), e.event_kind, e.evidence_kind, e.observed_at, nullif(lower(hex(v.payload_hash)), '')
+            SELECT st.type_identifier, s.strict_fingerprint, e.event_kind, e.evidence_kind, e.observed_at, v.payload_hash
             FROM sample_observation_events e JOIN samples s ON s.id = e.sample_id JOIN sample_types st ON st.id = s.sample_type_id
             LEFT JOIN sample_versions v ON v.id = e.version_id
             WHERE e.observation_id = ? ORDER BY e.id
@@ -175,13 +175,13 @@ public enum ObservationBundleBuilder {
             w.field("evidence_kind", utf8: r.textBytes(3))
             w.field("kind", "event")
             Self.date(&w, "observed_at", r, 4)
-            w.field("payload_hash", utf8: r.textBytes(5))
+            w.field("payload_hash", hex: r.bytes(5, emptyIsNull: true))
             Self.sampleRef(&w, r, type: 0, fingerprint: 1)
             w.endObject()
             try emitItem("event", w.bytes)
         }
         try FastStatement(db, """
-            SELECT st.type_identifier, lower(hex(s.strict_fingerprint)), g.first_seen_at, nullif(lower(hex(v.payload_hash)), '')
+            SELECT st.type_identifier, s.strict_fingerprint, g.first_seen_at, v.payload_hash
             FROM sample_visibility_ranges g JOIN samples s ON s.id = g.sample_id JOIN sample_types st ON st.id = s.sample_type_id
             LEFT JOIN sample_versions v ON v.id = g.version_id
             WHERE g.first_observation_id = ? ORDER BY g.rowid
@@ -190,7 +190,7 @@ public enum ObservationBundleBuilder {
             w.beginObject()
             Self.date(&w, "first_seen_at", r, 2)
             w.field("kind", "range_open")
-            w.field("payload_hash", utf8: r.textBytes(3))
+            w.field("payload_hash", hex: r.bytes(3, emptyIsNull: true))
             Self.sampleRef(&w, r, type: 0, fingerprint: 1)
             w.endObject()
             try emitItem("range_open", w.bytes)
@@ -246,7 +246,7 @@ public enum ObservationBundleBuilder {
     static func sampleRef(_ w: inout CanonicalJSONWriter, _ r: FastStatement, type: Int32, fingerprint: Int32) {
         w.key("sample")
         w.beginObject()
-        w.field("strict_fingerprint", utf8: r.textBytes(fingerprint))
+        w.field("strict_fingerprint", hex: r.bytes(fingerprint))
         w.field("type", utf8: r.textBytes(type))
         w.endObject()
     }

@@ -124,6 +124,17 @@ struct FastStatement {
         guard let p = sqlite3_column_text(raw, col) else { return nil }
         return UnsafeBufferPointer(start: p, count: Int(sqlite3_column_bytes(raw, col)))
     }
+    /// A column's bytes as SQLite's `hex()` reads them (a blob's, or a text's UTF-8),
+    /// valid until the statement steps again; nil for NULL, and for an empty value when
+    /// `emptyIsNull` (as `nullif(hex(x), '')`).
+    func bytes(_ col: Int32, emptyIsNull: Bool = false) -> UnsafeRawBufferPointer? {
+        guard !isNull(col) else { return nil }
+        let p = sqlite3_column_blob(raw, col)  // before its length, as SQLite asks
+        let n = Int(sqlite3_column_bytes(raw, col))
+        guard n > 0, let p else { return emptyIsNull ? nil : UnsafeRawBufferPointer(start: nil, count: 0) }
+        return UnsafeRawBufferPointer(start: p, count: n)
+    }
+
     /// A stored hash column as 64 lower-case hex digits (nil for NULL or a value that is not a 32-byte blob).
     func hash(_ col: Int32) -> String? {
         guard sqlite3_column_type(raw, col) == SQLITE_BLOB, let p = sqlite3_column_blob(raw, col),
