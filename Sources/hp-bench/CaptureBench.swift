@@ -37,7 +37,9 @@ struct CaptureBench: AsyncParsableCommand {
         if generation == 2 && bucket == 1 { return nil }
         var value = Double(40 + h % 120)
         if generation == 2 && bucket == 0 { value += 1 }
-        let start = 1_700_000_000 + Double(i) * 60
+        // A minute apart, wrapping every 50M samples so that the large index offsets other
+        // benches give each node (household) stay inside the dates bundles accept (to 2200).
+        let start = 1_700_000_000 + Double(i % 50_000_000) * 60
         return CapturedSample(uuid: SplitMix.uuid(h, SplitMix.mix(h)), startDate: start, endDate: start + 30, valueKind: .quantity,
                               numericValue: value, unit: "count/min", source: source, device: device)
     }

@@ -11,4 +11,9 @@ int hp_start_writeback(int fd, long long offset, long long length);
 /// returns 1 when some was released. Elsewhere it does nothing and returns 0.
 int hp_trim_heap(void);
 
+/// The number of heap arenas the process was limited to when it loaded
+/// (glibc; one per core, 2 to 8), or 0 when it was not (another C library, or
+/// MALLOC_ARENA_MAX / GLIBC_TUNABLES set by the user).
+int hp_heap_arena_limit(void);
+
 #endif

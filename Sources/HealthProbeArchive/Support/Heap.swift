@@ -5,4 +5,12 @@ public enum Heap {
     /// Returns the allocator's free memory to the system (glibc's `malloc_trim`):
     /// after a large piece of work whose buffers the allocator would otherwise keep.
     public static func trim() { _ = hp_trim_heap() }
+
+    /// How many heap arenas the process was limited to when it loaded (one per
+    /// core, 2 to 8), or nil when it was not: another C library, or the user set
+    /// `MALLOC_ARENA_MAX` or `GLIBC_TUNABLES` (docs/decisions/2026-11-25-heap-arenas.md).
+    public static var arenaLimit: Int? {
+        let n = Int(hp_heap_arena_limit())
+        return n > 0 ? n : nil
+    }
 }
