@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Testing
 @testable import HealthProbeArchive
 
@@ -11,7 +14,8 @@ struct HeapTests {
         if env["MALLOC_ARENA_MAX"] != nil || env["GLIBC_TUNABLES"] != nil {
             #expect(Heap.arenaLimit == nil)
         } else {
-            let cores = ProcessInfo.processInfo.activeProcessorCount
+            // The constructor counts online processors as glibc does (not cgroup quotas).
+            let cores = sysconf(Int32(_SC_NPROCESSORS_ONLN))
             #expect(Heap.arenaLimit == min(max(cores, 2), 8))
         }
         #endif
