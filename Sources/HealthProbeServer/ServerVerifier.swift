@@ -51,8 +51,7 @@ public enum ServerVerifier {
             if entry.2 != previous { links.append("sequence \(entry.0) names previous \(entry.2?.prefix(16) ?? "none"), the log has \(previous?.prefix(16) ?? "none") (fork)") }
             previous = entry.1
         }
-        checks.append(links.isEmpty ? IntegrityCheck(name: "bundle_chain", status: .ok, detail: "\(log.count) bundle(s), sequences 1-\(log.count), each linked to the previous")
-                                    : IntegrityCheck(name: "bundle_chain", status: .problem, detail: links.prefix(5).joined(separator: "; ")))
+        checks.append(IntegrityCheck(name: "bundle_chain", problems: links, ok: "\(log.count) bundle(s), sequences 1-\(log.count), each linked to the previous"))
         // Stored bundles.
         var bundleProblems: [String] = []
         var checked = 0, inFlight = 0
@@ -80,8 +79,7 @@ public enum ServerVerifier {
         }
         let scope = mode == .quick ? "the latest stored bundle" : "\(checked) stored bundle(s)"
         let pending = inFlight > 0 ? "; \(inFlight) committed by the running server a moment ago, their files not yet promoted (run verify again)" : ""
-        checks.append(bundleProblems.isEmpty ? IntegrityCheck(name: "stored_bundles", status: .ok, detail: "\(scope): item hashes, manifest hash and chain link verified" + pending)
-                                             : IntegrityCheck(name: "stored_bundles", status: .problem, detail: bundleProblems.prefix(5).joined(separator: "; ")))
+        checks.append(IntegrityCheck(name: "stored_bundles", problems: bundleProblems, ok: "\(scope): item hashes, manifest hash and chain link verified" + pending))
         checks += try ArchiveVerifier.databaseChecks(replica, mode: mode).map { var c = $0; c.name = "replica_" + c.name; return c }
         // Refusals recorded at sync (divergence, another device's chain, invalid bundles): nothing of them was stored.
         let events = try store.registry().events(chain: chain)

@@ -17,8 +17,9 @@ public struct IntegrityCheck: Sendable, Codable, Equatable {
         self.detail = detail
     }
 
-    /// `ok` with `okDetail` when `problems` is empty; otherwise a problem naming the first five.
-    init(name: String, problems: [String], ok okDetail: String) {
+    /// `ok` with `okDetail` when `problems` is empty; otherwise a problem naming the
+    /// first five and how many more there are.
+    public init(name: String, problems: [String], ok okDetail: String) {
         self = problems.isEmpty ? IntegrityCheck(name: name, status: .ok, detail: okDetail)
             : IntegrityCheck(name: name, status: .problem, detail: problems.prefix(5).joined(separator: "; ")
                              + (problems.count > 5 ? "; and \(problems.count - 5) more" : ""))
@@ -222,7 +223,6 @@ public enum ArchiveVerifier {
                 else if v.manifestHash != recorded { problems.append("export \(id): file \(path) has manifest \(v.manifestHash ?? "-"), recorded \(recorded)") }
             }
         }
-        return problems.isEmpty ? IntegrityCheck(name: "export_manifests", status: .ok, detail: "\(rows.count) completed export(s) reproduce their manifest hashes")
-                                : IntegrityCheck(name: "export_manifests", status: .problem, detail: problems.prefix(5).joined(separator: "; "))
+        return IntegrityCheck(name: "export_manifests", problems: problems, ok: "\(rows.count) completed export(s) reproduce their manifest hashes")
     }
 }
