@@ -113,36 +113,41 @@ struct MigrationTests {
         CREATE INDEX idx_sample_versions_created ON sample_versions(created_observation_id);
         """
 
-    /// The events table as schemas 2 to 9 had it (UNIQUE in another column order, and its
-    /// observation-and-kind index).
-    static let v9Events = """
-        CREATE TABLE events_v9 (
-            id INTEGER PRIMARY KEY,
-            observation_id INTEGER NOT NULL REFERENCES observations(id),
-            sample_id INTEGER NOT NULL REFERENCES samples(id),
-            version_id INTEGER REFERENCES sample_versions(id),
-            event_kind TEXT NOT NULL,
-            observed_at REAL NOT NULL,
-            evidence_kind TEXT,
-            UNIQUE(observation_id, sample_id, event_kind)
-        );
-        INSERT INTO events_v9 SELECT id, observation_id, sample_id, version_id, event_kind, observed_at, evidence_kind
-            FROM sample_observation_events ORDER BY id;
-        DROP TABLE sample_observation_events;
-        ALTER TABLE events_v9 RENAME TO sample_observation_events;
-        CREATE INDEX idx_events_observation_kind ON sample_observation_events(observation_id, event_kind);
-        CREATE INDEX idx_events_sample ON sample_observation_events(sample_id, observation_id);
-        """
+    /// An in-memory database migrated only as far as `version`.
+    static func migrated(toVersion version: Int) throws -> DatabaseQueue {
+        let q = try DatabaseQueue()
+        try ArchiveMigrations.migrate(q, migrations: ArchiveMigrations.all.filter { $0.version <= version }, now: 1_750_000_000)
+        return q
+    }
 
-    /// Puts an archive at the latest schema back to what schema 9 had.
+    /// What the migrations up to `version` created (tables and indexes with their SQL).
+    /// Shipped migrations are never edited, so this is that schema exactly.
+    static func created(atVersion version: Int) throws -> [(type: String, name: String, table: String, sql: String)] {
+        try migrated(toVersion: version).read { db in
+            try Row.fetchAll(db, sql: "SELECT type, name, tbl_name, sql FROM sqlite_master WHERE sql IS NOT NULL AND type IN ('table', 'index') ORDER BY name")
+                .map { ($0[0], $0[1], $0[2], $0[3]) }
+        }
+    }
+
+    /// Puts an archive at the latest schema back to what schema 9 had: the events table
+    /// rebuilt as 9 created it (its UNIQUE in another column order) with 9's indexes of it,
+    /// and every other index 9 had that 10 dropped; all read from schema 9 itself.
     static func downgradeTo9(_ path: String) throws {
+        let v9 = try created(atVersion: 9)
+        let events = "sample_observation_events"
+        let table = try #require(v9.first { $0.type == "table" && $0.name == events }).sql
         let q = try DatabaseQueue(path: path)
         try q.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA foreign_keys = OFF")
             try db.inTransaction {
-                try db.execute(sql: v9Events + """
-                    CREATE INDEX idx_relationship_source ON sample_relationships(source_sample_id, relationship_kind);
-                    CREATE INDEX idx_daily_type_bucket ON daily_type_aggregates(sample_type_id, bucket_start);
+                let present = Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index'"))
+                let indexes = v9.filter { $0.type == "index" && ($0.table == events || !present.contains($0.name)) }.map(\.sql)
+                try db.execute(sql: table.replacingOccurrences(of: events, with: "events_v9") + ";" + """
+                    INSERT INTO events_v9 SELECT id, observation_id, sample_id, version_id, event_kind, observed_at, evidence_kind
+                        FROM sample_observation_events ORDER BY id;
+                    DROP TABLE sample_observation_events;
+                    ALTER TABLE events_v9 RENAME TO sample_observation_events;
+                    """ + indexes.map { $0 + ";" }.joined() + """
                     DELETE FROM schema_migrations WHERE version = 10;
                     DELETE FROM grdb_migrations WHERE identifier = 'v10';
                     UPDATE archive_metadata SET value = '9' WHERE key = 'schema_version';
@@ -245,12 +250,9 @@ struct MigrationTests {
         let t = TempHome()
         try t.simulate(seed: 4, days: [2])
         try Self.downgrade(t.home.archivePath)
-        let fresh7 = try DatabaseQueue()
-        try ArchiveMigrations.migrate(fresh7, migrations: ArchiveMigrations.all.filter { $0.version <= 7 }, now: 1_750_000_000)
-        #expect(try DatabaseQueue(path: t.home.archivePath).read(Self.structure) == fresh7.read(Self.structure))
+        #expect(try DatabaseQueue(path: t.home.archivePath).read(Self.structure) == Self.migrated(toVersion: 7).read(Self.structure))
         _ = try t.open()
-        let latest = try DatabaseQueue()
-        try ArchiveMigrations.migrate(latest, now: 1_750_000_000)
+        let latest = try Self.migrated(toVersion: ArchiveMigrations.latestVersion)
         #expect(try DatabaseQueue(path: t.home.archivePath).read(Self.structure) == latest.read(Self.structure))
     }
 
@@ -289,6 +291,7 @@ struct MigrationTests {
         try t.simulate(seed: 4, days: [3, 1])
         try Self.downgradeTo9(t.home.archivePath)
         #expect(try Self.state(t.home.archivePath).version == 9)
+        #expect(try DatabaseQueue(path: t.home.archivePath).read(Self.structure) == Self.migrated(toVersion: 9).read(Self.structure))
         try Self.expectFailedMigrationChangesNothing(t.home.archivePath, version: 10, sql: SchemaV10.sql)
         #expect(try Self.state(t.home.archivePath).version == 9)
         // The real migration: every event row kept with its id; only the schema lines differ.
