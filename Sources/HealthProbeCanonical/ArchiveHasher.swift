@@ -76,17 +76,23 @@ public struct ArchiveHasher: @unchecked Sendable {
         return m.finalize().withUnsafeBytes { Self.hex(buffer: $0) }
     }
 
-    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+    private static let hexDigits: StaticString = "0123456789abcdef"
+
+    /// Writes the lower-case hex of `bytes` (two digits a byte) at `out`: the one
+    /// encoder behind `hex(buffer:)` and `CanonicalJSONWriter.field(_:hex:)`.
+    @inline(__always)
+    static func writeHex(_ bytes: UnsafeRawBufferPointer, to out: UnsafeMutablePointer<UInt8>) {
+        let digits = hexDigits.utf8Start
+        for (i, b) in bytes.enumerated() {
+            out[2 &* i] = digits[Int(b >> 4)]
+            out[2 &* i &+ 1] = digits[Int(b & 0x0F)]
+        }
+    }
 
     /// Lower-case hex of raw bytes.
     public static func hex(buffer: UnsafeRawBufferPointer) -> String {
         String(unsafeUninitializedCapacity: buffer.count * 2) { out in
-            hexDigits.withUnsafeBufferPointer { digits in
-                for (i, b) in buffer.enumerated() {
-                    out[2 * i] = digits[Int(b >> 4)]
-                    out[2 * i + 1] = digits[Int(b & 0x0F)]
-                }
-            }
+            if let base = out.baseAddress { writeHex(buffer, to: base) }
             return buffer.count * 2
         }
     }

@@ -286,18 +286,10 @@ public struct CanonicalJSONWriter: ~Copyable {
         guard let v else { return writeNull() }
         reserve(v.count * 2 + 2)
         base[count] = UInt8(ascii: "\"")
-        var p = base + count + 1
-        for b in v {
-            p[0] = Self.hexDigit(b >> 4)
-            p[1] = Self.hexDigit(b & 0x0F)
-            p += 2
-        }
-        p[0] = UInt8(ascii: "\"")
+        ArchiveHasher.writeHex(v, to: base + count + 1)
+        base[count + 1 + v.count * 2] = UInt8(ascii: "\"")
         count += v.count * 2 + 2
     }
-
-    @inline(__always)
-    private static func hexDigit(_ n: UInt8) -> UInt8 { n < 10 ? 0x30 + n : 0x57 + n }
 
     public mutating func field(_ k: StaticString, _ v: Int?) {
         key(k)
