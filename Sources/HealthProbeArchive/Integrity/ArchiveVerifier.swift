@@ -110,8 +110,7 @@ public enum ArchiveVerifier {
             // are grouped by type (a GROUP BY over every sample sorted them all: 1.1 s at 1M).
             for r in try Row.fetchAll(db, sql: """
                 SELECT s.sample_type_id, lower(hex(s.sample_uuid_hash)), count(*)
-                FROM (SELECT sample_uuid_hash AS u FROM samples INDEXED BY idx_samples_uuid_hash WHERE sample_uuid_hash IS NOT NULL
-                      GROUP BY sample_uuid_hash HAVING count(*) > 1) d
+                FROM (\(ObservationChecks.uuidsHeldMoreThanOnce)) d
                 CROSS JOIN samples s INDEXED BY idx_samples_uuid_hash ON s.sample_uuid_hash = d.u
                 GROUP BY s.sample_type_id, s.sample_uuid_hash HAVING count(*) > 1 LIMIT 20
                 """) { dup.append("type \(r[0] as Int64): UUID hash \((r[1] as String).prefix(16))... has \(r[2] as Int) sample rows") }
