@@ -271,7 +271,10 @@ extension ServerStore {
         try recoverIncoming(chain, replica: replica, sequences: [sequence - 1, sequence])
         let incoming = try keep(file: path, chain: chain, sequence: sequence)
         do {
-            let outcome = try BundleApplier.apply(replica, lines: Prepended(first: first, rest: lines), manifestHash: manifestHash, now: now)
+            // A chain's first sync is one large bundle: its indexes are built after its rows.
+            let bytes = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+            let outcome = try BundleApplier.apply(replica, lines: Prepended(first: first, rest: lines), manifestHash: manifestHash, now: now,
+                                                  indexes: .automatic(bundleBytes: bytes))
             if case .applied = outcome { try promote(incoming) } else { try? FileManager.default.removeItem(atPath: incoming) }
             return (chain, outcome)
         } catch {

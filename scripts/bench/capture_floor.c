@@ -12,7 +12,12 @@
 // Environment: SCHEMA (required), PAGESIZE, RECAPTURE=1 (then an unchanged pass of lookups
 // and seen-set marks), BYFP=1 (that pass looks samples up by strict fingerprint),
 // BLOB=1 (hashes bound as 32-byte blobs, as schema 9 stores them; without it, 64 hex
-// characters as schema 8 and earlier did).
+// characters as schema 8 and earlier did), REBUILD=1 (the dropped indexes are built again
+// from their own SQL before the last commit, timed: the bulk path of a replica's first
+// bundle, docs/decisions/2026-11-25-deferred-indexes.md). A replica's first bundle is one
+// transaction without lookups or foreign keys:
+//   BLOB=1 REBUILD=1 SCHEMA=/tmp/schema.sql /tmp/capture_floor /tmp/floor.sqlite 1000000 1000000 1000 48 0 rand 0 0
+//     idx_samples_uuid_hash,idx_samples_first_seen,idx_sample_versions_time,idx_sample_versions_created,idx_events_sample,idx_visibility_open_ranges,idx_visibility_point_lookup
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,13 +58,18 @@ int main(int argc, char **argv) {
     snprintf(p, sizeof p, "PRAGMA cache_size=-%d", cache * 1024); ex(db, p);
     snprintf(p, sizeof p, "PRAGMA wal_autocheckpoint=%d", ckpt); ex(db, p);
     ex(db, "PRAGMA temp_store=FILE; PRAGMA temp.cache_size=-16384");
-    if (*drop) { char d[1024]; strcpy(d, drop); for (char *t = strtok(d, ","); t; t = strtok(0, ",")) { snprintf(p, sizeof p, "DROP INDEX %s", t); ex(db, p); } }
+    static char recreate[16][1024]; int nrec = 0;
+    if (*drop) { char d[1024]; strcpy(d, drop); for (char *t = strtok(d, ","); t; t = strtok(0, ",")) {
+        sqlite3_stmt *q = prep(db, "SELECT sql FROM sqlite_schema WHERE name = ?"); sqlite3_bind_text(q, 1, t, -1, SQLITE_TRANSIENT);
+        if (sqlite3_step(q) == SQLITE_ROW && nrec < 16) snprintf(recreate[nrec++], 1024, "%s", (const char *)sqlite3_column_text(q, 0));
+        sqlite3_finalize(q);
+        snprintf(p, sizeof p, "DROP INDEX %s", t); ex(db, p); } }
     ex(db, "INSERT INTO device_chains(id, device_chain_hash, created_at) VALUES (1, 'x', 0)");
     ex(db, "INSERT INTO observations(id, device_chain_id, observed_at, status, trigger_reason, schema_version) VALUES (1, 1, 0, 'running', 'bench', 7)");
     for (int t = 1; t <= 8; t++) { snprintf(p, sizeof p, "INSERT INTO sample_types(id, type_identifier) VALUES (%d, 'T%d')", t, t); ex(db, p); }
     ex(db, "INSERT INTO sources(id, bundle_identifier) VALUES (1, 'b'); INSERT INTO source_revisions(id, source_id) VALUES (1, 1); INSERT INTO hk_devices(id, device_hash) VALUES (1, 'd')");
     ex(db, "CREATE TEMP TABLE hp_run_seen(type_run_id INTEGER NOT NULL, sample_id INTEGER NOT NULL, PRIMARY KEY (type_run_id, sample_id)) WITHOUT ROWID");
-    sqlite3_stmt *byUUID = prep(db, "SELECT s.id, r.version_id, v.payload_hash FROM samples s INDEXED BY idx_samples_uuid_hash LEFT JOIN sample_visibility_ranges r ON r.sample_id = s.id AND +r.last_observation_id IS NULL LEFT JOIN sample_versions v ON v.id = r.version_id WHERE s.sample_uuid_hash = ? AND s.sample_type_id = ? ORDER BY s.id LIMIT 1");
+    sqlite3_stmt *byUUID = !lookup && !getenv("RECAPTURE") ? 0 : prep(db, "SELECT s.id, r.version_id, v.payload_hash FROM samples s INDEXED BY idx_samples_uuid_hash LEFT JOIN sample_visibility_ranges r ON r.sample_id = s.id AND +r.last_observation_id IS NULL LEFT JOIN sample_versions v ON v.id = r.version_id WHERE s.sample_uuid_hash = ? AND s.sample_type_id = ? ORDER BY s.id LIMIT 1");
     sqlite3_stmt *ins = prep(db, "INSERT OR IGNORE INTO samples(sample_type_id, sample_uuid_hash, strict_fingerprint, semantic_fingerprint, first_seen_observation_id, first_seen_at) VALUES (?, ?, ?, NULL, 1, 0)");
     sqlite3_stmt *mark = prep(db, "INSERT OR IGNORE INTO temp.hp_run_seen(type_run_id, sample_id) VALUES (?, ?)");
     sqlite3_stmt *ver = prep(db, "INSERT INTO sample_versions(sample_id, payload_hash, start_date, end_date, value_kind, numeric_value, unit, category_value, workout_activity_type, duration_seconds, source_revision_id, hk_device_id, metadata_id, created_observation_id, creation_date) VALUES (?, ?, ?, ?, 'quantity', ?, 'count/min', NULL, NULL, NULL, 1, 1, NULL, 1, NULL)");
@@ -85,6 +95,9 @@ int main(int argc, char **argv) {
         sqlite3_bind_int64(rg, 1, sid); sqlite3_bind_int64(rg, 2, vid); step(rg);
         if (++inTxn == txn) { ex(db, "COMMIT"); ex(db, "BEGIN"); inTxn = 0; }
     }
+    double tb = now();
+    if (getenv("REBUILD")) for (int r = 0; r < nrec; r++) ex(db, recreate[r]);
+    if (getenv("REBUILD")) fprintf(stderr, "index rebuild %.2f s\n", now() - tb);
     ex(db, "COMMIT");
     double secs = now() - t0;
     if (getenv("RECAPTURE")) {

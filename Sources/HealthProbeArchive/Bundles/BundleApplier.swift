@@ -22,21 +22,35 @@ public enum BundleApplier {
         public var cause: (any Error)? { nil }
     }
 
+    /// How the sample tables' secondary indexes are kept while a bundle is applied.
+    public enum IndexMode: Sendable, Equatable {
+        /// Every row goes into every index as it is inserted.
+        case maintained
+        /// Dropped before the items and built again after them (`DeferredIndexes`)
+        /// when a bundle of `bundleBytes` likely adds at least as many samples as
+        /// the replica holds (a chain's first sync); else `maintained`.
+        case automatic(bundleBytes: Int)
+        /// Always dropped and built again (tests of that path on small bundles).
+        case deferred
+    }
+
     /// Applies the bundle given as lines (header, items, trailer) with its manifest hash.
     /// Lines are verified on a second thread while the previous ones are applied.
-    public static func apply(_ replica: Archive, lines: some Sequence<[UInt8]>, manifestHash: String, now: Double) throws -> Outcome {
+    public static func apply(_ replica: Archive, lines: some Sequence<[UInt8]>, manifestHash: String, now: Double,
+                             indexes: IndexMode = .maintained) throws -> Outcome {
         let verified = VerifiedLines(lines)
         defer { verified.cancel() }
         do {
-            return try replica.writer.write { db in try applyVerified(db, verified, manifestHash: manifestHash, now: now) }
+            return try replica.writer.write { db in try applyVerified(db, verified, manifestHash: manifestHash, now: now, indexes: indexes) }
         } catch let e as DatabaseError where e.resultCode == .SQLITE_CONSTRAINT {
             // Only bundle content can break a constraint: a row the replica (or the bundle) has already.
             throw BundleError(.reference, line: nil, "the bundle adds a row the replica already has (\(e.message ?? "constraint"))")
         }
     }
 
-    private static func applyVerified(_ db: Database, _ verified: VerifiedLines, manifestHash: String, now: Double) throws -> Outcome {
+    private static func applyVerified(_ db: Database, _ verified: VerifiedLines, manifestHash: String, now: Double, indexes: IndexMode) throws -> Outcome {
         var state: State?
+        var deferred: DeferredIndexes?
         while let batch = try verified.next() {
             for line in batch {
                 // The verifier parsed each line once (flat); the applier reads that.
@@ -45,7 +59,9 @@ public enum BundleApplier {
                     let header = try BundleVerifier.parseHeader(o, line: 1)
                     switch try State.begin(db, header: header, manifestHash: manifestHash, now: now) {
                     case .alreadyApplied(let sequence): return .alreadyApplied(sequence: sequence)
-                    case .apply(let s): state = s
+                    case .apply(let s):
+                        state = s
+                        if DeferredIndexes.worthDeferring(indexes, samplesBefore: s.samplesBefore) { deferred = try DeferredIndexes.drop(db) }
                     }
                     continue
                 }
@@ -54,6 +70,8 @@ public enum BundleApplier {
             }
         }
         guard let s = state else { throw BundleError(.malformed, line: nil, "the bundle is empty") }
+        // Before anything reads through them: the aggregates and the checks below do.
+        try deferred?.rebuild(db)
         var verifier = verified.finish()
         _ = try verifier.finish(expected: manifestHash, previousManifestHash: .some(s.previousLogged))
         // The replica's aggregates are derived here, never carried in bundles.

@@ -141,8 +141,18 @@ struct BundleMeaningTests {
         }
     }
 
-    @Test("each hostile item is refused with the check that catches it; nothing is stored; the real bundle is then applied and the replica passes --full")
-    func hostileItems() throws {
+    /// The replica's indexes by name, with the SQL that made them (nil: a constraint's).
+    static func indexes(_ replica: Archive) throws -> [String: String] {
+        try replica.writer.read { db in
+            var all: [String: String] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT name, ifnull(sql, '') AS sql FROM sqlite_schema WHERE type = 'index'") { all[row["name"]] = row["sql"] }
+            return all
+        }
+    }
+
+    @Test("each hostile item is refused with the check that catches it; nothing is stored; the real bundle is then applied and the replica passes --full",
+          arguments: [BundleApplier.IndexMode.maintained, .deferred])
+    func hostileItems(indexes: BundleApplier.IndexMode) throws {
         let (home, bundles) = try Self.chain()
         defer { withExtendedLifetime(home) {} }
         let closing = try #require(bundles.firstIndex { lines in
@@ -162,15 +172,16 @@ struct BundleMeaningTests {
             let replica = try Archive.open(path: dir.file("replica.sqlite"))
             try replica.prepareForApplies()
             for b in bundles[..<target] { _ = try BundleApplier.apply(replica, lines: b.0, manifestHash: b.1, now: 1) }
-            let before = try Self.counts(replica)
+            let before = try Self.counts(replica), indexesBefore = try Self.indexes(replica)
             do {
-                _ = try BundleApplier.apply(replica, lines: lines, manifestHash: hash, now: 1)
+                _ = try BundleApplier.apply(replica, lines: lines, manifestHash: hash, now: 1, indexes: indexes)
                 Issue.record("\(c.name): applied")
             } catch {
                 #expect(Self.code(error) == c.code, "\(c.name): \(error)")
             }
             #expect(try Self.counts(replica) == before, "\(c.name): something was stored")
-            let outcome = try BundleApplier.apply(replica, lines: bundles[target].0, manifestHash: bundles[target].1, now: 1)
+            #expect(try Self.indexes(replica) == indexesBefore, "\(c.name): the refusal left the indexes changed")
+            let outcome = try BundleApplier.apply(replica, lines: bundles[target].0, manifestHash: bundles[target].1, now: 1, indexes: indexes)
             #expect(outcome == .applied(observationID: Int64(target + 1), sequence: target + 1), "\(c.name)")
             let problems = try ArchiveVerifier.databaseChecks(replica, mode: .full).filter { $0.status == .problem }
             #expect(problems.isEmpty, "\(c.name): \(problems)")

@@ -21,8 +21,9 @@ struct ReplicaTests {
         return t
     }
 
-    @Test("every observation applied to a replica gives the node's chain-state digest; re-sends change nothing")
-    func fidelity() throws {
+    @Test("every observation applied to a replica gives the node's chain-state digest; re-sends change nothing",
+          arguments: [BundleApplier.IndexMode.maintained, .deferred])
+    func fidelity(indexes: BundleApplier.IndexMode) throws {
         let t = try history()
         let node = try t.open()
         let replicaDir = TempDir()
@@ -33,7 +34,7 @@ struct ReplicaTests {
         var consolidationSeen = false
         for obs in Int64(1)...count {
             let (lines, hash) = try bundleLines(node, obs, previous: previous)
-            let outcome = try BundleApplier.apply(replica, lines: lines, manifestHash: hash, now: 1)
+            let outcome = try BundleApplier.apply(replica, lines: lines, manifestHash: hash, now: 1, indexes: indexes)
             guard case .applied(let replicaObs, let seq) = outcome else { Issue.record("not applied: \(outcome)"); return }
             #expect(seq == Int(obs))
             let a = try node.archive.writer.read { db in try ChainStateDigest.compute(db, observationID: obs) }
@@ -45,6 +46,10 @@ struct ReplicaTests {
             consolidationSeen = consolidationSeen || lines.contains { String(decoding: $0, as: UTF8.self).contains("\"range_close\"") }
         }
         #expect(consolidationSeen)
+        // Indexes built again are the schema's own, and hold every row (integrity_check compares them with their tables).
+        let fresh = try Archive.inMemory()
+        #expect(try BundleMeaningTests.indexes(replica) == BundleMeaningTests.indexes(fresh))
+        #expect(try replica.writer.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check") } == ["ok"])
         // Every earlier observation still matches after later ones were applied.
         for obs in Int64(1)...count {
             let a = try node.archive.writer.read { db in try ChainStateDigest.compute(db, observationID: obs) }
@@ -124,5 +129,19 @@ struct ReplicaTests {
         }
         #expect(try rows() == after)
         #expect(try BundleApplier.apply(replica, lines: b2, manifestHash: h2, now: 1) == .applied(observationID: 2, sequence: 2))
+    }
+
+    @Test("indexes are deferred only for a bundle likely to add at least as many samples as the replica holds, and never below 20,000")
+    func deferralDecision() {
+        let perSample = DeferredIndexes.bundleBytesPerSample
+        #expect(!DeferredIndexes.worthDeferring(.maintained, samplesBefore: 0))
+        #expect(DeferredIndexes.worthDeferring(.deferred, samplesBefore: 5_000_000))
+        // A chain's first sync of a million samples (1.74 GB of bundle).
+        #expect(DeferredIndexes.worthDeferring(.automatic(bundleBytes: 1_740_000_000), samplesBefore: 0))
+        #expect(DeferredIndexes.worthDeferring(.automatic(bundleBytes: 20_000 * perSample), samplesBefore: 20_000))
+        #expect(!DeferredIndexes.worthDeferring(.automatic(bundleBytes: 20_000 * perSample), samplesBefore: 20_001))
+        #expect(!DeferredIndexes.worthDeferring(.automatic(bundleBytes: 20_000 * perSample - 1), samplesBefore: 0))
+        // An incremental bundle of a household node.
+        #expect(!DeferredIndexes.worthDeferring(.automatic(bundleBytes: 1_830_000), samplesBefore: 0))
     }
 }

@@ -1,0 +1,70 @@
+import GRDB
+
+/// A bulk load's secondary indexes: dropped before the load and built again,
+/// from their own SQL, once the rows are in, all inside the caller's transaction
+/// (a rollback restores them). SQLite builds an index from a sort of its rows,
+/// which for a load as large as the tables costs less than inserting each row
+/// into every index as it comes (docs/decisions/2026-11-25-deferred-indexes.md).
+/// Only indexes made by `CREATE INDEX` are dropped: the primary keys and UNIQUE
+/// constraints stay and keep checking every row as it is inserted.
+struct DeferredIndexes {
+    /// The tables a bundle or capture adds a row to for every new sample.
+    static let sampleTables = ["samples", "sample_versions", "sample_observation_events", "sample_visibility_ranges"]
+
+    /// The dropped indexes, in schema order, with the SQL that made them.
+    private(set) var dropped: [(name: String, sql: String)] = []
+
+    /// Drops the `CREATE INDEX` indexes of `tables` (in the open transaction).
+    static func drop(_ db: Database, tables: [String] = sampleTables) throws -> DeferredIndexes {
+        precondition(db.isInsideTransaction, "indexes are dropped only inside the transaction that builds them again")
+        let placeholders = tables.map { _ in "?" }.joined(separator: ", ")
+        let rows = try Row.fetchAll(db, sql: """
+            SELECT name, sql FROM main.sqlite_schema
+            WHERE type = 'index' AND sql IS NOT NULL AND tbl_name IN (\(placeholders)) ORDER BY rowid
+            """, arguments: StatementArguments(tables))
+        var deferred = DeferredIndexes()
+        for row in rows {
+            let name: String = row["name"], sql: String = row["sql"]
+            try db.execute(sql: "DROP INDEX main.\(name.quotedDatabaseIdentifier)")
+            deferred.dropped.append((name, sql))
+        }
+        return deferred
+    }
+
+    /// Builds every dropped index again (with its SQL: partial indexes stay partial).
+    /// SQLite's sorter may hold as much memory as the page cache is allowed, on top
+    /// of it; the cache is bounded meanwhile so that the two stay within it.
+    func rebuild(_ db: Database) throws {
+        guard !dropped.isEmpty else { return }
+        try db.withBoundedCache(kib: Self.sorterKiB) {
+            for index in dropped { try db.execute(sql: index.sql) }
+        }
+    }
+
+    /// The page cache (and so the sorter's memory) while indexes are built, in KiB.
+    static let sorterKiB = 8 * 1024
+}
+
+extension DeferredIndexes {
+    /// Bundle bytes per new sample, rounded up: a new sample's four lines (sample,
+    /// version, event, open range) take about 1,740 bytes, so this estimate of the
+    /// samples a bundle adds errs low.
+    static let bundleBytesPerSample = 2048
+    /// Below this many samples the indexes are maintained whatever the replica holds.
+    static let minimumSamples = 20_000
+
+    /// Whether `mode` asks for deferred indexes on a replica whose largest sample id is
+    /// `samplesBefore`. Building an index again sorts every row of its table, old
+    /// ones too: at 1,000,000 samples the rebuild cost 2.5 s of the 7 s that keeping
+    /// the indexes row by row did (`scripts/bench/capture_floor.c`, `REBUILD=1`), so
+    /// it pays while the replica holds fewer samples than the bundle adds.
+    static func worthDeferring(_ mode: BundleApplier.IndexMode, samplesBefore: Int64) -> Bool {
+        switch mode {
+        case .maintained: return false
+        case .deferred: return true
+        case .automatic(let bytes):
+            let estimated = bytes / bundleBytesPerSample
+            return estimated >= minimumSamples && Int64(estimated) >= samplesBefore
+        }
+    }
+}
