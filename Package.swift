@@ -120,7 +120,7 @@ let package = Package(
         // The device side: outbox bundles, the pinned-TLS client, sync, enrollment.
         .target(
             name: "HealthProbeNode",
-            dependencies: syncSide + [.product(name: "Logging", package: "swift-log")],
+            dependencies: syncSide + [.product(name: "Logging", package: "swift-log"), .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict
         ),
         // The household server: sessions, store, registry, apply queue, verifier, summaries, metrics.

@@ -54,7 +54,11 @@ enum FrameFuzzer {
             case .applyBundle(_, let transfer):
                 // The machine let a bundle through: it must be exactly what BUNDLE_BEGIN declared.
                 transfer.file.finish()
-                let size = (try? FileManager.default.attributesOfItem(atPath: transfer.file.path)[.size] as? Int) ?? -1
+                // The kept form (gzip members) must read back whole, to the declared size.
+                guard let kept = try? GzipParts.Lines(path: transfer.file.path) else { return "the quarantine file cannot be read back" }
+                var size = transfer.newlines
+                for line in kept { size += line.count }
+                if let failure = kept.failure { return "the quarantine file does not read back: \(failure)" }
                 guard size == transfer.begin.uncompressedSize else {
                     return "a bundle of \(size) bytes passed as the \(transfer.begin.uncompressedSize) declared"
                 }

@@ -24,9 +24,9 @@ public struct SyncClient {
         public var uncompressedBytes: Int
         /// Seconds from sending each bundle's `BUNDLE_END` to its acknowledgement (the server's verify and apply).
         public var ackSeconds: [Double] = []
-        /// Seconds, summed over the bundles sent: building them into the outbox, sending
-        /// `BUNDLE_BEGIN` through the last part, and waiting after that for the re-hash
-        /// of the stored parts that runs beside the sending.
+        /// Seconds, summed over the bundles sent: building them into the outbox, checking
+        /// each stored part read back against its SHA-256 (part of the sending), and sending
+        /// `BUNDLE_BEGIN` through the last part.
         public var buildSeconds: Double = 0
         public var checkSeconds: Double = 0
         public var sendSeconds: Double = 0
@@ -92,12 +92,6 @@ public struct SyncClient {
             try onBuilt(file)
             let sending = ContinuousClock.now
             report.buildSeconds += (sending - building).seconds
-            // The stored parts are inflated and re-hashed (the server verifies everything
-            // else) on another thread while they are sent; BUNDLE_END goes only once the
-            // hash matched, so a bundle whose outbox file changed is never completed (the
-            // server discards a bundle without its end). Off Swift's cooperative threads
-            // like the archive's reads and writes.
-            async let checked: Void = NIOThreadPool.singleton.runIfActive { try OutboxBundle.rehash(file, parts: parts, expected: hash) }
             try await session.send(.json(.bundleBegin, .object([
                 "sequence": .int(seq), "manifest_hash": .string(hash), "parts": .int(parts.count),
                 "item_count": .int(items), "uncompressed_size": .int(size)])))
@@ -105,6 +99,14 @@ public struct SyncClient {
             defer { try? handle.close() }
             for (i, part) in parts.enumerated() {
                 try OutboxBundle.read(part, fd: handle.fileDescriptor, into: &partBuffer)
+                // Each part read back must be the bytes written: a part of an outbox file that
+                // changed after the build is never sent, nor is the bundle's end (the server
+                // discards a bundle without its end; it verifies everything else itself).
+                let checking = ContinuousClock.now
+                guard partBuffer.withUnsafeBytes({ part.matches($0) }) else {
+                    throw SyncProtocolError(.storage, "part \(i) of the outbox bundle \(file) changed after it was built; nothing of it is completed (sync again to rebuild it)")
+                }
+                report.checkSeconds += (ContinuousClock.now - checking).seconds
                 var payload = ByteBuffer()
                 payload.reserveCapacity(8 + part.compressedSize)
                 payload.writeInteger(UInt32(i), endianness: .big)
@@ -114,11 +116,8 @@ public struct SyncClient {
                 report.uncompressedBytes += part.size
                 try await session.send(SyncFrame(kind: .bundlePart, payload: payload))
             }
-            let sent = ContinuousClock.now
-            report.sendSeconds += (sent - sending).seconds
-            try await checked
             let ended = ContinuousClock.now
-            report.checkSeconds += (ended - sent).seconds
+            report.sendSeconds += (ended - sending).seconds
             try await session.send(.json(.bundleEnd, .object(["sequence": .int(seq), "manifest_hash": .string(hash)])))
             let ack = try await session.next()
             report.ackSeconds.append((ContinuousClock.now - ended).seconds)

@@ -141,7 +141,7 @@ actor ApplyQueue {
         let existed = FileManager.default.fileExists(atPath: store.replicaPath(chain))
         do {
             let outcome = try await pool.runIfActive {
-                let outcome = try store.apply(file: path, manifestHash: manifestHash, now: now) { chain in
+                let outcome = try store.apply(file: path, manifestHash: manifestHash, now: now, bundleBytes: bytes) { chain in
                     try replicas.replica(chain) { try store.openReplica(chain) }
                 }.outcome
                 // A large bundle leaves the allocator holding its buffers; hand them back.

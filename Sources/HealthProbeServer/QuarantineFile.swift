@@ -4,19 +4,21 @@ import NIOCore
 
 /// The file a bundle is received into before it is verified (`<data>/quarantine/`).
 /// The session state machine decides which parts arrive and when the bundle is
-/// complete; this only inflates parts and writes them. Used by one session at a
-/// time; a reference, so that its inflate buffer moves to the thread doing the
-/// work without being copied.
+/// complete; this inflates each part (its size, its zlib data, its lines are
+/// checked as it arrives) and writes it as it arrived, deflated, one gzip member
+/// per part (`GzipParts`): the file is kept as the bundle once applied. Used by one
+/// session at a time; a reference, so that its buffers move to the thread doing
+/// the work without being copied.
 public final class QuarantineFile: @unchecked Sendable {
     public let path: String
     private let handle: FileHandle
-    /// Each part is inflated into this one buffer (its capacity reused).
-    private var inflated: [UInt8] = []
+    /// Each part is inflated into this one buffer, and its member built in the other (their capacity reused).
+    private var inflated: [UInt8] = [], member: [UInt8] = []
     private var open = true
 
     /// Creates a new, empty file in `directory`.
     public init(directory: String) throws {
-        path = directory + "/\(UUID().uuidString).jsonl"
+        path = directory + "/\(UUID().uuidString).jsonl.gz"
         guard FileManager.default.createFile(atPath: path, contents: nil), let h = FileHandle(forWritingAtPath: path) else {
             throw SyncProtocolError(.storage, "the server cannot write its quarantine file")
         }
@@ -25,14 +27,18 @@ public final class QuarantineFile: @unchecked Sendable {
 
     deinit { if open { try? handle.close() } }
 
-    /// Inflates `part` (exactly its declared size, or an error) and appends it;
-    /// returns how many LF bytes it held and its last byte.
+    /// Inflates `part` (exactly its declared size, or an error) and appends its
+    /// member; returns how many LF bytes it held and its last byte.
     public func write(_ part: BundlePart) throws -> (newlines: Int, lastByte: UInt8?) {
         try part.compressed.withUnsafeReadableBytes {
             try BundlePartCodec.inflate($0, declaredSize: part.declaredSize, into: &inflated)
         }
         let newlines = inflated.withUnsafeBufferPointer { Self.newlines(in: $0) }
-        do { try handle.write(contentsOf: inflated) } catch {
+        member.removeAll(keepingCapacity: true)
+        try part.compressed.withUnsafeReadableBytes { zlib in
+            try inflated.withUnsafeBytes { try GzipParts.appendMember(zlib: zlib, inflated: $0, to: &member) }
+        }
+        do { try handle.write(contentsOf: member) } catch {
             throw SyncProtocolError(.storage, "the server cannot write its quarantine file (disk full?)")
         }
         return (newlines, inflated.last)
@@ -43,6 +49,7 @@ public final class QuarantineFile: @unchecked Sendable {
         if open { try? handle.close() }
         open = false
         inflated = []
+        member = []
     }
 
     /// Removes the file (a refused, applied or abandoned bundle).

@@ -45,8 +45,8 @@ public struct ServerStore: Sendable {
 
     /// The chain hash named by the header (first line) of a bundle file.
     public static func peekChain(file path: String) throws -> String {
-        var lines = try FileLines(path: path)
-        guard let first = lines.next() else { throw BundleError(.malformed, line: 1, "the bundle is empty") }
+        var lines = try StoredBundleLines(path: path)
+        guard let first = lines.next() else { throw lines.failure ?? BundleError(.malformed, line: 1, "the bundle is empty") }
         return try BundleVerifier.header(first).deviceChainHash
     }
 
@@ -254,13 +254,15 @@ extension ServerStore {
     /// Where bundles being received are kept until verified and applied.
     public var quarantineDirectory: String { root + "/quarantine" }
 
-    /// Verifies the bundle file at `path` and applies it to its chain's replica
-    /// (one transaction: nothing is stored unless every check passes).
-    /// `kept` gives the chain's replica when the caller keeps replicas open.
-    public func apply(file path: String, manifestHash: String, now: Double,
+    /// Verifies the bundle file at `path` (gzip members as received, or lines) and
+    /// applies it to its chain's replica (one transaction: nothing is stored unless
+    /// every check passes). `bundleBytes`, the bundle's size inflated (the file's
+    /// size when nil), decides whether the replica's indexes are built after the
+    /// items. `kept` gives the chain's replica when the caller keeps replicas open.
+    public func apply(file path: String, manifestHash: String, now: Double, bundleBytes: Int? = nil,
                       replica kept: ((String) throws -> Archive)? = nil) throws -> (chain: String, outcome: BundleApplier.Outcome) {
-        var lines = try FileLines(path: path)
-        guard let first = lines.next() else { throw BundleError(.malformed, line: 1, "the bundle is empty") }
+        var lines = try StoredBundleLines(path: path)
+        guard let first = lines.next() else { throw lines.failure ?? BundleError(.malformed, line: 1, "the bundle is empty") }
         // Checked (hex, integer ranges) before anything is opened or named after it.
         let header = try BundleVerifier.header(first)
         let chain = header.deviceChainHash, sequence = header.sequence
@@ -269,12 +271,18 @@ extension ServerStore {
         // a crash in between leaves a file `recoverIncoming` settles from the bundle log.
         // A crash can have left only this sequence (re-sent) or the previous one unpromoted.
         try recoverIncoming(chain, replica: replica, sequences: [sequence - 1, sequence])
-        let incoming = try keep(file: path, chain: chain, sequence: sequence)
+        let incoming = try keep(file: path, chain: chain, sequence: sequence, gzip: lines.isGzip)
         do {
             // A chain's first sync is one large bundle: its indexes are built after its rows.
-            let bytes = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
-            let outcome = try BundleApplier.apply(replica, lines: Prepended(first: first, rest: lines), manifestHash: manifestHash, now: now,
-                                                  indexes: .automatic(bundleBytes: bytes))
+            let bytes = bundleBytes ?? (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+            let rest = Prepended(first: first, rest: lines)
+            let outcome: BundleApplier.Outcome
+            do {
+                outcome = try BundleApplier.apply(replica, lines: rest, manifestHash: manifestHash, now: now, indexes: .automatic(bundleBytes: bytes))
+            } catch {
+                // Lines that ended at a damaged member: say so rather than "truncated".
+                throw rest.rest.failure ?? error
+            }
             if case .applied = outcome { try promote(incoming) } else { try? FileManager.default.removeItem(atPath: incoming) }
             return (chain, outcome)
         } catch {
@@ -290,19 +298,19 @@ extension ServerStore {
         let dir = bundlesDirectory(chain)
         let names: [String]
         if let sequences {
-            names = sequences.map { (bundlePath(chain, sequence: $0) as NSString).lastPathComponent + ".incoming" }
+            names = sequences.flatMap { seq in [true, false].map { (bundlePath(chain, sequence: seq, gzip: $0) as NSString).lastPathComponent + ".incoming" } }
                 .filter { FileManager.default.fileExists(atPath: dir + "/" + $0) }
         } else {
             guard let all = try? FileManager.default.contentsOfDirectory(atPath: dir) else { return }
             names = all
         }
-        for name in names where name.hasSuffix(".jsonl.incoming") {
+        for name in names where name.hasSuffix(".jsonl.incoming") || name.hasSuffix(".jsonl.gz.incoming") {
             let path = dir + "/" + name
             guard let seq = Int(name.prefix(while: { $0.isNumber })) else { try? FileManager.default.removeItem(atPath: path); continue }
             let logged = try replica.writer.read { db in
                 try Bool.fetchOne(db, sql: "SELECT 1 FROM bundle_log WHERE direction = 'received' AND sequence = ?", arguments: [seq]) ?? false
             }
-            if logged && !FileManager.default.fileExists(atPath: bundlePath(chain, sequence: seq)) { try promote(path) }
+            if logged && storedBundlePath(chain, sequence: seq) == nil { try promote(path) }
             else { try? FileManager.default.removeItem(atPath: path) }
         }
     }
@@ -314,16 +322,22 @@ extension ServerStore {
     /// Where a chain's received bundles are kept, as received, for re-verification.
     public func bundlesDirectory(_ chainHash: String) -> String { chainsDirectory + "/\(chainHash)/bundles" }
 
-    /// The stored bundle file of a sequence.
-    public func bundlePath(_ chainHash: String, sequence: Int) -> String {
-        bundlesDirectory(chainHash) + String(format: "/%08d.jsonl", sequence)
+    /// The kept bundle file of a sequence: `<sequence>.jsonl.gz`, the parts as received
+    /// (`GzipParts`), or `<sequence>.jsonl`, its lines (bundles kept before 2026-11-25).
+    public func bundlePath(_ chainHash: String, sequence: Int, gzip: Bool = true) -> String {
+        bundlesDirectory(chainHash) + String(format: "/%08d.jsonl", sequence) + (gzip ? ".gz" : "")
     }
 
-    /// Keeps a received bundle as `<sequence>.jsonl.incoming` (a hard link, else a copy), synced to disk.
-    func keep(file path: String, chain: String, sequence: Int) throws -> String {
+    /// The kept bundle file of a sequence in whichever form it was kept; nil when there is none.
+    public func storedBundlePath(_ chainHash: String, sequence: Int) -> String? {
+        [true, false].map { bundlePath(chainHash, sequence: sequence, gzip: $0) }.first { FileManager.default.fileExists(atPath: $0) }
+    }
+
+    /// Keeps a received bundle as `<sequence>.jsonl[.gz].incoming` (a hard link, else a copy), synced to disk.
+    func keep(file path: String, chain: String, sequence: Int, gzip: Bool) throws -> String {
         let fm = FileManager.default
         try PrivateFiles.makeDirectory(bundlesDirectory(chain))
-        let target = bundlePath(chain, sequence: sequence) + ".incoming"
+        let target = bundlePath(chain, sequence: sequence, gzip: gzip) + ".incoming"
         if fm.fileExists(atPath: target) { try fm.removeItem(atPath: target) }
         do { try fm.linkItem(atPath: path, toPath: target) } catch { try fm.copyItem(atPath: path, toPath: target) }
         try? Self.synced(target)
@@ -334,8 +348,8 @@ extension ServerStore {
 /// `first`, then the rest of the lines.
 public struct Prepended: Sequence, IteratorProtocol {
     var first: [UInt8]?
-    var rest: FileLines
-    public init(first: [UInt8], rest: FileLines) { self.first = first; self.rest = rest }
+    var rest: StoredBundleLines
+    public init(first: [UInt8], rest: StoredBundleLines) { self.first = first; self.rest = rest }
     public mutating func next() -> [UInt8]? {
         if let f = first { first = nil; return f }
         return rest.next()

@@ -60,16 +60,16 @@ public enum ServerVerifier {
             defer { prev = entry.1 }
             if let (n, t) = subset, (entry.0 - 1) % t != n - 1 { continue }
             if mode == .quick && entry.0 != log.count { continue }
-            let path = store.bundlePath(chain, sequence: entry.0)
-            guard FileManager.default.fileExists(atPath: path) else {
+            guard let path = store.storedBundlePath(chain, sequence: entry.0) else {
                 // Committed a moment ago by the running server, which promotes its file next.
-                if serverRunning && FileManager.default.fileExists(atPath: path + ".incoming") { inFlight += 1; continue }
-                bundleProblems.append("sequence \(entry.0): stored bundle \(path) is missing")
+                let incoming = [true, false].map { store.bundlePath(chain, sequence: entry.0, gzip: $0) + ".incoming" }
+                if serverRunning && incoming.contains(where: { FileManager.default.fileExists(atPath: $0) }) { inFlight += 1; continue }
+                bundleProblems.append("sequence \(entry.0): stored bundle \(store.bundlePath(chain, sequence: entry.0)) is missing")
                 continue
             }
             checked += 1
             do {
-                let (header, _) = try BundleFile.verify(path, expected: entry.1, previousManifestHash: .some(prev))
+                let header = try Self.verifyStored(path, expected: entry.1, previousManifestHash: .some(prev))
                 if header.sequence != entry.0 || header.deviceChainHash != chain {
                     bundleProblems.append("sequence \(entry.0): the stored bundle's header says chain \(header.deviceChainHash.prefix(16)) sequence \(header.sequence)")
                 }
@@ -88,5 +88,18 @@ public enum ServerVerifier {
             : IntegrityCheck(name: "sync_refusals", status: .notice, detail: "\(events.count) refusal(s) recorded (nothing of them stored): " + events.suffix(5).map {
                 "\(CanonicalDate.string($0.recordedAt)) \($0.kind) sequence \($0.sequence.map(String.init) ?? "-") from \($0.device ?? "?"): \($0.detail)" }.joined(separator: "; ")))
         return ChainReport(chain: chain, bundles: log.count, checks: checks)
+    }
+
+    /// Verifies a kept bundle file (either form) from its bytes; a damaged gzip member is named as such.
+    static func verifyStored(_ path: String, expected: String, previousManifestHash: String??) throws -> BundleHeader {
+        var verifier = BundleVerifier()
+        var lines = try StoredBundleLines(path: path)
+        do {
+            while let line = lines.next() { try verifier.feed(line) }
+            if let failure = lines.failure { throw failure }
+            return try verifier.finish(expected: expected, previousManifestHash: previousManifestHash)
+        } catch {
+            throw lines.failure ?? error
+        }
     }
 }

@@ -32,7 +32,7 @@ struct SyncBench: AsyncParsableCommand {
         var compressionRatio: Double
         /// BUNDLE_END to BUNDLE_ACK: the server's verify and apply.
         var ackSeconds: Double
-        /// The node's building, re-hashing and sending of the bundle (SyncClient.Report).
+        /// The node's building, part checks and sending of the bundle (SyncClient.Report).
         var buildSeconds: Double
         var checkSeconds: Double
         var sendSeconds: Double
@@ -71,7 +71,7 @@ struct SyncBench: AsyncParsableCommand {
         }
         if bench.json { for r in results { try Output.jsonLine(r) }; return }
         for r in results {
-            print(String(format: "%@: %d samples in %.2f s = %.0f samples/s (node build %.2f s, re-hash %.2f s, send %.2f s; server verify+apply after the end %.2f s); %.1f MB on the wire for %.1f MB of bundles (%.1fx); peak RSS node %.1f MB, server %.1f MB",
+            print(String(format: "%@: %d samples in %.2f s = %.0f samples/s (node build %.2f s, part checks %.2f s of send %.2f s; server verify+apply after the end %.2f s); %.1f MB on the wire for %.1f MB of bundles (%.1fx); peak RSS node %.1f MB, server %.1f MB",
                          r.phase, r.samples, r.seconds, r.samplesPerSecond, r.buildSeconds, r.checkSeconds, r.sendSeconds, r.ackSeconds, Double(r.bytesOnWire) / 1_048_576, Double(r.uncompressedBytes) / 1_048_576,
                          r.compressionRatio, Double(r.nodePeakRssBytes) / 1_048_576, Double(r.serverPeakRssBytes) / 1_048_576))
         }

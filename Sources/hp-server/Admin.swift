@@ -23,7 +23,7 @@ struct Bundles: AsyncParsableCommand {
                 WHERE direction = 'received' ORDER BY sequence
                 """).map { r in
                 Entry(sequence: r[0], observationId: r[1], manifestHash: r[2], previousManifestHash: r[3], items: r[4], receivedAt: r[5],
-                      stored: FileManager.default.fileExists(atPath: store.bundlePath(hash, sequence: r[0])))
+                      stored: store.storedBundlePath(hash, sequence: r[0]) != nil)
             }
         }
         if options.json { try Output.json(rows); return }

@@ -13,7 +13,7 @@ struct CrashTests {
         #expect(try hpNode(["--home", home.path, "capture", "--simulate", "--days", "20"]).0 == 0)
         let status = try JSONSerialization.jsonObject(with: Data(try hpNode(["--home", home.path, "status", "--json"]).1.utf8)) as? [String: Any]
         let chain = try #require(status?["device_chain_hash"] as? String)
-        let incoming = data.path + "/chains/\(chain)/bundles/00000001.jsonl.incoming"
+        let incoming = data.path + "/chains/\(chain)/bundles/00000001.jsonl.gz.incoming"
 
         let server = try ServerProcess(data: data.path)
         try enrollWithCLI(data: data.path, home: home.path, name: "phone", port: server.port)

@@ -3,6 +3,7 @@ import GRDB
 import HealthProbeArchive
 import HealthProbeProtocol
 import HealthProbeCanonical
+import Crypto
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -10,15 +11,23 @@ import Glibc
 /// The node's outbox form of a bundle: built straight into deflated parts
 /// (whole lines, at most `BundlePartCodec.maxPartSize` bytes each before
 /// deflating), stored back to back in one file, sent as they are. A second
-/// thread deflates and writes each part while the next is built. Before
-/// sending, the node re-hashes the stored parts (inflate, item hashes,
-/// manifest hash), so what leaves is what was built.
+/// thread deflates and writes each part while the next is built, and records
+/// the SHA-256 of the bytes it wrote; each part read back to be sent must match
+/// it, so what leaves is what was written (docs/decisions/2026-11-25-outbox-part-hashes.md).
+/// `rehash` checks a stored bundle whole (inflate, item hashes, manifest hash).
 public enum OutboxBundle {
-    /// One stored part: where its deflated bytes are and its size before deflating.
+    /// One stored part: where its deflated bytes are, its size before deflating, and
+    /// the SHA-256 of its deflated bytes as they were written (checked as it is read to be sent).
     public struct Part: Sendable, Equatable {
         public var offset: Int
         public var compressedSize: Int
         public var size: Int
+        public var sha256: [UInt8]
+
+        /// Whether `bytes` (the part as read back) are the bytes written.
+        public func matches(_ bytes: UnsafeRawBufferPointer) -> Bool {
+            Array(SHA256.hash(data: bytes)) == sha256
+        }
     }
 
     public struct Written: Sendable {

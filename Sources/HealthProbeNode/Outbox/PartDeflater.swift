@@ -1,6 +1,7 @@
 import Foundation
 import HealthProbeArchive
 import HealthProbeProtocol
+import Crypto
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -51,9 +52,10 @@ final class PartDeflater: @unchecked Sendable {
         var out: [UInt8] = []
         stage = ConsumerStage(name: "healthprobe.outbox.deflate", depth: depth) { part in
             let n = try part.withUnsafeBytes { try compressor.compress($0, into: &out) }
+            let digest = out.withUnsafeBytes { Array(SHA256.hash(data: UnsafeRawBufferPointer(rebasing: $0[0..<n]))) }
             try out.withUnsafeBytes { try file.writeAll(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
             file.lock.withLock {
-                file.parts.append(OutboxBundle.Part(offset: file.offset, compressedSize: n, size: part.count))
+                file.parts.append(OutboxBundle.Part(offset: file.offset, compressedSize: n, size: part.count, sha256: digest))
                 file.offset += n
                 if file.spare.count < depth { file.spare.append(part) }
             }

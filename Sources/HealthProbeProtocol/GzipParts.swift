@@ -1,0 +1,211 @@
+#if canImport(HPDeflate)
+import HPDeflate
+#endif
+import HPZlib
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A received bundle as the server keeps it: the parts as they arrived, each one
+/// gzip member (RFC 1952) around the part's deflate data, unchanged. The file is
+/// an ordinary multi-member gzip file (`zcat` prints the bundle's lines); each
+/// member's header carries one extra subfield, `HP`, with the member's length in
+/// bytes (4 bytes, little-endian), as BGZF's `BC` subfield does, so that a reader
+/// takes a member whole without inflating it to find its end.
+/// Kept inflated, a million-sample bundle wrote 1.74 GB instead of 283 MB, and
+/// new file pages cost this machine about 1.7 s of kernel time a gigabyte
+/// (docs/decisions/2026-11-25-compressed-kept-bundles.md).
+public enum GzipParts {
+    /// ID1 ID2 CM FLG MTIME(4) XFL OS, XLEN(2), then the subfield: 'H' 'P' LEN(2) length(4).
+    static let headerSize = 20
+    /// CRC-32, then ISIZE (both little-endian).
+    static let trailerSize = 8
+    /// The longest member a reader takes: a part's frame at most, with the member's own bytes.
+    public static let maxMemberSize = SyncFrame.maxLength + headerSize + trailerSize
+
+    /// Appends to `out` the member of one part: `zlib` is the part's zlib stream (RFC 1950)
+    /// as received, which inflated without error to `inflated` (so it has the 2-byte
+    /// header, no preset dictionary, and the 4-byte Adler-32 trailer).
+    public static func appendMember(zlib: UnsafeRawBufferPointer, inflated: UnsafeRawBufferPointer, to out: inout [UInt8]) throws {
+        guard zlib.count >= 6 else { throw SyncProtocolError(.malformedFrame, "a part's zlib data is shorter than its header and trailer") }
+        let deflate = UnsafeRawBufferPointer(rebasing: zlib[2..<(zlib.count - 4)])
+        let total = headerSize + deflate.count + trailerSize
+        guard total <= maxMemberSize, inflated.count <= BundlePartCodec.maxPartSize else {
+            throw SyncProtocolError(.inflateLimit, "a part is over the size a kept bundle holds")
+        }
+        func le32(_ v: UInt32) { for i in 0..<4 { out.append(UInt8(truncatingIfNeeded: v >> (8 * i))) } }
+        out.append(contentsOf: Lines.header)
+        le32(UInt32(total))
+        out.append(contentsOf: deflate)
+        le32(crc32(inflated))
+        le32(UInt32(inflated.count))
+    }
+
+    /// The CRC-32 of gzip (ISO 3309) over `bytes`.
+    static func crc32(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return 0 }
+        #if canImport(HPDeflate)
+        return libdeflate_crc32(0, base, bytes.count)
+        #else
+        return UInt32(HPZlib.crc32(0, base.assumingMemoryBound(to: UInt8.self), uInt(bytes.count)))
+        #endif
+    }
+
+    /// A kept bundle file that is not what `appendMember` writes, or fails its checks.
+    public struct ReadError: Error, CustomStringConvertible, Sendable {
+        public let offset: Int
+        public let reason: String
+        public var description: String { "the kept bundle is damaged at byte \(offset): \(reason)" }
+    }
+
+    /// Whether the file at `path` starts as a gzip file does (else: a bundle kept inflated, as before).
+    public static func isGzip(_ path: String) -> Bool {
+        guard let h = FileHandle(forReadingAtPath: path) else { return false }
+        defer { try? h.close() }
+        let magic = (try? h.read(upToCount: 2)) ?? Data()
+        return magic == Data([0x1F, 0x8B])
+    }
+
+    /// The bundle's lines from a kept file, member by member: each member's length,
+    /// sizes and CRC-32 are checked and its deflate data inflated into a buffer reused
+    /// for the next (memory: two parts' worth). A line may run on into the next member.
+    /// On damage the lines end (a bundle's verification then refuses it as truncated)
+    /// and `failure` says where and what.
+    public final class Lines: Sequence, IteratorProtocol, @unchecked Sendable {
+        private let fd: Int32
+        private var offset = 0
+        private var member: [UInt8] = []
+        private var inflated: [UInt8] = []
+        private var index = 0
+        private var done = false
+        private let library = BundlePartCodec.library
+        #if canImport(HPDeflate)
+        private let decompressor: OpaquePointer?
+        #endif
+        /// Why the lines ended early, if they did.
+        public private(set) var failure: ReadError?
+        /// A member's first 16 bytes: ID1 ID2, CM deflate, FLG FEXTRA, MTIME 0, XFL 0, OS unknown, XLEN 8, subfield `HP` of 4 bytes.
+        static let header: [UInt8] = [0x1F, 0x8B, 8, 0x04, 0, 0, 0, 0, 0, 255, 8, 0, UInt8(ascii: "H"), UInt8(ascii: "P"), 4, 0]
+
+        public init(path: String) throws {
+            fd = open(path, O_RDONLY)
+            guard fd >= 0 else { throw SyncProtocolError(.storage, "cannot read the kept bundle \(path) (errno \(errno))") }
+            #if canImport(HPDeflate)
+            decompressor = libdeflate_alloc_decompressor()
+            #endif
+        }
+
+        deinit {
+            close(fd)
+            #if canImport(HPDeflate)
+            if let decompressor { libdeflate_free_decompressor(decompressor) }
+            #endif
+        }
+
+        public func next() -> [UInt8]? {
+            var line: [UInt8] = []
+            var partial = false
+            while true {
+                if index >= inflated.count {
+                    if done { return partial ? line : nil }
+                    do {
+                        if try !readMember() { done = true; continue }
+                    } catch {
+                        failure = error as? ReadError ?? ReadError(offset: offset, reason: "\(error)")
+                        done = true
+                        return nil
+                    }
+                    index = 0
+                    continue
+                }
+                let found: Int? = inflated.withUnsafeBufferPointer { buf in
+                    guard let base = buf.baseAddress, let p = memchr(base + index, 0x0A, buf.count - index) else { return nil }
+                    return UnsafePointer<UInt8>(p.assumingMemoryBound(to: UInt8.self)) - base
+                }
+                if let nl = found {
+                    line.append(contentsOf: inflated[index..<nl])
+                    index = nl + 1
+                    return line
+                }
+                line.append(contentsOf: inflated[index...])
+                partial = true
+                index = inflated.count
+            }
+        }
+
+        /// Reads exactly `count` bytes into `member` from `at`; false at a clean end of file (nothing read).
+        private func read(_ count: Int, at start: Int, into buffer: inout [UInt8], offsetInBuffer: Int) throws -> Bool {
+            var got = 0
+            while got < count {
+                let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + offsetInBuffer + got, count - got, off_t(start + got)) }
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else {
+                    if got == 0 && n == 0 && offsetInBuffer == 0 { return false }
+                    throw ReadError(offset: start + got, reason: n < 0 ? "read error (errno \(errno))" : "the file ends inside a member")
+                }
+                got += n
+            }
+            return true
+        }
+
+        /// The next member inflated into `inflated`; false at the end of the file.
+        private func readMember() throws -> Bool {
+            if member.count < headerSize { member = [UInt8](repeating: 0, count: 1 << 20) }
+            guard try read(headerSize, at: offset, into: &member, offsetInBuffer: 0) else { return false }
+            // Every header byte is what `appendMember` writes; the data is covered by the CRC-32 and the size.
+            guard member[0..<16].elementsEqual(Self.header) else {
+                throw ReadError(offset: offset, reason: "not a member as the server writes them (gzip, FEXTRA with an HP subfield)")
+            }
+            let total = Int(le32(member, 16))
+            guard total >= headerSize + trailerSize + 1, total <= maxMemberSize else {
+                throw ReadError(offset: offset, reason: "a member length of \(total) bytes is out of range")
+            }
+            if member.count < total { member = [UInt8](repeating: 0, count: total) }
+            _ = try read(total - headerSize, at: offset + headerSize, into: &member, offsetInBuffer: headerSize)
+            let crc = le32(member, total - 8), size = Int(le32(member, total - 4))
+            guard size <= BundlePartCodec.maxPartSize else {
+                throw ReadError(offset: offset, reason: "a member declares \(size) bytes, over the part limit")
+            }
+            inflated.resize(to: size)
+            let ok = member.withUnsafeBytes { m in
+                inflated.withUnsafeMutableBytes { o in inflate(UnsafeRawBufferPointer(rebasing: m[headerSize..<(total - trailerSize)]), into: o) }
+            }
+            guard ok else { throw ReadError(offset: offset, reason: "a member's deflate data is corrupt or does not inflate to its declared \(size) bytes") }
+            guard inflated.withUnsafeBytes({ GzipParts.crc32($0) }) == crc else {
+                throw ReadError(offset: offset, reason: "a member's CRC-32 does not match its data")
+            }
+            offset += total
+            return true
+        }
+
+        private func le32(_ b: [UInt8], _ at: Int) -> UInt32 {
+            UInt32(b[at]) | UInt32(b[at + 1]) << 8 | UInt32(b[at + 2]) << 16 | UInt32(b[at + 3]) << 24
+        }
+
+        /// Inflates raw deflate data to exactly `out.count` bytes.
+        private func inflate(_ data: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) -> Bool {
+            #if canImport(HPDeflate)
+            if library == .libdeflate {
+                guard let decompressor else { return false }
+                var consumed = 0, produced = 0
+                let rc = libdeflate_deflate_decompress_ex(decompressor, data.baseAddress, data.count, out.baseAddress, out.count, &consumed, &produced)
+                return rc == LIBDEFLATE_SUCCESS && produced == out.count && consumed == data.count
+            }
+            #endif
+            var stream = z_stream()
+            guard inflateInit2_(&stream, -15, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size)) == Z_OK else { return false }
+            defer { inflateEnd(&stream) }
+            // zlib wants a real output pointer even for no output.
+            var spare = [UInt8](repeating: 0, count: 1)
+            return spare.withUnsafeMutableBufferPointer { sp in
+                stream.next_in = UnsafeMutablePointer(mutating: data.bindMemory(to: UInt8.self).baseAddress)
+                stream.avail_in = uInt(data.count)
+                stream.next_out = out.count > 0 ? out.bindMemory(to: UInt8.self).baseAddress : sp.baseAddress
+                stream.avail_out = uInt(out.count)
+                let rc = HPZlib.inflate(&stream, Z_FINISH)
+                return rc == Z_STREAM_END && stream.avail_out == 0 && stream.avail_in == 0
+            }
+        }
+    }
+}

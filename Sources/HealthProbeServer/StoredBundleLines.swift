@@ -1,0 +1,33 @@
+import Foundation
+import HealthProbeArchive
+import HealthProbeProtocol
+
+/// The lines of a received bundle file, whichever form it has: gzip members as the
+/// parts arrived (`GzipParts`, what the server writes), or the bundle's lines
+/// themselves (bundles kept before 2026-11-25, and bundle files given to tools).
+public struct StoredBundleLines: Sequence, IteratorProtocol {
+    // One of the two (optionals, not an enum with payloads: `plain?.next()` mutates in place).
+    private let gzip: GzipParts.Lines?
+    private var plain: FileLines?
+
+    public init(path: String) throws {
+        if GzipParts.isGzip(path) {
+            gzip = try GzipParts.Lines(path: path)
+            plain = nil
+        } else {
+            gzip = nil
+            plain = try FileLines(path: path)
+        }
+    }
+
+    /// Whether the file holds gzip members.
+    public var isGzip: Bool { gzip != nil }
+
+    /// Why the lines ended early (a damaged member), if they did.
+    public var failure: GzipParts.ReadError? { gzip?.failure }
+
+    public mutating func next() -> [UInt8]? {
+        if let gzip { return gzip.next() }
+        return plain?.next()
+    }
+}
