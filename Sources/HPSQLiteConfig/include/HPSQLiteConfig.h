@@ -3,8 +3,8 @@
 
 /// Turns off SQLite's memory-usage statistics (SQLITE_CONFIG_MEMSTATUS), which
 /// take one process-wide mutex on every allocation of every connection.
-/// Must run before SQLite is initialized (before the first connection opens);
-/// returns SQLITE_OK, or SQLITE_MISUSE when it came too late.
+/// Applied once, when the program loads (a constructor), so before SQLite is
+/// initialized; returns that result: SQLITE_OK, or SQLITE_MISUSE had it come too late.
 int hp_sqlite_disable_memstatus(void);
 
 #endif
