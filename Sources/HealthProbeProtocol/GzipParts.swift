@@ -37,7 +37,10 @@ public enum GzipParts {
         func le32(_ v: UInt32) { for i in 0..<4 { out.append(UInt8(truncatingIfNeeded: v >> (8 * i))) } }
         out.append(contentsOf: Lines.header)
         le32(UInt32(total))
-        out.append(contentsOf: deflate)
+        // One copy (appending a raw buffer would go byte by byte).
+        let at = out.count
+        out.resize(to: at + deflate.count)
+        out.withUnsafeMutableBytes { UnsafeMutableRawBufferPointer(rebasing: $0[at...]).copyMemory(from: deflate) }
         le32(crc32(inflated))
         le32(UInt32(inflated.count))
     }
@@ -151,7 +154,7 @@ public enum GzipParts {
 
         /// The next member inflated into `inflated`; false at the end of the file.
         private func readMember() throws -> Bool {
-            if member.count < headerSize { member = [UInt8](repeating: 0, count: 1 << 20) }
+            if member.count < headerSize { member = [UInt8](repeating: 0, count: headerSize) }
             guard try read(headerSize, at: offset, into: &member, offsetInBuffer: 0) else { return false }
             // Every header byte is what `appendMember` writes; the data is covered by the CRC-32 and the size.
             guard member[0..<16].elementsEqual(Self.header) else {
@@ -161,7 +164,8 @@ public enum GzipParts {
             guard total >= headerSize + trailerSize + 1, total <= maxMemberSize else {
                 throw ReadError(offset: offset, reason: "a member length of \(total) bytes is out of range")
             }
-            if member.count < total { member = [UInt8](repeating: 0, count: total) }
+            // Grown to the largest member so far (its first bytes, the header, kept).
+            if member.count < total { member.resize(to: total) }
             _ = try read(total - headerSize, at: offset + headerSize, into: &member, offsetInBuffer: headerSize)
             let crc = le32(member, total - 8), size = Int(le32(member, total - 4))
             guard size <= BundlePartCodec.maxPartSize else {
