@@ -22,6 +22,7 @@ struct ApplyBench: AsyncParsableCommand {
     @Option(name: .long, help: "Samples per observation.") var samples: Int = 1000
     @Option(name: .long, help: "Observations per chain (round 1 creates the replicas).") var rounds: Int = 3
     @Option(name: .long, help: "Replicas kept open between bundles (as hp-server's cache).") var keptReplicas: Int = ServerConfig.defaultKeptReplicas
+    @Flag(name: .long, help: "Apply bundle files of lines, not the gzip members hp-server keeps of what it received.") var lines = false
     @OptionGroup var bench: BenchOptions
 
     struct Result: Codable {
@@ -64,7 +65,7 @@ struct ApplyBench: AsyncParsableCommand {
                     return try BundleFile.write(db, observationID: obs, previousManifestHash: link, to: path)
                 }
                 previous[i] = written.manifestHash
-                files.append((node.deviceChainHash, path, written.manifestHash))
+                files.append((node.deviceChainHash, lines ? path : try Self.asReceived(path), written.manifestHash))
             }
             clock.advance(3600)
             let cpuBefore = Measure.cpuSeconds(pid: getpid())
@@ -93,5 +94,38 @@ struct ApplyBench: AsyncParsableCommand {
                          r.phase, r.bundles, samples, r.seconds, r.cpuMillisecondsPerBundle, r.wallMillisecondsPerBundle, r.digestsMatch ? "yes" : "NO"))
         }
         if results.contains(where: { !$0.digestsMatch }) { throw ExitCode(1) }
+    }
+
+    /// The bundle at `path` as hp-server keeps what it received (`GzipParts`): parts of
+    /// whole lines of at most 8 MiB, deflated as a node does, each inflated and checked as
+    /// the server does on receipt, then written as one gzip member. Returns the new file.
+    static func asReceived(_ path: String) throws -> String {
+        let out = path + ".gz"
+        guard FileManager.default.createFile(atPath: out, contents: nil), let handle = FileHandle(forWritingAtPath: out) else {
+            throw ValidationError("cannot write \(out)")
+        }
+        defer { try? handle.close() }
+        let compressor = BundlePartCodec.Compressor()
+        var part: [UInt8] = [], zlib: [UInt8] = [], inflated: [UInt8] = [], member: [UInt8] = []
+        func flush() throws {
+            guard !part.isEmpty else { return }
+            let n = try part.withUnsafeBytes { try compressor.compress($0, into: &zlib) }
+            try zlib.withUnsafeBytes { z in
+                let received = UnsafeRawBufferPointer(rebasing: z[0..<n])
+                try BundlePartCodec.inflate(received, declaredSize: part.count, into: &inflated)
+                member.removeAll(keepingCapacity: true)
+                try inflated.withUnsafeBytes { try GzipParts.appendMember(zlib: received, inflated: $0, to: &member) }
+            }
+            try handle.write(contentsOf: member)
+            part.removeAll(keepingCapacity: true)
+        }
+        for line in try FileLines(path: path) {
+            if part.count + line.count + 1 > BundlePartCodec.maxPartSize { try flush() }
+            part += line
+            part.append(0x0A)
+        }
+        try flush()
+        try FileManager.default.removeItem(atPath: path)
+        return out
     }
 }
