@@ -6,6 +6,7 @@
 #include "HPFileSync.h"
 
 static int arena_limit = 0;
+static long mmap_threshold = 0;
 
 // Runs when the program loads, before main and before any thread exists: glibc
 // gives each thread that meets contention an arena of its own (up to 8 per core)
@@ -23,4 +24,29 @@ static void hp_limit_heap_arenas(void) {
 #endif
 }
 
+// Also at load: blocks of 1 MiB or more are always mapped on their own and unmapped
+// when freed. glibc's default threshold moves up to the size of each mapped block
+// freed (up to 32 MiB), after which part buffers of 1-8 MiB came from the arenas and
+// stayed there: the server's peak in a first sync of 1M samples was 167-193 MB with it,
+// 150 MB with the threshold fixed (docs/decisions/2026-11-25-heap-arenas.md, amended).
+// An explicit MALLOC_MMAP_THRESHOLD_ (or GLIBC_TUNABLES) is left as the user set it.
+__attribute__((constructor))
+static void hp_fix_mmap_threshold(void) {
+#if defined(__GLIBC__)
+    if (getenv("MALLOC_MMAP_THRESHOLD_") != NULL || getenv("GLIBC_TUNABLES") != NULL) return;
+    if (mallopt(M_MMAP_THRESHOLD, 1 << 20) == 1) mmap_threshold = 1 << 20;
+#endif
+}
+
 int hp_heap_arena_limit(void) { return arena_limit; }
+
+long hp_heap_mmap_threshold(void) { return mmap_threshold; }
+
+long hp_heap_mapped_bytes(void) {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+    struct mallinfo2 m = mallinfo2();
+    return (long)m.hblkhd;
+#else
+    return -1;
+#endif
+}

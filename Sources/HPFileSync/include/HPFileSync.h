@@ -16,4 +16,12 @@ int hp_trim_heap(void);
 /// MALLOC_ARENA_MAX / GLIBC_TUNABLES set by the user).
 int hp_heap_arena_limit(void);
 
+/// The fixed threshold (bytes) from which the allocator maps each block on its own
+/// (set when the program loaded, 1 MiB), or 0 when it was not set (another C library,
+/// or MALLOC_MMAP_THRESHOLD_ / GLIBC_TUNABLES set by the user).
+long hp_heap_mmap_threshold(void);
+
+/// Bytes the allocator holds in blocks mapped on their own (glibc's mallinfo2 hblkhd), or -1.
+long hp_heap_mapped_bytes(void);
+
 #endif

@@ -13,4 +13,17 @@ public enum Heap {
         let n = Int(hp_heap_arena_limit())
         return n > 0 ? n : nil
     }
+
+    /// The size from which every allocation is mapped on its own and unmapped when
+    /// freed (1 MiB, fixed when the process loaded), or nil when it was not fixed.
+    public static var mmapThreshold: Int? {
+        let n = Int(hp_heap_mmap_threshold())
+        return n > 0 ? n : nil
+    }
+
+    /// Bytes held in blocks mapped on their own (glibc), or nil where unknown.
+    static var mappedBytes: Int? {
+        let n = Int(hp_heap_mapped_bytes())
+        return n >= 0 ? n : nil
+    }
 }

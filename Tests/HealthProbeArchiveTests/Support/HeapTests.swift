@@ -20,4 +20,29 @@ struct HeapTests {
         }
         #endif
     }
+
+    @Test("blocks of 1 MiB or more stay mapped on their own after a larger one was freed (the threshold does not move), unless the user set it")
+    func mmapThresholdFixed() throws {
+        #if canImport(Glibc)
+        let env = ProcessInfo.processInfo.environment
+        guard env["MALLOC_MMAP_THRESHOLD_"] == nil, env["GLIBC_TUNABLES"] == nil else {
+            #expect(Heap.mmapThreshold == nil)
+            return
+        }
+        #expect(Heap.mmapThreshold == 1 << 20)
+        // Other tests allocate beside this one: a few tries, one clean reading is enough.
+        var mappedOnItsOwn = false
+        for _ in 0..<5 where !mappedOnItsOwn {
+            let mapped = try #require(Heap.mappedBytes)
+            // With glibc's moving threshold, freeing this 24 MiB block would raise it past 2 MiB.
+            let large = try #require(malloc(24 << 20))
+            memset(large, 1, 24 << 20)
+            free(large)
+            let block = try #require(malloc(2 << 20))
+            mappedOnItsOwn = try #require(Heap.mappedBytes) >= mapped + (2 << 20)
+            free(block)
+        }
+        #expect(mappedOnItsOwn, "a 2 MiB block came from an arena")
+        #endif
+    }
 }
