@@ -42,11 +42,14 @@ int hp_heap_arena_limit(void) { return arena_limit; }
 
 long hp_heap_mmap_threshold(void) { return mmap_threshold; }
 
-long hp_heap_mapped_bytes(void) {
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
-    struct mallinfo2 m = mallinfo2();
-    return (long)m.hblkhd;
+int hp_heap_block_is_mapped(const void *block) {
+#if defined(__GLIBC__)
+    // glibc's chunk header: the size word before the block, bit 1 (IS_MMAPPED).
+    size_t size = ((const size_t *)block)[-1];
+    return (size & 2) != 0;
 #else
+    (void)block;
     return -1;
 #endif
 }
+

@@ -21,7 +21,8 @@ int hp_heap_arena_limit(void);
 /// or MALLOC_MMAP_THRESHOLD_ / GLIBC_TUNABLES set by the user).
 long hp_heap_mmap_threshold(void);
 
-/// Bytes the allocator holds in blocks mapped on their own (glibc's mallinfo2 hblkhd), or -1.
-long hp_heap_mapped_bytes(void);
+/// Whether a block from malloc was mapped on its own (glibc: its chunk header's
+/// IS_MMAPPED bit): 1 or 0, or -1 where unknown.
+int hp_heap_block_is_mapped(const void *block);
 
 #endif

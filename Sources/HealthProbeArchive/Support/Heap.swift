@@ -21,9 +21,10 @@ public enum Heap {
         return n > 0 ? n : nil
     }
 
-    /// Bytes held in blocks mapped on their own (glibc), or nil where unknown.
-    static var mappedBytes: Int? {
-        let n = Int(hp_heap_mapped_bytes())
-        return n >= 0 ? n : nil
+    /// Whether `block` (from malloc) was mapped on its own (glibc), or nil where unknown.
+    static func isMapped(_ block: UnsafeRawPointer) -> Bool? {
+        let r = hp_heap_block_is_mapped(block)
+        return r < 0 ? nil : r == 1
     }
+
 }

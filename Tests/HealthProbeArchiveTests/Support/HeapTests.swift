@@ -30,18 +30,17 @@ struct HeapTests {
             return
         }
         #expect(Heap.mmapThreshold == 1 << 20)
-        // Other tests allocate beside this one: a few tries, one clean reading is enough.
-        var mappedOnItsOwn = false
-        for _ in 0..<5 where !mappedOnItsOwn {
-            let mapped = try #require(Heap.mappedBytes)
-            // With glibc's moving threshold, freeing this 24 MiB block would raise it past 2 MiB.
-            let large = try #require(malloc(24 << 20))
-            memset(large, 1, 24 << 20)
-            free(large)
-            let block = try #require(malloc(2 << 20))
-            mappedOnItsOwn = try #require(Heap.mappedBytes) >= mapped + (2 << 20)
-            free(block)
-        }
+        // Read from the block's own header: other tests allocating meanwhile cannot change it.
+        // With glibc's moving threshold, freeing this 24 MiB block would raise it past 2 MiB.
+        let large = try #require(malloc(24 << 20))
+        memset(large, 1, 24 << 20)
+        free(large)
+        let block = try #require(malloc(2 << 20))
+        defer { free(block) }
+        let small = try #require(malloc(64 << 10))
+        defer { free(small) }
+        #expect(Heap.isMapped(small) == false, "the header check reads a 64 KiB block as mapped")
+        let mappedOnItsOwn = Heap.isMapped(block) == true
         #expect(mappedOnItsOwn, "a 2 MiB block came from an arena")
         #endif
     }
