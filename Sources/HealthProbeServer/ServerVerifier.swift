@@ -92,12 +92,12 @@ public enum ServerVerifier {
 
     /// Verifies a kept bundle file (either form) from its bytes; a damaged gzip member is named as such.
     static func verifyStored(_ path: String, expected: String, previousManifestHash: String??) throws -> BundleHeader {
-        var verifier = BundleVerifier()
-        var lines = try StoredBundleLines(path: path)
+        // A gzip reader is a reference: its failure is seen here after the verify consumed a copy.
+        let lines = try StoredBundleLines(path: path)
         do {
-            while let line = lines.next() { try verifier.feed(line) }
+            let (header, _) = try BundleFile.verify(lines: lines, expected: expected, previousManifestHash: previousManifestHash)
             if let failure = lines.failure { throw failure }
-            return try verifier.finish(expected: expected, previousManifestHash: previousManifestHash)
+            return header
         } catch {
             throw lines.failure ?? error
         }

@@ -38,8 +38,13 @@ public enum BundleFile {
 
     /// Verifies the bundle in `path` from its bytes (see `BundleVerifier.finish`).
     public static func verify(_ path: String, expected: String?, previousManifestHash: String?? = .none) throws -> (BundleHeader, BundleVerifier) {
+        try verify(lines: try FileLines(path: path), expected: expected, previousManifestHash: previousManifestHash)
+    }
+
+    /// Verifies a bundle given as its lines (see `BundleVerifier.finish`).
+    public static func verify(lines: some Sequence<[UInt8]>, expected: String?, previousManifestHash: String?? = .none) throws -> (BundleHeader, BundleVerifier) {
         var verifier = BundleVerifier()
-        for line in try FileLines(path: path) { try verifier.feed(line) }
+        for line in lines { try verifier.feed(line) }
         let header = try verifier.finish(expected: expected, previousManifestHash: previousManifestHash)
         return (header, verifier)
     }
