@@ -48,8 +48,11 @@ public enum Aggregates {
     /// Computes the summary of `typeID` at `observationID` and, when the type
     /// changed, its daily rows. Replaces what was there.
     /// `allowDelta: false` forces the full computation (tests compare the two).
+    /// `changes`: the type's appeared, disappeared and changed events at `obs` when the
+    /// caller counted every one it inserted (a capture's run); otherwise they are counted.
     @discardableResult
-    public static func update(_ db: Database, observationID obs: Int64, typeID: Int64, now: Double, allowDelta: Bool = true) throws -> Path {
+    public static func update(_ db: Database, observationID obs: Int64, typeID: Int64, now: Double, allowDelta: Bool = true,
+                              changes known: ChangeCounts? = nil) throws -> Path {
         guard let o = try Row.fetchOne(db.cachedStatement(sql: "SELECT device_chain_id, time_zone_identifier, time_zone_seconds_from_gmt FROM observations WHERE id = ?"), arguments: [obs]) else {
             throw ArchiveError(.notFound, "no observation \(obs) to aggregate")
         }
@@ -75,16 +78,16 @@ public enum Aggregates {
         let typeIdentifier = try String.fetchOne(db.cachedStatement(sql: "SELECT type_identifier FROM sample_types WHERE id = ?"), arguments: [typeID]) ?? ""
         let days = LocalDays(identifier: zoneID, secondsFromGMT: zoneOffset)
         if allowDelta, let p = previous, sameZone, !unmoved,
-           try updateByDelta(db, obs: obs, typeID: typeID, typeIdentifier: typeIdentifier, previous: p, days: days, now: now) {
+           try updateByDelta(db, obs: obs, typeID: typeID, typeIdentifier: typeIdentifier, previous: p, days: days, now: now, changes: known) {
             return .delta
         }
         // No previous summary to start from: the full computation, in one sweep when it can.
         if allowDelta, previous == nil,
-           try updateBySweep(db, obs: obs, typeID: typeID, typeIdentifier: typeIdentifier, days: days, now: now) {
+           try updateBySweep(db, obs: obs, typeID: typeID, typeIdentifier: typeIdentifier, days: days, now: now, changes: known) {
             return .full
         }
         // Driven from the type's samples here: a full pass already costs the type's size.
-        let changes = unmoved ? ChangeCounts() : try ChangeCounts.fetch(db, observationID: obs, typeID: typeID, fromEvents: false)
+        let changes = unmoved ? ChangeCounts() : try known ?? ChangeCounts.fetch(db, observationID: obs, typeID: typeID, fromEvents: false)
         let totals = try Totals.fetch(db, typeID: typeID, observationID: obs)
         let n = totals.count, first = totals.earliestStart, last = totals.latestEnd, total = totals.valueSum, top = totals.valueMax
         try insertSummary(db, obs: obs, typeID: typeID, count: n, changes: changes, first: first, last: last, total: total, top: top,
@@ -107,8 +110,20 @@ public enum Aggregates {
     }
 
     /// Appeared, disappeared and representation-changed events of a type at an observation.
-    struct ChangeCounts {
-        var appeared = 0, disappeared = 0, changed = 0
+    public struct ChangeCounts: Sendable, Equatable {
+        public var appeared = 0, disappeared = 0, changed = 0
+
+        public init(appeared: Int = 0, disappeared: Int = 0, changed: Int = 0) {
+            self.appeared = appeared
+            self.disappeared = disappeared
+            self.changed = changed
+        }
+
+        mutating func add(_ other: ChangeCounts) {
+            appeared += other.appeared
+            disappeared += other.disappeared
+            changed += other.changed
+        }
 
         /// `fromEvents`: driven from the observation's events (cost follows the changes);
         /// otherwise from the type's samples, probing each one's events (cost follows the type).
@@ -155,7 +170,7 @@ public enum Aggregates {
     /// extreme); false (nothing written) otherwise. Cost follows the changes and
     /// the touched days, not the type's size.
     static func updateByDelta(_ db: Database, obs: Int64, typeID: Int64, typeIdentifier: String, previous p: Row,
-                              days: LocalDays, now: Double) throws -> Bool {
+                              days: LocalDays, now: Double, changes known: ChangeCounts? = nil) throws -> Bool {
         let pid: Int64 = p["observation_id"]
         let base: Int64 = p["daily_base_observation_id"] ?? pid
         let pCount: Int = p["visible_record_count"]
@@ -223,7 +238,7 @@ public enum Aggregates {
                                       arguments: [obs, typeID]) ?? top
         }
         // Driven from this observation's events: they follow the changes, not the type's size.
-        let changes = try ChangeCounts.fetch(db, observationID: obs, typeID: typeID, fromEvents: true)
+        let changes = try known ?? ChangeCounts.fetch(db, observationID: obs, typeID: typeID, fromEvents: true)
         try insertSummary(db, obs: obs, typeID: typeID, count: count, changes: changes, first: first, last: last, total: total, top: top,
                           hash: try summaryHash(typeIdentifier: typeIdentifier, count: count, first: first, last: last, total: total, top: top),
                           dailyBase: obs, now: now)
@@ -236,7 +251,8 @@ public enum Aggregates {
     /// has a value, all in one unit; false (nothing written) otherwise, or when the
     /// daily groups would pass `DailyDelta.limit`. A new chain's first bundle on a
     /// replica comes this way for every type whose samples have values in one unit.
-    static func updateBySweep(_ db: Database, obs: Int64, typeID: Int64, typeIdentifier: String, days: LocalDays, now: Double) throws -> Bool {
+    static func updateBySweep(_ db: Database, obs: Int64, typeID: Int64, typeIdentifier: String, days: LocalDays, now: Double,
+                              changes known: ChangeCounts? = nil) throws -> Bool {
         let rows = try Row.fetchCursor(db.cachedStatement(sql: "SELECT start_date, end_date, numeric_value, unit, source_revision_id FROM (\(visibleSQL))"),
                                        arguments: [typeID, obs, obs])
         var count = 0, micro: Int64 = 0, top = -Double.infinity
@@ -265,7 +281,7 @@ public enum Aggregates {
         }
         try hashDaily(db, obs: obs, typeID: typeID, typeIdentifier: typeIdentifier)
         let total = Double(micro) / sumScale
-        let changes = try ChangeCounts.fetch(db, observationID: obs, typeID: typeID, fromEvents: true)
+        let changes = try known ?? ChangeCounts.fetch(db, observationID: obs, typeID: typeID, fromEvents: true)
         try insertSummary(db, obs: obs, typeID: typeID, count: count, changes: changes, first: first, last: last, total: total, top: top,
                           hash: try summaryHash(typeIdentifier: typeIdentifier, count: count, first: first, last: last, total: total, top: top),
                           dailyBase: obs, now: now)

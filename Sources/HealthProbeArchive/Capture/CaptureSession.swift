@@ -57,7 +57,7 @@ public final class CaptureSession {
         let now = node.clock.now()
         let chain = node.deviceChainID
         let obs = observationID
-        let (typeID, runID, previousVerifiedAt): (Int64, Int64, Double?) = try archive.writer.write { db in
+        let (typeID, runID, previousVerifiedAt, typeWasEmpty): (Int64, Int64, Double?, Bool) = try archive.writer.write { db in
             // A type's name and category are fixed when the archive first stores it: every
             // bundle of an observation that names the type carries them, and a bundle built
             // again (after a lost acknowledgement, `hp-node bundle`) must hash as it did.
@@ -79,10 +79,12 @@ public final class CaptureSession {
                 ORDER BY t.observation_id DESC LIMIT 1
                 """, arguments: [typeID, chain, obs])
             try db.execute(sql: "CREATE TABLE IF NOT EXISTS \(seenTable)(sample_id INTEGER PRIMARY KEY, type_run_id INTEGER NOT NULL)")
-            return (typeID, runID, prev)
+            // Only this run writes samples of the type from here on (one run per type and observation, one writer).
+            let empty = try !Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM samples WHERE sample_type_id = ?)", arguments: [typeID])!
+            return (typeID, runID, prev, empty)
         }
         let run = TypeRunWriter(session: self, type: type, kind: kind, typeID: typeID, runID: runID,
-                                previousVerifiedAt: previousVerifiedAt ?? observedAt)
+                                previousVerifiedAt: previousVerifiedAt ?? observedAt, typeWasEmpty: typeWasEmpty)
         openRuns[runID] = run
         return run
     }

@@ -137,6 +137,9 @@ public struct PageResult: Sendable, Equatable {
     public var alreadyCommitted = false
     /// Samples this page marked seen for the first time in its run.
     var newlySeen = 0
+    /// The appeared, disappeared and changed events this page inserted (an event
+    /// already recorded at the observation is not counted again).
+    var events = Aggregates.ChangeCounts()
     public init() {}
 
     /// Adds another page's counts to these.
@@ -148,6 +151,7 @@ public struct PageResult: Sendable, Equatable {
         deletedUnknown += r.deletedUnknown
         unchanged += r.unchanged
         newlySeen += r.newlySeen
+        events.add(r.events)
     }
 }
 

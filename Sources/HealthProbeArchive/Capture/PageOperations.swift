@@ -117,7 +117,9 @@ struct PageOperations {
         var found: Found?
         var isNew = false
         if let uuidHash = n.uuidHash {
-            found = try lookup(byFingerprintAndUUID, [.int(typeID), .hash(try fingerprint(n, 0)), .hash(uuidHash)], payloadHash: n.payloadHash)
+            if !run.typeWasEmpty {
+                found = try lookup(byFingerprintAndUUID, [.int(typeID), .hash(try fingerprint(n, 0)), .hash(uuidHash)], payloadHash: n.payloadHash)
+            }
             if found == nil { found = try lookup(byUUID, [.hash(uuidHash), .int(typeID)], payloadHash: n.payloadHash) }
             if let f = found { _ = try seen(f.sampleID, &result) }
         } else {
@@ -150,11 +152,11 @@ struct PageOperations {
         let vid = versionID!
         if let open = f.openVersionID, open != vid {
             try closeRange.run(db, [.int(obs), .double(run.previousVerifiedAt), .int(f.sampleID)])
-            try insertEvent.run(db, [.int(obs), .int(f.sampleID), .int(vid), .text(EventKind.representationChanged.rawValue), .double(at), .text(EvidenceKind.reported.rawValue)])
+            result.events.changed += try insertEvent.run(db, [.int(obs), .int(f.sampleID), .int(vid), .text(EventKind.representationChanged.rawValue), .double(at), .text(EvidenceKind.reported.rawValue)])
             try openRange.run(db, [.int(f.sampleID), .int(vid), .int(obs), .double(at)])
             result.changed += 1
         } else if f.openVersionID == nil {
-            try insertEvent.run(db, [.int(obs), .int(f.sampleID), .int(vid), .text(EventKind.appeared.rawValue), .double(at), .text(EvidenceKind.reported.rawValue)])
+            result.events.appeared += try insertEvent.run(db, [.int(obs), .int(f.sampleID), .int(vid), .text(EventKind.appeared.rawValue), .double(at), .text(EvidenceKind.reported.rawValue)])
             try openRange.run(db, [.int(f.sampleID), .int(vid), .int(obs), .double(at)])
             result.appeared += 1
         } else {
@@ -171,7 +173,7 @@ struct PageOperations {
         }
         if let f = found, let open = f.openVersionID {
             try closeRange.run(db, [.int(obs), .double(run.previousVerifiedAt), .int(f.sampleID)])
-            try insertEvent.run(db, [.int(obs), .int(f.sampleID), .int(open), .text(EventKind.disappeared.rawValue), .double(at), .text(EvidenceKind.deletedObject.rawValue)])
+            result.events.disappeared += try insertEvent.run(db, [.int(obs), .int(f.sampleID), .int(open), .text(EventKind.disappeared.rawValue), .double(at), .text(EvidenceKind.deletedObject.rawValue)])
             result.disappeared += 1
             return
         }

@@ -14,6 +14,10 @@ public final class TypeRunWriter {
     let runID: Int64
     /// When this type was last verified before this observation (closing ranges' `last_seen_at`).
     let previousVerifiedAt: Double
+    /// The type had no sample in the archive when the run began: nothing was visible
+    /// before it, so a UUID is looked up only by its hash (a strict fingerprint cannot
+    /// match a sample of an earlier capture) and completion has nothing to close.
+    let typeWasEmpty: Bool
     unowned let session: CaptureSession
     var isFinished = false
     public private(set) var rejectedRecords = 0
@@ -25,14 +29,20 @@ public final class TypeRunWriter {
     /// The index the next page gets when written through a `PipelinedPageWriter`.
     public var nextPageIndex = 0
     private var totals = PageResult()
+    /// Every page of the run was written by this writer and counted in `totals`; a
+    /// page that came back as already committed (a retry) was not, and the run's
+    /// event counts are then read from the archive at completion.
+    private var countedEveryPage = true
 
-    init(session: CaptureSession, type: SampleTypeDescriptor, kind: TypeRunKind, typeID: Int64, runID: Int64, previousVerifiedAt: Double) {
+    init(session: CaptureSession, type: SampleTypeDescriptor, kind: TypeRunKind, typeID: Int64, runID: Int64, previousVerifiedAt: Double,
+         typeWasEmpty: Bool) {
         self.session = session
         self.type = type
         self.kind = kind
         self.typeID = typeID
         self.runID = runID
         self.previousVerifiedAt = previousVerifiedAt
+        self.typeWasEmpty = typeWasEmpty
     }
 
     /// Totals over the pages written so far.
@@ -136,8 +146,8 @@ public final class TypeRunWriter {
         // the end of an import (every type's run completes then).
         let (gone, visible) = try session.archive.writer.write { db in
             try db.withBoundedCache(kib: TypeRunWriter.completionCacheKiB) {
-                skippedClosingPass = try closes && sawEveryVisibleSample(db)
-                let gone = closes && !skippedClosingPass ? try closeUnseen(db) : 0
+                skippedClosingPass = try closes && (typeWasEmpty || sawEveryVisibleSample(db))
+                let (gone, goneEvents) = closes && !skippedClosingPass ? try closeUnseen(db) : (0, 0)
                 // After a full scan closed what it did not see, what is visible is what it saw
                 // (every sample it saw kept or got an open range), unless deleted-object
                 // evidence closed some of those; otherwise the type's open ranges are counted.
@@ -150,7 +160,9 @@ public final class TypeRunWriter {
                         deleted_event_count = deleted_event_count + ?
                     WHERE id = ?
                     """, arguments: [status.rawValue, now, anchorAfter.map { Data($0) }, visible, gone, runID])
-                try Aggregates.update(db, observationID: obs, typeID: typeID, now: now)
+                var changes = totals.events
+                changes.disappeared += goneEvents
+                try Aggregates.update(db, observationID: obs, typeID: typeID, now: now, changes: countedEveryPage ? changes : nil)
                 return (gone, visible)
             }
         }
@@ -176,8 +188,8 @@ public final class TypeRunWriter {
 
     /// A full scan's end: every sample of the type visible until now and not
     /// seen by this run gets a `disappeared` event and its range closed.
-    /// Returns how many.
-    private func closeUnseen(_ db: Database) throws -> Int {
+    /// Returns how many, and how many of those events were new.
+    private func closeUnseen(_ db: Database) throws -> (closed: Int, events: Int) {
         let obs = session.observationID
         try db.ensureTempTable("hp_run_gone", columns: "sample_id INTEGER PRIMARY KEY, version_id INTEGER")
         try db.execute(sql: "DELETE FROM temp.hp_run_gone")
@@ -189,18 +201,20 @@ public final class TypeRunWriter {
               AND NOT EXISTS (SELECT 1 FROM \(session.seenTable) x WHERE x.sample_id = s.id)
             """, arguments: [typeID])
         let gone = db.changesCount
+        var events = 0
         if gone > 0 {
             try db.execute(sql: """
                 INSERT OR IGNORE INTO sample_observation_events(observation_id, sample_id, version_id, event_kind, observed_at, evidence_kind)
                 SELECT ?, sample_id, version_id, 'disappeared', ?, 'full_scan_absent' FROM temp.hp_run_gone
                 """, arguments: [obs, session.observedAt])
+            events = db.changesCount
             try db.execute(sql: """
                 UPDATE sample_visibility_ranges SET last_observation_id = ?, last_seen_at = max(first_seen_at, ?)
                 WHERE sample_id IN (SELECT sample_id FROM temp.hp_run_gone) AND +last_observation_id IS NULL
                 """, arguments: [obs, previousVerifiedAt])
         }
         try db.execute(sql: "DELETE FROM temp.hp_run_gone")
-        return gone
+        return (gone, events)
     }
 
     /// Ends the run as `unauthorized` or `failed`. Nothing is closed; pages
@@ -227,7 +241,10 @@ public final class TypeRunWriter {
         if isFinished { throw ArchiveError(.invalidState, "the \(type.identifier) type run is already finished") }
     }
 
-    func add(_ r: PageResult) { totals.add(r) }
+    func add(_ r: PageResult) {
+        if r.alreadyCommitted { countedEveryPage = false }
+        totals.add(r)
+    }
 
     /// True when this page was already committed with the same content.
     private func checkLedger(_ db: Database, index: Int, hash: String) throws -> Bool {

@@ -91,6 +91,45 @@ struct AnalysisTests {
         #expect(incremental.filter { $0.hasPrefix("d ") }.count > 4)
     }
 
+    @Test("a capture's summaries count the events its runs inserted: one UUID three times with new values in a run, deleted objects, absences, a page sent twice")
+    func runCountsEqualCountedEvents() throws {
+        let t = TempHome()
+        let node = try t.open()
+        // The first run of an empty type (lookups by UUID only, no closing pass), with a UUID repeated.
+        let first = (0..<10).map { hr($0) } + [hr(3, value: 70)]
+        try capture(node, samples: first)
+        t.clock.advance(3600)
+        // Sample 0 with three new values (one changed event at most per observation), 6-9 absent,
+        // 2 deleted, 10 new, and the same page given again.
+        let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: .manual, selectedTypes: [heartRate.identifier]))
+        let run = try session.beginTypeRun(heartRate, kind: .fullScan)
+        let page = [hr(0, value: 61), hr(0, value: 62), hr(0, value: 63)] + (1..<6).map { hr($0) } + [hr(10)]
+        #expect(try run.writePage(index: 0, samples: page).alreadyCommitted == false)
+        try run.recordDeletedObjects(index: 1, uuids: [String(format: "00000000-0000-4000-8000-%012d", 2)])
+        try run.complete()
+        try session.finish()
+        let o2 = session.observationID
+        // Every count is the events' own: sample 0's second and third new values find its changed
+        // event already recorded; sample 3 is back at its first value (changed); 2 and 6-9 disappear.
+        let e2 = try events(node, observation: o2)
+        #expect(e2 == ["appeared": 1, "representation_changed": 2, "disappeared": 5])
+        t.clock.advance(3600)
+        // A page given twice: the retry changes nothing, and the counts are then read from the archive.
+        let again = try CaptureSession.begin(node, context: ObservationContext(triggerReason: .manual, selectedTypes: [heartRate.identifier]))
+        let retried = try again.beginTypeRun(heartRate, kind: .fullScan)
+        let third = (0..<4).map { hr($0, value: 65) }
+        try retried.writePage(index: 0, samples: third)
+        #expect(try retried.writePage(index: 0, samples: third).alreadyCommitted)
+        try retried.complete()
+        try again.finish()
+        let incremental = try aggregateRows(node)
+        #expect(incremental.contains { $0.hasPrefix("s \(o2) ") && $0.contains(" 1 5 2 ") })
+        try node.archive.writer.write { db in try Aggregates.rebuildAll(db, now: 1, allowDelta: false) }
+        #expect(try aggregateRows(node) == incremental)
+        try node.archive.writer.write { db in try Aggregates.rebuildAll(db, now: 1) }
+        #expect(try aggregateRows(node) == incremental)
+    }
+
     @Test("aggregates by delta: the maximum's sample gone (one day recomputed), most days edited (one daily pass); both equal the full computation")
     func deltaWithoutTheMaximum() throws {
         let t = TempHome()

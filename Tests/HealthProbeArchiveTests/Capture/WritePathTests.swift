@@ -35,7 +35,7 @@ struct WritePathTests {
         let ten = (0..<10).map { hr($0) }
         do {
             let node = try t.open()
-            #expect(try scan(ten, on: node).skipped == false)  // no previous summary
+            #expect(try scan(ten, on: node).skipped)  // the type was empty: nothing was visible before
             let same = try scan(ten, on: node)
             #expect(same.skipped && same.result.visibleCount == 10 && same.result.deletedEvents == 0)
             // One missing, one new: as many seen as before, but not the same ones.
@@ -55,6 +55,18 @@ struct WritePathTests {
         #expect(try events(node, observation: after.obs) == ["disappeared": 1])
         let report = try ArchiveVerifier.run(node, mode: .full)
         #expect(report.ok, "\(report.checks.filter { $0.status == .problem })")
+        // No previous summary, but an interrupted capture left a visible sample: the scan closes it.
+        let u = TempHome()
+        do {
+            let node = try u.open()
+            let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: .manual))
+            try session.beginTypeRun(heartRate, kind: .fullScan).writePage(index: 0, samples: [hr(20)])
+        }
+        let fresh = try u.open()
+        u.clock.advance(3600)
+        let first = try scan(ten, on: fresh)
+        #expect(!first.skipped && first.result.deletedEvents == 1 && first.result.visibleCount == 10)
+        #expect(try events(fresh, observation: first.obs) == ["appeared": 10, "disappeared": 1])
     }
 
     @Test("an unchanged re-capture writes no sample, version, event or range rows")
