@@ -58,6 +58,23 @@ public struct ArchiveHasher: @unchecked Sendable {
         return h.finalize().withUnsafeBytes { hex(buffer: $0) }
     }
 
+    /// One string: the hex of `head` (8 bytes, big-endian), then the hex of the first
+    /// `take` bytes (at most 32) of the SHA-256 over `hp:v2:<domain>:` + `bytes`. Strict
+    /// fingerprints are built this way, without intermediate strings.
+    public static func sha256Hex(_ domain: HashDomain, _ bytes: [UInt8], head: UInt64, take: Int) -> String {
+        var h = shaTemplates[domain.ordinal]
+        bytes.withUnsafeBytes { h.update(bufferPointer: $0) }
+        let take = min(max(take, 0), 32)
+        return h.finalize().withUnsafeBytes { digest in
+            String(unsafeUninitializedCapacity: 16 + 2 * take) { out in
+                guard let base = out.baseAddress else { return 0 }
+                withUnsafeBytes(of: head.bigEndian) { writeHex($0, to: base) }
+                writeHex(UnsafeRawBufferPointer(rebasing: digest.prefix(take)), to: base + 16)
+                return 16 + 2 * take
+            }
+        }
+    }
+
     /// SHA-256 over `hp:v2:<domain>:` + UTF-8 of `text`.
     public static func sha256(_ domain: HashDomain, _ text: String) -> String {
         sha256(domain, Array(text.utf8))

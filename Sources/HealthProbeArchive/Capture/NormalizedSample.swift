@@ -58,6 +58,11 @@ public final class SampleNormalizer {
     /// Canonical JSON and hash of metadata dictionaries: records repeat a few
     /// (time zone, motion context), and encoding and hashing them is costly.
     private var metadataMemo: [[String: JSONValue]: (json: String, hash: String)] = [:]
+    /// The last source and device normalized: samples come in runs of one source and
+    /// device, and comparing with the last (the same strings, mostly) costs less than
+    /// hashing them for the memos.
+    private var lastSource: (SourceDescriptor, (NormalizedSample.Source, NormalizedSample.Revision, String?)?)?
+    private var lastDevice: (DeviceDescriptor, NormalizedSample.Device?)?
 
     public init(hasher: ArchiveHasher) { self.hasher = hasher }
 
@@ -74,6 +79,14 @@ public final class SampleNormalizer {
 
     @inline(__always)
     private static func isSpace(_ b: UInt8) -> Bool { b == 0x20 || (b >= 0x09 && b <= 0x0D) || b >= 0x80 }
+
+    /// `s.uppercased()`, without a new string when `s` has no lower-case ASCII letter
+    /// and is all ASCII (HealthKit writes UUIDs in upper case).
+    @inline(__always)
+    static func uppercasedASCII(_ s: String) -> String {
+        for b in s.utf8 where (b &- 0x61) < 26 || b >= 0x80 { return s.uppercased() }
+        return s
+    }
 
     /// OS versions: unknown ones (`0`, `0.0`, `0.0.0`) are absent.
     static func cleanOSVersion(_ s: String?) -> String? {
@@ -103,7 +116,7 @@ public final class SampleNormalizer {
         }
         var n = NormalizedSample(
             typeIdentifier: typeIdentifier,
-            uuidHash: Self.clean(sample.uuid).map { hasher.hmac(.sampleUUID, $0.uppercased()) },
+            uuidHash: Self.clean(sample.uuid).map { hasher.hmac(.sampleUUID, Self.uppercasedASCII($0)) },
             startDate: start, endDate: end, creationDate: sample.creationDate.map(CanonicalDate.normalize), valueKind: sample.valueKind,
             numericValue: sample.numericValue.map { $0 == 0 ? 0 : $0 },
             unit: Self.clean(sample.unit), categoryValue: sample.categoryValue,
@@ -116,13 +129,17 @@ public final class SampleNormalizer {
             n.sourceBundleHash = bundleHash
         }
         if let d = sample.device {
-            if let memo = deviceMemo[d] {
+            if let last = lastDevice, last.0 == d {
+                n.device = last.1
+            } else if let memo = deviceMemo[d] {
                 n.device = memo
+                lastDevice = (d, memo)
             } else {
                 let device = try normalizeDevice(d)
                 if deviceMemo.count > 4096 { deviceMemo.removeAll() }
                 deviceMemo[d] = device
                 n.device = device
+                lastDevice = (d, device)
             }
         }
         if let m = sample.metadata, !m.isEmpty {
@@ -190,7 +207,8 @@ public final class SampleNormalizer {
     }
 
     private func normalizeSource(_ s: SourceDescriptor) -> (NormalizedSample.Source, NormalizedSample.Revision, String?)? {
-        if let memo = sourceMemo[s] { return memo }
+        if let last = lastSource, last.0 == s { return last.1 }
+        if let memo = sourceMemo[s] { lastSource = (s, memo); return memo }
         var result: (NormalizedSample.Source, NormalizedSample.Revision, String?)?
         let name = Self.clean(s.name)
         let bundle = Self.clean(s.bundleIdentifier)
@@ -202,6 +220,7 @@ public final class SampleNormalizer {
         }
         if sourceMemo.count > 4096 { sourceMemo.removeAll() }
         sourceMemo[s] = result
+        lastSource = (s, result)
         return result
     }
 

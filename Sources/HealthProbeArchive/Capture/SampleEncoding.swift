@@ -64,8 +64,7 @@ public enum SampleEncoding {
     /// (milliseconds + 2^63, big-endian) then the first 48 hex digits of the
     /// SHA-256. Time-ordered keys keep index inserts local (docs/hashing.md 6).
     public static func strictFingerprintHash(_ n: NormalizedSample, occurrence: Int) throws(HashingError) -> String {
-        let digest = ArchiveHasher.sha256(.strictFingerprint, try strictFingerprint(n, occurrence: occurrence))
-        return timePrefix(n.startDate) + digest.prefix(48)
+        ArchiveHasher.sha256Hex(.strictFingerprint, try strictFingerprint(n, occurrence: occurrence), head: timePrefixValue(n.startDate), take: 24)
     }
 
     /// `hex16(milliseconds + 2^63)`.
@@ -73,9 +72,14 @@ public enum SampleEncoding {
         ArchiveHasher.hex(timePrefixBytes(seconds))
     }
 
+    /// `milliseconds + 2^63`: the number a fingerprint's time prefix is the big-endian hex of.
+    static func timePrefixValue(_ seconds: Double) -> UInt64 {
+        UInt64(bitPattern: CanonicalDate.milliseconds(seconds)) &+ (1 << 63)
+    }
+
     /// The 8 bytes `timePrefix` is the hex of: a fingerprint's stored prefix.
     static func timePrefixBytes(_ seconds: Double) -> [UInt8] {
-        let biased = UInt64(bitPattern: CanonicalDate.milliseconds(seconds)) &+ (1 << 63)
+        let biased = timePrefixValue(seconds)
         return (0..<8).map { UInt8(truncatingIfNeeded: biased >> (56 - 8 * $0)) }
     }
 

@@ -92,5 +92,24 @@ struct SampleHashVectorTests {
             #expect(memoized.metadataJSON?.contains("\"HKMetadataKeyHeartRateMotionContext\":\"\(value)\"") == true)
             #expect(memoized.strictFingerprint == (try SampleEncoding.strictFingerprintHash(memoized, occurrence: 0)))
         }
+        // Sources and devices alternating, repeating and differing in one field: the shared
+        // normalizer (its last-value and dictionary memos) gives what a fresh one gives.
+        let watch = SourceDescriptor(name: "Watch", bundleIdentifier: "com.example.watch", productType: "Watch6,1", version: "10.1", operatingSystemVersion: "10.1")
+        var newer = watch
+        newer.operatingSystemVersion = "10.2"
+        let phone = SourceDescriptor(name: "Phone", bundleIdentifier: "com.example.phone")
+        let sensor = DeviceDescriptor(name: "Sensor", manufacturer: "Example", model: "S1", hardwareVersion: "1")
+        var otherSensor = sensor
+        otherSensor.hardwareVersion = "2"
+        for (source, device) in [(watch, sensor), (watch, sensor), (newer, sensor), (watch, otherSensor), (phone, nil), (watch, sensor), (newer, otherSensor)] {
+            var sample = hr(3)
+            sample.source = source
+            sample.device = device
+            let memoized = try shared.normalize(sample, typeIdentifier: heartRate.identifier)
+            let fresh = try SampleNormalizer(hasher: hasher).normalize(sample, typeIdentifier: heartRate.identifier)
+            #expect(memoized.source == fresh.source && memoized.revision == fresh.revision && memoized.device == fresh.device)
+            #expect(memoized.sourceBundleHash == fresh.sourceBundleHash && memoized.payloadHash == fresh.payloadHash)
+            #expect(memoized.revision?.operatingSystemVersion == source.operatingSystemVersion && memoized.device?.hardwareVersion == device?.hardwareVersion)
+        }
     }
 }
