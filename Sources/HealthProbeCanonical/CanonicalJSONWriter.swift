@@ -127,10 +127,9 @@ public struct CanonicalJSONWriter: ~Copyable {
             writeInt(Int(d))
             return
         }
-        guard var text = ECMAScriptNumber.format(d) else {
+        guard ECMAScriptNumber.withFormatted(d, { put($0.baseAddress!, $0.count) }) != nil else {
             throw HashingError(code: .nonFiniteNumber, message: "a number to be hashed is NaN or infinite; canonical JSON cannot represent it")
         }
-        text.withUTF8 { put($0.baseAddress!, $0.count) }
     }
 
     /// Writes an integer (exact for |n| < 2^53).

@@ -62,10 +62,34 @@ public final class AppleHealthImporter {
         return try importExport(location)
     }
 
+    /// One type's run and the samples waiting for its next page.
+    private final class Pending {
+        let type: String
+        let run: TypeRunWriter
+        var samples: [CapturedSample] = []
+        /// Capacity reserved for `samples` up front (counted in `State.reserved`).
+        var reserved = 0
+        /// Samples in the page last handed over: the next page's buffer is reserved at that size.
+        var lastPage = 0
+        /// Units of its records (the notes' display units), and the last one inserted.
+        var units: Set<String> = []
+        var lastUnit: String?
+
+        init(type: String, run: TypeRunWriter) {
+            self.type = type
+            self.run = run
+        }
+    }
+
     private final class State {
         var runs: [String: TypeRunWriter] = [:]
-        var buffers: [String: [CapturedSample]] = [:]
+        var pending: [String: Pending] = [:]
+        /// The type of the previous record: records come in runs of one type.
+        var last: Pending?
         var buffered = 0
+        /// Capacity reserved in page buffers, in samples: at most `Options.maxBuffered`, so
+        /// memory stays bounded however many types interleave.
+        var reserved = 0
         var records = 0
         var rejected = 0
         var rejectedByType: [String: Int] = [:]
@@ -76,7 +100,6 @@ public final class AppleHealthImporter {
         var exportOffset: Int?
         var locale: String?
         var me: [String: String] = [:]
-        var displayUnits: [String: Set<String>] = [:]
     }
 
     func importExport(_ location: ExportLocation) throws -> Result {
@@ -125,7 +148,7 @@ public final class AppleHealthImporter {
                 throw ImportError(.malformedXML, "\(location.displayName) ends before </HealthData> (line \(parser.line)): the file is truncated; nothing was imported")
             }
             // Flush what is buffered, then members of correlations not present at top level.
-            for type in state.buffers.keys.sorted() { try flush(type, state: state, session: session, pipeline: pipeline) }
+            try flushAll(state: state, pipeline: pipeline)
             try pipeline.flush()
             try writeMissingMembers(state: state, session: session, pipeline: pipeline)
             try pipeline.flush()
@@ -190,28 +213,65 @@ public final class AppleHealthImporter {
 
     private func accept(_ item: ImportedSample, state: State, session: CaptureSession, pipeline: PipelinedPageWriter) throws {
         state.records += 1
-        if let u = item.sample.unit { state.displayUnits[item.typeIdentifier, default: []].insert(u) }
         for child in item.children {
             state.pendingRelations.append((item, child))
             if state.pendingRelations.count >= 1000 { try savePendingRelations(state) }
         }
-        if state.runs[item.typeIdentifier] == nil {
-            state.runs[item.typeIdentifier] = try session.beginTypeRun(SampleTypeDescriptor(item.typeIdentifier, category: Self.category(item.typeIdentifier)), kind: .fullScan)
+        let p = try pending(item.typeIdentifier, state: state, session: session)
+        if let u = item.sample.unit, u != p.lastUnit {
+            p.units.insert(u)
+            p.lastUnit = u
         }
-        state.buffers[item.typeIdentifier, default: []].append(item.sample)
+        try append(item.sample, to: p, state: state, pipeline: pipeline)
+    }
+
+    /// The type's pending page, its run begun on its first record.
+    private func pending(_ type: String, state: State, session: CaptureSession) throws -> Pending {
+        if let last = state.last, last.type == type { return last }
+        if let p = state.pending[type] {
+            state.last = p
+            return p
+        }
+        let run = try state.runs[type] ?? session.beginTypeRun(SampleTypeDescriptor(type, category: Self.category(type)), kind: .fullScan)
+        state.runs[type] = run
+        let p = Pending(type: type, run: run)
+        state.pending[type] = p
+        state.last = p
+        return p
+    }
+
+    /// Buffers a sample; hands over its type's page when full, or the largest page when
+    /// too many samples are buffered. A page buffer starts at the size of the type's
+    /// previous page (within the `reserved` budget), so it is not copied as it grows.
+    private func append(_ sample: CapturedSample, to p: Pending, state: State, pipeline: PipelinedPageWriter) throws {
+        if p.samples.isEmpty, p.lastPage > 1, state.reserved + p.lastPage <= options.maxBuffered {
+            p.samples.reserveCapacity(p.lastPage)
+            p.reserved = p.lastPage
+            state.reserved += p.reserved
+        }
+        p.samples.append(sample)
         state.buffered += 1
-        if state.buffers[item.typeIdentifier]!.count >= options.pageSize {
-            try flush(item.typeIdentifier, state: state, session: session, pipeline: pipeline)
-        } else if state.buffered >= options.maxBuffered, let largest = state.buffers.max(by: { $0.value.count < $1.value.count })?.key {
-            try flush(largest, state: state, session: session, pipeline: pipeline)
+        if p.samples.count >= options.pageSize {
+            try flush(p, state: state, pipeline: pipeline)
+        } else if state.buffered >= options.maxBuffered, let largest = state.pending.values.max(by: { $0.samples.count < $1.samples.count }) {
+            try flush(largest, state: state, pipeline: pipeline)
         }
     }
 
-    private func flush(_ type: String, state: State, session: CaptureSession, pipeline: PipelinedPageWriter) throws {
-        guard let page = state.buffers[type], !page.isEmpty, let run = state.runs[type] else { return }
-        state.buffers[type] = []
+    private func flush(_ p: Pending, state: State, pipeline: PipelinedPageWriter) throws {
+        guard !p.samples.isEmpty else { return }
+        let page = p.samples
+        p.samples = []
         state.buffered -= page.count
-        try pipeline.submit(page, to: run)
+        state.reserved -= p.reserved
+        p.reserved = 0
+        p.lastPage = page.count
+        try pipeline.submit(page, to: p.run)
+    }
+
+    /// Hands over every pending page, in type order.
+    private func flushAll(state: State, pipeline: PipelinedPageWriter) throws {
+        for type in state.pending.keys.sorted() { try flush(state.pending[type]!, state: state, pipeline: pipeline) }
     }
 
     static func category(_ type: String) -> ValueKind {
@@ -312,13 +372,9 @@ public final class AppleHealthImporter {
         for (type, json) in missing {
             let sample = try JSONDecoder().decode(CodableSample.self, from: Data(json.utf8)).sample
             state.records += 1
-            if state.runs[type] == nil {
-                state.runs[type] = try session.beginTypeRun(SampleTypeDescriptor(type, category: Self.category(type)), kind: .fullScan)
-            }
-            state.buffers[type, default: []].append(sample)
-            state.buffered += 1
+            try append(sample, to: try pending(type, state: state, session: session), state: state, pipeline: pipeline)
         }
-        for type in state.buffers.keys.sorted() { try flush(type, state: state, session: session, pipeline: pipeline) }
+        try flushAll(state: state, pipeline: pipeline)
     }
 
     /// Records each relationship once, in the first observation that saw it.
@@ -360,7 +416,9 @@ public final class AppleHealthImporter {
         if !state.me.isEmpty {
             o["me"] = .object(state.me.mapValues { .string(node.hasher.hmac(.personal, $0)) })
         }
-        o["display_units"] = .object(state.displayUnits.mapValues { .array($0.sorted().map(JSONValue.string)) })
+        var units: [String: JSONValue] = [:]
+        for (type, p) in state.pending where !p.units.isEmpty { units[type] = .array(p.units.sorted().map(JSONValue.string)) }
+        o["display_units"] = .object(units)
         return try CanonicalJSON.string(.object(o))
     }
 }
