@@ -87,8 +87,8 @@ public final class AppleHealthImporter {
         /// The type of the previous record: records come in runs of one type.
         var last: Pending?
         var buffered = 0
-        /// Capacity reserved in page buffers, in samples: at most `Options.maxBuffered`, so
-        /// memory stays bounded however many types interleave.
+        /// Capacity reserved in page buffers, in samples: at most twice `Options.maxBuffered`,
+        /// so memory stays bounded however many types interleave.
         var reserved = 0
         var records = 0
         var rejected = 0
@@ -241,13 +241,18 @@ public final class AppleHealthImporter {
     }
 
     /// Buffers a sample; hands over its type's page when full, or the largest page when
-    /// too many samples are buffered. A page buffer starts at the size of the type's
-    /// previous page (within the `reserved` budget), so it is not copied as it grows.
+    /// too many samples are buffered. A page buffer starts with room for the type's
+    /// previous page and half again (within the `reserved` budget), so it is not copied
+    /// as it grows.
     private func append(_ sample: CapturedSample, to p: Pending, state: State, pipeline: PipelinedPageWriter) throws {
-        if p.samples.isEmpty, p.lastPage > 1, state.reserved + p.lastPage <= options.maxBuffered {
-            p.samples.reserveCapacity(p.lastPage)
-            p.reserved = p.lastPage
-            state.reserved += p.reserved
+        // Half as much again as the previous page: pages handed over for `maxBuffered` vary in size.
+        if p.samples.isEmpty, p.lastPage > 1 {
+            let capacity = min(options.pageSize, p.lastPage + p.lastPage / 2)
+            if state.reserved + capacity <= 2 * options.maxBuffered {
+                p.samples.reserveCapacity(capacity)
+                p.reserved = capacity
+                state.reserved += capacity
+            }
         }
         p.samples.append(sample)
         state.buffered += 1

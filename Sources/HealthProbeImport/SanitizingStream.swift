@@ -37,6 +37,13 @@ final class SanitizingStream: InputStream {
         }
         if n <= 0 { return 0 }
         bytesRead += Int64(n)
+        if state == .body {
+            // The document's body, nearly all of the file: one tight pass with local state.
+            controlCharactersReplaced += Self.replaceControlCharacters(buffer, n)
+            previous = buffer[n - 1]
+            onProgress?(bytesRead)
+            return n
+        }
         for i in 0..<n {
             let b = buffer[i]
             switch state {
@@ -68,6 +75,20 @@ final class SanitizingStream: InputStream {
         }
         onProgress?(bytesRead)
         return n
+    }
+
+    /// Replaces the C0 controls XML forbids (all but tab, newline, carriage return) in
+    /// `buffer[0..<n]` with spaces; returns how many.
+    static func replaceControlCharacters(_ buffer: UnsafeMutablePointer<UInt8>, _ n: Int) -> Int {
+        var replaced = 0
+        for i in 0..<n where buffer[i] < 0x20 {
+            let b = buffer[i]
+            if b != 0x09 && b != 0x0A && b != 0x0D {
+                buffer[i] = 0x20
+                replaced += 1
+            }
+        }
+        return replaced
     }
 
     private func isNameStart(_ b: UInt8) -> Bool {

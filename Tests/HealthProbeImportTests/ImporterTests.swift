@@ -63,17 +63,20 @@ struct ImporterTests {
         #expect(r.noChanges, "appeared \(r.appeared) changed \(r.changed) disappeared \(r.disappeared)")
     }
 
-    @Test("stray control characters are replaced and counted")
-    func controlCharacters() throws {
+    @Test("stray control characters are replaced and counted, in the first read and in the reads after it", arguments: [20, 3000])
+    func controlCharacters(records: Int) throws {
         let dir = TempDir()
-        try SyntheticExport(records: 20).writeXML(to: dir.file("a.xml"))
+        try SyntheticExport(records: records).writeXML(to: dir.file("a.xml"))
         var text = try String(contentsOfFile: dir.file("a.xml"), encoding: .utf8)
+        let watch = text.components(separatedBy: "sourceName=\"Synthetic Watch\"").count - 1
         text = text.replacingOccurrences(of: "sourceName=\"Synthetic Watch\"", with: "sourceName=\"Synthetic\u{01}Watch\u{0B}\"")
         try text.write(toFile: dir.file("a.xml"), atomically: true, encoding: .utf8)
+        // 3000 records take several 128 KiB reads.
+        #expect(records < 100 || text.utf8.count > 4 * 128 * 1024)
         let r = try importExport(TempHome(), dir.file("a.xml"))
         #expect(r.status == "completed")
-        #expect(r.records == 20)
-        #expect(r.controlCharactersReplaced == 40)
+        #expect(r.records >= records)  // and the blood-pressure correlations of larger exports
+        #expect(watch >= records * 9 / 10 && r.controlCharactersReplaced == 2 * watch)
     }
 
     @Test("a type missing from a later export disappears; one with a malformed element closes nothing")
