@@ -34,10 +34,15 @@ final class ExportXMLStream {
         let name: String
         var lastBytes: [UInt8] = []
         var lastValue: String = ""
+        /// Values in a row that differed from the last one: past `forgetAfter`, this
+        /// attribute's values (dates, measurements) are no longer compared or kept.
+        var misses = 0
     }
 
     /// Values longer than this are not remembered (dates and numbers change anyway).
     private static let rememberedValueLength = 160
+    /// Consecutive new values after which an attribute's values are not remembered.
+    private static let forgetAfter = 64
     private static let initialized: Bool = { xmlInitParser(); return true }()
 
     init(handler: any XMLEventHandler) {
@@ -128,40 +133,48 @@ final class ExportXMLStream {
         var list = XMLAttributes()
         if count > 0, let attributes {
             list.pairs.reserveCapacity(count)
+            // Worked on as a local (moved out and back): no exclusivity checks per access.
+            var known = attributeNames
+            attributeNames = []
             for i in 0..<count {
                 // Five pointers per attribute: local name, prefix, URI, value start, value end.
                 guard let key = attributes[i * 5], let start = attributes[i * 5 + 3], let end = attributes[i * 5 + 4] else { continue }
                 let bytes = UnsafeBufferPointer(start: start, count: end - start)
-                if let slot = slot(key) {
-                    list.pairs.append((attributeNames[slot].name, value(slot, bytes)))
+                if let slot = Self.slot(key, in: &known) {
+                    list.pairs.append((known[slot].name, Self.value(bytes, remembered: &known[slot])))
                 } else {
                     list.pairs.append((String(cString: key), String(decoding: bytes, as: UTF8.self)))
                 }
             }
+            attributeNames = known
         }
         handler.startElement(name(localname), attributes: list, line: line, column: column)
     }
 
-    /// The index of an attribute name in `attributeNames`, added when new; nil
-    /// once 256 names are known and this is not one of them.
-    private func slot(_ pointer: UnsafePointer<xmlChar>) -> Int? {
-        for i in attributeNames.indices where attributeNames[i].pointer == pointer { return i }
-        guard attributeNames.count < 256 else { return nil }
-        attributeNames.append(AttributeName(pointer: pointer, name: String(cString: pointer)))
-        return attributeNames.count - 1
+    /// The index of an attribute name in `known`, added when new; nil once 256
+    /// names are known and this is not one of them.
+    private static func slot(_ pointer: UnsafePointer<xmlChar>, in known: inout [AttributeName]) -> Int? {
+        for i in known.indices where known[i].pointer == pointer { return i }
+        guard known.count < 256 else { return nil }
+        known.append(AttributeName(pointer: pointer, name: String(cString: pointer)))
+        return known.count - 1
     }
 
     /// The value as a string: the name's last one when the bytes repeat it.
-    private func value(_ i: Int, _ bytes: UnsafeBufferPointer<UInt8>) -> String {
-        guard bytes.count <= Self.rememberedValueLength else { return String(decoding: bytes, as: UTF8.self) }
-        let same = attributeNames[i].lastBytes.withUnsafeBufferPointer { last in
+    private static func value(_ bytes: UnsafeBufferPointer<UInt8>, remembered a: inout AttributeName) -> String {
+        guard bytes.count <= rememberedValueLength, a.misses < forgetAfter else { return String(decoding: bytes, as: UTF8.self) }
+        let same = a.lastBytes.withUnsafeBufferPointer { last in
             last.count == bytes.count && (bytes.isEmpty || memcmp(last.baseAddress!, bytes.baseAddress!, bytes.count) == 0)
         }
-        if same { return attributeNames[i].lastValue }
+        if same {
+            a.misses = 0
+            return a.lastValue
+        }
         let s = String(decoding: bytes, as: UTF8.self)
-        attributeNames[i].lastBytes.removeAll(keepingCapacity: true)
-        attributeNames[i].lastBytes.append(contentsOf: bytes)
-        attributeNames[i].lastValue = s
+        a.misses += 1
+        a.lastBytes.removeAll(keepingCapacity: true)
+        a.lastBytes.append(contentsOf: bytes)
+        a.lastValue = s
         return s
     }
 }
