@@ -111,8 +111,16 @@ struct PageOperations {
         return try SampleEncoding.strictFingerprintHash(n, occurrence: occurrence)
     }
 
+    /// Applies a page's samples in order, each read in place (iterating the array would
+    /// copy every sample's strings).
+    mutating func applyAll(_ normalized: [NormalizedSample], into result: inout PageResult) throws {
+        try normalized.withUnsafeBufferPointer { samples in
+            for i in samples.indices { try apply(samples[i], into: &result) }
+        }
+    }
+
     /// Applies one visible sample.
-    mutating func apply(_ n: NormalizedSample, into result: inout PageResult) throws {
+    mutating func apply(_ n: borrowing NormalizedSample, into result: inout PageResult) throws {
         result.records += 1
         var found: Found?
         var isNew = false

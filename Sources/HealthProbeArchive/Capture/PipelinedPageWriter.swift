@@ -177,7 +177,7 @@ public final class PipelinedPageWriter: @unchecked Sendable {
             if let found = byRun.firstIndex(where: { $0.run === run }) { i = found } else { byRun.append(Page(run: run)); i = byRun.count - 1 }
             TypeRunWriter.hashPage(normalized, into: &byRun[i].hasher)
             var ops = try PageOperations(db, run: run)
-            for n in normalized { try ops.apply(n, into: &byRun[i].result) }
+            try ops.applyAll(normalized, into: &byRun[i].result)
             samples += normalized.count
         }
 

@@ -70,7 +70,7 @@ public final class TypeRunWriter {
                 if try checkLedger(db, index: index, hash: pageHash) { var r = PageResult(); r.alreadyCommitted = true; return r }
                 var ops = try PageOperations(db, run: self)
                 var result = PageResult()
-                for n in normalized { try ops.apply(n, into: &result) }
+                try ops.applyAll(normalized, into: &result)
                 try finishPage(db, index: index, hash: pageHash, result: result)
                 return result
             }
@@ -88,13 +88,16 @@ public final class TypeRunWriter {
     static func hashPage(_ normalized: [NormalizedSample], into hasher: inout SHA256Stream) {
         var line: [UInt8] = []
         line.reserveCapacity(132)
-        for n in normalized {
-            line.removeAll(keepingCapacity: true)
-            line.append(contentsOf: (n.uuidHash ?? "-").utf8)
-            line.append(0x20)
-            line.append(contentsOf: n.payloadHash.utf8)
-            line.append(0x0A)
-            hasher.update(line)
+        // Elements read in place: a loop over the array would copy each sample's strings.
+        normalized.withUnsafeBufferPointer { samples in
+            for i in samples.indices {
+                line.removeAll(keepingCapacity: true)
+                line.append(contentsOf: (samples[i].uuidHash ?? "-").utf8)
+                line.append(0x20)
+                line.append(contentsOf: samples[i].payloadHash.utf8)
+                line.append(0x0A)
+                hasher.update(line)
+            }
         }
     }
 
