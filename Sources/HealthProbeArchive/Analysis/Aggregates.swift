@@ -50,9 +50,18 @@ public enum Aggregates {
     /// `allowDelta: false` forces the full computation (tests compare the two).
     /// `changes`: the type's appeared, disappeared and changed events at `obs` when the
     /// caller counted every one it inserted (a capture's run); otherwise they are counted.
+    /// `visible`: the type's whole visible set at `obs` summed by the caller as it was
+    /// written (a capture's first run of a type that made nothing disappear or change);
+    /// used when it is usable and in the observation's time zone.
     @discardableResult
     public static func update(_ db: Database, observationID obs: Int64, typeID: Int64, now: Double, allowDelta: Bool = true,
                               changes known: ChangeCounts? = nil) throws -> Path {
+        var none: Sweep?
+        return try update(db, observationID: obs, typeID: typeID, now: now, allowDelta: allowDelta, changes: known, visible: &none)
+    }
+
+    static func update(_ db: Database, observationID obs: Int64, typeID: Int64, now: Double, allowDelta: Bool = true,
+                       changes known: ChangeCounts?, visible: inout Sweep?) throws -> Path {
         guard let o = try Row.fetchOne(db.cachedStatement(sql: "SELECT device_chain_id, time_zone_identifier, time_zone_seconds_from_gmt FROM observations WHERE id = ?"), arguments: [obs]) else {
             throw ArchiveError(.notFound, "no observation \(obs) to aggregate")
         }
@@ -61,6 +70,16 @@ public enum Aggregates {
         let zoneOffset: Int? = o["time_zone_seconds_from_gmt"]
         try db.cachedStatement(sql: "DELETE FROM daily_type_aggregates WHERE observation_id = ? AND sample_type_id = ?").execute(arguments: [obs, typeID])
         try db.cachedStatement(sql: "DELETE FROM observation_type_summaries WHERE observation_id = ? AND sample_type_id = ?").execute(arguments: [obs, typeID])
+        // Used, it is consumed (nil afterwards).
+        if allowDelta, var sweep = visible, sweep.isIn(zoneID: zoneID, zoneOffset: zoneOffset) {
+            let typeIdentifier = try String.fetchOne(db.cachedStatement(sql: "SELECT type_identifier FROM sample_types WHERE id = ?"), arguments: [typeID]) ?? ""
+            if try sweep.write(db, obs: obs, typeID: typeID, typeIdentifier: typeIdentifier, changes: {
+                try known ?? ChangeCounts.fetch(db, observationID: obs, typeID: typeID, fromEvents: true)
+            }, now: now) {
+                visible = nil
+                return .full
+            }
+        }
 
         // The previous summary of the type in this chain, and whether anything moved since.
         let previous = try previousSummary(db, typeID: typeID, before: obs, chain: chain)
@@ -83,7 +102,7 @@ public enum Aggregates {
         }
         // No previous summary to start from: the full computation, in one sweep when it can.
         if allowDelta, previous == nil,
-           try updateBySweep(db, obs: obs, typeID: typeID, typeIdentifier: typeIdentifier, days: days, now: now, changes: known) {
+           try updateBySweep(db, obs: obs, typeID: typeID, typeIdentifier: typeIdentifier, zoneID: zoneID, zoneOffset: zoneOffset, now: now, changes: known) {
             return .full
         }
         // Driven from the type's samples here: a full pass already costs the type's size.
@@ -251,41 +270,19 @@ public enum Aggregates {
     /// has a value, all in one unit; false (nothing written) otherwise, or when the
     /// daily groups would pass `DailyDelta.limit`. A new chain's first bundle on a
     /// replica comes this way for every type whose samples have values in one unit.
-    static func updateBySweep(_ db: Database, obs: Int64, typeID: Int64, typeIdentifier: String, days: LocalDays, now: Double,
+    static func updateBySweep(_ db: Database, obs: Int64, typeID: Int64, typeIdentifier: String, zoneID: String?, zoneOffset: Int?, now: Double,
                               changes known: ChangeCounts? = nil) throws -> Bool {
         let rows = try Row.fetchCursor(db.cachedStatement(sql: "SELECT start_date, end_date, numeric_value, unit, source_revision_id FROM (\(visibleSQL))"),
                                        arguments: [typeID, obs, obs])
-        var count = 0, micro: Int64 = 0, top = -Double.infinity
-        var first = Double.infinity, last = -Double.infinity
-        // The first sample's unit; every other must have the same.
-        var unit: String?? = .none
-        var groups = DailyDelta()
-        var cursor = LocalDays.Cursor(days)
+        var sweep = Sweep(zoneID: zoneID, zoneOffset: zoneOffset)
         while let r = try rows.next() {
             // Columns by position: start_date, end_date, numeric_value, unit, source_revision_id.
-            guard let value = r[2] as Double? else { return false }
-            let u = r[3] as String?
-            if let expected = unit { guard u == expected else { return false } } else { unit = .some(u) }
-            let start: Double = r[0], end: Double = r[1]
-            let valueMicro = Self.micro(value)
-            count += 1
-            micro += valueMicro
-            top = max(top, value)
-            first = min(first, start); last = max(last, end)
-            guard groups.add(day: cursor.dayStart(start), revision: r[4], micro: valueMicro, value: value) else { return false }
+            sweep.add(start: r[0], end: r[1], value: r[2], unit: r[3], revision: r[4])
+            guard sweep.usable else { return false }
         }
-        guard count > 0 else { return false }
-        let insert = try insertDailyStatement(db)
-        for d in groups.days.keys.sorted() {
-            try insertNewGroups(insert, obs: obs, typeID: typeID, day: d, end: days.nextDayStart(d), groups: groups.days[d]!)
-        }
-        try hashDaily(db, obs: obs, typeID: typeID, typeIdentifier: typeIdentifier)
-        let total = Double(micro) / sumScale
-        let changes = try known ?? ChangeCounts.fetch(db, observationID: obs, typeID: typeID, fromEvents: true)
-        try insertSummary(db, obs: obs, typeID: typeID, count: count, changes: changes, first: first, last: last, total: total, top: top,
-                          hash: try summaryHash(typeIdentifier: typeIdentifier, count: count, first: first, last: last, total: total, top: top),
-                          dailyBase: obs, now: now)
-        return true
+        return try sweep.write(db, obs: obs, typeID: typeID, typeIdentifier: typeIdentifier, changes: {
+            try known ?? ChangeCounts.fetch(db, observationID: obs, typeID: typeID, fromEvents: true)
+        }, now: now)
     }
 
     static func insertDailyStatement(_ db: Database) throws -> Statement {
@@ -315,17 +312,30 @@ public enum Aggregates {
                 micro += m
                 top = max(top, value)
             }
+
+            mutating func add(_ g: Group) {
+                count += g.count
+                micro += g.micro
+                top = max(top, g.top)
+            }
         }
         static let limit = 50_000
         private(set) var days: [Double: [Int64?: Group]] = [:]
         private var groups = 0
 
         mutating func add(day: Double, revision: Int64?, micro: Int64, value: Double) -> Bool {
+            var g = Group()
+            g.add(micro: micro, value: value)
+            return add(day: day, revision: revision, group: g)
+        }
+
+        /// Adds a group's sums (samples of one day and revision) to that day and revision.
+        mutating func add(day: Double, revision: Int64?, group: Group) -> Bool {
             if days[day]?[revision] == nil {
                 guard groups < Self.limit else { return false }
                 groups += 1
             }
-            days[day, default: [:]][revision, default: Group()].add(micro: micro, value: value)
+            days[day, default: [:]][revision, default: Group()].add(group)
             return true
         }
     }

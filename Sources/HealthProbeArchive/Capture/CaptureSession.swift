@@ -57,7 +57,7 @@ public final class CaptureSession {
         let now = node.clock.now()
         let chain = node.deviceChainID
         let obs = observationID
-        let (typeID, runID, previousVerifiedAt, typeWasEmpty): (Int64, Int64, Double?, Bool) = try archive.writer.write { db in
+        let (typeID, runID, previousVerifiedAt, typeWasEmpty, zone): (Int64, Int64, Double?, Bool, (String?, Int?)) = try archive.writer.write { db in
             // A type's name and category are fixed when the archive first stores it: every
             // bundle of an observation that names the type carries them, and a bundle built
             // again (after a lost acknowledgement, `hp-node bundle`) must hash as it did.
@@ -81,10 +81,12 @@ public final class CaptureSession {
             try db.execute(sql: "CREATE TABLE IF NOT EXISTS \(seenTable)(sample_id INTEGER PRIMARY KEY, type_run_id INTEGER NOT NULL)")
             // Only this run writes samples of the type from here on (one run per type and observation, one writer).
             let empty = try !Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM samples WHERE sample_type_id = ?)", arguments: [typeID])!
-            return (typeID, runID, prev, empty)
+            let zone = try Row.fetchOne(db, sql: "SELECT time_zone_identifier, time_zone_seconds_from_gmt FROM observations WHERE id = ?", arguments: [obs])
+            return (typeID, runID, prev, empty, (zone?[0], zone?[1]))
         }
         let run = TypeRunWriter(session: self, type: type, kind: kind, typeID: typeID, runID: runID,
-                                previousVerifiedAt: previousVerifiedAt ?? observedAt, typeWasEmpty: typeWasEmpty)
+                                previousVerifiedAt: previousVerifiedAt ?? observedAt, typeWasEmpty: typeWasEmpty,
+                                zone: (zone.0, zone.1))
         openRuns[runID] = run
         return run
     }

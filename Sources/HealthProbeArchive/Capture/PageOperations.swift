@@ -21,6 +21,9 @@ struct PageOperations {
     let insertEvent: FastStatement
     let openRange: FastStatement
     let closeRange: FastStatement
+    /// The version `insertVersion` last inserted, and its source revision.
+    private var insertedVersion: Int64 = 0
+    private var insertedRevision: Int64?
 
     init(_ db: Database, run: TypeRunWriter) throws {
         self.db = db
@@ -167,6 +170,10 @@ struct PageOperations {
             result.events.appeared += try insertEvent.run(db, [.int(obs), .int(f.sampleID), .int(vid), .text(EventKind.appeared.rawValue), .double(at), .text(EvidenceKind.reported.rawValue)])
             try openRange.run(db, [.int(f.sampleID), .int(vid), .int(obs), .double(at)])
             result.appeared += 1
+            if run.visible != nil {
+                let revision = insertedVersion == vid ? insertedRevision : try revisionID(n)
+                run.visible?.add(start: n.startDate, end: n.endDate, value: n.numericValue, unit: n.unit, revision: revision)
+            }
         } else {
             result.unchanged += 1
         }
@@ -198,8 +205,9 @@ struct PageOperations {
         }
     }
 
-    private mutating func insertVersion(_ sampleID: Int64, _ n: NormalizedSample) throws -> Int64 {
+    private mutating func insertVersion(_ sampleID: Int64, _ n: borrowing NormalizedSample) throws -> Int64 {
         let revisionID = try revisionID(n)
+        insertedRevision = revisionID
         let deviceID = try deviceID(n)
         let metadataID = try metadataID(n)
         try insertVersion.run(db, [
@@ -207,6 +215,7 @@ struct PageOperations {
             .double(n.numericValue), .text(n.unit), .int(n.categoryValue.map(Int64.init)), .int(n.workoutActivityType.map(Int64.init)),
             .double(n.durationSeconds), .int(revisionID), .int(deviceID), .int(metadataID), .int(obs), .double(n.creationDate),
         ])
+        insertedVersion = db.lastInsertedRowID
         return db.lastInsertedRowID
     }
 

@@ -148,6 +148,8 @@ public final class PipelinedPageWriter: @unchecked Sendable {
             }
         } catch {
             session.caches = saved
+            // What these runs summed as they wrote was rolled back.
+            for p in pages.byRun { p.run.visible = nil }
             shared.fail(error)
             return taken
         }

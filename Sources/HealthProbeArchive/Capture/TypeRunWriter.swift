@@ -18,6 +18,13 @@ public final class TypeRunWriter {
     /// before it, so a UUID is looked up only by its hash (a strict fingerprint cannot
     /// match a sample of an earlier capture) and completion has nothing to close.
     let typeWasEmpty: Bool
+    /// The aggregates of what the run made visible, summed as its pages are written,
+    /// while that is the type's whole visible set (its first run, nothing changed or
+    /// disappeared); nil otherwise, and after a page failed. Spares completion a pass
+    /// over the type.
+    var visible: Aggregates.Sweep?
+    /// Completion wrote the aggregates from `visible` (tests).
+    private(set) var aggregatedFromPages = false
     unowned let session: CaptureSession
     var isFinished = false
     public private(set) var rejectedRecords = 0
@@ -35,7 +42,7 @@ public final class TypeRunWriter {
     private var countedEveryPage = true
 
     init(session: CaptureSession, type: SampleTypeDescriptor, kind: TypeRunKind, typeID: Int64, runID: Int64, previousVerifiedAt: Double,
-         typeWasEmpty: Bool) {
+         typeWasEmpty: Bool, zone: (identifier: String?, offset: Int?)) {
         self.session = session
         self.type = type
         self.kind = kind
@@ -43,6 +50,7 @@ public final class TypeRunWriter {
         self.runID = runID
         self.previousVerifiedAt = previousVerifiedAt
         self.typeWasEmpty = typeWasEmpty
+        visible = typeWasEmpty ? Aggregates.Sweep(zoneID: zone.identifier, zoneOffset: zone.offset) : nil
     }
 
     /// Totals over the pages written so far.
@@ -79,6 +87,7 @@ public final class TypeRunWriter {
             return result
         } catch {
             session.caches = saved
+            visible = nil
             throw error
         }
     }
@@ -165,7 +174,12 @@ public final class TypeRunWriter {
                     """, arguments: [status.rawValue, now, anchorAfter.map { Data($0) }, visible, gone, runID])
                 var changes = totals.events
                 changes.disappeared += goneEvents
-                try Aggregates.update(db, observationID: obs, typeID: typeID, now: now, changes: countedEveryPage ? changes : nil)
+                // The sum of what appeared is the visible set only when nothing else moved.
+                var sums = countedEveryPage && totals.changed == 0 && totals.disappeared == 0 && gone == 0 && !recordedDeletions ? self.visible : nil
+                self.visible = nil
+                let offered = sums != nil
+                try Aggregates.update(db, observationID: obs, typeID: typeID, now: now, changes: countedEveryPage ? changes : nil, visible: &sums)
+                aggregatedFromPages = offered && sums == nil
                 return (gone, visible)
             }
         }

@@ -91,6 +91,81 @@ struct AnalysisTests {
         #expect(incremental.filter { $0.hasPrefix("d ") }.count > 4)
     }
 
+    @Test("a type's first run sums its aggregates as pages are written: equal to the full computation; not used after a change, a missing value, a failed page or a new time zone")
+    func aggregatesFromPages() throws {
+        let t = TempHome()
+        let node = try t.open()
+        let day0 = utcMidnight(daysBeforeClock: 9)
+        let newer = SourceDescriptor(name: "Test Watch", bundleIdentifier: "com.example.watch", productType: "Watch6,1", version: "10.2", operatingSystemVersion: "10.2")
+        // Four Berlin days, two source revisions alternating, over three pages (one of them written twice).
+        var samples = (0..<300).map { beat(day0, $0 * 4, value: 50 + Double($0 % 13) + 0.25) }
+        for i in stride(from: 0, to: 300, by: 3) { samples[i].source = newer }
+        func run(_ type: SampleTypeDescriptor, zone: String?, offsetAfterPages: Int? = nil, _ body: (TypeRunWriter) throws -> Void) throws -> (Bool, Int64) {
+            t.clock.advance(3600)
+            let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: .manual, timeZoneIdentifier: zone, selectedTypes: [type.identifier]))
+            let r = try session.beginTypeRun(type, kind: .fullScan)
+            try body(r)
+            if let offsetAfterPages { try session.updateContext(timeZoneSecondsFromGMT: offsetAfterPages, notes: nil) }
+            try r.complete()
+            try session.finish()
+            return (r.aggregatedFromPages, session.observationID)
+        }
+        func pages(_ r: TypeRunWriter, _ s: [CapturedSample]) throws {
+            try r.writePage(index: 0, samples: Array(s[0..<100]))
+            try r.writePage(index: 1, samples: Array(s[100..<200]))
+            try r.writePage(index: 2, samples: Array(s[200...]))
+        }
+        var used = try run(heartRate, zone: "Europe/Berlin") { try pages($0, samples) }
+        #expect(used.0)
+        // Not the first run of the type: counted from the archive.
+        used = try run(heartRate, zone: "Europe/Berlin") { try pages($0, samples.map { var s = $0; s.numericValue! += 1; return s }) }
+        #expect(!used.0)
+        // A sample without a value (another type, so this is its first run).
+        let steps = SampleTypeDescriptor("HKQuantityTypeIdentifierStepCount", category: .quantity)
+        var noValue = samples.map { var s = $0; s.uuid = s.uuid.map { "1" + $0.dropFirst() }; return s }
+        noValue[150].numericValue = nil
+        used = try run(steps, zone: "Europe/Berlin") { try pages($0, noValue) }
+        #expect(!used.0)
+        // A page refused before it is written (a non-finite value) changes nothing: the sums stay in use.
+        let energy = SampleTypeDescriptor("HKQuantityTypeIdentifierActiveEnergyBurned", category: .quantity)
+        let third = samples.map { var s = $0; s.uuid = s.uuid.map { "2" + $0.dropFirst() }; return s }
+        used = try run(energy, zone: nil) { r in
+            try r.writePage(index: 0, samples: Array(third[0..<100]))
+            var bad = Array(third[100..<200])
+            bad[50].numericValue = .infinity
+            #expect(throws: ArchiveError.self) { try r.writePage(index: 1, samples: bad) }
+            try r.writePage(index: 1, samples: Array(third[100...]))
+        }
+        #expect(used.0)
+        // A page that fails half-way through its transaction (the 51st sample cannot be
+        // stored): rolled back whole, and the sums of its first 50 are not used.
+        let basal = SampleTypeDescriptor("HKQuantityTypeIdentifierBasalEnergyBurned", category: .quantity)
+        let sixth = samples.map { var s = $0; s.uuid = s.uuid.map { "5" + $0.dropFirst() }; return s }
+        used = try run(basal, zone: "Europe/Berlin") { r in
+            try r.writePage(index: 0, samples: Array(sixth[0..<100]))
+            let normalizer = SampleNormalizer(hasher: node.hasher)
+            var bad = try sixth[100..<200].map { try normalizer.normalize($0, typeIdentifier: basal.identifier) }
+            bad[50].payloadHash = "not a hash"
+            #expect(throws: (any Error).self) { try r.writePage(index: 1, normalized: bad) }
+            try r.writePage(index: 1, samples: Array(sixth[100...]))
+        }
+        #expect(!used.0)
+        // The observation's UTC offset set after the pages: the days differ, counted from the archive.
+        let distance = SampleTypeDescriptor("HKQuantityTypeIdentifierDistanceWalkingRunning", category: .quantity)
+        let fourth = samples.map { var s = $0; s.uuid = s.uuid.map { "3" + $0.dropFirst() }; return s }
+        used = try run(distance, zone: nil, offsetAfterPages: 7 * 3600) { try pages($0, fourth) }
+        #expect(!used.0)
+        // And with the offset known from the start: from the pages.
+        let flights = SampleTypeDescriptor("HKQuantityTypeIdentifierFlightsClimbed", category: .quantity)
+        let fifth = samples.map { var s = $0; s.uuid = s.uuid.map { "4" + $0.dropFirst() }; return s }
+        used = try run(flights, zone: "Asia/Tokyo") { try pages($0, fifth) }
+        #expect(used.0)
+        let incremental = try aggregateRows(node)
+        #expect(incremental.filter { $0.hasPrefix("d \(used.1) ") }.count >= 8)
+        try node.archive.writer.write { db in try Aggregates.rebuildAll(db, now: 1, allowDelta: false) }
+        #expect(try aggregateRows(node) == incremental)
+    }
+
     @Test("a capture's summaries count the events its runs inserted: one UUID three times with new values in a run, deleted objects, absences, a page sent twice")
     func runCountsEqualCountedEvents() throws {
         let t = TempHome()
@@ -222,13 +297,12 @@ struct AnalysisTests {
         let swept = try aggregateRows(node)
         #expect(swept.filter { $0.hasPrefix("d \(o1) ") }.count >= 6)
         try node.archive.writer.write { db in
-            let days = LocalDays(identifier: "Europe/Berlin", secondsFromGMT: nil)
             try db.execute(sql: "DELETE FROM daily_type_aggregates; DELETE FROM observation_type_summaries")
-            #expect(try Aggregates.updateBySweep(db, obs: o1, typeID: type, typeIdentifier: heartRate.identifier, days: days, now: 1))
+            #expect(try Aggregates.updateBySweep(db, obs: o1, typeID: type, typeIdentifier: heartRate.identifier, zoneID: "Europe/Berlin", zoneOffset: nil, now: 1))
             try db.execute(sql: "DELETE FROM daily_type_aggregates; DELETE FROM observation_type_summaries")
             // One sample without a value: the sweep declines and writes nothing.
             try db.execute(sql: "UPDATE sample_versions SET numeric_value = NULL WHERE id = (SELECT max(id) FROM sample_versions)")
-            #expect(try Aggregates.updateBySweep(db, obs: o1, typeID: type, typeIdentifier: heartRate.identifier, days: days, now: 1) == false)
+            #expect(try Aggregates.updateBySweep(db, obs: o1, typeID: type, typeIdentifier: heartRate.identifier, zoneID: "Europe/Berlin", zoneOffset: nil, now: 1) == false)
             #expect(try Int.fetchOne(db, sql: "SELECT (SELECT count(*) FROM daily_type_aggregates) + (SELECT count(*) FROM observation_type_summaries)") == 0)
             try db.execute(sql: "UPDATE sample_versions SET numeric_value = 60 WHERE numeric_value IS NULL")
         }
