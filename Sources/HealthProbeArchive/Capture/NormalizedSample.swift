@@ -41,11 +41,31 @@ public struct NormalizedSample: Sendable {
     public var metadataJSON: String?
     public var metadataHash: String?
     public var sourceBundleHash: String?
-    public var semanticFingerprint: String?
+    /// The semantic fingerprint, or the time window it is computed from when asked.
+    public var semantic: Semantic?
     public var payloadHash: String
     /// The strict fingerprint for occurrence 0 (the first of identical samples),
     /// computed with the other hashes, off the writing thread.
     public var strictFingerprint: String = ""
+
+    /// Where the semantic fingerprint comes from. A window's is computed only when
+    /// read: only a new sample identity stores it, and most samples of a re-import
+    /// are found, not new.
+    public enum Semantic: Sendable {
+        /// Computed (from a semantic key).
+        case fingerprint(String)
+        /// A finite time window (checked when normalized).
+        case window(SemanticWindow)
+    }
+
+    /// `hp:v2:semantic_fingerprint:` SHA-256 of `{"key":...,"type":...}`, or nil without a key or window.
+    public var semanticFingerprint: String? {
+        switch semantic {
+        case .fingerprint(let f): f
+        case .window(let w): SampleNormalizer.semanticFingerprint(type: typeIdentifier, window: w)
+        case nil: nil
+        }
+    }
 }
 
 /// Turns raw `CapturedSample`s into `NormalizedSample`s. Keeps small,
@@ -122,7 +142,7 @@ public final class SampleNormalizer {
             unit: Self.clean(sample.unit), categoryValue: sample.categoryValue,
             workoutActivityType: sample.workoutActivityType, durationSeconds: sample.durationSeconds,
             source: nil, revision: nil, device: nil, metadataJSON: nil, metadataHash: nil,
-            sourceBundleHash: nil, semanticFingerprint: nil, payloadHash: "")
+            sourceBundleHash: nil, semantic: nil, payloadHash: "")
         if let s = sample.source, let (source, revision, bundleHash) = normalizeSource(s) {
             n.source = source
             n.revision = revision
@@ -160,7 +180,7 @@ public final class SampleNormalizer {
         }
         if let key = sample.semanticKey {
             do {
-                n.semanticFingerprint = try Self.semanticFingerprint(type: typeIdentifier, key: key)
+                n.semantic = .fingerprint(try Self.semanticFingerprint(type: typeIdentifier, key: key))
             } catch {
                 throw ArchiveError(.invalidInput, "a \(typeIdentifier) sample has a semantic key that cannot be encoded", cause: error)
             }
@@ -168,7 +188,7 @@ public final class SampleNormalizer {
             guard window.start.isFinite, window.end.isFinite else {
                 throw ArchiveError(.invalidInput, "a \(typeIdentifier) sample has a non-finite semantic window")
             }
-            n.semanticFingerprint = Self.semanticFingerprint(type: typeIdentifier, window: window)
+            n.semantic = .window(window)
         }
         do {
             n.payloadHash = ArchiveHasher.sha256(.payload, try SampleEncoding.payload(n))

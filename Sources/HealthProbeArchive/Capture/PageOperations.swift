@@ -95,9 +95,11 @@ struct PageOperations {
     /// free strict fingerprint is found.
     private func createSample(_ n: NormalizedSample, startOccurrence: Int, into result: inout PageResult) throws -> Int64 {
         var occurrence = startOccurrence
+        // Computed here, for a new identity only (see `NormalizedSample.Semantic`).
+        let semantic = n.semanticFingerprint
         while true {
             let fp = try fingerprint(n, occurrence)
-            let changed = try insertSample.run(db, [.int(typeID), .hash(n.uuidHash), .hash(fp), .hash(n.semanticFingerprint), .int(obs), .double(at)])
+            let changed = try insertSample.run(db, [.int(typeID), .hash(n.uuidHash), .hash(fp), .hash(semantic), .int(obs), .double(at)])
             if changed == 1 {
                 let id = db.lastInsertedRowID
                 _ = try seen(id, &result)
