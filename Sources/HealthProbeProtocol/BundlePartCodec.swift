@@ -147,27 +147,17 @@ public enum BundlePartCodec {
     }
 
     private static func inflateWithZlib(_ data: UnsafeRawBufferPointer, into out: inout [UInt8], declaredSize: Int) throws -> (Int, Int) {
-        var stream = z_stream()
-        var rc = inflateInit_(&stream, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size))
-        guard rc == Z_OK else { throw SyncProtocolError(.malformedFrame, "zlib could not start (\(rc))") }
-        defer { inflateEnd(&stream) }
-        let produced: Int = out.withUnsafeMutableBufferPointer { o in
-            // zlib does not write through next_in.
-            stream.next_in = UnsafeMutablePointer(mutating: data.bindMemory(to: UInt8.self).baseAddress)
-            stream.avail_in = uInt(data.count)
-            stream.next_out = o.baseAddress
-            stream.avail_out = uInt(o.count)
-            rc = HPZlib.inflate(&stream, Z_FINISH)
-            return o.count - Int(stream.avail_out)
+        guard let r = out.withUnsafeMutableBytes({ ZlibInflate.run(data, into: $0, windowBits: 15) }) else {
+            throw SyncProtocolError(.malformedFrame, "zlib could not start")
         }
-        if produced > declaredSize {
+        if r.produced > declaredSize {
             throw SyncProtocolError(.inflateLimit, "a part inflates to more than its declared \(declaredSize) bytes")
         }
-        guard rc == Z_STREAM_END else {
-            throw SyncProtocolError(.malformedFrame, rc == Z_BUF_ERROR || rc == Z_OK
+        guard r.code == Z_STREAM_END else {
+            throw SyncProtocolError(.malformedFrame, r.code == Z_BUF_ERROR || r.code == Z_OK
                 ? "a part's zlib data ends early or declares too few bytes"
-                : "a part's zlib data is corrupt (zlib \(rc))")
+                : "a part's zlib data is corrupt (zlib \(r.code))")
         }
-        return (produced, data.count - Int(stream.avail_in))
+        return (r.produced, r.consumed)
     }
 }

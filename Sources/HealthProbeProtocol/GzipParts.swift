@@ -82,7 +82,7 @@ public enum GzipParts {
         private var inflated: [UInt8] = []
         private var index = 0
         private var done = false
-        private let library = BundlePartCodec.library
+        private let library: BundlePartCodec.Library
         #if canImport(HPDeflate)
         private let decompressor: OpaquePointer?
         #endif
@@ -91,7 +91,10 @@ public enum GzipParts {
         /// A member's first 16 bytes: ID1 ID2, CM deflate, FLG FEXTRA, MTIME 0, XFL 0, OS unknown, XLEN 8, subfield `HP` of 4 bytes.
         static let header: [UInt8] = [0x1F, 0x8B, 8, 0x04, 0, 0, 0, 0, 0, 255, 8, 0, UInt8(ascii: "H"), UInt8(ascii: "P"), 4, 0]
 
-        public init(path: String) throws {
+        /// `library` inflates the members (libdeflate where linked; zlib is the fallback).
+        public init(path: String, library: BundlePartCodec.Library = BundlePartCodec.library) throws {
+            precondition(library.isAvailable, "\(library) is not linked in this build")
+            self.library = library
             fd = open(path, O_RDONLY)
             guard fd >= 0 else { throw SyncProtocolError(.storage, "cannot read the kept bundle \(path) (errno \(errno))") }
             #if canImport(HPDeflate)
@@ -197,19 +200,8 @@ public enum GzipParts {
                 return rc == LIBDEFLATE_SUCCESS && produced == out.count && consumed == data.count
             }
             #endif
-            var stream = z_stream()
-            guard inflateInit2_(&stream, -15, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size)) == Z_OK else { return false }
-            defer { inflateEnd(&stream) }
-            // zlib wants a real output pointer even for no output.
-            var spare = [UInt8](repeating: 0, count: 1)
-            return spare.withUnsafeMutableBufferPointer { sp in
-                stream.next_in = UnsafeMutablePointer(mutating: data.bindMemory(to: UInt8.self).baseAddress)
-                stream.avail_in = uInt(data.count)
-                stream.next_out = out.count > 0 ? out.bindMemory(to: UInt8.self).baseAddress : sp.baseAddress
-                stream.avail_out = uInt(out.count)
-                let rc = HPZlib.inflate(&stream, Z_FINISH)
-                return rc == Z_STREAM_END && stream.avail_out == 0 && stream.avail_in == 0
-            }
+            guard let r = ZlibInflate.run(data, into: out, windowBits: -15) else { return false }
+            return r.code == Z_STREAM_END && r.produced == out.count && r.consumed == data.count
         }
     }
 }

@@ -65,7 +65,7 @@ extension WebServer {
             return nil
         }
         await throttle.success(peer: peer, name: key)
-        context.sessions.setSession(WebSession(personID: person.id, csrf: EnrollmentToken.randomSecret(), signedInAt: Self.now()), expiresIn: settings.sessionLifetime)
+        context.sessions.createSession(WebSession(personID: person.id, csrf: EnrollmentToken.randomSecret(), signedInAt: Self.now()), expiresIn: settings.sessionLifetime)
         logger.info("signed in", metadata: ["person": "\(person.name)"])
         return person
     }

@@ -52,9 +52,12 @@ struct GzipPartsTests {
         let path = try Self.write(try Self.kept(parts, library: library))
         defer { try? FileManager.default.removeItem(atPath: path) }
         #expect(GzipParts.isGzip(path))
-        let reader = try GzipParts.Lines(path: path)
-        #expect(Array(reader) == lines)
-        #expect(reader.failure == nil)
+        // Read back with each library too (zlib's raw inflate is the fallback where libdeflate is absent).
+        for reading in BundlePartCodec.Library.allCases.filter(\.isAvailable) {
+            let reader = try GzipParts.Lines(path: path, library: reading)
+            #expect(Array(reader) == lines, "read with \(reading)")
+            #expect(reader.failure == nil)
+        }
         // Any gzip tool reads the file (it is standard multi-member gzip).
         let gzip = Process()
         gzip.executableURL = URL(fileURLWithPath: "/usr/bin/env")
@@ -76,8 +79,9 @@ struct GzipPartsTests {
         #expect(Array(try GzipParts.Lines(path: path)) == [Array("{\"a\":1}".utf8), Array("{\"b\":2}".utf8)])
     }
 
-    @Test("damage anywhere is found: the lines stop and the failure names the member's byte; nothing traps")
-    func damage() throws {
+    @Test("damage anywhere is found: the lines stop and the failure names the member's byte; nothing traps (read with each library)",
+          arguments: BundlePartCodec.Library.allCases.filter(\.isAvailable))
+    func damage(reading: BundlePartCodec.Library) throws {
         let (_, parts) = Self.parts(seed: 11)
         let good = try Self.kept(Array(parts.prefix(6)), library: BundlePartCodec.library)
         let firstMember = Int(good[16]) | Int(good[17]) << 8 | Int(good[18]) << 16 | Int(good[19]) << 24
@@ -94,7 +98,7 @@ struct GzipPartsTests {
         for (what, bytes) in cases {
             let path = try Self.write(bytes)
             defer { try? FileManager.default.removeItem(atPath: path) }
-            let reader = try GzipParts.Lines(path: path)
+            let reader = try GzipParts.Lines(path: path, library: reading)
             let read = Array(reader)
             let failure = try #require(reader.failure, "\(what): not found")
             #expect(failure.description.contains("damaged at byte"), "\(what)")
@@ -108,7 +112,7 @@ struct GzipPartsTests {
             bytes[Int(rng % UInt64(bytes.count))] ^= UInt8(truncatingIfNeeded: rng >> 32) | 1
             let path = try Self.write(bytes)
             defer { try? FileManager.default.removeItem(atPath: path) }
-            let reader = try GzipParts.Lines(path: path)
+            let reader = try GzipParts.Lines(path: path, library: reading)
             let read = Array(reader)
             #expect(reader.failure != nil, "a flipped byte went unnoticed (\(read.count) lines read)")
         }
