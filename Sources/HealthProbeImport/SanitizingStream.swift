@@ -37,21 +37,14 @@ final class SanitizingStream: InputStream {
         }
         if n <= 0 { return 0 }
         bytesRead += Int64(n)
-        if state == .body {
-            // The document's body, nearly all of the file: one tight pass with local state.
-            controlCharactersReplaced += Self.replaceControlCharacters(buffer, n)
-            previous = buffer[n - 1]
-            onProgress?(bytesRead)
-            return n
-        }
-        for i in 0..<n {
+        // The prolog and DOCTYPE byte by byte, then the body (nearly all of the file) in
+        // one tight pass.
+        var i = 0
+        while i < n && state != .body {
             let b = buffer[i]
             switch state {
             case .body:
-                if b < 0x20 && b != 0x09 && b != 0x0A && b != 0x0D {
-                    buffer[i] = 0x20
-                    controlCharactersReplaced += 1
-                }
+                break
             case .prolog:
                 remember(b)
                 if endsWith("<!DOCTYPE") {
@@ -72,6 +65,11 @@ final class SanitizingStream: InputStream {
                 if ends { state = .body }
             }
             previous = b
+            i += 1
+        }
+        if i < n {
+            controlCharactersReplaced += Self.replaceControlCharacters(buffer + i, n - i)
+            previous = buffer[n - 1]
         }
         onProgress?(bytesRead)
         return n

@@ -61,10 +61,9 @@ extension Aggregates {
                             now: Double) throws -> Bool {
             flushRun()
             guard usable, count > 0 else { return false }
-            let days = LocalDays(identifier: zoneID, secondsFromGMT: zoneOffset)
             let insert = try insertDailyStatement(db)
             for d in groups.days.keys.sorted() {
-                try insertNewGroups(insert, obs: obs, typeID: typeID, day: d, end: days.nextDayStart(d), groups: groups.days[d]!)
+                try insertNewGroups(insert, obs: obs, typeID: typeID, day: d, end: cursor.days.nextDayStart(d), groups: groups.days[d]!)
             }
             try hashDaily(db, obs: obs, typeID: typeID, typeIdentifier: typeIdentifier)
             let total = Double(micro) / sumScale

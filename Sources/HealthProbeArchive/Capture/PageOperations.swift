@@ -21,9 +21,6 @@ struct PageOperations {
     let insertEvent: FastStatement
     let openRange: FastStatement
     let closeRange: FastStatement
-    /// The version `insertVersion` last inserted, and its source revision.
-    private var insertedVersion: Int64 = 0
-    private var insertedRevision: Int64?
 
     init(_ db: Database, run: TypeRunWriter) throws {
         self.db = db
@@ -161,7 +158,13 @@ struct PageOperations {
             return
         }
         var versionID = isNew ? nil : try findVersion.firstInt(db, [.int(f.sampleID), .hash(n.payloadHash)])
-        if versionID == nil { versionID = try insertVersion(f.sampleID, n) }
+        // The source revision of a version inserted here (nil when the version existed).
+        var insertedRevision: Int64??
+        if versionID == nil {
+            let inserted = try insertVersion(f.sampleID, n)
+            versionID = inserted.id
+            insertedRevision = .some(inserted.revision)
+        }
         let vid = versionID!
         if let open = f.openVersionID, open != vid {
             try closeRange.run(db, [.int(obs), .double(run.previousVerifiedAt), .int(f.sampleID)])
@@ -173,7 +176,7 @@ struct PageOperations {
             try openRange.run(db, [.int(f.sampleID), .int(vid), .int(obs), .double(at)])
             result.appeared += 1
             if run.visible != nil {
-                let revision = insertedVersion == vid ? insertedRevision : try revisionID(n)
+                let revision = try insertedRevision ?? revisionID(n)
                 run.visible?.add(start: n.startDate, end: n.endDate, value: n.numericValue, unit: n.unit, revision: revision)
             }
         } else {
@@ -207,9 +210,9 @@ struct PageOperations {
         }
     }
 
-    private mutating func insertVersion(_ sampleID: Int64, _ n: borrowing NormalizedSample) throws -> Int64 {
+    /// Inserts a version; returns its id and its source revision.
+    private mutating func insertVersion(_ sampleID: Int64, _ n: borrowing NormalizedSample) throws -> (id: Int64, revision: Int64?) {
         let revisionID = try revisionID(n)
-        insertedRevision = revisionID
         let deviceID = try deviceID(n)
         let metadataID = try metadataID(n)
         try insertVersion.run(db, [
@@ -217,8 +220,7 @@ struct PageOperations {
             .double(n.numericValue), .text(n.unit), .int(n.categoryValue.map(Int64.init)), .int(n.workoutActivityType.map(Int64.init)),
             .double(n.durationSeconds), .int(revisionID), .int(deviceID), .int(metadataID), .int(obs), .double(n.creationDate),
         ])
-        insertedVersion = db.lastInsertedRowID
-        return db.lastInsertedRowID
+        return (db.lastInsertedRowID, revisionID)
     }
 
     private func revisionID(_ n: NormalizedSample) throws -> Int64? {
