@@ -60,6 +60,7 @@ struct CaptureBench: AsyncParsableCommand {
             var seen = 0
             var changes = PageResult()
             var completing = 0.0
+            let cpuBefore = Measure.cpuSeconds(pid: getpid())
             let (status, seconds) = try Measure.time { () throws -> ObservationStatus in
                 let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: .benchmark, selectedTypes: Self.types.map(\.identifier)))
                 for (ti, type) in Self.types.enumerated() {
@@ -92,7 +93,7 @@ struct CaptureBench: AsyncParsableCommand {
             let growth = bytesBefore > 0 ? Double(bytes - bytesBefore) / Double(bytesBefore) * 100 : 0
             results.append(PhaseResult(phase: name, samples: seen, seconds: seconds, samplesPerSecond: Double(seen) / seconds,
                                        archiveBytes: bytes, peakRssBytes: Measure.peakRSS(),
-                                       notes: "\(status.rawValue); completing runs \(String(format: "%.2f", completing)) s; appeared \(changes.appeared), changed \(changes.changed), disappeared \(changes.disappeared)" + (gen > 0 ? String(format: "; growth %.2f%%", growth) : "")))
+                                       notes: "\(status.rawValue); cpu \(String(format: "%.2f", Measure.cpuSeconds(pid: getpid()) - cpuBefore)) s; completing runs \(String(format: "%.2f", completing)) s; appeared \(changes.appeared), changed \(changes.changed), disappeared \(changes.disappeared)" + (gen > 0 ? String(format: "; growth %.2f%%", growth) : "")))
             if !bench.json { FileHandle.standardError.write(Data("\(name): \(String(format: "%.1f", seconds)) s\n".utf8)) }
         }
         _ = total

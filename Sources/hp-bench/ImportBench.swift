@@ -40,12 +40,13 @@ struct ImportBench: AsyncParsableCommand {
             var o = AppleHealthImporter.Options()
             o.pageSize = bench.pageSize
             o.transactionSamples = bench.transactionSamples
+            let cpuBefore = Measure.cpuSeconds(pid: getpid())
             let (r, seconds) = try Measure.time { try AppleHealthImporter(node: node, options: o).importExport(at: root + "/" + file) }
             let bytes = Measure.databaseBytes(home.archivePath)
             let growth = before > 0 ? Double(bytes - before) / Double(before) * 100 : 0
             results.append(PhaseResult(phase: name, samples: r.records, seconds: seconds, samplesPerSecond: Double(r.records) / seconds,
                                        archiveBytes: bytes, peakRssBytes: Measure.peakRSS(),
-                                       notes: "\(r.status); xml \(r.bytes / 1_048_576) MB; appeared \(r.appeared), changed \(r.changed), disappeared \(r.disappeared)" + (before > 0 ? String(format: "; growth %.2f%%", growth) : "")))
+                                       notes: "\(r.status); cpu \(String(format: "%.2f", Measure.cpuSeconds(pid: getpid()) - cpuBefore)) s; xml \(r.bytes / 1_048_576) MB; appeared \(r.appeared), changed \(r.changed), disappeared \(r.disappeared)" + (before > 0 ? String(format: "; growth %.2f%%", growth) : "")))
             if !bench.json { FileHandle.standardError.write(Data("\(name): \(String(format: "%.1f", seconds)) s\n".utf8)) }
         }
         try Report.print(results, json: bench.json)
