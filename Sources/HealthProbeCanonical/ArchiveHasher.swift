@@ -46,9 +46,7 @@ public struct ArchiveHasher: @unchecked Sendable {
 
     /// SHA-256 over `hp:v2:<domain>:` + `bytes`.
     public static func sha256(_ domain: HashDomain, _ bytes: [UInt8]) -> String {
-        var h = shaTemplates[domain.ordinal]
-        bytes.withUnsafeBytes { h.update(bufferPointer: $0) }
-        return h.finalize().withUnsafeBytes { hex(buffer: $0) }
+        sha256Digest(domain, bytes).hex
     }
 
     /// SHA-256 over `hp:v2:<domain>:` + the bytes in `buffer`.
@@ -58,21 +56,19 @@ public struct ArchiveHasher: @unchecked Sendable {
         return h.finalize().withUnsafeBytes { hex(buffer: $0) }
     }
 
-    /// One string: the hex of `head` (8 bytes, big-endian), then the hex of the first
-    /// `take` bytes (at most 32) of the SHA-256 over `hp:v2:<domain>:` + `bytes`. Strict
-    /// fingerprints are built this way, without intermediate strings.
-    public static func sha256Hex(_ domain: HashDomain, _ bytes: [UInt8], head: UInt64, take: Int) -> String {
+    /// SHA-256 over `hp:v2:<domain>:` + `bytes`, held inline.
+    public static func sha256Digest(_ domain: HashDomain, _ bytes: [UInt8]) -> Digest32 {
         var h = shaTemplates[domain.ordinal]
         bytes.withUnsafeBytes { h.update(bufferPointer: $0) }
-        let take = min(max(take, 0), 32)
-        return h.finalize().withUnsafeBytes { digest in
-            String(unsafeUninitializedCapacity: 16 + 2 * take) { out in
-                guard let base = out.baseAddress else { return 0 }
-                withUnsafeBytes(of: head.bigEndian) { writeHex($0, to: base) }
-                writeHex(UnsafeRawBufferPointer(rebasing: digest.prefix(take)), to: base + 16)
-                return 16 + 2 * take
-            }
-        }
+        return h.finalize().withUnsafeBytes { Digest32(bytes: $0) }
+    }
+
+    /// `head` (8 bytes, big-endian), then the first 24 bytes of the SHA-256 over
+    /// `hp:v2:<domain>:` + `bytes`: how strict fingerprints are built.
+    public static func sha256Digest(_ domain: HashDomain, _ bytes: [UInt8], head: UInt64) -> Digest32 {
+        var h = shaTemplates[domain.ordinal]
+        bytes.withUnsafeBytes { h.update(bufferPointer: $0) }
+        return h.finalize().withUnsafeBytes { Digest32(head: head, bytes: $0) }
     }
 
     /// SHA-256 over `hp:v2:<domain>:` + UTF-8 of `text`.
@@ -87,10 +83,15 @@ public struct ArchiveHasher: @unchecked Sendable {
 
     /// HMAC-SHA256(archive secret, `hp:v2:<domain>:` + UTF-8 of `text`).
     public func hmac(_ domain: HashDomain, _ text: String) -> String {
+        hmacDigest(domain, text).hex
+    }
+
+    /// HMAC-SHA256(archive secret, `hp:v2:<domain>:` + UTF-8 of `text`), held inline.
+    public func hmacDigest(_ domain: HashDomain, _ text: String) -> Digest32 {
         var m = hmacTemplates[domain.ordinal]
         var t = text
         t.withUTF8 { m.update(data: UnsafeRawBufferPointer($0)) }
-        return m.finalize().withUnsafeBytes { Self.hex(buffer: $0) }
+        return m.finalize().withUnsafeBytes { Digest32(bytes: $0) }
     }
 
     private static let hexDigits: StaticString = "0123456789abcdef"

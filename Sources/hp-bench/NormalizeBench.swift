@@ -20,12 +20,12 @@ struct NormalizeBench: AsyncParsableCommand {
         let (_, norm) = try Measure.time {
             for i in 0..<samples {
                 let n = try normalizer.normalize(generated[i % 10_000], typeIdentifier: "HKQuantityTypeIdentifierHeartRate")
-                checksum &+= n.payloadHash.utf8.count
+                checksum &+= Int(n.payloadDigest.w3 & 0xFF)
             }
         }
         let (_, fp) = try Measure.time {
             let n = try normalizer.normalize(generated[0], typeIdentifier: "HKQuantityTypeIdentifierHeartRate")
-            for _ in 0..<samples { checksum &+= try SampleEncoding.strictFingerprintHash(n, occurrence: 0).utf8.count }
+            for _ in 0..<samples { checksum &+= Int(try SampleEncoding.strictFingerprintDigest(n, occurrence: 0).w3 & 0xFF) }
         }
         // Shaped like an imported Record: no UUID, one metadata entry (3 values), a semantic key.
         var imported: [CapturedSample] = []
@@ -40,7 +40,7 @@ struct NormalizeBench: AsyncParsableCommand {
         let (_, imp) = try Measure.time {
             for i in 0..<samples {
                 let n = try normalizer.normalize(imported[i % 10_000], typeIdentifier: "HKQuantityTypeIdentifierHeartRate")
-                checksum &+= n.payloadHash.utf8.count
+                checksum &+= Int(n.payloadDigest.w3 & 0xFF)
             }
         }
         // An imported record's semantic fingerprint is computed when a new sample identity is stored.

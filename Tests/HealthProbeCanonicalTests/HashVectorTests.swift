@@ -105,3 +105,49 @@ struct HashVectorTests {
         }
     }
 }
+
+@Suite("Inline digests")
+struct Digest32Tests {
+    @Test("an inline digest is the same hash as the hex string, and its hex parses back to it")
+    func sameAsHex() {
+        var rng = TestRandom(printingSeedFor: "Digest32.sameAsHex")
+        let hasher = ArchiveHasher(secret: (0..<32).map { UInt8($0) })
+        for length in [0, 1, 55, 56, 64, 300] {
+            let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            let text = String(decoding: bytes.map { 0x20 + $0 % 90 }, as: UTF8.self)
+            for domain in HashDomain.allCases {
+                let reference = bytes.withUnsafeBytes { ArchiveHasher.sha256(domain, buffer: $0) }
+                let d = ArchiveHasher.sha256Digest(domain, bytes)
+                #expect(d.hex == reference)
+                #expect(Digest32(hex: reference) == d)
+                // A strict fingerprint's form: the head's 16 digits, then the hash's first 48.
+                let head = UInt64.random(in: 0...UInt64.max, using: &rng)
+                let headHex = String(repeating: "0", count: 16 - String(head, radix: 16).count) + String(head, radix: 16)
+                #expect(ArchiveHasher.sha256Digest(domain, bytes, head: head).hex == headHex + reference.prefix(48))
+                #expect(hasher.hmacDigest(domain, text).hex == hasher.hmac(domain, text))
+            }
+        }
+    }
+
+    @Test("only 64 lower-case hex digits parse; each byte is its own")
+    func parsing() {
+        let hex = String(repeating: "0123456789abcdef", count: 4)
+        let d = Digest32(hex: hex)
+        #expect(d?.hex == hex)
+        #expect(Digest32(hex: String(hex.dropLast())) == nil)
+        #expect(Digest32(hex: hex + "0") == nil)
+        #expect(Digest32(hex: hex.uppercased()) == nil)
+        #expect(Digest32(hex: String(hex.dropLast()) + "g") == nil)
+        #expect(Digest32(hex: "") == nil)
+        // Changing any one digit gives a different digest.
+        var seen: Set<Digest32> = [d!]
+        for i in 0..<64 {
+            var u = Array(hex.utf8)
+            u[i] = u[i] == UInt8(ascii: "0") ? UInt8(ascii: "1") : UInt8(ascii: "0")
+            let other = Digest32(hex: String(decoding: u, as: UTF8.self))
+            #expect(other != nil && other != d)
+            seen.insert(other!)
+        }
+        #expect(seen.count == 65)
+    }
+}

@@ -25,7 +25,8 @@ public struct NormalizedSample: Sendable {
     }
 
     public var typeIdentifier: String
-    public var uuidHash: String?
+    /// HMAC of the HealthKit UUID, held inline (`uuidHash` is its hex).
+    public var uuidDigest: Digest32?
     public var startDate: Double
     public var endDate: Double
     public var creationDate: Double?
@@ -43,10 +44,18 @@ public struct NormalizedSample: Sendable {
     public var sourceBundleHash: String?
     /// The semantic fingerprint, or the time window it is computed from when asked.
     public var semantic: Semantic?
-    public var payloadHash: String
+    /// The payload hash, held inline (`payloadHash` is its hex).
+    public var payloadDigest: Digest32
     /// The strict fingerprint for occurrence 0 (the first of identical samples),
     /// computed with the other hashes, off the writing thread.
-    public var strictFingerprint: String = ""
+    public var strictFingerprintDigest: Digest32
+
+    /// The UUID hash as 64 lower-case hex digits.
+    public var uuidHash: String? { uuidDigest?.hex }
+    /// The payload hash as 64 lower-case hex digits.
+    public var payloadHash: String { payloadDigest.hex }
+    /// The strict fingerprint (occurrence 0) as 64 lower-case hex digits.
+    public var strictFingerprint: String { strictFingerprintDigest.hex }
 
     /// Where the semantic fingerprint comes from. A window's is computed only when
     /// read: only a new sample identity stores it, and most samples of a re-import
@@ -136,13 +145,13 @@ public final class SampleNormalizer {
         }
         var n = NormalizedSample(
             typeIdentifier: typeIdentifier,
-            uuidHash: Self.clean(sample.uuid).map { hasher.hmac(.sampleUUID, Self.uppercasedASCII($0)) },
+            uuidDigest: Self.clean(sample.uuid).map { hasher.hmacDigest(.sampleUUID, Self.uppercasedASCII($0)) },
             startDate: start, endDate: end, creationDate: sample.creationDate.map(CanonicalDate.normalize), valueKind: sample.valueKind,
             numericValue: sample.numericValue.map { $0 == 0 ? 0 : $0 },
             unit: Self.clean(sample.unit), categoryValue: sample.categoryValue,
             workoutActivityType: sample.workoutActivityType, durationSeconds: sample.durationSeconds,
             source: nil, revision: nil, device: nil, metadataJSON: nil, metadataHash: nil,
-            sourceBundleHash: nil, semantic: nil, payloadHash: "")
+            sourceBundleHash: nil, semantic: nil, payloadDigest: .zero, strictFingerprintDigest: .zero)
         if let s = sample.source, let (source, revision, bundleHash) = normalizeSource(s) {
             n.source = source
             n.revision = revision
@@ -191,8 +200,8 @@ public final class SampleNormalizer {
             n.semantic = .window(window)
         }
         do {
-            n.payloadHash = ArchiveHasher.sha256(.payload, try SampleEncoding.payload(n))
-            n.strictFingerprint = try SampleEncoding.strictFingerprintHash(n, occurrence: 0)
+            n.payloadDigest = ArchiveHasher.sha256Digest(.payload, try SampleEncoding.payload(n))
+            n.strictFingerprintDigest = try SampleEncoding.strictFingerprintDigest(n, occurrence: 0)
         } catch {
             throw ArchiveError(.invalidInput, "a \(typeIdentifier) sample cannot be hashed", cause: error)
         }

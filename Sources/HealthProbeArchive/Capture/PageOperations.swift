@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import HealthProbeCanonical
 
 /// The per-sample write logic of one page, inside its transaction, with
 /// prepared statements (database-design.md 7.1, 7.2).
@@ -71,7 +72,7 @@ struct PageOperations {
     /// The sample's id and its open range's version and payload hash, if any.
     struct Found { var sampleID: Int64; var openVersionID: Int64?; var openPayloadMatches: Bool }
 
-    private func lookup(_ stmt: FastStatement, _ args: [FastStatement.Value], payloadHash: String) throws -> Found? {
+    private func lookup(_ stmt: FastStatement, _ args: [FastStatement.Value], payloadHash: Digest32) throws -> Found? {
         var found: Found?
         try stmt.query(db, args) { row in
             if found == nil {
@@ -96,7 +97,7 @@ struct PageOperations {
         let semantic = n.semanticFingerprint
         while true {
             let fp = try fingerprint(n, occurrence)
-            let changed = try insertSample.run(db, [.int(typeID), .hash(n.uuidHash), .hash(fp), .hash(semantic), .int(obs), .double(at)])
+            let changed = try insertSample.run(db, [.int(typeID), .digest(n.uuidDigest), .digest(fp), .hash(semantic), .int(obs), .double(at)])
             if changed == 1 {
                 let id = db.lastInsertedRowID
                 _ = try seen(id, &result)
@@ -108,9 +109,9 @@ struct PageOperations {
     }
 
     /// The strict fingerprint for `occurrence` (occurrence 0 was computed with the other hashes).
-    private func fingerprint(_ n: NormalizedSample, _ occurrence: Int) throws -> String {
-        if occurrence == 0 && !n.strictFingerprint.isEmpty { return n.strictFingerprint }
-        return try SampleEncoding.strictFingerprintHash(n, occurrence: occurrence)
+    private func fingerprint(_ n: borrowing NormalizedSample, _ occurrence: Int) throws -> Digest32 {
+        if occurrence == 0 { return n.strictFingerprintDigest }
+        return try SampleEncoding.strictFingerprintDigest(n, occurrence: occurrence)
     }
 
     /// Applies a page's samples in order, each read in place (iterating the array would
@@ -126,18 +127,18 @@ struct PageOperations {
         result.records += 1
         var found: Found?
         var isNew = false
-        if let uuidHash = n.uuidHash {
+        if let uuidHash = n.uuidDigest {
             if !run.typeWasEmpty {
-                found = try lookup(byFingerprintAndUUID, [.int(typeID), .hash(try fingerprint(n, 0)), .hash(uuidHash)], payloadHash: n.payloadHash)
+                found = try lookup(byFingerprintAndUUID, [.int(typeID), .digest(n.strictFingerprintDigest), .digest(uuidHash)], payloadHash: n.payloadDigest)
             }
-            if found == nil { found = try lookup(byUUID, [.hash(uuidHash), .int(typeID)], payloadHash: n.payloadHash) }
+            if found == nil { found = try lookup(byUUID, [.digest(uuidHash), .int(typeID)], payloadHash: n.payloadDigest) }
             if let f = found { _ = try seen(f.sampleID, &result) }
         } else {
             // Exact duplicates are told apart by occurrence within this run.
             var occurrence = 0
             while true {
                 let fp = try fingerprint(n, occurrence)
-                guard let f = try lookup(byFingerprint, [.int(typeID), .hash(fp)], payloadHash: n.payloadHash) else { break }
+                guard let f = try lookup(byFingerprint, [.int(typeID), .digest(fp)], payloadHash: n.payloadDigest) else { break }
                 if try !seen(f.sampleID, &result) { found = f; break }
                 occurrence += 1
             }
@@ -157,7 +158,7 @@ struct PageOperations {
             result.unchanged += 1
             return
         }
-        var versionID = isNew ? nil : try findVersion.firstInt(db, [.int(f.sampleID), .hash(n.payloadHash)])
+        var versionID = isNew ? nil : try findVersion.firstInt(db, [.int(f.sampleID), .digest(n.payloadDigest)])
         // The source revision of a version inserted here (nil when the version existed).
         var insertedRevision: Int64??
         if versionID == nil {
@@ -216,7 +217,7 @@ struct PageOperations {
         let deviceID = try deviceID(n)
         let metadataID = try metadataID(n)
         try insertVersion.run(db, [
-            .int(sampleID), .hash(n.payloadHash), .double(n.startDate), .double(n.endDate), .text(n.valueKind.rawValue),
+            .int(sampleID), .digest(n.payloadDigest), .double(n.startDate), .double(n.endDate), .text(n.valueKind.rawValue),
             .double(n.numericValue), .text(n.unit), .int(n.categoryValue.map(Int64.init)), .int(n.workoutActivityType.map(Int64.init)),
             .double(n.durationSeconds), .int(revisionID), .int(deviceID), .int(metadataID), .int(obs), .double(n.creationDate),
         ])

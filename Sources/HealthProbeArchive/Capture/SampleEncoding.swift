@@ -64,7 +64,12 @@ public enum SampleEncoding {
     /// (milliseconds + 2^63, big-endian) then the first 48 hex digits of the
     /// SHA-256. Time-ordered keys keep index inserts local (docs/hashing.md 6).
     public static func strictFingerprintHash(_ n: NormalizedSample, occurrence: Int) throws(HashingError) -> String {
-        ArchiveHasher.sha256Hex(.strictFingerprint, try strictFingerprint(n, occurrence: occurrence), head: timePrefixValue(n.startDate), take: 24)
+        try strictFingerprintDigest(n, occurrence: occurrence).hex
+    }
+
+    /// `strictFingerprintHash`, held inline (the 32 bytes the archive stores).
+    public static func strictFingerprintDigest(_ n: NormalizedSample, occurrence: Int) throws(HashingError) -> Digest32 {
+        ArchiveHasher.sha256Digest(.strictFingerprint, try strictFingerprint(n, occurrence: occurrence), head: timePrefixValue(n.startDate))
     }
 
     /// `hex16(milliseconds + 2^63)`.

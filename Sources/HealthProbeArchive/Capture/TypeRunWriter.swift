@@ -95,17 +95,19 @@ public final class TypeRunWriter {
     /// Feeds a page's content to its hash: per sample, the UUID hash (`-` without
     /// one), a space, the payload hash and a newline.
     static func hashPage(_ normalized: [NormalizedSample], into hasher: inout SHA256Stream) {
-        var line: [UInt8] = []
-        line.reserveCapacity(132)
-        // Elements read in place: a loop over the array would copy each sample's strings.
-        normalized.withUnsafeBufferPointer { samples in
-            for i in samples.indices {
-                line.removeAll(keepingCapacity: true)
-                line.append(contentsOf: (samples[i].uuidHash ?? "-").utf8)
-                line.append(0x20)
-                line.append(contentsOf: samples[i].payloadHash.utf8)
-                line.append(0x0A)
-                hasher.update(line)
+        // Hex written into one buffer; elements read in place (a loop over the array
+        // would copy each sample's strings).
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 130) { line in
+            let base = line.baseAddress!
+            normalized.withUnsafeBufferPointer { samples in
+                for i in samples.indices {
+                    var n = 0
+                    if let u = samples[i].uuidDigest { u.writeHex(to: base); n = 64 } else { base[0] = 0x2D; n = 1 }
+                    base[n] = 0x20
+                    samples[i].payloadDigest.writeHex(to: base + n + 1)
+                    base[n + 65] = 0x0A
+                    hasher.update(bufferPointer: UnsafeRawBufferPointer(start: base, count: n + 66))
+                }
             }
         }
     }

@@ -27,6 +27,8 @@ struct FastStatement {
         case hash(String?)
         /// `hash`, from the UTF-8 bytes `range` of `bytes`.
         case hashSlice([UInt8], Range<Int>)
+        /// A hash held inline, bound as its 32 bytes.
+        case digest(Digest32?)
     }
 
     func bind(_ values: [Value]) {
@@ -58,6 +60,10 @@ struct FastStatement {
                 } else { sqlite3_bind_null(raw, idx) }
             case .hashSlice(let bytes, let r):
                 bytes.withUnsafeBufferPointer { buf in bindHash(idx, UnsafeBufferPointer(rebasing: buf[r])) }
+            case .digest(let d):
+                if let d {
+                    d.withUnsafeBytes { _ = sqlite3_bind_blob(raw, idx, $0.baseAddress, 32, Self.transient) }
+                } else { sqlite3_bind_null(raw, idx) }
             }
         }
     }
@@ -146,6 +152,13 @@ struct FastStatement {
     func hashEquals(_ col: Int32, _ hex: String) -> Bool {
         var h = hex
         return h.withUTF8 { hashEquals(col, hex: $0) }
+    }
+
+    /// Whether a stored hash column holds `digest`.
+    func hashEquals(_ col: Int32, _ digest: Digest32) -> Bool {
+        guard sqlite3_column_type(raw, col) == SQLITE_BLOB, let p = sqlite3_column_blob(raw, col),
+              sqlite3_column_bytes(raw, col) == 32 else { return false }
+        return digest.withUnsafeBytes { memcmp($0.baseAddress!, p, 32) == 0 }
     }
 
     /// Whether a stored hash column holds the hash whose hex digits are `range` of `bytes`.

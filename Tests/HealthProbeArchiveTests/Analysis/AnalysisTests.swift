@@ -145,7 +145,7 @@ struct AnalysisTests {
             try r.writePage(index: 0, samples: Array(sixth[0..<100]))
             let normalizer = SampleNormalizer(hasher: node.hasher)
             var bad = try sixth[100..<200].map { try normalizer.normalize($0, typeIdentifier: basal.identifier) }
-            bad[50].payloadHash = "not a hash"
+            bad[50].semantic = .fingerprint("not a hash")
             #expect(throws: (any Error).self) { try r.writePage(index: 1, normalized: bad) }
             try r.writePage(index: 1, samples: Array(sixth[100...]))
         }
