@@ -62,7 +62,7 @@ enum BundleFuzzer {
             for item in items {
                 var kind = "?"
                 if case .object(let o)? = try? JSONParser.parse(item), case .string(let k)? = o["kind"] { kind = k }
-                manifest.add(itemHash: ArchiveHasher.sha256(.item, item), kind: kind)
+                manifest.add(itemHash: ArchiveHasher.sha256Digest(.item, item), kind: kind)
             }
             guard let t = try? CanonicalJSON.encode(manifest.trailer.json), let h = try? manifest.finish() else { return nil }
             (trailer, hash) = (t, h)

@@ -90,7 +90,7 @@ struct ReplicaCacheTests {
             let kind = try JSONParser.flat(line).string("kind")!
             if kind == "sample" { continue }
             items.append(line)
-            manifest.add(itemHash: ArchiveHasher.sha256(.item, line), kind: kind)
+            manifest.add(itemHash: ArchiveHasher.sha256Digest(.item, line), kind: kind)
         }
         let trailer = try CanonicalJSON.encode(manifest.trailer.json)
         let hash = try manifest.finish()

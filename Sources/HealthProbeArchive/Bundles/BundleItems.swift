@@ -10,11 +10,15 @@ public enum ObservationBundleBuilder {
     public static let kinds = ["observation", "sample_type", "source", "source_revision", "device", "metadata", "sample",
                                "version", "event", "range_open", "range_close", "relationship", "type_run"]
 
+    /// The position in `kinds` of each per-sample kind (items counted by position).
+    static let sampleKind = kinds.firstIndex(of: "sample")!, versionKind = kinds.firstIndex(of: "version")!,
+               eventKind = kinds.firstIndex(of: "event")!, rangeOpenKind = kinds.firstIndex(of: "range_open")!
+
     /// Streams the items of observation `observationID` to `emit(kind, canonicalBytes, itemHash)`
     /// and returns the header, trailer and manifest hash.
     public static func build(_ db: Database, observationID obs: Int64, previousManifestHash: String?,
                              onHeader: (BundleHeader) throws -> Void = { _ in },
-                             emit: (String, [UInt8], String) throws -> Void) throws -> (BundleHeader, BundleTrailer, String) {
+                             emit: (String, [UInt8], Digest32) throws -> Void) throws -> (BundleHeader, BundleTrailer, String) {
         guard let o = try Row.fetchOne(db, sql: "SELECT * FROM observations WHERE id = ?", arguments: [obs]) else {
             throw ArchiveError(.notFound, "no observation \(obs)")
         }
@@ -25,15 +29,16 @@ public enum ObservationBundleBuilder {
         var manifest = try ManifestHasher(header: header)
         try onHeader(header)
 
-        func emitItem(_ kind: String, _ bytes: [UInt8]) throws {
-            let hash = ArchiveHasher.sha256(.item, bytes)
+        func emitItem(_ kind: Int, _ bytes: [UInt8]) throws {
+            let hash = ArchiveHasher.sha256Digest(.item, bytes)
             manifest.add(itemHash: hash, kind: kind)
-            try emit(kind, bytes, hash)
+            try emit(kinds[kind], bytes, hash)
         }
         func item(_ kind: String, _ fields: [String: JSONValue]) throws {
+            guard let k = kinds.firstIndex(of: kind) else { throw ArchiveError(.invalidState, "no bundle item kind \(kind)") }
             var f = fields
             f["kind"] = .string(kind)
-            try emitItem(kind, try CanonicalJSON.encode(.object(f)))
+            try emitItem(k, try CanonicalJSON.encode(.object(f)))
         }
         // The per-sample kinds are written by hand, keys in canonical (UTF-16) order;
         // the committed vectors pin them to what `item(_:_:)` would write.
@@ -112,7 +117,7 @@ public enum ObservationBundleBuilder {
             w.field("strict_fingerprint", hex: r.bytes(4))
             w.field("type_identifier", utf8: r.textBytes(5))
             w.endObject()
-            try emitItem("sample", w.bytes)
+            try emitItem(Self.sampleKind, w.bytes)
         }
         try FastStatement(db, """
             SELECT st.type_identifier, s.strict_fingerprint, v.source_revision_id, v.category_value, v.creation_date, h.device_hash,
@@ -161,7 +166,7 @@ public enum ObservationBundleBuilder {
             w.field("payload_hash", hex: r.bytes(19))
             Self.sampleRef(&w, r, type: 0, fingerprint: 1)
             w.endObject()
-            try emitItem("version", w.bytes)
+            try emitItem(Self.versionKind, w.bytes)
         }
         try FastStatement(db, """
             SELECT st.type_identifier, s.strict_fingerprint, e.event_kind, e.evidence_kind, e.observed_at, v.payload_hash
@@ -178,7 +183,7 @@ public enum ObservationBundleBuilder {
             w.field("payload_hash", hex: r.bytes(5, emptyIsNull: true))
             Self.sampleRef(&w, r, type: 0, fingerprint: 1)
             w.endObject()
-            try emitItem("event", w.bytes)
+            try emitItem(Self.eventKind, w.bytes)
         }
         try FastStatement(db, """
             SELECT st.type_identifier, s.strict_fingerprint, g.first_seen_at, v.payload_hash
@@ -193,7 +198,7 @@ public enum ObservationBundleBuilder {
             w.field("payload_hash", hex: r.bytes(3, emptyIsNull: true))
             Self.sampleRef(&w, r, type: 0, fingerprint: 1)
             w.endObject()
-            try emitItem("range_open", w.bytes)
+            try emitItem(Self.rangeOpenKind, w.bytes)
         }
         try each("""
             SELECT st.type_identifier, lower(hex(s.strict_fingerprint)) AS strict_fingerprint, nullif(lower(hex(v.payload_hash)), '') AS payload_hash, g.last_seen_at,

@@ -42,7 +42,10 @@ public struct BundleTrailer: Sendable, Equatable, Codable {
 public struct ManifestHasher {
     private var digest: SHA256Stream
     public private(set) var itemCount = 0
-    public private(set) var counts: [String: Int] = [:]
+    /// Items per kind of `ObservationBundleBuilder.kinds`, by position.
+    private var known = [Int](repeating: 0, count: ObservationBundleBuilder.kinds.count)
+    /// Items of any other kind (only a damaged bundle's verification meets one).
+    private var other: [String: Int] = [:]
 
     public init(header: BundleHeader) throws(HashingError) {
         digest = SHA256Stream(domain: .manifest)
@@ -50,12 +53,34 @@ public struct ManifestHasher {
         digest.update([0x0A])
     }
 
-    /// Adds one item's hash (in bundle order).
-    public mutating func add(itemHash: String, kind: String) {
-        digest.update(Array(itemHash.utf8))
-        digest.update([0x0A])
+    /// Items per kind (kinds without items absent).
+    public var counts: [String: Int] {
+        var c = other
+        for (k, n) in known.enumerated() where n > 0 { c[ObservationBundleBuilder.kinds[k]] = n }
+        return c
+    }
+
+    /// Adds one item's hash (in bundle order); `kind` is its position in `ObservationBundleBuilder.kinds`.
+    public mutating func add(itemHash: Digest32, kind: Int) {
+        hash(itemHash)
+        known[kind] += 1
+    }
+
+    /// Adds one item's hash (in bundle order), of any kind.
+    public mutating func add(itemHash: Digest32, kind: String) {
+        if let k = ObservationBundleBuilder.kinds.firstIndex(of: kind) { return add(itemHash: itemHash, kind: k) }
+        hash(itemHash)
+        other[kind, default: 0] += 1
+    }
+
+    /// The item hash's 64 hex digits and a newline, in one update.
+    private mutating func hash(_ itemHash: Digest32) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 65) { line in
+            itemHash.writeHex(to: line.baseAddress!)
+            line[64] = 0x0A
+            digest.update(bufferPointer: UnsafeRawBufferPointer(line))
+        }
         itemCount += 1
-        counts[kind, default: 0] += 1
     }
 
     public var trailer: BundleTrailer { BundleTrailer(itemCount: itemCount, counts: counts) }

@@ -89,7 +89,7 @@ public struct BundleVerifier {
         self.kindIndex = k
         try BundleItemSchema.check(kind, flat, line: line)
         try Self.checkContent(kind, flat, line: line)
-        manifest!.add(itemHash: ArchiveHasher.sha256(.item, bytes), kind: kind)
+        manifest!.add(itemHash: ArchiveHasher.sha256Digest(.item, bytes), kind: k)
         itemCount += 1
         return flat
     }
