@@ -2,6 +2,7 @@
 import HPDeflate
 #endif
 import HPZlib
+import HealthProbeCanonical
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -88,6 +89,8 @@ public enum GzipParts {
         #endif
         /// Why the lines ended early, if they did.
         public private(set) var failure: ReadError?
+        /// Whether the file starts as gzip does (`isGzip`), read through the same descriptor.
+        public let startsAsGzip: Bool
         /// A member's first 16 bytes: ID1 ID2, CM deflate, FLG FEXTRA, MTIME 0, XFL 0, OS unknown, XLEN 8, subfield `HP` of 4 bytes.
         static let header: [UInt8] = [0x1F, 0x8B, 8, 0x04, 0, 0, 0, 0, 0, 255, 8, 0, UInt8(ascii: "H"), UInt8(ascii: "P"), 4, 0]
 
@@ -95,8 +98,12 @@ public enum GzipParts {
         public init(path: String, library: BundlePartCodec.Library = BundlePartCodec.library) throws {
             precondition(library.isAvailable, "\(library) is not linked in this build")
             self.library = library
-            fd = open(path, O_RDONLY)
+            let fd = open(path, O_RDONLY)
             guard fd >= 0 else { throw SyncProtocolError(.storage, "cannot read the kept bundle \(path) (errno \(errno))") }
+            self.fd = fd
+            var magic: (UInt8, UInt8) = (0, 0)
+            let n = withUnsafeMutableBytes(of: &magic) { pread(fd, $0.baseAddress, 2, 0) }
+            startsAsGzip = n == 2 && magic == (0x1F, 0x8B)
             #if canImport(HPDeflate)
             decompressor = libdeflate_alloc_decompressor()
             #endif
@@ -125,18 +132,8 @@ public enum GzipParts {
                     index = 0
                     continue
                 }
-                let found: Int? = inflated.withUnsafeBufferPointer { buf in
-                    guard let base = buf.baseAddress, let p = memchr(base + index, 0x0A, buf.count - index) else { return nil }
-                    return UnsafePointer<UInt8>(p.assumingMemoryBound(to: UInt8.self)) - base
-                }
-                if let nl = found {
-                    line.append(contentsOf: inflated[index..<nl])
-                    index = nl + 1
-                    return line
-                }
-                line.append(contentsOf: inflated[index...])
+                if LineSplitter.take(from: inflated, end: inflated.count, index: &index, into: &line) { return line }
                 partial = true
-                index = inflated.count
             }
         }
 

@@ -11,8 +11,10 @@ public struct StoredBundleLines: Sequence, IteratorProtocol {
     private var plain: FileLines?
 
     public init(path: String) throws {
-        if GzipParts.isGzip(path) {
-            gzip = try GzipParts.Lines(path: path)
+        // The file is opened once when it holds gzip members (what the server keeps).
+        let members = try GzipParts.Lines(path: path)
+        if members.startsAsGzip {
+            gzip = members
             plain = nil
         } else {
             gzip = nil

@@ -82,18 +82,7 @@ public struct FileLines: Sequence, IteratorProtocol {
                 filled = n
                 index = 0
             }
-            // memchr for the newline, then one bulk copy.
-            let found: Int? = chunk.withUnsafeBufferPointer { buf in
-                guard let base = buf.baseAddress, let p = memchr(base + index, 0x0A, filled - index) else { return nil }
-                return UnsafePointer<UInt8>(p.assumingMemoryBound(to: UInt8.self)) - base
-            }
-            if let nl = found {
-                line.append(contentsOf: chunk[index..<nl])
-                index = nl + 1
-                return line
-            }
-            line.append(contentsOf: chunk[index..<filled])
-            index = filled
+            if LineSplitter.take(from: chunk, end: filled, index: &index, into: &line) { return line }
         }
     }
 }

@@ -1,0 +1,29 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Splits bytes that arrive in buffers into lines (the newline is not part of a line):
+/// the one loop behind a bundle's lines read from a plain file and from gzip members.
+public enum LineSplitter {
+    /// Appends `buffer[index..<end]` up to the first newline to `line` and moves `index`
+    /// past what it took (the newline included). True when a newline ended the line;
+    /// false when the buffer ran out first (the line goes on in the next buffer).
+    @inline(__always)
+    public static func take(from buffer: [UInt8], end: Int, index: inout Int, into line: inout [UInt8]) -> Bool {
+        let start = index
+        let found: Int? = buffer.withUnsafeBufferPointer { buf in
+            guard let base = buf.baseAddress, start < end, let p = memchr(base + start, 0x0A, end - start) else { return nil }
+            return UnsafePointer<UInt8>(p.assumingMemoryBound(to: UInt8.self)) - base
+        }
+        if let nl = found {
+            line.append(contentsOf: buffer[start..<nl])
+            index = nl + 1
+            return true
+        }
+        if start < end { line.append(contentsOf: buffer[start..<end]) }
+        index = end
+        return false
+    }
+}
