@@ -9,6 +9,7 @@ import HealthProbeCLI
 import HealthProbeNode
 import HealthProbeServer
 import HealthProbeProtocol
+import NIOCore
 
 /// `hp-bench apply`: the server's verify-and-apply of received bundles, in this
 /// process and one bundle at a time, without TLS or the nodes' work: the CPU a
@@ -97,26 +98,22 @@ struct ApplyBench: AsyncParsableCommand {
     }
 
     /// The bundle at `path` as hp-server keeps what it received (`GzipParts`): parts of
-    /// whole lines of at most 8 MiB, deflated as a node does, each inflated and checked as
-    /// the server does on receipt, then written as one gzip member. Returns the new file.
+    /// whole lines of at most 8 MiB, deflated as a node does, each given as a
+    /// `BUNDLE_PART` frame to the server's own `QuarantineFile`. Returns the new file.
     static func asReceived(_ path: String) throws -> String {
-        let out = path + ".gz"
-        guard FileManager.default.createFile(atPath: out, contents: nil), let handle = FileHandle(forWritingAtPath: out) else {
-            throw ValidationError("cannot write \(out)")
-        }
-        defer { try? handle.close() }
+        let quarantine = try QuarantineFile(directory: (path as NSString).deletingLastPathComponent)
         let compressor = BundlePartCodec.Compressor()
-        var part: [UInt8] = [], zlib: [UInt8] = [], inflated: [UInt8] = [], member: [UInt8] = []
+        var part: [UInt8] = [], zlib: [UInt8] = [], index: UInt32 = 0
         func flush() throws {
             guard !part.isEmpty else { return }
             let n = try part.withUnsafeBytes { try compressor.compress($0, into: &zlib) }
-            try zlib.withUnsafeBytes { z in
-                let received = UnsafeRawBufferPointer(rebasing: z[0..<n])
-                try BundlePartCodec.inflate(received, declaredSize: part.count, into: &inflated)
-                member.removeAll(keepingCapacity: true)
-                try inflated.withUnsafeBytes { try GzipParts.appendMember(zlib: received, inflated: $0, to: &member) }
-            }
-            try handle.write(contentsOf: member)
+            var payload = ByteBuffer()
+            payload.reserveCapacity(8 + n)
+            payload.writeInteger(index, endianness: .big)
+            payload.writeInteger(UInt32(part.count), endianness: .big)
+            payload.writeBytes(zlib[0..<n])
+            _ = try quarantine.write(BundlePart(SyncFrame(kind: .bundlePart, payload: payload)))
+            index += 1
             part.removeAll(keepingCapacity: true)
         }
         for line in try FileLines(path: path) {
@@ -125,6 +122,9 @@ struct ApplyBench: AsyncParsableCommand {
             part.append(0x0A)
         }
         try flush()
+        quarantine.finish()
+        let out = path + ".gz"
+        try FileManager.default.moveItem(atPath: quarantine.path, toPath: out)
         try FileManager.default.removeItem(atPath: path)
         return out
     }
