@@ -70,10 +70,17 @@ public enum Aggregates {
         let zoneOffset: Int? = o["time_zone_seconds_from_gmt"]
         try db.cachedStatement(sql: "DELETE FROM daily_type_aggregates WHERE observation_id = ? AND sample_type_id = ?").execute(arguments: [obs, typeID])
         try db.cachedStatement(sql: "DELETE FROM observation_type_summaries WHERE observation_id = ? AND sample_type_id = ?").execute(arguments: [obs, typeID])
+        // The type's identifier, fetched once, when a path needs it.
+        var fetchedIdentifier: String?
+        func identifier() throws -> String {
+            if let t = fetchedIdentifier { return t }
+            let t = try String.fetchOne(db.cachedStatement(sql: "SELECT type_identifier FROM sample_types WHERE id = ?"), arguments: [typeID]) ?? ""
+            fetchedIdentifier = t
+            return t
+        }
         // Used, it is consumed (nil afterwards).
         if allowDelta, var sweep = visible, sweep.isIn(zoneID: zoneID, zoneOffset: zoneOffset) {
-            let typeIdentifier = try String.fetchOne(db.cachedStatement(sql: "SELECT type_identifier FROM sample_types WHERE id = ?"), arguments: [typeID]) ?? ""
-            if try sweep.write(db, obs: obs, typeID: typeID, typeIdentifier: typeIdentifier, changes: {
+            if try sweep.write(db, obs: obs, typeID: typeID, typeIdentifier: try identifier(), changes: {
                 try known ?? ChangeCounts.fetch(db, observationID: obs, typeID: typeID, fromEvents: true)
             }, now: now) {
                 visible = nil
@@ -94,7 +101,7 @@ public enum Aggregates {
             return .shared
         }
 
-        let typeIdentifier = try String.fetchOne(db.cachedStatement(sql: "SELECT type_identifier FROM sample_types WHERE id = ?"), arguments: [typeID]) ?? ""
+        let typeIdentifier = try identifier()
         let days = LocalDays(identifier: zoneID, secondsFromGMT: zoneOffset)
         if allowDelta, let p = previous, sameZone, !unmoved,
            try updateByDelta(db, obs: obs, typeID: typeID, typeIdentifier: typeIdentifier, previous: p, days: days, now: now, changes: known) {
