@@ -22,19 +22,21 @@ public enum SplitMix {
 
     /// A deterministic UUID string (version-4 layout) from two hashes.
     public static func uuid(_ a: UInt64, _ b: UInt64) -> String {
-        let hex = Array("0123456789ABCDEF".utf8)
-        var out = [UInt8]()
-        out.reserveCapacity(36)
-        var bytes = [UInt8](repeating: 0, count: 16)
-        for i in 0..<8 { bytes[i] = UInt8(truncatingIfNeeded: a >> (8 * UInt64(i))) }
-        for i in 0..<8 { bytes[8 + i] = UInt8(truncatingIfNeeded: b >> (8 * UInt64(i))) }
-        bytes[6] = (bytes[6] & 0x0F) | 0x40
-        bytes[8] = (bytes[8] & 0x3F) | 0x80
-        for (i, byte) in bytes.enumerated() {
-            if i == 4 || i == 6 || i == 8 || i == 10 { out.append(UInt8(ascii: "-")) }
-            out.append(hex[Int(byte >> 4)])
-            out.append(hex[Int(byte & 0xF)])
+        // Written straight into the string's storage: no arrays (generators make millions).
+        String(unsafeUninitializedCapacity: 36) { out in
+            let digits: StaticString = "0123456789ABCDEF"
+            let hex = digits.utf8Start
+            var o = 0
+            for i in 0..<16 {
+                var byte = UInt8(truncatingIfNeeded: (i < 8 ? a : b) >> (8 * UInt64(i & 7)))
+                if i == 6 { byte = (byte & 0x0F) | 0x40 }
+                if i == 8 { byte = (byte & 0x3F) | 0x80 }
+                if i == 4 || i == 6 || i == 8 || i == 10 { out[o] = UInt8(ascii: "-"); o += 1 }
+                out[o] = hex[Int(byte >> 4)]
+                out[o + 1] = hex[Int(byte & 0xF)]
+                o += 2
+            }
+            return o
         }
-        return String(decoding: out, as: UTF8.self)
     }
 }

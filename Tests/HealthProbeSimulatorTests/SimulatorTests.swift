@@ -139,3 +139,36 @@ struct SimulatorTests {
         }
     }
 }
+
+@Suite("SplitMix")
+struct SplitMixTests {
+    /// The earlier implementation, kept as the oracle: simulated histories must not change.
+    static func referenceUUID(_ a: UInt64, _ b: UInt64) -> String {
+        let hex = Array("0123456789ABCDEF".utf8)
+        var out = [UInt8]()
+        var bytes = [UInt8](repeating: 0, count: 16)
+        for i in 0..<8 { bytes[i] = UInt8(truncatingIfNeeded: a >> (8 * UInt64(i))) }
+        for i in 0..<8 { bytes[8 + i] = UInt8(truncatingIfNeeded: b >> (8 * UInt64(i))) }
+        bytes[6] = (bytes[6] & 0x0F) | 0x40
+        bytes[8] = (bytes[8] & 0x3F) | 0x80
+        for (i, byte) in bytes.enumerated() {
+            if i == 4 || i == 6 || i == 8 || i == 10 { out.append(UInt8(ascii: "-")) }
+            out.append(hex[Int(byte >> 4)])
+            out.append(hex[Int(byte & 0xF)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    @Test("UUIDs are the earlier implementation's, character for character, and parse as UUIDs")
+    func uuids() {
+        var h: UInt64 = 0x1234
+        for i in 0..<20_000 {
+            h = SplitMix.mix(h &+ UInt64(i))
+            let (a, b) = i < 4 ? ([0, .max, 0x0123456789ABCDEF, 1][i], [UInt64.max, 0, 0xFEDCBA9876543210, 2][i]) : (h, SplitMix.mix(h))
+            let u = SplitMix.uuid(a, b)
+            #expect(u == Self.referenceUUID(a, b), "\(a) \(b)")
+            #expect(UUID(uuidString: u)?.uuidString == u)
+        }
+    }
+}
+
