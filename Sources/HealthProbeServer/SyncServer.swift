@@ -252,7 +252,13 @@ public struct SyncServer: Sendable {
         var bound = false
         let path = transfer.file.path
         do {
-            let c = try await offload { try ServerStore.peekChain(file: path) }
+            // The header kept as the first part arrived, else read back from the file.
+            let c: String
+            if let header = transfer.file.header {
+                c = try BundleVerifier.header(header).deviceChainHash
+            } else {
+                c = try await offload { try ServerStore.peekChain(file: path) }
+            }
             chain = c
             bound = try await offload {
                 try requireActive(device)
