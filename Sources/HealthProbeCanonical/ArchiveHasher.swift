@@ -51,16 +51,19 @@ public struct ArchiveHasher: @unchecked Sendable {
 
     /// SHA-256 over `hp:v2:<domain>:` + the bytes in `buffer`.
     public static func sha256(_ domain: HashDomain, buffer: UnsafeRawBufferPointer) -> String {
+        sha256Digest(domain, buffer: buffer).hex
+    }
+
+    /// SHA-256 over `hp:v2:<domain>:` + the bytes in `buffer`, held inline.
+    public static func sha256Digest(_ domain: HashDomain, buffer: UnsafeRawBufferPointer) -> Digest32 {
         var h = shaTemplates[domain.ordinal]
         h.update(bufferPointer: buffer)
-        return h.finalize().withUnsafeBytes { hex(buffer: $0) }
+        return h.finalize().withUnsafeBytes { Digest32(bytes: $0) }
     }
 
     /// SHA-256 over `hp:v2:<domain>:` + `bytes`, held inline.
     public static func sha256Digest(_ domain: HashDomain, _ bytes: [UInt8]) -> Digest32 {
-        var h = shaTemplates[domain.ordinal]
-        bytes.withUnsafeBytes { h.update(bufferPointer: $0) }
-        return h.finalize().withUnsafeBytes { Digest32(bytes: $0) }
+        bytes.withUnsafeBytes { sha256Digest(domain, buffer: $0) }
     }
 
     /// `head` (8 bytes, big-endian), then the first 24 bytes of the SHA-256 over

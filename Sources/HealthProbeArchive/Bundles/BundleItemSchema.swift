@@ -139,11 +139,14 @@ public enum BundleItemSchema {
         return Field(f.name, sort(f.rule))
     }
 
-    /// Checks item `o` of `kind` (a kind of `ObservationBundleBuilder.kinds`) against its
-    /// schema, then the rules between its members (section 4.2).
-    static func check(_ kind: String, _ o: FlatJSON, line: Int) throws(BundleError) {
-        guard let fields = kinds[kind] else { throw BundleError(.unknownKind, line: line, "line \(line): unknown item kind") }
-        try checkObject(o, parent: -1, fields, path: kind, line: line)
+    /// The members of each of `ObservationBundleBuilder.kinds`, by position.
+    static let fieldsByKind: [[Field]] = ObservationBundleBuilder.kinds.map { kinds[$0] ?? [] }
+
+    /// Checks item `o` of the kind at position `k` of `ObservationBundleBuilder.kinds` against
+    /// its schema, then the rules between its members (section 4.2).
+    static func check(_ k: Int, _ o: FlatJSON, line: Int) throws(BundleError) {
+        let kind = ObservationBundleBuilder.kinds[k]
+        try checkObject(o, parent: -1, fieldsByKind[k], path: kind, line: line)
         try checkMeaning(kind, o, line: line)
     }
 

@@ -10,6 +10,9 @@ public enum ObservationBundleBuilder {
     public static let kinds = ["observation", "sample_type", "source", "source_revision", "device", "metadata", "sample",
                                "version", "event", "range_open", "range_close", "relationship", "type_run"]
 
+    /// The UTF-8 of each of `kinds`, by position.
+    static let kindBytes = kinds.map { Array($0.utf8) }
+
     /// The position in `kinds` of each per-sample kind (items counted by position).
     static let sampleKind = kinds.firstIndex(of: "sample")!, versionKind = kinds.firstIndex(of: "version")!,
                eventKind = kinds.firstIndex(of: "event")!, rangeOpenKind = kinds.firstIndex(of: "range_open")!

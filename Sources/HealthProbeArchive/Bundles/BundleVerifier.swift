@@ -79,15 +79,18 @@ public struct BundleVerifier {
             }
             return flat
         }
-        guard let kind = flat.string(at: kindIndex), let k = ObservationBundleBuilder.kinds.firstIndex(of: kind) else {
+        // The kind's position found from its bytes (no string built for it).
+        guard let r = flat.plainRange(kindIndex),
+              let k = ObservationBundleBuilder.kindBytes.firstIndex(where: { BundleItemSchema.equal(flat.bytes, r, $0) }) else {
             throw BundleError(.unknownKind, line: line, "line \(line): unknown item kind")
         }
+        let kind = ObservationBundleBuilder.kinds[k]
         guard k >= self.kindIndex, (kind == "observation") == (line == 2) else {
             if line == 2 { throw BundleError(.order, line: line, "line 2: the first item must be the observation") }
             throw BundleError(.order, line: line, "line \(line): a \(kind) item is out of order (Protocol/bundles.md, item order)")
         }
         self.kindIndex = k
-        try BundleItemSchema.check(kind, flat, line: line)
+        try BundleItemSchema.check(k, flat, line: line)
         try Self.checkContent(kind, flat, line: line)
         manifest!.add(itemHash: ArchiveHasher.sha256Digest(.item, bytes), kind: k)
         itemCount += 1
@@ -159,10 +162,11 @@ public struct BundleVerifier {
                 throw BundleError(.metadataHash, line: line, "line \(line): metadata_hash does not match metadata_json")
             }
         case "version":
-            guard let payload = o.object("payload"), let hash = o.string("payload_hash") else {
+            guard let payload = o.object("payload"), let h = o.find("payload_hash"), let r = o.plainRange(h),
+                  let hash = o.bytes.withUnsafeBufferPointer({ Digest32(hexDigits: UnsafeBufferPointer(rebasing: $0[r])) }) else {
                 throw BundleError(.malformed, line: line, "line \(line): version item lacks payload or payload_hash")
             }
-            let computed = o.bytes.withUnsafeBytes { ArchiveHasher.sha256(.payload, buffer: UnsafeRawBufferPointer(rebasing: $0[o.valueRange(payload)])) }
+            let computed = o.bytes.withUnsafeBytes { ArchiveHasher.sha256Digest(.payload, buffer: UnsafeRawBufferPointer(rebasing: $0[o.valueRange(payload)])) }
             guard computed == hash else {
                 throw BundleError(.payloadHash, line: line, "line \(line): payload_hash does not match the payload")
             }
