@@ -39,26 +39,31 @@ public struct Digest32: Hashable, Sendable {
         self = d
     }
 
-    /// The digest of exactly 64 lower-case hex digits, or nil.
-    public init?(hexDigits: UnsafeBufferPointer<UInt8>) {
-        guard hexDigits.count == 64 else { return nil }
+    /// The digest of exactly 64 lower-case hex digits, or nil. Branch-free over the
+    /// digits: the one hex decoder behind hashes bound, compared and looked up.
+    public init?(hexDigits hex: UnsafeBufferPointer<UInt8>) {
+        guard hex.count == 64 else { return nil }
         var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
-        var bad = false
-        withUnsafeMutableBytes(of: &words) { out in
+        let bad: UInt8 = Swift.withUnsafeMutableBytes(of: &words) { out in
+            var bad: UInt8 = 0
             for i in 0..<32 {
-                guard let h = Self.nibble(hexDigits[2 &* i]), let l = Self.nibble(hexDigits[2 &* i &+ 1]) else { bad = true; return }
-                out[i] = h &<< 4 | l
+                let h = hex[2 &* i], l = hex[2 &* i &+ 1]
+                bad |= ((h &- 0x30 < 10 ? 1 : 0) | (h &- 0x61 < 6 ? 1 : 0)) ^ 1
+                bad |= ((l &- 0x30 < 10 ? 1 : 0) | (l &- 0x61 < 6 ? 1 : 0)) ^ 1
+                // '0'...'9' are 0x30...0x39, 'a'...'f' are 0x61...0x66.
+                out[i] = ((h & 0x0F) &+ 9 &* (h &>> 6)) &<< 4 | ((l & 0x0F) &+ 9 &* (l &>> 6))
             }
+            return bad
         }
-        if bad { return nil }
+        guard bad == 0 else { return nil }
         self = Swift.withUnsafeBytes(of: &words) { Digest32(bytes: $0) }
     }
 
-    @inline(__always)
-    private static func nibble(_ c: UInt8) -> UInt8? {
-        if c &- 0x30 < 10 { return c &- 0x30 }
-        if c &- 0x61 < 6 { return c &- 0x61 &+ 10 }
-        return nil
+    /// The digest of the 64 lower-case hex digits at `range` of `bytes`, or nil.
+    public init?(_ bytes: [UInt8], _ range: Range<Int>) {
+        guard range.lowerBound >= 0, range.upperBound <= bytes.count,
+              let d = bytes.withUnsafeBufferPointer({ Digest32(hexDigits: UnsafeBufferPointer(rebasing: $0[range])) }) else { return nil }
+        self = d
     }
 
     /// Calls `body` with the 32 bytes.

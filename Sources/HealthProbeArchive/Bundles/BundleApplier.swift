@@ -230,7 +230,7 @@ public enum BundleApplier {
             let t = try typeID(db, l, l.find("type", in: ref))
             let fp = Self.hash(l, "strict_fingerprint", in: ref)
             if case .hashSlice(let bytes, let r) = fp {
-                if let id = inserted.sample(type: t, fingerprint: InsertedRows.Hash32(bytes, r)) { return id }
+                if let id = inserted.sample(type: t, fingerprint: Digest32(bytes, r)) { return id }
                 if sampleGuess > 0 {
                     var hit = false
                     try st.sampleByRowid.queryWhile(db, [.int(sampleGuess)]) { row in
@@ -249,7 +249,7 @@ public enum BundleApplier {
 
         func versionID(_ db: Database, _ l: FlatJSON, sample: Int64) throws -> Int64? {
             guard let i = l.find("payload_hash"), l.type(i) == .string else { return nil }
-            if let r = l.plainRange(i), let id = inserted.version(sample: sample, payloadHash: InsertedRows.Hash32(l.bytes, r)) { return id }
+            if let r = l.plainRange(i), let id = inserted.version(sample: sample, payloadHash: Digest32(l.bytes, r)) { return id }
             guard let id = try st.versionID.firstInt(db, [.int(sample), Self.hash(l, "payload_hash")]) else {
                 throw ApplyError(code: .unresolved, message: "an item refers to a payload version the replica does not have")
             }
@@ -303,7 +303,7 @@ public enum BundleApplier {
                                               .double(l.number("duration_seconds", in: p)), .int(revision), .int(deviceID), .int(metadataID), .int(obs),
                                               .double(l.date("creation_date", in: p))])
                 if case .hashSlice(let bytes, let r) = payloadHash {
-                    inserted.inserted(version: db.lastInsertedRowID, sample: sample, payloadHash: InsertedRows.Hash32(bytes, r))
+                    inserted.inserted(version: db.lastInsertedRowID, sample: sample, payloadHash: Digest32(bytes, r))
                 }
                 return
             }
@@ -313,7 +313,7 @@ public enum BundleApplier {
                 try st.insertSample.run(db, [.int(type), Self.hash(l, "sample_uuid_hash"), fingerprint, Self.hash(l, "semantic_fingerprint"), t("fuzzy_key"),
                                              .int(obs), .double(d("first_seen_at"))])
                 if case .hashSlice(let bytes, let r) = fingerprint {
-                    inserted.inserted(sample: db.lastInsertedRowID, type: type, fingerprint: InsertedRows.Hash32(bytes, r))
+                    inserted.inserted(sample: db.lastInsertedRowID, type: type, fingerprint: Digest32(bytes, r))
                 }
                 return
             }

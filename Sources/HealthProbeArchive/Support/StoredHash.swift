@@ -10,16 +10,9 @@ public enum StoredHash {
     /// Decodes 64 lower-case hex digits at `hex` into 32 bytes at `out`; false otherwise.
     @inline(__always)
     static func decode(_ hex: UnsafeBufferPointer<UInt8>, into out: UnsafeMutablePointer<UInt8>) -> Bool {
-        guard hex.count == 64 else { return false }
-        var bad: UInt8 = 0
-        for i in 0..<32 {
-            let h = hex[2 &* i], l = hex[2 &* i &+ 1]
-            bad |= ((h &- 0x30 < 10 ? 1 : 0) | (h &- 0x61 < 6 ? 1 : 0)) ^ 1
-            bad |= ((l &- 0x30 < 10 ? 1 : 0) | (l &- 0x61 < 6 ? 1 : 0)) ^ 1
-            // '0'...'9' are 0x30...0x39, 'a'...'f' are 0x61...0x66.
-            out[i] = ((h & 0x0F) &+ 9 &* (h &>> 6)) &<< 4 | ((l & 0x0F) &+ 9 &* (l &>> 6))
-        }
-        return bad == 0
+        guard let d = Digest32(hexDigits: hex) else { return false }
+        d.withUnsafeBytes { UnsafeMutableRawPointer(out).copyMemory(from: $0.baseAddress!, byteCount: 32) }
+        return true
     }
 
     /// The 32 bytes of a 64-digit lower-case hex hash, or nil.

@@ -1,3 +1,4 @@
+import HealthProbeCanonical
 import Testing
 @testable import HealthProbeArchive
 import HealthProbeTestSupport
@@ -7,9 +8,9 @@ struct InsertedRowsTests {
     static let hashA = String(repeating: "0123456789abcdef", count: 4)
     static let hashB = String(repeating: "fedcba9876543210", count: 4)
 
-    static func hash(_ text: String) -> InsertedRows.Hash32? {
+    static func hash(_ text: String) -> Digest32? {
         let bytes = Array(("x\"" + text + "\"").utf8)
-        return InsertedRows.Hash32(bytes, 2..<(2 + text.utf8.count))
+        return Digest32(bytes, 2..<(2 + text.utf8.count))
     }
 
     @Test("only 64 lower-case hex digits make a key")
@@ -23,15 +24,15 @@ struct InsertedRowsTests {
         #expect(Self.hash(String(Self.hashA.dropLast()) + "g") == nil)
         // The digits' values, and every byte that is not a lower-case hex digit, at any position.
         let a = Self.hash(Self.hashA)!, b = Self.hash(Self.hashB)!
-        #expect([a.a, a.b, a.c, a.d] == [UInt64](repeating: 0x0123_4567_89ab_cdef, count: 4))
-        #expect([b.a, b.d] == [0xfedc_ba98_7654_3210, 0xfedc_ba98_7654_3210])
+        #expect([a.w0, a.w1, a.w2, a.w3] == [UInt64](repeating: 0x0123_4567_89ab_cdef, count: 4))
+        #expect([b.w0, b.w3] == [0xfedc_ba98_7654_3210, 0xfedc_ba98_7654_3210])
         let digits = Set("0123456789abcdef".utf8)
         for byte in UInt8.min...UInt8.max where !digits.contains(byte) {
             for position in [0, 17, 63] {
                 var text = Array(Self.hashA.utf8)
                 text[position] = byte
                 let bytes = Array("x\"".utf8) + text
-                #expect(InsertedRows.Hash32(bytes, 2..<66) == nil, "byte \(byte) at \(position)")
+                #expect(Digest32(bytes, 2..<66) == nil, "byte \(byte) at \(position)")
             }
         }
     }
