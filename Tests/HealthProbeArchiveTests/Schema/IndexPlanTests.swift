@@ -46,7 +46,11 @@ struct IndexPlanTests {
         Use("idx_samples_first_seen", "BundleItems (sample identities an observation first saw)",
             "SELECT s.id FROM samples s WHERE s.first_seen_observation_id = ? ORDER BY s.id", [1]),
         Use("idx_samples_type_semantic", "AppleHealthImporter (edit matching by semantic fingerprint)",
-            "SELECT count(*) FROM samples s WHERE s.sample_type_id = ? AND s.semantic_fingerprint = ?", [1, hash]),
+            """
+            SELECT count(*) FROM samples s INDEXED BY idx_samples_type_semantic CROSS JOIN sample_observation_events e
+              ON e.observation_id = ?1 AND e.sample_id = s.id AND e.event_kind = 'appeared'
+            WHERE s.sample_type_id = ?2 AND substr(s.semantic_fingerprint, 1, 8) = substr(?3, 1, 8) AND s.semantic_fingerprint = ?3
+            """, [1, 1, hash]),
         Use("idx_samples_uuid_hash", "PageOperations (the capture's lookup by UUID, INDEXED BY)",
             "SELECT s.id FROM samples s INDEXED BY idx_samples_uuid_hash WHERE s.sample_uuid_hash = ? AND s.sample_type_id = ?", [hash, 1]),
         Use("idx_samples_uuid_hash", "ObservationChecks (a UUID names one sample of its type, a lookup per added sample)",

@@ -129,10 +129,30 @@ struct MigrationTests {
         }
     }
 
+    /// Puts an archive at the latest schema back to what schema 10 had: the semantic
+    /// fingerprint index on whole fingerprints, read from schema 10 itself.
+    static func downgradeTo10(_ path: String) throws {
+        let v10 = try created(atVersion: 10)
+        let index = try #require(v10.first { $0.type == "index" && $0.name == "idx_samples_type_semantic" }).sql
+        let q = try DatabaseQueue(path: path)
+        try q.writeWithoutTransaction { db in
+            try db.inTransaction {
+                try db.execute(sql: "DROP INDEX idx_samples_type_semantic;" + index + ";" + """
+                    DELETE FROM schema_migrations WHERE version = 11;
+                    DELETE FROM grdb_migrations WHERE identifier = 'v11';
+                    UPDATE archive_metadata SET value = '10' WHERE key = 'schema_version';
+                    """)
+                return .commit
+            }
+            try db.checkpoint(.truncate)
+        }
+    }
+
     /// Puts an archive at the latest schema back to what schema 9 had: the events table
     /// rebuilt as 9 created it (its UNIQUE in another column order) with 9's indexes of it,
     /// and every other index 9 had that 10 dropped; all read from schema 9 itself.
     static func downgradeTo9(_ path: String) throws {
+        try downgradeTo10(path)
         let v9 = try created(atVersion: 9)
         let events = "sample_observation_events"
         let table = try #require(v9.first { $0.type == "table" && $0.name == events }).sql
@@ -228,7 +248,7 @@ struct MigrationTests {
         }
     }
 
-    @Test("200,000 samples: digests and export manifest hashes equal across migrations 8, 9 and 10; hashes become blobs")
+    @Test("200,000 samples: digests and export manifest hashes equal across migrations 8 to 11; hashes become blobs")
     func migrates() throws {
         let t = TempHome(), dir = TempDir()
         try Self.capture(try t.open())
@@ -302,5 +322,21 @@ struct MigrationTests {
         #expect(try DatabaseQueue(path: t.home.archivePath).read(Self.rows) == rowsBefore && rowsBefore.count > 1000)
         #expect(after.contains { $0.contains("sqlite_autoindex_sample_observation_events_1(observation_id,event_kind,sample_id) unique=1") })
         #expect(!after.contains { $0.contains("idx_events_observation_kind") })
+    }
+
+    @Test("a migration 11 that fails leaves the archive as migration 10 left it; a real one gives the latest structure, every row kept")
+    func failedLeavesV10() throws {
+        let t = TempHome()
+        try t.simulate(seed: 4, days: [3, 1])
+        try Self.downgradeTo10(t.home.archivePath)
+        #expect(try Self.state(t.home.archivePath).version == 10)
+        #expect(try DatabaseQueue(path: t.home.archivePath).read(Self.structure) == Self.migrated(toVersion: 10).read(Self.structure))
+        try Self.expectFailedMigrationChangesNothing(t.home.archivePath, version: 11, sql: SchemaV11.sql)
+        #expect(try Self.state(t.home.archivePath).version == 10)
+        let rowsBefore = try DatabaseQueue(path: t.home.archivePath).read(Self.rows)
+        _ = try t.open()
+        #expect(try Self.state(t.home.archivePath).version == 11)
+        #expect(try DatabaseQueue(path: t.home.archivePath).read(Self.structure) == Self.migrated(toVersion: ArchiveMigrations.latestVersion).read(Self.structure))
+        #expect(try DatabaseQueue(path: t.home.archivePath).read(Self.rows) == rowsBefore)
     }
 }
