@@ -305,38 +305,38 @@ struct MigrationTests {
         #expect(try Self.state(t.home.archivePath) == (8, false, "text"))
     }
 
-    @Test("a migration 10 that fails leaves the archive as migration 9 left it; a real one keeps every event row")
-    func failedLeavesV9() throws {
+    /// A simulated archive put back to schema `version` (by `downgrade`, checked against that
+    /// schema's structure), then a failing migration `version + 1` (`sql`), which must change
+    /// nothing, then the real migrations (opening the archive). Returns the structure after
+    /// and whether every sample, version and event row was kept.
+    static func failThenMigrate(from version: Int, downgrade: (String) throws -> Void, sql: String) throws -> (structure: [String], rowsKept: Bool) {
         let t = TempHome()
         try t.simulate(seed: 4, days: [3, 1])
-        try Self.downgradeTo9(t.home.archivePath)
-        #expect(try Self.state(t.home.archivePath).version == 9)
-        #expect(try DatabaseQueue(path: t.home.archivePath).read(Self.structure) == Self.migrated(toVersion: 9).read(Self.structure))
-        try Self.expectFailedMigrationChangesNothing(t.home.archivePath, version: 10, sql: SchemaV10.sql)
-        #expect(try Self.state(t.home.archivePath).version == 9)
-        // The real migration: every event row kept with its id; only the schema lines differ.
+        try downgrade(t.home.archivePath)
+        #expect(try Self.state(t.home.archivePath).version == version)
+        #expect(try DatabaseQueue(path: t.home.archivePath).read(Self.structure) == Self.migrated(toVersion: version).read(Self.structure))
+        try Self.expectFailedMigrationChangesNothing(t.home.archivePath, version: version + 1, sql: sql)
+        #expect(try Self.state(t.home.archivePath).version == version)
         let rowsBefore = try DatabaseQueue(path: t.home.archivePath).read(Self.rows)
         _ = try t.open()
-        let after = try DatabaseQueue(path: t.home.archivePath).read(Self.structure)
         #expect(try Self.state(t.home.archivePath).version == ArchiveMigrations.latestVersion)
-        #expect(try DatabaseQueue(path: t.home.archivePath).read(Self.rows) == rowsBefore && rowsBefore.count > 1000)
+        let after = try DatabaseQueue(path: t.home.archivePath).read(Self.structure)
+        #expect(after == (try Self.migrated(toVersion: ArchiveMigrations.latestVersion).read(Self.structure)))
+        return (after, try DatabaseQueue(path: t.home.archivePath).read(Self.rows) == rowsBefore && rowsBefore.count > 1000)
+    }
+
+    @Test("a migration 10 that fails leaves the archive as migration 9 left it; a real one keeps every event row")
+    func failedLeavesV9() throws {
+        let (after, kept) = try Self.failThenMigrate(from: 9, downgrade: Self.downgradeTo9, sql: SchemaV10.sql)
+        #expect(kept)
         #expect(after.contains { $0.contains("sqlite_autoindex_sample_observation_events_1(observation_id,event_kind,sample_id) unique=1") })
         #expect(!after.contains { $0.contains("idx_events_observation_kind") })
     }
 
-    @Test("a migration 11 that fails leaves the archive as migration 10 left it; a real one gives the latest structure, every row kept")
+    @Test("a migration 11 that fails leaves the archive as migration 10 left it; a real one keeps every row and indexes the fingerprints' prefixes")
     func failedLeavesV10() throws {
-        let t = TempHome()
-        try t.simulate(seed: 4, days: [3, 1])
-        try Self.downgradeTo10(t.home.archivePath)
-        #expect(try Self.state(t.home.archivePath).version == 10)
-        #expect(try DatabaseQueue(path: t.home.archivePath).read(Self.structure) == Self.migrated(toVersion: 10).read(Self.structure))
-        try Self.expectFailedMigrationChangesNothing(t.home.archivePath, version: 11, sql: SchemaV11.sql)
-        #expect(try Self.state(t.home.archivePath).version == 10)
-        let rowsBefore = try DatabaseQueue(path: t.home.archivePath).read(Self.rows)
-        _ = try t.open()
-        #expect(try Self.state(t.home.archivePath).version == 11)
-        #expect(try DatabaseQueue(path: t.home.archivePath).read(Self.structure) == Self.migrated(toVersion: ArchiveMigrations.latestVersion).read(Self.structure))
-        #expect(try DatabaseQueue(path: t.home.archivePath).read(Self.rows) == rowsBefore)
+        let (after, kept) = try Self.failThenMigrate(from: 10, downgrade: Self.downgradeTo10, sql: SchemaV11.sql)
+        #expect(kept)
+        #expect(after.contains { $0.contains("index idx_samples_type_semantic(sample_type_id,<expression>) unique=0 partial=1") })
     }
 }
