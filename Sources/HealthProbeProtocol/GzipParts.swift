@@ -65,10 +65,7 @@ public enum GzipParts {
 
     /// Whether the file at `path` starts as a gzip file does (else: a bundle kept inflated, as before).
     public static func isGzip(_ path: String) -> Bool {
-        guard let h = FileHandle(forReadingAtPath: path) else { return false }
-        defer { try? h.close() }
-        let magic = (try? h.read(upToCount: 2)) ?? Data()
-        return magic == Data([0x1F, 0x8B])
+        (try? Lines(path: path))?.startsAsGzip ?? false
     }
 
     /// The bundle's lines from a kept file, member by member: each member's length,

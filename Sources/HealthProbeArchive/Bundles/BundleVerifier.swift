@@ -163,7 +163,7 @@ public struct BundleVerifier {
             }
         case "version":
             guard let payload = o.object("payload"), let h = o.find("payload_hash"), let r = o.plainRange(h),
-                  let hash = o.bytes.withUnsafeBufferPointer({ Digest32(hexDigits: UnsafeBufferPointer(rebasing: $0[r])) }) else {
+                  let hash = Digest32(o.bytes, r) else {
                 throw BundleError(.malformed, line: line, "line \(line): version item lacks payload or payload_hash")
             }
             let computed = o.bytes.withUnsafeBytes { ArchiveHasher.sha256Digest(.payload, buffer: UnsafeRawBufferPointer(rebasing: $0[o.valueRange(payload)])) }

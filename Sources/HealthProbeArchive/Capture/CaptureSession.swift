@@ -86,7 +86,7 @@ public final class CaptureSession {
         }
         let run = TypeRunWriter(session: self, type: type, kind: kind, typeID: typeID, runID: runID,
                                 previousVerifiedAt: previousVerifiedAt ?? observedAt, typeWasEmpty: typeWasEmpty,
-                                zone: (zone.0, zone.1))
+                                zone: zone)
         openRuns[runID] = run
         return run
     }

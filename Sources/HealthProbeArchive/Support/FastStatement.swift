@@ -148,12 +148,6 @@ struct FastStatement {
         return ArchiveHasher.hex(buffer: UnsafeRawBufferPointer(start: p, count: 32))
     }
 
-    /// Whether a stored hash column holds the hash `hex` (64 lower-case hex digits), without allocating.
-    func hashEquals(_ col: Int32, _ hex: String) -> Bool {
-        var h = hex
-        return h.withUTF8 { hashEquals(col, hex: $0) }
-    }
-
     /// Whether a stored hash column holds `digest`.
     func hashEquals(_ col: Int32, _ digest: Digest32) -> Bool {
         guard sqlite3_column_type(raw, col) == SQLITE_BLOB, let p = sqlite3_column_blob(raw, col),
@@ -161,17 +155,11 @@ struct FastStatement {
         return digest.withUnsafeBytes { memcmp($0.baseAddress!, p, 32) == 0 }
     }
 
-    /// Whether a stored hash column holds the hash whose hex digits are `range` of `bytes`.
+    /// Whether a stored hash column holds the hash whose hex digits are `range` of `bytes`
+    /// (false when they are not 64 lower-case hex digits).
     func hashEquals(_ col: Int32, _ bytes: [UInt8], _ range: Range<Int>) -> Bool {
-        bytes.withUnsafeBufferPointer { hashEquals(col, hex: UnsafeBufferPointer(rebasing: $0[range])) }
-    }
-
-    private func hashEquals(_ col: Int32, hex: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard sqlite3_column_type(raw, col) == SQLITE_BLOB, let p = sqlite3_column_blob(raw, col),
-              sqlite3_column_bytes(raw, col) == 32 else { return false }
-        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { out in
-            StoredHash.decode(hex, into: out.baseAddress!) && memcmp(out.baseAddress!, p, 32) == 0
-        }
+        guard let digest = Digest32(bytes, range) else { return false }
+        return hashEquals(col, digest)
     }
 
     /// Compares a text column with `s` without allocating.
