@@ -21,6 +21,10 @@ public final class AppleHealthImporter {
         public var maxBuffered = 20_000
         /// At most this many rejections are kept for the report (all are counted).
         public var maxReportedRejections = 200
+        /// Into an archive with no sample yet, the sample tables' lookup indexes are built
+        /// once the records are in, from a sort, instead of row by row
+        /// (docs/decisions/2026-11-25-bulk-first-import.md).
+        public var deferIndexesOnFirstImport = true
         public init() {}
     }
 
@@ -134,7 +138,10 @@ public final class AppleHealthImporter {
             try self.accept(item, state: state, session: session, pipeline: pipeline)
         }
 
+        var deferred = false
         do {
+            // The capture's lookup by UUID names its index (INDEXED BY), so it stays.
+            deferred = try options.deferIndexesOnFirstImport && node.archive.deferIndexesForFirstLoad(keeping: ["idx_samples_uuid_hash"])
             let ok = parser.parse { stream.read($0, maxLength: $1) }
             if let e = delegate.callbackError { throw e }
             if let e = stream.error { throw e }
@@ -152,6 +159,8 @@ public final class AppleHealthImporter {
             try pipeline.flush()
             try writeMissingMembers(state: state, session: session, pipeline: pipeline)
             try pipeline.flush()
+            // Every record is written: the runs' completions and the edit matching read through the indexes.
+            if deferred { try node.archive.buildDeferredIndexes() }
             // The export's UTC offset is the observation's before any run completes: each
             // completion computes its type's daily aggregates in the observation's local days.
             try session.updateContext(timeZoneSecondsFromGMT: state.exportOffset, notes: nil)
@@ -192,6 +201,9 @@ public final class AppleHealthImporter {
         } catch {
             // Let queued pages finish (they stop at the first error) before undoing them.
             _ = try? pipeline.flush()
+            // The revert finds the observation's rows through the indexes; if building them
+            // fails here, the next writable open builds them.
+            if deferred { _ = try? node.archive.buildDeferredIndexes() }
             let wrapped = Self.wrap(error, location: location)
             do {
                 try session.revert(reason: "import failed and was reverted: \(wrapped.message)")

@@ -5,11 +5,12 @@ import HealthProbeImport
 
 /// Imports the export at `path` into the home a day after its last capture.
 @discardableResult
-public func importExport(_ t: TempHome, _ path: String, pageSize: Int = 5000) throws -> AppleHealthImporter.Result {
+public func importExport(_ t: TempHome, _ path: String, pageSize: Int = 5000, deferIndexes: Bool = true) throws -> AppleHealthImporter.Result {
     t.clock.advance(86_400)
     let node = try t.open()
     var o = AppleHealthImporter.Options()
     o.pageSize = pageSize
+    o.deferIndexesOnFirstImport = deferIndexes
     return try AppleHealthImporter(node: node, options: o).importExport(at: path)
 }
 

@@ -101,7 +101,21 @@ public final class Archive: Sendable {
     func prepare(clock: any ArchiveClock, recoverInterrupted: Bool,
                  migrations: [ArchiveMigrations.Migration] = ArchiveMigrations.all) throws {
         try ArchiveMigrations.migrate(writer, migrations: migrations, now: clock.now())
-        if recoverInterrupted { try markInterrupted(now: clock.now()) }
+        if recoverInterrupted {
+            try markInterrupted(now: clock.now())
+            try restoreDeferredIndexes()
+        }
+    }
+
+    /// Builds indexes a first load dropped and a crash kept it from building again.
+    func restoreDeferredIndexes() throws {
+        // A read first: most opens find nothing pending and need no write transaction.
+        let pending = try writer.read { db in
+            try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM archive_metadata WHERE key = ?)", arguments: [DeferredIndexes.pendingKey]) ?? false
+        }
+        guard pending else { return }
+        let n = try buildDeferredIndexes()
+        logger.warning("built indexes an interrupted first load had deferred", metadata: ["archive.indexes_built": "\(n)"])
     }
 
     /// Frees the page cache (what SQLite can drop without harm). On a single

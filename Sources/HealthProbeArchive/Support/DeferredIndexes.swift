@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 
 /// A bulk load's secondary indexes: dropped before the load and built again,
@@ -66,5 +67,74 @@ extension DeferredIndexes {
             let estimated = bytes / bundleBytesPerSample
             return estimated >= minimumSamples && Int64(estimated) >= samplesBefore
         }
+    }
+}
+
+/// A first load across many transactions (an import into an empty archive): the
+/// indexes are dropped in one transaction and built again in a later one. Between
+/// the two, `archive_metadata` holds their SQL under `pendingKey`, written in the
+/// drop's transaction and removed in the rebuild's, so a crash between them
+/// leaves the SQL, and the next writable open builds them (`Archive.prepare`).
+/// Built from a sort, their pages are full: about 10 bytes a sample less than
+/// indexes kept row by row, which split pages as they grow
+/// (docs/decisions/2026-11-25-bulk-first-import.md).
+extension DeferredIndexes {
+    /// The `archive_metadata` key that holds the dropped indexes' SQL (a JSON array).
+    static let pendingKey = "deferred_indexes"
+
+    /// Drops the `CREATE INDEX` indexes of the sample tables except `keep`, and records their SQL.
+    static func dropForBulkLoad(_ db: Database, keeping keep: Set<String>) throws -> Int {
+        precondition(db.isInsideTransaction, "the drop and its record are one transaction")
+        guard try String.fetchOne(db, sql: "SELECT value FROM archive_metadata WHERE key = ?", arguments: [pendingKey]) == nil else {
+            throw ArchiveError(.invalidState, "indexes are already deferred; build them first (open the archive for writing)")
+        }
+        let placeholders = sampleTables.map { _ in "?" }.joined(separator: ", ")
+        let rows = try Row.fetchAll(db, sql: """
+            SELECT name, sql FROM main.sqlite_schema
+            WHERE type = 'index' AND sql IS NOT NULL AND tbl_name IN (\(placeholders)) ORDER BY rowid
+            """, arguments: StatementArguments(sampleTables))
+        let dropped = rows.filter { !keep.contains($0["name"]) }
+        guard !dropped.isEmpty else { return 0 }
+        let sql = try JSONEncoder().encode(dropped.map { $0["sql"] as String })
+        try db.execute(sql: "INSERT INTO archive_metadata(key, value) VALUES (?, ?)", arguments: [pendingKey, String(decoding: sql, as: UTF8.self)])
+        for row in dropped {
+            try db.execute(sql: "DROP INDEX main.\((row["name"] as String).quotedDatabaseIdentifier)")
+        }
+        return dropped.count
+    }
+
+    /// Builds the indexes a bulk load dropped, if any are pending; returns how many.
+    @discardableResult
+    static func rebuildPending(_ db: Database) throws -> Int {
+        precondition(db.isInsideTransaction, "the rebuild and the record's removal are one transaction")
+        guard let json = try String.fetchOne(db, sql: "SELECT value FROM archive_metadata WHERE key = ?", arguments: [pendingKey]) else { return 0 }
+        guard let statements = try? JSONDecoder().decode([String].self, from: Data(json.utf8)),
+              statements.allSatisfy({ $0.hasPrefix("CREATE INDEX ") }) else {
+            throw ArchiveError(.invalidState, "archive_metadata.\(pendingKey) is not a list of CREATE INDEX statements; restore the archive from a backup")
+        }
+        try db.withBoundedCache(kib: sorterKiB) {
+            for sql in statements { try db.execute(sql: sql) }
+        }
+        try db.execute(sql: "DELETE FROM archive_metadata WHERE key = ?", arguments: [pendingKey])
+        return statements.count
+    }
+}
+
+extension Archive {
+    /// For a first load into an archive that holds no sample: drops the sample tables'
+    /// lookup indexes (except `keep`) until `buildDeferredIndexes()`. Returns false, and
+    /// drops nothing, when the archive already holds samples (building the indexes
+    /// again would sort them too).
+    public func deferIndexesForFirstLoad(keeping keep: Set<String>) throws -> Bool {
+        try writer.write { db in
+            guard try !(Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM samples)") ?? true) else { return false }
+            return try DeferredIndexes.dropForBulkLoad(db, keeping: keep) > 0
+        }
+    }
+
+    /// Builds the indexes `deferIndexesForFirstLoad` dropped (nothing when none are pending).
+    @discardableResult
+    public func buildDeferredIndexes() throws -> Int {
+        try writer.write { try DeferredIndexes.rebuildPending($0) }
     }
 }

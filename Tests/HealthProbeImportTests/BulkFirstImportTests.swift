@@ -1,0 +1,113 @@
+import Foundation
+import GRDB
+import Testing
+@testable import HealthProbeArchive
+@testable import HealthProbeImport
+@testable import HealthProbeSimulator
+import HealthProbeTestSupport
+
+/// A first import builds the sample tables' lookup indexes once its records are in
+/// (docs/decisions/2026-11-25-bulk-first-import.md): the same archive, in fewer pages.
+@Suite("First import with deferred indexes")
+struct BulkFirstImportTests {
+    /// The indexes of the archive, by name with their SQL.
+    static func indexes(_ db: Database) throws -> [String] {
+        try String.fetchAll(db, sql: "SELECT name || ': ' || ifnull(sql, '') FROM sqlite_schema WHERE type = 'index' ORDER BY name")
+    }
+
+    /// Every row of the four sample tables, as SQLite quotes them, in rowid order.
+    static func rows(_ db: Database) throws -> [String] {
+        try ["samples", "sample_versions", "sample_observation_events", "sample_visibility_ranges"].flatMap { table in
+            let columns = try String.fetchAll(db, sql: "SELECT name FROM pragma_table_info(?) ORDER BY cid", arguments: [table])
+            let quoted = columns.map { "quote(\($0))" }.joined(separator: " || ',' || ")
+            return try String.fetchAll(db, sql: "SELECT \(quoted) FROM \(table) ORDER BY rowid")
+        }
+    }
+
+    static func pending(_ db: Database) throws -> Bool {
+        try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM archive_metadata WHERE key = ?)", arguments: [DeferredIndexes.pendingKey]) ?? true
+    }
+
+    @Test("the same rows, digests and indexes as an import that keeps its indexes row by row, in fewer pages; a re-import keeps its indexes")
+    func sameArchiveFewerPages() throws {
+        let dir = TempDir()
+        var e = SyntheticExport(records: 6000)
+        e.compositeEvery = 500
+        try e.writeXML(to: dir.file("a.xml"))
+        e.editEvery = 700
+        e.added = 20
+        try e.writeXML(to: dir.file("b.xml"))
+        // Two copies of one new home: the same keys, so the same fingerprints and digests.
+        let homes = [TempHome(), TempHome()]
+        _ = try homes[0].open()
+        try FileManager.default.copyItem(atPath: homes[0].root, toPath: homes[1].root)
+        var seen: [(rows: [String], indexes: [String], digests: [String], pages: Int)] = []
+        for (t, deferred) in zip(homes, [true, false]) {
+            let first = try importExport(t, dir.file("a.xml"), pageSize: 700, deferIndexes: deferred)
+            #expect(first.status == "completed" && first.appeared == first.records)
+            let pages = try t.open().archive.writer.writeWithoutTransaction { db in
+                try db.checkpoint(.truncate)
+                return try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 0
+            }
+            // The second import finds samples: nothing is deferred, and the indexes serve its edit matching.
+            let second = try importExport(t, dir.file("b.xml"), pageSize: 700, deferIndexes: deferred)
+            #expect(second.changed > 0 && second.appeared == 20)
+            let node = try t.open()
+            let (pending, check, rows, indexes, digests) = try node.archive.writer.read { db in
+                (try Self.pending(db), try String.fetchAll(db, sql: "PRAGMA integrity_check"), try Self.rows(db), try Self.indexes(db),
+                 try [Int64(1), 2].map { try ChainStateDigest.compute(db, observationID: $0).digest })
+            }
+            #expect(!pending && check == ["ok"])
+            seen.append((rows, indexes, digests, pages))
+        }
+        #expect(seen[0].rows == seen[1].rows && seen[0].rows.count > 24_000)
+        #expect(seen[0].indexes == seen[1].indexes)
+        #expect(seen[0].digests == seen[1].digests)
+        #expect(seen[0].pages < seen[1].pages, "deferred \(seen[0].pages) pages, row by row \(seen[1].pages)")
+    }
+
+    @Test("a first import that fails builds the indexes again and leaves an empty archive")
+    func failedFirstImport() throws {
+        let dir = TempDir()
+        try SyntheticExport(records: 3000).writeXML(to: dir.file("export.xml"))
+        let xml = try Data(contentsOf: URL(fileURLWithPath: dir.file("export.xml")))
+        try xml.prefix(xml.count * 2 / 3).write(to: URL(fileURLWithPath: dir.file("truncated.xml")))
+        let t = TempHome()
+        let before = try t.open().archive.writer.read(Self.indexes)
+        #expect(throws: ImportError.self) { try importExport(t, dir.file("truncated.xml"), pageSize: 500) }
+        let (after, pending, samples) = try t.open().archive.writer.read { db in
+            (try Self.indexes(db), try Self.pending(db), try Int.fetchOne(db, sql: "SELECT count(*) FROM samples"))
+        }
+        #expect(after == before && !pending && samples == 0)
+    }
+
+    @Test("indexes a crash left deferred are built by the next writable open; an archive with samples defers nothing")
+    func crashBetweenDropAndBuild() throws {
+        let t = TempHome()
+        var node: NodeArchive? = try t.open()
+        let before = try node!.archive.writer.read(Self.indexes)
+        #expect(try node!.archive.deferIndexesForFirstLoad(keeping: ["idx_samples_uuid_hash"]))
+        let during = try node!.archive.writer.read(Self.indexes)
+        #expect(during.count == before.count - 7, "\(during)")
+        #expect(during.contains { $0.hasPrefix("idx_samples_uuid_hash:") })
+        #expect(throws: ArchiveError.self) { try node!.archive.deferIndexesForFirstLoad(keeping: []) }
+        node = nil  // the process ends here
+        let (after, pending) = try t.open().archive.writer.read { db in (try Self.indexes(db), try Self.pending(db)) }
+        #expect(after == before && !pending)
+        try t.simulate(seed: 3, days: [1])
+        let withSamples = try t.open()
+        #expect(!(try withSamples.archive.deferIndexesForFirstLoad(keeping: [])))
+        #expect(try withSamples.archive.writer.read(Self.indexes) == before)
+    }
+
+    @Test("a pending record that is not CREATE INDEX statements stops the open with an error that says so")
+    func damagedRecord() throws {
+        let t = TempHome()
+        try t.open().archive.writer.write { db in
+            try db.execute(sql: "INSERT INTO archive_metadata(key, value) VALUES (?, ?)", arguments: [DeferredIndexes.pendingKey, "[\"DROP TABLE samples\"]"])
+        }
+        #expect { _ = try t.open() } throws: { e in
+            (e as? ArchiveError)?.message.contains(DeferredIndexes.pendingKey) == true
+        }
+    }
+}
