@@ -322,8 +322,8 @@ public enum BundleApplier {
             case "observation":
                 try db.cachedStatement(sql: """
                     INSERT INTO observations(device_chain_id, observed_at, started_at, ended_at, status, trigger_reason, app_version, os_version,
-                        time_zone_identifier, time_zone_seconds_from_gmt, schema_version, selected_type_set_hash, notes)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        time_zone_identifier, time_zone_seconds_from_gmt, schema_version, selected_type_set_hash, notes, samples_before, versions_before)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT ifnull(max(id), 0) FROM samples), (SELECT ifnull(max(id), 0) FROM sample_versions))
                     """).execute(arguments: [chainID, d("observed_at"), d("started_at"), d("ended_at"), s("status"), s("trigger_reason"), s("app_version"),
                                              s("os_version"), s("time_zone_identifier"), i("time_zone_seconds_from_gmt"), i("schema_version"),
                                              s("selected_type_set_hash"), s("notes")])

@@ -26,6 +26,8 @@ public enum ObservationBundleBuilder {
             throw ArchiveError(.notFound, "no observation \(obs)")
         }
         let chainID: Int64 = o["device_chain_id"]
+        // Every row the observation wrote has a rowid above these (migration 12).
+        let samplesBefore: Int64 = o["samples_before"] ?? 0, versionsBefore: Int64 = o["versions_before"] ?? 0
         let chainHash = try String.fetchOne(db, sql: "SELECT device_chain_hash FROM device_chains WHERE id = ?", arguments: [chainID])!
         let sequence = try Int.fetchOne(db, sql: "SELECT count(*) FROM observations WHERE device_chain_id = ? AND id <= ?", arguments: [chainID, obs])!
         let header = BundleHeader(deviceChainHash: chainHash, sequence: sequence, observationId: obs, previousManifestHash: previousManifestHash)
@@ -65,32 +67,32 @@ public enum ObservationBundleBuilder {
         try each("""
             SELECT DISTINCT st.type_identifier, st.display_name, st.category FROM sample_types st
             WHERE st.id IN (SELECT sample_type_id FROM observation_type_runs WHERE observation_id = ?
-                            UNION SELECT sample_type_id FROM samples WHERE first_seen_observation_id = ?)
+                            UNION SELECT sample_type_id FROM samples WHERE id > ? AND first_seen_observation_id = ?)
             ORDER BY st.type_identifier
-            """, [obs, obs]) { r in
+            """, [obs, samplesBefore, obs]) { r in
             try item("sample_type", ["type_identifier": s(r, "type_identifier"), "display_name": s(r, "display_name"), "category": s(r, "category")])
         }
         // Provenance referenced by the versions this observation created.
         try each("""
             SELECT DISTINCT so.id, so.source_name_hash, so.bundle_identifier FROM sample_versions v
             JOIN source_revisions sr ON sr.id = v.source_revision_id JOIN sources so ON so.id = sr.source_id
-            WHERE v.created_observation_id = ? ORDER BY so.id
-            """, [obs]) { r in
+            WHERE v.id > ? AND v.created_observation_id = ? ORDER BY so.id
+            """, [versionsBefore, obs]) { r in
             try item("source", ["source_name_hash": s(r, "source_name_hash"), "bundle_identifier": s(r, "bundle_identifier")])
         }
         try each("""
             SELECT DISTINCT sr.id, so.source_name_hash, so.bundle_identifier, sr.product_type, sr.version, sr.operating_system_version
             FROM sample_versions v JOIN source_revisions sr ON sr.id = v.source_revision_id JOIN sources so ON so.id = sr.source_id
-            WHERE v.created_observation_id = ? ORDER BY sr.id
-            """, [obs]) { r in
+            WHERE v.id > ? AND v.created_observation_id = ? ORDER BY sr.id
+            """, [versionsBefore, obs]) { r in
             try item("source_revision", ["source": .object(["source_name_hash": s(r, "source_name_hash"), "bundle_identifier": s(r, "bundle_identifier")]),
                                          "product_type": s(r, "product_type"), "version": s(r, "version"),
                                          "operating_system_version": s(r, "operating_system_version")])
         }
         try each("""
             SELECT DISTINCT h.* FROM sample_versions v JOIN hk_devices h ON h.id = v.hk_device_id
-            WHERE v.created_observation_id = ? ORDER BY h.id
-            """, [obs]) { r in
+            WHERE v.id > ? AND v.created_observation_id = ? ORDER BY h.id
+            """, [versionsBefore, obs]) { r in
             try item("device", ["device_hash": s(r, "device_hash"), "manufacturer_hash": s(r, "manufacturer_hash"), "model": s(r, "model"),
                                 "hardware_version": s(r, "hardware_version"), "firmware_version": s(r, "firmware_version"),
                                 "software_version": s(r, "software_version"), "local_identifier_hash": s(r, "local_identifier_hash"),
@@ -98,8 +100,8 @@ public enum ObservationBundleBuilder {
         }
         try each("""
             SELECT DISTINCT m.id, m.metadata_hash, m.metadata_json FROM sample_versions v JOIN metadata_blobs m ON m.id = v.metadata_id
-            WHERE v.created_observation_id = ? ORDER BY m.id
-            """, [obs]) { r in
+            WHERE v.id > ? AND v.created_observation_id = ? ORDER BY m.id
+            """, [versionsBefore, obs]) { r in
             try item("metadata", ["metadata_hash": s(r, "metadata_hash"), "metadata_json": s(r, "metadata_json")])
         }
         // The four per-sample kinds: columns by position, text straight from
@@ -108,8 +110,8 @@ public enum ObservationBundleBuilder {
         try FastStatement(db, """
             SELECT s.first_seen_at, s.fuzzy_key, s.sample_uuid_hash, s.semantic_fingerprint, s.strict_fingerprint, st.type_identifier
             FROM samples s JOIN sample_types st ON st.id = s.sample_type_id
-            WHERE s.first_seen_observation_id = ? ORDER BY s.id
-            """).query(db, [.int(obs)]) { r in
+            WHERE s.id > ? AND s.first_seen_observation_id = ? ORDER BY s.id
+            """).query(db, [.int(samplesBefore), .int(obs)]) { r in
             w.reset()
             w.beginObject()
             Self.date(&w, "first_seen_at", r, 0)
@@ -130,8 +132,8 @@ public enum ObservationBundleBuilder {
             FROM sample_versions v JOIN samples s ON s.id = v.sample_id JOIN sample_types st ON st.id = s.sample_type_id
             LEFT JOIN source_revisions sr ON sr.id = v.source_revision_id LEFT JOIN sources so ON so.id = sr.source_id
             LEFT JOIN hk_devices h ON h.id = v.hk_device_id LEFT JOIN metadata_blobs m ON m.id = v.metadata_id
-            WHERE v.created_observation_id = ? ORDER BY v.id
-            """).query(db, [.int(obs)]) { r in
+            WHERE v.id > ? AND v.created_observation_id = ? ORDER BY v.id
+            """).query(db, [.int(versionsBefore), .int(obs)]) { r in
             let hasRevision = !r.isNull(2)
             w.reset()
             w.beginObject()

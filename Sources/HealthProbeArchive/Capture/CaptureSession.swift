@@ -31,8 +31,10 @@ public final class CaptureSession {
         let id: Int64 = try node.archive.writer.write { db in
             try db.execute(sql: """
                 INSERT INTO observations(device_chain_id, observed_at, started_at, status, trigger_reason, app_version,
-                    os_version, time_zone_identifier, time_zone_seconds_from_gmt, schema_version, selected_type_set_hash, notes)
-                VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?)
+                    os_version, time_zone_identifier, time_zone_seconds_from_gmt, schema_version, selected_type_set_hash, notes,
+                    samples_before, versions_before)
+                VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?,
+                    (SELECT ifnull(max(id), 0) FROM samples), (SELECT ifnull(max(id), 0) FROM sample_versions))
                 """, arguments: [node.deviceChainID, observedAt, now, context.triggerReason.rawValue, context.appVersion,
                                  SampleNormalizer.cleanOSVersion(context.osVersion), context.timeZoneIdentifier,
                                  context.timeZoneSecondsFromGMT, schema,
@@ -139,8 +141,8 @@ public final class CaptureSession {
                 UPDATE sample_visibility_ranges SET last_observation_id = NULL, last_seen_at = NULL WHERE last_observation_id = ?;
                 DELETE FROM sample_observation_events WHERE observation_id = ?;
                 DELETE FROM sample_relationships WHERE observation_id = ?;
-                DELETE FROM sample_versions WHERE created_observation_id = ?;
-                DELETE FROM samples WHERE first_seen_observation_id = ?;
+                DELETE FROM sample_versions WHERE id > (SELECT ifnull(versions_before, 0) FROM observations WHERE id = ?1) AND created_observation_id = ?1;
+                DELETE FROM samples WHERE id > (SELECT ifnull(samples_before, 0) FROM observations WHERE id = ?1) AND first_seen_observation_id = ?1;
                 DELETE FROM capture_pages WHERE type_run_id IN (SELECT id FROM observation_type_runs WHERE observation_id = ?);
                 UPDATE observation_type_runs SET status = 'failed', ended_at = ?, error_kind = coalesce(error_kind, 'reverted'),
                     inserted_event_count = 0, deleted_event_count = 0, verified_visible_count = NULL

@@ -127,6 +127,21 @@ public enum ArchiveVerifier {
                 checks.append(IntegrityCheck(name: "ranges_from_events", status: .skipped, detail: "run with --full"))
             }
 
+            // 6b. Every sample and version lies above its observation's row bounds, which the
+            //     bundle builder and a revert read from (migration 12) (full: a pass over both tables).
+            if mode == .full {
+                var bounds: [String] = []
+                for (table, column, bound) in [("samples", "first_seen_observation_id", "samples_before"), ("sample_versions", "created_observation_id", "versions_before")] {
+                    for r in try Row.fetchAll(db, sql: """
+                        SELECT x.id, x.\(column) FROM \(table) x JOIN observations o ON o.id = x.\(column)
+                        WHERE x.id <= ifnull(o.\(bound), 0) LIMIT 20
+                        """) { bounds.append("\(table) row \(r[0] as Int64) is at or below observation \(r[1] as Int64)'s \(bound)") }
+                }
+                add("row_bounds", bounds, ok: "every sample and version lies above its observation's row bounds")
+            } else {
+                checks.append(IntegrityCheck(name: "row_bounds", status: .skipped, detail: "run with --full"))
+            }
+
             // 7. Each type run's verified visible count against its type's summary (which
             //    check 8 recomputes from ranges): a completed full scan counts what it saw.
             var counts: [String] = []

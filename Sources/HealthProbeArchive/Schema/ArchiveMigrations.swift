@@ -30,6 +30,7 @@ public enum ArchiveMigrations {
         Migration(version: SchemaV9.version, description: SchemaV9.description, sql: SchemaV9.sql),
         Migration(version: SchemaV10.version, description: SchemaV10.description, sql: SchemaV10.sql),
         Migration(version: SchemaV11.version, description: SchemaV11.description, sql: SchemaV11.sql),
+        Migration(version: SchemaV12.version, description: SchemaV12.description, sql: SchemaV12.sql),
     ]
 
     /// The highest schema version `db` records (0 when it records none: not yet an archive).

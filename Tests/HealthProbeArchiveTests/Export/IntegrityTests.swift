@@ -80,6 +80,8 @@ struct IntegrityTests {
             ("daily_aggregates", "UPDATE daily_type_aggregates SET visible_record_count = visible_record_count + 1 WHERE rowid = (SELECT max(rowid) FROM daily_type_aggregates)", "is stored but not derived from the ranges"),
             ("daily_aggregates", "UPDATE daily_type_aggregates SET aggregate_hash = (CASE WHEN substr(aggregate_hash, 1, 1) = '0' THEN '1' ELSE '0' END) || substr(aggregate_hash, 2) WHERE rowid = (SELECT max(rowid) FROM daily_type_aggregates)", "does not match its content"),
             ("daily_aggregates", "DELETE FROM daily_type_aggregates WHERE rowid = (SELECT max(rowid) FROM daily_type_aggregates)", "is derived from the ranges but not stored"),
+            ("row_bounds", "UPDATE observations SET samples_before = (SELECT max(id) FROM samples) WHERE id = 2", "is at or below observation 2's samples_before"),
+            ("row_bounds", "UPDATE observations SET versions_before = versions_before + 1 WHERE id = 1", "is at or below observation 1's versions_before"),
             ("export_manifests", "UPDATE export_manifests SET manifest_hash = (CASE WHEN substr(manifest_hash, 1, 1) = '0' THEN '1' ELSE '0' END) || substr(manifest_hash, 2)", "differs from recorded"),
         ]
         for (check, sql, expected) in cases {

@@ -33,8 +33,6 @@ struct IndexPlanTests {
             "SELECT count(*) FROM observations WHERE device_chain_id = ? AND id <= ?", [1, 1]),
         Use("idx_relationship_target", "AppleHealthImporter (a relationship already recorded)",
             "SELECT 1 FROM sample_relationships x WHERE x.source_sample_id = ? AND x.target_sample_id = ? AND x.relationship_kind = ?", [1, 2, "k"]),
-        Use("idx_sample_versions_created", "BundleItems (versions an observation created)",
-            "SELECT v.id FROM sample_versions v WHERE v.created_observation_id = ? ORDER BY v.id", [1]),
         Use("idx_sample_versions_time", "ObservationDiff (an edit's partner at the same start and end)",
             "SELECT 1 FROM sample_versions v2 JOIN samples s2 ON s2.id = v2.sample_id AND s2.sample_type_id = ? WHERE v2.start_date = ? AND v2.end_date = ?", [1, 0.0, 1.0]),
         Use("idx_sample_versions_time", "Aggregates (a day's versions recounted)",
@@ -43,8 +41,6 @@ struct IndexPlanTests {
             CROSS JOIN sample_visibility_ranges r ON r.sample_id = v.sample_id AND r.version_id = v.id
             WHERE v.start_date >= ? AND v.start_date < ? AND s.sample_type_id = ? AND r.first_observation_id <= ?
             """, [0.0, 86400.0, 1, 1]),
-        Use("idx_samples_first_seen", "BundleItems (sample identities an observation first saw)",
-            "SELECT s.id FROM samples s WHERE s.first_seen_observation_id = ? ORDER BY s.id", [1]),
         Use("idx_samples_type_semantic", "AppleHealthImporter (edit matching by semantic fingerprint)",
             """
             SELECT count(*) FROM samples s INDEXED BY idx_samples_type_semantic CROSS JOIN sample_observation_events e
@@ -114,6 +110,21 @@ struct IndexPlanTests {
         let archive = try Archive.inMemory()
         let plan = try archive.writer.write { try Self.plan($0, use) }
         #expect(plan.range(of: "\\b\(use.index)\\b", options: .regularExpression) != nil, "\(use.site): \(plan)")
+    }
+
+    @Test("an observation's new samples and versions are read as a rowid range above its bounds, in rowid order (schema 12)")
+    func observationRowsByRowidRange() throws {
+        let archive = try Archive.inMemory()
+        try archive.writer.write { db in
+            for (sql, arguments) in [("SELECT s.id FROM samples s WHERE s.id > ? AND s.first_seen_observation_id = ? ORDER BY s.id", [1, 1]),
+                                     ("SELECT v.id FROM sample_versions v WHERE v.id > ? AND v.created_observation_id = ? ORDER BY v.id", [1, 1]),
+                                     ("DELETE FROM samples WHERE id > (SELECT ifnull(samples_before, 0) FROM observations WHERE id = ?1) AND first_seen_observation_id = ?1", [1])] as [(String, StatementArguments)] {
+                let plan = try Self.plan(db, Use("", "", sql, arguments))
+                #expect(plan.contains("USING INTEGER PRIMARY KEY (rowid>?)") && !plan.contains("TEMP B-TREE"), "\(plan)")
+            }
+            let dropped = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE name IN ('idx_samples_first_seen', 'idx_sample_versions_created')")
+            #expect(dropped.isEmpty)
+        }
     }
 
     @Test("the event lookups schema 10 changed are searches, never scans of the table")

@@ -129,9 +129,34 @@ struct MigrationTests {
         }
     }
 
+    /// Puts an archive at the latest schema back to what schema 11 had: no row bounds in
+    /// observations, and the two indexes 12 dropped, read from schema 11 itself.
+    static func downgradeTo11(_ path: String) throws {
+        let v11 = try created(atVersion: 11)
+        let indexes = try ["idx_samples_first_seen", "idx_sample_versions_created"].map { name in
+            try #require(v11.first { $0.type == "index" && $0.name == name }).sql
+        }
+        let q = try DatabaseQueue(path: path)
+        try q.writeWithoutTransaction { db in
+            try db.inTransaction {
+                try db.execute(sql: """
+                    ALTER TABLE observations DROP COLUMN samples_before;
+                    ALTER TABLE observations DROP COLUMN versions_before;
+                    """ + indexes.map { $0 + ";" }.joined() + """
+                    DELETE FROM schema_migrations WHERE version = 12;
+                    DELETE FROM grdb_migrations WHERE identifier = 'v12';
+                    UPDATE archive_metadata SET value = '11' WHERE key = 'schema_version';
+                    """)
+                return .commit
+            }
+            try db.checkpoint(.truncate)
+        }
+    }
+
     /// Puts an archive at the latest schema back to what schema 10 had: the semantic
     /// fingerprint index on whole fingerprints, read from schema 10 itself.
     static func downgradeTo10(_ path: String) throws {
+        try downgradeTo11(path)
         let v10 = try created(atVersion: 10)
         let index = try #require(v10.first { $0.type == "index" && $0.name == "idx_samples_type_semantic" }).sql
         let q = try DatabaseQueue(path: path)
@@ -248,7 +273,7 @@ struct MigrationTests {
         }
     }
 
-    @Test("200,000 samples: digests and export manifest hashes equal across migrations 8 to 11; hashes become blobs")
+    @Test("200,000 samples: digests and export manifest hashes equal across migrations 8 to 12; hashes become blobs")
     func migrates() throws {
         let t = TempHome(), dir = TempDir()
         try Self.capture(try t.open())
@@ -338,5 +363,39 @@ struct MigrationTests {
         let (after, kept) = try Self.failThenMigrate(from: 10, downgrade: Self.downgradeTo10, sql: SchemaV11.sql)
         #expect(kept)
         #expect(after.contains { $0.contains("index idx_samples_type_semantic(sample_type_id,<expression>) unique=0 partial=1") })
+    }
+
+    @Test("a migration 12 that fails leaves the archive as migration 11 left it; a real one bounds every observation's rows and drops two indexes")
+    func failedLeavesV11() throws {
+        let t = TempHome()
+        try t.simulate(seed: 4, days: [3, 1, 2])
+        // The bounds the capture recorded, and the rows each observation wrote.
+        let (recorded, written) = try DatabaseQueue(path: t.home.archivePath).read { db in
+            (try Row.fetchAll(db, sql: "SELECT id, samples_before, versions_before FROM observations ORDER BY id").map { [$0[0], $0[1], $0[2]] as [Int64] },
+             try Row.fetchAll(db, sql: """
+                SELECT o.id, (SELECT min(id) FROM samples WHERE first_seen_observation_id = o.id), (SELECT count(*) FROM samples WHERE first_seen_observation_id = o.id),
+                       (SELECT min(id) FROM sample_versions WHERE created_observation_id = o.id), (SELECT count(*) FROM sample_versions WHERE created_observation_id = o.id)
+                FROM observations o ORDER BY o.id
+                """).map { [$0[0], $0[1] ?? 0, $0[2], $0[3] ?? 0, $0[4]] as [Int64] })
+        }
+        #expect(written.count == 3 && written.allSatisfy { $0[2] > 0 && $0[4] > 0 })
+        for (r, w) in zip(recorded, written) {
+            // Every row an observation wrote lies above its bounds; the first just above.
+            #expect(r[1] == w[1] - 1 && r[2] == w[3] - 1, "observation \(r[0]): bounds \(r), rows \(w)")
+        }
+        try Self.downgradeTo11(t.home.archivePath)
+        #expect(try Self.state(t.home.archivePath).version == 11)
+        #expect(try DatabaseQueue(path: t.home.archivePath).read(Self.structure) == Self.migrated(toVersion: 11).read(Self.structure))
+        try Self.expectFailedMigrationChangesNothing(t.home.archivePath, version: 12, sql: SchemaV12.sql)
+        let rowsBefore = try DatabaseQueue(path: t.home.archivePath).read(Self.rows)
+        _ = try t.open()
+        let (after, migrated) = try DatabaseQueue(path: t.home.archivePath).read { db in
+            (try Self.structure(db), try Row.fetchAll(db, sql: "SELECT id, samples_before, versions_before FROM observations ORDER BY id").map { [$0[0], $0[1], $0[2]] as [Int64] })
+        }
+        #expect(after == (try Self.migrated(toVersion: ArchiveMigrations.latestVersion).read(Self.structure)))
+        #expect(try DatabaseQueue(path: t.home.archivePath).read(Self.rows) == rowsBefore)
+        // The migration finds the same bounds from the rows.
+        #expect(migrated == recorded)
+        #expect(!after.contains { $0.contains("idx_samples_first_seen") || $0.contains("idx_sample_versions_created") })
     }
 }
