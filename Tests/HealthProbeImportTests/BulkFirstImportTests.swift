@@ -106,14 +106,21 @@ struct BulkFirstImportTests {
         #expect(try withSamples.archive.writer.read(Self.indexes) == before)
     }
 
-    @Test("a pending record that is not CREATE INDEX statements stops the open with an error that says so")
-    func damagedRecord() throws {
+    @Test("a pending record that is not CREATE INDEX statements, one each, stops the open with an error and runs nothing", arguments: [
+        "[\"DROP TABLE samples\"]", "not json", "{}",
+        "[\"CREATE INDEX x ON samples(fuzzy_key); DROP TABLE samples\"]",
+    ])
+    func damagedRecord(_ value: String) throws {
         let t = TempHome()
         try t.open().archive.writer.write { db in
-            try db.execute(sql: "INSERT INTO archive_metadata(key, value) VALUES (?, ?)", arguments: [DeferredIndexes.pendingKey, "[\"DROP TABLE samples\"]"])
+            try db.execute(sql: "INSERT INTO archive_metadata(key, value) VALUES (?, ?)", arguments: [DeferredIndexes.pendingKey, value])
         }
         #expect { _ = try t.open() } throws: { e in
-            (e as? ArchiveError)?.message.contains(DeferredIndexes.pendingKey) == true
+            (e as? ArchiveError)?.message.contains("archive_metadata.\(DeferredIndexes.pendingKey) is not a list") == true
         }
+        let (samples, x) = try DatabaseQueue(path: t.home.archivePath).read { db in
+            (try db.tableExists("samples"), try Bool.fetchOne(db, sql: "SELECT count(*) > 0 FROM sqlite_schema WHERE name = 'x'") ?? true)
+        }
+        #expect(samples && !x)
     }
 }

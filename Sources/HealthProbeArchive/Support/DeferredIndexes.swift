@@ -18,18 +18,21 @@ struct DeferredIndexes {
     /// Drops the `CREATE INDEX` indexes of `tables` (in the open transaction).
     static func drop(_ db: Database, tables: [String] = sampleTables) throws -> DeferredIndexes {
         precondition(db.isInsideTransaction, "indexes are dropped only inside the transaction that builds them again")
-        let placeholders = tables.map { _ in "?" }.joined(separator: ", ")
-        let rows = try Row.fetchAll(db, sql: """
-            SELECT name, sql FROM main.sqlite_schema
-            WHERE type = 'index' AND sql IS NOT NULL AND tbl_name IN (\(placeholders)) ORDER BY rowid
-            """, arguments: StatementArguments(tables))
         var deferred = DeferredIndexes()
-        for row in rows {
-            let name: String = row["name"], sql: String = row["sql"]
+        for (name, sql) in try created(db, tables: tables) {
             try db.execute(sql: "DROP INDEX main.\(name.quotedDatabaseIdentifier)")
             deferred.dropped.append((name, sql))
         }
         return deferred
+    }
+
+    /// The `CREATE INDEX` indexes of `tables`, in schema order, with their SQL.
+    static func created(_ db: Database, tables: [String]) throws -> [(name: String, sql: String)] {
+        let placeholders = tables.map { _ in "?" }.joined(separator: ", ")
+        return try Row.fetchAll(db, sql: """
+            SELECT name, sql FROM main.sqlite_schema
+            WHERE type = 'index' AND sql IS NOT NULL AND tbl_name IN (\(placeholders)) ORDER BY rowid
+            """, arguments: StatementArguments(tables)).map { ($0["name"], $0["sql"]) }
     }
 
     /// Builds every dropped index again (with its SQL: partial indexes stay partial).
@@ -88,17 +91,12 @@ extension DeferredIndexes {
         guard try String.fetchOne(db, sql: "SELECT value FROM archive_metadata WHERE key = ?", arguments: [pendingKey]) == nil else {
             throw ArchiveError(.invalidState, "indexes are already deferred; build them first (open the archive for writing)")
         }
-        let placeholders = sampleTables.map { _ in "?" }.joined(separator: ", ")
-        let rows = try Row.fetchAll(db, sql: """
-            SELECT name, sql FROM main.sqlite_schema
-            WHERE type = 'index' AND sql IS NOT NULL AND tbl_name IN (\(placeholders)) ORDER BY rowid
-            """, arguments: StatementArguments(sampleTables))
-        let dropped = rows.filter { !keep.contains($0["name"]) }
+        let dropped = try created(db, tables: sampleTables).filter { !keep.contains($0.name) }
         guard !dropped.isEmpty else { return 0 }
-        let sql = try JSONEncoder().encode(dropped.map { $0["sql"] as String })
+        let sql = try JSONEncoder().encode(dropped.map(\.sql))
         try db.execute(sql: "INSERT INTO archive_metadata(key, value) VALUES (?, ?)", arguments: [pendingKey, String(decoding: sql, as: UTF8.self)])
-        for row in dropped {
-            try db.execute(sql: "DROP INDEX main.\((row["name"] as String).quotedDatabaseIdentifier)")
+        for index in dropped {
+            try db.execute(sql: "DROP INDEX main.\(index.name.quotedDatabaseIdentifier)")
         }
         return dropped.count
     }
@@ -108,12 +106,16 @@ extension DeferredIndexes {
     static func rebuildPending(_ db: Database) throws -> Int {
         precondition(db.isInsideTransaction, "the rebuild and the record's removal are one transaction")
         guard let json = try String.fetchOne(db, sql: "SELECT value FROM archive_metadata WHERE key = ?", arguments: [pendingKey]) else { return 0 }
+        let damaged = "archive_metadata.\(pendingKey) is not a list of CREATE INDEX statements, one each; restore the archive from a backup"
         guard let statements = try? JSONDecoder().decode([String].self, from: Data(json.utf8)),
               statements.allSatisfy({ $0.hasPrefix("CREATE INDEX ") }) else {
-            throw ArchiveError(.invalidState, "archive_metadata.\(pendingKey) is not a list of CREATE INDEX statements; restore the archive from a backup")
+            throw ArchiveError(.invalidState, damaged)
         }
+        // Each prepared alone: GRDB refuses SQL that holds a second statement.
+        let prepared: [Statement]
+        do { prepared = try statements.map { try db.makeStatement(sql: $0) } } catch { throw ArchiveError(.invalidState, damaged, cause: error) }
         try db.withBoundedCache(kib: sorterKiB) {
-            for sql in statements { try db.execute(sql: sql) }
+            for statement in prepared { try statement.execute() }
         }
         try db.execute(sql: "DELETE FROM archive_metadata WHERE key = ?", arguments: [pendingKey])
         return statements.count
