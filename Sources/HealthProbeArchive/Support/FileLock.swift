@@ -14,7 +14,10 @@ public final class FileLock: @unchecked Sendable {
     /// when given) if another process holds it.
     public init(path: String, busy: String? = nil) throws {
         self.path = path
-        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        // The descriptor is stored only once the lock is held: a class whose initializer
+        // throws after every property is set still runs its deinit, which would close the
+        // descriptor a second time (by then perhaps another thread's socket).
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             throw ArchiveError(.storage, "cannot open lock file \(path): \(String(cString: strerror(errno)))")
         }
@@ -22,6 +25,7 @@ public final class FileLock: @unchecked Sendable {
             close(fd)
             throw ArchiveError(.locked, busy ?? "the archive is in use by another HealthProbe process (lock \(path)); wait for it to finish and try again")
         }
+        self.fd = fd
     }
 
     deinit {
