@@ -108,7 +108,8 @@ public final class AppleHealthImporter {
 
     func importExport(_ location: ExportLocation) throws -> Result {
         let started = Date()
-        let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: .`import`, notes: "importing an Apple Health export"))
+        let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: .`import`, notes: "importing an Apple Health export"),
+                                               deferIndexes: options.deferIndexesOnFirstImport)
         let state = State()
         let pipeline = PipelinedPageWriter(session: session, transactionSamples: options.transactionSamples)
         let source: ByteSource
@@ -138,10 +139,7 @@ public final class AppleHealthImporter {
             try self.accept(item, state: state, session: session, pipeline: pipeline)
         }
 
-        var deferred = false
         do {
-            // The capture's lookup by UUID names its index (INDEXED BY), so it stays.
-            deferred = try options.deferIndexesOnFirstImport && node.archive.deferIndexesForFirstLoad(keeping: ["idx_samples_uuid_hash"])
             let ok = parser.parse { stream.read($0, maxLength: $1) }
             if let e = delegate.callbackError { throw e }
             if let e = stream.error { throw e }
@@ -160,7 +158,7 @@ public final class AppleHealthImporter {
             try writeMissingMembers(state: state, session: session, pipeline: pipeline)
             try pipeline.flush()
             // Every record is written: the runs' completions and the edit matching read through the indexes.
-            if deferred { try node.archive.buildDeferredIndexes() }
+            try session.buildDeferredIndexes()
             // The export's UTC offset is the observation's before any run completes: each
             // completion computes its type's daily aggregates in the observation's local days.
             try session.updateContext(timeZoneSecondsFromGMT: state.exportOffset, notes: nil)
@@ -201,9 +199,6 @@ public final class AppleHealthImporter {
         } catch {
             // Let queued pages finish (they stop at the first error) before undoing them.
             _ = try? pipeline.flush()
-            // The revert finds the observation's rows through the indexes; if building them
-            // fails here, the next writable open builds them.
-            if deferred { _ = try? node.archive.buildDeferredIndexes() }
             let wrapped = Self.wrap(error, location: location)
             do {
                 try session.revert(reason: "import failed and was reverted: \(wrapped.message)")

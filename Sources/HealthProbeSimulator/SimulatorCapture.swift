@@ -12,6 +12,8 @@ public struct SimulatorCapture {
         public var fullScan = false
         public var pageSize = 2000
         public var types: [SimulatedType] = SimulatedType.all
+        /// A first capture builds the lookup indexes after its records (`CaptureSession.begin`).
+        public var deferIndexes = true
         public init() {}
     }
 
@@ -58,7 +60,7 @@ public struct SimulatorCapture {
                                          timeZoneSecondsFromGMT: tz.secondsFromGMT(for: Date(timeIntervalSince1970: clock.now())),
                                          selectedTypes: options.types.map(\.identifier),
                                          notes: "simulated capture seed=\(options.seed) day=\(T)")
-        let session = try CaptureSession.begin(node, context: context)
+        let session = try CaptureSession.begin(node, context: context, deferIndexes: options.deferIndexes)
         var results: [TypeRunResult] = []
         for t in options.types {
             let from = try lastAnchor(node, type: t.identifier)

@@ -15,15 +15,6 @@ struct BulkFirstImportTests {
         try String.fetchAll(db, sql: "SELECT name || ': ' || ifnull(sql, '') FROM sqlite_schema WHERE type = 'index' ORDER BY name")
     }
 
-    /// Every row of the four sample tables, as SQLite quotes them, in rowid order.
-    static func rows(_ db: Database) throws -> [String] {
-        try ["samples", "sample_versions", "sample_observation_events", "sample_visibility_ranges"].flatMap { table in
-            let columns = try String.fetchAll(db, sql: "SELECT name FROM pragma_table_info(?) ORDER BY cid", arguments: [table])
-            let quoted = columns.map { "quote(\($0))" }.joined(separator: " || ',' || ")
-            return try String.fetchAll(db, sql: "SELECT \(quoted) FROM \(table) ORDER BY rowid")
-        }
-    }
-
     static func pending(_ db: Database) throws -> Bool {
         try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM archive_metadata WHERE key = ?)", arguments: [DeferredIndexes.pendingKey]) ?? true
     }
@@ -54,7 +45,7 @@ struct BulkFirstImportTests {
             #expect(second.changed > 0 && second.appeared == 20)
             let node = try t.open()
             let (pending, check, rows, indexes, digests) = try node.archive.writer.read { db in
-                (try Self.pending(db), try String.fetchAll(db, sql: "PRAGMA integrity_check"), try Self.rows(db), try Self.indexes(db),
+                (try Self.pending(db), try String.fetchAll(db, sql: "PRAGMA integrity_check"), try sampleTableRows(db), try Self.indexes(db),
                  try [Int64(1), 2].map { try ChainStateDigest.compute(db, observationID: $0).digest })
             }
             #expect(!pending && check == ["ok"])

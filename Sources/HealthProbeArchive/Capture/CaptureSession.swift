@@ -23,8 +23,14 @@ public final class CaptureSession {
     var archive: Archive { node.archive }
     var logger: Logger { node.archive.logger }
 
-    /// Starts a capture: writes the observation with status `running`.
-    public static func begin(_ node: NodeArchive, context: ObservationContext) throws -> CaptureSession {
+    /// Whether this capture dropped the sample tables' lookup indexes until its records are in.
+    public private(set) var indexesDeferred = false
+
+    /// Starts a capture: writes the observation with status `running`. Into an archive
+    /// with no sample yet, `deferIndexes` drops the sample tables' lookup indexes (not the
+    /// UUID index, which the capture's lookup names) until `buildDeferredIndexes()`, which
+    /// `finish`, `abandon` and `revert` call (docs/decisions/2026-11-25-bulk-first-import.md).
+    public static func begin(_ node: NodeArchive, context: ObservationContext, deferIndexes: Bool = true) throws -> CaptureSession {
         let now = node.clock.now()
         let observedAt = CanonicalDate.normalize(now)
         let schema = try node.archive.schemaVersion()
@@ -43,7 +49,17 @@ public final class CaptureSession {
             return db.lastInsertedRowID
         }
         node.archive.logger.info("observation started", metadata: ["observation.id": "\(id)", "observation.trigger": "\(context.triggerReason.rawValue)"])
-        return CaptureSession(node: node, observationID: id, observedAt: observedAt)
+        let session = CaptureSession(node: node, observationID: id, observedAt: observedAt)
+        session.indexesDeferred = try deferIndexes && node.archive.deferIndexesForFirstLoad(keeping: [SampleIndexes.byUUID])
+        return session
+    }
+
+    /// Builds the lookup indexes `begin` deferred (nothing when it deferred none). Call it
+    /// once every record is written, before anything reads through those indexes.
+    public func buildDeferredIndexes() throws {
+        guard indexesDeferred else { return }
+        try archive.buildDeferredIndexes()
+        indexesDeferred = false
     }
 
     init(node: NodeArchive, observationID: Int64, observedAt: Double) {
@@ -99,6 +115,7 @@ public final class CaptureSession {
         if let run = openRuns.values.first(where: { !$0.isFinished }) {
             throw ArchiveError(.invalidState, "type run for \(run.type.identifier) is still open; complete or fail it before finishing the observation")
         }
+        try buildDeferredIndexes()
         let now = node.clock.now()
         let obs = observationID
         let status: ObservationStatus = try archive.writer.write { db in
@@ -116,6 +133,7 @@ public final class CaptureSession {
 
     /// Marks the capture failed (for example, the source could not be read at all).
     public func abandon(reason: String) throws {
+        try buildDeferredIndexes()
         let now = node.clock.now()
         let obs = observationID
         try archive.writer.write { db in
@@ -133,6 +151,9 @@ public final class CaptureSession {
     /// archive's visible state is then exactly what it was before the capture;
     /// the observation and its type runs remain as the record of the attempt.
     public func revert(reason: String) throws {
+        // The deletes below find the observation's rows through the indexes; if building
+        // them fails here, the next writable open builds them.
+        try? buildDeferredIndexes()
         let now = node.clock.now()
         let obs = observationID
         try archive.writer.write { db in

@@ -37,7 +37,7 @@ struct PageOperations {
             LEFT JOIN sample_versions v ON v.id = r.version_id
             """
         // INDEXED BY: statistics (ANALYZE) must never turn this into a scan of the type.
-        byUUID = try FastStatement(db, lookup.replacingOccurrences(of: "FROM samples s", with: "FROM samples s INDEXED BY idx_samples_uuid_hash")
+        byUUID = try FastStatement(db, lookup.replacingOccurrences(of: "FROM samples s", with: "FROM samples s INDEXED BY \(SampleIndexes.byUUID)")
                                    + " WHERE s.sample_uuid_hash = ? AND s.sample_type_id = ? ORDER BY s.id LIMIT 1")
         // A UUID sample is first looked up by its strict fingerprint: that index is in time
         // order, so the lookups of a capture read its pages nearly in sequence, where the

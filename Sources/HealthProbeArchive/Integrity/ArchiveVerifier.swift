@@ -62,6 +62,10 @@ public enum ArchiveVerifier {
             checks.append(IntegrityCheck(name: name, problems: problems, ok: ok))
         }
         try archive.writer.read { db in
+            // A first load in progress (or one a crash ended) has dropped the lookup indexes.
+            if try String.fetchOne(db, sql: "SELECT value FROM archive_metadata WHERE key = ?", arguments: [DeferredIndexes.pendingKey]) != nil {
+                throw ArchiveError(.invalidState, "a first capture or import has not yet built the archive's lookup indexes; open the archive for writing (any hp-node command does) to build them, then verify")
+            }
             // 1. SQLite's own check.
             let pragma = mode == .full ? "integrity_check" : "quick_check"
             let lines = try String.fetchAll(db, sql: "PRAGMA \(pragma)")

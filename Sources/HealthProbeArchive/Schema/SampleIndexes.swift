@@ -10,4 +10,6 @@ enum SampleIndexes {
     /// once the type is larger than the page cache (measured at 166,667
     /// samples a type).
     static let byTypeAndFingerprint = "sqlite_autoindex_samples_1"
+    /// The capture's identity lookup by UUID (a partial index). A first load keeps it.
+    static let byUUID = "idx_samples_uuid_hash"
 }
