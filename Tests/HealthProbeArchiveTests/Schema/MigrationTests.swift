@@ -129,6 +129,26 @@ struct MigrationTests {
         }
     }
 
+    /// Runs `sql` on the archive at `path` in one transaction (with `body`'s SQL first, when
+    /// it reads the archive to make it), then forgets every migration above `version`: the
+    /// archive then records schema `version`.
+    static func rewrite(_ path: String, toVersion version: Int, foreignKeysOff: Bool = false, _ sql: (Database) throws -> String) throws {
+        let q = try DatabaseQueue(path: path)
+        try q.writeWithoutTransaction { db in
+            if foreignKeysOff { try db.execute(sql: "PRAGMA foreign_keys = OFF") }
+            try db.inTransaction {
+                try db.execute(sql: try sql(db) + """
+                    ;
+                    DELETE FROM schema_migrations WHERE version > \(version);
+                    DELETE FROM grdb_migrations WHERE CAST(substr(identifier, 2) AS INTEGER) > \(version);
+                    UPDATE archive_metadata SET value = '\(version)' WHERE key = 'schema_version';
+                    """)
+                return .commit
+            }
+            try db.checkpoint(.truncate)
+        }
+    }
+
     /// Puts an archive at the latest schema back to what schema 11 had: no row bounds in
     /// observations, and the two indexes 12 dropped, read from schema 11 itself.
     static func downgradeTo11(_ path: String) throws {
@@ -136,20 +156,11 @@ struct MigrationTests {
         let indexes = try ["idx_samples_first_seen", "idx_sample_versions_created"].map { name in
             try #require(v11.first { $0.type == "index" && $0.name == name }).sql
         }
-        let q = try DatabaseQueue(path: path)
-        try q.writeWithoutTransaction { db in
-            try db.inTransaction {
-                try db.execute(sql: """
-                    ALTER TABLE observations DROP COLUMN samples_before;
-                    ALTER TABLE observations DROP COLUMN versions_before;
-                    """ + indexes.map { $0 + ";" }.joined() + """
-                    DELETE FROM schema_migrations WHERE version = 12;
-                    DELETE FROM grdb_migrations WHERE identifier = 'v12';
-                    UPDATE archive_metadata SET value = '11' WHERE key = 'schema_version';
-                    """)
-                return .commit
-            }
-            try db.checkpoint(.truncate)
+        try rewrite(path, toVersion: 11) { _ in
+            """
+            ALTER TABLE observations DROP COLUMN samples_before;
+            ALTER TABLE observations DROP COLUMN versions_before;
+            """ + indexes.joined(separator: ";\n")
         }
     }
 
@@ -159,18 +170,7 @@ struct MigrationTests {
         try downgradeTo11(path)
         let v10 = try created(atVersion: 10)
         let index = try #require(v10.first { $0.type == "index" && $0.name == "idx_samples_type_semantic" }).sql
-        let q = try DatabaseQueue(path: path)
-        try q.writeWithoutTransaction { db in
-            try db.inTransaction {
-                try db.execute(sql: "DROP INDEX idx_samples_type_semantic;" + index + ";" + """
-                    DELETE FROM schema_migrations WHERE version = 11;
-                    DELETE FROM grdb_migrations WHERE identifier = 'v11';
-                    UPDATE archive_metadata SET value = '10' WHERE key = 'schema_version';
-                    """)
-                return .commit
-            }
-            try db.checkpoint(.truncate)
-        }
+        try rewrite(path, toVersion: 10) { _ in "DROP INDEX idx_samples_type_semantic;" + index }
     }
 
     /// Puts an archive at the latest schema back to what schema 9 had: the events table
@@ -181,48 +181,29 @@ struct MigrationTests {
         let v9 = try created(atVersion: 9)
         let events = "sample_observation_events"
         let table = try #require(v9.first { $0.type == "table" && $0.name == events }).sql
-        let q = try DatabaseQueue(path: path)
-        try q.writeWithoutTransaction { db in
-            try db.execute(sql: "PRAGMA foreign_keys = OFF")
-            try db.inTransaction {
-                let present = Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index'"))
-                let indexes = v9.filter { $0.type == "index" && ($0.table == events || !present.contains($0.name)) }.map(\.sql)
-                try db.execute(sql: table.replacingOccurrences(of: events, with: "events_v9") + ";" + """
-                    INSERT INTO events_v9 SELECT id, observation_id, sample_id, version_id, event_kind, observed_at, evidence_kind
-                        FROM sample_observation_events ORDER BY id;
-                    DROP TABLE sample_observation_events;
-                    ALTER TABLE events_v9 RENAME TO sample_observation_events;
-                    """ + indexes.map { $0 + ";" }.joined() + """
-                    DELETE FROM schema_migrations WHERE version = 10;
-                    DELETE FROM grdb_migrations WHERE identifier = 'v10';
-                    UPDATE archive_metadata SET value = '9' WHERE key = 'schema_version';
-                    """)
-                return .commit
-            }
-            try db.checkpoint(.truncate)
+        try rewrite(path, toVersion: 9, foreignKeysOff: true) { db in
+            let present = Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index'"))
+            let indexes = v9.filter { $0.type == "index" && ($0.table == events || !present.contains($0.name)) }.map(\.sql)
+            return table.replacingOccurrences(of: events, with: "events_v9") + ";" + """
+                INSERT INTO events_v9 SELECT id, observation_id, sample_id, version_id, event_kind, observed_at, evidence_kind
+                    FROM sample_observation_events ORDER BY id;
+                DROP TABLE sample_observation_events;
+                ALTER TABLE events_v9 RENAME TO sample_observation_events;
+                """ + indexes.joined(separator: ";\n")
         }
     }
 
     /// Puts an archive at the latest schema back to what schema 7 had: the events
     /// table of 9 (10), hashes as hex TEXT and no export schema versions (9), the
-    /// index 8 dropped, and the records of 8, 9 and 10 removed.
+    /// index 8 dropped, and the records of 8 and later removed.
     /// `downgradeIsSchema7` shows the result has schema 7's structure.
     static func downgrade(_ path: String) throws {
         try downgradeTo9(path)
-        let q = try DatabaseQueue(path: path)
-        try q.writeWithoutTransaction { db in
-            try db.execute(sql: "PRAGMA foreign_keys = OFF")
-            try db.inTransaction {
-                try db.execute(sql: v8Tables + """
-                    ALTER TABLE export_manifests DROP COLUMN schema_version;
-                    CREATE INDEX idx_sample_versions_sample ON sample_versions(sample_id);
-                    DELETE FROM schema_migrations WHERE version IN (8, 9);
-                    DELETE FROM grdb_migrations WHERE identifier IN ('v8', 'v9');
-                    UPDATE archive_metadata SET value = '7' WHERE key = 'schema_version';
-                    """)
-                return .commit
-            }
-            try db.checkpoint(.truncate)
+        try rewrite(path, toVersion: 7, foreignKeysOff: true) { _ in
+            v8Tables + """
+                ALTER TABLE export_manifests DROP COLUMN schema_version;
+                CREATE INDEX idx_sample_versions_sample ON sample_versions(sample_id)
+                """
         }
     }
 
