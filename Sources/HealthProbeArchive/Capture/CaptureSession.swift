@@ -133,7 +133,8 @@ public final class CaptureSession {
 
     /// Marks the capture failed (for example, the source could not be read at all).
     public func abandon(reason: String) throws {
-        try buildDeferredIndexes()
+        // If building the indexes fails here, the next writable open builds them.
+        try? buildDeferredIndexes()
         let now = node.clock.now()
         let obs = observationID
         try archive.writer.write { db in
