@@ -18,7 +18,7 @@ import unittest
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support import expected_conditions
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.support.ui import WebDriverWait
 
 WEB = os.environ["HP_WEB"].rstrip("/")
@@ -66,11 +66,28 @@ def sign_in(d, name):
     assert d.current_url.rstrip("/") == WEB, f"{name} was not signed in: {d.current_url}: {d.find_element(By.TAG_NAME, 'main').text}"
 
 
+def gone(element):
+    """A wait condition: `element` has left the document. While the next page replaces it,
+    Chrome may answer "Node with given id does not belong to the document" instead of a
+    stale-element error; both mean the old page is gone."""
+    def check(_):
+        try:
+            element.is_enabled()
+            return False
+        except StaleElementReferenceException:
+            return True
+        except WebDriverException as e:
+            if "does not belong to the document" in str(e):
+                return True
+            raise
+    return check
+
+
 def submit(d, button):
     """Clicks a form's button and waits for the answer page to replace this one."""
     page = d.find_element(By.TAG_NAME, "html")
     button.click()
-    WebDriverWait(d, 15).until(expected_conditions.staleness_of(page))
+    WebDriverWait(d, 15).until(gone(page))
 
 
 def api(d, path):
