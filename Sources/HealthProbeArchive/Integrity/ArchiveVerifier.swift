@@ -63,7 +63,7 @@ public enum ArchiveVerifier {
         }
         try archive.writer.read { db in
             // A first load in progress (or one a crash ended) has dropped the lookup indexes.
-            if try String.fetchOne(db, sql: "SELECT value FROM archive_metadata WHERE key = ?", arguments: [DeferredIndexes.pendingKey]) != nil {
+            if try DeferredIndexes.pendingRecord(db) != nil {
                 throw ArchiveError(.invalidState, "a first capture or import has not yet built the archive's lookup indexes; open the archive for writing (any hp-node command does) to build them, then verify")
             }
             // 1. SQLite's own check.
@@ -115,7 +115,7 @@ public enum ArchiveVerifier {
             for r in try Row.fetchAll(db, sql: """
                 SELECT s.sample_type_id, lower(hex(s.sample_uuid_hash)), count(*)
                 FROM (\(ObservationChecks.uuidsHeldMoreThanOnce)) d
-                CROSS JOIN samples s INDEXED BY idx_samples_uuid_hash ON s.sample_uuid_hash = d.u
+                CROSS JOIN samples s INDEXED BY \(SampleIndexes.byUUID) ON s.sample_uuid_hash = d.u
                 GROUP BY s.sample_type_id, s.sample_uuid_hash HAVING count(*) > 1 LIMIT 20
                 """) { dup.append("type \(r[0] as Int64): UUID hash \((r[1] as String).prefix(16))... has \(r[2] as Int) sample rows") }
             add("duplicate_identities", dup, ok: "every UUID-identified sample has one identity")

@@ -102,23 +102,23 @@ public enum ObservationChecks {
     static let duplicateUUIDsByLookup = """
         SELECT s.id, st.type_identifier FROM samples s JOIN sample_types st ON st.id = s.sample_type_id
         WHERE s.id > ? AND s.sample_uuid_hash IS NOT NULL
-          AND EXISTS (SELECT 1 FROM samples x INDEXED BY idx_samples_uuid_hash WHERE x.sample_uuid_hash = s.sample_uuid_hash AND x.sample_type_id = s.sample_type_id AND x.id != s.id)
+          AND EXISTS (SELECT 1 FROM samples x INDEXED BY \(SampleIndexes.byUUID) WHERE x.sample_uuid_hash = s.sample_uuid_hash AND x.sample_type_id = s.sample_type_id AND x.id != s.id)
         LIMIT 5
         """
     /// UUID hashes (`u`) that more than one sample holds, whatever their types: one walk
     /// of the UUID index, grouped in its order (also `ArchiveVerifier`'s duplicate check).
     static let uuidsHeldMoreThanOnce = """
-        SELECT sample_uuid_hash AS u FROM samples INDEXED BY idx_samples_uuid_hash WHERE sample_uuid_hash IS NOT NULL
+        SELECT sample_uuid_hash AS u FROM samples INDEXED BY \(SampleIndexes.byUUID) WHERE sample_uuid_hash IS NOT NULL
         GROUP BY sample_uuid_hash HAVING count(*) > 1
         """
     /// The same, from one walk of the UUID index: only UUIDs held more than once are looked at.
     static let duplicateUUIDsByWalk = """
         SELECT s.id, st.type_identifier
         FROM (\(uuidsHeldMoreThanOnce)) d
-        CROSS JOIN samples s INDEXED BY idx_samples_uuid_hash ON s.sample_uuid_hash = d.u
+        CROSS JOIN samples s INDEXED BY \(SampleIndexes.byUUID) ON s.sample_uuid_hash = d.u
         JOIN sample_types st ON st.id = s.sample_type_id
         WHERE s.id > ?
-          AND EXISTS (SELECT 1 FROM samples x INDEXED BY idx_samples_uuid_hash WHERE x.sample_uuid_hash = s.sample_uuid_hash AND x.sample_type_id = s.sample_type_id AND x.id != s.id)
+          AND EXISTS (SELECT 1 FROM samples x INDEXED BY \(SampleIndexes.byUUID) WHERE x.sample_uuid_hash = s.sample_uuid_hash AND x.sample_type_id = s.sample_type_id AND x.id != s.id)
         LIMIT 5
         """
 }

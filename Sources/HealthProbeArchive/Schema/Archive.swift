@@ -110,10 +110,7 @@ public final class Archive: Sendable {
     /// Builds indexes a first load dropped and a crash kept it from building again.
     func restoreDeferredIndexes() throws {
         // A read first: most opens find nothing pending and need no write transaction.
-        let pending = try writer.read { db in
-            try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM archive_metadata WHERE key = ?)", arguments: [DeferredIndexes.pendingKey]) ?? false
-        }
-        guard pending else { return }
+        guard try writer.read(DeferredIndexes.pendingRecord) != nil else { return }
         let n = try buildDeferredIndexes()
         logger.warning("built indexes an interrupted first load had deferred", metadata: ["archive.indexes_built": "\(n)"])
     }

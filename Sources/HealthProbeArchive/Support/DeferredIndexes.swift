@@ -85,10 +85,15 @@ extension DeferredIndexes {
     /// The `archive_metadata` key that holds the dropped indexes' SQL (a JSON array).
     static let pendingKey = "deferred_indexes"
 
+    /// The pending record (the dropped indexes' SQL as JSON), or nil when none are pending.
+    static func pendingRecord(_ db: Database) throws -> String? {
+        try String.fetchOne(db, sql: "SELECT value FROM archive_metadata WHERE key = ?", arguments: [pendingKey])
+    }
+
     /// Drops the `CREATE INDEX` indexes of the sample tables except `keep`, and records their SQL.
     static func dropForBulkLoad(_ db: Database, keeping keep: Set<String>) throws -> Int {
         precondition(db.isInsideTransaction, "the drop and its record are one transaction")
-        guard try String.fetchOne(db, sql: "SELECT value FROM archive_metadata WHERE key = ?", arguments: [pendingKey]) == nil else {
+        guard try pendingRecord(db) == nil else {
             throw ArchiveError(.invalidState, "indexes are already deferred; build them first (open the archive for writing)")
         }
         let dropped = try created(db, tables: sampleTables).filter { !keep.contains($0.name) }
@@ -105,7 +110,7 @@ extension DeferredIndexes {
     @discardableResult
     static func rebuildPending(_ db: Database) throws -> Int {
         precondition(db.isInsideTransaction, "the rebuild and the record's removal are one transaction")
-        guard let json = try String.fetchOne(db, sql: "SELECT value FROM archive_metadata WHERE key = ?", arguments: [pendingKey]) else { return 0 }
+        guard let json = try pendingRecord(db) else { return 0 }
         let damaged = "archive_metadata.\(pendingKey) is not a list of CREATE INDEX statements, one each; restore the archive from a backup"
         guard let statements = try? JSONDecoder().decode([String].self, from: Data(json.utf8)),
               statements.allSatisfy({ $0.hasPrefix("CREATE INDEX ") }) else {
@@ -129,7 +134,8 @@ extension Archive {
     /// again would sort them too).
     public func deferIndexesForFirstLoad(keeping keep: Set<String>) throws -> Bool {
         try writer.write { db in
-            guard try !(Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM samples)") ?? true) else { return false }
+            let empty = try Bool.fetchOne(db, sql: "SELECT NOT EXISTS (SELECT 1 FROM samples)") ?? false
+            guard empty else { return false }
             return try DeferredIndexes.dropForBulkLoad(db, keeping: keep) > 0
         }
     }
