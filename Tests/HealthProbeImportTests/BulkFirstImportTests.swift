@@ -10,14 +10,7 @@ import HealthProbeTestSupport
 /// (docs/decisions/2026-11-25-bulk-first-import.md): the same archive, in fewer pages.
 @Suite("First import with deferred indexes")
 struct BulkFirstImportTests {
-    /// The indexes of the archive, by name with their SQL.
-    static func indexes(_ db: Database) throws -> [String] {
-        try String.fetchAll(db, sql: "SELECT name || ': ' || ifnull(sql, '') FROM sqlite_schema WHERE type = 'index' ORDER BY name")
-    }
-
-    static func pending(_ db: Database) throws -> Bool {
-        try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM archive_metadata WHERE key = ?)", arguments: [DeferredIndexes.pendingKey]) ?? true
-    }
+    static func pending(_ db: Database) throws -> Bool { try DeferredIndexes.pendingRecord(db) != nil }
 
     @Test("the same rows, digests and indexes as an import that keeps its indexes row by row, in fewer pages; a re-import keeps its indexes")
     func sameArchiveFewerPages() throws {
@@ -28,32 +21,19 @@ struct BulkFirstImportTests {
         e.editEvery = 700
         e.added = 20
         try e.writeXML(to: dir.file("b.xml"))
-        // Two copies of one new home: the same keys, so the same fingerprints and digests.
-        let homes = [TempHome(), TempHome()]
-        _ = try homes[0].open()
-        try FileManager.default.copyItem(atPath: homes[0].root, toPath: homes[1].root)
-        var seen: [(rows: [String], indexes: [String], digests: [String], pages: Int)] = []
-        for (t, deferred) in zip(homes, [true, false]) {
+        var seen: [(contents: ArchiveContents, pages: Int)] = []
+        for (t, deferred) in zip(try twinHomes(), [true, false]) {
             let first = try importExport(t, dir.file("a.xml"), pageSize: 700, deferIndexes: deferred)
             #expect(first.status == "completed" && first.appeared == first.records)
-            let pages = try t.open().archive.writer.writeWithoutTransaction { db in
-                try db.checkpoint(.truncate)
-                return try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 0
-            }
+            let pages = try checkpointedPages(try t.open())
             // The second import finds samples: nothing is deferred, and the indexes serve its edit matching.
             let second = try importExport(t, dir.file("b.xml"), pageSize: 700, deferIndexes: deferred)
             #expect(second.changed > 0 && second.appeared == 20)
-            let node = try t.open()
-            let (pending, check, rows, indexes, digests) = try node.archive.writer.read { db in
-                (try Self.pending(db), try String.fetchAll(db, sql: "PRAGMA integrity_check"), try sampleTableRows(db), try Self.indexes(db),
-                 try [Int64(1), 2].map { try ChainStateDigest.compute(db, observationID: $0).digest })
-            }
-            #expect(!pending && check == ["ok"])
-            seen.append((rows, indexes, digests, pages))
+            let (pending, contents) = try t.open().archive.writer.read { db in (try Self.pending(db), try ArchiveContents(db, observations: [1, 2])) }
+            #expect(!pending && contents.integrity == ["ok"])
+            seen.append((contents, pages))
         }
-        #expect(seen[0].rows == seen[1].rows && seen[0].rows.count > 24_000)
-        #expect(seen[0].indexes == seen[1].indexes)
-        #expect(seen[0].digests == seen[1].digests)
+        #expect(seen[0].contents == seen[1].contents && seen[0].contents.rows.count > 24_000)
         #expect(seen[0].pages < seen[1].pages, "deferred \(seen[0].pages) pages, row by row \(seen[1].pages)")
     }
 
@@ -64,10 +44,10 @@ struct BulkFirstImportTests {
         let xml = try Data(contentsOf: URL(fileURLWithPath: dir.file("export.xml")))
         try xml.prefix(xml.count * 2 / 3).write(to: URL(fileURLWithPath: dir.file("truncated.xml")))
         let t = TempHome()
-        let before = try t.open().archive.writer.read(Self.indexes)
+        let before = try t.open().archive.writer.read(archiveIndexes)
         #expect(throws: ImportError.self) { try importExport(t, dir.file("truncated.xml"), pageSize: 500) }
         let (after, pending, samples) = try t.open().archive.writer.read { db in
-            (try Self.indexes(db), try Self.pending(db), try Int.fetchOne(db, sql: "SELECT count(*) FROM samples"))
+            (try archiveIndexes(db), try Self.pending(db), try Int.fetchOne(db, sql: "SELECT count(*) FROM samples"))
         }
         #expect(after == before && !pending && samples == 0)
     }
@@ -77,24 +57,24 @@ struct BulkFirstImportTests {
         let t = TempHome()
         var node: NodeArchive? = try t.open()
         let (before, deferrable) = try node!.archive.writer.read { db in
-            (try Self.indexes(db), try Int.fetchOne(db, sql: """
+            (try archiveIndexes(db), try Int.fetchOne(db, sql: """
                 SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL AND name != 'idx_samples_uuid_hash'
                   AND tbl_name IN ('samples', 'sample_versions', 'sample_observation_events', 'sample_visibility_ranges')
                 """) ?? 0)
         }
         #expect(deferrable >= 5)
         #expect(try node!.archive.deferIndexesForFirstLoad(keeping: ["idx_samples_uuid_hash"]))
-        let during = try node!.archive.writer.read(Self.indexes)
+        let during = try node!.archive.writer.read(archiveIndexes)
         #expect(during.count == before.count - deferrable, "\(during)")
         #expect(during.contains { $0.hasPrefix("idx_samples_uuid_hash:") })
         #expect(throws: ArchiveError.self) { try node!.archive.deferIndexesForFirstLoad(keeping: []) }
         node = nil  // the process ends here
-        let (after, pending) = try t.open().archive.writer.read { db in (try Self.indexes(db), try Self.pending(db)) }
+        let (after, pending) = try t.open().archive.writer.read { db in (try archiveIndexes(db), try Self.pending(db)) }
         #expect(after == before && !pending)
         try t.simulate(seed: 3, days: [1])
         let withSamples = try t.open()
         #expect(!(try withSamples.archive.deferIndexesForFirstLoad(keeping: [])))
-        #expect(try withSamples.archive.writer.read(Self.indexes) == before)
+        #expect(try withSamples.archive.writer.read(archiveIndexes) == before)
     }
 
     @Test("a pending record that is not CREATE INDEX statements, one each, stops the open with an error and runs nothing", arguments: [

@@ -69,11 +69,3 @@ public func beat(_ day0: Double, _ i: Int, value: Double) -> CapturedSample {
                    source: SourceDescriptor(name: "Test Watch", bundleIdentifier: "com.example.watch", productType: "Watch6,1", version: "10.1", operatingSystemVersion: "10.1"))
 }
 
-/// Every row of the four sample tables, as SQLite quotes them, in rowid order.
-public func sampleTableRows(_ db: Database) throws -> [String] {
-    try ["samples", "sample_versions", "sample_observation_events", "sample_visibility_ranges"].flatMap { table in
-        let columns = try String.fetchAll(db, sql: "SELECT name FROM pragma_table_info(?) ORDER BY cid", arguments: [table])
-        let quoted = columns.map { "quote(\($0))" }.joined(separator: " || ',' || ")
-        return try String.fetchAll(db, sql: "SELECT \(quoted) FROM \(table) ORDER BY rowid")
-    }
-}
