@@ -18,7 +18,8 @@ public final class QuarantineFile: @unchecked Sendable {
     /// The bundle's first line (its header), kept from the first part when it ends
     /// there and is at most `maxHeader` bytes; nil otherwise (then read from the file).
     public private(set) var header: [UInt8]?
-    private var parts = 0
+    /// Whether the next part written is the bundle's first.
+    private var firstPart = true
     /// A header is a few hundred bytes (Protocol/bundles.md); longer ones are read back.
     static let maxHeader = 4096
 
@@ -40,8 +41,8 @@ public final class QuarantineFile: @unchecked Sendable {
             try BundlePartCodec.inflate($0, declaredSize: part.declaredSize, into: &inflated)
         }
         let newlines = inflated.withUnsafeBufferPointer { Self.newlines(in: $0) }
-        if parts == 0, let nl = inflated.prefix(Self.maxHeader + 1).firstIndex(of: 0x0A) { header = Array(inflated[..<nl]) }
-        parts += 1
+        if firstPart, let nl = inflated.prefix(Self.maxHeader + 1).firstIndex(of: 0x0A) { header = Array(inflated[..<nl]) }
+        firstPart = false
         member.removeAll(keepingCapacity: true)
         try part.compressed.withUnsafeReadableBytes { zlib in
             try inflated.withUnsafeBytes { try GzipParts.appendMember(zlib: zlib, inflated: $0, to: &member) }
