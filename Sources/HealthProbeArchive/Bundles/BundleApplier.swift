@@ -139,7 +139,7 @@ public enum BundleApplier {
             init(_ db: Database) throws {
                 sampleByRowid = try FastStatement(db, "SELECT sample_type_id, strict_fingerprint FROM samples WHERE id = ?")
                 sampleByFingerprint = try FastStatement(db, "SELECT id FROM samples WHERE sample_type_id = ? AND strict_fingerprint = ?")
-                versionID = try FastStatement(db, "SELECT id FROM sample_versions WHERE sample_id = ? AND payload_hash = ?")
+                versionID = try FastStatement(db, SampleIndexes.versionByPayload)
                 source = try FastStatement(db, "SELECT id FROM sources WHERE ifnull(source_name_hash, '') = ifnull(?, '') AND ifnull(bundle_identifier, '') = ifnull(?, '')")
                 revision = try FastStatement(db, """
                     SELECT id FROM source_revisions WHERE source_id = ? AND ifnull(product_type, '') = ifnull(?, '')

@@ -49,7 +49,7 @@ struct PageOperations {
             VALUES (?, ?, ?, ?, ?, ?)
             """)
         markSeen = try FastStatement(db, "INSERT OR IGNORE INTO \(run.session.seenTable)(sample_id, type_run_id) VALUES (?, ?)")
-        findVersion = try FastStatement(db, "SELECT id FROM sample_versions WHERE sample_id = ? AND payload_hash = ?")
+        findVersion = try FastStatement(db, SampleIndexes.versionByPayload)
         insertVersion = try FastStatement(db, """
             INSERT INTO sample_versions(sample_id, payload_hash, start_date, end_date, value_kind, numeric_value, unit, category_value,
                 workout_activity_type, duration_seconds, source_revision_id, hk_device_id, metadata_id, created_observation_id, creation_date)
@@ -203,7 +203,10 @@ struct PageOperations {
             sampleID = f.sampleID
         } else {
             let fp = SampleEncoding.deletedOnlyFingerprint(typeIdentifier: run.type.identifier, uuidHash: uuidHash)
-            try insertSample.run(db, [.int(typeID), .hash(uuidHash), .hash(fp), .hash(nil), .int(obs), .double(at)])
+            // OR IGNORE: a refused row would leave lastInsertedRowID naming another row.
+            guard try insertSample.run(db, [.int(typeID), .hash(uuidHash), .hash(fp), .hash(nil), .int(obs), .double(at)]) == 1 else {
+                throw ArchiveError(.invalidState, "a deleted-object sample of \(run.type.identifier) could not be recorded: its fingerprint is taken by another sample; run `hp-node verify --full`")
+            }
             sampleID = db.lastInsertedRowID
         }
         if try insertEvent.run(db, [.int(obs), .int(sampleID), .int(nil), .text(EventKind.deletedObject.rawValue), .double(at), .text(EvidenceKind.deletedObject.rawValue)]) == 1 {

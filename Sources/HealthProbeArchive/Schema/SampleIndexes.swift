@@ -1,4 +1,5 @@
-/// Names of schema indexes that queries name with `INDEXED BY`.
+/// Names of schema indexes that queries name with `INDEXED BY`, and the lookups that
+/// depend on an index's shape.
 enum SampleIndexes {
     /// `UNIQUE(sample_type_id, strict_fingerprint)` of `samples` (SQLite names
     /// a table's first UNIQUE constraint this way). Strict fingerprints begin
@@ -12,4 +13,9 @@ enum SampleIndexes {
     static let byTypeAndFingerprint = "sqlite_autoindex_samples_1"
     /// The capture's identity lookup by UUID (a partial index). A first load keeps it.
     static let byUUID = "idx_samples_uuid_hash"
+    /// A sample's version by its payload hash: the UNIQUE index holds the hash's first 16
+    /// bytes (schema 13), so the lookup binds that prefix and compares the whole hash in
+    /// the row. A prefix another hash shares finds nothing (and the insert that follows
+    /// is refused by the index). Arguments: sample id, payload hash.
+    static let versionByPayload = "SELECT id FROM sample_versions WHERE sample_id = ?1 AND substr(payload_hash, 1, 16) = substr(?2, 1, 16) AND payload_hash = ?2"
 }

@@ -6,8 +6,9 @@ import GRDB
 /// (a rollback restores them). SQLite builds an index from a sort of its rows,
 /// which for a load as large as the tables costs less than inserting each row
 /// into every index as it comes (docs/decisions/2026-11-25-deferred-indexes.md).
-/// Only indexes made by `CREATE INDEX` are dropped: the primary keys and UNIQUE
-/// constraints stay and keep checking every row as it is inserted.
+/// Only indexes made by `CREATE INDEX` are dropped: the primary keys, UNIQUE
+/// constraints and `CREATE UNIQUE INDEX` indexes stay and keep checking every row
+/// as it is inserted (and the lookups before each insert use them).
 struct DeferredIndexes {
     /// The tables a bundle or capture adds a row to for every new sample.
     static let sampleTables = ["samples", "sample_versions", "sample_observation_events", "sample_visibility_ranges"]
@@ -26,12 +27,12 @@ struct DeferredIndexes {
         return deferred
     }
 
-    /// The `CREATE INDEX` indexes of `tables`, in schema order, with their SQL.
+    /// The `CREATE INDEX` indexes of `tables` (not `CREATE UNIQUE INDEX`), in schema order, with their SQL.
     static func created(_ db: Database, tables: [String]) throws -> [(name: String, sql: String)] {
         let placeholders = tables.map { _ in "?" }.joined(separator: ", ")
         return try Row.fetchAll(db, sql: """
             SELECT name, sql FROM main.sqlite_schema
-            WHERE type = 'index' AND sql IS NOT NULL AND tbl_name IN (\(placeholders)) ORDER BY rowid
+            WHERE type = 'index' AND sql IS NOT NULL AND sql NOT LIKE 'CREATE UNIQUE %' AND tbl_name IN (\(placeholders)) ORDER BY rowid
             """, arguments: StatementArguments(tables)).map { ($0["name"], $0["sql"]) }
     }
 

@@ -77,8 +77,8 @@ struct IndexPlanTests {
             """, [1, 1]),
         Use("sqlite_autoindex_sample_observation_events_1", "BundleItems (an observation's events in row order)",
             "SELECT e.id FROM sample_observation_events e WHERE e.observation_id = ? ORDER BY e.id", [1]),
-        Use("sqlite_autoindex_sample_versions_1", "PageOperations (a sample's versions)",
-            "SELECT id, payload_hash FROM sample_versions WHERE sample_id = ?", [1]),
+        Use("idx_sample_versions_payload", "PageOperations, BundleApplier (a sample's version by its payload hash)",
+            SampleIndexes.versionByPayload, [1, hash]),
         Use("sqlite_autoindex_samples_1", "PageOperations (a sample by its strict fingerprint)",
             "SELECT id FROM samples WHERE sample_type_id = ? AND strict_fingerprint = ?", [1, hash]),
         Use("sqlite_autoindex_sample_visibility_ranges_1", "RecordItems (a sample's range visible at an observation)",
@@ -125,6 +125,13 @@ struct IndexPlanTests {
             let dropped = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE name IN ('idx_samples_first_seen', 'idx_sample_versions_created')")
             #expect(dropped.isEmpty)
         }
+    }
+
+    @Test("a version is looked up by its sample and its payload hash's prefix, both in the index (schema 13)")
+    func versionLookupUsesThePrefix() throws {
+        let archive = try Archive.inMemory()
+        let plan = try archive.writer.write { try Self.plan($0, Use("", "", SampleIndexes.versionByPayload, [1, Self.hash])) }
+        #expect(plan.contains("USING INDEX idx_sample_versions_payload (sample_id=? AND <expr>=?)"), "\(plan)")
     }
 
     @Test("the event lookups schema 10 changed are searches, never scans of the table")

@@ -149,9 +149,29 @@ struct MigrationTests {
         }
     }
 
+    /// Puts an archive at the latest schema back to what schema 12 had: sample_versions
+    /// rebuilt row for row as 12 had it (`UNIQUE(sample_id, payload_hash)` in the table)
+    /// with 12's indexes of it, read from schema 12 itself.
+    static func downgradeTo12(_ path: String) throws {
+        let v12 = try created(atVersion: 12)
+        let versions = "sample_versions"
+        let table = try #require(v12.first { $0.type == "table" && $0.name == versions }).sql
+        let indexes = v12.filter { $0.type == "index" && $0.table == versions }.map(\.sql)
+        try rewrite(path, toVersion: 12, foreignKeysOff: true) { _ in
+            table.replacingOccurrences(of: versions, with: "versions_v12") + ";" + """
+                INSERT INTO versions_v12 SELECT id, sample_id, payload_hash, start_date, end_date, value_kind, numeric_value, unit, category_value,
+                    workout_activity_type, duration_seconds, source_revision_id, hk_device_id, metadata_id, created_observation_id, creation_date
+                    FROM sample_versions ORDER BY id;
+                DROP TABLE sample_versions;
+                ALTER TABLE versions_v12 RENAME TO sample_versions;
+                """ + indexes.joined(separator: ";\n")
+        }
+    }
+
     /// Puts an archive at the latest schema back to what schema 11 had: no row bounds in
     /// observations, and the two indexes 12 dropped, read from schema 11 itself.
     static func downgradeTo11(_ path: String) throws {
+        try downgradeTo12(path)
         let v11 = try created(atVersion: 11)
         let indexes = try ["idx_samples_first_seen", "idx_sample_versions_created"].map { name in
             try #require(v11.first { $0.type == "index" && $0.name == name }).sql
@@ -254,7 +274,7 @@ struct MigrationTests {
         }
     }
 
-    @Test("200,000 samples: digests and export manifest hashes equal across migrations 8 to 12; hashes become blobs")
+    @Test("200,000 samples: digests and export manifest hashes equal across migrations 8 to 13; hashes become blobs")
     func migrates() throws {
         let t = TempHome(), dir = TempDir()
         try Self.capture(try t.open())
@@ -378,5 +398,13 @@ struct MigrationTests {
         // The migration finds the same bounds from the rows.
         #expect(migrated == recorded)
         #expect(!after.contains { $0.contains("idx_samples_first_seen") || $0.contains("idx_sample_versions_created") })
+    }
+
+    @Test("a migration 13 that fails leaves the archive as migration 12 left it; a real one keeps every row and indexes the payload hashes' prefixes")
+    func failedLeavesV12() throws {
+        let (after, kept) = try Self.failThenMigrate(from: 12, downgrade: Self.downgradeTo12, sql: SchemaV13.sql)
+        #expect(kept)
+        #expect(after.contains { $0.contains("sample_versions index idx_sample_versions_payload(sample_id,<expression>) unique=1 partial=0") })
+        #expect(!after.contains { $0.contains("sqlite_autoindex_sample_versions") })
     }
 }

@@ -12,7 +12,7 @@ struct SchemaTests {
                          "sample_versions", "sample_observation_events", "sample_visibility_ranges", "sample_relationships",
                          "observation_type_summaries", "daily_type_aggregates", "export_manifests", "export_items", "capture_pages", "bundle_log"]
     static let indexes = ["idx_observations_device_time", "idx_type_runs_type_observation", "idx_samples_uuid_hash",
-                          "idx_samples_type_semantic", "idx_sample_versions_time",
+                          "idx_samples_type_semantic", "idx_sample_versions_payload", "idx_sample_versions_time",
                           "idx_events_sample", "idx_visibility_open_ranges",
                           "idx_visibility_point_lookup", "idx_relationship_target"]
 
@@ -22,7 +22,7 @@ struct SchemaTests {
             for t in Self.tables { #expect(tables.contains(t), "table \(t)") }
             let indexes = Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index'"))
             for i in Self.indexes { #expect(indexes.contains(i), "index \(i)") }
-            // Dropped by migration 8: UNIQUE(sample_id, payload_hash) covers it.
+            // Dropped by migration 8: UNIQUE(sample_id, payload_hash) covered it (since 13, idx_sample_versions_payload).
             #expect(!indexes.contains("idx_sample_versions_sample"))
             // Dropped by migration 10: the events' UNIQUE(observation_id, event_kind, sample_id) covers the first;
             // no query's plan used the other two (IndexPlanTests).
@@ -82,6 +82,44 @@ struct SchemaTests {
         }
         #expect(throws: DatabaseError.self) {
             try archive.writer.write { db in try db.execute(sql: "INSERT INTO sample_observation_events(observation_id, sample_id, event_kind, observed_at) VALUES (1, 1, 'appeared', 0)") }
+        }
+    }
+
+    @Test("a sample's versions are unique by payload hash, and by its first 16 bytes (schema 13); the lookup compares the whole hash")
+    func versionUniqueness() throws {
+        let archive = try Archive.inMemory()
+        let hash = Data((0..<32).map { UInt8($0) })
+        var sharesPrefix = hash
+        sharesPrefix[31] ^= 0xff
+        var differsAt16 = hash
+        differsAt16[15] ^= 0xff
+        func insert(_ db: Database, sample: Int, _ payload: Data) throws {
+            try db.execute(sql: "INSERT INTO sample_versions(sample_id, payload_hash, start_date, end_date, created_observation_id) VALUES (?, ?, 0, 1, 1)",
+                           arguments: [sample, payload])
+        }
+        try archive.writer.write { db in
+            try db.execute(sql: """
+                INSERT INTO device_chains(id, device_chain_hash, created_at) VALUES (1, 'c', 0);
+                INSERT INTO observations(id, device_chain_id, observed_at, status, trigger_reason, schema_version) VALUES (1, 1, 0, 'running', 't', 2);
+                INSERT INTO sample_types(id, type_identifier) VALUES (1, 'T');
+                INSERT INTO samples(id, sample_type_id, strict_fingerprint, first_seen_observation_id, first_seen_at) VALUES (1, 1, zeroblob(32), 1, 0);
+                INSERT INTO samples(id, sample_type_id, strict_fingerprint, first_seen_observation_id, first_seen_at) VALUES (2, 1, randomblob(32), 1, 0);
+                """)
+            try insert(db, sample: 1, hash)
+            try insert(db, sample: 1, differsAt16)   // another version: the prefixes differ
+            try insert(db, sample: 2, hash)          // the same hash in another sample
+        }
+        for payload in [hash, sharesPrefix] {
+            #expect(throws: DatabaseError.self) { try archive.writer.write { db in try insert(db, sample: 1, payload) } }
+        }
+        try archive.writer.read { db throws in
+            func lookup(_ payload: Data) throws -> Int64? {
+                try Int64.fetchOne(db, sql: SampleIndexes.versionByPayload, arguments: [1, payload])
+            }
+            #expect(try lookup(hash) == 1)
+            #expect(try lookup(differsAt16) == 2)
+            #expect(try lookup(sharesPrefix) == nil, "a shared prefix is not the version")
+            #expect(try Int.fetchOne(db, sql: "SELECT count(*) FROM sample_versions") == 3)
         }
     }
 
