@@ -382,7 +382,7 @@ public final class AppleHealthImporter {
                     SELECT 1 FROM samples s JOIN sample_types st ON st.id = s.sample_type_id
                     JOIN observation_type_runs t ON t.observation_id = ? AND t.sample_type_id = s.sample_type_id
                     JOIN \(session.seenTable) x ON x.sample_id = s.id AND x.type_run_id = t.id
-                    WHERE st.type_identifier = r.child_type AND s.strict_fingerprint = r.child_fp)
+                    WHERE st.type_identifier = r.child_type AND \(SampleIndexes.fingerprintMatches("s.strict_fingerprint", "r.child_fp")))
                 """, arguments: [obs]).map { ($0[0], $0[1]) }
         }
         guard !missing.isEmpty else { return }
@@ -405,9 +405,9 @@ public final class AppleHealthImporter {
                 SELECT DISTINCT ?, p.id, c.id, r.kind
                 FROM temp.hp_import_relations r
                 JOIN sample_types pt ON pt.type_identifier = r.parent_type
-                JOIN samples p ON p.sample_type_id = pt.id AND p.strict_fingerprint = r.parent_fp
+                JOIN samples p ON p.sample_type_id = pt.id AND \(SampleIndexes.fingerprintMatches("p.strict_fingerprint", "r.parent_fp"))
                 JOIN sample_types ct ON ct.type_identifier = r.child_type
-                JOIN samples c ON c.sample_type_id = ct.id AND c.strict_fingerprint = r.child_fp
+                JOIN samples c ON c.sample_type_id = ct.id AND \(SampleIndexes.fingerprintMatches("c.strict_fingerprint", "r.child_fp"))
                 WHERE NOT EXISTS (SELECT 1 FROM sample_relationships x
                                   WHERE x.source_sample_id = p.id AND x.target_sample_id = c.id AND x.relationship_kind = r.kind)
                 """, arguments: [obs])

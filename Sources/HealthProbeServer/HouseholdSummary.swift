@@ -55,7 +55,7 @@ extension HouseholdSummary {
                 JOIN main.sample_types st ON st.id = s.sample_type_id
                 JOIN main.sample_visibility_ranges r ON r.sample_id = s.id AND r.last_observation_id IS NULL
                 JOIN other.sample_types ot ON ot.type_identifier = st.type_identifier
-                JOIN other.samples os ON os.sample_type_id = ot.id AND os.strict_fingerprint = s.strict_fingerprint
+                JOIN other.samples os ON os.sample_type_id = ot.id AND \(SampleIndexes.fingerprintMatches("os.strict_fingerprint", "s.strict_fingerprint"))
                 JOIN other.sample_visibility_ranges orr ON orr.sample_id = os.id AND orr.last_observation_id IS NULL
                 WHERE ? IS NULL OR st.type_identifier = ?
                 GROUP BY st.type_identifier ORDER BY st.type_identifier

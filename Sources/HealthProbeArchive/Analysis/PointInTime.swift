@@ -38,8 +38,9 @@ public struct SnapshotScope: Sendable, Equatable {
 ///
 /// Rows come ordered by type, then strict fingerprint, whose first 16 hex
 /// digits are the sample's start time: a keyset cursor `(type, fingerprint)`
-/// seeks straight into the `samples(sample_type_id, strict_fingerprint)`
-/// index, so a deep page costs what the first one does.
+/// seeks straight into the `samples(sample_type_id, 16-byte prefix)` index
+/// (unique prefixes, so its order is the fingerprints'), so a deep page costs
+/// what the first one does.
 public enum PointInTime {
     /// Where the next page starts: the last row's type and fingerprint.
     public struct Cursor: Sendable, Equatable, Codable {
@@ -70,9 +71,16 @@ public enum PointInTime {
         JOIN sample_visibility_ranges r ON r.sample_id = s.id AND r.first_observation_id <= ?1
              AND (r.last_observation_id IS NULL OR r.last_observation_id > ?1)
         JOIN sample_versions v ON v.id = r.version_id
-        WHERE s.sample_type_id = ?2 AND s.strict_fingerprint > ?3 AND s.strict_fingerprint < ?4
+        WHERE s.sample_type_id = ?2 AND \(fingerprintBetween)
           AND (?5 IS NULL OR v.start_date >= ?5) AND (?6 IS NULL OR v.start_date < ?6)
-        ORDER BY s.strict_fingerprint
+        ORDER BY \(SampleIndexes.fingerprintOrder("s.strict_fingerprint"))
+        """
+
+    /// `?3 < s.strict_fingerprint < ?4`, with the prefix bounds it implies (a blob above
+    /// another has a prefix at least as large) so that SQLite seeks the index range.
+    static let fingerprintBetween = """
+        substr(s.strict_fingerprint, 1, 16) >= substr(?3, 1, 16) AND substr(s.strict_fingerprint, 1, 16) <= substr(?4, 1, 16)
+          AND s.strict_fingerprint > ?3 AND s.strict_fingerprint < ?4
         """
 
     /// The types in scope, by id, with their identifiers.
@@ -149,7 +157,7 @@ public enum PointInTime {
                 JOIN sample_visibility_ranges r ON r.sample_id = s.id AND r.first_observation_id <= ?1
                      AND (r.last_observation_id IS NULL OR r.last_observation_id > ?1)
                 JOIN sample_versions v ON v.id = r.version_id
-                WHERE s.sample_type_id = ?2 AND s.strict_fingerprint > ?3 AND s.strict_fingerprint < ?4
+                WHERE s.sample_type_id = ?2 AND \(fingerprintBetween)
                   AND (?5 IS NULL OR v.start_date >= ?5) AND (?6 IS NULL OR v.start_date < ?6)
                 """, arguments: [scope.observationID, typeID, Data(lo), Data(hi), scope.from, scope.to]) ?? 0
         }

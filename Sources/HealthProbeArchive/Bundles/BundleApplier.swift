@@ -138,7 +138,7 @@ public enum BundleApplier {
 
             init(_ db: Database) throws {
                 sampleByRowid = try FastStatement(db, "SELECT sample_type_id, strict_fingerprint FROM samples WHERE id = ?")
-                sampleByFingerprint = try FastStatement(db, "SELECT id FROM samples WHERE sample_type_id = ? AND strict_fingerprint = ?")
+                sampleByFingerprint = try FastStatement(db, "SELECT id FROM samples WHERE sample_type_id = ?1 AND \(SampleIndexes.fingerprintMatches("strict_fingerprint", "?2"))")
                 versionID = try FastStatement(db, SampleIndexes.versionByPayload)
                 source = try FastStatement(db, "SELECT id FROM sources WHERE ifnull(source_name_hash, '') = ifnull(?, '') AND ifnull(bundle_identifier, '') = ifnull(?, '')")
                 revision = try FastStatement(db, """

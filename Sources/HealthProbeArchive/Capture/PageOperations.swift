@@ -14,7 +14,7 @@ struct PageOperations {
 
     let byUUID: FastStatement
     let byFingerprintAndUUID: FastStatement
-    let byFingerprint: FastStatement
+    let byFingerprintPrefix: FastStatement
     let insertSample: FastStatement
     let markSeen: FastStatement
     let findVersion: FastStatement
@@ -42,8 +42,11 @@ struct PageOperations {
         // A UUID sample is first looked up by its strict fingerprint: that index is in time
         // order, so the lookups of a capture read its pages nearly in sequence, where the
         // UUID hash index is read at random. A type holds at most one sample per UUID hash.
-        byFingerprintAndUUID = try FastStatement(db, lookup + " WHERE s.sample_type_id = ? AND s.strict_fingerprint = ? AND s.sample_uuid_hash = ?")
-        byFingerprint = try FastStatement(db, lookup + " WHERE s.sample_type_id = ? AND s.strict_fingerprint = ? AND s.sample_uuid_hash IS NULL")
+        byFingerprintAndUUID = try FastStatement(db, lookup + " WHERE s.sample_type_id = ?1 AND \(SampleIndexes.fingerprintMatches("s.strict_fingerprint", "?2")) AND s.sample_uuid_hash = ?3")
+        // The sample holding the fingerprint's prefix, whichever it is (at most one: the
+        // prefix is unique in a type), with its whole fingerprint and whether it has no UUID.
+        byFingerprintPrefix = try FastStatement(db, lookup.replacingOccurrences(of: "SELECT s.id, r.version_id, v.payload_hash", with: "SELECT s.id, r.version_id, v.payload_hash, s.strict_fingerprint, s.sample_uuid_hash IS NULL")
+                                                + " WHERE s.sample_type_id = ?1 AND substr(s.strict_fingerprint, 1, 16) = substr(?2, 1, 16)")
         insertSample = try FastStatement(db, """
             INSERT OR IGNORE INTO samples(sample_type_id, sample_uuid_hash, strict_fingerprint, semantic_fingerprint, first_seen_observation_id, first_seen_at)
             VALUES (?, ?, ?, ?, ?, ?)
@@ -82,6 +85,22 @@ struct PageOperations {
         return found
     }
 
+    /// What a strict fingerprint's slot in its type holds: nothing, a sample without a
+    /// UUID whose fingerprint it is, or another sample (a UUID sample with that content,
+    /// or a fingerprint that shares the 16-byte prefix the index keeps unique).
+    enum Slot { case free, taken, found(Found) }
+
+    private func slot(_ fp: Digest32, payloadHash: Digest32) throws -> Slot {
+        var slot = Slot.free
+        try byFingerprintPrefix.queryWhile(db, [.int(typeID), .digest(fp)]) { row in
+            slot = row.hashEquals(3, fp) && row.int(4) == 1
+                ? .found(Found(sampleID: row.int(0)!, openVersionID: row.int(1), openPayloadMatches: row.hashEquals(2, payloadHash)))
+                : .taken
+            return false
+        }
+        return slot
+    }
+
     /// Marks the sample seen by this run; true when it had been seen already.
     private func seen(_ sampleID: Int64, _ result: inout PageResult) throws -> Bool {
         if try markSeen.run(db, [.int(sampleID), .int(runID)]) == 0 { return true }
@@ -90,7 +109,8 @@ struct PageOperations {
     }
 
     /// Inserts a new sample identity, trying occurrences from `start` until a
-    /// free strict fingerprint is found.
+    /// free strict fingerprint is found (one whose 16-byte prefix no sample of the
+    /// type holds: the index refuses the others, and OR IGNORE passes over them).
     private func createSample(_ n: NormalizedSample, startOccurrence: Int, into result: inout PageResult) throws -> Int64 {
         var occurrence = startOccurrence
         // Computed here, for a new identity only (see `NormalizedSample.Semantic`).
@@ -134,12 +154,16 @@ struct PageOperations {
             if found == nil { found = try lookup(byUUID, [.digest(uuidHash), .int(typeID)], payloadHash: n.payloadDigest) }
             if let f = found { _ = try seen(f.sampleID, &result) }
         } else {
-            // Exact duplicates are told apart by occurrence within this run.
+            // Exact duplicates are told apart by occurrence within this run; a slot another
+            // sample holds is passed over, as `createSample` passes over it.
             var occurrence = 0
-            while true {
+            probe: while true {
                 let fp = try fingerprint(n, occurrence)
-                guard let f = try lookup(byFingerprint, [.int(typeID), .digest(fp)], payloadHash: n.payloadDigest) else { break }
-                if try !seen(f.sampleID, &result) { found = f; break }
+                switch try slot(fp, payloadHash: n.payloadDigest) {
+                case .free: break probe
+                case .found(let f): if try !seen(f.sampleID, &result) { found = f; break probe }
+                case .taken: break
+                }
                 occurrence += 1
             }
             if found == nil {

@@ -1,16 +1,28 @@
 /// Names of schema indexes that queries name with `INDEXED BY`, and the lookups that
 /// depend on an index's shape.
-enum SampleIndexes {
-    /// `UNIQUE(sample_type_id, strict_fingerprint)` of `samples` (SQLite names
-    /// a table's first UNIQUE constraint this way). Strict fingerprints begin
-    /// with the sample's time (docs/hashing.md), so walking a type through
-    /// this index visits samples in nearly the order they were written, and
-    /// the per-sample lookups that follow (ranges, versions, events by sample
-    /// id) read pages nearly in sequence. The narrower semantic-fingerprint
-    /// index SQLite prefers on its own visits them in random order: 3x slower
-    /// once the type is larger than the page cache (measured at 166,667
-    /// samples a type).
-    static let byTypeAndFingerprint = "sqlite_autoindex_samples_1"
+public enum SampleIndexes {
+    /// `UNIQUE(sample_type_id, substr(strict_fingerprint, 1, 16))` of `samples`
+    /// (schema 14). Strict fingerprints begin with the sample's time
+    /// (docs/hashing.md), so walking a type through this index visits samples in
+    /// nearly the order they were written, and the per-sample lookups that follow
+    /// (ranges, versions, events by sample id) read pages nearly in sequence. The
+    /// narrower semantic-fingerprint index SQLite prefers on its own visits them in
+    /// random order: 3x slower once the type is larger than the page cache (measured
+    /// at 166,667 samples a type). The prefixes are unique within a type, so the
+    /// index's order is the whole fingerprints' order (`fingerprintOrder`).
+    static let byTypeAndFingerprint = "idx_samples_type_fingerprint"
+    /// The bytes of a strict fingerprint that `byTypeAndFingerprint` holds.
+    static let fingerprintPrefixBytes = 16
+    /// SQL that is true when `column` (a sample's stored strict fingerprint) equals
+    /// `value` (a bound or joined fingerprint), written so that SQLite seeks the
+    /// prefix in `byTypeAndFingerprint` and compares the whole fingerprint in the row.
+    /// Without the prefix term a lookup would read every sample of the type.
+    public static func fingerprintMatches(_ column: String, _ value: String) -> String {
+        "substr(\(column), 1, 16) = substr(\(value), 1, 16) AND \(column) = \(value)"
+    }
+    /// SQL to order a type's samples by strict fingerprint from `byTypeAndFingerprint`
+    /// (the same order as the whole fingerprints, the prefixes being unique in a type).
+    public static func fingerprintOrder(_ column: String) -> String { "substr(\(column), 1, 16)" }
     /// The capture's identity lookup by UUID (a partial index). A first load keeps it.
     static let byUUID = "idx_samples_uuid_hash"
     /// A sample's version by its payload hash: the UNIQUE index holds the hash's first 16

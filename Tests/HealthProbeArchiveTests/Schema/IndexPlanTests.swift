@@ -71,7 +71,7 @@ struct IndexPlanTests {
             "SELECT count(*) FROM sample_observation_events e WHERE e.observation_id = ? AND e.event_kind = 'disappeared'", [1]),
         Use("sqlite_autoindex_sample_observation_events_1", "Aggregates (a type's samples probed for the observation's events)",
             """
-            SELECT count(*) FROM samples s INDEXED BY sqlite_autoindex_samples_1 CROSS JOIN sample_observation_events e
+            SELECT count(*) FROM samples s INDEXED BY \(SampleIndexes.byTypeAndFingerprint) CROSS JOIN sample_observation_events e
               ON e.sample_id = s.id AND e.observation_id = ? AND e.event_kind IN ('appeared', 'disappeared', 'representation_changed')
             WHERE s.sample_type_id = ?
             """, [1, 1]),
@@ -79,12 +79,21 @@ struct IndexPlanTests {
             "SELECT e.id FROM sample_observation_events e WHERE e.observation_id = ? ORDER BY e.id", [1]),
         Use("idx_sample_versions_payload", "PageOperations, BundleApplier (a sample's version by its payload hash)",
             SampleIndexes.versionByPayload, [1, hash]),
-        Use("sqlite_autoindex_samples_1", "PageOperations (a sample by its strict fingerprint)",
-            "SELECT id FROM samples WHERE sample_type_id = ? AND strict_fingerprint = ?", [1, hash]),
+        Use("idx_samples_type_fingerprint", "PageOperations, BundleApplier (a sample by its strict fingerprint)",
+            "SELECT id FROM samples WHERE sample_type_id = ?1 AND \(SampleIndexes.fingerprintMatches("strict_fingerprint", "?2"))", [1, hash]),
+        Use("idx_samples_type_fingerprint", "AppleHealthImporter, HouseholdSummary (samples joined by strict fingerprint)", fingerprintJoin),
+        Use("idx_samples_type_fingerprint", "PointInTime (a type's visible samples in fingerprint order from a cursor)",
+            PointInTime.selectSQL, [1, 1, Data([0]), Data(repeating: 0xFF, count: 33), nil, nil]),
         Use("sqlite_autoindex_sample_visibility_ranges_1", "RecordItems (a sample's range visible at an observation)",
             "SELECT r.version_id FROM sample_visibility_ranges r WHERE r.sample_id = ? AND r.first_observation_id <= ? AND (r.last_observation_id IS NULL OR r.last_observation_id > ?)", [1, 2, 2]),
         Use("sqlite_autoindex_sample_visibility_ranges_1", "ObservationChecks (the touched samples' stored ranges)", ObservationChecks.touchedRanges),
     ]
+
+    /// The shape of the importer's relationship joins and the household's shared-fingerprint join.
+    static let fingerprintJoin = """
+        SELECT count(*) FROM sample_types t CROSS JOIN samples c ON c.sample_type_id = t.id
+          AND \(SampleIndexes.fingerprintMatches("c.strict_fingerprint", "(SELECT strict_fingerprint FROM samples WHERE id = t.id)"))
+        """
 
     static func plan(_ db: Database, _ use: Use) throws -> String {
         try db.ensureTempTable(TempTable.touchedSamples)
@@ -132,6 +141,18 @@ struct IndexPlanTests {
         let archive = try Archive.inMemory()
         let plan = try archive.writer.write { try Self.plan($0, Use("", "", SampleIndexes.versionByPayload, [1, Self.hash])) }
         #expect(plan.contains("USING INDEX idx_sample_versions_payload (sample_id=? AND <expr>=?)"), "\(plan)")
+    }
+
+    @Test("lookups and joins by strict fingerprint seek its prefix; point-in-time pages read them in index order and sort nothing (schema 14)")
+    func fingerprintPrefixPlans() throws {
+        let archive = try Archive.inMemory()
+        try archive.writer.write { db in
+            for use in Self.uses where use.index == SampleIndexes.byTypeAndFingerprint && !use.sql.contains("INDEXED BY") {
+                let plan = try Self.plan(db, use)
+                #expect(plan.contains("USING INDEX idx_samples_type_fingerprint (sample_type_id=? AND <expr>") || plan.contains("USING COVERING INDEX idx_samples_type_fingerprint (sample_type_id=? AND <expr>"), "\(use.site): \(plan)")
+                #expect(!plan.contains("TEMP B-TREE"), "\(use.site): \(plan)")
+            }
+        }
     }
 
     @Test("the event lookups schema 10 changed are searches, never scans of the table")

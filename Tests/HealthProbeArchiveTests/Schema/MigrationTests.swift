@@ -149,10 +149,29 @@ struct MigrationTests {
         }
     }
 
+    /// Puts an archive at the latest schema back to what schema 13 had: samples rebuilt
+    /// row for row as 13 had it (`UNIQUE(sample_type_id, strict_fingerprint)` in the
+    /// table) with 13's indexes of it, read from schema 13 itself.
+    static func downgradeTo13(_ path: String) throws {
+        let v13 = try created(atVersion: 13)
+        let samples = "samples"
+        let table = try #require(v13.first { $0.type == "table" && $0.name == samples }).sql
+        let indexes = v13.filter { $0.type == "index" && $0.table == samples }.map(\.sql)
+        try rewrite(path, toVersion: 13, foreignKeysOff: true) { _ in
+            table.replacingOccurrences(of: "\"samples\"", with: "samples_v13") + ";" + """
+                INSERT INTO samples_v13 SELECT id, sample_type_id, sample_uuid_hash, strict_fingerprint, semantic_fingerprint, fuzzy_key,
+                    first_seen_observation_id, first_seen_at FROM samples ORDER BY id;
+                DROP TABLE samples;
+                ALTER TABLE samples_v13 RENAME TO samples;
+                """ + indexes.joined(separator: ";\n")
+        }
+    }
+
     /// Puts an archive at the latest schema back to what schema 12 had: sample_versions
     /// rebuilt row for row as 12 had it (`UNIQUE(sample_id, payload_hash)` in the table)
     /// with 12's indexes of it, read from schema 12 itself.
     static func downgradeTo12(_ path: String) throws {
+        try downgradeTo13(path)
         let v12 = try created(atVersion: 12)
         let versions = "sample_versions"
         let table = try #require(v12.first { $0.type == "table" && $0.name == versions }).sql
@@ -274,7 +293,7 @@ struct MigrationTests {
         }
     }
 
-    @Test("200,000 samples: digests and export manifest hashes equal across migrations 8 to 13; hashes become blobs")
+    @Test("200,000 samples: digests and export manifest hashes equal across migrations 8 to 14; hashes become blobs")
     func migrates() throws {
         let t = TempHome(), dir = TempDir()
         try Self.capture(try t.open())
@@ -406,5 +425,31 @@ struct MigrationTests {
         #expect(kept)
         #expect(after.contains { $0.contains("sample_versions index idx_sample_versions_payload(sample_id,<expression>) unique=1 partial=0") })
         #expect(!after.contains { $0.contains("sqlite_autoindex_sample_versions") })
+    }
+
+    @Test("a migration 14 that fails leaves the archive as migration 13 left it; a real one keeps every row and indexes the fingerprints' prefixes")
+    func failedLeavesV13() throws {
+        let (after, kept) = try Self.failThenMigrate(from: 13, downgrade: Self.downgradeTo13, sql: SchemaV14.sql)
+        #expect(kept)
+        #expect(after.contains { $0.contains("samples index idx_samples_type_fingerprint(sample_type_id,<expression>) unique=1 partial=0") })
+        #expect(!after.contains { $0.contains("sqlite_autoindex_samples") })
+    }
+
+    @Test("a migration 14 over two samples of a type whose fingerprints share 16 bytes fails and leaves schema 13")
+    func sharedPrefixRefusesMigration() throws {
+        let t = TempHome()
+        try t.simulate(seed: 4, days: [3])
+        try Self.downgradeTo13(t.home.archivePath)
+        // A second sample with the first one's prefix and another tail, as only a crafted pair could have.
+        try Self.rewrite(t.home.archivePath, toVersion: 13) { db in
+            let first = try #require(try Row.fetchOne(db, sql: "SELECT sample_type_id, strict_fingerprint, first_seen_observation_id FROM samples ORDER BY id LIMIT 1"))
+            let fp: Data = first[1]
+            let tail = (fp.prefix(16) + Data(count: 16)).map { String(format: "%02x", $0) }.joined()
+            return "INSERT INTO samples(sample_type_id, strict_fingerprint, first_seen_observation_id, first_seen_at) VALUES (\(first[0] as Int64), x'\(tail)', \(first[2] as Int64), 0)"
+        }
+        let before = try Self.contents(t.home.archivePath)
+        #expect(throws: ArchiveError.self) { _ = try t.open() }
+        #expect(try Self.contents(t.home.archivePath) == before)
+        #expect(try Self.state(t.home.archivePath).version == 13)
     }
 }

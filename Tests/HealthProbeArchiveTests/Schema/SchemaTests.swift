@@ -11,7 +11,7 @@ struct SchemaTests {
                          "observation_type_runs", "sources", "source_revisions", "hk_devices", "metadata_blobs", "samples",
                          "sample_versions", "sample_observation_events", "sample_visibility_ranges", "sample_relationships",
                          "observation_type_summaries", "daily_type_aggregates", "export_manifests", "export_items", "capture_pages", "bundle_log"]
-    static let indexes = ["idx_observations_device_time", "idx_type_runs_type_observation", "idx_samples_uuid_hash",
+    static let indexes = ["idx_observations_device_time", "idx_type_runs_type_observation", "idx_samples_type_fingerprint", "idx_samples_uuid_hash",
                           "idx_samples_type_semantic", "idx_sample_versions_payload", "idx_sample_versions_time",
                           "idx_events_sample", "idx_visibility_open_ranges",
                           "idx_visibility_point_lookup", "idx_relationship_target"]
@@ -79,6 +79,20 @@ struct SchemaTests {
         }
         #expect(throws: DatabaseError.self) {
             try archive.writer.write { db in try db.execute(sql: "INSERT INTO samples(sample_type_id, strict_fingerprint, first_seen_observation_id, first_seen_at) VALUES (1, zeroblob(32), 1, 0)") }
+        }
+        // Schema 14: a fingerprint sharing another's first 16 bytes is refused in its type, not in another.
+        let sharesPrefix = Data(count: 16) + Data([1]) + Data(count: 15), differsAt16 = Data(count: 15) + Data([1]) + Data(count: 16)
+        let insertSample = "INSERT INTO samples(sample_type_id, strict_fingerprint, first_seen_observation_id, first_seen_at) VALUES (?, ?, 1, 0)"
+        #expect(throws: DatabaseError.self) {
+            try archive.writer.write { db in try db.execute(sql: insertSample, arguments: [1, sharesPrefix]) }
+        }
+        try archive.writer.write { db in
+            try db.execute(sql: insertSample, arguments: [1, differsAt16])
+            try db.execute(sql: "INSERT INTO sample_types(id, type_identifier) VALUES (2, 'U')")
+            try db.execute(sql: insertSample, arguments: [2, Data(count: 32)])
+            let match = "SELECT id FROM samples WHERE sample_type_id = ?1 AND \(SampleIndexes.fingerprintMatches("strict_fingerprint", "?2"))"
+            #expect(try Int64.fetchOne(db, sql: match, arguments: [1, Data(count: 32)]) == 1)
+            #expect(try Int64.fetchOne(db, sql: match, arguments: [1, sharesPrefix]) == nil, "a shared prefix is not the sample")
         }
         #expect(throws: DatabaseError.self) {
             try archive.writer.write { db in try db.execute(sql: "INSERT INTO sample_observation_events(observation_id, sample_id, event_kind, observed_at) VALUES (1, 1, 'appeared', 0)") }
