@@ -325,10 +325,10 @@ public final class AppleHealthImporter {
             try Int.fetchOne(db, sql: """
                 WITH d AS (SELECT s.sample_type_id AS t, s.semantic_fingerprint AS k, count(*) AS n
                            FROM sample_observation_events e JOIN samples s ON s.id = e.sample_id
-                           WHERE e.observation_id = ?1 AND e.event_kind = 'disappeared' AND s.semantic_fingerprint IS NOT NULL GROUP BY 1, 2)
+                           WHERE e.observation_id = ?1 AND e.event_kind = \(EventKind.disappeared.sql) AND s.semantic_fingerprint IS NOT NULL GROUP BY 1, 2)
                 SELECT ifnull(sum(min(d.n, (SELECT count(*) FROM samples s INDEXED BY idx_samples_type_semantic
                                               CROSS JOIN sample_observation_events e
-                                                ON e.observation_id = ?1 AND e.sample_id = s.id AND e.event_kind = 'appeared'
+                                                ON e.observation_id = ?1 AND e.sample_id = s.id AND e.event_kind = \(EventKind.appeared.sql)
                                             WHERE s.sample_type_id = d.t AND substr(s.semantic_fingerprint, 1, 8) = substr(d.k, 1, 8)
                                               AND s.semantic_fingerprint = d.k))), 0)
                 FROM d

@@ -106,8 +106,8 @@ struct SimulatorTests {
         for _ in 0..<5 { outcomes.append(try SimulatorCapture.run(home: t.home, options: options(days: 5))) }
         let node = try t.open()
         let kinds = try node.archive.writer.read { db in
-            try Row.fetchAll(db, sql: "SELECT event_kind, evidence_kind, count(*) AS n FROM sample_observation_events GROUP BY 1, 2")
-                .reduce(into: [String: Int]()) { $0["\($1["event_kind"] as String)/\($1["evidence_kind"] as String)"] = $1["n"] }
+            try Row.fetchAll(db, sql: "SELECT \(EventKind.nameSQL("event_kind")), \(EvidenceKind.nameSQL("evidence_kind")), count(*) AS n FROM sample_observation_events GROUP BY 1, 2")
+                .reduce(into: [String: Int]()) { $0["\($1[0] as String)/\($1[1] as String)"] = $1["n"] }
         }
         #expect((kinds["representation_changed/reported"] ?? 0) > 0, "edits: \(kinds)")
         #expect((kinds["disappeared/hk_deleted_object"] ?? 0) > 0, "deletions: \(kinds)")

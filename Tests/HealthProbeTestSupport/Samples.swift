@@ -30,7 +30,7 @@ public func capture(_ node: NodeArchive, _ type: SampleTypeDescriptor = heartRat
 public func events(_ node: NodeArchive, observation: Int64) throws -> [String: Int] {
     try node.archive.writer.read { db in
         var out: [String: Int] = [:]
-        for row in try Row.fetchAll(db, sql: "SELECT event_kind, count(*) AS n FROM sample_observation_events WHERE observation_id = ? GROUP BY event_kind", arguments: [observation]) {
+        for row in try Row.fetchAll(db, sql: "SELECT \(EventKind.nameSQL("event_kind")) AS event_kind, count(*) AS n FROM sample_observation_events WHERE observation_id = ? GROUP BY 1", arguments: [observation]) {
             out[row["event_kind"]] = row["n"]
         }
         return out

@@ -195,6 +195,14 @@ public enum BundleApplier {
             if let r = l.plainRange(i) { return .slice(l.bytes, r) }
             return .text(l.string(at: i))
         }
+        /// A kind member as its stored code (nil when absent or null). The verifier refused
+        /// any name the kind lacks; a name that still gets here is refused, never stored.
+        static func code<K: StoredCode>(_ l: FlatJSON, _ key: StaticString, _: K.Type) throws -> Int64? {
+            guard let i = l.find(key), l.type(i) == .string else { return nil }
+            let kind = l.plainRange(i).flatMap { K.named(l.bytes[$0]) } ?? l.string(at: i).flatMap { K(rawValue: $0) }
+            guard let kind else { throw ApplyError(code: .unresolved, message: "an event names a \(key) no HealthProbe archive stores") }
+            return kind.code
+        }
         /// A hash member (64 lower-case hex digits) as a statement value: its stored 32 bytes.
         static func hash(_ l: FlatJSON, _ key: StaticString, in parent: Int32 = -1) -> FastStatement.Value {
             guard let i = l.find(key, in: parent) else { return .hash(nil) }
@@ -266,7 +274,8 @@ public enum BundleApplier {
             if l.stringEquals(kindIndex, "event") {
                 let sample = try sampleID(db, l, "sample")
                 let version = try versionID(db, l, sample: sample)
-                try st.insertEvent.run(db, [.int(obs), .int(sample), .int(version), t("event_kind"), .double(d("observed_at")), t("evidence_kind")])
+                try st.insertEvent.run(db, [.int(obs), .int(sample), .int(version), .int(try Self.code(l, "event_kind", EventKind.self)),
+                                            .double(d("observed_at")), .int(try Self.code(l, "evidence_kind", EvidenceKind.self))])
                 return
             }
             if l.stringEquals(kindIndex, "range_open") {

@@ -174,7 +174,7 @@ public enum ObservationBundleBuilder {
             try emitItem(Self.versionKind, w.bytes)
         }
         try FastStatement(db, """
-            SELECT st.type_identifier, s.strict_fingerprint, e.event_kind, e.evidence_kind, e.observed_at, v.payload_hash
+            SELECT st.type_identifier, s.strict_fingerprint, \(EventKind.nameSQL("e.event_kind")), \(EvidenceKind.nameSQL("e.evidence_kind")), e.observed_at, v.payload_hash
             FROM sample_observation_events e JOIN samples s ON s.id = e.sample_id JOIN sample_types st ON st.id = s.sample_type_id
             LEFT JOIN sample_versions v ON v.id = e.version_id
             WHERE e.observation_id = ? ORDER BY e.id

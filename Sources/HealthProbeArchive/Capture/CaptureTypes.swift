@@ -74,19 +74,38 @@ public enum ObservationStatus: String, Sendable, Codable, CaseIterable {
 }
 
 /// Event kinds in `sample_observation_events`.
-public enum EventKind: String, Sendable, Codable, CaseIterable {
+public enum EventKind: String, Sendable, Codable, CaseIterable, StoredCode {
     case appeared
     case disappeared
     case representationChanged = "representation_changed"
     /// Deleted-object evidence for a sample that was not visible (or never seen).
     case deletedObject = "deleted_object"
+
+    /// The stored code (schema 15). Never renumber: archives hold these.
+    public var code: Int64 {
+        switch self {
+        case .appeared: 0
+        case .disappeared: 1
+        case .representationChanged: 2
+        case .deletedObject: 3
+        }
+    }
 }
 
 /// Evidence kinds in `sample_observation_events.evidence_kind`.
-public enum EvidenceKind: String, Sendable, Codable, CaseIterable {
+public enum EvidenceKind: String, Sendable, Codable, CaseIterable, StoredCode {
     case reported
     case fullScanAbsent = "full_scan_absent"
     case deletedObject = "hk_deleted_object"
+
+    /// The stored code (schema 15). Never renumber: archives hold these.
+    public var code: Int64 {
+        switch self {
+        case .reported: 0
+        case .fullScanAbsent: 1
+        case .deletedObject: 2
+        }
+    }
 }
 
 /// What started an observation (`observations.trigger_reason`).

@@ -193,11 +193,11 @@ struct PageOperations {
         let vid = versionID!
         if let open = f.openVersionID, open != vid {
             try closeRange.run(db, [.int(obs), .double(run.previousVerifiedAt), .int(f.sampleID)])
-            result.events.changed += try insertEvent.run(db, [.int(obs), .int(f.sampleID), .int(vid), .text(EventKind.representationChanged.rawValue), .double(at), .text(EvidenceKind.reported.rawValue)])
+            result.events.changed += try insertEvent.run(db, [.int(obs), .int(f.sampleID), .int(vid), .int(EventKind.representationChanged.code), .double(at), .int(EvidenceKind.reported.code)])
             try openRange.run(db, [.int(f.sampleID), .int(vid), .int(obs), .double(at)])
             result.changed += 1
         } else if f.openVersionID == nil {
-            result.events.appeared += try insertEvent.run(db, [.int(obs), .int(f.sampleID), .int(vid), .text(EventKind.appeared.rawValue), .double(at), .text(EvidenceKind.reported.rawValue)])
+            result.events.appeared += try insertEvent.run(db, [.int(obs), .int(f.sampleID), .int(vid), .int(EventKind.appeared.code), .double(at), .int(EvidenceKind.reported.code)])
             try openRange.run(db, [.int(f.sampleID), .int(vid), .int(obs), .double(at)])
             result.appeared += 1
             if run.visible != nil {
@@ -218,7 +218,7 @@ struct PageOperations {
         }
         if let f = found, let open = f.openVersionID {
             try closeRange.run(db, [.int(obs), .double(run.previousVerifiedAt), .int(f.sampleID)])
-            result.events.disappeared += try insertEvent.run(db, [.int(obs), .int(f.sampleID), .int(open), .text(EventKind.disappeared.rawValue), .double(at), .text(EvidenceKind.deletedObject.rawValue)])
+            result.events.disappeared += try insertEvent.run(db, [.int(obs), .int(f.sampleID), .int(open), .int(EventKind.disappeared.code), .double(at), .int(EvidenceKind.deletedObject.code)])
             result.disappeared += 1
             return
         }
@@ -233,7 +233,7 @@ struct PageOperations {
             }
             sampleID = db.lastInsertedRowID
         }
-        if try insertEvent.run(db, [.int(obs), .int(sampleID), .int(nil), .text(EventKind.deletedObject.rawValue), .double(at), .text(EvidenceKind.deletedObject.rawValue)]) == 1 {
+        if try insertEvent.run(db, [.int(obs), .int(sampleID), .int(nil), .int(EventKind.deletedObject.code), .double(at), .int(EvidenceKind.deletedObject.code)]) == 1 {
             result.deletedUnknown += 1
         }
     }

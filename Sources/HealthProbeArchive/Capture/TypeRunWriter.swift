@@ -224,7 +224,7 @@ public final class TypeRunWriter {
         if gone > 0 {
             try db.execute(sql: """
                 INSERT OR IGNORE INTO sample_observation_events(observation_id, sample_id, version_id, event_kind, observed_at, evidence_kind)
-                SELECT ?, sample_id, version_id, 'disappeared', ?, 'full_scan_absent' FROM temp.hp_run_gone
+                SELECT ?, sample_id, version_id, \(EventKind.disappeared.sql), ?, \(EvidenceKind.fullScanAbsent.sql) FROM temp.hp_run_gone
                 """, arguments: [obs, session.observedAt])
             events = db.changesCount
             try db.execute(sql: """

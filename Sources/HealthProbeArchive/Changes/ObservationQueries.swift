@@ -35,10 +35,10 @@ public enum ObservationQueries {
         let rows = try Row.fetchAll(db, sql: """
             SELECT o.id, o.observed_at, o.status, o.trigger_reason, o.time_zone_identifier,
                 (SELECT count(*) FROM observation_type_runs t WHERE t.observation_id = o.id) AS runs,
-                (SELECT count(*) FROM sample_observation_events e WHERE e.observation_id = o.id AND e.event_kind = 'appeared') AS appeared,
-                (SELECT count(*) FROM sample_observation_events e WHERE e.observation_id = o.id AND e.event_kind = 'disappeared') AS disappeared,
-                (SELECT count(*) FROM sample_observation_events e WHERE e.observation_id = o.id AND e.event_kind = 'representation_changed') AS changed,
-                (SELECT count(*) FROM sample_observation_events e WHERE e.observation_id = o.id AND e.event_kind = 'deleted_object') AS deleted
+                (SELECT count(*) FROM sample_observation_events e WHERE e.observation_id = o.id AND e.event_kind = \(EventKind.appeared.sql)) AS appeared,
+                (SELECT count(*) FROM sample_observation_events e WHERE e.observation_id = o.id AND e.event_kind = \(EventKind.disappeared.sql)) AS disappeared,
+                (SELECT count(*) FROM sample_observation_events e WHERE e.observation_id = o.id AND e.event_kind = \(EventKind.representationChanged.sql)) AS changed,
+                (SELECT count(*) FROM sample_observation_events e WHERE e.observation_id = o.id AND e.event_kind = \(EventKind.deletedObject.sql)) AS deleted
             FROM observations o
             WHERE o.id > ? AND (? IS NULL OR o.device_chain_id = ?)
             ORDER BY o.id LIMIT ?
@@ -58,10 +58,10 @@ public enum ObservationQueries {
         let rows = try Row.fetchAll(db, sql: """
             WITH ev AS (
                 SELECT s.sample_type_id AS type_id,
-                    sum(e.event_kind = 'appeared') AS appeared,
-                    sum(e.event_kind = 'disappeared') AS disappeared,
-                    sum(e.event_kind = 'representation_changed') AS changed,
-                    sum(e.event_kind = 'deleted_object') AS deleted
+                    sum(e.event_kind = \(EventKind.appeared.sql)) AS appeared,
+                    sum(e.event_kind = \(EventKind.disappeared.sql)) AS disappeared,
+                    sum(e.event_kind = \(EventKind.representationChanged.sql)) AS changed,
+                    sum(e.event_kind = \(EventKind.deletedObject.sql)) AS deleted
                 FROM sample_observation_events e JOIN samples s ON s.id = e.sample_id
                 WHERE e.observation_id = ?
                 GROUP BY s.sample_type_id

@@ -71,9 +71,9 @@ struct RecordItems {
                so.bundle_identifier, so.source_name_hash, sr.product_type, sr.version, sr.operating_system_version,
                d.device_hash, m.metadata_hash, CASE WHEN ?7 THEN m.metadata_json END,
                r.first_observation_id, r.last_observation_id,
-               (SELECT e.event_kind || ' ' || ifnull(e.evidence_kind, '') FROM sample_observation_events e
+               (SELECT \(EventKind.nameSQL("e.event_kind")) || ' ' || ifnull(\(EvidenceKind.nameSQL("e.evidence_kind")), '') FROM sample_observation_events e
                 WHERE r.last_observation_id <= ?8 AND e.observation_id = r.last_observation_id AND e.sample_id = s.id
-                  AND e.event_kind IN ('disappeared', 'representation_changed') LIMIT 1),
+                  AND e.event_kind IN (\(EventKind.disappeared.sql), \(EventKind.representationChanged.sql)) LIMIT 1),
                so.id
         FROM samples s INDEXED BY \(SampleIndexes.byTypeAndFingerprint)
         JOIN sample_visibility_ranges r ON r.sample_id = s.id AND r.first_observation_id <= ?1

@@ -52,9 +52,9 @@ struct RangeRebuild {
             have.removeAll(keepingCapacity: true)
             want.removeAll(keepingCapacity: true)
             while hasEvent, events.int(0) == sample {
-                let kind = events.textBytes(2)
-                let appeared = kind.map { $0.elementsEqual("appeared".utf8) } ?? false
-                let opens = appeared || (kind.map { $0.elementsEqual("representation_changed".utf8) } ?? false)
+                let kind = events.int(2)
+                let appeared = kind == EventKind.appeared.code
+                let opens = appeared || kind == EventKind.representationChanged.code
                 evs.append(Event(observation: events.int(1) ?? 0, appeared: appeared, opens: opens, id: events.int(4) ?? 0, version: events.int(3)))
                 hasEvent = try events.step(db)
             }
@@ -99,7 +99,7 @@ struct RangeRebuild {
     static let allEvents = """
         SELECT e.sample_id, e.observation_id, e.event_kind, e.version_id, e.id
         FROM sample_observation_events e INDEXED BY idx_events_sample
-        WHERE e.event_kind IN ('appeared', 'representation_changed', 'disappeared')
+        WHERE e.event_kind IN (\(EventKind.appeared.sql), \(EventKind.representationChanged.sql), \(EventKind.disappeared.sql))
         ORDER BY e.sample_id
         """
     /// Every stored range, in sample order.

@@ -22,12 +22,12 @@ struct RangeRebuildTests {
         let rows = try Row.fetchAll(db, sql: """
             WITH ev AS (
                 SELECT sample_id, observation_id, version_id, event_kind,
-                       lead(observation_id) OVER (PARTITION BY sample_id ORDER BY observation_id, event_kind = 'appeared', id) AS next_obs
+                       lead(observation_id) OVER (PARTITION BY sample_id ORDER BY observation_id, event_kind = \(EventKind.appeared.sql), id) AS next_obs
                 FROM sample_observation_events
-                WHERE event_kind IN ('appeared', 'representation_changed', 'disappeared')
+                WHERE event_kind IN (\(EventKind.appeared.sql), \(EventKind.representationChanged.sql), \(EventKind.disappeared.sql))
             ), rebuilt AS (
                 SELECT sample_id, version_id, observation_id AS first_observation_id, next_obs AS last_observation_id
-                FROM ev WHERE event_kind IN ('appeared', 'representation_changed')
+                FROM ev WHERE event_kind IN (\(EventKind.appeared.sql), \(EventKind.representationChanged.sql))
             ), stored AS (
                 SELECT sample_id, version_id, first_observation_id, last_observation_id FROM sample_visibility_ranges
             )
@@ -70,7 +70,7 @@ struct RangeRebuildTests {
             case 4: try db.execute(sql: "DELETE FROM sample_observation_events WHERE id = ?", arguments: [try pick("sample_observation_events")])
             default:
                 try db.execute(sql: """
-                    UPDATE OR IGNORE sample_observation_events SET event_kind = CASE event_kind WHEN 'appeared' THEN 'disappeared' ELSE 'appeared' END
+                    UPDATE OR IGNORE sample_observation_events SET event_kind = CASE event_kind WHEN \(EventKind.appeared.sql) THEN \(EventKind.disappeared.sql) ELSE \(EventKind.appeared.sql) END
                     WHERE id = ?
                     """, arguments: [try pick("sample_observation_events")])
             }
@@ -84,7 +84,7 @@ struct RangeRebuildTests {
         let node = try home.open()
         var rng = TestRandom(printingSeedFor: "matchesTheSQL \(seed)")
         try node.archive.writer.write { db in
-            let kinds = try Int.fetchOne(db, sql: "SELECT count(DISTINCT event_kind) FROM sample_observation_events WHERE event_kind IN ('appeared', 'representation_changed', 'disappeared')")
+            let kinds = try Int.fetchOne(db, sql: "SELECT count(DISTINCT event_kind) FROM sample_observation_events WHERE event_kind IN (\(EventKind.appeared.sql), \(EventKind.representationChanged.sql), \(EventKind.disappeared.sql))")
             #expect(kinds == 3, "the simulated history should hold every kind of event")
             #expect(try Self.walk(db).isEmpty)
             #expect(try Self.oracle(db).isEmpty)
@@ -121,7 +121,7 @@ struct RangeRebuildTests {
             for appearedFirst in [true, false] {
                 _ = try db.inSavepoint {
                     // The events as a capture could write them: either kind first (ids in that order).
-                    for kind in appearedFirst ? ["appeared", "disappeared"] : ["disappeared", "appeared"] {
+                    for kind in appearedFirst ? [EventKind.appeared.code, EventKind.disappeared.code] : [EventKind.disappeared.code, EventKind.appeared.code] {
                         try db.execute(sql: "INSERT INTO sample_observation_events(observation_id, sample_id, version_id, event_kind, observed_at) VALUES (?, ?, ?, ?, 0)",
                                        arguments: [last, sample, version, kind])
                     }

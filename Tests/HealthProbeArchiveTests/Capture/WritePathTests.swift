@@ -208,10 +208,10 @@ struct WritePathTests {
         #expect(try events(node, observation: o2) == ["appeared": 1, "disappeared": 1, "deleted_object": 1])
         #expect(r2.visibleCount == 5)
         try node.archive.writer.read { db throws in
-            let ev = try Row.fetchOne(db, sql: "SELECT version_id, evidence_kind FROM sample_observation_events WHERE event_kind = 'deleted_object'")!
+            let ev = try Row.fetchOne(db, sql: "SELECT version_id, \(EvidenceKind.nameSQL("evidence_kind")) AS evidence_kind FROM sample_observation_events WHERE event_kind = \(EventKind.deletedObject.sql)")!
             #expect((ev["version_id"] as Int64?) == nil)
             #expect(ev["evidence_kind"] == "hk_deleted_object")
-            let dis = try String.fetchOne(db, sql: "SELECT evidence_kind FROM sample_observation_events WHERE event_kind = 'disappeared'")
+            let dis = try String.fetchOne(db, sql: "SELECT \(EvidenceKind.nameSQL("evidence_kind")) FROM sample_observation_events WHERE event_kind = \(EventKind.disappeared.sql)")
             #expect(dis == "hk_deleted_object")
         }
         // Anchored runs leave unreported samples alone.

@@ -69,7 +69,7 @@ struct IntegrityTests {
     func damaged() throws {
         let cases: [(String, String, String)] = [
             ("schema_version", "UPDATE archive_metadata SET value = '3' WHERE key = 'schema_version'", "schema_version is 3"),
-            ("foreign_keys", "INSERT INTO sample_observation_events(observation_id, sample_id, event_kind, observed_at) VALUES (1, 999999, 'appeared', 0)", "sample_observation_events"),
+            ("foreign_keys", "INSERT INTO sample_observation_events(observation_id, sample_id, event_kind, observed_at) VALUES (1, 999999, 0, 0)", "sample_observation_events"),
             ("ranges_from_events", "DELETE FROM sample_visibility_ranges WHERE rowid = (SELECT min(rowid) FROM sample_visibility_ranges)", "derived from the events but not stored"),
             ("ranges_from_events", "UPDATE sample_visibility_ranges SET last_observation_id = 2 WHERE rowid = (SELECT max(rowid) FROM sample_visibility_ranges WHERE last_observation_id IS NULL AND first_observation_id = 1)", "stored but not derived"),
             ("open_ranges", "INSERT INTO sample_visibility_ranges(sample_id, version_id, first_observation_id, first_seen_at) SELECT sample_id, version_id, 2, 0 FROM sample_visibility_ranges WHERE last_observation_id IS NULL AND first_observation_id = 1 LIMIT 1", "open ranges"),

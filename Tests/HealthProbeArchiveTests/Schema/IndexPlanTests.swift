@@ -44,7 +44,7 @@ struct IndexPlanTests {
         Use("idx_samples_type_semantic", "AppleHealthImporter (edit matching by semantic fingerprint)",
             """
             SELECT count(*) FROM samples s INDEXED BY idx_samples_type_semantic CROSS JOIN sample_observation_events e
-              ON e.observation_id = ?1 AND e.sample_id = s.id AND e.event_kind = 'appeared'
+              ON e.observation_id = ?1 AND e.sample_id = s.id AND e.event_kind = \(EventKind.appeared.sql)
             WHERE s.sample_type_id = ?2 AND substr(s.semantic_fingerprint, 1, 8) = substr(?3, 1, 8) AND s.semantic_fingerprint = ?3
             """, [1, 1, hash]),
         Use("idx_samples_uuid_hash", "PageOperations (the capture's lookup by UUID, INDEXED BY)",
@@ -68,11 +68,11 @@ struct IndexPlanTests {
             "SELECT g.sample_id FROM sample_visibility_ranges g WHERE g.first_observation_id = ? ORDER BY g.rowid", [1]),
         // Constraint indexes the lookups rely on.
         Use("sqlite_autoindex_sample_observation_events_1", "ObservationQueries (an observation's events of one kind)",
-            "SELECT count(*) FROM sample_observation_events e WHERE e.observation_id = ? AND e.event_kind = 'disappeared'", [1]),
+            "SELECT count(*) FROM sample_observation_events e WHERE e.observation_id = ? AND e.event_kind = \(EventKind.disappeared.sql)", [1]),
         Use("sqlite_autoindex_sample_observation_events_1", "Aggregates (a type's samples probed for the observation's events)",
             """
             SELECT count(*) FROM samples s INDEXED BY \(SampleIndexes.byTypeAndFingerprint) CROSS JOIN sample_observation_events e
-              ON e.sample_id = s.id AND e.observation_id = ? AND e.event_kind IN ('appeared', 'disappeared', 'representation_changed')
+              ON e.sample_id = s.id AND e.observation_id = ? AND e.event_kind IN (\(EventKind.appeared.sql), \(EventKind.disappeared.sql), \(EventKind.representationChanged.sql))
             WHERE s.sample_type_id = ?
             """, [1, 1]),
         Use("sqlite_autoindex_sample_observation_events_1", "BundleItems (an observation's events in row order)",

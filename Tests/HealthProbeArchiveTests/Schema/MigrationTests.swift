@@ -149,10 +149,29 @@ struct MigrationTests {
         }
     }
 
+    /// Puts an archive at the latest schema back to what schema 14 had: the events table
+    /// rebuilt row for row as 14 had it (kinds as names) with 14's indexes of it, read
+    /// from schema 14 itself.
+    static func downgradeTo14(_ path: String) throws {
+        let v14 = try created(atVersion: 14)
+        let events = "sample_observation_events"
+        let table = try #require(v14.first { $0.type == "table" && $0.name == events }).sql
+        let indexes = v14.filter { $0.type == "index" && $0.table == events }.map(\.sql)
+        try rewrite(path, toVersion: 14, foreignKeysOff: true) { _ in
+            table.replacingOccurrences(of: events, with: "events_v14") + ";" + """
+                INSERT INTO events_v14 SELECT id, observation_id, sample_id, version_id, \(EventKind.nameSQL("event_kind")), observed_at,
+                    \(EvidenceKind.nameSQL("evidence_kind")) FROM sample_observation_events ORDER BY id;
+                DROP TABLE sample_observation_events;
+                ALTER TABLE events_v14 RENAME TO sample_observation_events;
+                """ + indexes.joined(separator: ";\n")
+        }
+    }
+
     /// Puts an archive at the latest schema back to what schema 13 had: samples rebuilt
     /// row for row as 13 had it (`UNIQUE(sample_type_id, strict_fingerprint)` in the
     /// table) with 13's indexes of it, read from schema 13 itself.
     static func downgradeTo13(_ path: String) throws {
+        try downgradeTo14(path)
         let v13 = try created(atVersion: 13)
         let samples = "samples"
         let table = try #require(v13.first { $0.type == "table" && $0.name == samples }).sql
@@ -281,7 +300,11 @@ struct MigrationTests {
     static func rows(_ db: Database) throws -> [String] {
         try String.fetchAll(db, sql: "SELECT quote(id) || quote(sample_type_id) || quote(sample_uuid_hash) || quote(strict_fingerprint) || quote(semantic_fingerprint) || quote(first_seen_observation_id) FROM samples ORDER BY id")
                 + String.fetchAll(db, sql: "SELECT quote(id) || quote(sample_id) || quote(payload_hash) || quote(start_date) || quote(numeric_value) || quote(created_observation_id) FROM sample_versions ORDER BY id")
-                + String.fetchAll(db, sql: "SELECT quote(id) || quote(observation_id) || quote(sample_id) || quote(version_id) || quote(event_kind) || quote(observed_at) || quote(evidence_kind) FROM sample_observation_events ORDER BY id")
+                // Kinds by name, whether stored as names (before schema 15) or codes.
+                + String.fetchAll(db, sql: """
+                    SELECT quote(id) || quote(observation_id) || quote(sample_id) || quote(version_id) || quote(coalesce(\(EventKind.nameSQL("event_kind")), event_kind))
+                        || quote(observed_at) || quote(coalesce(\(EvidenceKind.nameSQL("evidence_kind")), evidence_kind)) FROM sample_observation_events ORDER BY id
+                    """)
     }
 
     static func state(_ path: String) throws -> (version: Int?, index: Bool, hashType: String?) {
@@ -293,7 +316,7 @@ struct MigrationTests {
         }
     }
 
-    @Test("200,000 samples: digests and export manifest hashes equal across migrations 8 to 14; hashes become blobs")
+    @Test("200,000 samples: digests and export manifest hashes equal across migrations 8 to 15; hashes become blobs")
     func migrates() throws {
         let t = TempHome(), dir = TempDir()
         try Self.capture(try t.open())
@@ -451,5 +474,25 @@ struct MigrationTests {
         #expect(throws: ArchiveError.self) { _ = try t.open() }
         #expect(try Self.contents(t.home.archivePath) == before)
         #expect(try Self.state(t.home.archivePath).version == 13)
+    }
+
+    @Test("a migration 15 that fails leaves the archive as migration 14 left it; a real one keeps every event, its kinds as codes")
+    func failedLeavesV14() throws {
+        let (after, kept) = try Self.failThenMigrate(from: 14, downgrade: Self.downgradeTo14, sql: SchemaV15.sql)
+        #expect(kept)
+        #expect(after.contains("sample_observation_events.event_kind INTEGER notnull=1 default=- pk=0"))
+        #expect(after.contains("sample_observation_events.evidence_kind INTEGER notnull=0 default=- pk=0"))
+    }
+
+    @Test("a migration 15 over an event kind no kind has fails and leaves schema 14")
+    func unknownKindRefusesMigration() throws {
+        let t = TempHome()
+        try t.simulate(seed: 4, days: [3])
+        try Self.downgradeTo14(t.home.archivePath)
+        try Self.rewrite(t.home.archivePath, toVersion: 14) { _ in "UPDATE sample_observation_events SET evidence_kind = 'rumour' WHERE id = (SELECT min(id) FROM sample_observation_events)" }
+        let before = try Self.contents(t.home.archivePath)
+        #expect(throws: ArchiveError.self) { _ = try t.open() }
+        #expect(try Self.contents(t.home.archivePath) == before)
+        #expect(try Self.state(t.home.archivePath).version == 14)
     }
 }

@@ -74,7 +74,7 @@ struct SchemaTests {
                 INSERT INTO observations(id, device_chain_id, observed_at, status, trigger_reason, schema_version) VALUES (1, 1, 0, 'running', 't', 2);
                 INSERT INTO sample_types(id, type_identifier) VALUES (1, 'T');
                 INSERT INTO samples(id, sample_type_id, strict_fingerprint, first_seen_observation_id, first_seen_at) VALUES (1, 1, zeroblob(32), 1, 0);
-                INSERT INTO sample_observation_events(observation_id, sample_id, event_kind, observed_at) VALUES (1, 1, 'appeared', 0);
+                INSERT INTO sample_observation_events(observation_id, sample_id, event_kind, observed_at) VALUES (1, 1, 0, 0);
                 """)
         }
         #expect(throws: DatabaseError.self) {
@@ -95,7 +95,7 @@ struct SchemaTests {
             #expect(try Int64.fetchOne(db, sql: match, arguments: [1, sharesPrefix]) == nil, "a shared prefix is not the sample")
         }
         #expect(throws: DatabaseError.self) {
-            try archive.writer.write { db in try db.execute(sql: "INSERT INTO sample_observation_events(observation_id, sample_id, event_kind, observed_at) VALUES (1, 1, 'appeared', 0)") }
+            try archive.writer.write { db in try db.execute(sql: "INSERT INTO sample_observation_events(observation_id, sample_id, event_kind, observed_at) VALUES (1, 1, 0, 0)") }
         }
     }
 

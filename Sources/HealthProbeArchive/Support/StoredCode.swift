@@ -1,0 +1,29 @@
+/// A closed kind the archive stores as a small integer code and names by its raw value
+/// everywhere else: bundles, exports, the CLI, JSON (schema 15,
+/// docs/decisions/2026-11-27-event-kind-codes.md). SQLite stores the codes 0 and 1 in no
+/// bytes at all beyond the record header, and any code in one byte.
+public protocol StoredCode: RawRepresentable, CaseIterable where RawValue == String {
+    /// The stored code, fixed once shipped.
+    var code: Int64 { get }
+}
+
+extension StoredCode {
+    /// The kind stored as `code`, or nil for a code no kind has.
+    public init?(code: Int64) {
+        guard let kind = Self.allCases.first(where: { $0.code == code }) else { return nil }
+        self = kind
+    }
+
+    /// The code as an SQL literal, for queries that name a kind.
+    public var sql: String { String(code) }
+
+    /// SQL naming the kind stored in `column` (NULL for NULL, and for a code no kind has).
+    public static func nameSQL(_ column: String) -> String {
+        "CASE \(column)" + allCases.map { " WHEN \($0.code) THEN '\($0.rawValue)'" }.joined() + " END"
+    }
+
+    /// The kind named by `utf8` bytes (a bundle's value), or nil.
+    public static func named(_ utf8: some Sequence<UInt8>) -> Self? {
+        allCases.first { $0.rawValue.utf8.elementsEqual(utf8) }
+    }
+}
