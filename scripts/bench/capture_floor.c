@@ -11,6 +11,8 @@
 // UUIDS(rand|seq|none) SEEN_SET(0|1) UUID_LOOKUP(0|1) [INDEXES_TO_DROP,...]
 // Environment: SCHEMA (required), PAGESIZE, RECAPTURE=1 (then an unchanged pass of lookups
 // and seen-set marks), BYFP=1 (that pass looks samples up by strict fingerprint),
+// CODES=1 (event and evidence kinds as schema 15's integer codes), BYFP's lookup seeks the
+// fingerprint's 16-byte prefix as schema 14's index holds it (a filter on earlier schemas),
 // BLOB=1 (hashes bound as 32-byte blobs, as schema 9 stores them; without it, 64 hex
 // characters as schema 8 and earlier did), REBUILD=1 (the dropped indexes are built again
 // from their own SQL before the last commit, timed: the bulk path of a replica's first
@@ -73,9 +75,12 @@ int main(int argc, char **argv) {
     sqlite3_stmt *ins = prep(db, "INSERT OR IGNORE INTO samples(sample_type_id, sample_uuid_hash, strict_fingerprint, semantic_fingerprint, first_seen_observation_id, first_seen_at) VALUES (?, ?, ?, NULL, 1, 0)");
     sqlite3_stmt *mark = prep(db, "INSERT OR IGNORE INTO temp.hp_run_seen(type_run_id, sample_id) VALUES (?, ?)");
     sqlite3_stmt *ver = prep(db, "INSERT INTO sample_versions(sample_id, payload_hash, start_date, end_date, value_kind, numeric_value, unit, category_value, workout_activity_type, duration_seconds, source_revision_id, hk_device_id, metadata_id, created_observation_id, creation_date) VALUES (?, ?, ?, ?, 'quantity', ?, 'count/min', NULL, NULL, NULL, 1, 1, NULL, 1, NULL)");
-    sqlite3_stmt *ev = prep(db, "INSERT OR IGNORE INTO sample_observation_events(observation_id, sample_id, version_id, event_kind, observed_at, evidence_kind) VALUES (1, ?, ?, 'appeared', 0, 'reported')");
+    // Schema 15 stores the kinds as codes (appeared 0, reported 0); earlier schemas as names.
+    sqlite3_stmt *ev = prep(db, getenv("CODES")
+        ? "INSERT OR IGNORE INTO sample_observation_events(observation_id, sample_id, version_id, event_kind, observed_at, evidence_kind) VALUES (1, ?, ?, 0, 0, 0)"
+        : "INSERT OR IGNORE INTO sample_observation_events(observation_id, sample_id, version_id, event_kind, observed_at, evidence_kind) VALUES (1, ?, ?, 'appeared', 0, 'reported')");
     sqlite3_stmt *rg = prep(db, "INSERT OR IGNORE INTO sample_visibility_ranges(sample_id, version_id, first_observation_id, last_observation_id, first_seen_at, last_seen_at) VALUES (?, ?, 1, NULL, 0, NULL)");
-    sqlite3_stmt *byFP = prep(db, "SELECT s.id, s.sample_uuid_hash, r.version_id, v.payload_hash FROM samples s LEFT JOIN sample_visibility_ranges r ON r.sample_id = s.id AND +r.last_observation_id IS NULL LEFT JOIN sample_versions v ON v.id = r.version_id WHERE s.sample_type_id = ? AND s.strict_fingerprint = ?");
+    sqlite3_stmt *byFP = prep(db, "SELECT s.id, s.sample_uuid_hash, r.version_id, v.payload_hash FROM samples s LEFT JOIN sample_visibility_ranges r ON r.sample_id = s.id AND +r.last_observation_id IS NULL LEFT JOIN sample_versions v ON v.id = r.version_id WHERE s.sample_type_id = ?1 AND substr(s.strict_fingerprint, 1, 16) = substr(?2, 1, 16) AND s.strict_fingerprint = ?2");
     double t0 = now(); long per = n / 8; long inTxn = 0; long k = 0;
     ex(db, "BEGIN");
     for (int t = 1; t <= 8; t++) for (long i = 0; i < per; i++, k++) {

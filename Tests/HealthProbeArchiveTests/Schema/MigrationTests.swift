@@ -149,61 +149,46 @@ struct MigrationTests {
         }
     }
 
-    /// Puts an archive at the latest schema back to what schema 14 had: the events table
-    /// rebuilt row for row as 14 had it (kinds as names) with 14's indexes of it, read
-    /// from schema 14 itself.
-    static func downgradeTo14(_ path: String) throws {
-        let v14 = try created(atVersion: 14)
-        let events = "sample_observation_events"
-        let table = try #require(v14.first { $0.type == "table" && $0.name == events }).sql
-        let indexes = v14.filter { $0.type == "index" && $0.table == events }.map(\.sql)
-        try rewrite(path, toVersion: 14, foreignKeysOff: true) { _ in
-            table.replacingOccurrences(of: events, with: "events_v14") + ";" + """
-                INSERT INTO events_v14 SELECT id, observation_id, sample_id, version_id, \(EventKind.nameSQL("event_kind")), observed_at,
-                    \(EvidenceKind.nameSQL("evidence_kind")) FROM sample_observation_events ORDER BY id;
-                DROP TABLE sample_observation_events;
-                ALTER TABLE events_v14 RENAME TO sample_observation_events;
+    /// Rebuilds `table` of the archive at `path` row for row as schema `version` created it,
+    /// with that schema's indexes of it (all read from schema `version` itself), its rows
+    /// given by `columns` (the latest table's, in the old table's order); then the archive
+    /// records schema `version`.
+    static func rebuild(_ path: String, table: String, asIn version: Int, columns: String = "*") throws {
+        let schema = try created(atVersion: version)
+        let create = try #require(schema.first { $0.type == "table" && $0.name == table }).sql
+        let indexes = schema.filter { $0.type == "index" && $0.table == table }.map(\.sql)
+        let old = "\(table)_v\(version)"
+        // Each of these tables was made by a rebuild and a rename, so SQLite quotes its name.
+        #expect(create.hasPrefix("CREATE TABLE \"\(table)\""))
+        try rewrite(path, toVersion: version, foreignKeysOff: true) { _ in
+            create.replacingOccurrences(of: "\"\(table)\"", with: old) + ";" + """
+                INSERT INTO \(old) SELECT \(columns) FROM \(table) ORDER BY id;
+                DROP TABLE \(table);
+                ALTER TABLE \(old) RENAME TO \(table);
                 """ + indexes.joined(separator: ";\n")
         }
     }
 
-    /// Puts an archive at the latest schema back to what schema 13 had: samples rebuilt
-    /// row for row as 13 had it (`UNIQUE(sample_type_id, strict_fingerprint)` in the
-    /// table) with 13's indexes of it, read from schema 13 itself.
+    /// Puts an archive at the latest schema back to what schema 14 had: the events table
+    /// as 14 had it (kinds as names).
+    static func downgradeTo14(_ path: String) throws {
+        try rebuild(path, table: "sample_observation_events", asIn: 14, columns: """
+            id, observation_id, sample_id, version_id, \(EventKind.nameSQL("event_kind")), observed_at, \(EvidenceKind.nameSQL("evidence_kind"))
+            """)
+    }
+
+    /// Puts an archive at the latest schema back to what schema 13 had: samples as 13 had
+    /// them (`UNIQUE(sample_type_id, strict_fingerprint)` in the table).
     static func downgradeTo13(_ path: String) throws {
         try downgradeTo14(path)
-        let v13 = try created(atVersion: 13)
-        let samples = "samples"
-        let table = try #require(v13.first { $0.type == "table" && $0.name == samples }).sql
-        let indexes = v13.filter { $0.type == "index" && $0.table == samples }.map(\.sql)
-        try rewrite(path, toVersion: 13, foreignKeysOff: true) { _ in
-            table.replacingOccurrences(of: "\"samples\"", with: "samples_v13") + ";" + """
-                INSERT INTO samples_v13 SELECT id, sample_type_id, sample_uuid_hash, strict_fingerprint, semantic_fingerprint, fuzzy_key,
-                    first_seen_observation_id, first_seen_at FROM samples ORDER BY id;
-                DROP TABLE samples;
-                ALTER TABLE samples_v13 RENAME TO samples;
-                """ + indexes.joined(separator: ";\n")
-        }
+        try rebuild(path, table: "samples", asIn: 13)
     }
 
-    /// Puts an archive at the latest schema back to what schema 12 had: sample_versions
-    /// rebuilt row for row as 12 had it (`UNIQUE(sample_id, payload_hash)` in the table)
-    /// with 12's indexes of it, read from schema 12 itself.
+    /// Puts an archive at the latest schema back to what schema 12 had: sample_versions as
+    /// 12 had it (`UNIQUE(sample_id, payload_hash)` in the table).
     static func downgradeTo12(_ path: String) throws {
         try downgradeTo13(path)
-        let v12 = try created(atVersion: 12)
-        let versions = "sample_versions"
-        let table = try #require(v12.first { $0.type == "table" && $0.name == versions }).sql
-        let indexes = v12.filter { $0.type == "index" && $0.table == versions }.map(\.sql)
-        try rewrite(path, toVersion: 12, foreignKeysOff: true) { _ in
-            table.replacingOccurrences(of: versions, with: "versions_v12") + ";" + """
-                INSERT INTO versions_v12 SELECT id, sample_id, payload_hash, start_date, end_date, value_kind, numeric_value, unit, category_value,
-                    workout_activity_type, duration_seconds, source_revision_id, hk_device_id, metadata_id, created_observation_id, creation_date
-                    FROM sample_versions ORDER BY id;
-                DROP TABLE sample_versions;
-                ALTER TABLE versions_v12 RENAME TO sample_versions;
-                """ + indexes.joined(separator: ";\n")
-        }
+        try rebuild(path, table: "sample_versions", asIn: 12)
     }
 
     /// Puts an archive at the latest schema back to what schema 11 had: no row bounds in

@@ -65,17 +65,22 @@ struct SchemaTests {
         }
     }
 
+    /// A chain, an observation (1), a type (1, `T`) and a sample (1) of it.
+    static func seed(_ db: Database) throws {
+        try db.execute(sql: """
+            INSERT INTO device_chains(id, device_chain_hash, created_at) VALUES (1, 'c', 0);
+            INSERT INTO observations(id, device_chain_id, observed_at, status, trigger_reason, schema_version) VALUES (1, 1, 0, 'running', 't', 2);
+            INSERT INTO sample_types(id, type_identifier) VALUES (1, 'T');
+            INSERT INTO samples(id, sample_type_id, strict_fingerprint, first_seen_observation_id, first_seen_at) VALUES (1, 1, zeroblob(32), 1, 0);
+            """)
+    }
+
     @Test("sample identity and event uniqueness are enforced by the schema")
     func uniqueness() throws {
         let archive = try Archive.inMemory()
         try archive.writer.write { db in
-            try db.execute(sql: """
-                INSERT INTO device_chains(id, device_chain_hash, created_at) VALUES (1, 'c', 0);
-                INSERT INTO observations(id, device_chain_id, observed_at, status, trigger_reason, schema_version) VALUES (1, 1, 0, 'running', 't', 2);
-                INSERT INTO sample_types(id, type_identifier) VALUES (1, 'T');
-                INSERT INTO samples(id, sample_type_id, strict_fingerprint, first_seen_observation_id, first_seen_at) VALUES (1, 1, zeroblob(32), 1, 0);
-                INSERT INTO sample_observation_events(observation_id, sample_id, event_kind, observed_at) VALUES (1, 1, 0, 0);
-                """)
+            try Self.seed(db)
+            try db.execute(sql: "INSERT INTO sample_observation_events(observation_id, sample_id, event_kind, observed_at) VALUES (1, 1, 0, 0)")
         }
         #expect(throws: DatabaseError.self) {
             try archive.writer.write { db in try db.execute(sql: "INSERT INTO samples(sample_type_id, strict_fingerprint, first_seen_observation_id, first_seen_at) VALUES (1, zeroblob(32), 1, 0)") }
@@ -112,13 +117,8 @@ struct SchemaTests {
                            arguments: [sample, payload])
         }
         try archive.writer.write { db in
-            try db.execute(sql: """
-                INSERT INTO device_chains(id, device_chain_hash, created_at) VALUES (1, 'c', 0);
-                INSERT INTO observations(id, device_chain_id, observed_at, status, trigger_reason, schema_version) VALUES (1, 1, 0, 'running', 't', 2);
-                INSERT INTO sample_types(id, type_identifier) VALUES (1, 'T');
-                INSERT INTO samples(id, sample_type_id, strict_fingerprint, first_seen_observation_id, first_seen_at) VALUES (1, 1, zeroblob(32), 1, 0);
-                INSERT INTO samples(id, sample_type_id, strict_fingerprint, first_seen_observation_id, first_seen_at) VALUES (2, 1, randomblob(32), 1, 0);
-                """)
+            try Self.seed(db)
+            try db.execute(sql: "INSERT INTO samples(id, sample_type_id, strict_fingerprint, first_seen_observation_id, first_seen_at) VALUES (2, 1, randomblob(32), 1, 0)")
             try insert(db, sample: 1, hash)
             try insert(db, sample: 1, differsAt16)   // another version: the prefixes differ
             try insert(db, sample: 2, hash)          // the same hash in another sample
