@@ -9,25 +9,32 @@ import HealthProbeTestSupport
 
 @Suite("Sync timeouts on 127.0.0.1")
 struct TimeoutTests {
-    /// Connects over TLS, writes `script` (bytes, then a pause in ms), then reads until the server closes.
+    /// Connects over TLS, writes `script` (bytes, then a pause in ms), and reads until the
+    /// server closes; returns what it sent and when it closed, from the connect.
+    /// The writes are scheduled on the channel's event loop and the close is timed there:
+    /// a test task sleeping between writes on the cooperative pool can be held up for
+    /// seconds while other suites' synchronous work fills its threads, which stalled a
+    /// PING past the idle limit (or the hello past its limit) on a loaded 2-core run.
+    /// A write the server's close refused is dropped: what the server sent is the result.
     func session(_ server: TestServer, _ script: [([UInt8], Int)]) async throws -> (String, Duration) {
         let started = ContinuousClock.now
         let channel = try await server.tlsChannel()
-        return try await channel.executeThenClose { inbound, outbound in
-            try await withThrowingTaskGroup(of: [UInt8].self) { group in
-                group.addTask {
-                    var out: [UInt8] = []
-                    for try await chunk in inbound { out += Array(chunk.readableBytesView) }
-                    return out
-                }
-                for (bytes, pause) in script {
-                    if !bytes.isEmpty { try await outbound.write(ByteBuffer(bytes: bytes)) }
-                    try await Task.sleep(for: .milliseconds(pause))
-                }
-                let out = try await group.next() ?? []
-                return (String(decoding: out, as: UTF8.self), ContinuousClock.now - started)
+        let raw = channel.channel
+        let closed = raw.closeFuture.map { ContinuousClock.now }
+        var offset: Int64 = 0
+        for (bytes, pause) in script {
+            if !bytes.isEmpty {
+                let buffer = ByteBuffer(bytes: bytes)
+                raw.eventLoop.scheduleTask(in: .milliseconds(offset)) { raw.writeAndFlush(buffer, promise: nil) }
             }
+            offset += Int64(pause)
         }
+        let out = try await channel.executeThenClose { inbound, _ in
+            var out: [UInt8] = []
+            for try await chunk in inbound { out += Array(chunk.readableBytesView) }
+            return out
+        }
+        return (String(decoding: out, as: UTF8.self), try await closed.get() - started)
     }
 
     var hello: [UInt8] { var b = ByteBuffer(); SyncHello().write(to: &b); return Array(b.readableBytesView) }
