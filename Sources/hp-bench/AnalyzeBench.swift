@@ -77,7 +77,7 @@ struct AnalyzeBench: AsyncParsableCommand {
         let scope = SnapshotScope(observationID: b, typeIdentifier: types[types.count - 1].identifier)
         let deepCursor = try node.archive.writer.read { db -> PointInTime.Cursor in
             let typeID = try Int64.fetchOne(db, sql: "SELECT id FROM sample_types WHERE type_identifier = ?", arguments: [scope.typeIdentifier!])!
-            let fp = try String.fetchOne(db, sql: "SELECT lower(hex(strict_fingerprint)) FROM samples WHERE sample_type_id = ? ORDER BY substr(strict_fingerprint, 1, 16) LIMIT 1 OFFSET ?",
+            let fp = try String.fetchOne(db, sql: "SELECT lower(hex(strict_fingerprint)) FROM samples WHERE sample_type_id = ? ORDER BY \(SampleIndexes.fingerprintPrefix("strict_fingerprint")) LIMIT 1 OFFSET ?",
                                          arguments: [typeID, perType * 9 / 10])!
             return PointInTime.Cursor(typeID: typeID, fingerprint: fp)
         }

@@ -157,7 +157,7 @@ public enum Aggregates {
             let from = fromEvents
                 ? "sample_observation_events e CROSS JOIN samples s ON s.id = e.sample_id WHERE e.observation_id = ? AND s.sample_type_id = ?"
                 // The kinds are named so each probe is a point lookup of the events' UNIQUE(observation_id, event_kind, sample_id).
-                : "samples s INDEXED BY \(SampleIndexes.byTypeAndFingerprint) CROSS JOIN sample_observation_events e ON e.sample_id = s.id AND e.observation_id = ? AND e.event_kind IN (\(EventKind.appeared.sql), \(EventKind.disappeared.sql), \(EventKind.representationChanged.sql)) WHERE s.sample_type_id = ?"
+                : "samples s INDEXED BY \(SampleIndexes.byTypeAndFingerprint) CROSS JOIN sample_observation_events e ON e.sample_id = s.id AND e.observation_id = ? AND e.event_kind IN \(EventKind.rangeKindsSQL) WHERE s.sample_type_id = ?"
             let r = try Row.fetchOne(db.cachedStatement(sql: """
                 SELECT ifnull(sum(e.event_kind = \(EventKind.appeared.sql)), 0) AS a, ifnull(sum(e.event_kind = \(EventKind.disappeared.sql)), 0) AS d,
                        ifnull(sum(e.event_kind = \(EventKind.representationChanged.sql)), 0) AS c

@@ -73,15 +73,16 @@ public enum PointInTime {
         JOIN sample_versions v ON v.id = r.version_id
         WHERE s.sample_type_id = ?2 AND \(fingerprintBetween)
           AND (?5 IS NULL OR v.start_date >= ?5) AND (?6 IS NULL OR v.start_date < ?6)
-        ORDER BY \(SampleIndexes.fingerprintOrder("s.strict_fingerprint"))
+        ORDER BY \(SampleIndexes.fingerprintPrefix("s.strict_fingerprint"))
         """
 
     /// `?3 < s.strict_fingerprint < ?4`, with the prefix bounds it implies (a blob above
     /// another has a prefix at least as large) so that SQLite seeks the index range.
     static let fingerprintBetween = """
-        substr(s.strict_fingerprint, 1, 16) >= substr(?3, 1, 16) AND substr(s.strict_fingerprint, 1, 16) <= substr(?4, 1, 16)
+        \(prefix("s.strict_fingerprint")) >= \(prefix("?3")) AND \(prefix("s.strict_fingerprint")) <= \(prefix("?4"))
           AND s.strict_fingerprint > ?3 AND s.strict_fingerprint < ?4
         """
+    private static func prefix(_ column: String) -> String { SampleIndexes.fingerprintPrefix(column) }
 
     /// The types in scope, by id, with their identifiers.
     static func types(_ db: Database, _ scope: SnapshotScope) throws -> [(Int64, String)] {

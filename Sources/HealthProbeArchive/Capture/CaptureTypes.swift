@@ -90,6 +90,9 @@ public enum EventKind: String, Sendable, Codable, CaseIterable, StoredCode {
         case .deletedObject: 3
         }
     }
+
+    /// The kinds that open, replace or close a visibility range, as an SQL list of codes.
+    static let rangeKindsSQL = "(\(appeared.sql), \(representationChanged.sql), \(disappeared.sql))"
 }
 
 /// Evidence kinds in `sample_observation_events.evidence_kind`.

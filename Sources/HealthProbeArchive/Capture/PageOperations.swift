@@ -46,7 +46,7 @@ struct PageOperations {
         // The sample holding the fingerprint's prefix, whichever it is (at most one: the
         // prefix is unique in a type), with its whole fingerprint and whether it has no UUID.
         byFingerprintPrefix = try FastStatement(db, lookup.replacingOccurrences(of: "SELECT s.id, r.version_id, v.payload_hash", with: "SELECT s.id, r.version_id, v.payload_hash, s.strict_fingerprint, s.sample_uuid_hash IS NULL")
-                                                + " WHERE s.sample_type_id = ?1 AND substr(s.strict_fingerprint, 1, 16) = substr(?2, 1, 16)")
+                                                + " WHERE s.sample_type_id = ?1 AND \(SampleIndexes.fingerprintPrefix("s.strict_fingerprint")) = \(SampleIndexes.fingerprintPrefix("?2"))")
         insertSample = try FastStatement(db, """
             INSERT OR IGNORE INTO samples(sample_type_id, sample_uuid_hash, strict_fingerprint, semantic_fingerprint, first_seen_observation_id, first_seen_at)
             VALUES (?, ?, ?, ?, ?, ?)

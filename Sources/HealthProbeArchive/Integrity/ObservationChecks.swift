@@ -89,7 +89,7 @@ public enum ObservationChecks {
     static let touchedEvents = """
         SELECT e.sample_id, e.observation_id, e.event_kind, e.version_id, e.id
         FROM temp.hp_touched_samples t CROSS JOIN sample_observation_events e INDEXED BY idx_events_sample ON e.sample_id = t.sample_id
-        WHERE e.event_kind IN (\(EventKind.appeared.sql), \(EventKind.representationChanged.sql), \(EventKind.disappeared.sql))
+        WHERE e.event_kind IN \(EventKind.rangeKindsSQL)
         ORDER BY t.sample_id
         """
     /// The touched samples' stored ranges, in sample order.

@@ -99,7 +99,7 @@ struct RangeRebuild {
     static let allEvents = """
         SELECT e.sample_id, e.observation_id, e.event_kind, e.version_id, e.id
         FROM sample_observation_events e INDEXED BY idx_events_sample
-        WHERE e.event_kind IN (\(EventKind.appeared.sql), \(EventKind.representationChanged.sql), \(EventKind.disappeared.sql))
+        WHERE e.event_kind IN \(EventKind.rangeKindsSQL)
         ORDER BY e.sample_id
         """
     /// Every stored range, in sample order.

@@ -9,20 +9,19 @@ public enum SampleIndexes {
     /// narrower semantic-fingerprint index SQLite prefers on its own visits them in
     /// random order: 3x slower once the type is larger than the page cache (measured
     /// at 166,667 samples a type). The prefixes are unique within a type, so the
-    /// index's order is the whole fingerprints' order (`fingerprintOrder`).
+    /// index's order is the whole fingerprints' order (`fingerprintPrefix`).
     static let byTypeAndFingerprint = "idx_samples_type_fingerprint"
-    /// The bytes of a strict fingerprint that `byTypeAndFingerprint` holds.
-    static let fingerprintPrefixBytes = 16
+    /// SQL of the part of a strict fingerprint that `byTypeAndFingerprint` holds (its
+    /// first 16 bytes). Ordering a type's samples by it orders them by the whole
+    /// fingerprint, the prefixes being unique in a type.
+    public static func fingerprintPrefix(_ column: String) -> String { "substr(\(column), 1, 16)" }
     /// SQL that is true when `column` (a sample's stored strict fingerprint) equals
     /// `value` (a bound or joined fingerprint), written so that SQLite seeks the
     /// prefix in `byTypeAndFingerprint` and compares the whole fingerprint in the row.
     /// Without the prefix term a lookup would read every sample of the type.
     public static func fingerprintMatches(_ column: String, _ value: String) -> String {
-        "substr(\(column), 1, 16) = substr(\(value), 1, 16) AND \(column) = \(value)"
+        "\(fingerprintPrefix(column)) = \(fingerprintPrefix(value)) AND \(column) = \(value)"
     }
-    /// SQL to order a type's samples by strict fingerprint from `byTypeAndFingerprint`
-    /// (the same order as the whole fingerprints, the prefixes being unique in a type).
-    public static func fingerprintOrder(_ column: String) -> String { "substr(\(column), 1, 16)" }
     /// The capture's identity lookup by UUID (a partial index). A first load keeps it.
     static let byUUID = "idx_samples_uuid_hash"
     /// A sample's version by its payload hash: the UNIQUE index holds the hash's first 16

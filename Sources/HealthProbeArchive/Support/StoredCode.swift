@@ -8,12 +8,6 @@ public protocol StoredCode: RawRepresentable, CaseIterable where RawValue == Str
 }
 
 extension StoredCode {
-    /// The kind stored as `code`, or nil for a code no kind has.
-    public init?(code: Int64) {
-        guard let kind = Self.allCases.first(where: { $0.code == code }) else { return nil }
-        self = kind
-    }
-
     /// The code as an SQL literal, for queries that name a kind.
     public var sql: String { String(code) }
 
