@@ -3,8 +3,9 @@ import NIOCore
 
 /// Closes a connection that sends no hello within `hello`, or no frame for
 /// `idle` while the server is waiting for one (Protocol/README.md 6), after
-/// an ERROR frame `timeout`. While a request (CHAIN_STATUS_REQUEST,
-/// BUNDLE_END, PING) is unanswered the server is the one working, and the
+/// an ERROR frame `timeout`. While a request (AUTH, ENROLL, CHAIN_STATUS_REQUEST,
+/// HOUSEHOLD_REQUEST, BUNDLE_END, PING) is unanswered the server is the one
+/// working (a refused AUTH is answered only after the throttle's wait), and the
 /// idle clock is restarted instead.
 final class SyncTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = SyncInbound
@@ -17,6 +18,10 @@ final class SyncTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var timer: Scheduled<Void>?
     private var sawHello = false
     private var pendingRequests = 0
+
+    /// The frames the server answers, and its answers (ERROR answers any of them).
+    static let requests: Set<SyncFrame.Kind> = [.auth, .enroll, .chainStatusRequest, .householdRequest, .bundleEnd, .ping]
+    static let replies: Set<SyncFrame.Kind> = [.authOK, .chainStatus, .household, .bundleAck, .error, .pong]
 
     init(hello: TimeAmount, idle: TimeAmount) {
         self.hello = hello
@@ -42,13 +47,13 @@ final class SyncTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let message = unwrapInboundIn(data)
         sawHello = true
-        if case .frame(let f) = message, [.chainStatusRequest, .bundleEnd, .ping].contains(f.kind) { pendingRequests += 1 }
+        if case .frame(let f) = message, Self.requests.contains(f.kind) { pendingRequests += 1 }
         arm(context, idle)
         context.fireChannelRead(data)
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .frame(let f) = unwrapOutboundIn(data), [.chainStatus, .bundleAck, .error, .pong].contains(f.kind), pendingRequests > 0 {
+        if case .frame(let f) = unwrapOutboundIn(data), Self.replies.contains(f.kind), pendingRequests > 0 {
             pendingRequests -= 1
             arm(context, idle)
         }
@@ -61,12 +66,22 @@ final class SyncTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandler {
         timer = context.eventLoop.assumeIsolated().scheduleTask(in: after) { [self] in
             let context = bound.value
             if pendingRequests > 0 { arm(context, idle); return }
-            let seconds = after.nanoseconds / 1_000_000_000
+            let seconds = Self.seconds(after)
             let e = sawHello
                 ? SyncProtocolError(.timeout, "no frame for \(seconds) s; send PING to keep an idle connection open")
                 : SyncProtocolError(.timeout, "no hello within \(seconds) s")
             context.writeAndFlush(wrapOutboundOut(.frame(.error(e))), promise: nil)
             context.close(promise: nil)
         }
+    }
+
+    /// A limit as the message says it: whole seconds, or with the milliseconds it has ("1.5").
+    static func seconds(_ amount: TimeAmount) -> String {
+        let ms = amount.nanoseconds / 1_000_000
+        guard ms % 1000 != 0 else { return "\(ms / 1000)" }
+        var fraction = String(ms % 1000)
+        fraction = String(repeating: "0", count: 3 - fraction.count) + fraction
+        while fraction.hasSuffix("0") { fraction.removeLast() }
+        return "\(ms / 1000).\(fraction)"
     }
 }

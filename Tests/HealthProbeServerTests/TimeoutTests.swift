@@ -47,14 +47,18 @@ struct TimeoutTests {
         // tests) cannot stall a PING past it; a hello limit above a loaded TLS handshake (the
         // limit counts from accept: at 300 ms a fresh-clone run with Chromium beside it lost
         // the handshake itself).
+        // The device enrolls first on a server with the default limits: an ENROLL held up by
+        // a loaded machine between the hello and the frame is not what this test is about.
+        var enrollment: NodeEnrollment?
+        try await withServer(data) { server in enrollment = try await server.enroll("t") }
         try await withServer(data, hello: .milliseconds(1000), idle: .milliseconds(1500)) { server in
-            let auth = try wire(hello: false, [try authFrame(try await server.enroll("t"))])
+            let auth = try wire(hello: false, [try authFrame(try #require(enrollment))])
             let (silent, t1) = try await session(server, [])
             #expect(silent.contains("timeout") && silent.contains("no hello"), "\(silent)")
             #expect(t1 < .seconds(4))
 
             let (idle, _) = try await session(server, [(hello, 0)])
-            #expect(idle.contains("no frame for"), "\(idle)")
+            #expect(idle.contains("no frame for 1.5 s"), "\(idle)")
 
             // PING every 200 ms for 3.2 s (over twice the idle limit): answered, then the idle limit applies.
             let (kept, t3) = try await session(server, [(hello + auth, 200)] + Array(repeating: (ping, 200), count: 16))
@@ -62,5 +66,27 @@ struct TimeoutTests {
             #expect(kept.contains("no frame for"))
             #expect(kept.utf8.count > 16 * 5, "PONGs were answered")
         }
+    }
+
+    @Test("the server's own wait does not run the idle clock: an AUTH refused after a throttle longer than the idle limit gets unauthorized, not timeout")
+    func throttledAuth() async throws {
+        let data = TempDir()
+        // The throttle waits 1.2 s before refusing; the idle limit is 0.4 s.
+        try await withServer(data, idle: .milliseconds(400), throttle: AuthThrottle(base: 1.2, maximum: 1.2)) { server in
+            let wrong = NodeEnrollment(address: "127.0.0.1:\(server.port)", fingerprint: server.fingerprint, name: "nobody",
+                                       credential: String(repeating: "0", count: 64))
+            let (reply, elapsed) = try await session(server, [(try wire([try authFrame(wrong)]), 0)])
+            #expect(reply.contains("unauthorized"), "\(reply)")
+            #expect(!reply.contains("timeout"), "\(reply)")
+            #expect(elapsed >= .milliseconds(1200))
+        }
+    }
+
+    @Test("limits are named as set: whole seconds, or with their milliseconds")
+    func limitText() {
+        #expect(SyncTimeoutHandler.seconds(.seconds(120)) == "120")
+        #expect(SyncTimeoutHandler.seconds(.milliseconds(1500)) == "1.5")
+        #expect(SyncTimeoutHandler.seconds(.milliseconds(250)) == "0.25")
+        #expect(SyncTimeoutHandler.seconds(.milliseconds(1005)) == "1.005")
     }
 }
