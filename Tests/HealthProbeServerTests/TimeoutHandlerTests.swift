@@ -84,4 +84,28 @@ struct TimeoutHandlerTests {
         loop.advanceTime(by: .seconds(10))
         #expect(try channel.readOutbound(as: SyncOutbound.self) == nil)
     }
+
+    @Test("every request the server answers holds the idle clock until its answer", arguments: [
+        (SyncFrame.Kind.auth, SyncFrame.Kind.authOK), (.auth, .error), (.enroll, .authOK), (.chainStatusRequest, .chainStatus),
+        (.householdRequest, .household), (.bundleEnd, .error), (.ping, .pong)])
+    func everyRequest(request: SyncFrame.Kind, answer: SyncFrame.Kind) throws {
+        let (channel, loop) = try channel(idle: .seconds(5))
+        try channel.writeInbound(SyncInbound.hello(SyncHello()))
+        try channel.writeInbound(SyncInbound.frame(SyncFrame(kind: request, payload: ByteBuffer())))
+        loop.advanceTime(by: .seconds(60))
+        #expect(try timeoutError(channel) == nil)
+        #expect(channel.isActive)
+        try channel.writeOutbound(SyncOutbound.frame(SyncFrame(kind: answer, payload: ByteBuffer())))
+        _ = try channel.readOutbound(as: SyncOutbound.self)
+        loop.advanceTime(by: .seconds(5))
+        #expect(try timeoutError(channel)?.contains("no frame for 5 s") == true)
+    }
+
+    @Test("limits are named as set: whole seconds, or with their milliseconds")
+    func limitText() {
+        #expect(SyncTimeoutHandler.seconds(.seconds(120)) == "120")
+        #expect(SyncTimeoutHandler.seconds(.milliseconds(1500)) == "1.5")
+        #expect(SyncTimeoutHandler.seconds(.milliseconds(250)) == "0.25")
+        #expect(SyncTimeoutHandler.seconds(.milliseconds(1005)) == "1.005")
+    }
 }

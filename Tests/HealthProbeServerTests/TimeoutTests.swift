@@ -81,12 +81,4 @@ struct TimeoutTests {
             #expect(elapsed >= .milliseconds(1200))
         }
     }
-
-    @Test("limits are named as set: whole seconds, or with their milliseconds")
-    func limitText() {
-        #expect(SyncTimeoutHandler.seconds(.seconds(120)) == "120")
-        #expect(SyncTimeoutHandler.seconds(.milliseconds(1500)) == "1.5")
-        #expect(SyncTimeoutHandler.seconds(.milliseconds(250)) == "0.25")
-        #expect(SyncTimeoutHandler.seconds(.milliseconds(1005)) == "1.005")
-    }
 }
