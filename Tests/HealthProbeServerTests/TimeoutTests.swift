@@ -43,29 +43,36 @@ struct TimeoutTests {
     @Test("no hello: ERROR timeout, then closed; hello then silence: the same after the idle limit; PINGs keep it open")
     func timeouts() async throws {
         let data = TempDir()
-        // An idle limit well above the PING interval, so a loaded machine (a build beside the
-        // tests) cannot stall a PING past it; a hello limit above a loaded TLS handshake (the
-        // limit counts from accept: at 300 ms a fresh-clone run with Chromium beside it lost
-        // the handshake itself).
+        // The exact instants are tested on an injected clock (TimeoutHandlerTests); here the
+        // handler is tested in the real server over TLS, with limits far above what a loaded
+        // 2-core machine stalls a step: the hello limit counts from accept, so it includes the
+        // TLS handshake (1 s lost it while the whole suite ran beside it), and the PINGs must
+        // not be held up past the idle limit. The three sessions run at once.
         // The device enrolls first on a server with the default limits: an ENROLL held up by
         // a loaded machine between the hello and the frame is not what this test is about.
         var enrollment: NodeEnrollment?
         try await withServer(data) { server in enrollment = try await server.enroll("t") }
-        try await withServer(data, hello: .milliseconds(1000), idle: .milliseconds(1500)) { server in
-            let auth = try wire(hello: false, [try authFrame(try #require(enrollment))])
-            let (silent, t1) = try await session(server, [])
-            #expect(silent.contains("timeout") && silent.contains("no hello"), "\(silent)")
-            #expect(t1 < .seconds(4))
-
-            let (idle, _) = try await session(server, [(hello, 0)])
-            #expect(idle.contains("no frame for 1.5 s"), "\(idle)")
-
-            // PING every 200 ms for 3.2 s (over twice the idle limit): answered, then the idle limit applies.
-            let (kept, t3) = try await session(server, [(hello + auth, 200)] + Array(repeating: (ping, 200), count: 16))
-            #expect(t3 >= .milliseconds(3200))
-            #expect(kept.contains("no frame for"))
-            #expect(kept.utf8.count > 16 * 5, "PONGs were answered")
+        let auth = try wire(hello: false, [try authFrame(try #require(enrollment))])
+        try await withServer(data, hello: .seconds(4), idle: .seconds(5)) { server in
+            async let silentSession = session(server, [])
+            async let idleSession = session(server, [(hello, 0)])
+            // PING every second for 11 s (over twice the idle limit): answered, then the idle limit applies.
+            async let keptSession = session(server, [(hello + auth, 1000)] + Array(repeating: (ping, 1000), count: 11))
+            let (silent, t1) = try await silentSession
+            #expect(silent.contains("timeout") && silent.contains("no hello within 4 s"), "\(Self.printable(silent))")
+            #expect(t1 >= .seconds(4) && t1 < .seconds(15))
+            let (idle, _) = try await idleSession
+            #expect(idle.contains("no frame for 5 s"), "\(Self.printable(idle))")
+            let (kept, t3) = try await keptSession
+            #expect(t3 >= .seconds(12))
+            #expect(kept.contains("no frame for 5 s"), "\(Self.printable(kept))")
+            #expect(kept.utf8.count > 11 * 5, "PONGs were answered")
         }
+    }
+
+    /// What the server sent, its binary framing left out (for a failure's message).
+    static func printable(_ s: String) -> String {
+        String(s.unicodeScalars.filter { $0.value >= 0x20 && $0.value < 0x7F }.map(Character.init))
     }
 
     @Test("the server's own wait does not run the idle clock: an AUTH refused after a throttle longer than the idle limit gets unauthorized, not timeout")
@@ -76,8 +83,8 @@ struct TimeoutTests {
             let wrong = NodeEnrollment(address: "127.0.0.1:\(server.port)", fingerprint: server.fingerprint, name: "nobody",
                                        credential: String(repeating: "0", count: 64))
             let (reply, elapsed) = try await session(server, [(try wire([try authFrame(wrong)]), 0)])
-            #expect(reply.contains("unauthorized"), "\(reply)")
-            #expect(!reply.contains("timeout"), "\(reply)")
+            #expect(reply.contains("unauthorized"), "\(Self.printable(reply))")
+            #expect(!reply.contains("timeout"), "\(Self.printable(reply))")
             #expect(elapsed >= .milliseconds(1200))
         }
     }
