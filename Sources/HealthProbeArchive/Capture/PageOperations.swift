@@ -30,22 +30,25 @@ struct PageOperations {
         at = run.session.observedAt
         typeID = run.typeID
         runID = run.runID
-        let lookup = """
-            SELECT s.id, r.version_id, v.payload_hash
-            FROM samples s
+        // A sample, its open range's version and that version's payload hash (then `extra`).
+        func lookup(_ extra: String = "", from: String = "samples s") -> String {
+            """
+            SELECT s.id, r.version_id, v.payload_hash\(extra)
+            FROM \(from)
             LEFT JOIN sample_visibility_ranges r ON r.sample_id = s.id AND +r.last_observation_id IS NULL
             LEFT JOIN sample_versions v ON v.id = r.version_id
             """
+        }
         // INDEXED BY: statistics (ANALYZE) must never turn this into a scan of the type.
-        byUUID = try FastStatement(db, lookup.replacingOccurrences(of: "FROM samples s", with: "FROM samples s INDEXED BY \(SampleIndexes.byUUID)")
+        byUUID = try FastStatement(db, lookup(from: "samples s INDEXED BY \(SampleIndexes.byUUID)")
                                    + " WHERE s.sample_uuid_hash = ? AND s.sample_type_id = ? ORDER BY s.id LIMIT 1")
         // A UUID sample is first looked up by its strict fingerprint: that index is in time
         // order, so the lookups of a capture read its pages nearly in sequence, where the
         // UUID hash index is read at random. A type holds at most one sample per UUID hash.
-        byFingerprintAndUUID = try FastStatement(db, lookup + " WHERE s.sample_type_id = ?1 AND \(SampleIndexes.fingerprintMatches("s.strict_fingerprint", "?2")) AND s.sample_uuid_hash = ?3")
+        byFingerprintAndUUID = try FastStatement(db, lookup() + " WHERE s.sample_type_id = ?1 AND \(SampleIndexes.fingerprintMatches("s.strict_fingerprint", "?2")) AND s.sample_uuid_hash = ?3")
         // The sample holding the fingerprint's prefix, whichever it is (at most one: the
         // prefix is unique in a type), with its whole fingerprint and whether it has no UUID.
-        byFingerprintPrefix = try FastStatement(db, lookup.replacingOccurrences(of: "SELECT s.id, r.version_id, v.payload_hash", with: "SELECT s.id, r.version_id, v.payload_hash, s.strict_fingerprint, s.sample_uuid_hash IS NULL")
+        byFingerprintPrefix = try FastStatement(db, lookup(", s.strict_fingerprint, s.sample_uuid_hash IS NULL")
                                                 + " WHERE s.sample_type_id = ?1 AND \(SampleIndexes.fingerprintPrefix("s.strict_fingerprint")) = \(SampleIndexes.fingerprintPrefix("?2"))")
         insertSample = try FastStatement(db, """
             INSERT OR IGNORE INTO samples(sample_type_id, sample_uuid_hash, strict_fingerprint, semantic_fingerprint, first_seen_observation_id, first_seen_at)
@@ -78,9 +81,7 @@ struct PageOperations {
     private func lookup(_ stmt: FastStatement, _ args: [FastStatement.Value], payloadHash: Digest32) throws -> Found? {
         var found: Found?
         try stmt.query(db, args) { row in
-            if found == nil {
-                found = Found(sampleID: row.int(0)!, openVersionID: row.int(1), openPayloadMatches: row.hashEquals(2, payloadHash))
-            }
+            if found == nil { found = Found(row, payloadHash: payloadHash) }
         }
         return found
     }
@@ -93,9 +94,7 @@ struct PageOperations {
     private func slot(_ fp: Digest32, payloadHash: Digest32) throws -> Slot {
         var slot = Slot.free
         try byFingerprintPrefix.queryWhile(db, [.int(typeID), .digest(fp)]) { row in
-            slot = row.hashEquals(3, fp) && row.int(4) == 1
-                ? .found(Found(sampleID: row.int(0)!, openVersionID: row.int(1), openPayloadMatches: row.hashEquals(2, payloadHash)))
-                : .taken
+            slot = row.hashEquals(3, fp) && row.int(4) == 1 ? .found(Found(row, payloadHash: payloadHash)) : .taken
             return false
         }
         return slot
@@ -294,5 +293,12 @@ struct PageOperations {
         let id = try Int64.fetchOne(db, sql: "SELECT id FROM metadata_blobs WHERE metadata_hash = ?", arguments: [hash])!
         run.session.caches.metadata[hash] = id
         return id
+    }
+}
+
+extension PageOperations.Found {
+    /// From the current row of a lookup (its first three columns).
+    init(_ row: FastStatement, payloadHash: Digest32) {
+        self.init(sampleID: row.int(0)!, openVersionID: row.int(1), openPayloadMatches: row.hashEquals(2, payloadHash))
     }
 }

@@ -10,7 +10,8 @@
 /// fingerprint's prefix is taken moves to the next `occurrence`, as it does for an exact
 /// duplicate (docs/hashing.md section 6). Because the prefixes are unique within a
 /// type, ordering a type's samples by the prefix orders them by the whole fingerprint:
-/// point-in-time pages and the chain-state digest read the index in that order.
+/// point-in-time pages read the index in that order (the chain-state digest, across
+/// types, sorts its rows anyway).
 /// The table is rebuilt row for row with its ids (bundle items follow ids), with its
 /// columns, checks and foreign keys as schema 9 made them, and its two other indexes as
 /// schema 11 left them. An archive holding two samples of a type whose fingerprints

@@ -24,7 +24,7 @@ struct RangeRebuildTests {
                 SELECT sample_id, observation_id, version_id, event_kind,
                        lead(observation_id) OVER (PARTITION BY sample_id ORDER BY observation_id, event_kind = \(EventKind.appeared.sql), id) AS next_obs
                 FROM sample_observation_events
-                WHERE event_kind IN (\(EventKind.appeared.sql), \(EventKind.representationChanged.sql), \(EventKind.disappeared.sql))
+                WHERE event_kind IN \(EventKind.rangeKindsSQL)
             ), rebuilt AS (
                 SELECT sample_id, version_id, observation_id AS first_observation_id, next_obs AS last_observation_id
                 FROM ev WHERE event_kind IN (\(EventKind.appeared.sql), \(EventKind.representationChanged.sql))
@@ -84,7 +84,7 @@ struct RangeRebuildTests {
         let node = try home.open()
         var rng = TestRandom(printingSeedFor: "matchesTheSQL \(seed)")
         try node.archive.writer.write { db in
-            let kinds = try Int.fetchOne(db, sql: "SELECT count(DISTINCT event_kind) FROM sample_observation_events WHERE event_kind IN (\(EventKind.appeared.sql), \(EventKind.representationChanged.sql), \(EventKind.disappeared.sql))")
+            let kinds = try Int.fetchOne(db, sql: "SELECT count(DISTINCT event_kind) FROM sample_observation_events WHERE event_kind IN \(EventKind.rangeKindsSQL)")
             #expect(kinds == 3, "the simulated history should hold every kind of event")
             #expect(try Self.walk(db).isEmpty)
             #expect(try Self.oracle(db).isEmpty)

@@ -72,7 +72,7 @@ struct IndexPlanTests {
         Use("sqlite_autoindex_sample_observation_events_1", "Aggregates (a type's samples probed for the observation's events)",
             """
             SELECT count(*) FROM samples s INDEXED BY \(SampleIndexes.byTypeAndFingerprint) CROSS JOIN sample_observation_events e
-              ON e.sample_id = s.id AND e.observation_id = ? AND e.event_kind IN (\(EventKind.appeared.sql), \(EventKind.disappeared.sql), \(EventKind.representationChanged.sql))
+              ON e.sample_id = s.id AND e.observation_id = ? AND e.event_kind IN \(EventKind.rangeKindsSQL)
             WHERE s.sample_type_id = ?
             """, [1, 1]),
         Use("sqlite_autoindex_sample_observation_events_1", "BundleItems (an observation's events in row order)",
