@@ -35,6 +35,13 @@ public final class PipelinedPageWriter: @unchecked Sendable {
     /// archive, alive: its runs reach it, unowned).
     private let normalizer: NormalizerRef
     private let transactionSamples: Int
+    /// Trims the heap once `transactionSamples` samples were written since the last trim:
+    /// the write queue's work moves between threads, and so between glibc's arenas, and
+    /// each arena would otherwise keep what the chunks freed in it
+    /// (docs/decisions/2026-11-25-heap-arenas.md, amended in session 28).
+    private let trimHeap: @Sendable () -> Void
+    /// Samples written since the heap was last trimmed (the write queue only).
+    private var sinceTrim = 0
 
     /// A normalized chunk waiting for the write stage.
     private struct Chunk {
@@ -64,10 +71,16 @@ public final class PipelinedPageWriter: @unchecked Sendable {
     }
 
     /// `transactionSamples` bounds the samples one transaction applies (at least one chunk).
-    public init(session: CaptureSession, maxInFlight: Int = 3, transactionSamples: Int = PipelinedPageWriter.defaultTransactionSamples) {
+    public convenience init(session: CaptureSession, maxInFlight: Int = 3, transactionSamples: Int = PipelinedPageWriter.defaultTransactionSamples) {
+        self.init(session: session, maxInFlight: maxInFlight, transactionSamples: transactionSamples, trimHeap: Heap.trim)
+    }
+
+    /// `trimHeap` hands the allocator's free memory back (tests inject a counter).
+    init(session: CaptureSession, maxInFlight: Int, transactionSamples: Int, trimHeap: @escaping @Sendable () -> Void) {
         normalizer = NormalizerRef(session.normalizer)
         slots = DispatchSemaphore(value: max(maxInFlight, 1))
         self.transactionSamples = max(transactionSamples, 1)
+        self.trimHeap = trimHeap
     }
 
     /// A writer for a single run.
@@ -154,6 +167,11 @@ public final class PipelinedPageWriter: @unchecked Sendable {
             return taken
         }
         session.caches.trim()
+        sinceTrim += pages.samples
+        if sinceTrim >= transactionSamples {
+            sinceTrim = 0
+            trimHeap()
+        }
         pages.publish()
         shared.lock.withLock {
             shared.transactions += 1

@@ -137,4 +137,53 @@ struct PipelineTransactionTests {
         _ = try run.complete()
         try session.finish()
     }
+
+    @Test("the heap is trimmed each time a transaction bound's worth of samples was written, not after every transaction")
+    func trimsHeapByWrittenSamples() throws {
+        let t = TempHome()
+        let node = try t.open()
+        final class Count: @unchecked Sendable {
+            let lock = NSLock()
+            var n = 0
+            func add() { lock.withLock { n += 1 } }
+        }
+        let trims = Count()
+        let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: .manual))
+        let run = try session.beginTypeRun(heartRate, kind: .fullScan)
+        let pipeline = PipelinedPageWriter(session: session, maxInFlight: 10, transactionSamples: 4, trimHeap: { trims.add() })
+        let hold = WriterHold(node.archive)
+        for c in 0..<5 { try pipeline.submit((c * 3..<c * 3 + 3).map { hr($0) }, to: run) }
+        try Self.waitFor(pipeline, chunks: 5)
+        hold.release()
+        #expect(try pipeline.flush().appeared == 15)
+        // Transactions of 6, 6 and 3 samples: a trim after each of the first two (6 >= 4), none after the last.
+        #expect(pipeline.transactionsCommitted == 3)
+        #expect(trims.lock.withLock { trims.n } == 2)
+        // Three samples more reach the bound again (3 + 3): one more trim.
+        try pipeline.submit((15..<18).map { hr($0) }, to: run)
+        try pipeline.flush()
+        #expect(trims.lock.withLock { trims.n } == 3)
+        _ = try run.complete()
+        try session.finish()
+    }
+
+    @Test("a released pipeline holds nothing of its session")
+    func releasesTheSession() throws {
+        let t = TempHome()
+        let node = try t.open()
+        weak var normalizer: SampleNormalizer?
+        do {
+            let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: .manual))
+            normalizer = session.normalizer
+            let run = try session.beginTypeRun(heartRate, kind: .fullScan)
+            let pipeline = PipelinedPageWriter(session: session, maxInFlight: 2, transactionSamples: 4)
+            for c in 0..<5 { try pipeline.submit((c * 3..<c * 3 + 3).map { hr($0) }, to: run) }
+            #expect(try pipeline.flush().appeared == 15)
+            _ = try run.complete()
+            try session.finish()
+        }
+        // Nothing queued on the pipeline's stages still holds the session's normalizer.
+        for _ in 0..<400 where normalizer != nil { Thread.sleep(forTimeInterval: 0.005) }
+        #expect(normalizer == nil)
+    }
 }
