@@ -142,15 +142,10 @@ struct PipelineTransactionTests {
     func trimsHeapByWrittenSamples() throws {
         let t = TempHome()
         let node = try t.open()
-        final class Count: @unchecked Sendable {
-            let lock = NSLock()
-            var n = 0
-            func add() { lock.withLock { n += 1 } }
-        }
-        let trims = Count()
+        let trims = PipelineStageTests.Counter()
         let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: .manual))
         let run = try session.beginTypeRun(heartRate, kind: .fullScan)
-        let pipeline = PipelinedPageWriter(session: session, maxInFlight: 10, transactionSamples: 4, trimHeap: { trims.add() })
+        let pipeline = PipelinedPageWriter(session: session, maxInFlight: 10, transactionSamples: 4, trimHeap: { trims.add(1) })
         let hold = WriterHold(node.archive)
         for c in 0..<5 { try pipeline.submit((c * 3..<c * 3 + 3).map { hr($0) }, to: run) }
         try Self.waitFor(pipeline, chunks: 5)
@@ -158,11 +153,11 @@ struct PipelineTransactionTests {
         #expect(try pipeline.flush().appeared == 15)
         // Transactions of 6, 6 and 3 samples: a trim after each of the first two (6 >= 4), none after the last.
         #expect(pipeline.transactionsCommitted == 3)
-        #expect(trims.lock.withLock { trims.n } == 2)
+        #expect(trims.current == 2)
         // Three samples more reach the bound again (3 + 3): one more trim.
         try pipeline.submit((15..<18).map { hr($0) }, to: run)
         try pipeline.flush()
-        #expect(trims.lock.withLock { trims.n } == 3)
+        #expect(trims.current == 3)
         _ = try run.complete()
         try session.finish()
     }
