@@ -14,7 +14,8 @@ struct Status: AsyncParsableCommand {
         let cache = try ArchiveCache.of(home)
         try cache.refresh(from: node)
         guard let s = try cache.status() else { throw ArchiveError(.invalidState, "the report cache has no status after a refresh; run `hp-node cache rebuild`") }
-        if options.json { try Output.json(s); return }
+        let storage = try await node.archive.writer.read(ArchiveCompaction.Storage.read)
+        if options.json { try Output.json(StatusOutput(status: s, storage: storage)); return }
         print("archive           \(home.archivePath)")
         print("schema version    \(s.schemaVersion)")
         print("device chain      \(s.deviceChainHash.prefix(16))\(s.recoveredFromKeychain ? " (recovered from the key directory)" : "")")
@@ -24,5 +25,21 @@ struct Status: AsyncParsableCommand {
         print("payload versions  \(s.versions)")
         print("visible now       \(s.visibleSamples)")
         print("events            \(s.events)")
+        let free = storage.freePages == 1 ? "1 page free" : "\(storage.freePages) pages free"
+        print("file              \(String(format: "%.1f MB", Double(storage.bytes) / 1_000_000)), \(storage.pages) pages, \(free)\(storage.worthCompacting ? " (`hp-node compact` returns them to the disk)" : "")")
+    }
+}
+
+/// `status --json`: the cached status and, beside its fields, the file's `storage`.
+struct StatusOutput: Encodable {
+    var status: ObservationQueries.Status
+    var storage: ArchiveCompaction.Storage
+
+    enum Key: String, CodingKey { case storage }
+
+    func encode(to encoder: any Encoder) throws {
+        try status.encode(to: encoder)
+        var c = encoder.container(keyedBy: Key.self)
+        try c.encode(storage, forKey: .storage)
     }
 }

@@ -53,4 +53,37 @@ struct NodeFixtureV8Tests {
         let bad = try hpNode(h + ["snapshot", "--at", "5", "--after", "1:zz", "--json"])
         #expect(bad.0 != 0 && !bad.2.isEmpty)
     }
+
+    @Test("compact: the migrated schema-8 archive's free pages (status names them) go back to the disk; the digests stay; refused while another process writes")
+    func compact() throws {
+        let t = TempHome()
+        try ArchiveFixtureV8.install(into: t)
+        let h = ["--home", t.root]
+        #expect(try hpNode(h + ["init"]).0 == 0, "migrates")
+        let status = try hpNode(h + ["status"])
+        #expect(status.1.contains("pages free (`hp-node compact` returns them to the disk)"), "\(status.1)")
+        do {
+            let writer = try FileLock(path: t.home.archivePath + ".lock")
+            let busy = try hpNode(h + ["compact"])
+            #expect(busy.0 != 0 && busy.2.contains("in use by another HealthProbe process"), "\(busy.2)")
+            withExtendedLifetime(writer) {}
+        }
+        let r = try hpNode(h + ["compact", "--json"])
+        #expect(r.0 == 0, "\(r.2)")
+        let report = try #require(try json(r.1) as? [String: Any])
+        #expect(report["compacted"] as? Bool == true && report["digests_compared"] as? Int == 1, "\(r.1)")
+        let before = try #require(report["pages_before"] as? Int), after = try #require(report["pages_after"] as? Int)
+        #expect(after < before && (report["free_pages_before"] as? Int ?? 0) > 0)
+        for e in try ArchiveFixtureV8.expected() {
+            let d = try hpNode(h + ["digest", "--at", "\(e.id)", "--json"])
+            #expect((try json(d.1) as? [String: Any])?["digest"] as? String == e.digest)
+        }
+        let storage = (try json(try hpNode(h + ["status", "--json"]).1) as? [String: Any])?["storage"] as? [String: Any]
+        #expect(storage?["pages"] as? Int == after && (storage?["free_pages"] as? Int ?? 64) < 64, "\(String(describing: storage))")
+        #expect(!(try hpNode(h + ["status"]).1.contains("hp-node compact")))
+        let again = try hpNode(h + ["compact"])
+        #expect(again.0 == 0 && again.1.contains("nothing to compact"), "\(again.1)")
+        let none = try hpNode(["--home", TempHome().root, "compact"])
+        #expect(none.0 != 0 && none.2.contains("nothing to compact"), "\(none.2)")
+    }
 }

@@ -32,4 +32,37 @@ struct ReplicaMigrationTests {
         let visible = chains.first?["visible"] as? [String: Int] ?? [:]
         #expect(chains.count == 1 && visible.values.reduce(0, +) == 727, "the fixture's last observation shows 727 records")
     }
+
+    @Test("compact: refused while a server serves; stopped, it returns the migrated replica's free pages and the replica still answers")
+    func compactAfterMigration() throws {
+        let data = TempDir()
+        #expect(try hpServer(["init", "--data", data.path]).0 == 0)
+        let chain = try ArchiveFixtureV8.chainHash()
+        try FileManager.default.createDirectory(atPath: data.path + "/chains/\(chain)", withIntermediateDirectories: true)
+        let replica = data.path + "/chains/\(chain)/replica.sqlite"
+        try ArchiveFixtureV8.writeArchive(to: replica)
+        let summaryBefore: String
+        do {
+            let server = try ServerProcess(data: data.path)
+            #expect(server.port > 0)
+            let refused = try hpServer(["compact", "--data", data.path])
+            #expect(refused.0 != 0 && refused.2.contains("stop it before compacting"), "\(refused.2)")
+            summaryBefore = try hpServer(["summary", "--data", data.path, "--json"]).1
+        }
+        let free = try DatabaseQueue(path: replica).read { try Int.fetchOne($0, sql: "PRAGMA freelist_count")! }
+        #expect(free > 0, "the migration rebuilt tables")
+        let r = try hpServer(["compact", "--data", data.path, "--json"])
+        #expect(r.0 == 0, "\(r.2)")
+        let reports = try #require(try JSONSerialization.jsonObject(with: Data(r.1.utf8)) as? [[String: Any]])
+        let report = try #require(reports.first?["report"] as? [String: Any])
+        #expect(reports.count == 1 && reports.first?["chain"] as? String == chain)
+        #expect(report["compacted"] as? Bool == true && report["free_pages_before"] as? Int == free && report["digests_compared"] as? Int == 1)
+        #expect(try DatabaseQueue(path: replica).read { try Int.fetchOne($0, sql: "PRAGMA freelist_count")! } == 0)
+        #expect(summaryBefore.contains("\"visible\""))
+        #expect(try hpServer(["summary", "--data", data.path, "--json"]).1 == summaryBefore, "the household summary reads the same")
+        let verify = try hpServer(["verify", "--data", data.path, "--full"])
+        #expect(verify.0 == 0, "\(verify.1) \(verify.2)")
+        let table = try hpServer(["compact", "--data", data.path])
+        #expect(table.0 == 0 && table.1.contains("nothing to compact"), "\(table.1)")
+    }
 }

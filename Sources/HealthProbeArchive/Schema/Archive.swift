@@ -127,6 +127,9 @@ public final class Archive: Sendable {
         }
     }
 
+    /// Whether this process opened the archive for writing (and holds its lock).
+    public var isWritable: Bool { lock != nil }
+
     /// The schema version recorded in the archive.
     public func schemaVersion() throws -> Int {
         try writer.read(ArchiveMigrations.appliedVersion)

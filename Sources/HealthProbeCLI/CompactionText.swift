@@ -1,0 +1,16 @@
+import Foundation
+import HealthProbeArchive
+
+/// One line for a compaction's report, as `hp-node compact` and `hp-server compact` print it.
+public enum CompactionText {
+    public static func line(_ r: ArchiveCompaction.Report, name: String) -> String {
+        let seconds = String(format: "%.1f", r.seconds)
+        guard r.compacted else {
+            return "\(name): nothing to compact, \(r.freePagesBefore) of \(r.pagesBefore) pages free (\(megabytes(r.bytesBefore))); it compacts from 1% and 64 pages free"
+        }
+        return "\(name): \(r.pagesBefore) pages -> \(r.pagesAfter) (\(megabytes(r.bytesBefore)) -> \(megabytes(r.bytesAfter))), "
+            + "\(r.freePagesBefore) free pages returned to the disk in \(seconds) s (the copy \(String(format: "%.1f", r.copySeconds)) s); row counts and \(r.digestsCompared) chain-state digest(s) unchanged"
+    }
+
+    static func megabytes(_ bytes: Int) -> String { String(format: "%.1f MB", Double(bytes) / 1_000_000) }
+}
