@@ -128,6 +128,8 @@ public enum ArchiveCompaction {
                 try db.execute(sql: "VACUUM")
                 _ = try db.checkpoint(.truncate)
             }
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_FULL {
+            throw ArchiveError(.storage, "the disk filled while compacting \(path) (\((path as NSString).deletingLastPathComponent) or \(temporaryDirectory)); the archive is as it was. Free space and compact again", cause: error)
         } catch {
             throw ArchiveError(.storage, "compacting \(path) failed and left it as it was; check the free disk (\(path)'s directory and \(temporaryDirectory)) and try again", cause: error)
         }

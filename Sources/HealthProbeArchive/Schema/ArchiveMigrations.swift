@@ -48,6 +48,14 @@ public enum ArchiveMigrations {
     /// Value of `archive_metadata.archive_format`.
     public static let archiveFormat = "healthprobe-archive-v2"
 
+    /// What a migration that filled the disk says: where, about how much it needs, what to do.
+    static func diskFullMessage(path: String, to version: Int, stays: String) -> String {
+        let directory = (path as NSString).deletingLastPathComponent
+        let size = ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int).map { " (the archive is \(($0 + 999_999) / 1_000_000) MB)" } ?? ""
+        return "the disk holding \(directory) filled while migrating the archive to schema \(version); the migration was rolled back and \(stays). "
+            + "A migration that rebuilds tables needs free disk of up to the archive's size\(size) beside it; free space there and open the archive again"
+    }
+
     /// Brings `db` up to date, refusing archives from newer builds.
     static func migrate(_ writer: any DatabaseWriter, migrations: [Migration] = all, now: Double) throws {
         let known = migrations.map(\.version).max() ?? 0
@@ -95,7 +103,13 @@ public enum ArchiveMigrations {
         } catch let error as ArchiveError {
             throw error
         } catch {
-            throw ArchiveError(.migrationFailed, "a schema migration failed and was rolled back; the archive is unchanged and was not deleted. Report this with the cause below", cause: error)
+            // Each migration commits on its own: the ones before the failed one stay.
+            let at = (try? writer.read(appliedVersion)) ?? 0
+            let stays = at == (state?.applied ?? 0) ? "the archive is unchanged (schema \(at))" : "the archive stays at schema \(at), migrated that far"
+            if let e = error as? DatabaseError, e.resultCode == .SQLITE_FULL {
+                throw ArchiveError(.storage, diskFullMessage(path: writer.path, to: known, stays: stays), cause: error)
+            }
+            throw ArchiveError(.migrationFailed, "a schema migration failed and was rolled back; \(stays) and was not deleted. Report this with the cause below", cause: error)
         }
     }
 }

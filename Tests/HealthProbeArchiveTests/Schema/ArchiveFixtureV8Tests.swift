@@ -86,4 +86,49 @@ struct ArchiveFixtureV8Tests {
         #expect(try ArchiveFixtureV8.schemaVersion(path) == 8)
         #expect(try MigrationTests.contents(path) == before, "schema, migration records and every row of samples unchanged")
     }
+
+    @Test("a full disk stops the migrations: a storage error naming the directory and the fix, the schema-8 archive as it was; with room, it migrates")
+    func fullDiskRollsBack() throws {
+        let t = TempHome()
+        try ArchiveFixtureV8.install(into: t)
+        let path = t.home.archivePath
+        let before = try MigrationTests.contents(path)
+        // Cap the file a little above its size: the rebuilt tables then fail with SQLITE_FULL.
+        let capped = try DatabaseQueue(path: path)
+        try capped.writeWithoutTransaction { db in
+            let pages = try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 0
+            try db.execute(sql: "PRAGMA max_page_count = \(pages + 20)")
+        }
+        do {
+            try ArchiveMigrations.migrate(capped, now: 1_750_000_000)
+            Issue.record("the migrations did not fill the capped file")
+        } catch let e as ArchiveError {
+            #expect(e.code == .storage)
+            #expect(e.message.contains("the disk holding \(t.home.archiveDirectory) filled") && e.message.contains("free space there"), "\(e.message)")
+            #expect(e.message.contains("rolled back and the archive is unchanged (schema 8)"), "\(e.message)")
+        }
+        try capped.close()
+        #expect(try MigrationTests.contents(path) == before, "schema, migration records and every row of samples unchanged")
+        let node = try t.open()
+        #expect(try ArchiveFixtureV8.schemaVersion(path) == ArchiveMigrations.latestVersion)
+        try Self.expectSameAnswers(node, TempDir())
+    }
+
+    @Test("a migration that fails after others committed says the archive stays at the last one")
+    func failsAfterOthers() throws {
+        let t = TempHome()
+        try ArchiveFixtureV8.install(into: t)
+        let broken = ArchiveMigrations.all.filter { $0.version <= 9 }
+            + [.init(version: 10, description: "broken", sql: "INSERT INTO no_such_table VALUES (1);")]
+        let queue = try DatabaseQueue(path: t.home.archivePath)
+        do {
+            try ArchiveMigrations.migrate(queue, migrations: broken, now: 1_750_000_000)
+            Issue.record("the broken migration did not fail")
+        } catch let e as ArchiveError {
+            #expect(e.code == .migrationFailed)
+            #expect(e.message.contains("the archive stays at schema 9, migrated that far"), "\(e.message)")
+        }
+        try queue.close()
+        #expect(try ArchiveFixtureV8.schemaVersion(t.home.archivePath) == 9)
+    }
 }
