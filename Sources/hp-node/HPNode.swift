@@ -1,5 +1,6 @@
 import ArgumentParser
 import HealthProbeArchive
+import HealthProbeCLI
 
 /// `hp-node`: a device node's archive, captures and sync.
 @main
@@ -27,6 +28,8 @@ struct HomeOptions: ParsableArguments {
 
     /// Opens the node archive with the command-line logger.
     func open(_ mode: Archive.Mode = .readWrite) throws -> NodeArchive {
-        try resolvedHome.open(mode: mode, logger: NodeLogging.logger())
+        try resolvedHome.open(mode: mode, logger: NodeLogging.logger()) { from, to in
+            Output.err("hp-node: migrating the archive from schema \(from) to \(to); on a large archive this can take a while and needs free disk of up to the archive's size")
+        }
     }
 }

@@ -24,6 +24,8 @@ struct NodeFixtureV8Tests {
         let refused = try hpNode(h + ["verify", "--json"])
         #expect(refused.0 != 0 && refused.2.contains("hp-node init"), "\(refused.2)")
         let migrated = try hpNode(h + ["init", "--json"])
+        #expect(migrated.2.contains("migrating the archive from schema 8 to \(ArchiveMigrations.latestVersion)"), "\(migrated.2)")
+        #expect(!(try hpNode(h + ["init", "--json"])).2.contains("migrating"), "once")
         #expect((try json(migrated.1) as? [String: Any])?["schema_version"] as? Int == ArchiveMigrations.latestVersion, "\(migrated.2)")
         let verify = try hpNode(h + ["verify", "--json"])
         #expect(verify.0 == 0, "\(verify.1) \(verify.2)")

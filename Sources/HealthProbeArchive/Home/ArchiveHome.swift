@@ -28,7 +28,8 @@ public struct ArchiveHome: Sendable {
 
     /// Opens the node archive, creating keys, archive and device chain as needed.
     public func open(mode: Archive.Mode = .readWrite, clock: any ArchiveClock = SystemClock(),
-                     logger: Logger = Archive.silentLogger) throws -> NodeArchive {
+                     logger: Logger = Archive.silentLogger,
+                     onMigration: (_ from: Int, _ to: Int) -> Void = { _, _ in }) throws -> NodeArchive {
         let keys = keyStore
         if mode == .readOnly {
             guard archiveExists else {
@@ -37,7 +38,7 @@ public struct ArchiveHome: Sendable {
         }
         let secret = try keys.archiveSecret()
         let seed = try keys.deviceChainSeed()
-        let archive = try Archive.open(path: archivePath, mode: mode, clock: clock, logger: logger)
+        let archive = try Archive.open(path: archivePath, mode: mode, clock: clock, logger: logger, onMigration: onMigration)
         return try NodeArchive(archive: archive, secret: secret.bytes, seed: seed, clock: clock, createChain: mode == .readWrite)
     }
 

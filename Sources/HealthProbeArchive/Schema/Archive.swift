@@ -27,9 +27,12 @@ public final class Archive: Sendable {
     /// `writerCacheMiB` bounds the writing connection's page cache (readers get 8 MiB).
     /// `singleConnection`: one connection for reads and writes (a queue, not a pool):
     /// cheaper to open and to keep open, for a writer whose readers open their own.
+    /// `onMigration(from, to)` is called before an existing archive is migrated (which
+    /// can take a while on a large one); the migration is also logged at `notice`.
     public static func open(path: String, mode: Mode = .readWrite, durability: Durability = .normal, writerCacheMiB: Int = 64,
                             singleConnection: Bool = false, clock: any ArchiveClock = SystemClock(),
-                            logger: Logger = Archive.silentLogger) throws -> Archive {
+                            logger: Logger = Archive.silentLogger,
+                            onMigration: (_ from: Int, _ to: Int) -> Void = { _, _ in }) throws -> Archive {
         let directory = (path as NSString).deletingLastPathComponent
         if mode == .readOnly && !FileManager.default.fileExists(atPath: path) {
             throw ArchiveError(.notFound, "no archive at \(path); run `hp-node init` or a capture first")
@@ -72,7 +75,7 @@ public final class Archive: Sendable {
             throw ArchiveError(.notAnArchive, "cannot open \(path) as a SQLite archive; it may be corrupt or not an archive", cause: error)
         }
         let archive = Archive(writer: pool, path: path, lock: lock, logger: logger)
-        try archive.prepare(clock: clock, recoverInterrupted: mode == .readWrite)
+        try archive.prepare(clock: clock, recoverInterrupted: mode == .readWrite, onMigration: onMigration)
         return archive
     }
 
@@ -99,8 +102,12 @@ public final class Archive: Sendable {
 
     /// Migrates with the given migration list (tests use it to simulate failures).
     func prepare(clock: any ArchiveClock, recoverInterrupted: Bool,
-                 migrations: [ArchiveMigrations.Migration] = ArchiveMigrations.all) throws {
-        try ArchiveMigrations.migrate(writer, migrations: migrations, now: clock.now())
+                 migrations: [ArchiveMigrations.Migration] = ArchiveMigrations.all,
+                 onMigration: (_ from: Int, _ to: Int) -> Void = { _, _ in }) throws {
+        try ArchiveMigrations.migrate(writer, migrations: migrations, now: clock.now()) { from, to in
+            logger.notice("migrating the archive", metadata: ["archive.schema_from": "\(from)", "archive.schema_to": "\(to)"])
+            onMigration(from, to)
+        }
         if recoverInterrupted {
             try markInterrupted(now: clock.now())
             try restoreDeferredIndexes()

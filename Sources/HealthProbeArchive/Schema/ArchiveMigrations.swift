@@ -57,7 +57,9 @@ public enum ArchiveMigrations {
     }
 
     /// Brings `db` up to date, refusing archives from newer builds.
-    static func migrate(_ writer: any DatabaseWriter, migrations: [Migration] = all, now: Double) throws {
+    /// `willMigrate(from, to)` is called before an archive that has a schema is migrated.
+    static func migrate(_ writer: any DatabaseWriter, migrations: [Migration] = all, now: Double,
+                        willMigrate: (_ from: Int, _ to: Int) -> Void = { _, _ in }) throws {
         let known = migrations.map(\.version).max() ?? 0
         // The highest version applied, and how many of this build's migrations are recorded.
         let state: (applied: Int?, recorded: Int)? = try writer.read { db in
@@ -85,6 +87,7 @@ public enum ArchiveMigrations {
         if writer.configuration.readonly {
             throw ArchiveError(.invalidState, "the archive has schema version \(state?.applied ?? 0) and this build needs \(known); open it once for writing to migrate it: `hp-node init` on a node's home (it keeps the archive) or `hp-server serve` for a server")
         }
+        if let applied = state?.applied, applied > 0, applied < known { willMigrate(applied, known) }
         var migrator = DatabaseMigrator()
         for m in migrations {
             migrator.registerMigration("v\(m.version)") { db in
