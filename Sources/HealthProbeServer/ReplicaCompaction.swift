@@ -12,13 +12,17 @@ public enum ReplicaCompaction {
 
     /// Compacts every replica, or the one of `chain` (a hash or unique prefix), in turn.
     /// `each` sees each chain's report as it is made.
+    /// A replica at an older schema is migrated first (`onMigration(chain, from, to)` before).
     public static func run(_ store: ServerStore, chain: String? = nil,
+                           onMigration: (_ chain: String, _ from: Int, _ to: Int) -> Void = { _, _, _ in },
                            each: (ChainReport) -> Void = { _ in }) throws -> [ChainReport] {
         let chains = try chain.map { [try store.chain(matching: $0)] } ?? store.chains()
         let lock = try FileLock(path: store.serverLockPath, busy: "an hp-server is serving \(store.root) (lock \(store.serverLockPath)); stop it before compacting its replicas")
         defer { withExtendedLifetime(lock) {} }
         return try chains.map { chain in
-            let replica = try Archive.open(path: store.replicaPath(chain), durability: .full, singleConnection: true)
+            let replica = try Archive.open(path: store.replicaPath(chain), durability: .full, singleConnection: true) { from, to in
+                onMigration(chain, from, to)
+            }
             let report: ArchiveCompaction.Report
             do {
                 report = try ArchiveCompaction.run(replica, verifyCommand: "hp-server verify --full --chain \(chain.prefix(16))")

@@ -21,7 +21,9 @@ struct ServerCompact: AsyncParsableCommand {
         let store = options.store
         try store.requireInitialized()
         let json = options.json
-        let reports = try ReplicaCompaction.run(store, chain: chain) { r in
+        let reports = try ReplicaCompaction.run(store, chain: chain, onMigration: { chain, from, to in
+            Output.err("hp-server: migrating the replica of chain \(chain.prefix(16)) from schema \(from) to \(to) first")
+        }) { r in
             if !json { print(CompactionText.line(r.report, name: "chain \(r.chain.prefix(16))")) }
         }
         if json { try Output.json(reports) } else if reports.isEmpty { print("no chains") }

@@ -82,6 +82,7 @@ struct NodeFixtureV8Tests {
         }
         let storage = (try json(try hpNode(h + ["status", "--json"]).1) as? [String: Any])?["storage"] as? [String: Any]
         #expect(storage?["pages"] as? Int == after && (storage?["free_pages"] as? Int ?? 64) < 64, "\(String(describing: storage))")
+        #expect(storage?["bytes"] as? Int == after * 4096 && storage?["worth_compacting"] as? Bool == false)
         #expect(!(try hpNode(h + ["status"]).1.contains("hp-node compact")))
         let again = try hpNode(h + ["compact"])
         #expect(again.0 == 0 && again.1.contains("nothing to compact"), "\(again.1)")

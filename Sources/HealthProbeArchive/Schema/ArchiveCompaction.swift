@@ -39,8 +39,32 @@ public enum ArchiveCompaction {
         public var pages: Int
         public var freePages: Int
         public var bytes: Int { pages * pageSize }
-        /// Whether `compact` would return the free pages (at least 1% of the file).
+        /// Whether `compact` would return the free pages (`isWorthCompacting`).
         public var worthCompacting: Bool { ArchiveCompaction.isWorthCompacting(pages: pages, freePages: freePages) }
+
+        enum CodingKeys: String, CodingKey { case pageSize, pages, freePages, bytes, worthCompacting }
+
+        public init(pageSize: Int, pages: Int, freePages: Int) {
+            self.pageSize = pageSize
+            self.pages = pages
+            self.freePages = freePages
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            self.init(pageSize: try c.decode(Int.self, forKey: .pageSize), pages: try c.decode(Int.self, forKey: .pages),
+                      freePages: try c.decode(Int.self, forKey: .freePages))
+        }
+
+        /// Also writes the derived `bytes` and `worth_compacting`, for tools.
+        public func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(pageSize, forKey: .pageSize)
+            try c.encode(pages, forKey: .pages)
+            try c.encode(freePages, forKey: .freePages)
+            try c.encode(bytes, forKey: .bytes)
+            try c.encode(worthCompacting, forKey: .worthCompacting)
+        }
 
         public static func read(_ db: Database) throws -> Storage {
             Storage(pageSize: try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4096, pages: try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 0,
@@ -126,12 +150,18 @@ public enum ArchiveCompaction {
                 try db.execute(sql: "PRAGMA cache_size = -\(vacuumCacheKiB)")
                 defer { try? db.execute(sql: "PRAGMA cache_size = \(cacheSize)") }
                 try db.execute(sql: "VACUUM")
-                _ = try db.checkpoint(.truncate)
             }
         } catch let error as DatabaseError where error.resultCode == .SQLITE_FULL {
             throw ArchiveError(.storage, "the disk filled while compacting \(path) (\((path as NSString).deletingLastPathComponent) or \(temporaryDirectory)); the archive is as it was. Free space and compact again", cause: error)
         } catch {
             throw ArchiveError(.storage, "compacting \(path) failed and left it as it was; check the free disk (\(path)'s directory and \(temporaryDirectory)) and try again", cause: error)
+        }
+        // The copy is committed. Moving it from the WAL into the file is SQLite's usual
+        // checkpoint: when a reader keeps it from completing now, a later one does it.
+        do {
+            try archive.writer.writeWithoutTransaction { _ = try $0.checkpoint(.truncate) }
+        } catch {
+            archive.logger.warning("the compacted archive's WAL was not checkpointed yet; a later checkpoint will", metadata: ["error": "\(error)"])
         }
         report.copySeconds = clock() - copyStarted
         Heap.trim()
