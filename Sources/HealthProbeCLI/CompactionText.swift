@@ -12,5 +12,14 @@ public enum CompactionText {
             + "\(r.freePagesBefore) free pages returned to the disk in \(seconds) s (the copy \(String(format: "%.1f", r.copySeconds)) s); row counts and \(r.digestsCompared) chain-state digest(s) unchanged"
     }
 
+    /// A progress line's text for a step.
+    public static func step(_ step: ArchiveCompaction.Step) -> String {
+        switch step {
+        case .checkingBefore: return "counting rows and computing the latest chain-state digest"
+        case .copying(let bytes): return "copying \(megabytes(bytes)) and writing it back"
+        case .checkingAfter: return "checking the rows and the digest again"
+        }
+    }
+
     static func megabytes(_ bytes: Int) -> String { String(format: "%.1f MB", Double(bytes) / 1_000_000) }
 }

@@ -66,6 +66,13 @@ public final class ProgressLine {
         FileHandle.standardOutput.write(Data(("\r\u{1B}[K" + text).utf8))
     }
 
+    /// Shows `text` after the label and the seconds so far (a step without counts).
+    public func step(_ text: String) {
+        guard enabled else { return }
+        let elapsed = Date().timeIntervalSince(start)
+        FileHandle.standardOutput.write(Data(("\r\u{1B}[K" + String(format: "%@: %@ (%.0fs)", label, text, elapsed)).utf8))
+    }
+
     /// Clears the line.
     public func finish() {
         guard enabled else { return }

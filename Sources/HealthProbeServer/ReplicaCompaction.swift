@@ -15,9 +15,10 @@ public enum ReplicaCompaction {
     /// A replica at an older schema is migrated first (`onMigration(chain, from, to)` before).
     public static func run(_ store: ServerStore, chain: String? = nil,
                            onMigration: (_ chain: String, _ from: Int, _ to: Int) -> Void = { _, _, _ in },
+                           step: (_ chain: String, ArchiveCompaction.Step) -> Void = { _, _ in },
                            each: (ChainReport) -> Void = { _ in }) throws -> [ChainReport] {
         let chains = try chain.map { [try store.chain(matching: $0)] } ?? store.chains()
-        let lock = try FileLock(path: store.serverLockPath, busy: "an hp-server is serving \(store.root) (lock \(store.serverLockPath)); stop it before compacting its replicas")
+        let lock = try FileLock(path: store.serverLockPath, busy: "another hp-server process holds \(store.serverLockPath) (a server serving \(store.root), or a verify of it); stop it before compacting its replicas")
         defer { withExtendedLifetime(lock) {} }
         return try chains.map { chain in
             let replica = try Archive.open(path: store.replicaPath(chain), durability: .full, singleConnection: true) { from, to in
@@ -25,7 +26,7 @@ public enum ReplicaCompaction {
             }
             let report: ArchiveCompaction.Report
             do {
-                report = try ArchiveCompaction.run(replica, verifyCommand: "hp-server verify --full --chain \(chain.prefix(16))")
+                report = try ArchiveCompaction.run(replica, verifyCommand: "hp-server verify --full --chain \(chain.prefix(16))", step: { step(chain, $0) })
             } catch let e as ArchiveError {
                 throw ArchiveError(e.code, "chain \(chain.prefix(16)): \(e.message)", cause: e.cause)
             }

@@ -22,7 +22,9 @@ struct Compact: AsyncParsableCommand {
             throw ArchiveError(.notFound, "no archive in \(home.root); nothing to compact")
         }
         let node = try options.open()
-        let report = try ArchiveCompaction.run(node.archive)
+        let progress = ProgressLine(label: "compacting", enabled: Output.stdoutIsTerminal && !options.json)
+        let report = try ArchiveCompaction.run(node.archive, step: { progress.step(CompactionText.step($0)) })
+        progress.finish()
         if options.json { try Output.json(report); return }
         print(CompactionText.line(report, name: home.archivePath))
     }

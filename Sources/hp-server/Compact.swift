@@ -21,9 +21,13 @@ struct ServerCompact: AsyncParsableCommand {
         let store = options.store
         try store.requireInitialized()
         let json = options.json
+        let progress = ProgressLine(label: "compacting", enabled: Output.stdoutIsTerminal && !json)
         let reports = try ReplicaCompaction.run(store, chain: chain, onMigration: { chain, from, to in
             Output.err("hp-server: migrating the replica of chain \(chain.prefix(16)) from schema \(from) to \(to) first")
+        }, step: { chain, step in
+            progress.step("chain \(chain.prefix(16)): \(CompactionText.step(step))")
         }) { r in
+            progress.finish()
             if !json { print(CompactionText.line(r.report, name: "chain \(r.chain.prefix(16))")) }
         }
         if json { try Output.json(reports) } else if reports.isEmpty { print("no chains") }

@@ -123,11 +123,17 @@ public enum ArchiveCompaction {
     /// The page cache (KiB) of the connection while it copies.
     static let vacuumCacheKiB = 8192
 
+    /// The steps of a compaction, for a progress line.
+    public enum Step: Sendable, Equatable {
+        case checkingBefore, copying(liveBytes: Int), checkingAfter
+    }
+
     /// Compacts `archive` (opened for writing: its lock keeps other writers out).
     /// `volume` and `temporaryDirectory` are the system's unless a test injects them.
     public static func run(_ archive: Archive, temporaryDirectory: String = sqliteTemporaryDirectory(),
                            volume: (String) -> Volume? = Volume.of, verifyCommand: String = "hp-node verify --full",
-                           clock: () -> Double = { Date().timeIntervalSince1970 }) throws -> Report {
+                           clock: () -> Double = { Date().timeIntervalSince1970 },
+                           step: (Step) -> Void = { _ in }) throws -> Report {
         guard let path = archive.path else { throw ArchiveError(.invalidState, "an in-memory archive has no file to compact") }
         guard archive.isWritable else { throw ArchiveError(.invalidState, "compacting \(path) needs the archive opened for writing") }
         let started = clock()
@@ -140,7 +146,9 @@ public enum ArchiveCompaction {
             return report
         }
         try checkSpace(path: path, temporaryDirectory: temporaryDirectory, needed: bytesNeeded(livePages: pages - free, pageSize: pageSize), volume: volume)
+        step(.checkingBefore)
         let before = try archive.writer.read(Fingerprint.init)
+        step(.copying(liveBytes: (pages - free) * pageSize))
         let copyStarted = clock()
         do {
             try archive.writer.writeWithoutTransaction { db in
@@ -165,6 +173,7 @@ public enum ArchiveCompaction {
         }
         report.copySeconds = clock() - copyStarted
         Heap.trim()
+        step(.checkingAfter)
         let after = try archive.writer.read(Fingerprint.init)
         guard after == before else {
             throw ArchiveError(.storage, "after compacting \(path) its contents differ from before (\(before.difference(to: after))); run `\(verifyCommand)` and restore a backup if it reports a problem")

@@ -27,8 +27,10 @@ struct ArchiveCompactionTests {
         let dir = TempDir()
         let before = try Self.pages(t.home.archivePath)
         #expect(before.free > 0, "the migrations rebuilt tables")
-        let report = try ArchiveCompaction.run(node.archive)
+        var steps: [ArchiveCompaction.Step] = []
+        let report = try ArchiveCompaction.run(node.archive, step: { steps.append($0) })
         #expect(report.compacted && report.digestsCompared == 1)
+        #expect(steps == [.checkingBefore, .copying(liveBytes: (before.pages - before.free) * 4096), .checkingAfter])
         #expect(report.pagesBefore == before.pages && report.freePagesBefore == before.free)
         let after = try Self.pages(t.home.archivePath)
         #expect(after.free == 0 && after.pages == report.pagesAfter && after.pages < before.pages)
@@ -38,7 +40,9 @@ struct ArchiveCompactionTests {
         #expect((try? FileManager.default.attributesOfItem(atPath: t.home.archivePath + "-wal")[.size] as? Int) ?? 0 == 0, "the WAL is checkpointed")
         // Bundles order range items by rowid: the same manifest hashes show the order survived.
         try ArchiveFixtureV8Tests.expectSameAnswers(node, dir)
-        let again = try ArchiveCompaction.run(node.archive)
+        steps = []
+        let again = try ArchiveCompaction.run(node.archive, step: { steps.append($0) })
+        #expect(steps.isEmpty)
         #expect(!again.compacted && again.freePagesBefore == 0 && again.pagesAfter == after.pages)
     }
 
