@@ -78,9 +78,10 @@ extension WebServer {
         let registry = self.registry, store = self.store
         let (people, devices, chains) = try await blocking {
             let chains = try store.chains().map { c in
-                AdminPage.ChainRow(chain: c, chainShort: String(c.prefix(12)), verification: try registry.verification(chain: c).map {
+                let storage = try? store.readReplica(c, ArchiveCompaction.Storage.read)
+                return AdminPage.ChainRow(chain: c, chainShort: String(c.prefix(12)), verification: try registry.verification(chain: c).map {
                     .init(checkedAt: $0.checkedAt.isFinite ? DashboardQueries.text($0.checkedAt)! : "", mode: $0.mode, ok: $0.ok, problems: $0.problems)
-                })
+                }, storage: storage.map(AdminPage.storageText), compactable: storage?.worthCompacting ?? false)
             }
             return (try registry.people(), try registry.devices(), chains)
         }

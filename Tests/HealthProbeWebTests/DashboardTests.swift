@@ -160,6 +160,29 @@ struct DashboardTests {
         }
     }
 
+    @Test("the admin page shows each replica's file size and free pages, and says when compacting is worth it")
+    func replicaStorage() async throws {
+        try await withHousehold { h in
+            let a = h.browser()
+            try await a.signIn("ann", Household.password)
+            let chain = h.chains["ann-phone"]!
+            let before = try await a.request("GET", "/admin").body
+            #expect(before.contains("<th>Replica file</th>") && before.contains(" MB, "), "\(before)")
+            #expect(!before.contains("worth compacting"))
+            // Free pages, as a migration that rebuilds a table leaves them.
+            let replica = try rawQueue(h.store.replicaPath(chain))
+            try await replica.write { db in
+                try db.execute(sql: "CREATE TABLE scratch(b BLOB)")
+                for _ in 0..<200 { try db.execute(sql: "INSERT INTO scratch VALUES (randomblob(4000))") }
+            }
+            try await replica.write { db in try db.execute(sql: "DROP TABLE scratch") }
+            let free = try await replica.read { try Int.fetchOne($0, sql: "PRAGMA freelist_count")! }
+            try replica.close()
+            let after = try await a.request("GET", "/admin").body
+            #expect(after.contains("\(free) free pages <span class=\"compact-hint\">(worth compacting: stop the server and run <code>hp-server compact</code>)</span>"), "\(after)")
+        }
+    }
+
     @Test("an admin manages people from the page: roles, passwords, removal, with the registry's guards")
     func people() async throws {
         try await withHousehold { h in

@@ -1,9 +1,11 @@
+import Foundation
+import HealthProbeArchive
 import HealthProbeServer
 
 /// Administration: people, devices, one-time enrollment tokens, revocation, verification.
 enum AdminPage {
     struct DeviceRow { let name: String; let state: String; let person: String?; let chains: [String]; let revocable: Bool }
-    struct ChainRow { let chain: String; let chainShort: String; let verification: Dashboard.Verification? }
+    struct ChainRow { let chain: String; let chainShort: String; let verification: Dashboard.Verification?; let storage: String?; let compactable: Bool }
     struct Model {
         let csrf: String
         let people: [People.Person]
@@ -15,6 +17,11 @@ enum AdminPage {
         let enrollCommand: String?
         let notice: String?
     }
+    /// "404.0 MB, 12 free pages" for a replica's file.
+    static func storageText(_ s: ArchiveCompaction.Storage) -> String {
+        String(format: "%.1f MB, %d free page%@", Double(s.bytes) / 1_000_000, s.freePages, s.freePages == 1 ? "" : "s")
+    }
+
     static let template = """
         <h1>Admin</h1>
         {{#notice}}<p class="alert" role="status">{{notice}}</p>{{/notice}}
@@ -55,8 +62,8 @@ enum AdminPage {
         </form>
         <h2>Verification</h2>
         <div class="table-wrap"><table class="verification">
-        <thead><tr><th>Chain</th><th>Last result</th></tr></thead>
-        <tbody>{{#chains}}<tr><td class="hash"><a href="/chains/{{chain}}">{{chainShort}}</a></td><td>{{#verification}}{{#ok}}<span class="ok">passed</span>{{/ok}}{{^ok}}<span class="bad">problems</span>: {{#problems}}{{.}}; {{/problems}}{{/ok}} ({{mode}}, {{checkedAt}}){{/verification}}{{^verification}}<span class="muted">never run</span>{{/verification}}</td></tr>{{/chains}}</tbody>
+        <thead><tr><th>Chain</th><th>Last result</th><th>Replica file</th></tr></thead>
+        <tbody>{{#chains}}<tr><td class="hash"><a href="/chains/{{chain}}">{{chainShort}}</a></td><td>{{#verification}}{{#ok}}<span class="ok">passed</span>{{/ok}}{{^ok}}<span class="bad">problems</span>: {{#problems}}{{.}}; {{/problems}}{{/ok}} ({{mode}}, {{checkedAt}}){{/verification}}{{^verification}}<span class="muted">never run</span>{{/verification}}</td><td>{{#storage}}{{storage}}{{/storage}}{{^storage}}<span class="muted">unreadable</span>{{/storage}}{{#compactable}} <span class="compact-hint">(worth compacting: stop the server and run <code>hp-server compact</code>)</span>{{/compactable}}</td></tr>{{/chains}}</tbody>
         </table></div>
         <form method="post" action="/admin/verify" class="stack">
         <input type="hidden" name="csrf" value="{{csrf}}">
