@@ -31,12 +31,7 @@ struct CompactCrashTests {
         #expect(before.worthCompacting)
         let digestBefore = try digest()
 
-        let compact = Process()
-        compact.executableURL = try toolURL("hp-node")
-        compact.arguments = ["--home", t.root, "compact"]
-        compact.standardOutput = FileHandle.nullDevice
-        compact.standardError = FileHandle.nullDevice
-        try compact.run()
+        let compact = try launchTool("hp-node", ["--home", t.root, "compact"])
         // The copy is written back through the WAL and committed at its end: kill it
         // once the WAL holds a few MB of it.
         var walBytes = 0

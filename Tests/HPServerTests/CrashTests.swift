@@ -17,12 +17,7 @@ struct CrashTests {
 
         let server = try ServerProcess(data: data.path)
         try enrollWithCLI(data: data.path, home: home.path, name: "phone", port: server.port)
-        let node = Process()
-        node.executableURL = try toolURL("hp-node")
-        node.arguments = ["--home", home.path, "sync"]
-        node.standardOutput = FileHandle.nullDevice
-        node.standardError = FileHandle.nullDevice
-        try node.run()
+        let node = try launchTool("hp-node", ["--home", home.path, "sync"])
         // The `.incoming` file appears just before the apply transaction starts.
         let deadline = Date().addingTimeInterval(60)
         while !FileManager.default.fileExists(atPath: incoming) && Date() < deadline && server.process.isRunning { usleep(2_000) }

@@ -9,14 +9,20 @@ import HealthProbeArchive
 /// `hp-server serve` migrates it before it listens.
 @Suite("hp-server with a schema-8 replica")
 struct ReplicaMigrationTests {
-    @Test("summary refuses the old replica and names serve; serve migrates it before it listens; then summary reads it")
-    func serveMigrates() throws {
+    /// A server data directory whose one chain's replica is the schema-8 fixture archive.
+    static func schema8Replica() throws -> (data: TempDir, chain: String, replica: String) {
         let data = TempDir()
         #expect(try hpServer(["init", "--data", data.path]).0 == 0)
         let chain = try ArchiveFixtureV8.chainHash()
         try FileManager.default.createDirectory(atPath: data.path + "/chains/\(chain)", withIntermediateDirectories: true)
         let replica = data.path + "/chains/\(chain)/replica.sqlite"
         try ArchiveFixtureV8.writeArchive(to: replica)
+        return (data, chain, replica)
+    }
+
+    @Test("summary refuses the old replica and names serve; serve migrates it before it listens; then summary reads it")
+    func serveMigrates() throws {
+        let (data, chain, replica) = try Self.schema8Replica()
         let refused = try hpServer(["summary", "--data", data.path, "--json"])
         #expect(refused.0 != 0 && refused.2.contains("hp-server serve"), "\(refused.2)")
         #expect(try ArchiveFixtureV8.schemaVersion(replica) == 8)
@@ -35,12 +41,7 @@ struct ReplicaMigrationTests {
 
     @Test("compact: refused while a server serves; stopped, it returns the migrated replica's free pages and the replica still answers")
     func compactAfterMigration() throws {
-        let data = TempDir()
-        #expect(try hpServer(["init", "--data", data.path]).0 == 0)
-        let chain = try ArchiveFixtureV8.chainHash()
-        try FileManager.default.createDirectory(atPath: data.path + "/chains/\(chain)", withIntermediateDirectories: true)
-        let replica = data.path + "/chains/\(chain)/replica.sqlite"
-        try ArchiveFixtureV8.writeArchive(to: replica)
+        let (data, chain, replica) = try Self.schema8Replica()
         let summaryBefore: String
         do {
             let server = try ServerProcess(data: data.path)

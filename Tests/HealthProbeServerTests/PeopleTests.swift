@@ -82,7 +82,7 @@ struct PeopleTests {
         let path = dir.path + "/server.sqlite"
         // A registry as the previous release left it: migration v1 only, with a device owning a chain.
         let queue = try DatabaseQueue(path: path)
-        var v1 = DeviceRegistry.migrator
+        let v1 = DeviceRegistry.migrator
         try v1.migrate(queue, upTo: "v1")
         try queue.write { db in
             try db.execute(sql: "INSERT INTO devices(name, created_at, enrolled_at, credential_hash) VALUES ('old-phone', 1, 2, 'x')")

@@ -39,7 +39,7 @@ struct FirstCaptureIndexTests {
         let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: .benchmark))
         #expect(session.indexesDeferred)
         let run = try session.beginTypeRun(SimulatedType.all[0].descriptor, kind: .fullScan)
-        var person = SimulatedPerson(seed: 3)
+        let person = SimulatedPerson(seed: 3)
         var page: [CapturedSample] = []
         try person.visible(SimulatedType.all[0], at: 5) { page.append($0) }
         try run.writePage(index: 0, samples: page)

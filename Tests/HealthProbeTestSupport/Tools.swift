@@ -40,6 +40,18 @@ public func runTool(_ name: String, _ args: [String]) throws -> (Int32, String, 
     return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
 }
 
+/// Starts a built tool with `args` and its output discarded, without waiting: for
+/// tests that signal it while it works.
+public func launchTool(_ name: String, _ args: [String]) throws -> Process {
+    let p = Process()
+    p.executableURL = try toolURL(name)
+    p.arguments = args
+    p.standardOutput = FileHandle.nullDevice
+    p.standardError = FileHandle.nullDevice
+    try p.run()
+    return p
+}
+
 /// Runs the built `hp-node`.
 public func hpNode(_ args: [String]) throws -> (Int32, String, String) { try runTool("hp-node", args) }
 
