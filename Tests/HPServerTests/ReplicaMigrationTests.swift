@@ -66,4 +66,15 @@ struct ReplicaMigrationTests {
         let table = try hpServer(["compact", "--data", data.path])
         #expect(table.0 == 0 && table.1.contains("nothing to compact"), "\(table.1)")
     }
+
+    @Test("compact on a replica at an older schema migrates it first, says so, then compacts it")
+    func compactMigratesFirst() throws {
+        let (data, chain, replica) = try Self.schema8Replica()
+        let r = try hpServer(["compact", "--data", data.path, "--chain", String(chain.prefix(10))])
+        #expect(r.0 == 0, "\(r.2)")
+        #expect(r.2.contains("migrating the replica of chain \(chain.prefix(16)) from schema 8 to \(ArchiveMigrations.latestVersion) first"), "\(r.2)")
+        #expect(r.1.contains("chain \(chain.prefix(16)): ") && r.1.contains("free pages returned to the disk"), "\(r.1)")
+        #expect(try ArchiveFixtureV8.schemaVersion(replica) == ArchiveMigrations.latestVersion)
+        #expect(try hpServer(["verify", "--data", data.path, "--full"]).0 == 0)
+    }
 }
