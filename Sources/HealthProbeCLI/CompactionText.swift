@@ -21,5 +21,6 @@ public enum CompactionText {
         }
     }
 
-    static func megabytes(_ bytes: Int) -> String { String(format: "%.1f MB", Double(bytes) / 1_000_000) }
+    /// "404.0 MB": a file size as the compaction lines and `hp-node status` print it.
+    public static func megabytes(_ bytes: Int) -> String { String(format: "%.1f MB", Double(bytes) / 1_000_000) }
 }

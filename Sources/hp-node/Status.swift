@@ -26,7 +26,7 @@ struct Status: AsyncParsableCommand {
         print("visible now       \(s.visibleSamples)")
         print("events            \(s.events)")
         let free = storage.freePages == 1 ? "1 page free" : "\(storage.freePages) pages free"
-        print("file              \(String(format: "%.1f MB", Double(storage.bytes) / 1_000_000)), \(storage.pages) pages, \(free)\(storage.worthCompacting ? " (`hp-node compact` returns them to the disk)" : "")")
+        print("file              \(CompactionText.megabytes(storage.bytes)), \(storage.pages) pages, \(free)\(storage.worthCompacting ? " (`hp-node compact` returns them to the disk)" : "")")
     }
 }
 

@@ -178,7 +178,7 @@ public enum ArchiveCompaction {
         guard after == before else {
             throw ArchiveError(.storage, "after compacting \(path) its contents differ from before (\(before.difference(to: after))); run `\(verifyCommand)` and restore a backup if it reports a problem")
         }
-        report.pagesAfter = try archive.writer.read { db in try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 0 }
+        report.pagesAfter = try archive.writer.read(Storage.read).pages
         report.bytesAfter = report.pagesAfter * pageSize
         report.compacted = true
         report.digestsCompared = before.digests.count
