@@ -5,9 +5,12 @@ import HealthProbeProtocol
 
 /// Builds the household summary from every chain's own replica.
 extension HouseholdSummary {
-    public static func build(_ store: ServerStore, registry: DeviceRegistry? = nil, type: String? = nil, from: Double? = nil, to: Double? = nil) throws -> Report {
+    /// `only` limits the report to those chains (a reader's readable chains: the overlap
+    /// section is computed among them alone); nil reports every chain (the administrator's CLI).
+    public static func build(_ store: ServerStore, registry: DeviceRegistry? = nil, only: [String]? = nil, type: String? = nil,
+                             from: Double? = nil, to: Double? = nil) throws -> Report {
         var chains: [Chain] = []
-        for hash in try store.chains() {
+        for hash in try only ?? store.chains() {
             let replica = try Archive.open(path: store.replicaPath(hash), mode: .readOnly)
             var c = try replica.writer.read { db -> Chain in
                 let last = try Row.fetchOne(db, sql: "SELECT id, observed_at FROM observations ORDER BY id DESC LIMIT 1")

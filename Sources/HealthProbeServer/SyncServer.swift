@@ -141,7 +141,9 @@ public struct SyncServer: Sendable {
                             let (type, from, to) = (request.type, request.from, request.to)
                             let json = try await offload {
                                 try requireActive(device)
-                                return try HouseholdSummary.wireJSON(try HouseholdSummary.build(store, registry: registry, type: type, from: from, to: to))
+                                // The people model's rule: the chains this device's person may read, no others.
+                                let readable = try registry.readableChains(device: device, among: try store.chains())
+                                return try HouseholdSummary.wireJSON(try HouseholdSummary.build(store, registry: registry, only: readable, type: type, from: from, to: to))
                             }
                             try await outbound.write(.frame(SyncFrame(kind: .household, payload: ByteBuffer(bytes: json))))
                         case .openBundle(let session, _):

@@ -41,7 +41,7 @@ struct Access: Sendable {
     /// Chains `person` may read, among those with a replica.
     func readableChains(_ person: People.Person) async throws -> [String] {
         let registry = self.registry, store = self.store
-        return try await blocking { try store.chains().filter { try registry.canRead(person, chain: $0) } }
+        return try await blocking { try registry.readableChains(person, among: try store.chains()) }
     }
 }
 

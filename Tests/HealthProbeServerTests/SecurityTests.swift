@@ -7,6 +7,7 @@ import HealthProbeCanonical
 @testable import HealthProbeServer
 import HealthProbeProtocol
 import HealthProbeNode
+import HealthProbeSimulator
 import HealthProbeTestSupport
 
 @Suite("Enrollment, TLS and chain isolation")
@@ -145,14 +146,15 @@ struct SecurityTests {
         }
     }
 
-    @Test("hp-node household: an authenticated node sees every chain side by side with device names and clock offsets")
+    @Test("hp-node household: an admin's node sees every chain side by side with device names and clock offsets")
     func household() async throws {
         let data = TempDir()
         let a = TempHome(), b = TempHome()
         try simulate(a, days: 2)
         try simulate(b, days: 2, seed: 2)
         try await withServer(data) { server in
-            let ea = try await server.enroll("phone-a"), eb = try await server.enroll("phone-b")
+            try server.store.registry().addPerson(name: "ann", role: .admin, password: nil, now: 1)
+            let ea = try await server.enroll("phone-a", person: "ann"), eb = try await server.enroll("phone-b", person: "ann")
             _ = try await SyncClient(node: try a.open(), outbox: a.root + "/outbox").sync(ea)
             _ = try await SyncClient(node: try b.open(), outbox: b.root + "/outbox").sync(eb)
             let report = try await SyncClient.household(eb, host: "127.0.0.1", port: server.port, type: nil, from: nil, to: nil,
@@ -171,6 +173,59 @@ struct SecurityTests {
                 try .json(.chainStatusRequest, .object(["device_chain_hash": .string(chain)]))])), until: "last_sequence")
             let offset = try #require(try server.store.registry().chainInfo(chain).clockOffset)
             #expect(abs(offset - 90) < 5, "\(offset)")
+        }
+    }
+
+    @Test("HOUSEHOLD follows the people model: a member's device gets their own and shared chains, the overlap only among those; the same rule as the web's")
+    func householdPeople() async throws {
+        let data = TempDir()
+        let a = TempHome(), b = TempHome(), c = TempHome(), d = TempHome()
+        try simulate(a, days: 2)
+        // b and c record the same source: identical strict fingerprints, a possibly shared source.
+        try simulate(b, days: 2, seed: 7)
+        try simulate(c, days: 2, seed: 7)
+        try simulate(d, days: 2, seed: 3)
+        try await withServer(data) { server in
+            let registry = try server.store.registry()
+            for (n, role) in [("ann", People.Role.admin), ("bob", .member), ("cat", .member)] {
+                try registry.addPerson(name: n, role: role, password: nil, now: 1)
+            }
+            let ea = try await server.enroll("ann-phone", person: "ann"), eb = try await server.enroll("bob-phone", person: "bob")
+            let ec = try await server.enroll("cat-phone", person: "cat"), ed = try await server.enroll("cat-watch", person: "cat")
+            for (home, e) in [(a, ea), (b, eb), (c, ec), (d, ed)] { _ = try await SyncClient(node: try home.open(), outbox: home.root + "/outbox").sync(e) }
+            let (ha, hb, hc, hd) = try (a.open().deviceChainHash, b.open().deviceChainHash, c.open().deviceChainHash, d.open().deviceChainHash)
+            func household(_ e: NodeEnrollment, type: String? = nil) async throws -> HouseholdSummary.Report {
+                try await SyncClient.household(e, host: "127.0.0.1", port: server.port, type: type, from: nil, to: nil, clientTime: Date().timeIntervalSince1970)
+            }
+            let type = SimulatedType.all[1].identifier
+            // Bob alone: his chain, his counts, no overlap (cat's identical chain is not his to compare).
+            var bob = try await household(eb, type: type)
+            #expect(bob.chains.map(\.chain) == [hb])
+            #expect(bob.householdSumOfChains == bob.chains[0].visible)
+            #expect(bob.possiblySharedSources.isEmpty)
+            // Cat shares her phone's chain with bob: now both, and the overlap between them.
+            try registry.share(chain: hc, with: "bob", now: 2)
+            bob = try await household(eb, type: type)
+            #expect(Set(bob.chains.map(\.chain)) == [hb, hc])
+            #expect(!bob.possiblySharedSources.isEmpty)
+            #expect(bob.possiblySharedSources.allSatisfy { Set($0.chains) == [hb, hc] })
+            #expect(bob.chains.allSatisfy { !$0.daily.isEmpty })
+            // Cat reads her two chains; the admin every chain, the same report the CLI builds.
+            let cat = try await household(ec)
+            #expect(Set(cat.chains.map(\.chain)) == [hc, hd])
+            let ann = try await household(ea)
+            #expect(Set(ann.chains.map(\.chain)) == [ha, hb, hc, hd])
+            #expect(ann == (try HouseholdSummary.build(server.store, registry: registry)))
+            // One rule: for every person, the web's readable chains are the chains a device of theirs receives.
+            for (name, e) in [("ann", ea), ("bob", eb), ("cat", ec)] {
+                let person = try #require(try registry.person(named: name))
+                let web = try registry.readableChains(person, among: try server.store.chains())
+                #expect(Set(try await household(e).chains.map(\.chain)) == Set(web), "\(name)")
+                for chain in try server.store.chains() { #expect(try registry.canRead(person, chain: chain) == web.contains(chain)) }
+            }
+            // A revoked share ends at once.
+            try registry.unshare(chain: hc, from: "bob")
+            #expect(try await household(eb).chains.map(\.chain) == [hb])
         }
     }
 

@@ -17,15 +17,16 @@ struct TestServer {
 
     var fingerprint: String { (try? store.identity().fingerprint) ?? "" }
 
-    /// A one-time token for `name`, addressed to this server.
-    func token(_ name: String) throws -> EnrollmentToken {
-        let secret = try store.registry().issueToken(name: name, now: Date().timeIntervalSince1970)
+    /// A one-time token for `name` (a device of `person`, when given), addressed to this server.
+    func token(_ name: String, person: String? = nil) throws -> EnrollmentToken {
+        let registry = try store.registry()
+        let secret = try registry.issueToken(name: name, person: try person.map { try registry.personForEnrollment($0) }, now: Date().timeIntervalSince1970)
         return EnrollmentToken(address: "127.0.0.1:\(port)", fingerprint: fingerprint, name: name, secret: secret)
     }
 
     /// Enrolls `name` over the protocol (ENROLL) and returns the node's enrollment.
-    func enroll(_ name: String) async throws -> NodeEnrollment {
-        try await SyncClient.enroll(token: try token(name), clientTime: Date().timeIntervalSince1970)
+    func enroll(_ name: String, person: String? = nil) async throws -> NodeEnrollment {
+        try await SyncClient.enroll(token: try token(name, person: person), clientTime: Date().timeIntervalSince1970)
     }
 
     /// A TLS connection pinned to this server's certificate, carrying raw bytes.

@@ -229,18 +229,47 @@ extension DeviceRegistry {
     }
 
     /// Whether `person` may read `chain`: an admin reads every chain, a member their
-    /// own and shared ones, a viewer shared ones only.
+    /// own and shared ones, a viewer shared ones only. The one rule for the web, the API,
+    /// the sync protocol's `HOUSEHOLD` and alerts (`readableChains` states it as a set).
     public func canRead(_ person: People.Person, chain: String) throws -> Bool {
         if person.role == .admin { return true }
-        return try database.read { db in
-            if try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM chain_shares WHERE device_chain_hash = ? AND person_id = ?)", arguments: [chain, person.id])! {
-                return true
-            }
-            guard person.role == .member else { return false }
-            return try Bool.fetchOne(db, sql: """
-                SELECT EXISTS (SELECT 1 FROM chain_owners o JOIN devices d ON d.id = o.device_id WHERE o.device_chain_hash = ? AND d.person_id = ?)
-                """, arguments: [chain, person.id])!
+        return try database.read { db in try Self.readable(db, person).contains(chain) }
+    }
+
+    /// The chains `person` may read among `chains`, in their order (the same rule as `canRead`,
+    /// read in one query whatever the number of chains).
+    public func readableChains(_ person: People.Person, among chains: [String]) throws -> [String] {
+        if person.role == .admin { return chains }
+        let readable = try database.read { db in try Self.readable(db, person) }
+        return chains.filter { readable.contains($0) }
+    }
+
+    /// The person a device belongs to (nil for a device no person owns).
+    public func person(of device: Identity) throws -> People.Person? {
+        try database.read { db in
+            try Row.fetchOne(db, sql: "SELECT p.* FROM devices d JOIN people p ON p.id = d.person_id WHERE d.id = ?", arguments: [device.id])
+                .map { try Self.person(db, $0) }
         }
+    }
+
+    /// The chains an authenticated device may read over sync, among `chains`: those its
+    /// person may read (`readableChains`); a device no person owns reads only its own chains.
+    public func readableChains(device: Identity, among chains: [String]) throws -> [String] {
+        if let person = try person(of: device) { return try readableChains(person, among: chains) }
+        let own = try database.read { db in
+            Set(try String.fetchAll(db, sql: "SELECT device_chain_hash FROM chain_owners WHERE device_id = ?", arguments: [device.id]))
+        }
+        return chains.filter { own.contains($0) }
+    }
+
+    /// Chains shared with a non-admin `person`, and for a member the chains of their devices.
+    static func readable(_ db: Database, _ person: People.Person) throws -> Set<String> {
+        Set(try String.fetchAll(db, sql: """
+            SELECT device_chain_hash FROM chain_shares WHERE person_id = :person
+            UNION
+            SELECT o.device_chain_hash FROM chain_owners o JOIN devices d ON d.id = o.device_id
+            WHERE d.person_id = :person AND :member
+            """, arguments: ["person": person.id, "member": person.role == .member]))
     }
 
     /// Whether `person` may share `chain` or take it back: admins, and members for their own chains.
