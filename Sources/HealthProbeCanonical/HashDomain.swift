@@ -27,6 +27,7 @@ public enum HashDomain: String, Sendable, CaseIterable {
     case udi
     case errorMessage = "error_message"
     case personal
+    case webSession = "web_session"
 
     /// `hp:v2:<domain>:` as bytes.
     public var prefix: [UInt8] { Self.prefixes[ordinal] }
@@ -60,6 +61,7 @@ public enum HashDomain: String, Sendable, CaseIterable {
         case .udi: 22
         case .errorMessage: 23
         case .personal: 24
+        case .webSession: 25
         }
     }
 

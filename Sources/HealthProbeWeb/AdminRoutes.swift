@@ -7,71 +7,120 @@ import Hummingbird
 /// The admin page: people, devices, enrollment tokens, revocation, verification.
 extension WebServer {
     struct PersonForm: Decodable { let csrf: String?; let name: String; let role: String; let password: String }
-    struct TokenForm: Decodable { let csrf: String?; let device: String; let person: String }
+    struct TokenForm: Decodable { let csrf: String?; let device: String; let person: String? }
     struct VerifyForm: Decodable { let csrf: String?; let mode: String }
+    /// A change that asks first: `confirm=yes` carries it out.
+    struct ConfirmedForm: Decodable { let csrf: String?; let confirm: String?; let role: String? }
 
+    /// Every admin form posts, then redirects to the page (post-redirect-get): a reload
+    /// never repeats a change. What the change said waits in the session's flash.
     func addAdminRoutes(_ router: Router<WebContext>) {
         router.get("/admin") { _, context in
             let admin = try await access.admin(context)
-            return try await adminPage(admin, context, token: nil, notice: nil)
+            let shown = await flash.take(context.sessions.session?.csrf)
+            return try await adminPage(admin, context, token: shown?.token, notice: shown?.notice)
         }
         router.post("/admin/people") { request, context in
-            let admin = try await access.admin(context)
+            _ = try await access.admin(context)
             let form = try await Forms.decode(PersonForm.self, request)
             try Self.checkCSRF(form.csrf, context)
             try await addPerson(form.name, role: form.role, password: form.password)
-            return try await adminPage(admin, context, token: nil, notice: "Added \(form.name).")
+            return await done(context, "Added \(form.name).")
         }
         router.post("/admin/people/{person}/role") { request, context in
-            struct RoleForm: Decodable { let csrf: String?; let role: String }
             let admin = try await access.admin(context)
-            let form = try await Forms.decode(RoleForm.self, request)
+            let form = try await Forms.decode(ConfirmedForm.self, request)
             try Self.checkCSRF(form.csrf, context)
             let name = try personParameter(context)
-            try await setRole(name, form.role)
-            return try await adminPage(admin, context, token: nil, notice: "\(name) is now \(form.role).")
+            guard let roleText = form.role, let role = People.Role(rawValue: roleText) else {
+                throw WebError(.badRequest, "role is admin, member or viewer")
+            }
+            let registry = self.registry
+            guard let current = try await blocking({ try registry.person(named: name) }) else { throw WebError(.notFound, "no person named \(name)") }
+            if current.role == role { return await done(context, "\(name) is already \(role.rawValue); nothing changed.") }
+            // Giving or taking admin asks first.
+            if (current.role == .admin || role == .admin) && form.confirm != "yes" {
+                return confirmPage(admin, context, heading: "Make \(name) \(role.rawValue)?",
+                                   message: role == .admin
+                                       ? "\(name) will read every person's history and manage people, devices and sharing. Their sessions end; they sign in again."
+                                       : "\(name) will no longer be an admin. Their sessions end; they sign in again.",
+                                   action: "/admin/people/\(name)/role", fields: [("role", role.rawValue)], button: "Make \(name) \(role.rawValue)")
+            }
+            try await setRole(name, role.rawValue)
+            return await done(context, "\(name) is now \(role.rawValue); their sessions ended.")
         }
         router.post("/admin/people/{person}/password") { request, context in
             struct PasswordForm: Decodable { let csrf: String?; let password: String }
-            let admin = try await access.admin(context)
+            _ = try await access.admin(context)
             let form = try await Forms.decode(PasswordForm.self, request)
             try Self.checkCSRF(form.csrf, context)
             let name = try personParameter(context)
             try await setPassword(name, form.password)
-            return try await adminPage(admin, context, token: nil, notice: "Password set for \(name).")
+            return await done(context, "Password set for \(name); every session of theirs ended.")
         }
         router.post("/admin/people/{person}/remove") { request, context in
             let admin = try await access.admin(context)
-            let form = try await Forms.decode(CSRFForm.self, request)
+            let form = try await Forms.decode(ConfirmedForm.self, request)
             try Self.checkCSRF(form.csrf, context)
             let name = try personParameter(context)
+            guard form.confirm == "yes" else {
+                let registry = self.registry
+                guard try await blocking({ try registry.person(named: name) }) != nil else { throw WebError(.notFound, "no person named \(name)") }
+                return confirmPage(admin, context, heading: "Remove \(name)?",
+                                   message: "\(name) can no longer sign in, and the chains shared with them are no longer shared. Their devices' history stays.",
+                                   action: "/admin/people/\(name)/remove", fields: [], button: "Remove \(name)")
+            }
             try await removePerson(name)
-            return try await adminPage(admin, context, token: nil, notice: "Removed \(name).")
+            return await done(context, "Removed \(name).")
         }
         router.post("/admin/tokens") { request, context in
-            let admin = try await access.admin(context)
+            _ = try await access.admin(context)
             let form = try await Forms.decode(TokenForm.self, request)
             try Self.checkCSRF(form.csrf, context)
-            let token = try await issueToken(device: form.device, person: form.person)
-            return try await adminPage(admin, context, token: token, notice: "Token issued for \(form.device).")
+            guard let person = form.person, !person.isEmpty else {
+                throw WebError(.badRequest, "choose the person whose device this is; a token is issued for one person's device")
+            }
+            let token = try await issueToken(device: form.device, person: person)
+            await flash.put(context.sessions.session?.csrf, .init(notice: "Token issued for \(form.device) (\(person)'s device).", token: token))
+            return Responses.redirect("/admin")
         }
         router.post("/admin/devices/{device}/revoke") { request, context in
             let admin = try await access.admin(context)
-            let form = try await Forms.decode(CSRFForm.self, request)
+            let form = try await Forms.decode(ConfirmedForm.self, request)
             try Self.checkCSRF(form.csrf, context)
             let device = try deviceParameter(context)
+            guard form.confirm == "yes" else {
+                let registry = self.registry
+                guard try await blocking({ try registry.devices().contains { $0.name == device } }) else { throw WebError(.notFound, "no device named \(device)") }
+                return confirmPage(admin, context, heading: "Revoke \(device)?",
+                                   message: "\(device) can no longer sync, at once and for good (a new name and token enroll it again). Its history stays on this server.",
+                                   action: "/admin/devices/\(device)/revoke", fields: [], button: "Revoke \(device)")
+            }
             try await revoke(device)
-            return try await adminPage(admin, context, token: nil, notice: "Revoked \(device): it can no longer sync.")
+            return await done(context, "Revoked \(device): it can no longer sync.")
         }
         router.post("/admin/verify") { request, context in
-            let admin = try await access.admin(context)
+            _ = try await access.admin(context)
             let form = try await Forms.decode(VerifyForm.self, request)
             try Self.checkCSRF(form.csrf, context)
             let reports = try await verify(mode: form.mode)
             let failed = reports.filter { !$0.ok }.count
-            return try await adminPage(admin, context, token: nil,
-                                       notice: "Verified \(reports.count) chain(s) (\(form.mode)): \(failed == 0 ? "all passed" : "\(failed) with problems").")
+            return await done(context, "Verified \(reports.count) chain(s) (\(form.mode)): \(failed == 0 ? "all passed" : "\(failed) with problems").")
         }
+    }
+
+    /// After a change: the notice for the next view of the page, and the redirect there.
+    func done(_ context: WebContext, _ notice: String) async -> Response {
+        await flash.put(context.sessions.session?.csrf, .init(notice: notice, token: nil))
+        return Responses.redirect("/admin")
+    }
+
+    /// The question before a change that is hard to undo: the same form again, with `confirm=yes`.
+    func confirmPage(_ admin: People.Person, _ context: WebContext, heading: String, message: String, action: String,
+                     fields: [(String, String)], button: String) -> Response {
+        pages.render("confirm", ConfirmPage.Model(heading: heading, message: message, action: action, csrf: context.sessions.session?.csrf ?? "",
+                                                  fields: fields.map { .init(name: $0.0, value: $0.1) }, button: button),
+                     chrome: chrome(heading, admin, context))
     }
 
     func adminPage(_ admin: People.Person, _ context: WebContext, token: EnrollmentToken?, notice: String?) async throws -> Response {
@@ -86,11 +135,15 @@ extension WebServer {
             return (try registry.people(), try registry.devices(), chains)
         }
         let model = AdminPage.Model(
-            csrf: context.sessions.session?.csrf ?? "", people: people,
+            csrf: context.sessions.session?.csrf ?? "",
+            people: people.map { p in .init(name: p.name, person: p, roles: People.Role.allCases.map { .init(value: $0.rawValue, selected: $0 == p.role) }) },
             devices: devices.map { .init(name: $0.name, state: $0.state, person: $0.person, chains: $0.chains.map { String($0.prefix(12)) }, revocable: $0.revokedAt == nil) },
             chains: chains, roles: People.Role.allCases.map(\.rawValue), personNames: people.filter { $0.role != .viewer }.map(\.name),
             token: token?.text, enrollCommand: token.map { "hp-node enroll \($0.text)" }, notice: notice)
-        return pages.render("admin", model, chrome: chrome("Admin", admin, context))
+        var response = pages.render("admin", model, chrome: chrome("Admin", admin, context))
+        // The page may carry a one-time enrollment token: never kept by a cache.
+        response.headers[.cacheControl] = "no-store"
+        return response
     }
 
     func personParameter(_ context: WebContext) throws -> String {

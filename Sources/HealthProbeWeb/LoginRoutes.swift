@@ -46,25 +46,26 @@ extension WebServer {
         }
     }
 
-    /// Checks a name and password (bcrypt, off the cooperative threads), throttled per
-    /// peer and name; on success starts a new session (a new id: no fixation).
+    /// Checks a name and password (bcrypt, off the cooperative threads), one attempt at a
+    /// time per name and per peer, slower after each failure (`LoginThrottle`); on success
+    /// starts a new session (a new id: no fixation).
     func signIn(_ name: String, _ password: String, _ context: WebContext) async throws -> People.Person? {
         let peer = context.remoteAddress?.ipAddress ?? "unknown"
         let key = String(name.prefix(64))
         let registry = self.registry
-        let person: People.Person?
-        if DeviceName.isValid(name), People.passwordLength.contains(password.count) {
-            person = try await blocking { try registry.checkPassword(name: name, password: password) }
-        } else {
-            person = nil
+        let valid = DeviceName.isValid(name) && People.passwordLength.contains(password.count)
+        let answer = try await throttle.turn(peer: peer, name: key, now: { Self.now() }) { () async throws -> People.Person? in
+            guard valid else { return nil }
+            return try await blocking { try registry.checkPassword(name: name, password: password) }
         }
-        guard let person else {
-            let wait = await throttle.failure(peer: peer, name: key, now: Self.now())
+        guard let answer else {
+            logger.notice("sign-in refused: too many attempts waiting", metadata: ["peer": "\(peer)"])
+            throw WebError(.throttled, "too many sign-in attempts are waiting for this name or address; try again in a minute")
+        }
+        guard let person = answer else {
             logger.notice("sign-in refused", metadata: ["peer": "\(peer)"])
-            try await Task.sleep(for: .milliseconds(Int(wait * 1000)))
             return nil
         }
-        await throttle.success(peer: peer, name: key)
         context.sessions.createSession(WebSession(personID: person.id, csrf: EnrollmentToken.randomSecret(), signedInAt: Self.now()), expiresIn: settings.sessionLifetime)
         logger.info("signed in", metadata: ["person": "\(person.name)"])
         return person

@@ -22,6 +22,13 @@ public struct WebServer: Sendable {
         public var passwordCost: UInt8 = PasswordHashing.defaultCost
         /// How long a session lasts without signing in again.
         public var sessionLifetime: Duration = .seconds(12 * 3600)
+        /// A connection's first request head (TLS handshake included) must arrive within 10 s,
+        /// a request's body within 30 s of its head, the next request within 60 s of a response.
+        public var requestLimits = RequestLimits(header: .seconds(10), body: .seconds(30), idle: .seconds(60))
+        /// Failed sign-ins: the n-th within 15 minutes waits `min(base * 2^(n-1), maximum)` seconds,
+        /// per name and per peer address, one attempt at a time.
+        public var signInBase: Double = 0.5
+        public var signInMaximum: Double = 8
         /// The address nodes reach the sync server at, for the enrollment command shown
         /// (asked each time: with port 0 the sync server knows its port only once it listens).
         public var syncAddress: @Sendable () -> String = { "127.0.0.1:7447" }
@@ -33,7 +40,8 @@ public struct WebServer: Sendable {
     let settings: Settings
     let logger: Logger
     let pages: Pages
-    let throttle = LoginThrottle()
+    let throttle: LoginThrottle
+    let flash = Flash()
 
     public init(store: ServerStore, settings: Settings = .init(), logger: Logger) throws {
         self.store = store
@@ -41,6 +49,19 @@ public struct WebServer: Sendable {
         self.settings = settings
         self.logger = logger
         self.pages = try Pages()
+        self.throttle = LoginThrottle(base: settings.signInBase, maximum: settings.signInMaximum)
+    }
+
+    /// The web's time limits for slow peers (see `RequestDeadlines`).
+    public struct RequestLimits: Sendable {
+        public var header: TimeAmount
+        public var body: TimeAmount
+        public var idle: TimeAmount
+        public init(header: TimeAmount, body: TimeAmount, idle: TimeAmount) {
+            self.header = header
+            self.body = body
+            self.idle = idle
+        }
     }
 
     var access: Access { Access(registry: registry, store: store) }
@@ -57,7 +78,7 @@ public struct WebServer: Sendable {
         tls.minimumTLSVersion = .tlsv12
         return Application(
             router: try router(),
-            server: try .tls(.http1(), tlsConfiguration: tls),
+            server: try .tls(.http1(configuration: .init(additionalChannelHandlers: [RequestDeadlines(settings.requestLimits)])), tlsConfiguration: tls),
             configuration: .init(address: .hostname(host, port: port), serverName: nil),
             onServerRunning: { channel in await onListening(channel.localAddress?.port ?? port) },
             logger: logger)
@@ -70,7 +91,7 @@ public struct WebServer: Sendable {
         router.add(middleware: APIMethods())
         router.add(middleware: SameOriginWrites())
         router.add(middleware: SessionMiddleware(
-            storage: MemoryPersistDriver(),
+            storage: RegistrySessionStore(registry: registry, now: { Self.now() }),
             configuration: .init(sessionCookieParameters: .init(name: "__Host-hp_session", path: "/", secure: true, sameSite: .strict),
                                  defaultSessionExpiration: settings.sessionLifetime)))
         router.get("/static/site.css") { _, _ in
@@ -103,18 +124,3 @@ public struct WebServer: Sendable {
     static func now() -> Double { Date().timeIntervalSince1970 }
 }
 
-/// Slows repeated failed sign-ins per peer address and per name (`AuthThrottle`: each
-/// failure within 15 minutes doubles the wait, up to 8 s).
-actor LoginThrottle {
-    var byPeer = AuthThrottle(base: 0.5, maximum: 8)
-    var byName = AuthThrottle(base: 0.5, maximum: 8)
-
-    func failure(peer: String, name: String, now: Double) -> Double {
-        max(byPeer.failure(peer: peer, now: now), byName.failure(peer: name, now: now))
-    }
-
-    func success(peer: String, name: String) {
-        byPeer.success(peer: peer)
-        byName.success(peer: name)
-    }
-}

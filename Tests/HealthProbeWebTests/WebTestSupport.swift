@@ -35,12 +35,12 @@ final class Browser: @unchecked Sendable {
     init(port: Int, fingerprint: String) { self.port = port; self.fingerprint = fingerprint }
 
     func request(_ method: String, _ path: String, body: String? = nil, contentType: String = "application/x-www-form-urlencoded",
-                 headers extra: [(String, String)] = []) async throws -> HTTPReply {
+                 headers extra: [(String, String)] = [], declaredLength: Int? = nil) async throws -> HTTPReply {
         var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
         if let cookie { head += "Cookie: \(cookie)\r\n" }
         for (k, v) in extra { head += "\(k): \(v)\r\n" }
         let bodyBytes = Array((body ?? "").utf8)
-        if body != nil { head += "Content-Type: \(contentType)\r\nContent-Length: \(bodyBytes.count)\r\n" }
+        if body != nil { head += "Content-Type: \(contentType)\r\nContent-Length: \(declaredLength ?? bodyBytes.count)\r\n" }
         head += "\r\n"
         let tls = try PinnedTLS.clientContext()
         let pin = fingerprint
@@ -118,7 +118,7 @@ struct Household {
 
 /// People: ann (admin), bob and cat (members), vic (viewer). Devices: ann-phone (ann),
 /// bob-phone (bob), each with two simulated observations synced over TLS.
-func withHousehold(_ body: (Household) async throws -> Void) async throws {
+func withHousehold(configure: (inout WebServer.Settings) -> Void = { _ in }, _ body: (Household) async throws -> Void) async throws {
     let data = TempDir()
     let store = ServerStore(root: data.path)
     try store.create()
@@ -129,6 +129,7 @@ func withHousehold(_ body: (Household) async throws -> Void) async throws {
     let sync = try SyncServer(store: store)
     var settings = WebServer.Settings()
     settings.passwordCost = 4
+    configure(&settings)
     let quiet = { var l = Logger(label: "test.web"); l.logLevel = .critical; return l }()
     let web = try WebServer(store: store, settings: settings, logger: quiet)
     try await withThrowingTaskGroup(of: Void.self) { group in

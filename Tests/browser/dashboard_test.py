@@ -132,7 +132,11 @@ class Dashboard(unittest.TestCase):
             form = d.find_element(By.CSS_SELECTOR, "form[action='/admin/people']")
             form.find_element(By.NAME, "name").send_keys("dan")
             form.find_element(By.NAME, "password").send_keys(PASSWORD)
+            for option in form.find_elements(By.CSS_SELECTOR, "select[name=role] option"):
+                if option.text == "member":
+                    option.click()
             submit(d, form.find_element(By.CSS_SELECTOR, "button"))
+            self.assertEqual(d.current_url, WEB + "/admin", "a change redirects back to the page")
             self.assertIn("Added dan.", d.page_source)
             form = d.find_element(By.CSS_SELECTOR, "form[action='/admin/tokens']")
             form.find_element(By.NAME, "device").send_keys("dan-phone")
@@ -146,9 +150,45 @@ class Dashboard(unittest.TestCase):
             subprocess.run([NODE, "--home", os.path.join(WORK, "dan-phone"), "enroll", token], check=True, capture_output=True)
             row = [r for r in d.find_elements(By.CSS_SELECTOR, "table.devices tbody tr") if r.text.startswith("dan-phone")][0]
             submit(d, row.find_element(By.CSS_SELECTOR, "button"))
+            # Revoking asks first.
+            self.assertEqual(heading(d), "Revoke dan-phone?")
+            submit(d, d.find_element(By.CSS_SELECTOR, "button.danger"))
             self.assertIn("Revoked dan-phone", d.page_source)
             row = [r for r in d.find_elements(By.CSS_SELECTOR, "table.devices tbody tr") if r.text.startswith("dan-phone")][0]
             self.assertIn("revoked", row.text)
+        finally:
+            d.quit()
+
+    def test_admin_page_cannot_surprise(self):
+        d = browser()
+        try:
+            sign_in(d, "ann")
+            d.get(WEB + "/admin")
+            # Each role select shows the person's role: pressing "Set role" untouched changes nothing.
+            row = d.find_element(By.CSS_SELECTOR, "tr[data-person='vic']")
+            self.assertEqual(row.find_element(By.CSS_SELECTOR, "select[name=role] option:checked").text, "viewer")
+            submit(d, row.find_element(By.XPATH, ".//button[text()='Set role']"))
+            self.assertIn("vic is already viewer; nothing changed.", d.page_source)
+            self.assertEqual([p["role"] for p in api(d, "/api/v1/admin/people") if p["name"] == "vic"], ["viewer"])
+            # A token needs a chosen person: the untouched form does not submit.
+            d.get(WEB + "/admin")
+            form = d.find_element(By.CSS_SELECTOR, "form[action='/admin/tokens']")
+            form.find_element(By.NAME, "device").send_keys("nobodys-phone")
+            form.find_element(By.CSS_SELECTOR, "button").click()
+            self.assertEqual(d.current_url, WEB + "/admin")
+            self.assertEqual(d.find_elements(By.ID, "enroll-command"), [])
+            d.get(WEB + "/admin")
+            self.assertNotIn("nobodys-phone", d.find_element(By.CSS_SELECTOR, "table.devices").text)
+            # Making someone admin asks first; Cancel leaves them as they were.
+            d.get(WEB + "/admin")
+            row = d.find_element(By.CSS_SELECTOR, "tr[data-person='bob']")
+            for option in row.find_elements(By.CSS_SELECTOR, "select[name=role] option"):
+                if option.text == "admin":
+                    option.click()
+            submit(d, row.find_element(By.XPATH, ".//button[text()='Set role']"))
+            self.assertEqual(heading(d), "Make bob admin?")
+            submit(d, d.find_element(By.LINK_TEXT, "Cancel"))
+            self.assertEqual([p["role"] for p in api(d, "/api/v1/admin/people") if p["name"] == "bob"], ["member"])
         finally:
             d.quit()
 

@@ -105,6 +105,7 @@ public final class DeviceRegistry: Sendable {
                 """)
         }
         m.registerMigration("v2 people") { db in try People.migrate(db) }
+        m.registerMigration("v3 web sessions") { db in try WebSessions.migrate(db) }
         return m
     }
 

@@ -99,6 +99,8 @@ extension DeviceRegistry {
         try database.write { db in
             try db.execute(sql: "UPDATE people SET password_hash = ? WHERE name = ?", arguments: [hash, name])
             guard db.changesCount == 1 else { throw AuthError(.notFound, "no person named \(name) (see `hp-server person list`)") }
+            // A new password ends every session signed in with the old one.
+            try WebSessions.end(db, personID: try Self.personID(db, name))
         }
     }
 
@@ -115,6 +117,8 @@ extension DeviceRegistry {
                 throw AuthError(.conflict, "\(name) has devices; a viewer cannot own devices (give them to another person first)")
             }
             try db.execute(sql: "UPDATE people SET role = ? WHERE name = ?", arguments: [role.rawValue, name])
+            // A changed role ends the person's sessions: they sign in again under the new one.
+            if (row["role"] as String) != role.rawValue { try WebSessions.end(db, personID: row["id"]) }
         }
     }
 
@@ -132,6 +136,7 @@ extension DeviceRegistry {
             if (row["role"] as String) == People.Role.admin.rawValue, try Self.adminCount(db) == 1 {
                 throw AuthError(.conflict, "\(name) is the last admin; make another person admin first")
             }
+            try WebSessions.end(db, personID: id)
             try db.execute(sql: "DELETE FROM people WHERE id = ?", arguments: [id])
         }
     }
@@ -196,6 +201,12 @@ extension DeviceRegistry {
     public func share(chain: String, with person: String, now: Double) throws {
         try database.write { db in
             let pid = try Self.personID(db, person)
+            let owner = try Int64.fetchOne(db, sql: """
+                SELECT d.person_id FROM chain_owners o JOIN devices d ON d.id = o.device_id WHERE o.device_chain_hash = ?
+                """, arguments: [chain])
+            guard owner != pid else {
+                throw AuthError(.conflict, "chain \(chain.prefix(16)) is \(person)'s own; a person reads their own chains without sharing")
+            }
             try db.execute(sql: "INSERT OR IGNORE INTO chain_shares(device_chain_hash, person_id, shared_at) VALUES (?, ?, ?)", arguments: [chain, pid, now])
         }
     }

@@ -6,9 +6,16 @@ import HealthProbeServer
 enum AdminPage {
     struct DeviceRow { let name: String; let state: String; let person: String?; let chains: [String]; let revocable: Bool }
     struct ChainRow { let chain: String; let chainShort: String; let verification: Dashboard.Verification?; let storage: String?; let compactable: Bool }
+    /// A role option, selected when it is the person's role.
+    struct RoleOption { let value: String; let selected: Bool }
+    struct PersonRow {
+        let name: String
+        let person: People.Person
+        let roles: [RoleOption]
+    }
     struct Model {
         let csrf: String
-        let people: [People.Person]
+        let people: [PersonRow]
         let devices: [DeviceRow]
         let chains: [ChainRow]
         let roles: [String]
@@ -33,17 +40,17 @@ enum AdminPage {
         <h2>People</h2>
         <div class="table-wrap"><table class="people">
         <thead><tr><th>Name</th><th>Role</th><th>Devices</th><th>Password</th><th>Change</th></tr></thead>
-        <tbody>{{#people}}<tr data-person="{{name}}"><td>{{name}}</td><td>{{role}}</td><td>{{#devices}}{{.}} {{/devices}}</td><td>{{#hasPassword}}set{{/hasPassword}}{{^hasPassword}}<span class="muted">not set</span>{{/hasPassword}}</td>
+        <tbody>{{#people}}<tr data-person="{{name}}"><td>{{name}}</td><td>{{person.role}}</td><td>{{#person.devices}}{{.}} {{/person.devices}}</td><td>{{#person.hasPassword}}set{{/person.hasPassword}}{{^person.hasPassword}}<span class="muted">not set</span>{{/person.hasPassword}}</td>
         <td>
-        <form method="post" action="/admin/people/{{name}}/role" class="inline"><input type="hidden" name="csrf" value="{{csrf}}"><select name="role" aria-label="role of {{name}}">{{#roles}}<option>{{.}}</option>{{/roles}}</select> <button type="submit">Set role</button></form>
+        <form method="post" action="/admin/people/{{name}}/role" class="inline"><input type="hidden" name="csrf" value="{{csrf}}"><select name="role" aria-label="role of {{name}}">{{#roles}}<option value="{{value}}"{{#selected}} selected{{/selected}}>{{value}}</option>{{/roles}}</select> <button type="submit">Set role</button></form>
         <form method="post" action="/admin/people/{{name}}/password" class="inline"><input type="hidden" name="csrf" value="{{csrf}}"><input name="password" type="password" autocomplete="new-password" required minlength="12" maxlength="256" aria-label="new password for {{name}}"> <button type="submit">Set password</button></form>
-        <form method="post" action="/admin/people/{{name}}/remove" class="inline"><input type="hidden" name="csrf" value="{{csrf}}"><button type="submit">Remove</button></form>
+        <form method="post" action="/admin/people/{{name}}/remove" class="inline"><input type="hidden" name="csrf" value="{{csrf}}"><button type="submit">Remove…</button></form>
         </td></tr>{{/people}}</tbody>
         </table></div>
         <form method="post" action="/admin/people" class="stack">
         <input type="hidden" name="csrf" value="{{csrf}}">
         <label>Name <input name="name" required maxlength="64"></label>
-        <label>Role <select name="role">{{#roles}}<option>{{.}}</option>{{/roles}}</select></label>
+        <label>Role <select name="role" required><option value="" selected disabled>Choose a role</option>{{#roles}}<option value="{{.}}">{{.}}</option>{{/roles}}</select></label>
         <label>Password (12 or more characters) <input name="password" type="password" autocomplete="new-password" required minlength="12" maxlength="256"></label>
         <button type="submit">Add person</button>
         </form>
@@ -51,13 +58,13 @@ enum AdminPage {
         <div class="table-wrap"><table class="devices">
         <thead><tr><th>Device</th><th>State</th><th>Person</th><th>Chains</th><th></th></tr></thead>
         <tbody>{{#devices}}<tr><td>{{name}}</td><td>{{state}}</td><td>{{person}}</td><td class="hash">{{#chains}}{{.}} {{/chains}}</td>
-        <td>{{#revocable}}<form method="post" action="/admin/devices/{{name}}/revoke" class="inline"><input type="hidden" name="csrf" value="{{csrf}}"><button type="submit">Revoke</button></form>{{/revocable}}</td></tr>{{/devices}}</tbody>
+        <td>{{#revocable}}<form method="post" action="/admin/devices/{{name}}/revoke" class="inline"><input type="hidden" name="csrf" value="{{csrf}}"><button type="submit">Revoke…</button></form>{{/revocable}}</td></tr>{{/devices}}</tbody>
         </table></div>
         <h2>Enroll a device</h2>
         <form method="post" action="/admin/tokens" class="stack">
         <input type="hidden" name="csrf" value="{{csrf}}">
         <label>Device name <input name="device" required maxlength="64"></label>
-        <label>Person <select name="person">{{#personNames}}<option>{{.}}</option>{{/personNames}}</select></label>
+        <label>Whose device <select name="person" required><option value="" selected disabled>Choose a person</option>{{#personNames}}<option value="{{.}}">{{.}}</option>{{/personNames}}</select></label>
         <button type="submit">Issue a one-time token</button>
         </form>
         <h2>Verification</h2>
@@ -71,5 +78,22 @@ enum AdminPage {
         <label><input type="radio" name="mode" value="full"> full (every stored bundle)</label>
         <button type="submit">Run verify on every chain</button>
         </form>
+        """
+}
+
+/// "Are you sure?" before a change that is hard to undo: the same form, with `confirm=yes`.
+enum ConfirmPage {
+    struct Field { let name: String; let value: String }
+    struct Model { let heading: String; let message: String; let action: String; let csrf: String; let fields: [Field]; let button: String }
+    static let template = """
+        <h1>{{heading}}</h1>
+        <p>{{message}}</p>
+        <form method="post" action="{{action}}" class="stack">
+        <input type="hidden" name="csrf" value="{{csrf}}">
+        {{#fields}}<input type="hidden" name="{{name}}" value="{{value}}">{{/fields}}
+        <input type="hidden" name="confirm" value="yes">
+        <button type="submit" class="danger">{{button}}</button>
+        </form>
+        <p><a href="/admin">Cancel</a></p>
         """
 }

@@ -22,7 +22,7 @@ struct Pages: Sendable {
             ("layout", Self.layout), ("login", LoginPage.template), ("overview", OverviewPage.template),
             ("chain", ChainPageTemplate.template), ("observation", ObservationPageTemplate.template),
             ("visible", VisiblePageTemplate.template), ("type", TypePageTemplate.template), ("diff", DiffPageTemplate.template),
-            ("admin", AdminPage.template), ("message", MessagePage.template),
+            ("admin", AdminPage.template), ("message", MessagePage.template), ("confirm", ConfirmPage.template),
         ]
         for (name, text) in templates { try library.register(text, named: name) }
         self.library = library
@@ -96,6 +96,7 @@ struct Pages: Sendable {
         form.stack { display: grid; gap: .5rem; max-width: 24rem; }
         input, select, button { font: inherit; padding: .35rem .5rem; }
         button { cursor: pointer; }
+        button.danger { background: #8b1a1a; color: #fff; border: 1px solid #8b1a1a; }
         .chart { width: 100%; height: auto; background: #fff; border: 1px solid var(--line); border-radius: .4rem; }
         .chart .bar { fill: var(--accent); } .chart .axis { stroke: var(--muted); } .chart .tick { font-size: 11px; fill: var(--muted); }
         .side-by-side { display: grid; grid-template-columns: repeat(auto-fit, minmax(20rem, 1fr)); gap: 1rem; }
