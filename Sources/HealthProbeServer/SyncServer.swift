@@ -103,6 +103,12 @@ public struct SyncServer: Sendable {
         metrics.connectionOpened()
         defer { metrics.connectionClosed() }
         var machine = ServerSessionStateMachine()
+        // Chains whose status this connection asked for, and whether anything was refused:
+        // a connection that ends cleanly with nothing refused is a good sync of those chains.
+        var asked: Set<String> = []
+        var refusedAny = false
+        var endedCleanly = false
+        var clockOffset: Double?
         do {
             try await connection.executeThenClose { inbound, outbound in
                 var messages = inbound.makeAsyncIterator()
@@ -118,6 +124,7 @@ public struct SyncServer: Sendable {
                             do {
                                 let (session, reply) = try await offload { try authenticate(credentials) }
                                 machine.authenticated(session)
+                                clockOffset = session.clockOffset
                                 await throttle.success(peer: peer)
                                 metrics.authentication(ok: true)
                                 logger.info("device authenticated", metadata: ["sync.device": "\(session.identity.name)"])
@@ -136,6 +143,7 @@ public struct SyncServer: Sendable {
                             try await outbound.write(.frame(SyncFrame(kind: .pong, payload: ByteBuffer())))
                         case .chainStatus(let session, let request):
                             try await outbound.write(.frame(try await chainStatus(request.deviceChainHash, session: session)))
+                            asked.insert(request.deviceChainHash)
                         case .household(let session, let request):
                             let device = session.identity
                             let (type, from, to) = (request.type, request.from, request.to)
@@ -161,12 +169,14 @@ public struct SyncServer: Sendable {
                         case .applyBundle(let session, let transfer):
                             transfer.file.finish()
                             let reply = await finish(transfer, session: session)
+                            if reply.kind == .error { refusedAny = true }
                             transfer.file.discard()
                             try await outbound.write(.frame(reply))
                             machine.bundleFinished()
                             await applier.checkpointApplied()
                         }
                     }
+                    endedCleanly = true
                 } catch {
                     let e = Self.protocolError(error)
                     try? await outbound.write(.frame(.error(e)))
@@ -176,7 +186,12 @@ public struct SyncServer: Sendable {
             logger.debug("connection ended", metadata: ["sync.error": "\(error)"])
         }
         // A bundle still being received when the connection ended is never applied.
-        machine.closed()?.discard()
+        let open = machine.closed()
+        open?.discard()
+        if endedCleanly, open == nil, !refusedAny, !asked.isEmpty {
+            let offset = clockOffset, chains = asked
+            _ = try? await offload { for c in chains { try registry.recordSync(chain: c, now: now(), clockOffset: offset) } }
+        }
     }
 
     /// `CHAIN_STATUS`: the chain's last sequence and manifest hash, if the session may read it.
@@ -188,7 +203,8 @@ public struct SyncServer: Sendable {
                 try requireActive(device)
                 try Self.mapAuth { try registry.authorizeRead(device, chain: chain) }
                 let status = try applier.status(chain)
-                try registry.recordSync(chain: chain, now: now(), clockOffset: offset)
+                // Contact, not yet a sync: it counts once the connection ends with nothing refused.
+                try registry.recordContact(chain: chain, now: now(), clockOffset: offset)
                 return status
             }
         } catch let e as SyncProtocolError where e.code == .forbidden {
@@ -295,6 +311,10 @@ public struct SyncServer: Sendable {
         var metadata: Logger.Metadata = ["sync.error": "\(e.code.rawValue)", "sync.device": "\(device.name)"]
         if let sequence { metadata["sync.sequence"] = "\(sequence)" }
         logger.warning("\(what) refused", metadata: metadata)
+        // The device's own chain's state: refused until a good sync follows (another device's chain is not its to change).
+        if let chain, e.code != .forbidden {
+            _ = try? await offload { try registry.recordRefusal(chain: chain, code: e.code.rawValue, detail: detail, now: now()) }
+        }
         guard [.divergence, .forbidden, .bundleInvalid].contains(e.code) else { return }
         _ = try? await offload { try registry.recordEvent(kind: e.code.rawValue, chain: chain, sequence: sequence, device: device.name, detail: detail, now: now()) }
     }

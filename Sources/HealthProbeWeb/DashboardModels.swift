@@ -32,13 +32,24 @@ public enum Dashboard {
         public var problems: [String]
     }
 
+    /// The chain's device, in one state (`DeviceState`): syncing, silent, refused, revoked or never synced.
+    public struct DeviceStatus: Codable, Sendable, Equatable {
+        public var state: String
+        public var since: String?
+        public var reason: String
+        public var fix: String
+        public var refusalCode: String?
+    }
+
     /// One chain on the overview.
     public struct ChainCard: Codable, Sendable, Equatable {
         public var chain: String
         public var chainShort: String
         public var device: String?
         public var person: String?
+        /// The last good sync (a refused one never counts).
         public var lastSyncAt: String?
+        public var deviceState: DeviceStatus
         public var clockOffsetSeconds: Double?
         public var bundles: Int
         public var visibleRecords: Int

@@ -36,7 +36,8 @@ struct DashboardQueries: Sendable {
 
     /// One chain's card: registry facts, the replica's latest observation and summaries, alerts.
     func card(_ chain: String) throws -> Dashboard.ChainCard {
-        let info = try registry.chainInfo(chain)
+        let facts = try registry.chainFacts(chain)
+        let info = (device: facts.device, lastSync: facts.lastSync, clockOffset: facts.clockOffset)
         let person = try registry.chainPerson(chain)
         let verification = try registry.verification(chain: chain)
         let events = try registry.eventCounts(chain: chain)
@@ -82,10 +83,15 @@ struct DashboardQueries: Sendable {
         } else if verification == nil {
             alerts.append(.init(kind: .notVerified, message: "never verified; an admin can run verify"))
         }
-        let lastSync = [info.lastSync, r.lastSync].compactMap { $0 }.max()
+        // Applied bundles are good syncs too (a replica received before contacts were recorded).
+        var known = facts
+        known.lastSync = [facts.lastSync, r.lastSync].compactMap { $0 }.max()
+        let state = DeviceState.of(known, now: Date().timeIntervalSince1970)
         return Dashboard.ChainCard(
             chain: chain, chainShort: String(chain.prefix(12)), device: info.device, person: person,
-            lastSyncAt: Self.text(lastSync), clockOffsetSeconds: info.clockOffset, bundles: r.bundles,
+            lastSyncAt: Self.text(known.lastSync),
+            deviceState: .init(state: state.state.rawValue, since: Self.text(state.since), reason: state.reason, fix: state.fix, refusalCode: state.refusalCode),
+            clockOffsetSeconds: info.clockOffset, bundles: r.bundles,
             visibleRecords: r.visible, types: r.types, latestObservationID: r.latest?.id, latestObservedAt: Self.text(r.latest?.observedAt),
             latestStatus: r.latest?.status,
             verification: verification.map { .init(checkedAt: CanonicalDate.string($0.checkedAt), mode: $0.mode, ok: $0.ok, problems: $0.problems) },

@@ -106,6 +106,7 @@ public final class DeviceRegistry: Sendable {
         }
         m.registerMigration("v2 people") { db in try People.migrate(db) }
         m.registerMigration("v3 web sessions") { db in try WebSessions.migrate(db) }
+        m.registerMigration("v4 chain contacts") { db in try ChainContact.migrate(db) }
         return m
     }
 
@@ -234,13 +235,10 @@ public final class DeviceRegistry: Sendable {
         }
     }
 
-    /// Owner name, last sync and clock offset of a chain.
+    /// Owner name, last good sync and the clock offset last measured of a chain.
     public func chainInfo(_ chain: String) throws -> (device: String?, lastSync: Double?, clockOffset: Double?) {
-        try database.read { db in
-            let device = try String.fetchOne(db, sql: "SELECT d.name FROM chain_owners o JOIN devices d ON d.id = o.device_id WHERE o.device_chain_hash = ?", arguments: [chain])
-            let sync = try Row.fetchOne(db, sql: "SELECT last_sync_at, clock_offset_seconds FROM chain_syncs WHERE device_chain_hash = ?", arguments: [chain])
-            return (device, sync?["last_sync_at"], sync?["clock_offset_seconds"])
-        }
+        let f = try chainFacts(chain)
+        return (f.device, f.lastSync, f.clockOffset)
     }
 
     public func recordEvent(kind: String, chain: String?, sequence: Int?, device: String?, detail: String, now: Double) throws {
