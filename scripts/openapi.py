@@ -21,7 +21,7 @@ schemas = {
  "Me": S(name=string, role={"type": "string", "enum": ["admin", "member", "viewer"]}, devices=arr(string)),
  "Alert": S(kind={"type": "string", "enum": ["refused_bundles", "clock_skew", "disappeared", "loss", "verification_problem", "not_verified"]}, message=string),
  "Verification": S(checked_at=date, mode={"type": "string", "enum": ["quick", "full"]}, ok=boolean, problems=arr(string)),
- "DeviceStatus": optional_keys(S(state={"type": "string", "enum": ["syncing", "silent", "refused", "revoked", "never"]}, since=date, reason=string, fix=string,
+ "DeviceStatus": optional_keys(S(state={"type": "string", "enum": ["syncing", "silent", "refused", "revoked", "never"]}, label=string, needs_action=boolean, since=date, reason=string, fix=string,
                  refusal_code=string), ["since", "refusal_code"]),
  "ChainCard": optional_keys(S(chain=hexhash, chain_short=string, device=string, person=string, last_sync_at=date, device_state=ref("DeviceStatus"), clock_offset_seconds=number,
                  bundles=integer, visible_records=integer, types=integer, latest_observation_id=integer, latest_observed_at=date,
@@ -57,6 +57,9 @@ schemas = {
  "VerifyRequest": {"type": "object", "properties": {"mode": {"type": "string", "enum": ["quick", "full"]}}, "required": ["mode"]},
  "Check": S(name=string, status={"type": "string", "enum": ["ok", "problem", "skipped", "notice"]}, detail=string),
  "ChainReport": S(chain=hexhash, bundles=integer, checks=arr(ref("Check"))),
+ "AuditEntry": optional_keys(S(id=integer, at=number, actor=string, via={"type": "string", "enum": ["web", "api", "cli"]},
+                 action={"type": "string", "enum": ["person.add", "person.role", "person.password", "person.remove", "device.token", "device.revoke",
+                                                    "device.give", "chain.share", "chain.unshare", "verify"]}, target=string, detail=string), ["target"]),
 }
 def resp(schema, code="200", desc="OK"):
     return {code: {"description": desc, "content": {"application/json": {"schema": schema}}}}
@@ -106,6 +109,10 @@ paths = {
  "/api/v1/admin/tokens": {"post": op("Issue a one-time enrollment token (admin)", [csrf], ok=resp(ref("Token"), "201", "Issued"), body=ref("NewToken"))},
  "/api/v1/admin/devices/{device}/revoke": {"post": op("Revoke a device (admin)", [{"name": "device", "in": "path", "required": True, "schema": name}, csrf], ok={"204": {"description": "Revoked"}})},
  "/api/v1/admin/verify": {"post": op("Verify every chain (admin)", [csrf], ok=resp(arr(ref("ChainReport"))), body=ref("VerifyRequest"))},
+ "/api/v1/admin/audit": {"get": op("The audit log, newest first: every admin and sharing action from the web, the API and the CLI (admin)",
+                                    [{"name": "limit", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 1, "maximum": 1000}},
+                                     {"name": "before", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 1}}],
+                                    ok=resp(arr(ref("AuditEntry"))))},
 }
 # A person created by POST is addressed by name, not id.
 created = paths["/api/v1/admin/people"]["post"]["responses"]["201"]

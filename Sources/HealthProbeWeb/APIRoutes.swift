@@ -65,35 +65,35 @@ extension WebServer {
             return try Responses.json(try await blocking { try registry.people() })
         }
         api.post("/admin/people") { request, context in
-            _ = try await access.admin(context)
+            let admin = try await access.admin(context)
             try Self.checkCSRF(request.headers[HTTPField.Name("X-CSRF-Token")!], context)
             let body = try await Forms.json(PersonBody.self, request)
-            try await addPerson(body.name, role: body.role, password: body.password)
+            try await addPerson(body.name, role: body.role, password: body.password, by: .init(name: admin.name, via: .api))
             let registry = self.registry
             return try Responses.json(try await blocking { try registry.person(named: body.name) }, status: .created)
         }
         api.put("/admin/people/{person}/role") { request, context in
             struct RoleBody: Decodable { let role: String }
-            _ = try await access.admin(context)
+            let admin = try await access.admin(context)
             try Self.checkCSRF(request.headers[HTTPField.Name("X-CSRF-Token")!], context)
             let body = try await Forms.json(RoleBody.self, request)
             let name = try personParameter(context)
-            try await setRole(name, body.role)
+            try await setRole(name, body.role, by: .init(name: admin.name, via: .api))
             let registry = self.registry
             return try Responses.json(try await blocking { try registry.person(named: name) })
         }
         api.put("/admin/people/{person}/password") { request, context in
             struct PasswordBody: Decodable { let password: String }
-            _ = try await access.admin(context)
+            let admin = try await access.admin(context)
             try Self.checkCSRF(request.headers[HTTPField.Name("X-CSRF-Token")!], context)
             let body = try await Forms.json(PasswordBody.self, request)
-            try await setPassword(try personParameter(context), body.password)
+            try await setPassword(try personParameter(context), body.password, by: .init(name: admin.name, via: .api))
             return Response(status: .noContent)
         }
         api.delete("/admin/people/{person}") { request, context in
-            _ = try await access.admin(context)
+            let admin = try await access.admin(context)
             try Self.checkCSRF(request.headers[HTTPField.Name("X-CSRF-Token")!], context)
-            try await removePerson(try personParameter(context))
+            try await removePerson(try personParameter(context), by: .init(name: admin.name, via: .api))
             return Response(status: .noContent)
         }
         api.get("/admin/devices") { _, context in
@@ -102,23 +102,33 @@ extension WebServer {
             return try Responses.json(try await blocking { try registry.devices() })
         }
         api.post("/admin/tokens") { request, context in
-            _ = try await access.admin(context)
+            let admin = try await access.admin(context)
             try Self.checkCSRF(request.headers[HTTPField.Name("X-CSRF-Token")!], context)
             let body = try await Forms.json(TokenBody.self, request)
-            let token = try await issueToken(device: body.device, person: body.person)
+            let token = try await issueToken(device: body.device, person: body.person, by: .init(name: admin.name, via: .api))
             return try Responses.json(TokenReply(device: body.device, token: token.text, command: "hp-node enroll \(token.text)"), status: .created)
         }
         api.post("/admin/devices/{device}/revoke") { request, context in
-            _ = try await access.admin(context)
+            let admin = try await access.admin(context)
             try Self.checkCSRF(request.headers[HTTPField.Name("X-CSRF-Token")!], context)
-            try await revoke(try deviceParameter(context))
+            try await revoke(try deviceParameter(context), by: .init(name: admin.name, via: .api))
             return Response(status: .noContent)
         }
         api.post("/admin/verify") { request, context in
-            _ = try await access.admin(context)
+            let admin = try await access.admin(context)
             try Self.checkCSRF(request.headers[HTTPField.Name("X-CSRF-Token")!], context)
             let body = try await Forms.json(VerifyBody.self, request)
-            return try Responses.json(try await verify(mode: body.mode))
+            return try Responses.json(try await verify(mode: body.mode, by: .init(name: admin.name, via: .api)))
+        }
+        api.get("/admin/audit") { request, context in
+            _ = try await access.admin(context)
+            let limit = try Params.query(request, "limit").map { text -> Int in
+                guard let n = Int(text), (1...1000).contains(n) else { throw WebError(.badRequest, "limit is a whole number from 1 to 1000") }
+                return n
+            } ?? 100
+            let before = try Params.queryID(request, "before")
+            let registry = self.registry
+            return try Responses.json(try await blocking { try registry.audit(limit: limit, before: before) })
         }
     }
 
@@ -127,7 +137,7 @@ extension WebServer {
         try Self.checkCSRF(request.headers[HTTPField.Name("X-CSRF-Token")!], context)
         let chain = try await access.chain(context, for: person)
         guard let other = context.parameters.get("person"), DeviceName.isValid(other) else { throw WebError(.notFound, "no such person") }
-        try await changeShare(person, chain: chain, with: other, share: share)
+        try await changeShare(person, chain: chain, with: other, share: share, via: .api)
         let registry = self.registry
         return try Responses.json(ShareReply(chain: chain, sharedWith: try await blocking { try registry.shares(chain: chain).map(\.person) }))
     }

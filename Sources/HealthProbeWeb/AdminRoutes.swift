@@ -21,10 +21,10 @@ extension WebServer {
             return try await adminPage(admin, context, token: shown?.token, notice: shown?.notice)
         }
         router.post("/admin/people") { request, context in
-            _ = try await access.admin(context)
+            let admin = try await access.admin(context)
             let form = try await Forms.decode(PersonForm.self, request)
             try Self.checkCSRF(form.csrf, context)
-            try await addPerson(form.name, role: form.role, password: form.password)
+            try await addPerson(form.name, role: form.role, password: form.password, by: .init(name: admin.name, via: .web))
             return await done(context, "Added \(form.name).")
         }
         router.post("/admin/people/{person}/role") { request, context in
@@ -46,16 +46,16 @@ extension WebServer {
                                        : "\(name) will no longer be an admin. Their sessions end; they sign in again.",
                                    action: "/admin/people/\(name)/role", fields: [("role", role.rawValue)], button: "Make \(name) \(role.rawValue)")
             }
-            try await setRole(name, role.rawValue)
+            try await setRole(name, role.rawValue, by: .init(name: admin.name, via: .web))
             return await done(context, "\(name) is now \(role.rawValue); their sessions ended.")
         }
         router.post("/admin/people/{person}/password") { request, context in
             struct PasswordForm: Decodable { let csrf: String?; let password: String }
-            _ = try await access.admin(context)
+            let admin = try await access.admin(context)
             let form = try await Forms.decode(PasswordForm.self, request)
             try Self.checkCSRF(form.csrf, context)
             let name = try personParameter(context)
-            try await setPassword(name, form.password)
+            try await setPassword(name, form.password, by: .init(name: admin.name, via: .web))
             return await done(context, "Password set for \(name); every session of theirs ended.")
         }
         router.post("/admin/people/{person}/remove") { request, context in
@@ -65,22 +65,26 @@ extension WebServer {
             let name = try personParameter(context)
             guard form.confirm == "yes" else {
                 let registry = self.registry
-                guard try await blocking({ try registry.person(named: name) }) != nil else { throw WebError(.notFound, "no person named \(name)") }
+                guard let person = try await blocking({ try registry.person(named: name) }) else { throw WebError(.notFound, "no person named \(name)") }
+                // Nothing to confirm when the registry would refuse anyway.
+                guard person.devices.isEmpty else {
+                    throw WebError(.conflict, "\(name) still has devices (\(person.devices.joined(separator: ", "))); give them to another person first with `hp-server person give DEVICE --to PERSON`")
+                }
                 return confirmPage(admin, context, heading: "Remove \(name)?",
                                    message: "\(name) can no longer sign in, and the chains shared with them are no longer shared. Their devices' history stays.",
                                    action: "/admin/people/\(name)/remove", fields: [], button: "Remove \(name)")
             }
-            try await removePerson(name)
+            try await removePerson(name, by: .init(name: admin.name, via: .web))
             return await done(context, "Removed \(name).")
         }
         router.post("/admin/tokens") { request, context in
-            _ = try await access.admin(context)
+            let admin = try await access.admin(context)
             let form = try await Forms.decode(TokenForm.self, request)
             try Self.checkCSRF(form.csrf, context)
             guard let person = form.person, !person.isEmpty else {
                 throw WebError(.badRequest, "choose the person whose device this is; a token is issued for one person's device")
             }
-            let token = try await issueToken(device: form.device, person: person)
+            let token = try await issueToken(device: form.device, person: person, by: .init(name: admin.name, via: .web))
             await flash.put(context.sessions.session?.csrf, .init(notice: "Token issued for \(form.device) (\(person)'s device).", token: token))
             return Responses.redirect("/admin")
         }
@@ -96,14 +100,14 @@ extension WebServer {
                                    message: "\(device) can no longer sync, at once and for good (a new name and token enroll it again). Its history stays on this server.",
                                    action: "/admin/devices/\(device)/revoke", fields: [], button: "Revoke \(device)")
             }
-            try await revoke(device)
+            try await revoke(device, by: .init(name: admin.name, via: .web))
             return await done(context, "Revoked \(device): it can no longer sync.")
         }
         router.post("/admin/verify") { request, context in
-            _ = try await access.admin(context)
+            let admin = try await access.admin(context)
             let form = try await Forms.decode(VerifyForm.self, request)
             try Self.checkCSRF(form.csrf, context)
-            let reports = try await verify(mode: form.mode)
+            let reports = try await verify(mode: form.mode, by: .init(name: admin.name, via: .web))
             let failed = reports.filter { !$0.ok }.count
             return await done(context, "Verified \(reports.count) chain(s) (\(form.mode)): \(failed == 0 ? "all passed" : "\(failed) with problems").")
         }
@@ -134,12 +138,17 @@ extension WebServer {
             }
             return (try registry.people(), try registry.devices(), chains)
         }
+        let audit = try await blocking { try registry.audit(limit: 20) }.map { e in
+            // A chain is named by its short prefix, as everywhere on the page.
+            AdminPage.AuditRow(at: DashboardQueries.text(e.at) ?? "", actor: e.actor, via: e.via.rawValue, action: e.action.rawValue,
+                               target: e.target.map { $0.count == 64 ? String($0.prefix(12)) : $0 } ?? "", detail: e.detail)
+        }
         let model = AdminPage.Model(
             csrf: context.sessions.session?.csrf ?? "",
             people: people.map { p in .init(name: p.name, person: p, roles: People.Role.allCases.map { .init(value: $0.rawValue, selected: $0 == p.role) }) },
             devices: devices.map { .init(name: $0.name, state: $0.state, person: $0.person, chains: $0.chains.map { String($0.prefix(12)) }, revocable: $0.revokedAt == nil) },
             chains: chains, roles: People.Role.allCases.map(\.rawValue), personNames: people.filter { $0.role != .viewer }.map(\.name),
-            token: token?.text, enrollCommand: token.map { "hp-node enroll \($0.text)" }, notice: notice)
+            token: token?.text, enrollCommand: token.map { "hp-node enroll \($0.text)" }, notice: notice, audit: audit)
         var response = pages.render("admin", model, chrome: chrome("Admin", admin, context))
         // The page may carry a one-time enrollment token: never kept by a cache.
         response.headers[.cacheControl] = "no-store"
@@ -151,23 +160,23 @@ extension WebServer {
         return p
     }
 
-    func setRole(_ name: String, _ role: String) async throws {
+    func setRole(_ name: String, _ role: String, by actor: Audit.Actor) async throws {
         guard let role = People.Role(rawValue: role) else { throw WebError(.badRequest, "role is admin, member or viewer") }
         let registry = self.registry
-        try await blocking { try registry.setRole(person: name, role: role) }
+        try await blocking { try registry.setRole(person: name, role: role, by: actor) }
     }
 
-    func setPassword(_ name: String, _ password: String) async throws {
+    func setPassword(_ name: String, _ password: String, by actor: Audit.Actor) async throws {
         guard People.passwordLength.contains(password.count) else {
             throw WebError(.badRequest, "passwords are \(People.passwordLength.lowerBound) to \(People.passwordLength.upperBound) characters")
         }
         let registry = self.registry, cost = settings.passwordCost
-        try await blocking { try registry.setPassword(person: name, password: password, cost: cost) }
+        try await blocking { try registry.setPassword(person: name, password: password, cost: cost, by: actor) }
     }
 
-    func removePerson(_ name: String) async throws {
+    func removePerson(_ name: String, by actor: Audit.Actor) async throws {
         let registry = self.registry
-        try await blocking { try registry.removePerson(name: name) }
+        try await blocking { try registry.removePerson(name: name, by: actor) }
     }
 
     func deviceParameter(_ context: WebContext) throws -> String {
@@ -175,33 +184,38 @@ extension WebServer {
         return d
     }
 
-    func addPerson(_ name: String, role: String, password: String) async throws {
+    func addPerson(_ name: String, role: String, password: String, by actor: Audit.Actor) async throws {
         guard let role = People.Role(rawValue: role) else { throw WebError(.badRequest, "role is admin, member or viewer") }
         guard People.passwordLength.contains(password.count) else {
             throw WebError(.badRequest, "passwords are \(People.passwordLength.lowerBound) to \(People.passwordLength.upperBound) characters")
         }
         let registry = self.registry, cost = settings.passwordCost
-        _ = try await blocking { try registry.addPerson(name: name, role: role, password: password, now: Self.now(), cost: cost) }
+        _ = try await blocking { try registry.addPerson(name: name, role: role, password: password, now: Self.now(), cost: cost, by: actor) }
     }
 
-    func issueToken(device: String, person: String) async throws -> EnrollmentToken {
+    func issueToken(device: String, person: String, by actor: Audit.Actor) async throws -> EnrollmentToken {
         guard DeviceName.isValid(device) else { throw WebError(.badRequest, "device names are 1 to 64 ASCII letters, digits, '.', '_' or '-'") }
         let registry = self.registry, store = self.store, address = settings.syncAddress()
         return try await blocking {
             let pid = try registry.personForEnrollment(person)
-            let secret = try registry.issueToken(name: device, person: pid, now: Self.now())
+            let secret = try registry.issueToken(name: device, person: pid, now: Self.now(), by: actor)
             return EnrollmentToken(address: address, fingerprint: try store.identity().fingerprint, name: device, secret: secret)
         }
     }
 
-    func revoke(_ device: String) async throws {
+    func revoke(_ device: String, by actor: Audit.Actor) async throws {
         let registry = self.registry
-        try await blocking { try registry.revoke(name: device, now: Self.now()) }
+        try await blocking { try registry.revoke(name: device, now: Self.now(), by: actor) }
     }
 
-    func verify(mode: String) async throws -> [ServerVerifier.ChainReport] {
+    func verify(mode: String, by actor: Audit.Actor) async throws -> [ServerVerifier.ChainReport] {
         guard let m = ArchiveVerifier.Mode(rawValue: mode) else { throw WebError(.badRequest, "mode is quick or full") }
-        let store = self.store
-        return try await blocking { try ServerVerifier.run(store, mode: m) }
+        let store = self.store, registry = self.registry
+        return try await blocking {
+            let reports = try ServerVerifier.run(store, mode: m)
+            try registry.recordAudit(actor, .verify, target: nil,
+                                     detail: "\(m.rawValue): \(reports.count) chain(s), \(reports.filter { !$0.ok }.count) with problems")
+            return reports
+        }
     }
 }

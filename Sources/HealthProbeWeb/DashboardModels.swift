@@ -35,6 +35,10 @@ public enum Dashboard {
     /// The chain's device, in one state (`DeviceState`): syncing, silent, refused, revoked or never synced.
     public struct DeviceStatus: Codable, Sendable, Equatable {
         public var state: String
+        /// The state in words: "up to date", "silent since …", "refused since …".
+        public var label: String
+        /// Whether a person should act (every state but syncing).
+        public var needsAction: Bool
         public var since: String?
         public var reason: String
         public var fix: String

@@ -90,12 +90,26 @@ struct DashboardQueries: Sendable {
         return Dashboard.ChainCard(
             chain: chain, chainShort: String(chain.prefix(12)), device: info.device, person: person,
             lastSyncAt: Self.text(known.lastSync),
-            deviceState: .init(state: state.state.rawValue, since: Self.text(state.since), reason: state.reason, fix: state.fix, refusalCode: state.refusalCode),
+            deviceState: Self.status(state),
             clockOffsetSeconds: info.clockOffset, bundles: r.bundles,
             visibleRecords: r.visible, types: r.types, latestObservationID: r.latest?.id, latestObservedAt: Self.text(r.latest?.observedAt),
             latestStatus: r.latest?.status,
             verification: verification.map { .init(checkedAt: CanonicalDate.string($0.checkedAt), mode: $0.mode, ok: $0.ok, problems: $0.problems) },
             alerts: alerts)
+    }
+
+    /// A device state for the page and the API.
+    static func status(_ s: DeviceState) -> Dashboard.DeviceStatus {
+        let since = text(s.since) ?? ""
+        let label = switch s.state {
+        case .syncing: "up to date"
+        case .silent: "silent since \(since)"
+        case .refused: "refused since \(since)"
+        case .revoked: "revoked on \(since)"
+        case .never: "never synced"
+        }
+        return .init(state: s.state.rawValue, label: label, needsAction: s.state != .syncing, since: text(s.since), reason: s.reason, fix: s.fix,
+                     refusalCode: s.refusalCode)
     }
 
     /// A chain's page: its card, a page of its timeline (after observation `after`), its types now.

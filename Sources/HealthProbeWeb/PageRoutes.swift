@@ -72,7 +72,7 @@ extension WebServer {
             let form = try await Forms.decode(ShareForm.self, request)
             try Self.checkCSRF(form.csrf, context)
             let chain = try await access.chain(context, for: person)
-            try await changeShare(person, chain: chain, with: form.person, share: form.action == "share")
+            try await changeShare(person, chain: chain, with: form.person, share: form.action == "share", via: .web)
             return Responses.redirect("/chains/\(chain)")
         }
     }
@@ -119,13 +119,14 @@ extension WebServer {
     }
 
     /// Shares a chain with a person or takes it back: admins, and members for their own chains.
-    func changeShare(_ person: People.Person, chain: String, with other: String, share: Bool) async throws {
+    func changeShare(_ person: People.Person, chain: String, with other: String, share: Bool, via: Audit.Actor.Via) async throws {
         let registry = self.registry
         try await blocking {
             guard try registry.canShare(person, chain: chain) else {
                 throw WebError(.forbidden, "only an admin or the chain's own person may share it")
             }
-            if share { try registry.share(chain: chain, with: other, now: Self.now()) } else { try registry.unshare(chain: chain, from: other) }
+            let actor = Audit.Actor(name: person.name, via: via)
+            if share { try registry.share(chain: chain, with: other, now: Self.now(), by: actor) } else { try registry.unshare(chain: chain, from: other, by: actor) }
         }
     }
 

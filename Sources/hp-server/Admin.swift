@@ -60,6 +60,8 @@ struct ServerVerify: AsyncParsableCommand {
         try store.requireInitialized()
         let parts = subset?.split(separator: "/").compactMap { Int($0) }
         let reports = try ServerVerifier.run(store, chain: chain, mode: full ? .full : .quick, subset: parts.map { ($0[0], $0[1]) })
+        try store.registry().recordAudit(.cli, .verify, target: chain,
+                                         detail: "\(full ? "full" : "quick"): \(reports.count) chain(s), \(reports.filter { !$0.ok }.count) with problems")
         if options.json { try Output.json(reports) } else {
             for r in reports {
                 print("chain \(r.chain.prefix(16)) (\(r.bundles) bundles): \(r.ok ? "ok" : "PROBLEMS")")

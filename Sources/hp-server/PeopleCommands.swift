@@ -90,7 +90,7 @@ struct PersonCommand: AsyncParsableCommand {
     }
 
     struct Password: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Set a person's password (sessions already signed in stay until they expire).")
+        static let configuration = CommandConfiguration(abstract: "Set a person's password; every web session of theirs ends at once.")
         @OptionGroup var options: DataOptions
         @Argument(help: "Name.") var name: String
         @OptionGroup var password: PasswordSource
@@ -98,13 +98,13 @@ struct PersonCommand: AsyncParsableCommand {
         func run() async throws {
             let (secret, generated) = try password.read()
             try options.store.registry().setPassword(person: name, password: secret, cost: password.bcryptCost)
-            print("password set for \(name)")
+            print("password set for \(name); their web sessions ended")
             if generated { print("password (shown once): \(secret)") }
         }
     }
 
     struct Role: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Change a person's role (the last admin keeps theirs).")
+        static let configuration = CommandConfiguration(abstract: "Change a person's role (the last admin keeps theirs); their web sessions end at once.")
         @OptionGroup var options: DataOptions
         @Argument(help: "Name.") var name: String
         @Argument(help: "admin, member or viewer.") var role: String

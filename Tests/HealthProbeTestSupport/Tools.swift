@@ -18,14 +18,21 @@ public struct ToolMissing: Error, CustomStringConvertible {
 }
 
 /// Runs a built tool with `args`; returns (status, stdout, stderr).
-public func runTool(_ name: String, _ args: [String]) throws -> (Int32, String, String) {
+/// `stdin`, when given, is written to its standard input, which is then closed.
+public func runTool(_ name: String, _ args: [String], stdin: String? = nil) throws -> (Int32, String, String) {
     let p = Process()
     p.executableURL = try toolURL(name)
     p.arguments = args
     let out = Pipe(), err = Pipe()
     p.standardOutput = out
     p.standardError = err
+    let input = stdin.map { _ in Pipe() }
+    if let input { p.standardInput = input }
     try p.run()
+    if let input, let stdin {
+        input.fileHandleForWriting.write(Data(stdin.utf8))
+        try input.fileHandleForWriting.close()
+    }
     // Read both pipes at once: a tool that fills stderr while we wait on stdout would otherwise block.
     let group = DispatchGroup()
     nonisolated(unsafe) var e = Data()

@@ -107,6 +107,7 @@ public final class DeviceRegistry: Sendable {
         m.registerMigration("v2 people") { db in try People.migrate(db) }
         m.registerMigration("v3 web sessions") { db in try WebSessions.migrate(db) }
         m.registerMigration("v4 chain contacts") { db in try ChainContact.migrate(db) }
+        m.registerMigration("v5 audit log") { db in try Audit.migrate(db) }
         return m
     }
 
@@ -117,7 +118,7 @@ public final class DeviceRegistry: Sendable {
     /// for a name that has not redeemed its token replaces the token; an enrolled
     /// or revoked name is refused (pick a new name).
     /// The device belongs to `person` (a `people` id); nil leaves it unassigned, seen by admins only.
-    public func issueToken(name: String, person: Int64? = nil, now: Double) throws -> String {
+    public func issueToken(name: String, person: Int64? = nil, now: Double, by actor: Audit.Actor = .cli) throws -> String {
         guard Self.isValidName(name) else {
             throw AuthError(.invalidName, "device names are 1 to 64 ASCII letters, digits, '.', '_' or '-'")
         }
@@ -134,6 +135,8 @@ public final class DeviceRegistry: Sendable {
                 try db.execute(sql: "INSERT INTO devices(name, created_at, enrollment_secret_hash, enrollment_expires_at, person_id) VALUES (?, ?, ?, ?, ?)",
                                arguments: [name, now, hash, now + Self.tokenLifetime, person])
             }
+            let owner = try person.flatMap { try String.fetchOne(db, sql: "SELECT name FROM people WHERE id = ?", arguments: [$0]) }
+            try Audit.record(db, actor, .deviceToken, target: name, detail: owner.map { "for \($0)" } ?? "")
         }
         return secret
     }
@@ -174,7 +177,7 @@ public final class DeviceRegistry: Sendable {
     }
 
     /// Revokes a device: its credential and any unused token stop working at once.
-    public func revoke(name: String, now: Double) throws {
+    public func revoke(name: String, now: Double, by actor: Audit.Actor = .cli) throws {
         try database.write { db in
             try db.execute(sql: "UPDATE devices SET revoked_at = ?, enrollment_secret_hash = NULL WHERE name = ? AND revoked_at IS NULL", arguments: [now, name])
             guard db.changesCount == 1 else {
@@ -183,6 +186,7 @@ public final class DeviceRegistry: Sendable {
                 }
                 throw AuthError(.conflict, "\(name) is already revoked")
             }
+            try Audit.record(db, actor, .deviceRevoke, target: name)
         }
     }
 

@@ -78,7 +78,8 @@ public enum People {
 extension DeviceRegistry {
     /// Adds a person. Names follow the device-name rule.
     @discardableResult
-    public func addPerson(name: String, role: People.Role, password: String?, now: Double, cost: UInt8 = PasswordHashing.defaultCost) throws -> People.Person {
+    public func addPerson(name: String, role: People.Role, password: String?, now: Double, cost: UInt8 = PasswordHashing.defaultCost,
+                          by actor: Audit.Actor = .cli) throws -> People.Person {
         guard DeviceName.isValid(name) else {
             throw AuthError(.invalidName, "person names are 1 to 64 ASCII letters, digits, '.', '_' or '-'")
         }
@@ -89,23 +90,25 @@ extension DeviceRegistry {
             }
             try db.execute(sql: "INSERT INTO people(name, role, password_hash, created_at) VALUES (?, ?, ?, ?)",
                            arguments: [name, role.rawValue, hash, now])
+            try Audit.record(db, actor, .personAdd, target: name, detail: "as \(role.rawValue)")
         }
         return try person(named: name)!
     }
 
     /// Sets (or replaces) a person's password.
-    public func setPassword(person name: String, password: String, cost: UInt8 = PasswordHashing.defaultCost) throws {
+    public func setPassword(person name: String, password: String, cost: UInt8 = PasswordHashing.defaultCost, by actor: Audit.Actor = .cli) throws {
         let hash = try PasswordHashing.hash(password, cost: cost)
         try database.write { db in
             try db.execute(sql: "UPDATE people SET password_hash = ? WHERE name = ?", arguments: [hash, name])
             guard db.changesCount == 1 else { throw AuthError(.notFound, "no person named \(name) (see `hp-server person list`)") }
             // A new password ends every session signed in with the old one.
             try WebSessions.end(db, personID: try Self.personID(db, name))
+            try Audit.record(db, actor, .personPassword, target: name, detail: "sessions ended")
         }
     }
 
     /// Changes a person's role; the last admin keeps theirs, and a person with devices is not made a viewer.
-    public func setRole(person name: String, role: People.Role) throws {
+    public func setRole(person name: String, role: People.Role, by actor: Audit.Actor = .cli) throws {
         try database.write { db in
             guard let row = try Row.fetchOne(db, sql: "SELECT id, role FROM people WHERE name = ?", arguments: [name]) else {
                 throw AuthError(.notFound, "no person named \(name) (see `hp-server person list`)")
@@ -118,12 +121,15 @@ extension DeviceRegistry {
             }
             try db.execute(sql: "UPDATE people SET role = ? WHERE name = ?", arguments: [role.rawValue, name])
             // A changed role ends the person's sessions: they sign in again under the new one.
-            if (row["role"] as String) != role.rawValue { try WebSessions.end(db, personID: row["id"]) }
+            if (row["role"] as String) != role.rawValue {
+                try WebSessions.end(db, personID: row["id"])
+                try Audit.record(db, actor, .personRole, target: name, detail: "\(row["role"] as String) to \(role.rawValue)")
+            }
         }
     }
 
     /// Removes a person with no devices; their shares go with them. The last admin stays.
-    public func removePerson(name: String) throws {
+    public func removePerson(name: String, by actor: Audit.Actor = .cli) throws {
         try database.write { db in
             guard let row = try Row.fetchOne(db, sql: "SELECT id, role FROM people WHERE name = ?", arguments: [name]) else {
                 throw AuthError(.notFound, "no person named \(name) (see `hp-server person list`)")
@@ -138,15 +144,17 @@ extension DeviceRegistry {
             }
             try WebSessions.end(db, personID: id)
             try db.execute(sql: "DELETE FROM people WHERE id = ?", arguments: [id])
+            try Audit.record(db, actor, .personRemove, target: name)
         }
     }
 
     /// Gives a device (and so its chains) to another person.
-    public func giveDevice(_ device: String, to person: String) throws {
+    public func giveDevice(_ device: String, to person: String, by actor: Audit.Actor = .cli) throws {
         try database.write { db in
             let pid = try Self.personID(db, person)
             try db.execute(sql: "UPDATE devices SET person_id = ? WHERE name = ?", arguments: [pid, device])
             guard db.changesCount == 1 else { throw AuthError(.notFound, "no device named \(device) (see `hp-server devices`)") }
+            try Audit.record(db, actor, .deviceGive, target: device, detail: "to \(person)")
         }
     }
 
@@ -198,7 +206,7 @@ extension DeviceRegistry {
     }
 
     /// Shares a chain with a person (read-only for them).
-    public func share(chain: String, with person: String, now: Double) throws {
+    public func share(chain: String, with person: String, now: Double, by actor: Audit.Actor = .cli) throws {
         try database.write { db in
             let pid = try Self.personID(db, person)
             let owner = try Int64.fetchOne(db, sql: """
@@ -208,15 +216,17 @@ extension DeviceRegistry {
                 throw AuthError(.conflict, "chain \(chain.prefix(16)) is \(person)'s own; a person reads their own chains without sharing")
             }
             try db.execute(sql: "INSERT OR IGNORE INTO chain_shares(device_chain_hash, person_id, shared_at) VALUES (?, ?, ?)", arguments: [chain, pid, now])
+            if db.changesCount > 0 { try Audit.record(db, actor, .chainShare, target: chain, detail: "with \(person)") }
         }
     }
 
     /// Takes a shared chain back.
-    public func unshare(chain: String, from person: String) throws {
+    public func unshare(chain: String, from person: String, by actor: Audit.Actor = .cli) throws {
         try database.write { db in
             let pid = try Self.personID(db, person)
             try db.execute(sql: "DELETE FROM chain_shares WHERE device_chain_hash = ? AND person_id = ?", arguments: [chain, pid])
             guard db.changesCount == 1 else { throw AuthError(.invalidName, "chain \(chain.prefix(16)) is not shared with \(person)") }
+            try Audit.record(db, actor, .chainUnshare, target: chain, detail: "from \(person)")
         }
     }
 

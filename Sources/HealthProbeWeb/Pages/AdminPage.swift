@@ -23,7 +23,10 @@ enum AdminPage {
         let token: String?
         let enrollCommand: String?
         let notice: String?
+        let audit: [AuditRow]
     }
+    /// One line of the audit log, as the page shows it.
+    struct AuditRow { let at: String; let actor: String; let via: String; let action: String; let target: String; let detail: String }
     /// "404.0 MB, 12 free pages" for a replica's file.
     static func storageText(_ s: ArchiveCompaction.Storage) -> String {
         String(format: "%.1f MB, %d free page%@", Double(s.bytes) / 1_000_000, s.freePages, s.freePages == 1 ? "" : "s")
@@ -78,6 +81,13 @@ enum AdminPage {
         <label><input type="radio" name="mode" value="full"> full (every stored bundle)</label>
         <button type="submit">Run verify on every chain</button>
         </form>
+        <h2>Recent admin and sharing actions</h2>
+        <p class="muted">The newest 20; all of them with <code>hp-server audit</code> or <code>/api/v1/admin/audit</code>.</p>
+        <div class="table-wrap"><table class="audit">
+        <thead><tr><th>When (UTC)</th><th>Who</th><th>What</th><th>On</th><th>Detail</th></tr></thead>
+        <tbody>{{#audit}}<tr><td>{{at}}</td><td>{{actor}} <span class="muted">({{via}})</span></td><td>{{action}}</td><td>{{target}}</td><td>{{detail}}</td></tr>{{/audit}}
+        {{^audit}}<tr><td colspan="5" class="muted">nothing yet</td></tr>{{/audit}}</tbody>
+        </table></div>
         """
 }
 

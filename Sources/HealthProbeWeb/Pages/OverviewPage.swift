@@ -10,14 +10,14 @@ enum OverviewPage {
         <section class="card chain" data-chain="{{chain}}">
         <h3><a href="/chains/{{chain}}">{{#device}}{{device}}{{/device}}{{^device}}device unknown{{/device}}</a> <span class="hash muted">{{chainShort}}</span></h3>
         <dl class="facts">
-        <dt>Device</dt><dd class="device-state {{deviceState.state}}">{{deviceState.state}}{{#deviceState.since}} since {{deviceState.since}}{{/deviceState.since}}</dd>
+        <dt>Device</dt><dd class="device-state {{deviceState.state}}">{{deviceState.label}}</dd>
         <dt>Last good sync</dt><dd class="last-sync">{{#lastSyncAt}}{{lastSyncAt}}{{/lastSyncAt}}{{^lastSyncAt}}never{{/lastSyncAt}}</dd>
         <dt>Bundles</dt><dd>{{bundles}}</dd>
         <dt>Visible records</dt><dd class="visible-records">{{visibleRecords}} in {{types}} type(s)</dd>
         <dt>Latest observation</dt><dd>{{#latestObservationID}}<a href="/chains/{{chain}}/observations/{{latestObservationID}}">#{{latestObservationID}}</a> {{latestObservedAt}} ({{latestStatus}}){{/latestObservationID}}{{^latestObservationID}}none{{/latestObservationID}}</dd>
         <dt>Verification</dt><dd>{{#verification}}{{#ok}}<span class="ok">passed</span>{{/ok}}{{^ok}}<span class="bad">problems</span>{{/ok}} ({{mode}}, {{checkedAt}}){{/verification}}{{^verification}}<span class="muted">never run</span>{{/verification}}</dd>
         </dl>
-        {{#deviceState.fix}}<p class="alert device {{deviceState.state}}">{{deviceState.reason}}. What to do: {{deviceState.fix}}.</p>{{/deviceState.fix}}
+        {{#deviceState.needsAction}}<p class="alert device {{deviceState.state}}">{{deviceState.reason}}. What to do: {{deviceState.fix}}.</p>{{/deviceState.needsAction}}
         {{#alerts}}<p class="alert {{kind}}">{{message}}</p>{{/alerts}}
         </section>
         {{/chains}}
