@@ -115,6 +115,10 @@ public enum Dashboard {
         public var disappeared: Int
         public var changed: Int
         public var visibleAfter: Int?
+        /// The one conclusion for the type (`ChangeVerdict`), and why, in words.
+        public var verdict: String
+        public var reasons: [String]
+        /// The labels behind the verdict (details).
         public var labels: [String]
         public var uncertainty: [String]
         public var lostRecords: Int
@@ -125,6 +129,9 @@ public enum Dashboard {
     }
 
     public struct ObservationPage: Codable, Sendable, Equatable {
+        /// Types whose verdict is loss (the banner names them; it never says "not loss" beside them).
+        public var lossTypes: [String]
+        public var hasLoss: Bool
         public var chain: String
         public var observationID: Int64
         public var observedAt: String

@@ -148,13 +148,17 @@ struct DashboardQueries: Sendable {
             var report: ChangeReport?
             if let previous { report = try ChangeClassifier.classify(db, diff: ObservationDiff.prepare(db, from: previous, to: id)) }
             let byType = Dictionary((report?.types ?? []).map { ($0.typeIdentifier, $0) }, uniquingKeysWith: { a, _ in a })
+            let lossTypes = (report?.types ?? []).filter { $0.verdict == .loss }.map(\.typeIdentifier)
             return Dashboard.ObservationPage(
+                lossTypes: lossTypes, hasLoss: !lossTypes.isEmpty,
                 chain: chain, observationID: id, observedAt: CanonicalDate.string(row["observed_at"]), status: row["status"],
                 previousObservationID: previous,
                 changes: changes.map { c in
                     let k = byType[c.typeIdentifier]
                     return .init(typeIdentifier: c.typeIdentifier, runStatus: c.runStatus, appeared: c.appeared, disappeared: c.disappeared,
-                                 changed: c.changed, visibleAfter: c.visibleAfter, labels: k?.labels.map(\.rawValue) ?? [],
+                                 changed: c.changed, visibleAfter: c.visibleAfter,
+                                 verdict: k?.verdict.rawValue ?? (c.appeared + c.disappeared + c.changed == 0 ? "no_change" : "first"),
+                                 reasons: k?.reasons ?? [], labels: k?.labels.map(\.rawValue) ?? [],
                                  uncertainty: k?.uncertainty ?? [], lostRecords: k?.lostRecords ?? 0,
                                  consolidatedRecords: k?.consolidatedRecords ?? 0, uncertainRecords: k?.uncertainRecords ?? 0,
                                  evidence: [("lost", k?.lostRecords ?? 0), ("consolidated", k?.consolidatedRecords ?? 0), ("uncertain", k?.uncertainRecords ?? 0)]

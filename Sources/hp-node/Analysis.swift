@@ -161,14 +161,15 @@ struct Changes: AsyncParsableCommand {
         }
         if options.json { try Output.json(report); return }
         print("observation \(report.from) -> \(report.to)\(report.manyTypesShifting ? "  (many types shifted at once)" : "")")
-        var t = TextTable(["type", "labels", "before", "after", "appeared", "disappeared", "changed", "lost", "consolidated", "uncertain"],
-                          rightAligned: [2, 3, 4, 5, 6, 7, 8, 9])
+        var t = TextTable(["type", "verdict", "labels", "before", "after", "appeared", "disappeared", "changed", "lost", "consolidated", "uncertain"],
+                          rightAligned: [3, 4, 5, 6, 7, 8, 9, 10])
         for c in report.types {
-            t.add([c.typeIdentifier, c.labels.map(\.rawValue).joined(separator: ","), c.visibleBefore.map(String.init) ?? "-",
+            t.add([c.typeIdentifier, c.verdict.rawValue, c.labels.map(\.rawValue).joined(separator: ","), c.visibleBefore.map(String.init) ?? "-",
                    c.visibleAfter.map(String.init) ?? "-", String(c.appeared.count), String(c.disappeared.count), String(c.changed),
                    String(c.lostRecords), String(c.consolidatedRecords), String(c.uncertainRecords)])
         }
         print(t.render())
+        for c in report.types where !c.reasons.isEmpty { print("\(c.typeIdentifier): \(c.verdict.rawValue): \(c.reasons.joined(separator: "; "))") }
         for c in report.types where !c.uncertainty.isEmpty { print("\(c.typeIdentifier): \(c.uncertainty.joined(separator: "; "))") }
     }
 }

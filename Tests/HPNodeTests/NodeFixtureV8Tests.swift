@@ -44,7 +44,18 @@ struct NodeFixtureV8Tests {
         for (args, file) in cases {
             let r = try hpNode(h + args)
             #expect(r.0 == 0, "\(args): \(r.2)")
-            #expect(try json(r.1) == recorded(file), "\(args)")
+            var printed = try json(r.1)
+            if file.hasPrefix("changes") {
+                // Members added since (each type's verdict and its reasons, the source rule's
+                // and restoration's counts) are checked beside; every recorded member is as it was.
+                let report = try #require(printed as? [String: Any])
+                let types = try #require(report["types"] as? [[String: Any]])
+                #expect(types.allSatisfy { ($0["verdict"] as? String) != nil && ($0["reasons"] as? [String]) != nil })
+                var trimmed = report
+                trimmed["types"] = types.map { $0.filter { !["verdict", "reasons", "lost_beside_other_source", "restored_records"].contains($0.key) } }
+                printed = trimmed as NSDictionary
+            }
+            #expect(printed == (try recorded(file)), "\(args)")
         }
         // The second page at observation 5, through the cursor the first page printed.
         let page1 = try json(try hpNode(h + ["snapshot", "--at", "5", "--limit", "50", "--json"]).1) as? [String: Any]

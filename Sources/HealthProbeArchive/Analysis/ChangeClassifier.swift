@@ -24,6 +24,29 @@ public enum ChangeLabel: String, Sendable, Codable {
     case manyTypesShifting = "many_types_shifting"
 }
 
+/// The one conclusion about a type's change between two observations, with the labels
+/// and counts as its evidence. Worst first: a type with any loss is `loss`, whatever
+/// else happened beside it.
+public enum ChangeVerdict: String, Sendable, Codable {
+    /// A side's type run was unauthorized, failed or partial: nothing is concluded.
+    case unavailable
+    /// Records disappeared with nothing of their own source covering their days.
+    case loss
+    /// Records were replaced on their days without enough evidence to call it consolidation.
+    case uncertain
+    /// Records were replaced by fewer, longer ones of the same source with matching values.
+    case consolidation
+    /// Records that had disappeared earlier are visible again.
+    case restored
+    /// Most appeared records duplicate visible ones.
+    case duplication
+    /// Records were edited (new payload versions), nothing disappeared.
+    case edits
+    /// Records appeared (new, or dated before the earliest), nothing disappeared.
+    case growth
+    case noChange = "no_change"
+}
+
 /// Evidence about one set of samples (the appeared or the disappeared ones).
 public struct SetEvidence: Sendable, Codable, Equatable {
     public var count = 0
@@ -60,6 +83,14 @@ public struct TypeClassification: Sendable, Codable, Equatable {
     public var duplicateRecords: Int
     public var earliestBefore: Double?
     public var latestBefore: Double?
+    /// Of `lostRecords`: those that vanished on days when only another source wrote records
+    /// (never consolidation: consolidation keeps a record's source).
+    public var lostBesideOtherSource: Int = 0
+    /// Appeared records whose sample had been visible before and had disappeared.
+    public var restoredRecords: Int = 0
+    /// The one conclusion, and why, in words.
+    public var verdict: ChangeVerdict = .noChange
+    public var reasons: [String] = []
 }
 
 /// Classifications of every type between two observations.
@@ -129,6 +160,7 @@ public enum ChangeClassifier {
                 }
                 c.duplicateRecords = try duplicates(db, typeID: typeID, afterCol: afterCol, at: diff.to)
             }
+            if c.appeared.count > 0 { c.restoredRecords = try restored(db, typeID: typeID, afterCol: afterCol, at: diff.to) }
             if c.lostRecords > 0 { c.labels.append(.loss) }
             if c.consolidatedRecords > 0 { c.labels.append(.consolidationLikely) }
             if c.uncertainRecords > 0 { c.labels.append(.consolidationPossible) }
@@ -149,6 +181,7 @@ public enum ChangeClassifier {
         if many {
             for i in out.indices where shifting.contains(out[i].typeIdentifier) { out[i].labels.append(.manyTypesShifting) }
         }
+        for i in out.indices { decide(&out[i]) }
         return ChangeReport(from: diff.from, to: diff.to, types: out, manyTypesShifting: many)
     }
 
@@ -182,27 +215,36 @@ public enum ChangeClassifier {
         return e
     }
 
-    /// Per UTC day: loss, consolidation or uncertain replacement.
+    /// Per UTC day and source: loss, consolidation or uncertain replacement. Only records
+    /// of the same source (one source across its revisions) can replace each other: records
+    /// that vanish while only another source wrote that day are loss.
     static func classifyDays(_ db: Database, typeID: Int64, beforeCol: String, afterCol: String, into c: inout TypeClassification) throws {
         let days = try Row.fetchAll(db, sql: """
             WITH x AS (
-                SELECT CAST(v.start_date / 86400 AS INTEGER) AS day, d.kind, v.numeric_value AS value, v.end_date - v.start_date AS dur, v.unit
+                SELECT CAST(v.start_date / 86400 AS INTEGER) AS day, ifnull(sr.source_id, -1) AS source, d.kind, v.numeric_value AS value,
+                       v.end_date - v.start_date AS dur, v.unit
                 FROM temp.hp_diff d JOIN sample_versions v ON v.id = CASE d.kind WHEN 'appeared' THEN d.\(afterCol) ELSE d.\(beforeCol) END
+                LEFT JOIN source_revisions sr ON sr.id = v.source_revision_id
                 WHERE d.type_id = ? AND d.kind IN ('appeared', 'disappeared')
             )
-            SELECT day,
+            SELECT day, source,
+                   sum(sum(kind = 'appeared')) OVER (PARTITION BY day) AS day_an,
                    sum(kind = 'disappeared') AS dn, sum(CASE WHEN kind = 'disappeared' THEN value END) AS dsum,
                    avg(CASE WHEN kind = 'disappeared' THEN value END) AS dmean, avg(CASE WHEN kind = 'disappeared' THEN dur END) AS ddur,
                    sum(kind = 'appeared') AS an, sum(CASE WHEN kind = 'appeared' THEN value END) AS asum,
                    avg(CASE WHEN kind = 'appeared' THEN value END) AS amean, avg(CASE WHEN kind = 'appeared' THEN dur END) AS adur,
                    max(instr(ifnull(unit, ''), '/') > 0) AS rate
-            FROM x GROUP BY day HAVING dn > 0
-            """, arguments: [typeID])
+            FROM x GROUP BY day, source
+            """, arguments: [typeID]).filter { ($0["dn"] as Int) > 0 }
         var coveredDays = 0
         var noValues = false
         for d in days {
             let dn: Int = d["dn"], an: Int = d["an"]
-            if an == 0 { c.lostRecords += dn; continue }
+            if an == 0 {
+                c.lostRecords += dn
+                if (d["day_an"] as Int) > 0 { c.lostBesideOtherSource += dn }
+                continue
+            }
             coveredDays += 1
             let fewerLonger = an < dn && ((d["adur"] as Double?) ?? 0) > ((d["ddur"] as Double?) ?? 0)
             var valuesMatch: Bool?
@@ -219,11 +261,68 @@ public enum ChangeClassifier {
             }
         }
         if !days.isEmpty { c.coverageOverlap = Double(coveredDays) / Double(days.count) }
+        if c.lostBesideOtherSource > 0 {
+            c.uncertainty.append("\(c.lostBesideOtherSource) record(s) vanished on days when only another source wrote records: consolidation keeps a record's source, so this is loss")
+        }
         if c.uncertainRecords > 0 {
             c.uncertainty.append(noValues
                 ? "samples were replaced on the same days but carry no values to compare"
                 : "samples were replaced on the same days without the fewer-longer pattern or matching values")
         }
+    }
+
+    /// Appeared samples that had a visibility range closed before: history visible again.
+    static func restored(_ db: Database, typeID: Int64, afterCol: String, at obs: Int64) throws -> Int {
+        try Int.fetchOne(db, sql: """
+            SELECT count(*) FROM temp.hp_diff d JOIN sample_versions v ON v.id = d.\(afterCol)
+            WHERE d.type_id = ? AND d.kind = 'appeared' AND EXISTS (
+                SELECT 1 FROM sample_visibility_ranges r WHERE r.sample_id = v.sample_id AND r.last_observation_id IS NOT NULL AND r.last_observation_id <= ?)
+            """, arguments: [typeID, obs]) ?? 0
+    }
+
+    /// The one verdict and its reasons, in words, from the counts and labels.
+    static func decide(_ c: inout TypeClassification) {
+        var reasons: [String] = []
+        let verdict: ChangeVerdict
+        if c.labels.contains(.unavailable) {
+            verdict = .unavailable
+            reasons.append("a capture of this type was not complete, so nothing is concluded")
+        } else if c.lostRecords > 0 {
+            verdict = .loss
+            reasons.append("\(c.lostRecords) record(s) disappeared with nothing of their own source on their days")
+            if c.lostBesideOtherSource > 0 { reasons.append("\(c.lostBesideOtherSource) of them beside another source's records, which do not replace them") }
+        } else if c.uncertainRecords > 0 {
+            verdict = .uncertain
+            reasons.append("\(c.uncertainRecords) record(s) were replaced on their days without the pattern of consolidation (fewer, longer records with matching values)")
+        } else if c.consolidatedRecords > 0 {
+            verdict = .consolidation
+            reasons.append("\(c.consolidatedRecords) record(s) were replaced by fewer, longer records of the same source with matching values")
+        } else if c.restoredRecords > 0 {
+            verdict = .restored
+            reasons.append("\(c.restoredRecords) record(s) that had disappeared are visible again")
+        } else if c.labels.contains(.duplication) {
+            verdict = .duplication
+            reasons.append("most of the \(c.appeared.count) appeared record(s) repeat records already visible")
+        } else if c.changed > 0 && c.appeared.count == 0 && c.disappeared.count == 0 {
+            verdict = .edits
+            reasons.append("\(c.changed) record(s) were edited")
+        } else if c.appeared.count > 0 || c.changed > 0 {
+            verdict = .growth
+            reasons.append("\(c.appeared.count) record(s) appeared" + (c.historicalRecords > 0 ? ", \(c.historicalRecords) dated before the earliest one" : ""))
+            if c.changed > 0 { reasons.append("\(c.changed) record(s) were edited") }
+        } else {
+            verdict = .noChange
+        }
+        if verdict != .loss && verdict != .unavailable && c.lostRecords == 0 && c.disappeared.count > 0 && verdict != .uncertain && verdict != .consolidation {
+            reasons.append("\(c.disappeared.count) record(s) disappeared and were accounted for")
+        }
+        if c.labels.contains(.manyTypesShifting) {
+            reasons.append(verdict == .loss
+                ? "several types shifted at once, as a sync or restore does; that does not explain this type's loss"
+                : "several types shifted at once, as a sync or restore does")
+        }
+        c.verdict = verdict
+        c.reasons = reasons
     }
 
     /// Appeared samples with the same start, end and value as another sample visible at `obs`.

@@ -2,7 +2,8 @@
 /// and recreated when the cache schema version changes; `app_settings` is
 /// local state and survives every rebuild.
 enum CacheSchema {
-    static let version = 1
+    /// 2: labels of diff summaries follow the source rule of consolidation (2026-11-28).
+    static let version = 2
 
     static let settingsSQL = """
     CREATE TABLE IF NOT EXISTS app_settings (

@@ -102,6 +102,9 @@ struct Pages: Sendable {
         .side-by-side { display: grid; grid-template-columns: repeat(auto-fit, minmax(20rem, 1fr)); gap: 1rem; }
         .labels span { display: inline-block; margin: 0 .25rem .25rem 0; padding: 0 .35rem; border-radius: .25rem; background: #e8edf8; font-size: .8rem; }
         .labels span.loss { background: #fdecea; color: var(--bad); }
+        td.verdict span { font-weight: 600; }
+        td.verdict span.loss { color: var(--bad); }
+        td.verdict span.uncertain, td.verdict span.unavailable { color: #8a5a00; }
         .token { display: block; padding: .5rem; background: #fff; border: 1px solid var(--line); overflow-wrap: anywhere; }
         .pager { margin: .6rem 0; }
         @media (max-width: 40rem) { body { font-size: 15px; } main { padding: .6rem; } }

@@ -1,0 +1,51 @@
+import Foundation
+import Testing
+import HealthProbeArchive
+import HealthProbeServer
+import HealthProbeTestSupport
+@testable import HealthProbeWeb
+
+/// An observation page says one thing per type, and its banner never contradicts the rows.
+@Suite("Observation verdicts on the page", .serialized)
+struct ObservationVerdictTests {
+    @Test("loss in four types at once: the page names the loss, says a many-types shift does not explain it, and gives each row one verdict")
+    func lossBesideManyTypesShifting() async throws {
+        try await withHousehold { h in
+            let day0 = 1_749_945_600.0
+            let types = ["HeartRate", "RespiratoryRate", "WalkingHeartRateAverage", "RestingHeartRate"].map { SampleTypeDescriptor("HKQuantityTypeIdentifier" + $0) }
+            func samples(_ t: Int, drop: Int) -> [CapturedSample] {
+                (0..<(288 - drop)).map { i in
+                    var s = beat(day0, i, value: 60 + Double(i % 7))
+                    s.uuid = String(format: "00000000-0000-4000-c%03d-%012d", t, i)
+                    return s
+                }
+            }
+            func capture(_ node: NodeArchive, drop: Int) throws {
+                let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: .manual, timeZoneIdentifier: nil,
+                                                                                         selectedTypes: types.map(\.identifier)))
+                for (i, t) in types.enumerated() {
+                    let run = try session.beginTypeRun(t, kind: .fullScan)
+                    try run.writePage(index: 0, samples: samples(i, drop: drop))
+                    try run.complete()
+                }
+                try session.finish()
+            }
+            let chain = try await h.sync(device: "cat-phone", person: "cat") { home in
+                let node = try home.open()
+                try capture(node, drop: 0)
+                try capture(node, drop: 40)   // 40 of 288 gone in every type, nothing in their place
+            }
+            let c = h.browser()
+            try await c.signIn("cat", Household.password)
+            let api = try await c.request("GET", "/api/v1/chains/\(chain)/observations/2").body
+            #expect(api.contains("\"many_types_shifting\":true") && api.contains("\"has_loss\":true"), "\(api)")
+            #expect(api.components(separatedBy: "\"verdict\":\"loss\"").count == 5)
+            let page = try await c.request("GET", "/chains/\(chain)/observations/2").body
+            #expect(page.contains("Loss found"))
+            #expect(page.contains("That does not explain the loss above."))
+            #expect(!page.contains("not loss"))
+            // One verdict cell per row.
+            #expect(page.components(separatedBy: "<td class=\"verdict\">").count == 5)
+        }
+    }
+}
