@@ -225,6 +225,7 @@ let package = Package(
                 "HealthProbeArchive",
                 "HealthProbeProtocol",
                 "HealthProbeServer",
+                "HealthProbeCLI",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
@@ -280,10 +281,11 @@ let package = Package(
                            "HealthProbeTestSupport", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strict
         ),
-        // The server's tests talk to it with the real node client over real TLS.
+        // The server's tests talk to it with the real node client over real TLS (and run the
+        // built hp-node against a hostile server).
         .testTarget(
             name: "HealthProbeServerTests",
-            dependencies: ["HealthProbeServer", "HealthProbeNode", "HealthProbeProtocol", "HealthProbeCanonical", "HealthProbeArchive",
+            dependencies: ["HealthProbeServer", "HealthProbeNode", "HPNode", "HealthProbeProtocol", "HealthProbeCanonical", "HealthProbeArchive",
                            "HealthProbeSimulator", "HealthProbeTestSupport",
                            .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
                            .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOTestUtils", package: "swift-nio"),
@@ -310,7 +312,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HealthProbeCLITests",
-            dependencies: ["HealthProbeCLI", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["HealthProbeCLI", "HealthProbeProtocol", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: strict
         ),
         // The CLI tests run the built tools: depending on them makes SwiftPM build them beside the tests.

@@ -34,8 +34,16 @@ public enum Output {
         FileHandle.standardError.write(Data((text + "\n").utf8))
     }
 
-    /// ISO 8601 text for a Unix time, or "-".
-    public static func date(_ t: Double?) -> String { t.map(CanonicalDate.string) ?? "-" }
+    /// ISO 8601 text for a Unix time, "-" for none, "out of range" outside years 0000 to 9999
+    /// (or not finite): never a trap, whatever the value.
+    public static func date(_ t: Double?) -> String {
+        guard let t else { return "-" }
+        guard t.isFinite, printableDates.contains(t) else { return "out of range" }
+        return CanonicalDate.string(t)
+    }
+
+    /// The Unix times `CanonicalDate.string` writes: 0000-01-01 up to 10000-01-01 UTC.
+    static let printableDates: Range<Double> = -62_167_219_200..<253_402_300_800
 }
 
 /// A single, rewritten progress line on a terminal; silent otherwise.

@@ -16,6 +16,7 @@ public enum FuzzSeeds {
         switch target {
         case .frames: out = try frames(vectors)
         case .messages: out = try messages(vectors)
+        case .replies: out = try replies(vectors)
         case .verify: out = try bundles(vectors).map { Seed(name: $0.name, bytes: $0.lines.flatMap { (l: [UInt8]) -> [UInt8] in l + [0x0A] }) }
         case .apply: out = try bundles(vectors).map { Seed(name: $0.name, bytes: $0.lines.dropLast().flatMap { (l: [UInt8]) -> [UInt8] in l + [0x0A] }) }
         }
@@ -96,6 +97,20 @@ public enum FuzzSeeds {
             for case .object(let t) in tokens { if case .string(let text)? = t["text"] { out.append(Seed(name: "token", bytes: [0] + Array(text.utf8))) } }
         }
         for (name, lines) in try bundles(vectors) { out.append(Seed(name: "header \(name)", bytes: [0] + lines[0])) }
+        return out
+    }
+
+    /// Every server reply of `replies.json`, behind the byte that picks its kind.
+    static func replies(_ vectors: URL) throws -> [Seed] {
+        let kinds = SyncFrame.Kind.allCases
+        var out: [Seed] = []
+        let r = try json(vectors.appendingPathComponent("replies.json"))
+        if case .array(let cases)? = r["cases"] {
+            for case .object(let c) in cases {
+                guard case .string(let frame)? = c["frame"], let kind = kinds.firstIndex(where: { $0.name == frame }), case .string(let payload)? = c["payload"] else { continue }
+                out.append(Seed(name: frame, bytes: [UInt8(kind)] + Array(payload.utf8)))
+            }
+        }
         return out
     }
 

@@ -8,6 +8,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     /// One frame payload of each client kind (the first byte picks the kind), an
     /// enrollment token, a bundle header line and a household reply.
     case messages
+    /// One frame payload of each server kind (the first byte picks the kind): the
+    /// node's decoding of replies, and the household table it prints.
+    case replies
     /// A whole bundle file as sent (header, items, trailer): the streaming
     /// verifier, with the manifest hash recomputed from the bytes so that its
     /// checks past the hash are reached.
@@ -22,6 +25,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         switch self {
         case .frames: return FrameFuzzer.run(data)
         case .messages: return MessageFuzzer.run(data)
+        case .replies: return ReplyFuzzer.run(data)
         case .verify: return BundleFuzzer.verify(data)
         case .apply: return BundleFuzzer.apply(data)
         }

@@ -60,10 +60,9 @@ public struct SyncClient {
     }
 
     func send(_ session: inout SyncSession) async throws -> Report {
-        let s = try await session.request(.json(.chainStatusRequest, .object(["device_chain_hash": .string(node.deviceChainHash)])), expect: .chainStatus)
-        guard case .number(let lastSeqD)? = s["last_sequence"] else { throw SyncProtocolError(.malformedFrame, "CHAIN_STATUS lacks last_sequence") }
-        let serverSeq = Int(lastSeqD)
-        let serverHash: String? = { if case .string(let h)? = s["last_manifest_hash"] { return h }; return nil }()
+        // Decoded and checked: 0...2^53-1, the hash null exactly when the sequence is 0.
+        let status = try await session.chainStatus(node.deviceChainHash)
+        let (serverSeq, serverHash) = (status.lastSequence, status.lastManifestHash)
 
         let observations = try await sendableObservations()
         guard serverSeq <= observations.count else {
@@ -119,13 +118,13 @@ public struct SyncClient {
             let ended = ContinuousClock.now
             report.sendSeconds += (ended - sending).seconds
             try await session.send(.json(.bundleEnd, .object(["sequence": .int(seq), "manifest_hash": .string(hash)])))
-            let ack = try await session.next()
+            // Recorded only once the acknowledgement names exactly this bundle with a documented status.
+            let status = try await session.acknowledgement(sequence: seq, manifestHash: hash)
             report.ackSeconds.append((ContinuousClock.now - ended).seconds)
-            let a = try ack.jsonObject()
-            guard ack.kind == .bundleAck, case .string(let ackHash)? = a["manifest_hash"], ackHash == hash else {
-                throw SyncProtocolError(.unexpectedMessage, "expected the acknowledgement of bundle \(seq)")
+            switch status {
+            case .applied: report.sent += 1
+            case .alreadyApplied: report.alreadyApplied += 1
             }
-            if case .string("already_applied")? = a["status"] { report.alreadyApplied += 1 } else { report.sent += 1 }
             try await recordAcknowledged(sequence: seq, observation: obs, manifestHash: hash, previous: previous, items: items)
             report.lastSequence = seq
             previous = hash
@@ -181,12 +180,5 @@ public struct SyncClient {
                 ON CONFLICT(device_chain_id, direction, sequence) DO UPDATE SET acknowledged_at = excluded.acknowledged_at
                 """, arguments: [chain, sequence, observation, manifestHash, previous, items, now, now])
         }
-    }
-
-    static func serverError(_ f: SyncFrame) -> SyncProtocolError {
-        let o = (try? f.jsonObject()) ?? [:]
-        let code: SyncProtocolError.Code = { if case .string(let c)? = o["code"] { return SyncProtocolError.Code(rawValue: c) ?? .malformedFrame }; return .malformedFrame }()
-        let message: String = { if case .string(let m)? = o["message"] { return m }; return "the server reported an error" }()
-        return SyncProtocolError(code, "server: \(message)")
     }
 }

@@ -35,8 +35,11 @@ public struct SyncSession {
             var session = SyncSession(messages: inbound.makeAsyncIterator(), outbound: outbound)
             do {
                 try await outbound.write(.hello(SyncHello()))
-                guard case .hello? = try await session.messages.next() else {
+                guard case .hello(let hello)? = try await session.messages.next() else {
                     throw SyncProtocolError(.badMagic, "the server did not answer the hello")
+                }
+                guard hello.flags == 0 else {
+                    throw SyncProtocolError(.malformedFrame, "the server's hello sets flags \(hello.flags); version 1 defines none")
                 }
             } catch let e as SyncProtocolError {
                 throw e
@@ -54,33 +57,71 @@ public struct SyncSession {
 
     public mutating func send(_ frame: SyncFrame) async throws { try await outbound.write(.frame(frame)) }
 
-    /// The next frame; an `ERROR` frame is thrown as the error it carries.
-    public mutating func next() async throws -> SyncFrame {
+    /// The next message, decoded with every member checked (`ServerMessage`); an
+    /// `ERROR` is thrown as the error it carries.
+    public mutating func next() async throws -> ServerMessage {
         let m: SyncInbound?
         do { m = try await messages.next() } catch let e as NIOSSLError {
             throw SyncProtocolError(.storage, "the TLS connection failed: \(e)")
         }
         guard let m else { throw SyncProtocolError(.malformedFrame, "the server closed the connection") }
         guard case .frame(let f) = m else { throw SyncProtocolError(.unexpectedMessage, "a second hello from the server") }
-        if f.kind == .error { throw SyncClient.serverError(f) }
-        return f
+        let message = try ServerMessage(f)
+        if case .error(let e) = message { throw e.error }
+        return message
     }
 
-    /// Sends `frame` and returns the reply, which must be of `kind`.
-    public mutating func request(_ frame: SyncFrame, expect kind: SyncFrame.Kind) async throws -> [String: JSONValue] {
+    /// Sends `frame` and returns the reply.
+    public mutating func request(_ frame: SyncFrame) async throws -> ServerMessage {
         try await send(frame)
-        let reply = try await next()
-        guard reply.kind == kind else { throw SyncProtocolError(.unexpectedMessage, "expected \(kind), got \(reply.kind)") }
-        return try reply.jsonObject()
+        return try await next()
+    }
+
+    /// The error for a reply of another kind than `expected`.
+    static func unexpected(_ reply: ServerMessage, expected: SyncFrame.Kind) -> SyncProtocolError {
+        SyncProtocolError(.unexpectedMessage, "expected \(expected.name), got \(reply.kind.name)")
     }
 
     /// Authenticates with a device credential; returns the server's time as it answered.
     @discardableResult
-    public mutating func authenticate(name: String, credential: String, clientTime: Double) async throws -> Double? {
-        let ok = try await request(.json(.auth, .object(["device_name": .string(name), "credential": .string(credential),
-                                                         "client_time": .string(CanonicalDate.string(clientTime))])), expect: .authOK)
-        if case .string(let t)? = ok["server_time"] { return CanonicalDate.parse(t) }
-        return nil
+    public mutating func authenticate(name: String, credential: String, clientTime: Double) async throws -> Double {
+        let reply = try await request(.json(.auth, .object(["device_name": .string(name), "credential": .string(credential),
+                                                            "client_time": .string(CanonicalDate.string(clientTime))])))
+        guard case .authOK(let ok) = reply else { throw Self.unexpected(reply, expected: .authOK) }
+        try Self.check(ok, name: name)
+        guard ok.credential == nil else { throw SyncProtocolError(.malformedFrame, "AUTH_OK.credential: not expected in the reply to AUTH") }
+        return ok.serverTime
+    }
+
+    /// `AUTH_OK` must name the device the node sent.
+    static func check(_ ok: AuthOK, name: String) throws {
+        guard ok.deviceName == name else {
+            throw SyncProtocolError(.malformedFrame, "AUTH_OK.device_name: \"\(ShownText.clean(ok.deviceName, maxCharacters: 128))\" is not the name this node sent (\(name))")
+        }
+    }
+
+    /// `CHAIN_STATUS` of `chain`: the reply must be about that chain.
+    public mutating func chainStatus(_ chain: String) async throws -> ChainStatus {
+        let reply = try await request(.json(.chainStatusRequest, .object(["device_chain_hash": .string(chain)])))
+        guard case .chainStatus(let status) = reply else { throw Self.unexpected(reply, expected: .chainStatus) }
+        guard status.deviceChainHash == chain else {
+            throw SyncProtocolError(.malformedFrame, "CHAIN_STATUS.device_chain_hash: \(status.deviceChainHash.prefix(16))... is not the chain this node asked about (\(chain.prefix(16))...)")
+        }
+        return status
+    }
+
+    /// The `BUNDLE_ACK` of the bundle just sent: it must carry exactly its `sequence`
+    /// and `manifestHash` (the status is one of the documented ones once decoded).
+    public mutating func acknowledgement(sequence: Int, manifestHash: String) async throws -> BundleAck.Status {
+        let reply = try await next()
+        guard case .bundleAck(let ack) = reply else { throw Self.unexpected(reply, expected: .bundleAck) }
+        guard ack.sequence == sequence else {
+            throw SyncProtocolError(.malformedFrame, "BUNDLE_ACK.sequence: \(ack.sequence) is not the bundle just sent (\(sequence)); nothing was recorded")
+        }
+        guard ack.manifestHash == manifestHash else {
+            throw SyncProtocolError(.malformedFrame, "BUNDLE_ACK.manifest_hash: \(ack.manifestHash.prefix(16))... is not the manifest hash of bundle \(sequence) just sent (\(manifestHash.prefix(16))...); nothing was recorded")
+        }
+        return ack.status
     }
 }
 
@@ -93,16 +134,16 @@ extension SyncClient {
             throw SyncProtocolError(.malformedFrame, "the token's address \(token.address) is not HOST:PORT")
         }
         return try await SyncSession.with(host: host, port: port, fingerprint: token.fingerprint) { session in
-            let ok = try await session.request(.json(.enroll, .object(["device_name": .string(token.name), "enrollment_secret": .string(token.secret),
-                                                                     "client_time": .string(CanonicalDate.string(clientTime))])), expect: .authOK)
-            guard case .string(let credential)? = ok["credential"], ArchiveHasher.isLowerHex(credential.utf8) else {
-                throw SyncProtocolError(.malformedFrame, "the server's AUTH_OK carries no credential")
-            }
+            let reply = try await session.request(.json(.enroll, .object(["device_name": .string(token.name), "enrollment_secret": .string(token.secret),
+                                                                        "client_time": .string(CanonicalDate.string(clientTime))])))
+            guard case .authOK(let ok) = reply else { throw SyncSession.unexpected(reply, expected: .authOK) }
+            try SyncSession.check(ok, name: token.name)
+            guard let credential = ok.credential else { throw SyncProtocolError(.malformedFrame, "AUTH_OK.credential: missing from the reply to ENROLL") }
             return NodeEnrollment(address: token.address, fingerprint: token.fingerprint, name: token.name, credential: credential)
         }
     }
 
-    /// The household summary, as the server reports it to an authenticated node.
+    /// The household summary, as the server reports it to an authenticated node (checked as `ServerMessage` decodes it).
     public static func household(_ enrollment: NodeEnrollment, host: String, port: Int, type: String?, from: Double?, to: Double?,
                                  clientTime: Double) async throws -> HouseholdSummary.Report {
         try await SyncSession.with(host: host, port: port, fingerprint: enrollment.fingerprint) { session in
@@ -111,10 +152,8 @@ extension SyncClient {
                 "type": .optional(type), "from": from.map { .string(CanonicalDate.string($0)) } ?? .null,
                 "to": to.map { .string(CanonicalDate.string($0)) } ?? .null])))
             let reply = try await session.next()
-            guard reply.kind == .household else { throw SyncProtocolError(.unexpectedMessage, "expected HOUSEHOLD, got \(reply.kind)") }
-            do { return try HouseholdSummary.fromWire(reply.payload.readableBytesView) } catch {
-                throw SyncProtocolError(.malformedFrame, "the HOUSEHOLD reply does not decode: \(error)")
-            }
+            guard case .household(let report) = reply else { throw SyncSession.unexpected(reply, expected: .household) }
+            return report
         }
     }
 }

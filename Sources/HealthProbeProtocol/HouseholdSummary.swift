@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 
 /// The `HOUSEHOLD` reply (Protocol/README.md): every chain side by side from its
 /// own replica's aggregates. Chains are never merged; household totals are sums
@@ -91,9 +92,9 @@ public enum HouseholdSummary {
         return Array(try e.encode(report))
     }
 
-    /// Decodes `wireJSON`.
+    /// Decodes `wireJSON` with every member checked (`Report(wire:)`, Messages/HouseholdReply.swift).
     public static func fromWire(_ bytes: some Sequence<UInt8>) throws -> Report {
-        try JSONDecoder().decode(Report.self, from: Data(bytes))
+        try Report(wire: SyncFrame(kind: .household, payload: ByteBuffer(bytes: bytes)))
     }
 
 }

@@ -17,6 +17,26 @@ public struct SyncFrame: Equatable, Sendable {
         case householdRequest = 0x40
         case household = 0x41
         case error = 0x7F
+
+        /// The name Protocol/README.md gives the kind (`BUNDLE_ACK`).
+        public var name: String {
+            switch self {
+            case .auth: return "AUTH"
+            case .authOK: return "AUTH_OK"
+            case .enroll: return "ENROLL"
+            case .chainStatusRequest: return "CHAIN_STATUS_REQUEST"
+            case .chainStatus: return "CHAIN_STATUS"
+            case .bundleBegin: return "BUNDLE_BEGIN"
+            case .bundlePart: return "BUNDLE_PART"
+            case .bundleEnd: return "BUNDLE_END"
+            case .bundleAck: return "BUNDLE_ACK"
+            case .ping: return "PING"
+            case .pong: return "PONG"
+            case .householdRequest: return "HOUSEHOLD_REQUEST"
+            case .household: return "HOUSEHOLD"
+            case .error: return "ERROR"
+            }
+        }
     }
 
     public var kind: Kind
