@@ -65,73 +65,97 @@ public struct SyncClient {
         let (serverSeq, serverHash) = (status.lastSequence, status.lastManifestHash)
 
         let observations = try await sendableObservations()
+        var partBuffer: [UInt8] = []
+        var report = Report(serverHadSequence: serverSeq, sent: 0, alreadyApplied: 0, lastSequence: serverSeq, bytesOnWire: 0, uncompressedBytes: 0)
         guard serverSeq <= observations.count else {
-            throw SyncProtocolError(.divergence, "the server holds \(serverSeq) bundles of this chain but this node has only \(observations.count) observations")
+            try await reportDivergence(&session, at: observations.count, observations: observations, report: &report, buffer: &partBuffer)
+            throw SyncProtocolError(.divergence, "the server holds \(serverSeq) bundles of this chain but this node has only \(observations.count) observations (was this node reset or reinstalled?); the server keeps the chain's history and refuses a different one: an administrator compares the chains (hp-server chains)")
         }
         var previous: String?
         if serverSeq > 0 {
             previous = try await manifestHash(upTo: serverSeq, observations: observations)
             guard previous == serverHash else {
-                throw SyncProtocolError(.divergence, "the server's bundle \(serverSeq) of this chain differs from this node's; an administrator must look (hp-server chains)")
+                try await reportDivergence(&session, at: serverSeq, observations: observations, report: &report, buffer: &partBuffer)
+                throw SyncProtocolError(.divergence, "the server's bundle \(serverSeq) of this chain differs from this node's (was this node reset or reinstalled?); the server keeps the chain's history and refuses a different one: an administrator compares the chains (hp-server chains)")
             }
         }
-        var partBuffer: [UInt8] = []
-        var report = Report(serverHadSequence: serverSeq, sent: 0, alreadyApplied: 0, lastSequence: serverSeq, bytesOnWire: 0, uncompressedBytes: 0)
         for seq in (serverSeq + 1)..<(observations.count + 1) where seq > serverSeq {
-            let obs = observations[seq - 1]
-            let file = outbox + "/\(seq).parts"
-            defer { try? FileManager.default.removeItem(atPath: file) }
-            let link = previous
-            let building = ContinuousClock.now
-            // Built straight into deflated parts (a second thread deflates while the next part is built).
-            let written = try await node.archive.writer.read { db in
-                try OutboxBundle.write(db, observationID: obs, previousManifestHash: link, to: file)
-            }
-            let (hash, items, size, parts) = (written.manifestHash, written.trailer.itemCount, written.size, written.parts)
-            try onBuilt(file)
-            let sending = ContinuousClock.now
-            report.buildSeconds += (sending - building).seconds
-            try await session.send(.json(.bundleBegin, .object([
-                "sequence": .int(seq), "manifest_hash": .string(hash), "parts": .int(parts.count),
-                "item_count": .int(items), "uncompressed_size": .int(size)])))
-            let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: file))
-            defer { try? handle.close() }
-            for (i, part) in parts.enumerated() {
-                try OutboxBundle.read(part, fd: handle.fileDescriptor, into: &partBuffer)
-                // Each part read back must be the bytes written: a part of an outbox file that
-                // changed after the build is never sent, nor is the bundle's end (the server
-                // discards a bundle without its end; it verifies everything else itself).
-                let checking = ContinuousClock.now
-                guard partBuffer.withUnsafeBytes({ part.matches($0) }) else {
-                    throw SyncProtocolError(.storage, "part \(i) of the outbox bundle \(file) changed after it was built; nothing of it is completed (sync again to rebuild it)")
-                }
-                report.checkSeconds += (ContinuousClock.now - checking).seconds
-                var payload = ByteBuffer()
-                payload.reserveCapacity(8 + part.compressedSize)
-                payload.writeInteger(UInt32(i), endianness: .big)
-                payload.writeInteger(UInt32(part.size), endianness: .big)
-                payload.writeBytes(partBuffer)
-                report.bytesOnWire += payload.readableBytes + 5
-                report.uncompressedBytes += part.size
-                try await session.send(SyncFrame(kind: .bundlePart, payload: payload))
-            }
-            let ended = ContinuousClock.now
-            report.sendSeconds += (ended - sending).seconds
-            try await session.send(.json(.bundleEnd, .object(["sequence": .int(seq), "manifest_hash": .string(hash)])))
-            // Recorded only once the acknowledgement names exactly this bundle with a documented status.
-            let status = try await session.acknowledgement(sequence: seq, manifestHash: hash)
-            report.ackSeconds.append((ContinuousClock.now - ended).seconds)
-            switch status {
-            case .applied: report.sent += 1
-            case .alreadyApplied: report.alreadyApplied += 1
-            }
-            try await recordAcknowledged(sequence: seq, observation: obs, manifestHash: hash, previous: previous, items: items)
-            report.lastSequence = seq
-            previous = hash
-            onProgress(seq, observations.count)
-            logger.info("bundle acknowledged", metadata: ["sync.sequence": "\(seq)"])
+            previous = try await sendBundle(&session, sequence: seq, observation: observations[seq - 1], previous: previous,
+                                            total: observations.count, report: &report, buffer: &partBuffer)
         }
         return report
+    }
+
+    /// Sends this node's bundle at `sequence` where the server holds another, so that the
+    /// server refuses it as `divergence` and records the refusal: a diverged device then shows
+    /// as refused, not as synced. Whatever the server answers, nothing is recorded here.
+    func reportDivergence(_ session: inout SyncSession, at sequence: Int, observations: [Int64], report: inout Report, buffer: inout [UInt8]) async throws {
+        guard sequence >= 1, sequence <= observations.count else { return }
+        let previous = sequence > 1 ? try await manifestHash(upTo: sequence - 1, observations: observations) : nil
+        do {
+            _ = try await sendBundle(&session, sequence: sequence, observation: observations[sequence - 1], previous: previous,
+                                     total: observations.count, report: &report, buffer: &buffer, record: false)
+        } catch let e as SyncProtocolError where e.code == .divergence {
+            logger.warning("the server refused this node's history as divergent", metadata: ["sync.sequence": "\(sequence)"])
+        }
+    }
+
+    /// Builds, checks and sends the bundle of `observation` at `sequence`, waits for its
+    /// acknowledgement and (with `record`) records it; returns its manifest hash.
+    func sendBundle(_ session: inout SyncSession, sequence seq: Int, observation obs: Int64, previous: String?, total: Int,
+                    report: inout Report, buffer partBuffer: inout [UInt8], record: Bool = true) async throws -> String {
+        let file = outbox + "/\(seq).parts"
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let link = previous
+        let building = ContinuousClock.now
+        // Built straight into deflated parts (a second thread deflates while the next part is built).
+        let written = try await node.archive.writer.read { db in
+            try OutboxBundle.write(db, observationID: obs, previousManifestHash: link, to: file)
+        }
+        let (hash, items, size, parts) = (written.manifestHash, written.trailer.itemCount, written.size, written.parts)
+        try onBuilt(file)
+        let sending = ContinuousClock.now
+        report.buildSeconds += (sending - building).seconds
+        try await session.send(.json(.bundleBegin, .object([
+            "sequence": .int(seq), "manifest_hash": .string(hash), "parts": .int(parts.count),
+            "item_count": .int(items), "uncompressed_size": .int(size)])))
+        let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: file))
+        defer { try? handle.close() }
+        for (i, part) in parts.enumerated() {
+            try OutboxBundle.read(part, fd: handle.fileDescriptor, into: &partBuffer)
+            // Each part read back must be the bytes written: a part of an outbox file that
+            // changed after the build is never sent, nor is the bundle's end (the server
+            // discards a bundle without its end; it verifies everything else itself).
+            let checking = ContinuousClock.now
+            guard partBuffer.withUnsafeBytes({ part.matches($0) }) else {
+                throw SyncProtocolError(.storage, "part \(i) of the outbox bundle \(file) changed after it was built; nothing of it is completed (sync again to rebuild it)")
+            }
+            report.checkSeconds += (ContinuousClock.now - checking).seconds
+            var payload = ByteBuffer()
+            payload.reserveCapacity(8 + part.compressedSize)
+            payload.writeInteger(UInt32(i), endianness: .big)
+            payload.writeInteger(UInt32(part.size), endianness: .big)
+            payload.writeBytes(partBuffer)
+            report.bytesOnWire += payload.readableBytes + 5
+            report.uncompressedBytes += part.size
+            try await session.send(SyncFrame(kind: .bundlePart, payload: payload))
+        }
+        let ended = ContinuousClock.now
+        report.sendSeconds += (ended - sending).seconds
+        try await session.send(.json(.bundleEnd, .object(["sequence": .int(seq), "manifest_hash": .string(hash)])))
+        // Recorded only once the acknowledgement names exactly this bundle with a documented status.
+        let status = try await session.acknowledgement(sequence: seq, manifestHash: hash)
+        guard record else { return hash }
+        report.ackSeconds.append((ContinuousClock.now - ended).seconds)
+        switch status {
+        case .applied: report.sent += 1
+        case .alreadyApplied: report.alreadyApplied += 1
+        }
+        try await recordAcknowledged(sequence: seq, observation: obs, manifestHash: hash, previous: previous, items: items)
+        report.lastSequence = seq
+        onProgress(seq, total)
+        logger.info("bundle acknowledged", metadata: ["sync.sequence": "\(seq)"])
+        return hash
     }
 
     /// The chain's observations that may be sent, oldest first (stops at one still running).

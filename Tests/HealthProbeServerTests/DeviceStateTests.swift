@@ -48,6 +48,44 @@ struct DeviceStateTests {
         }
     }
 
+    @Test("a node reset with --keep-chain syncs: it says divergence, and the server records the refusal (the device shows refused, its last good sync unchanged), whether it has fewer or as many observations")
+    func resetNodeSyncs() async throws {
+        let data = TempDir()
+        let home = TempHome()
+        try simulate(home, days: 2)
+        try simulate(home, days: 1)
+        try await withServer(data) { server in
+            let e = try await server.enroll("phone")
+            _ = try await SyncClient(node: try home.open(), outbox: home.root + "/outbox").sync(e)
+            let chain = try home.open().deviceChainHash
+            let registry = try server.store.registry()
+            try await Task.sleep(for: .milliseconds(300))
+            let synced = try #require(try registry.chainFacts(chain).lastSync)
+            // Reinstalled: one observation where the server holds two.
+            try home.home.reset(newChain: false)
+            try simulate(home, days: 1, seed: 9)
+            do {
+                _ = try await SyncClient(node: try home.open(), outbox: home.root + "/outbox").sync(e)
+                Issue.record("a diverged node synced")
+            } catch let error as SyncProtocolError {
+                #expect(error.code == .divergence && error.message.contains("reset or reinstalled"), "\(error)")
+            }
+            try await Task.sleep(for: .milliseconds(300))
+            var facts = try registry.chainFacts(chain)
+            #expect(facts.lastRefusalCode == "divergence" && facts.lastSync == synced)
+            #expect(DeviceState.of(facts, now: Date().timeIntervalSince1970).state == .refused)
+            // As many observations as the server, the last one different: the same.
+            try simulate(home, days: 1, seed: 9)
+            let before = try #require(facts.lastRefusedAt)
+            await #expect(throws: SyncProtocolError.self) { _ = try await SyncClient(node: try home.open(), outbox: home.root + "/outbox").sync(e) }
+            try await Task.sleep(for: .milliseconds(300))
+            facts = try registry.chainFacts(chain)
+            #expect(try #require(facts.lastRefusedAt) > before && facts.lastSync == synced)
+            // Nothing of the diverged history was stored: the replica still verifies as the original.
+            #expect(try server.store.chains() == [chain])
+        }
+    }
+
     @Test("states: never, syncing, silent after three days, refused until a good sync follows, revoked over all")
     func states() {
         let t = 1_800_000_000.0
