@@ -40,6 +40,8 @@ public struct SyncClient {
     /// Called with each bundle's outbox file once built, before anything of it is sent
     /// (tests damage the file here).
     public var onBuilt: (String) throws -> Void = { _ in }
+    /// How long to wait for any answer of the server.
+    public var replyTimeout: TimeAmount = SyncSession.replyTimeout
 
     public init(node: NodeArchive, outbox: String, logger: Logger = Archive.silentLogger) {
         self.node = node
@@ -53,7 +55,7 @@ public struct SyncClient {
         guard let (h, p) = host.flatMap({ h in port.map { (h, $0) } }) ?? SyncAddress.parse(enrollment.address) else {
             throw SyncProtocolError(.malformedFrame, "the enrolled server address \(enrollment.address) is not HOST:PORT")
         }
-        return try await SyncSession.with(host: h, port: p, fingerprint: enrollment.fingerprint) { session in
+        return try await SyncSession.with(host: h, port: p, fingerprint: enrollment.fingerprint, replyTimeout: replyTimeout) { session in
             try await session.authenticate(name: enrollment.name, credential: enrollment.credential, clientTime: node.clock.now())
             return try await send(&session)
         }

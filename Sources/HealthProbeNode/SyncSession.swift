@@ -13,7 +13,8 @@ public struct SyncSession {
     let outbound: NIOAsyncChannelOutboundWriter<SyncOutbound>
 
     /// Connects to `host:port` over TLS pinned to `fingerprint`, exchanges hellos, runs `body`, closes.
-    public static func with<T: Sendable>(host: String, port: Int, fingerprint: String,
+    /// A reply that takes longer than `replyTimeout` fails the connection with `timeout` (`ReplyDeadline`).
+    public static func with<T: Sendable>(host: String, port: Int, fingerprint: String, replyTimeout: TimeAmount = SyncSession.replyTimeout,
                                          _ body: (inout SyncSession) async throws -> T) async throws -> T {
         let tls = try PinnedTLS.clientContext()
         let channel: NIOAsyncChannel<SyncInbound, SyncOutbound>
@@ -25,6 +26,7 @@ public struct SyncSession {
                         try channel.pipeline.syncOperations.addHandler(try PinnedTLS.handler(context: tls, fingerprint: fingerprint))
                         try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(SyncConnectionDecoder()))
                         try channel.pipeline.syncOperations.addHandler(MessageToByteHandler(SyncConnectionEncoder()))
+                        try channel.pipeline.syncOperations.addHandler(ReplyDeadline(limit: replyTimeout))
                         return try NIOAsyncChannel<SyncInbound, SyncOutbound>(wrappingChannelSynchronously: channel)
                     }
                 }
@@ -50,6 +52,10 @@ public struct SyncSession {
             return try await body(&session)
         }
     }
+
+    /// How long a node waits for any answer: 5 minutes (a server applying a first bundle of a
+    /// million samples answers within about two).
+    public static let replyTimeout: TimeAmount = .seconds(300)
 
     static func tlsError(_ e: any Error, host: String, port: Int) -> SyncProtocolError {
         SyncProtocolError(.unauthorized, "TLS with \(host):\(port) failed: the server's certificate does not match the pinned fingerprint, or it does not speak TLS 1.3 (\(e)); check the address, or enroll again with a token from this server")

@@ -161,6 +161,27 @@ struct HostileServerSyncTests {
         }
     }
 
+    @Test("a server that stops answering (after the hello, after a status request, before an acknowledgement) fails the sync with timeout; nothing is recorded")
+    func silentServer() async throws {
+        let home = TempHome()
+        try simulate(home, days: 1)
+        let node = try home.open()
+        try await HostileServer.with { server in
+            for kind in [SyncFrame.Kind.auth, .chainStatusRequest, .bundleEnd] {
+                server.answer(HostileServer.replacing(kind) { _, _ in [] })
+                var client = SyncClient(node: node, outbox: home.root + "/outbox")
+                client.replyTimeout = .seconds(1)
+                let start = ContinuousClock.now
+                await #expect("\(kind)") { _ = try await client.sync(server.enrollment()) } throws: { error in
+                    (error as? SyncProtocolError)?.code == .timeout && "\(error)".contains("did not answer within 1 s")
+                }
+                #expect(ContinuousClock.now - start < .seconds(10), "\(kind)")
+            }
+        }
+        let logged = try await node.archive.writer.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM bundle_log") }
+        #expect(logged == 0)
+    }
+
     @Test("a server hello with flags set is malformed_frame; nothing is recorded")
     func helloFlags() async throws {
         let home = TempHome()

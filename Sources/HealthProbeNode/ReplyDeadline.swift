@@ -1,0 +1,54 @@
+import NIOCore
+import HealthProbeProtocol
+
+/// A node waits for a server's answer only so long: from the moment it sends a message
+/// that the server answers (the hello, `AUTH`, `ENROLL`, `CHAIN_STATUS_REQUEST`,
+/// `HOUSEHOLD_REQUEST`, `BUNDLE_END`, `PING`) until anything arrives, at most `limit`;
+/// then the connection fails with `timeout`. Sending a bundle's parts is not waiting:
+/// a large bundle takes as long as it takes to send.
+final class ReplyDeadline: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = SyncInbound
+    typealias InboundOut = SyncInbound
+    typealias OutboundIn = SyncOutbound
+    typealias OutboundOut = SyncOutbound
+
+    let limit: TimeAmount
+    private var timer: Scheduled<Void>?
+
+    init(limit: TimeAmount) { self.limit = limit }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        timer?.cancel()
+        timer = nil
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if timer == nil, Self.isAnswered(unwrapOutboundIn(data)) {
+            let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+            let seconds = Double(limit.nanoseconds) / 1e9
+            timer = context.eventLoop.assumeIsolated().scheduleTask(in: limit) {
+                let context = loopBound.value
+                context.fireErrorCaught(SyncProtocolError(.timeout, "the server did not answer within \(Int(seconds)) s; it may be overloaded or not a HealthProbe server (sync again later)"))
+                context.close(promise: nil)
+            }
+        }
+        context.write(data, promise: promise)
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        timer?.cancel()
+        timer = nil
+    }
+
+    static func isAnswered(_ message: SyncOutbound) -> Bool {
+        switch message {
+        case .hello: return true
+        case .frame(let f):
+            switch f.kind {
+            case .auth, .enroll, .chainStatusRequest, .householdRequest, .bundleEnd, .ping: return true
+            default: return false
+            }
+        }
+    }
+}
