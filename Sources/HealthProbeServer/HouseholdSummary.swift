@@ -35,13 +35,8 @@ extension HouseholdSummary {
         }
         var totals: [String: Int] = [:]
         for c in chains { for (t, n) in c.visible { totals[t, default: 0] += n } }
-        var shared: [SharedSources] = []
-        let hashes = chains.map(\.chain)
-        for i in hashes.indices {
-            for j in hashes.indices where j > i {
-                shared += try identical(store, hashes[i], hashes[j], type: type)
-            }
-        }
+        // One merge over the chains shown, not a join per pair.
+        let shared = try overlaps(store, chains: chains.map(\.chain), type: type)
         return Report(chains: chains, householdSumOfChains: totals, possiblySharedSources: shared)
     }
 

@@ -319,3 +319,30 @@ struct SecurityTests {
         }
     }
 }
+
+@Suite("Possibly shared sources")
+struct SharedSourceMergeTests {
+    @Test("one merge over the chains gives, for every pair and type, the same counts as a join per pair; pages smaller than a type change nothing")
+    func mergeEqualsPairwise() async throws {
+        let data = TempDir()
+        // Four chains: two pairs of one simulated person (identical records), and overlaps across pairs on no record.
+        let homes = (0..<4).map { _ in TempHome() }
+        for (i, h) in homes.enumerated() { try simulate(h, days: 2 + i % 2, seed: UInt64(7 + i / 2 * 3)) }
+        try await withServer(data) { server in
+            for (i, h) in homes.enumerated() {
+                _ = try await SyncClient(node: try h.open(), outbox: h.root + "/outbox").sync(try await server.enroll("d\(i)"))
+            }
+            let chains = try server.store.chains()
+            #expect(chains.count == 4)
+            var pairwise: [HouseholdSummary.SharedSources] = []
+            for i in chains.indices { for j in chains.indices where j > i { pairwise += try HouseholdSummary.identical(server.store, chains[i], chains[j], type: nil) } }
+            let merged = try HouseholdSummary.overlaps(server.store, chains: chains, type: nil)
+            #expect(merged == pairwise)
+            #expect(merged.contains { $0.identicalStrictFingerprints > 0 })
+            #expect(try HouseholdSummary.overlaps(server.store, chains: chains, type: nil, page: 7) == pairwise)
+            let type = SimulatedType.all[1].identifier
+            #expect(try HouseholdSummary.overlaps(server.store, chains: chains, type: type) == pairwise.filter { $0.typeIdentifier == type })
+            #expect(try HouseholdSummary.overlaps(server.store, chains: [chains[0]], type: nil).isEmpty)
+        }
+    }
+}
