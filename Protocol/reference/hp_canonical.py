@@ -328,12 +328,88 @@ def rules_ok(k, v, sequence):
         if e == "disappeared":
             return ev in ("full_scan_absent", "hk_deleted_object")
         return ev == "hk_deleted_object" and not has
+    if k == "range_close":
+        return v["first_sequence"] < sequence
     if k in ("type_run", "observation"):
         if k == "type_run" and v["error_kind"] is not None and v["status"] not in ("failed", "unauthorized"):
+            return False
+        if k == "type_run" and (v["verified_visible_count"] is None) == (v["status"] in ("completed", "needs_review")):
             return False
         if v["started_at"] and v["ended_at"] and v["ended_at"] < v["started_at"]:
             return False
     return True
+
+
+def implied_status(runs):
+    """The observation status its type runs imply (section 4.5)."""
+    if not runs:
+        return "completed"
+    if not any(r in ("completed", "needs_review") for r in runs):
+        return "failed"
+    if "failed" in runs or "interrupted" in runs:
+        return "partial_failed"
+    if "unauthorized" in runs:
+        return "partial_unauthorized"
+    if "needs_review" in runs:
+        return "needs_review"
+    return "completed"
+
+
+class ItemRules:
+    """The rules between the items of one bundle (section 4.5): returns an error code or None."""
+
+    def __init__(self):
+        self.observed_at, self.status = None, None
+        self.types = {}  # type identifier -> {"category", "inserted", "deleted", "run"}
+        self.last_type = None
+        self.runs = []
+
+    def item(self, k, v):
+        t = self.types
+        if k == "observation":
+            self.observed_at, self.status = v["observed_at"], v["status"]
+        elif k == "sample_type":
+            name = v["type_identifier"]
+            if self.last_type is not None and not self.last_type.encode() < name.encode():
+                return "order"
+            self.last_type = name
+            t[name] = {"category": v["category"], "inserted": 0, "deleted": 0, "run": None}
+        elif k == "sample":
+            if v["type_identifier"] not in t or v["first_seen_at"] != self.observed_at:
+                return "inconsistent"
+        elif k == "version":
+            ty = t.get(v["sample"]["type"])
+            if ty is None or (ty["category"] is not None and v["payload"]["value_kind"] != ty["category"]):
+                return "inconsistent"
+        elif k == "event":
+            ty = t.get(v["sample"]["type"])
+            if ty is None or v["observed_at"] != self.observed_at:
+                return "inconsistent"
+            ty["inserted" if v["event_kind"] in ("appeared", "representation_changed") else "deleted"] += 1
+        elif k == "range_open":
+            if v["first_seen_at"] != self.observed_at:
+                return "inconsistent"
+        elif k == "range_close":
+            if v["last_seen_at"] > self.observed_at:
+                return "inconsistent"
+        elif k == "type_run":
+            ty = t.get(v["type_identifier"])
+            if ty is None or ty["run"] is not None:
+                return "inconsistent"
+            ty["run"] = v["status"]
+            self.runs.append(v["status"])
+            if v["inserted_event_count"] != ty["inserted"] or v["deleted_event_count"] != ty["deleted"]:
+                return "inconsistent"
+            if v["status"] == "unauthorized" and ty["inserted"] + ty["deleted"] > 0:
+                return "inconsistent"
+        return None
+
+    def end(self):
+        if any(ty["run"] is None and ty["inserted"] + ty["deleted"] > 0 for ty in self.types.values()):
+            return "inconsistent"
+        if self.status in ("completed", "needs_review", "partial_unauthorized", "partial_failed") and implied_status(self.runs) != self.status:
+            return "inconsistent"
+        return None
 
 
 def verify_bundle(path, expected):
@@ -341,7 +417,8 @@ def verify_bundle(path, expected):
     or '<error code> line <n>' and returns the exit status."""
     table = member_table()
     with open(path, "rb") as f:
-        lines = f.read().split(b"\n")
+        data = f.read()
+    lines = data.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
     def fail(code, line):
@@ -351,6 +428,7 @@ def verify_bundle(path, expected):
         return fail("malformed", 1)
     m = hashlib.sha256(b"hp:v2:manifest:")
     counts, n, last, done, sequence = {}, 0, 0, False, 0
+    rules = ItemRules()
     for i, raw in enumerate(lines, start=1):
         if done:
             return fail("malformed", i)
@@ -363,7 +441,7 @@ def verify_bundle(path, expected):
         if not isinstance(v, dict):
             return fail("malformed", i)
         if i == 1:
-            limit = "integer 1..9007199254740992"
+            limit = "integer 1..9007199254740991"
             if (set(v) != {"bundle_format", "device_chain_hash", "observation_id", "previous_manifest_hash", "sequence"}
                     or v["bundle_format"] != 1 or not type_ok(v["device_chain_hash"], "hex")
                     or not type_ok(v["sequence"], limit) or not type_ok(v["observation_id"], limit)
@@ -379,6 +457,8 @@ def verify_bundle(path, expected):
             trailer = {"counts": counts, "item_count": n}
             if v != trailer:
                 return fail("counts", i)
+            if rules.end():
+                return fail(rules.end(), i)
             m.update(raw)
             done = True
             continue
@@ -394,10 +474,15 @@ def verify_bundle(path, expected):
             return fail("metadata_hash", i)
         if k == "version" and sha("payload", canonical(v["payload"]).encode()) != v["payload_hash"]:
             return fail("payload_hash", i)
+        broken = rules.item(k, v)
+        if broken:
+            return fail(broken, i)
         m.update(sha("item", raw).encode() + b"\n")
         counts[k] = counts.get(k, 0) + 1
         n += 1
     if not done:
+        return fail("malformed", len(lines))
+    if not data.endswith(b"\n"):
         return fail("malformed", len(lines))
     h = m.hexdigest()
     if expected and h != expected:

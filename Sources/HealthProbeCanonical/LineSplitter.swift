@@ -27,3 +27,10 @@ public enum LineSplitter {
         return false
     }
 }
+
+/// A line iterator that tells whether the last line it returned had no newline after
+/// it (the input ended inside it). Every line of a bundle ends with a newline, the
+/// last one's too: a verifier asks its lines this once they end.
+public protocol LineEndReporting {
+    var lastLineUnterminated: Bool { get }
+}

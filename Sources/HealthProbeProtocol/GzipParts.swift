@@ -73,7 +73,7 @@ public enum GzipParts {
     /// for the next (memory: two parts' worth). A line may run on into the next member.
     /// On damage the lines end (a bundle's verification then refuses it as truncated)
     /// and `failure` says where and what.
-    public final class Lines: Sequence, IteratorProtocol, @unchecked Sendable {
+    public final class Lines: Sequence, IteratorProtocol, LineEndReporting, @unchecked Sendable {
         private let fd: Int32
         private var offset = 0
         private var member: [UInt8] = []
@@ -86,6 +86,8 @@ public enum GzipParts {
         #endif
         /// Why the lines ended early, if they did.
         public private(set) var failure: ReadError?
+        /// The members ended inside the last line returned (no newline after it).
+        public private(set) var lastLineUnterminated = false
         /// Whether the file starts as gzip does (`isGzip`), read through the same descriptor.
         public let startsAsGzip: Bool
         /// A member's first 16 bytes: ID1 ID2, CM deflate, FLG FEXTRA, MTIME 0, XFL 0, OS unknown, XLEN 8, subfield `HP` of 4 bytes.
@@ -118,7 +120,10 @@ public enum GzipParts {
             var partial = false
             while true {
                 if index >= inflated.count {
-                    if done { return partial ? line : nil }
+                    if done {
+                        if partial { lastLineUnterminated = true }
+                        return partial ? line : nil
+                    }
                     do {
                         if try !readMember() { done = true; continue }
                     } catch {

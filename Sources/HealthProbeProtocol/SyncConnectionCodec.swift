@@ -29,6 +29,15 @@ public struct SyncConnectionDecoder: NIOSingleStepByteToMessageDecoder {
             helloDone = true
             return .hello(h)
         }
+        // A second hello would read as a frame length of 0x48505359, over any maximum:
+        // it is handed on as the hello it is (the session answers `unexpected_message`).
+        if let head = buffer.getBytes(at: buffer.readerIndex, length: 4), head == SyncHello.magic, frames.maxLength < 0x4850_5359 {
+            guard buffer.readableBytes >= 8 else { return nil }
+            buffer.moveReaderIndex(forwardBy: 4)
+            let version: UInt16 = buffer.readInteger(endianness: .big)!
+            let flags: UInt16 = buffer.readInteger(endianness: .big)!
+            return .hello(SyncHello(version: version, flags: flags))
+        }
         return try frames.decode(buffer: &buffer).map(SyncInbound.frame)
     }
 

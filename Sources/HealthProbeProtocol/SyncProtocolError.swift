@@ -22,10 +22,11 @@ public struct SyncProtocolError: CodedError, Equatable {
         /// An authenticated device asked for a chain another device owns.
         case forbidden
 
-        /// Whether the client may retry after this error.
+        /// Whether the client may retry after this error. A bundle refused for its
+        /// content (`bundle_invalid`) is refused again if sent again: not retryable.
         public var retryable: Bool {
             switch self {
-            case .bundleInvalid, .outOfOrder, .storage, .busy, .timeout: return true
+            case .outOfOrder, .storage, .busy, .timeout: return true
             default: return false
             }
         }

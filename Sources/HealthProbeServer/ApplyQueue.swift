@@ -133,7 +133,8 @@ actor ApplyQueue {
     func uncheckedChains() -> Set<String> { Set(unchecked.keys) }
 
     /// Verifies and applies the bundle at `path` (of `chain`, `bytes` long) once no other apply of that chain runs.
-    nonisolated func apply(chain: String, path: String, manifestHash: String, bytes: Int, at now: Double) async throws -> BundleApplier.Outcome {
+    /// `sequence`, when given, is the one `BUNDLE_BEGIN` announced: the bundle's header must say it.
+    nonisolated func apply(chain: String, path: String, manifestHash: String, sequence: Int? = nil, bytes: Int, at now: Double) async throws -> BundleApplier.Outcome {
         await began()
         await acquire(chain)
         let replicas = self.replicas, store = self.store
@@ -141,7 +142,7 @@ actor ApplyQueue {
         let existed = FileManager.default.fileExists(atPath: store.replicaPath(chain))
         do {
             let outcome = try await pool.runIfActive {
-                let outcome = try store.apply(file: path, manifestHash: manifestHash, now: now, bundleBytes: bytes) { chain in
+                let outcome = try store.apply(file: path, manifestHash: manifestHash, sequence: sequence, now: now, bundleBytes: bytes) { chain in
                     try replicas.replica(chain) { try store.openReplica(chain) }
                 }.outcome
                 // A large bundle leaves the allocator holding its buffers; hand them back.

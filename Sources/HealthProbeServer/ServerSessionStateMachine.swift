@@ -153,6 +153,18 @@ public struct ServerSessionStateMachine: Sendable {
         }
     }
 
+    /// What arrived could not be decoded into a message (a frame length over the
+    /// maximum or of 0, an unknown frame type; section 2). Before the hello that is the
+    /// decoder's own answer; before authentication, `unauthorized` (slowly), like any
+    /// frame but `AUTH`/`ENROLL`; afterwards, the decoder's answer.
+    public mutating func undecodable(_ error: SyncProtocolError) -> Action {
+        switch state {
+        case .closed: return .none
+        case .awaitingAuth: return refuse(SyncProtocolError(.unauthorized, "authenticate first: the first frame after the hello must be AUTH or ENROLL"))
+        default: return close(error)
+        }
+    }
+
     private mutating func receive(_ part: BundlePart, session: Session, transfer: Transfer) -> Action {
         let begin = transfer.begin
         guard part.index == transfer.nextPart, transfer.nextPart < begin.parts else {

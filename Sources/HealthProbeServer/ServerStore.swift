@@ -259,13 +259,18 @@ extension ServerStore {
     /// every check passes). `bundleBytes`, the bundle's size inflated (the file's
     /// size when nil), decides whether the replica's indexes are built after the
     /// items. `kept` gives the chain's replica when the caller keeps replicas open.
-    public func apply(file path: String, manifestHash: String, now: Double, bundleBytes: Int? = nil,
+    /// `sequence`, when given, is the one the bundle was announced with (`BUNDLE_BEGIN`):
+    /// its header must say the same, or nothing is stored.
+    public func apply(file path: String, manifestHash: String, sequence announced: Int? = nil, now: Double, bundleBytes: Int? = nil,
                       replica kept: ((String) throws -> Archive)? = nil) throws -> (chain: String, outcome: BundleApplier.Outcome) {
         var lines = try StoredBundleLines(path: path)
         guard let first = lines.next() else { throw lines.failure ?? BundleError(.malformed, line: 1, "the bundle is empty") }
         // Checked (hex, integer ranges) before anything is opened or named after it.
         let header = try BundleVerifier.header(first)
         let chain = header.deviceChainHash, sequence = header.sequence
+        if let announced, announced != sequence {
+            throw BundleError(.malformed, line: 1, "line 1: the header's sequence \(sequence) is not the sequence \(announced) BUNDLE_BEGIN announced")
+        }
         let replica = try kept?(chain) ?? openReplica(chain)
         // Kept first under an `.incoming` name, promoted only once the apply committed:
         // a crash in between leaves a file `recoverIncoming` settles from the bundle log.
@@ -346,10 +351,11 @@ extension ServerStore {
 }
 
 /// `first`, then the rest of the lines.
-public struct Prepended: Sequence, IteratorProtocol {
+public struct Prepended: Sequence, IteratorProtocol, LineEndReporting {
     var first: [UInt8]?
     var rest: StoredBundleLines
     public init(first: [UInt8], rest: StoredBundleLines) { self.first = first; self.rest = rest }
+    public var lastLineUnterminated: Bool { rest.lastLineUnterminated }
     public mutating func next() -> [UInt8]? {
         if let f = first { first = nil; return f }
         return rest.next()

@@ -80,6 +80,11 @@ public enum ServerVerifier {
         let scope = mode == .quick ? "the latest stored bundle" : "\(checked) stored bundle(s)"
         let pending = inFlight > 0 ? "; \(inFlight) committed by the running server a moment ago, their files not yet promoted (run verify again)" : ""
         checks.append(IntegrityCheck(name: "stored_bundles", problems: bundleProblems, ok: "\(scope): item hashes, manifest hash and chain link verified" + pending))
+        // The rules that need a replica's state (a range closed once, a relationship held
+        // once, observations in time order): the stored bundles applied again, in order.
+        if mode == .full && subset == nil && inFlight == 0 {
+            checks.append(try replay(store, chain: chain, log: log, replica: replica))
+        }
         checks += try ArchiveVerifier.databaseChecks(replica, mode: mode).map { var c = $0; c.name = "replica_" + c.name; return c }
         // Refusals recorded at sync (divergence, another device's chain, invalid bundles): nothing of them was stored.
         let events = try store.registry().events(chain: chain)
@@ -88,6 +93,58 @@ public enum ServerVerifier {
             : IntegrityCheck(name: "sync_refusals", status: .notice, detail: "\(events.count) refusal(s) recorded (nothing of them stored): " + events.suffix(5).map {
                 "\(CanonicalDate.string($0.recordedAt)) \($0.kind) sequence \($0.sequence.map(String.init) ?? "-") from \($0.device ?? "?"): \($0.detail)" }.joined(separator: "; ")))
         return ChainReport(chain: chain, bundles: log.count, checks: checks)
+    }
+
+    /// `--full`: the chain's stored bundles applied again, in sequence order, to an empty
+    /// replica by the applier that applied them at sync (`BundleApplier`: every check of
+    /// Protocol/bundles.md section 5, those against the replica's state included); the
+    /// replica must give the chain-state digest the replay gives after its last bundle.
+    /// A chain stored before a rule existed is refused here at the bundle that breaks it.
+    static func replay(_ store: ServerStore, chain: String, log: [(Int, String, String?)], replica: Archive) throws -> IntegrityCheck {
+        let name = "bundle_replay"
+        guard let last = log.last else { return IntegrityCheck(name: name, status: .ok, detail: "no bundle to apply again") }
+        let fm = FileManager.default
+        let directory = store.root + "/cache/replay-\(UUID().uuidString)"
+        try PrivateFiles.makeDirectory(store.root + "/cache")
+        try PrivateFiles.makeDirectory(directory)
+        defer { try? fm.removeItem(atPath: directory) }
+        let path = directory + "/replica.sqlite"
+        try store.copyTemplate(to: path)
+        let scratch = try Archive.open(path: path, singleConnection: true)
+        defer { try? (scratch.writer as? DatabaseQueue)?.close() }
+        try scratch.writer.writeWithoutTransaction { try $0.execute(sql: "PRAGMA foreign_keys = OFF") }
+        try scratch.prepareForApplies()
+        var observation: Int64 = 0
+        for entry in log {
+            guard let file = store.storedBundlePath(chain, sequence: entry.0) else {
+                return IntegrityCheck(name: name, status: .problem, detail: "sequence \(entry.0): no stored bundle to apply again (see stored_bundles)")
+            }
+            let lines = try StoredBundleLines(path: file)
+            let outcome: BundleApplier.Outcome
+            do {
+                outcome = try BundleApplier.apply(scratch, lines: lines, manifestHash: entry.1, now: Date().timeIntervalSince1970,
+                                                  indexes: .automatic(bundleBytes: (try? fm.attributesOfItem(atPath: file)[.size] as? Int) ?? 0))
+            } catch {
+                let code = (error as? BundleError)?.code.rawValue ?? (error as? BundleApplier.ApplyError)?.code.rawValue ?? "error"
+                return IntegrityCheck(name: name, status: .problem, detail: "sequence \(entry.0): applied again, the stored bundle is refused (\(code): \((error as? any CodedError)?.message ?? "\(error)")); "
+                                      + "it breaks a rule a server applying it now enforces (Protocol/bundles.md section 5)")
+            }
+            guard case .applied(let obs, _) = outcome else {
+                return IntegrityCheck(name: name, status: .problem, detail: "sequence \(entry.0): applied again, the stored bundle was taken for one applied before")
+            }
+            observation = obs
+        }
+        let replayed = try scratch.writer.read { db in try ChainStateDigest.compute(db, observationID: observation) }
+        let stored = try replica.writer.read { db -> ChainStateDigest.Result? in
+            guard let obs = try Int64.fetchOne(db, sql: "SELECT observation_id FROM bundle_log WHERE direction = 'received' AND sequence = ?", arguments: [last.0]) else { return nil }
+            return try ChainStateDigest.compute(db, observationID: obs)
+        }
+        guard let stored, stored.digest == replayed.digest, stored.visibleCount == replayed.visibleCount else {
+            return IntegrityCheck(name: name, status: .problem, detail: "applied again, the \(log.count) stored bundle(s) give chain-state digest \(replayed.digest.prefix(16)) "
+                                  + "(\(replayed.visibleCount) visible); the replica gives \(stored.map { "\($0.digest.prefix(16)) (\($0.visibleCount) visible)" } ?? "none")")
+        }
+        return IntegrityCheck(name: name, status: .ok, detail: "\(log.count) stored bundle(s) applied again to an empty replica under every rule; "
+                              + "its chain-state digest after sequence \(last.0) is the replica's")
     }
 
     /// Verifies a kept bundle file (either form) from its bytes; a damaged gzip member is named as such.

@@ -1,11 +1,12 @@
 import Foundation
 import HealthProbeArchive
+import HealthProbeCanonical
 import HealthProbeProtocol
 
 /// The lines of a received bundle file, whichever form it has: gzip members as the
 /// parts arrived (`GzipParts`, what the server writes), or the bundle's lines
 /// themselves (bundles kept before 2026-11-25, and bundle files given to tools).
-public struct StoredBundleLines: Sequence, IteratorProtocol {
+public struct StoredBundleLines: Sequence, IteratorProtocol, LineEndReporting {
     // One of the two (optionals, not an enum with payloads: `plain?.next()` mutates in place).
     private let gzip: GzipParts.Lines?
     private var plain: FileLines?
@@ -27,6 +28,9 @@ public struct StoredBundleLines: Sequence, IteratorProtocol {
 
     /// Why the lines ended early (a damaged member), if they did.
     public var failure: GzipParts.ReadError? { gzip?.failure }
+
+    /// The file ended inside the last line returned (no newline after it).
+    public var lastLineUnterminated: Bool { gzip?.lastLineUnterminated ?? plain?.lastLineUnterminated ?? false }
 
     public mutating func next() -> [UInt8]? {
         if let gzip { return gzip.next() }

@@ -82,24 +82,32 @@ public struct SyncServer: Sendable {
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(SyncConnectionDecoder()))
                     try channel.pipeline.syncOperations.addHandler(MessageToByteHandler(SyncConnectionEncoder()))
                     try channel.pipeline.syncOperations.addHandler(SyncTimeoutHandler(hello: hello, idle: idle))
-                    return try NIOAsyncChannel<SyncInbound, SyncOutbound>(wrappingChannelSynchronously: channel)
+                    let arrivals = FrameArrivals()
+                    try channel.pipeline.syncOperations.addHandler(FrameArrivals.Counter(arrivals))
+                    return Accepted(channel: try NIOAsyncChannel<SyncInbound, SyncOutbound>(wrappingChannelSynchronously: channel), arrivals: arrivals)
                 }
             }
         onBound(server.channel.localAddress?.port ?? port)
         logger.info("sync server listening", metadata: ["server.port": "\(server.channel.localAddress?.port ?? port)"])
         try await withThrowingDiscardingTaskGroup { group in
             try await server.executeThenClose { connections in
-                for try await connection in connections {
-                    let peer = connection.channel.remoteAddress?.ipAddress ?? "unknown"
-                    group.addTask { await self.handle(connection, peer: peer) }
+                for try await accepted in connections {
+                    let peer = accepted.channel.channel.remoteAddress?.ipAddress ?? "unknown"
+                    group.addTask { await self.handle(accepted.channel, arrivals: accepted.arrivals, peer: peer) }
                 }
             }
         }
     }
 
+    /// An accepted connection, and what counts the messages arriving on it.
+    struct Accepted: Sendable {
+        let channel: NIOAsyncChannel<SyncInbound, SyncOutbound>
+        let arrivals: FrameArrivals
+    }
+
     /// One connection: each message goes through `ServerSessionStateMachine`,
     /// which holds the session; this carries out the actions it returns.
-    func handle(_ connection: NIOAsyncChannel<SyncInbound, SyncOutbound>, peer: String) async {
+    func handle(_ connection: NIOAsyncChannel<SyncInbound, SyncOutbound>, arrivals: FrameArrivals, peer: String) async {
         metrics.connectionOpened()
         defer { metrics.connectionClosed() }
         var machine = ServerSessionStateMachine()
@@ -112,8 +120,26 @@ public struct SyncServer: Sendable {
         do {
             try await connection.executeThenClose { inbound, outbound in
                 var messages = inbound.makeAsyncIterator()
+                // Messages read so far; `arrivals` counts those that arrived.
+                var read = 0
                 do {
-                    while let message = try await messages.next() {
+                    while true {
+                        let message: SyncInbound
+                        do {
+                            guard let next = try await messages.next() else { break }
+                            message = next
+                        } catch let e as SyncProtocolError {
+                            // What arrived could not be decoded (a length over the maximum or of 0, an
+                            // unknown type): the session's state says how that is answered.
+                            switch machine.undecodable(e) {
+                            case .refuse(let error):
+                                try await refuseSlowly(peer: peer)
+                                throw error
+                            case .fail(let error): throw error
+                            default: return
+                            }
+                        }
+                        read += 1
                         switch machine.received(message) {
                         case .none:
                             return
@@ -121,19 +147,21 @@ public struct SyncServer: Sendable {
                             try await outbound.write(.hello(SyncHello()))
                         case .authenticate(let credentials):
                             // Unauthenticated peers get nothing but an error, slower each time.
+                            let session: ServerSessionStateMachine.Session, reply: SyncFrame
                             do {
-                                let (session, reply) = try await offload { try authenticate(credentials) }
-                                machine.authenticated(session)
-                                clockOffset = session.clockOffset
-                                await throttle.success(peer: peer)
-                                metrics.authentication(ok: true)
-                                logger.info("device authenticated", metadata: ["sync.device": "\(session.identity.name)"])
-                                try await outbound.write(.frame(reply))
+                                (session, reply) = try await offload { try authenticate(credentials) }
                             } catch {
                                 machine.closed()
                                 try await refuseSlowly(peer: peer)
                                 throw error
                             }
+                            await throttle.success(peer: peer)
+                            metrics.authentication(ok: true)
+                            logger.info("device authenticated", metadata: ["sync.device": "\(session.identity.name)"])
+                            // Frames may follow AUTH at once: they are read once it is accepted.
+                            machine.authenticated(session)
+                            clockOffset = session.clockOffset
+                            try await outbound.write(.frame(reply))
                         case .refuse(let error):
                             try await refuseSlowly(peer: peer)
                             throw error
@@ -171,7 +199,10 @@ public struct SyncServer: Sendable {
                             let reply = await finish(transfer, session: session)
                             if reply.kind == .error { refusedAny = true }
                             transfer.file.discard()
+                            // A frame that arrived before the reply was sent (the client did not wait).
+                            let early = arrivals.arrived > read
                             try await outbound.write(.frame(reply))
+                            if early { try await answerEarly(&messages, &read, &machine) }
                             machine.bundleFinished()
                             await applier.checkpointApplied()
                         }
@@ -192,6 +223,15 @@ public struct SyncServer: Sendable {
             let offset = clockOffset, chains = asked
             _ = try? await offload { for c in chains { try registry.recordSync(chain: c, now: now(), clockOffset: offset) } }
         }
+    }
+
+    /// Reads the message that arrived while the server was still answering and hands
+    /// it to the session in that state, which refuses it (`unexpected_message`).
+    func answerEarly(_ messages: inout NIOAsyncChannelInboundStream<SyncInbound>.AsyncIterator, _ read: inout Int,
+                     _ machine: inout ServerSessionStateMachine) async throws {
+        guard let message = try await messages.next() else { return }
+        read += 1
+        if case .fail(let error) = machine.received(message) { throw error }
     }
 
     /// `CHAIN_STATUS`: the chain's last sequence and manifest hash, if the session may read it.
@@ -283,7 +323,8 @@ public struct SyncServer: Sendable {
                 return try Self.mapAuth { try registry.claim(device, chain: c, now: now()) }
             }
             let started = ContinuousClock.now
-            let outcome = try await applier.apply(chain: c, path: path, manifestHash: begin.manifestHash, bytes: begin.uncompressedSize, at: now())
+            let outcome = try await applier.apply(chain: c, path: path, manifestHash: begin.manifestHash, sequence: begin.sequence,
+                                                   bytes: begin.uncompressedSize, at: now())
             bound = false  // applied: the binding stands, whatever fails after this
             metrics.bundle(outcome: outcome, seconds: (ContinuousClock.now - started).seconds)
             try await offload { try registry.recordSync(chain: c, now: now(), clockOffset: clockOffset) }
@@ -326,7 +367,7 @@ public struct SyncServer: Sendable {
             switch e.code {
             case .divergence: return SyncProtocolError(.divergence, e.message)
             case .outOfOrder: return SyncProtocolError(.outOfOrder, e.message)
-            case .unresolved: return SyncProtocolError(.bundleInvalid, e.message)
+            case .unresolved: return SyncProtocolError(.bundleInvalid, "\(e.code.rawValue): \(e.message)")
             }
         }
         return SyncProtocolError(.storage, "the server could not read or write its data; try again later")

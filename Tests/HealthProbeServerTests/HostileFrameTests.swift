@@ -194,4 +194,66 @@ struct ChainBindingTests {
             #expect(try ArchiveVerifier.databaseChecks(replica, mode: .full).filter { $0.status == .problem }.isEmpty)
         }
     }
+
+    /// The frames that send `lines` (a whole bundle) in one part, announced as `sequence`.
+    static func bundleFrames(_ lines: [[UInt8]], hash: String, announcing sequence: Int) throws -> [SyncFrame] {
+        let body: [UInt8] = lines.flatMap { $0 + [UInt8(0x0A)] }
+        return [
+            try SyncFrame.json(.bundleBegin, .object(["sequence": .int(sequence), "manifest_hash": .string(hash), "parts": .int(1),
+                                                      "item_count": .int(lines.count - 2), "uncompressed_size": .int(body.count)])),
+            try HostileFrameTests.onlyPart(body),
+            try SyncFrame.json(.bundleEnd, .object(["manifest_hash": .string(hash), "sequence": .int(sequence)])),
+        ]
+    }
+
+    @Test("a bundle whose header names another sequence than its BUNDLE_BEGIN is refused; nothing is stored")
+    func headerSequenceIsAnnounced() async throws {
+        let data = TempDir()
+        let a = TempHome()
+        try simulate(a, days: 1)
+        let (lines, hash) = try bundleLines(try a.open(), 1, previous: nil)
+        try await withServer(data) { server in
+            let e = try await server.enroll("a")
+            let reply = try await server.raw(try wire([try authFrame(e)] + Self.bundleFrames(lines, hash: hash, announcing: 2)), until: "\"sequence\"")
+            let text = String(decoding: reply, as: UTF8.self)
+            #expect(text.contains("bundle_invalid") && text.contains("BUNDLE_BEGIN announced"), "\(text)")
+            #expect(try server.store.chains().isEmpty)
+        }
+    }
+
+    @Test("a PING or the next BUNDLE_BEGIN sent before the bundle's ack is unexpected_message, after the ack of what was applied",
+          arguments: ["ping", "begin"])
+    func framesBeforeTheAck(_ early: String) async throws {
+        let data = TempDir()
+        let a = TempHome()
+        try simulate(a, days: 1)
+        let (lines, hash) = try bundleLines(try a.open(), 1, previous: nil)
+        try await withServer(data) { server in
+            let e = try await server.enroll("a")
+            let next = early == "ping" ? SyncFrame(kind: .ping, payload: ByteBuffer())
+                : try SyncFrame.json(.bundleBegin, .object(["sequence": .int(2), "manifest_hash": .string(hash), "parts": .int(1),
+                                                            "item_count": .int(1), "uncompressed_size": .int(10)]))
+            // One write: the frame after BUNDLE_END arrives while the bundle is applied.
+            let reply = try await server.raw(try wire([try authFrame(e)] + Self.bundleFrames(lines, hash: hash) + [next]), until: "unexpected_message")
+            let text = String(decoding: reply, as: UTF8.self)
+            #expect(text.contains("\"applied\""), "the bundle was applied and acknowledged: \(text)")
+            #expect(text.contains("unexpected_message") && text.contains("before the reply"), "\(text)")
+            #expect(try server.store.status(try #require(try server.store.chains().first)).0 == 1)
+        }
+    }
+
+    @Test("a second hello is unexpected_message; a frame too large before AUTH is unauthorized")
+    func secondHelloAndLargeFrameBeforeAuth() async throws {
+        let data = TempDir()
+        try await withServer(data) { server in
+            let e = try await server.enroll("a")
+            var hello = ByteBuffer()
+            SyncHello().write(to: &hello)
+            var reply = try await server.raw(try wire([try authFrame(e)]) + Array(hello.readableBytesView), until: "unexpected_message")
+            #expect(String(decoding: reply, as: UTF8.self).contains("a second hello"))
+            reply = try await server.raw(try wire([]) + [0x7F, 0xFF, 0xFF, 0xFF, 0x10], until: "unauthorized")
+            let text = String(decoding: reply, as: UTF8.self)
+            #expect(text.contains("unauthorized") && !text.contains("frame_too_large"), "\(text)")
+        }
+    }
 }

@@ -176,4 +176,27 @@ struct ServerSessionStateMachineTests {
         m = try receiving(dir)
         #expect(failCode(m.received(SyncInbound.frame(SyncFrame(kind: .bundlePart, payload: ByteBuffer(bytes: [0, 0, 0]))))) == SyncProtocolError.Code.malformedFrame)
     }
+
+    @Test("while a bundle is applied, a PING or the next BUNDLE_BEGIN (sent before the ack) is unexpected_message; what cannot be decoded before AUTH is unauthorized")
+    func beforeTheReply() throws {
+        let dir = try TempDir()
+        for early in [empty(.ping), begin(sequence: 2)] {
+            var m = try receiving(dir)
+            _ = m.received(part(0))
+            m.partWritten(newlines: 2, lastByte: 0x0A)
+            _ = m.received(part(1))
+            m.partWritten(newlines: 1, lastByte: 0x0A)
+            guard case .applyBundle = m.received(end()) else { Issue.record("expected applyBundle"); continue }
+            #expect(failCode(m.received(early)) == .unexpectedMessage)
+            #expect(m.closed() != nil, "closing hands back the bundle's quarantine file")
+        }
+        var m = Machine()
+        _ = m.received(.hello(SyncHello()))
+        guard case .refuse(let e) = m.undecodable(SyncProtocolError(.frameTooLarge, "too large")) else { Issue.record("expected a refusal"); return }
+        #expect(e.code == .unauthorized)
+        m = ready()
+        #expect(failCode(m.undecodable(SyncProtocolError(.frameTooLarge, "too large"))) == .frameTooLarge)
+        m = Machine()
+        #expect(failCode(m.undecodable(SyncProtocolError(.badMagic, "not a hello"))) == .badMagic)
+    }
 }

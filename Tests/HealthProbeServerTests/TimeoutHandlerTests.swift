@@ -77,6 +77,25 @@ struct TimeoutHandlerTests {
         #expect(try timeoutError(channel)?.contains("no frame for 60 s") == true)
     }
 
+    @Test("a PING that arrives while a BUNDLE_END is unanswered is answered by the ERROR after the ack: no timeout meanwhile, none after the two replies but the idle limit")
+    func pingBeforeTheAck() throws {
+        let (channel, loop) = try channel(idle: .seconds(60))
+        try channel.writeInbound(SyncInbound.hello(SyncHello()))
+        try channel.writeInbound(SyncInbound.frame(SyncFrame(kind: .bundleEnd, payload: ByteBuffer())))
+        try channel.writeInbound(ping)
+        loop.advanceTime(by: .seconds(600))
+        #expect(try timeoutError(channel) == nil, "the server is applying")
+        // The ack answers the BUNDLE_END; the PING is still unanswered until its ERROR.
+        try channel.writeOutbound(SyncOutbound.frame(SyncFrame(kind: .bundleAck, payload: ByteBuffer())))
+        _ = try channel.readOutbound(as: SyncOutbound.self)
+        loop.advanceTime(by: .seconds(600))
+        #expect(try timeoutError(channel) == nil)
+        try channel.writeOutbound(SyncOutbound.frame(.error(SyncProtocolError(.unexpectedMessage, "a PING frame before the reply to the previous one"))))
+        _ = try channel.readOutbound(as: SyncOutbound.self)
+        loop.advanceTime(by: .seconds(60))
+        #expect(try timeoutError(channel)?.contains("no frame for 60 s") == true)
+    }
+
     @Test("a closed connection's timer is cancelled: nothing is written later")
     func closedCancels() throws {
         let (channel, loop) = try channel(hello: .seconds(1))

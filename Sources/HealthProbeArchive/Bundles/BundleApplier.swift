@@ -20,6 +20,14 @@ public enum BundleApplier {
         public let code: Code
         public let message: String
         public var cause: (any Error)? { nil }
+        /// The line of the item that could not be applied (1-based: line 1 is the header).
+        public let line: Int?
+
+        init(code: Code, line: Int? = nil, message: String) {
+            self.code = code
+            self.line = line
+            self.message = line.map { "line \($0): " + message } ?? message
+        }
     }
 
     /// How the sample tables' secondary indexes are kept while a bundle is applied.
@@ -44,15 +52,18 @@ public enum BundleApplier {
             return try replica.writer.write { db in try applyVerified(db, verified, manifestHash: manifestHash, now: now, indexes: indexes) }
         } catch let e as DatabaseError where e.resultCode == .SQLITE_CONSTRAINT {
             // Only bundle content can break a constraint: a row the replica (or the bundle) has already.
-            throw BundleError(.reference, line: nil, "the bundle adds a row the replica already has (\(e.message ?? "constraint"))")
+            // SQLite's own text names tables and columns; a device is told the rule instead.
+            throw BundleError(.reference, line: nil, "the bundle adds a row the replica (or the bundle) already holds")
         }
     }
 
     private static func applyVerified(_ db: Database, _ verified: VerifiedLines, manifestHash: String, now: Double, indexes: IndexMode) throws -> Outcome {
         var state: State?
         var deferred: DeferredIndexes?
+        var number = 0
         while let batch = try verified.next() {
             for line in batch {
+                number += 1
                 // The verifier parsed each line once (flat); the applier reads that.
                 guard state != nil else {
                     guard case .object(let o) = line.value else { continue }
@@ -66,12 +77,22 @@ public enum BundleApplier {
                     continue
                 }
                 guard let kind = line.find("kind") else { continue }  // the trailer
-                try state!.apply(kind, line, db: db)
+                do {
+                    try state!.apply(kind, line, line: number, db: db)
+                } catch let e as ApplyError where e.line == nil {
+                    throw ApplyError(code: e.code, line: number, message: e.message)
+                } catch let e as DatabaseError where e.resultCode == .SQLITE_CONSTRAINT {
+                    let name = line.string(at: kind) ?? "item"
+                    throw BundleError(.reference, line: number, "line \(number): the \(name) item adds \(State.what(name)) the replica (or the bundle) already holds")
+                }
             }
         }
         guard let s = state else { throw BundleError(.malformed, line: nil, "the bundle is empty") }
         // Before anything reads through them: the aggregates and the checks below do.
-        try deferred?.rebuild(db)
+        do { try deferred?.rebuild(db) } catch let e as DatabaseError where e.resultCode == .SQLITE_CONSTRAINT {
+            throw BundleError(.reference, line: nil, "the bundle adds a sample, or a version of a sample, that the replica (or the bundle) already holds: "
+                              + "a sample's strict fingerprint, or a version's payload hash, shares its first 16 bytes with another's")
+        }
         var verifier = verified.finish()
         _ = try verifier.finish(expected: manifestHash, previousManifestHash: .some(s.previousLogged))
         // The replica's aggregates are derived here, never carried in bundles.
@@ -158,7 +179,11 @@ public enum BundleApplier {
                     """)
                 insertEvent = try FastStatement(db, "INSERT INTO sample_observation_events(observation_id, sample_id, version_id, event_kind, observed_at, evidence_kind) VALUES (?, ?, ?, ?, ?, ?)")
                 openRange = try FastStatement(db, "INSERT INTO sample_visibility_ranges(sample_id, version_id, first_observation_id, last_observation_id, first_seen_at, last_seen_at) VALUES (?, ?, ?, NULL, ?, NULL)")
-                closeRange = try FastStatement(db, "UPDATE sample_visibility_ranges SET last_observation_id = ?, last_seen_at = ? WHERE sample_id = ? AND version_id IS ? AND first_observation_id = ?")
+                // Only an open range closes, and never before it opened.
+                closeRange = try FastStatement(db, """
+                    UPDATE sample_visibility_ranges SET last_observation_id = ?1, last_seen_at = ?2
+                    WHERE sample_id = ?3 AND version_id IS ?4 AND first_observation_id = ?5 AND last_observation_id IS NULL AND first_seen_at <= ?2
+                    """)
                 firstObservation = try FastStatement(db, "SELECT id FROM observations WHERE device_chain_id = ? ORDER BY id LIMIT 1 OFFSET ?")
             }
         }
@@ -264,7 +289,20 @@ public enum BundleApplier {
             return id
         }
 
-        mutating func apply(_ kindIndex: Int32, _ l: FlatJSON, db: Database) throws {
+        /// What an item of `kind` adds, for a refusal's message.
+        static func what(_ kind: String) -> String {
+            switch kind {
+            case "sample": return "a sample (its strict fingerprint's first 16 bytes) that"
+            case "version": return "a version (its payload hash's first 16 bytes) that"
+            case "event": return "an event of this kind for this sample and observation that"
+            case "range_open": return "a range that"
+            case "relationship": return "a relationship that"
+            case "type_run": return "a second run of this type that"
+            default: return "a row that"
+            }
+        }
+
+        mutating func apply(_ kindIndex: Int32, _ l: FlatJSON, line: Int, db: Database) throws {
             let obs = observationID
             func s(_ key: StaticString) -> String? { l.string(key) }
             func d(_ key: StaticString) -> Double? { l.date(key) }
@@ -319,6 +357,10 @@ public enum BundleApplier {
             if l.stringEquals(kindIndex, "sample") {
                 let type = try typeID(db, l, l.find("type_identifier"))
                 let fingerprint = Self.hash(l, "strict_fingerprint")
+                // The same sample twice in one bundle, found by its line whatever the indexes do.
+                if case .hashSlice(let bytes, let r) = fingerprint, inserted.sample(type: type, fingerprint: Digest32(bytes, r)) != nil {
+                    throw BundleError(.reference, line: line, "line \(line): the sample item adds \(Self.what("sample")) the bundle already holds")
+                }
                 try st.insertSample.run(db, [.int(type), Self.hash(l, "sample_uuid_hash"), fingerprint, Self.hash(l, "semantic_fingerprint"), t("fuzzy_key"),
                                              .int(obs), .double(d("first_seen_at"))])
                 if case .hashSlice(let bytes, let r) = fingerprint {
@@ -329,6 +371,11 @@ public enum BundleApplier {
             let kind = l.string(at: kindIndex) ?? ""
             switch kind {
             case "observation":
+                // Observations follow one another in time: none is earlier than the chain's previous one.
+                if let previous = try Double.fetchOne(db.cachedStatement(sql: "SELECT max(observed_at) FROM observations WHERE device_chain_id = ?"), arguments: [chainID]),
+                   let at = d("observed_at"), at < previous {
+                    throw BundleError(.inconsistent, line: line, "line \(line): observation: observed_at \(CanonicalDate.string(at)) is before the previous observation's \(CanonicalDate.string(previous))")
+                }
                 try db.cachedStatement(sql: """
                     INSERT INTO observations(device_chain_id, observed_at, started_at, ended_at, status, trigger_reason, app_version, os_version,
                         time_zone_identifier, time_zone_seconds_from_gmt, schema_version, selected_type_set_hash, notes, samples_before, versions_before)
@@ -367,12 +414,28 @@ public enum BundleApplier {
                     throw ApplyError(code: .unresolved, message: "a closed range names an observation the replica does not have")
                 }
                 let changed = try st.closeRange.run(db, [.int(obs), .double(d("last_seen_at")), .int(sample), .int(version), .int(first)])
-                guard changed == 1 else { throw ApplyError(code: .unresolved, message: "a closed range does not match an open range of the replica") }
+                guard changed == 1 else {
+                    // Which rule: no such range, a range closed already, or one closed before it opened.
+                    let range = try Row.fetchOne(db.cachedStatement(sql: """
+                        SELECT last_observation_id, first_seen_at FROM sample_visibility_ranges WHERE sample_id = ? AND version_id IS ? AND first_observation_id = ?
+                        """), arguments: [sample, version, first])
+                    guard let range else { throw ApplyError(code: .unresolved, line: line, message: "a range_close names a range the replica does not have") }
+                    if (range["last_observation_id"] as Int64?) != nil {
+                        throw BundleError(.reference, line: line, "line \(line): range_close: the range (opened at sequence \(seq)) is closed already")
+                    }
+                    throw BundleError(.inconsistent, line: line, "line \(line): range_close: last_seen_at is before the range's first_seen_at (a range cannot close before it opened)")
+                }
             case "relationship":
                 let source = try sampleID(db, l, "source"), target = try sampleID(db, l, "target")
                 let hash = s("metadata_hash")
                 let metadata = try hash.flatMap { try st.metadata.firstInt(db, [.text($0)]) }
-                guard (hash == nil) == (metadata == nil) else { throw ApplyError(code: .unresolved, message: "a relationship names metadata the bundle and the replica do not have") }
+                guard (hash == nil) == (metadata == nil) else { throw ApplyError(code: .unresolved, line: line, message: "a relationship names metadata the bundle and the replica do not have") }
+                // A relationship is recorded once, by the observation that first saw it.
+                if try Bool.fetchOne(db.cachedStatement(sql: """
+                    SELECT EXISTS (SELECT 1 FROM sample_relationships WHERE source_sample_id = ? AND target_sample_id = ? AND relationship_kind = ?)
+                    """), arguments: [source, target, s("relationship_kind")]) == true {
+                    throw BundleError(.reference, line: line, "line \(line): relationship: the replica (or the bundle) already holds this \(s("relationship_kind") ?? "") relationship")
+                }
                 try db.cachedStatement(sql: "INSERT INTO sample_relationships(observation_id, source_sample_id, target_sample_id, relationship_kind, metadata_id) VALUES (?, ?, ?, ?, ?)").execute(arguments: [obs, source, target, s("relationship_kind"), metadata])
             case "type_run":
                 let type = try typeID(db, l, l.find("type_identifier"))

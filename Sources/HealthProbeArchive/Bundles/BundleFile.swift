@@ -44,7 +44,7 @@ public enum BundleFile {
     /// Verifies a bundle given as its lines (see `BundleVerifier.finish`).
     public static func verify(lines: some Sequence<[UInt8]>, expected: String?, previousManifestHash: String?? = .none) throws -> (BundleHeader, BundleVerifier) {
         var verifier = BundleVerifier()
-        for line in lines { try verifier.feed(line) }
+        try verifier.feed(all: lines)
         let header = try verifier.finish(expected: expected, previousManifestHash: previousManifestHash)
         return (header, verifier)
     }
@@ -53,7 +53,7 @@ public enum BundleFile {
 /// Lines of a file, read in chunks (the newline is not part of a line).
 /// The chunk's buffer is read into again for each chunk (no allocation per chunk).
 /// A read error ends the lines early, which a bundle's verification refuses as truncated.
-public struct FileLines: Sequence, IteratorProtocol {
+public struct FileLines: Sequence, IteratorProtocol, LineEndReporting {
     let handle: FileHandle
     static let chunkSize = 1 << 20
     var chunk: [UInt8] = []
@@ -61,6 +61,8 @@ public struct FileLines: Sequence, IteratorProtocol {
     var filled = 0
     var index = 0
     var atEnd = false
+    /// The file ended inside the last line returned (no newline after it).
+    public private(set) var lastLineUnterminated = false
 
     public init(path: String) throws {
         guard let h = FileHandle(forReadingAtPath: path) else { throw ArchiveError(.notFound, "cannot read \(path)") }
@@ -71,7 +73,11 @@ public struct FileLines: Sequence, IteratorProtocol {
         var line: [UInt8] = []
         while true {
             if index >= filled {
-                if atEnd { return line.isEmpty ? nil : line }
+                if atEnd {
+                    if line.isEmpty { return nil }
+                    lastLineUnterminated = true
+                    return line
+                }
                 if chunk.isEmpty { chunk = [UInt8](repeating: 0, count: Self.chunkSize) }
                 let fd = handle.fileDescriptor
                 var n: Int

@@ -43,8 +43,8 @@ public enum BundleItemSchema {
     public static let dates = -2_208_988_800.0 ..< 7_258_118_400.0
     /// Integers exactly representable as JSON numbers (IEEE doubles).
     public static let exactIntegers: ClosedRange<Int64> = -(1 << 53)...(1 << 53)
-    /// Counts: 0 to 2^53.
-    static let counts: ClosedRange<Int64> = 0...(1 << 53)
+    /// Counts: 0 to 2^53 - 1.
+    static let counts: ClosedRange<Int64> = 0...((1 << 53) - 1)
     /// Free text (versions, names, identifiers): at most this many UTF-8 bytes.
     public static let maxText = 1024
     /// A type identifier: at most this many bytes.
@@ -105,7 +105,7 @@ public enum BundleItemSchema {
             ],
             "range_open": [Field("first_seen_at", date), Field("payload_hash", optionalHex), Field("sample", sampleReference)],
             "range_close": [
-                Field("first_sequence", .int(1...(1 << 53))), Field("last_seen_at", date), Field("payload_hash", optionalHex), Field("sample", sampleReference),
+                Field("first_sequence", .int(BundleVerifier.sequences)), Field("last_seen_at", date), Field("payload_hash", optionalHex), Field("sample", sampleReference),
             ],
             "relationship": [
                 Field("metadata_hash", optionalHex), Field("relationship_kind", .oneOf(names(RelationshipKind.self))),
@@ -262,6 +262,12 @@ public enum BundleItemSchema {
             if let s = o.find("status"), let e = o.find("error_kind"), o.type(e) != .null,
                !(o.stringEquals(s, "failed") || o.stringEquals(s, "unauthorized")) {
                 throw fail("error_kind is set but status is not failed or unauthorized")
+            }
+            // A run that completed counted what it left visible; any other did not.
+            if let s = o.find("status"), let v = o.find("verified_visible_count") {
+                let completed = o.stringEquals(s, "completed") || o.stringEquals(s, "needs_review")
+                if completed && o.type(v) == .null { throw fail("verified_visible_count is null but status is \(o.string(at: s) ?? "")") }
+                if !completed && o.type(v) != .null { throw fail("verified_visible_count is set but status is \(o.string(at: s) ?? "") (only a completed or needs_review run counts)") }
             }
             try startNotAfterEnd()
         case "observation":

@@ -14,6 +14,9 @@ public struct BundleError: CodedError, Equatable {
         case reference
         /// Applied, the bundle would leave the replica failing its own integrity checks.
         case replicaCheck = "replica_check"
+        /// Items disagree with each other (a date, a count, a status, a category), or
+        /// with the rows of the replica they name (Protocol/bundles.md sections 4.5, 5.2).
+        case inconsistent
     }
     public let code: Code
     public let message: String
@@ -31,15 +34,18 @@ public struct BundleError: CodedError, Equatable {
 
 /// Verifies an observation bundle in its line form (header, items, trailer,
 /// each canonical JSON on its own line) from the bytes alone: every item is
-/// canonical, kinds come in order, metadata and payload hashes recompute,
-/// counts match, and the manifest hash recomputes. Streaming: feed lines one
-/// at a time; memory does not grow with the bundle.
+/// canonical, kinds come in order, metadata and payload hashes recompute, the
+/// items agree with each other (`BundleRules`), counts match, and the manifest
+/// hash recomputes. Streaming: feed lines one at a time; memory grows with the
+/// bundle's sample types only, never with its samples.
 public struct BundleVerifier {
     private var header: BundleHeader?
     private var manifest: ManifestHasher?
     private var line = 0
     private var kindIndex = 0
     private var done = false
+    /// The rules between items (section 4.5).
+    private var rules = BundleRules()
     public private(set) var manifestHash: String?
     /// Items read so far.
     public private(set) var itemCount = 0
@@ -61,6 +67,7 @@ public struct BundleVerifier {
         if header == nil {
             guard case .object(let o) = flat.value else { throw BundleError(.malformed, line: line, "line \(line) is not a JSON object") }
             header = try Self.parseHeader(o, line: line)
+            rules.sequence = header!.sequence
             do { manifest = try ManifestHasher(header: header!) } catch {
                 throw BundleError(.malformed, line: line, "header cannot be hashed")
             }
@@ -73,6 +80,7 @@ public struct BundleVerifier {
             guard flat.value == trailer.json else {
                 throw BundleError(.counts, line: line, "the trailer's counts do not match the \(trailer.itemCount) items read")
             }
+            try rules.finish(line: line)
             done = true
             do { manifestHash = try manifest.take()!.finish() } catch {
                 throw BundleError(.malformed, line: line, "trailer cannot be hashed")
@@ -92,9 +100,24 @@ public struct BundleVerifier {
         self.kindIndex = k
         try BundleItemSchema.check(k, flat, line: line)
         try Self.checkContent(kind, flat, line: line)
+        try rules.check(kind, flat, line: line)
         manifest!.add(itemHash: ArchiveHasher.sha256Digest(.item, bytes), kind: k)
         itemCount += 1
         return flat
+    }
+
+    /// The lines ended; `unterminated` when the last one had no newline after it
+    /// (every line of a bundle ends with one, the trailer's too: section 2).
+    public mutating func endOfLines(unterminated: Bool) throws(BundleError) {
+        if unterminated { throw BundleError(.malformed, line: line, "line \(line) does not end with a newline (every line of a bundle does, the trailer's too)") }
+    }
+
+    /// Feeds every line of `lines` and ends them (`endOfLines`): a source that tells
+    /// whether its last line ended with a newline (`LineEndReporting`) is held to it.
+    public mutating func feed<S: Sequence<[UInt8]>>(all lines: S, each: (FlatJSON) throws -> Void = { _ in }) throws {
+        var iterator = lines.makeIterator()
+        while let bytes = iterator.next() { try each(try feed(bytes)) }
+        try endOfLines(unterminated: (iterator as? any LineEndReporting)?.lastLineUnterminated ?? false)
     }
 
     /// Ends verification: the bundle must have had its trailer; the manifest
@@ -119,8 +142,9 @@ public struct BundleVerifier {
         return try parseHeader(o, line: 1)
     }
 
-    /// Sequences and observation ids: 1 to 2^53 (exact in JSON).
-    public static let sequences: ClosedRange<Int64> = 1...(1 << 53)
+    /// Sequences and observation ids: 1 to 2^53 - 1, the range the frames carry
+    /// (Protocol/README.md section 2.1): every integer in it is exact in JSON.
+    public static let sequences: ClosedRange<Int64> = 1...((1 << 53) - 1)
 
     static func parseHeader(_ o: [String: JSONValue], line: Int) throws(BundleError) -> BundleHeader {
         func fail(_ why: String) -> BundleError { BundleError(.malformed, line: line, "header: \(why)") }

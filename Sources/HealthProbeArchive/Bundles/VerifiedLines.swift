@@ -25,16 +25,18 @@ final class VerifiedLines: @unchecked Sendable {
             var verifier = BundleVerifier()
             var batch: [FlatJSON] = []
             batch.reserveCapacity(Self.batchSize)
-            for bytes in source.value {
-                do { batch.append(try verifier.feed(bytes)) } catch {
-                    // Every line that verified before the error goes first.
-                    if !batch.isEmpty { try emit(batch) }
-                    throw error
+            do {
+                try verifier.feed(all: source.value) { flat in
+                    batch.append(flat)
+                    if batch.count == Self.batchSize {
+                        try emit(batch)
+                        batch.removeAll(keepingCapacity: true)
+                    }
                 }
-                if batch.count == Self.batchSize {
-                    try emit(batch)
-                    batch.removeAll(keepingCapacity: true)
-                }
+            } catch let error as BundleError {
+                // Every line that verified before the error goes first.
+                if !batch.isEmpty { try emit(batch) }
+                throw error
             }
             if !batch.isEmpty { try emit(batch) }
             result.verifier = verifier

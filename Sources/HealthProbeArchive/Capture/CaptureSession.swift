@@ -32,9 +32,12 @@ public final class CaptureSession {
     /// `finish`, `abandon` and `revert` call (docs/decisions/2026-11-25-bulk-first-import.md).
     public static func begin(_ node: NodeArchive, context: ObservationContext, deferIndexes: Bool = true) throws -> CaptureSession {
         let now = node.clock.now()
-        let observedAt = CanonicalDate.normalize(now)
         let schema = try node.archive.schemaVersion()
-        let id: Int64 = try node.archive.writer.write { db in
+        let (id, observedAt): (Int64, Double) = try node.archive.writer.write { db in
+            // Observations of a chain follow one another in time (Protocol/bundles.md section 5.2):
+            // a device clock set back gives the previous observation's instant, never an earlier one.
+            let previous = try Double.fetchOne(db, sql: "SELECT max(observed_at) FROM observations WHERE device_chain_id = ?", arguments: [node.deviceChainID])
+            let observedAt = max(CanonicalDate.normalize(now), previous ?? -Double.infinity)
             try db.execute(sql: """
                 INSERT INTO observations(device_chain_id, observed_at, started_at, status, trigger_reason, app_version,
                     os_version, time_zone_identifier, time_zone_seconds_from_gmt, schema_version, selected_type_set_hash, notes,
@@ -46,7 +49,7 @@ public final class CaptureSession {
                                  context.timeZoneSecondsFromGMT, schema,
                                  context.selectedTypes.isEmpty ? nil : ObservationContext.typeSetHash(context.selectedTypes),
                                  context.notes])
-            return db.lastInsertedRowID
+            return (db.lastInsertedRowID, observedAt)
         }
         node.archive.logger.info("observation started", metadata: ["observation.id": "\(id)", "observation.trigger": "\(context.triggerReason.rawValue)"])
         let session = CaptureSession(node: node, observationID: id, observedAt: observedAt)
@@ -190,15 +193,7 @@ public final class CaptureSession {
     }
 
     /// The observation status implied by its type runs.
-    static func overallStatus(_ runs: [TypeRunStatus]) -> ObservationStatus {
-        if runs.isEmpty { return .completed }
-        let ok = runs.filter { $0 == .completed || $0 == .needsReview }.count
-        if ok == 0 { return .failed }
-        if runs.contains(.failed) || runs.contains(.interrupted) { return .partialFailed }
-        if runs.contains(.unauthorized) { return .partialUnauthorized }
-        if runs.contains(.needsReview) { return .needsReview }
-        return .completed
-    }
+    static func overallStatus(_ runs: [TypeRunStatus]) -> ObservationStatus { ObservationStatus.implied(by: runs) }
 }
 
 /// Small id caches for sources, revisions, devices and metadata (bounded).

@@ -71,6 +71,17 @@ public enum ObservationStatus: String, Sendable, Codable, CaseIterable {
     case needsReview = "needs_review"
     case partialUnauthorized = "partial_unauthorized"
     case partialFailed = "partial_failed"
+
+    /// The status a capture's type runs imply when it finishes (Protocol/bundles.md
+    /// section 4.2); a bundle whose observation says otherwise is refused.
+    public static func implied(by runs: [TypeRunStatus]) -> ObservationStatus {
+        if runs.isEmpty { return .completed }
+        if !runs.contains(where: { $0 == .completed || $0 == .needsReview }) { return .failed }
+        if runs.contains(.failed) || runs.contains(.interrupted) { return .partialFailed }
+        if runs.contains(.unauthorized) { return .partialUnauthorized }
+        if runs.contains(.needsReview) { return .needsReview }
+        return .completed
+    }
 }
 
 /// Event kinds in `sample_observation_events`.

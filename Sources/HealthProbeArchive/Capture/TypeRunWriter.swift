@@ -247,6 +247,12 @@ public final class TypeRunWriter {
         let now = session.node.clock.now()
         let messageHash = message.map { session.node.hasher.hmac(.errorMessage, $0) }
         try session.archive.writer.write { db in
+            // Unauthorized means nothing was read: a run that recorded events fails as `failed`
+            // (a bundle whose unauthorized run has events is refused, Protocol/bundles.md section 4.5).
+            if status == .unauthorized,
+               try Int.fetchOne(db, sql: "SELECT inserted_event_count + deleted_event_count FROM observation_type_runs WHERE id = ?", arguments: [runID]) ?? 0 > 0 {
+                throw ArchiveError(.invalidState, "the \(type.identifier) run recorded events, so it read records: end it as failed, not unauthorized")
+            }
             try db.execute(sql: "UPDATE observation_type_runs SET status = ?, ended_at = ?, error_kind = ?, error_message_hash = ? WHERE id = ?",
                            arguments: [status.rawValue, now, errorKind.rawValue, messageHash, runID])
             try Aggregates.update(db, observationID: session.observationID, typeID: typeID, now: now)

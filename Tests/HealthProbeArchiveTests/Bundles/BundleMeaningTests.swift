@@ -88,7 +88,8 @@ struct BundleMeaningTests {
             set($0, "error_kind", .string("query_failed"))
         },
         Case("a range that opens without its event", "range_open", "replica_check") { _ in [] },
-        Case("an event without its range", "event", where: { $0["event_kind"] == .string("appeared") }, "replica_check") { _ in [] },
+        // An event dropped changes its run's count: the bundle contradicts itself (section 4.5).
+        Case("an event without its range", "event", where: { $0["event_kind"] == .string("appeared") }, "inconsistent") { _ in [] },
         Case("a verified visible count off by one", "type_run", where: { if case .number = $0["verified_visible_count"] { return true }; return false },
              "replica_check") { o in
             guard case .number(let n)? = o["verified_visible_count"] else { return [o] }
@@ -97,12 +98,59 @@ struct BundleMeaningTests {
         Case("a sample sent twice", "sample", "reference") { [$0, $0] },
         Case("an event naming a payload nobody sent", "event", "unresolved") { set($0, "payload_hash", .string(String(repeating: "0", count: 64))) },
         Case("a version naming a device nobody sent", "device", "unresolved") { _ in [] },
-        Case("a range closed by an observation that is not earlier", closing: true, "range_close", "unresolved") { o in
+        Case("a range closed by an observation that is not earlier", closing: true, "range_close", "field") { o in
             set(o, "first_sequence", .int(99))
         },
         Case("a range closed from sequence 1e300", closing: true, "range_close", "field") { set($0, "first_sequence", .number(1e300)) },
-        Case("a disappearance without its event", closing: true, "event", where: { $0["event_kind"] == .string("disappeared") }, "replica_check") { _ in [] },
+        Case("a disappearance without its event", closing: true, "event", where: { $0["event_kind"] == .string("disappeared") }, "inconsistent") { _ in [] },
         Case("a closed range without its disappearance", closing: true, "range_close", "replica_check") { _ in [] },
+        // Rules between items (Protocol/bundles.md section 4.5) and against the replica (section 5.2).
+        Case("a sample whose type has no sample_type item", "sample_type", "inconsistent") { _ in [] },
+        Case("a type named twice", "sample_type", "order") { [$0, $0] },
+        Case("an event observed at another instant", "event", "inconsistent") { set($0, "observed_at", .string("2020-01-01T00:00:00.000Z")) },
+        Case("a sample first seen at another instant", "sample", "inconsistent") { set($0, "first_seen_at", .string("2020-01-01T00:00:00.000Z")) },
+        Case("a range opened at another instant", "range_open", "inconsistent") { set($0, "first_seen_at", .string("2020-01-01T00:00:00.000Z")) },
+        Case("a run counting an event more than its type has", "type_run", "inconsistent") { o in
+            guard case .number(let n)? = o["inserted_event_count"] else { return [o] }
+            return set(o, "inserted_event_count", .number(n + 1))
+        },
+        Case("a run deleting an event its type does not have", "type_run", "inconsistent") { o in
+            guard case .number(let n)? = o["deleted_event_count"] else { return [o] }
+            return set(o, "deleted_event_count", .number(n + 1))
+        },
+        Case("a completed run without its visible count", "type_run", where: { $0["status"] == .string("completed") }, "field") {
+            set($0, "verified_visible_count", .null)
+        },
+        Case("a failed run with a visible count", "type_run", where: { $0["status"] == .string("completed") }, "field") { o in
+            var o = o
+            o["status"] = .string("failed")
+            o["error_kind"] = .string("query_failed")
+            return [o]
+        },
+        Case("a failed run in a completed observation", "type_run", where: { $0["status"] == .string("completed") }, "inconsistent") { o in
+            var o = o
+            o["status"] = .string("failed")
+            o["error_kind"] = .string("query_failed")
+            o["verified_visible_count"] = .null
+            return [o]
+        },
+        Case("events of an unauthorized run", "type_run", where: { $0["inserted_event_count"] != .number(0) }, "inconsistent") { o in
+            var o = o
+            o["status"] = .string("unauthorized")
+            o["error_kind"] = .string("authorization_denied")
+            o["verified_visible_count"] = .null
+            return [o]
+        },
+        Case("a category its values contradict", "sample_type", where: { $0["category"] == .string("quantity") }, "inconsistent") {
+            set($0, "category", .string("workout"))
+        },
+        Case("a range closed twice", closing: true, "range_close", "reference") { [$0, $0] },
+        Case("a range closed before it opened", closing: true, "range_close", "inconsistent") {
+            set($0, "last_seen_at", .string("2000-01-01T00:00:00.000Z"))
+        },
+        Case("a range closed after its observation", closing: true, "range_close", "inconsistent") {
+            set($0, "last_seen_at", .string("2199-01-01T00:00:00.000Z"))
+        },
     ]
 
     /// The node's bundles, in sequence order.
@@ -131,6 +179,11 @@ struct BundleMeaningTests {
         if let e = error as? BundleError { return e.code.rawValue }
         if let e = error as? BundleApplier.ApplyError { return e.code.rawValue }
         return "\(type(of: error))"
+    }
+
+    /// The line a refusal names (nil: none).
+    static func line(_ error: any Error) -> Int? {
+        (error as? BundleError)?.line ?? (error as? BundleApplier.ApplyError)?.line
     }
 
     static func counts(_ replica: Archive) throws -> [Int] {
@@ -186,6 +239,40 @@ struct BundleMeaningTests {
             let problems = try ArchiveVerifier.databaseChecks(replica, mode: .full).filter { $0.status == .problem }
             #expect(problems.isEmpty, "\(c.name): \(problems)")
         }
+    }
+
+    @Test("a sample the replica holds from an earlier bundle is refused as reference, naming the item and the rule, never SQLite's text",
+          arguments: [BundleApplier.IndexMode.maintained, .deferred])
+    func sampleHeldBefore(indexes: BundleApplier.IndexMode) throws {
+        let (home, bundles) = try Self.chain()
+        defer { withExtendedLifetime(home) {} }
+        guard case .object(let observation) = try JSONParser.parse(bundles[1].0[1]), case .object(var held) = try JSONParser.parse(
+            try #require(bundles[0].0.first { String(decoding: $0, as: UTF8.self).contains("\"kind\":\"sample\"") })) else {
+            Issue.record("no observation or sample"); return
+        }
+        // Dated as bundle 2's own samples are (section 4.5), so only the replica tells.
+        held["first_seen_at"] = observation["observed_at"]
+        var added = false
+        let (lines, hash) = try editedBundle(bundles[1].0) { _, o in
+            guard !added, o["kind"] == .string("sample") else { return [o] }
+            added = true
+            return [held, o]
+        }
+        let dir = TempDir()
+        let replica = try Archive.open(path: dir.file("replica.sqlite"))
+        try replica.prepareForApplies()
+        _ = try BundleApplier.apply(replica, lines: bundles[0].0, manifestHash: bundles[0].1, now: 1)
+        do {
+            _ = try BundleApplier.apply(replica, lines: lines, manifestHash: hash, now: 1, indexes: indexes)
+            Issue.record("applied")
+        } catch {
+            #expect(Self.code(error) == "reference", "\(error)")
+            let text = "\(error)"
+            #expect(!text.contains("constraint") && !text.contains("UNIQUE") && !text.contains("sqlite"), "\(text)")
+            #expect(text.contains("sample"), "\(text)")
+            if indexes == .maintained { #expect(Self.line(error) != nil, "\(text)") }
+        }
+        #expect(try BundleApplier.apply(replica, lines: bundles[1].0, manifestHash: bundles[1].1, now: 1, indexes: indexes) == .applied(observationID: 2, sequence: 2))
     }
 
     @Test("a header with a sequence or id no integer holds, or a broken chain link, is malformed: no trap, nothing stored")

@@ -78,7 +78,7 @@ struct BundleTests {
         #expect(throws: BundleError(.payloadHash, line: versionLine + 1, "")) { _ = try verify(edited, expected: hash) }
 
         var reordered = lines
-        reordered.swapAt(2, lines.count - 2)
+        reordered.swapAt(1, 2)
         #expect { _ = try verify(reordered, expected: hash) } throws: { ($0 as? BundleError)?.code == .order }
 
         #expect { _ = try verify(Array(lines.dropLast()), expected: hash) } throws: { ($0 as? BundleError)?.code == .malformed }
@@ -120,7 +120,11 @@ struct BundleTests {
 
     /// The committed vectors: `bundles.json` lists files with their manifest hash or expected error.
     struct VectorIndex: Codable {
-        struct Case: Codable { var file: String; var manifestHash: String?; var error: String?; var line: Int?; var stage: String? = nil }
+        struct Case: Codable {
+            var file: String; var manifestHash: String?; var error: String?; var line: Int?; var stage: String? = nil
+            /// Bundles applied first, in order (paths relative to the vectors' folder).
+            var after: [String]? = nil
+        }
         var cases: [Case]
     }
 
@@ -151,11 +155,14 @@ struct BundleTests {
                 .init(file: "bad-payload.jsonl", manifestHash: hash, error: "payload_hash", line: v + 1),
                 .init(file: "truncated.jsonl", manifestHash: hash, error: "malformed", line: nil),
             ]
-            // Content refused with every hash right: each changes one item of the valid bundle.
-            for m in BundleVectors.meaning(lines) {
-                try (m.lines.map { String(decoding: $0, as: UTF8.self) }.joined(separator: "\n") + "\n")
+            // Content refused with every hash right: each changes one item of the valid bundle,
+            // or of a bundle of the committed chain.
+            let (chainHome, _, chain) = try DigestVectorTests.chain()
+            defer { withExtendedLifetime(chainHome) {} }
+            for m in BundleVectors.meaning(lines) + BundleVectors.chained(chain) {
+                try (m.lines.map { String(decoding: $0, as: UTF8.self) }.joined(separator: "\n") + (m.unterminated ? "" : "\n"))
                     .write(to: dir.appendingPathComponent(m.file), atomically: true, encoding: .utf8)
-                cases.append(.init(file: m.file, manifestHash: m.hash, error: m.error, line: m.line, stage: m.stage))
+                cases.append(.init(file: m.file, manifestHash: m.hash, error: m.error, line: m.line, stage: m.stage, after: m.after))
             }
             let index = VectorIndex(cases: cases)
             let enc = JSONEncoder()
@@ -167,29 +174,39 @@ struct BundleTests {
         let dec = JSONDecoder()
         dec.keyDecodingStrategy = .convertFromSnakeCase
         let index = try dec.decode(VectorIndex.self, from: Data(contentsOf: dir.appendingPathComponent("bundles.json")))
-        #expect(index.cases.count >= 3)
+        // Every case of Protocol/bundles.md sections 4.5 and 5 has its vector.
+        #expect(index.cases.count >= 32)
         #expect(try String(contentsOf: dir.appendingPathComponent("observation-1.jsonl"), encoding: .utf8) == valid)
         #expect(index.cases.first?.manifestHash == hash)
         for c in index.cases {
-            let text = try String(contentsOf: dir.appendingPathComponent(c.file), encoding: .utf8)
-            let fileLines = text.split(separator: "\n", omittingEmptySubsequences: true).map { Array($0.utf8) }
-            if c.stage == "apply" {
-                // Passes the verifier, refused by a replica (an empty one: this is a first bundle).
-                #expect(throws: Never.self, "\(c.file)") { _ = try verify(fileLines, expected: c.manifestHash) }
+            // Read as a file is read (a last line without its newline is seen).
+            let path = dir.appendingPathComponent(c.file).path
+            if c.stage == "apply" || c.after != nil {
+                // Passes the verifier; refused by a replica holding the bundles before it
+                // (none: an empty replica, the bundle is a chain's first).
+                #expect(throws: Never.self, "\(c.file)") { _ = try BundleFile.verify(path, expected: c.manifestHash) }
                 let replicaDir = TempDir()
                 let replica = try Archive.open(path: replicaDir.file("replica.sqlite"))
-                #expect(throws: (any Error).self, "\(c.file)") { _ = try BundleApplier.apply(replica, lines: fileLines, manifestHash: c.manifestHash ?? "", now: 1) }
-                do { _ = try BundleApplier.apply(replica, lines: fileLines, manifestHash: c.manifestHash ?? "", now: 1) } catch {
+                for before in c.after ?? [] {
+                    let file = dir.appendingPathComponent(before).path
+                    let (_, verifier) = try BundleFile.verify(file, expected: nil)
+                    _ = try BundleApplier.apply(replica, lines: try FileLines(path: file), manifestHash: verifier.manifestHash ?? "", now: 1)
+                }
+                do {
+                    _ = try BundleApplier.apply(replica, lines: try FileLines(path: path), manifestHash: c.manifestHash ?? "", now: 1)
+                    #expect(c.error == nil, "\(c.file) applied but should be refused with \(c.error ?? "")")
+                } catch {
                     #expect(BundleMeaningTests.code(error) == c.error, "\(c.file): \(error)")
+                    #expect(BundleMeaningTests.line(error) == c.line, "\(c.file): \(error)")
                 }
                 continue
             }
             do {
-                _ = try verify(fileLines, expected: c.manifestHash)
+                _ = try BundleFile.verify(path, expected: c.manifestHash)
                 #expect(c.error == nil, "\(c.file) verified but should fail with \(c.error ?? "")")
             } catch {
-                #expect(error.code.rawValue == c.error, "\(c.file): \(error)")
-                if let line = c.line { #expect(error.line == line, "\(c.file)") }
+                #expect(BundleMeaningTests.code(error) == c.error, "\(c.file): \(error)")
+                if let line = c.line { #expect(BundleMeaningTests.line(error) == line, "\(c.file)") }
             }
         }
     }
