@@ -437,6 +437,20 @@ public final class AppleHealthImporter {
         var units: [String: JSONValue] = [:]
         for (type, p) in state.pending where !p.units.isEmpty { units[type] = .array(p.units.sorted().map(JSONValue.string)) }
         o["display_units"] = .object(units)
-        return try CanonicalJSON.string(.object(o))
+        // Notes are at most 1,024 bytes (Protocol/bundles.md: an observation's bundle item must
+        // verify): past that, the display units go first, then the personal hashes, each
+        // replaced by how many were left out.
+        var text = try CanonicalJSON.string(.object(o))
+        if text.utf8.count > BundleItemSchema.maxText {
+            o["display_units"] = .object([:])
+            o["display_units_omitted"] = .int(units.count)
+            text = try CanonicalJSON.string(.object(o))
+        }
+        if text.utf8.count > BundleItemSchema.maxText, !state.me.isEmpty {
+            o["me"] = nil
+            o["me_omitted"] = .int(state.me.count)
+            text = try CanonicalJSON.string(.object(o))
+        }
+        return text
     }
 }

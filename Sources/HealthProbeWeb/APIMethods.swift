@@ -14,6 +14,7 @@ struct APIMethods: RouterMiddleware {
         ("/api/v1/chains/*/shares/*", [.put, .delete]), ("/api/v1/admin/people", [.get, .post]),
         ("/api/v1/admin/people/*", [.delete]), ("/api/v1/admin/people/*/role", [.put]), ("/api/v1/admin/people/*/password", [.put]), ("/api/v1/admin/devices", [.get]),
         ("/api/v1/admin/tokens", [.post]), ("/api/v1/admin/devices/*/revoke", [.post]), ("/api/v1/admin/verify", [.post]),
+        ("/api/v1/admin/audit", [.get]),
     ].map { ($0.0.split(separator: "/"), $0.1) }
 
     static func allowed(_ path: String) -> [HTTPRequest.Method]? {

@@ -35,7 +35,12 @@ struct PublicFixtureTests {
             let notes = try String.fetchOne(db, sql: "SELECT notes FROM observations") ?? ""
             #expect(notes.contains("\"me\""))
             #expect(!notes.contains("1995-01-15"))
+            // Its bundle verifies (notes within the 1,024 bytes an observation item holds).
+            #expect(notes.utf8.count <= BundleItemSchema.maxText)
         }
+        let file = t.root + "/b1.jsonl"
+        try node.archive.writer.read { db in _ = try BundleFile.write(db, observationID: 1, previousManifestHash: nil, to: file) }
+        #expect(throws: Never.self) { _ = try BundleFile.verify(file, expected: nil) }
         before = try Counts.of(node)
         }
         let again = try importExport(t, SharedFixtures.path("grll-apple-health-mcp/export.xml"))
