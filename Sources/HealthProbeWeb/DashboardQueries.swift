@@ -216,6 +216,10 @@ struct DashboardQueries: Sendable {
     /// A type's local days at an observation, all source revisions of the chain summed per day.
     static func days(_ db: Database, at obs: Int64, type: String, from: Double?, to: Double?) throws -> [Dashboard.Day] {
             var days: [Dashboard.Day] = []
+            // Days are named in the zone they were bucketed in (the aggregates' base observation's):
+            // a Berlin device's Monday is Monday, not the UTC date of its midnight.
+            let base = try AggregateQueries.summaries(db, at: obs, typeIdentifier: type).first?.dailyBaseObservationID ?? obs
+            let zone = try LocalDays.of(db, observation: base)
             for d in try AggregateQueries.daily(db, at: obs, typeIdentifier: type, from: from, to: to) {
                 if let last = days.last, last.start == d.bucketStart {
                     var merged = last
@@ -225,7 +229,7 @@ struct DashboardQueries: Sendable {
                     merged.sourceRevisions += 1
                     days[days.count - 1] = merged
                 } else {
-                    days.append(.init(day: String(CanonicalDate.string(d.bucketStart).prefix(10)), start: d.bucketStart, records: d.visibleRecordCount,
+                    days.append(.init(day: zone.date(d.bucketStart), start: d.bucketStart, records: d.visibleRecordCount,
                                       valueSum: d.valueSum, valueMax: d.valueMax, sourceRevisions: 1))
                 }
             }

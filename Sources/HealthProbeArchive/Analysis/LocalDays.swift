@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 
 /// Local-day buckets of an observation's timezone, as UTC bounds: midnight to
 /// midnight, so a DST day has 23 or 25 hours (database-design.md 6.5).
@@ -19,6 +20,18 @@ public struct LocalDays: Sendable {
     /// Start (UTC seconds) of the local day holding `seconds`.
     public func dayStart(_ seconds: Double) -> Double {
         calendar.startOfDay(for: Date(timeIntervalSince1970: seconds)).timeIntervalSince1970
+    }
+
+    /// The local date (`YYYY-MM-DD`) of the day holding `seconds` in this zone.
+    public func date(_ seconds: Double) -> String {
+        let c = calendar.dateComponents([.year, .month, .day], from: Date(timeIntervalSince1970: seconds))
+        return String(format: "%04d-%02d-%02d", c.year ?? 0, c.month ?? 0, c.day ?? 0)
+    }
+
+    /// The local days the daily aggregates of `observation` were bucketed in (that observation's zone).
+    public static func of(_ db: Database, observation: Int64) throws -> LocalDays {
+        let row = try Row.fetchOne(db, sql: "SELECT time_zone_identifier, time_zone_seconds_from_gmt FROM observations WHERE id = ?", arguments: [observation])
+        return LocalDays(identifier: row?["time_zone_identifier"], secondsFromGMT: row?["time_zone_seconds_from_gmt"])
     }
 
     /// Start of the local day after the one starting at `start`.
