@@ -3,7 +3,6 @@ import NIOCore
 import NIOEmbedded
 import NIOTestUtils
 import Testing
-@testable import HealthProbeArchive
 import HealthProbeCanonical
 @testable import HealthProbeProtocol
 import HealthProbeTestSupport

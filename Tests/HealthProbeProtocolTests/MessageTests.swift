@@ -1,7 +1,6 @@
 import Foundation
 import NIOCore
 import Testing
-@testable import HealthProbeArchive
 import HealthProbeCanonical
 @testable import HealthProbeProtocol
 import HealthProbeTestSupport
