@@ -22,7 +22,7 @@ public struct ServerConfig: Sendable, Equatable {
     /// Replicas kept open between bundles (1...1000; default 64). Each kept one
     /// holds its connections and prepared statements (about 1-1.5 MB) and about eight
     /// file descriptors; reopening one costs about 4 ms of CPU per bundle
-    /// (docs/benchmarks.md, `hp-bench apply`).
+    /// (`hp-bench apply`, measured 2026-11-24 at c570ff8: git log -p docs/benchmarks.md).
     public var keptReplicas: Int?
     /// `kept_replicas` when neither the file nor the command line sets it, and its allowed range.
     public static let defaultKeptReplicas = 64

@@ -5,8 +5,8 @@ import NIOConcurrencyHelpers
 /// an observation of a replica is fixed once applied, so its classification and a
 /// type's days at it are the same on every request; cross-chain overlaps are keyed by
 /// each chain's latest received bundle, so a new sync makes a new key. Measured:
-/// `hp-bench web` (docs/benchmarks.md) had the all-chains type page at 3 s per request
-/// without it, starving the other pages.
+/// `hp-bench web` had the all-chains type page at 3 s per request without it, starving
+/// the other pages (measured 2026-11-24 at b06e973: git log -p docs/benchmarks.md).
 final class ResultCache: Sendable {
     private struct State {
         var values: [String: (value: any Sendable, used: UInt64)] = [:]

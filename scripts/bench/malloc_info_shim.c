@@ -1,6 +1,6 @@
 // Writes glibc's malloc_info (each arena's size and free memory) with the process's
 // RssAnon every 0.25 s to MI_DIR/mi.NNNNN.xml: where a benchmark's heap memory sits
-// (docs/decisions/2026-11-25-heap-arenas.md, amended in session 28). Diagnostic only:
+// (docs/decisions/2026-11-25-heap-arenas.md, amended 2026-11-28). Diagnostic only:
 // its own thread takes an arena slot too.
 //
 //   gcc -O2 -shared -fPIC -o /tmp/malloc_info_shim.so scripts/bench/malloc_info_shim.c -lpthread

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Alternated unchanged re-imports with two or more hp-node builds: each build gets a home
 # holding a first import of EXPORT, then each re-imports EXPORT in turn, N times
-# (docs/benchmarks.md, capture section, session 28). Prints seconds, peak RSS (KB) and CPU.
+# (docs/benchmarks.md; used for the re-imports measured 2026-11-28 at 16b8d5e,
+# docs/decisions/2026-11-25-heap-arenas.md). Prints seconds, peak RSS (KB) and CPU.
 #
 #   scripts/bench/reimport_pairs.sh 4 /tmp/ib/export-a.zip /tmp/binA/hp-node /tmp/binB/hp-node
 set -euo pipefail

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Samples a benchmark's memory every 2 ms and prints each phase's peak, split into
-anonymous memory and mapped files (docs/benchmarks.md, capture section, session 28).
+anonymous memory and mapped files (docs/benchmarks.md; used for the import bench's re-import
+peaks measured 2026-11-28 at 16b8d5e, docs/decisions/2026-11-25-heap-arenas.md).
 
     python3 scripts/bench/rss_sampler.py .build/release/hp-bench import --records 1000000
 

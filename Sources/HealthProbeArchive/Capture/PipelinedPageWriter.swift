@@ -38,7 +38,7 @@ public final class PipelinedPageWriter: @unchecked Sendable {
     /// Trims the heap once `transactionSamples` samples were written since the last trim:
     /// the write queue's work moves between threads, and so between glibc's arenas, and
     /// each arena would otherwise keep what the chunks freed in it
-    /// (docs/decisions/2026-11-25-heap-arenas.md, amended in session 28).
+    /// (docs/decisions/2026-11-25-heap-arenas.md, amended 2026-11-28).
     private let trimHeap: @Sendable () -> Void
     /// Samples written since the heap was last trimmed (the write queue only).
     private var sinceTrim = 0

@@ -17,7 +17,7 @@ struct RangeRebuildTests {
         var description: String { "sample \(sample) [\(first), \(last.map(String.init) ?? "open")) \(storedOnly ? "stored only" : "derived only")" }
     }
 
-    /// The SQL the walk replaced (ArchiveVerifier check 6 before session 21), every difference.
+    /// The SQL the walk replaced (ArchiveVerifier check 6 before 8c6f4ac, 2026-11-25), every difference.
     static func oracle(_ db: Database) throws -> Set<Difference> {
         let rows = try Row.fetchAll(db, sql: """
             WITH ev AS (
