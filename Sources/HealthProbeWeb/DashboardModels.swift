@@ -80,6 +80,9 @@ public enum Dashboard {
     /// A type's summary at an observation.
     public struct TypeRow: Codable, Sendable, Equatable {
         public var typeIdentifier: String
+        /// The type's friendly name and display unit (`TypeCatalogue`; the identifier when unknown).
+        public var typeName: String
+        public var unit: String?
         public var visibleRecords: Int
         public var earliestStart: String?
         public var latestEnd: String?
@@ -110,6 +113,7 @@ public enum Dashboard {
     /// One type's classified change at an observation (against the previous one).
     public struct TypeChange: Codable, Sendable, Equatable {
         public var typeIdentifier: String
+        public var typeName: String
         public var runStatus: String?
         public var appeared: Int
         public var disappeared: Int
@@ -131,6 +135,8 @@ public enum Dashboard {
     public struct ObservationPage: Codable, Sendable, Equatable {
         /// Types whose verdict is loss (the banner names them; it never says "not loss" beside them).
         public var lossTypes: [String]
+        /// The same types by their friendly names, in words ("Steps, Heart rate").
+        public var lossTypeNames: String
         public var hasLoss: Bool
         public var chain: String
         public var observationID: Int64

@@ -72,7 +72,7 @@ struct DashboardQueries: Sendable {
             let uncertain = page.changes.reduce(0) { $0 + $1.uncertainRecords }
             if lost > 0 {
                 let types = page.changes.filter { $0.lostRecords > 0 }.map(\.typeIdentifier)
-                alerts.append(.init(kind: .loss, message: "classified loss at observation \(latest.id): \(lost) record(s) in \(types.count) type(s) (\(types.prefix(3).joined(separator: ", ")))"))
+                alerts.append(.init(kind: .loss, message: "classified loss at observation \(latest.id): \(lost) record(s) in \(types.count) type(s) (\(types.prefix(3).map(TypeCatalogue.name).joined(separator: ", ")))"))
             }
             let rest = [(consolidated, "consolidated"), (uncertain, "uncertain")].filter { $0.0 > 0 }.map { "\($0.0) \($0.1)" }
             alerts.append(.init(kind: .disappeared, message: "\(latest.disappeared) record(s) disappeared at observation \(latest.id)"
@@ -124,7 +124,8 @@ struct DashboardQueries: Sendable {
             var types: [Dashboard.TypeRow] = []
             if let last = card.latestObservationID {
                 types = try AggregateQueries.summaries(db, at: last).map {
-                    .init(typeIdentifier: $0.typeIdentifier, visibleRecords: $0.visibleRecordCount, earliestStart: Self.text($0.earliestStartDate),
+                    .init(typeIdentifier: $0.typeIdentifier, typeName: TypeCatalogue.name($0.typeIdentifier), unit: TypeCatalogue.info($0.typeIdentifier).unit,
+                          visibleRecords: $0.visibleRecordCount, earliestStart: Self.text($0.earliestStartDate),
                           latestEnd: Self.text($0.latestEndDate), valueSum: $0.valueSum, valueMax: $0.valueMax)
                 }
             }
@@ -150,12 +151,12 @@ struct DashboardQueries: Sendable {
             let byType = Dictionary((report?.types ?? []).map { ($0.typeIdentifier, $0) }, uniquingKeysWith: { a, _ in a })
             let lossTypes = (report?.types ?? []).filter { $0.verdict == .loss }.map(\.typeIdentifier)
             return Dashboard.ObservationPage(
-                lossTypes: lossTypes, hasLoss: !lossTypes.isEmpty,
+                lossTypes: lossTypes, lossTypeNames: lossTypes.map(TypeCatalogue.name).joined(separator: ", "), hasLoss: !lossTypes.isEmpty,
                 chain: chain, observationID: id, observedAt: CanonicalDate.string(row["observed_at"]), status: row["status"],
                 previousObservationID: previous,
                 changes: changes.map { c in
                     let k = byType[c.typeIdentifier]
-                    return .init(typeIdentifier: c.typeIdentifier, runStatus: c.runStatus, appeared: c.appeared, disappeared: c.disappeared,
+                    return .init(typeIdentifier: c.typeIdentifier, typeName: TypeCatalogue.name(c.typeIdentifier), runStatus: c.runStatus, appeared: c.appeared, disappeared: c.disappeared,
                                  changed: c.changed, visibleAfter: c.visibleAfter,
                                  verdict: k?.verdict.rawValue ?? (c.appeared + c.disappeared + c.changed == 0 ? "no_change" : "first"),
                                  reasons: k?.reasons ?? [], labels: k?.labels.map(\.rawValue) ?? [],

@@ -133,7 +133,7 @@ extension WebServer {
     func typeModel(_ type: String, _ series: [Dashboard.TypeSeries], overlaps: [Dashboard.Overlap], metric: Chart.Metric,
                    chain: String?, at: Int64?) -> TypePageTemplate.Model {
         TypePageTemplate.Model(
-            typeIdentifier: type,
+            typeIdentifier: type, typeName: TypeCatalogue.name(type), unit: TypeCatalogue.info(type).unit,
             panels: series.map { .init(series: $0, svg: Chart.svg($0, metric: metric), skew: abs($0.clockOffsetSeconds ?? 0) > DashboardQueries.skewSeconds) },
             overlaps: overlaps, metric: metric.rawValue, otherMetric: metric == .records ? "sum" : "records", chain: chain, at: at)
     }

@@ -74,7 +74,7 @@ struct DashboardTests {
             let c = h.browser()
             try await c.signIn("cat", Household.password)
             let page = try await c.request("GET", "/")
-            #expect(page.body.contains("class=\"alert loss\">classified loss at observation 2: 20 record(s) in 1 type(s) (HKQuantityTypeIdentifierHeartRate)"))
+            #expect(page.body.contains("class=\"alert loss\">classified loss at observation 2: 20 record(s) in 1 type(s) (Heart rate)"))
             let api = try await c.request("GET", "/api/v1/overview")
             #expect(api.body.contains("\"kind\":\"loss\""))
             // The observation page says the same, per type.

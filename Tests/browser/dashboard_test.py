@@ -122,7 +122,7 @@ class Dashboard(unittest.TestCase):
             self.assertTrue(heading(d).startswith("Observation #2"))
             self.assertGreater(len(d.find_elements(By.CSS_SELECTOR, "table.changes tbody tr")), 0)
             d.get(WEB + f"/chains/{CHAINS['ann-phone']}")
-            submit(d, d.find_element(By.PARTIAL_LINK_TEXT, "HKQuantityTypeIdentifierStepCount"))
+            submit(d, d.find_element(By.LINK_TEXT, "Steps"))
             bars = d.find_elements(By.CSS_SELECTOR, "svg.chart rect.bar")
             series = api(d, f"/api/v1/chains/{CHAINS['ann-phone']}/types/HKQuantityTypeIdentifierStepCount")
             self.assertEqual(len(bars), len(series["days"]))

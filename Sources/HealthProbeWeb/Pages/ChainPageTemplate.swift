@@ -7,18 +7,20 @@ enum ChainPageTemplate {
         <dl class="facts card">
         <dt>Chain</dt><dd class="hash">{{chain}}</dd>
         <dt>Person</dt><dd>{{#person}}{{person}}{{/person}}{{^person}}none{{/person}}</dd>
-        <dt>Last sync</dt><dd>{{#lastSyncAt}}{{lastSyncAt}}{{/lastSyncAt}}{{^lastSyncAt}}never{{/lastSyncAt}}</dd>
+        <dt>Device</dt><dd class="device-state {{deviceState.state}}">{{deviceState.label}}</dd>
+        <dt>Last good sync</dt><dd>{{#lastSyncAt}}{{lastSyncAt}}{{/lastSyncAt}}{{^lastSyncAt}}never{{/lastSyncAt}}</dd>
         <dt>Clock offset</dt><dd>{{#clockOffsetSeconds}}{{clockOffsetSeconds}} s (device minus server){{/clockOffsetSeconds}}{{^clockOffsetSeconds}}unknown{{/clockOffsetSeconds}}</dd>
         <dt>Bundles</dt><dd>{{bundles}}</dd>
         <dt>Visible records</dt><dd>{{visibleRecords}}</dd>
         </dl>
+        {{#deviceState.needsAction}}<p class="alert device {{deviceState.state}}">{{deviceState.reason}}. What to do: {{deviceState.fix}}.</p>{{/deviceState.needsAction}}
         {{#alerts}}<p class="alert {{kind}}">{{message}}</p>{{/alerts}}
         {{/page.card}}
         <h2>Types now</h2>
         <div class="table-wrap"><table>
         <thead><tr><th>Type</th><th class="num">Visible</th><th>Earliest</th><th>Latest</th><th class="num">Sum</th></tr></thead>
         <tbody>
-        {{#page.types}}<tr><td><a href="/chains/{{page.card.chain}}/types/{{typeIdentifier}}">{{typeIdentifier}}</a> · <a href="/types/{{typeIdentifier}}">all chains</a></td><td class="num">{{visibleRecords}}</td><td>{{earliestStart}}</td><td>{{latestEnd}}</td><td class="num">{{valueSum}}</td></tr>{{/page.types}}
+        {{#page.types}}<tr><td><a href="/chains/{{page.card.chain}}/types/{{typeIdentifier}}" title="{{typeIdentifier}}">{{typeName}}</a> · <a href="/types/{{typeIdentifier}}">all chains</a></td><td class="num">{{visibleRecords}}</td><td>{{earliestStart}}</td><td>{{latestEnd}}</td><td class="num">{{valueSum}}{{#unit}} {{unit}}{{/unit}}</td></tr>{{/page.types}}
         </tbody></table></div>
         <h2>Observations</h2>
         <div class="table-wrap"><table class="timeline">

@@ -3,6 +3,9 @@ enum TypePageTemplate {
     struct Panel { let series: Dashboard.TypeSeries; let svg: String; let skew: Bool }
     struct Model {
         let typeIdentifier: String
+        /// The friendly name and display unit (`TypeCatalogue`).
+        let typeName: String
+        let unit: String?
         let panels: [Panel]
         let overlaps: [Dashboard.Overlap]
         let metric: String
@@ -11,7 +14,8 @@ enum TypePageTemplate {
         let at: Int64?
     }
     static let template = """
-        <h1>{{typeIdentifier}}</h1>
+        <h1>{{typeName}} <span class="muted hash">{{typeIdentifier}}</span></h1>
+        {{#unit}}<p class="muted">Values in {{unit}}.</p>{{/unit}}
         <p>Daily {{metric}} per chain, each as its device saw it: chains are shown side by side and never merged.
         <a href="?metric={{otherMetric}}{{#at}}&amp;at={{at}}{{/at}}">Show {{otherMetric}}</a>{{#chain}} · <a href="/types/{{typeIdentifier}}">all chains</a>{{/chain}}</p>
         {{#overlaps}}<p class="alert overlap">Chains <span class="hash">{{#chains}}{{.}} {{/chains}}</span> share {{identicalRecords}} identical record(s) of this type: possibly one source seen by two devices; do not add them up.</p>{{/overlaps}}
