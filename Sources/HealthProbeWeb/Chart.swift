@@ -1,24 +1,60 @@
 import Foundation
+import HealthProbeArchive
 import HealthProbeCanonical
 
 /// Server-rendered SVG bar charts of a type's days: no script, scales to the page width.
 enum Chart {
-    enum Metric: String { case records, sum }
+    /// What a bar shows: visible records, the day's value sum, or its highest value.
+    enum Metric: String { case records, sum, max }
+
+    /// The metrics that fit a type (`TypeCatalogue`), the default first: amounts are summed,
+    /// measurements shown by their highest value (a day's heart rates are never added up).
+    static func metrics(for type: String) -> [Metric] {
+        switch TypeCatalogue.info(type).statistic {
+        case .sum: return [.sum, .records]
+        case .range, .latest: return [.max, .records]
+        case .duration, .count: return [.records]
+        }
+    }
+
+    /// The metric asked for when it fits the type, else the type's default.
+    static func metric(_ asked: String?, for type: String) -> Metric {
+        let fitting = metrics(for: type)
+        if let asked, let m = Metric(rawValue: asked), fitting.contains(m) { return m }
+        return fitting[0]
+    }
+
+    /// The metric in words, with the type's unit where it has one.
+    static func label(_ metric: Metric, type: String) -> String {
+        let unit = TypeCatalogue.info(type).unit.map { " (\($0))" } ?? ""
+        switch metric {
+        case .records: return "visible records a day"
+        case .sum: return "total a day" + unit
+        case .max: return "highest a day" + unit
+        }
+    }
 
     static let width = 720.0, height = 220.0, left = 56.0, bottom = 28.0, top = 12.0
 
     /// One chain's days as bars. `metric` `.sum` uses value sums where the type has them.
     static func svg(_ series: Dashboard.TypeSeries, metric: Metric) -> String {
         let days = series.days
-        let values = days.map { metric == .sum ? ($0.valueSum ?? 0) : Double($0.records) }
+        let values = days.map { day -> Double in
+            switch metric {
+            case .records: return Double(day.records)
+            case .sum: return day.valueSum ?? 0
+            case .max: return day.valueMax ?? 0
+            }
+        }
         let maxValue = max(values.max() ?? 0, 1)
         let plotW = width - left - 8, plotH = height - top - bottom
         let slot = days.isEmpty ? plotW : plotW / Double(days.count)
-        let label = metric == .sum ? "daily value sum" : "daily visible records"
+        let label = Self.label(metric, type: series.typeIdentifier)
+        let name = TypeCatalogue.name(series.typeIdentifier)
         var out = """
             <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 \(Int(width)) \(Int(height))" role="img" class="chart" \
-            aria-label="\(escape("\(label) of \(series.typeIdentifier), chain \(series.chainShort)"))">
-            <title>\(escape("\(label), \(series.typeIdentifier), chain \(series.chainShort) at observation \(series.observationID.map(String.init) ?? "none")"))</title>
+            aria-label="\(escape("\(name): \(label), chain \(series.chainShort)"))">
+            <title>\(escape("\(name): \(label), chain \(series.chainShort) at observation \(series.observationID.map(String.init) ?? "none")"))</title>
             <line x1="\(left)" y1="\(top + plotH)" x2="\(width - 8)" y2="\(top + plotH)" class="axis"/>
             <line x1="\(left)" y1="\(top)" x2="\(left)" y2="\(top + plotH)" class="axis"/>
             <text x="\(left - 4)" y="\(top + 10)" text-anchor="end" class="tick">\(escape(number(maxValue)))</text>

@@ -48,15 +48,16 @@ extension WebServer {
         }
         router.get("/chains/{chain}/types/{type}") { request, context in
             let person = try await access.person(context)
-            let metric = Chart.Metric(rawValue: try Params.query(request, "metric") ?? "records") ?? .records
+            let asked = try Params.query(request, "metric")
             let (chain, type, series) = try await chainSeries(request, context, person)
+            let metric = Chart.metric(asked, for: type)
             return pages.render("type", typeModel(type, [series], overlaps: [], metric: metric, chain: chain, at: series.observationID),
                                 chrome: chrome(type, person, context))
         }
         router.get("/types/{type}") { request, context in
             let person = try await access.person(context)
             let type = try Params.typeIdentifier(context.parameters.get("type"))
-            let metric = Chart.Metric(rawValue: try Params.query(request, "metric") ?? "records") ?? .records
+            let metric = Chart.metric(try Params.query(request, "metric"), for: type)
             let across = try await across(person, type: type)
             return pages.render("type", typeModel(type, across.series, overlaps: across.overlaps, metric: metric, chain: nil, at: nil),
                                 chrome: chrome(type, person, context))
@@ -135,6 +136,8 @@ extension WebServer {
         TypePageTemplate.Model(
             typeIdentifier: type, typeName: TypeCatalogue.name(type), unit: TypeCatalogue.info(type).unit,
             panels: series.map { .init(series: $0, svg: Chart.svg($0, metric: metric), skew: abs($0.clockOffsetSeconds ?? 0) > DashboardQueries.skewSeconds) },
-            overlaps: overlaps, metric: metric.rawValue, otherMetric: metric == .records ? "sum" : "records", chain: chain, at: at)
+            overlaps: overlaps, metric: Chart.label(metric, type: type),
+            otherMetrics: Chart.metrics(for: type).filter { $0 != metric }.map { .init(value: $0.rawValue, label: Chart.label($0, type: type)) },
+            chain: chain, at: at, metricValue: metric.rawValue)
     }
 }

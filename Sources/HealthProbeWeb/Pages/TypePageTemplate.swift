@@ -8,16 +8,19 @@ enum TypePageTemplate {
         let unit: String?
         let panels: [Panel]
         let overlaps: [Dashboard.Overlap]
+        /// The metric shown, in words, and the others that fit the type.
         let metric: String
-        let otherMetric: String
+        let otherMetrics: [OtherMetric]
         let chain: String?
         let at: Int64?
+        let metricValue: String
     }
+    struct OtherMetric { let value: String; let label: String }
     static let template = """
         <h1>{{typeName}} <span class="muted hash">{{typeIdentifier}}</span></h1>
         {{#unit}}<p class="muted">Values in {{unit}}.</p>{{/unit}}
-        <p>Daily {{metric}} per chain, each as its device saw it: chains are shown side by side and never merged.
-        <a href="?metric={{otherMetric}}{{#at}}&amp;at={{at}}{{/at}}">Show {{otherMetric}}</a>{{#chain}} · <a href="/types/{{typeIdentifier}}">all chains</a>{{/chain}}</p>
+        <p>Each bar: {{metric}}, per chain, each as its device saw it: chains are shown side by side and never merged.
+        {{#otherMetrics}}<a href="?metric={{value}}{{#at}}&amp;at={{at}}{{/at}}">Show {{label}}</a> {{/otherMetrics}}{{#chain}} · <a href="/types/{{typeIdentifier}}">all chains</a>{{/chain}}</p>
         {{#overlaps}}<p class="alert overlap">Chains <span class="hash">{{#chains}}{{.}} {{/chains}}</span> share {{identicalRecords}} identical record(s) of this type: possibly one source seen by two devices; do not add them up.</p>{{/overlaps}}
         <div class="side-by-side">
         {{#panels}}
@@ -32,7 +35,7 @@ enum TypePageTemplate {
         {{^panels}}<p>No chain you can read has visible records of this type in this window.</p>{{/panels}}
         {{#chain}}
         <form method="get" class="stack">
-        <input type="hidden" name="metric" value="{{metric}}">
+        <input type="hidden" name="metric" value="{{metricValue}}">
         <label>As of observation <input name="at" inputmode="numeric" pattern="[0-9]+" value="{{at}}"></label>
         <button type="submit">Show</button>
         </form>
