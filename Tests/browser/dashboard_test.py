@@ -192,6 +192,28 @@ class Dashboard(unittest.TestCase):
         finally:
             d.quit()
 
+    def test_loss_and_a_refused_device_are_told_plainly(self):
+        d = browser()
+        try:
+            sign_in(d, "ann")
+            # The reinstalled watch: refused, with the reason and what to do; its last good sync stays.
+            watch = d.find_element(By.CSS_SELECTOR, f"section[data-chain='{CHAINS['ann-watch']}']")
+            self.assertTrue(watch.find_element(By.CSS_SELECTOR, ".device-state").text.startswith("refused since"))
+            self.assertIn("What to do:", watch.text)
+            self.assertNotEqual(watch.find_element(By.XPATH, ".//dt[text()='Last good sync']/following-sibling::dd[1]").text, "never")
+            # The tablet lost three step records: its card names the loss, the observation page says loss in words, once.
+            tablet = d.find_element(By.CSS_SELECTOR, f"section[data-chain='{CHAINS['ann-tablet']}']")
+            self.assertIn("classified loss at observation 2: 3 record(s) in 1 type(s) (Steps)", tablet.text)
+            submit(d, tablet.find_element(By.CSS_SELECTOR, "dd a[href$='/observations/2']"))
+            self.assertEqual(heading(d).split(" ")[:2], ["Observation", "#2"])
+            self.assertIn("Loss found: records disappeared with nothing of their own source in their place, in Steps.", d.page_source)
+            self.assertNotIn("not loss", d.page_source)
+            rows = d.find_elements(By.CSS_SELECTOR, "table.changes tbody tr")
+            self.assertEqual([r.find_element(By.CSS_SELECTOR, "td.verdict").text for r in rows], ["loss"])
+            self.assertEqual(rows[0].find_element(By.CSS_SELECTOR, "td").text, "Steps")
+        finally:
+            d.quit()
+
     def test_download_an_export_and_verify_it(self):
         folder = tempfile.mkdtemp(dir=WORK)
         d = browser(downloads=folder)
