@@ -139,9 +139,8 @@ extension WebServer {
             return (try registry.people(), try registry.devices(), chains)
         }
         let audit = try await blocking { try registry.audit(limit: 20) }.map { e in
-            // A chain is named by its short prefix, as everywhere on the page.
             AdminPage.AuditRow(at: DashboardQueries.text(e.at) ?? "", actor: e.actor, via: e.via.rawValue, action: e.action.rawValue,
-                               target: e.target.map { $0.count == 64 ? String($0.prefix(12)) : $0 } ?? "", detail: e.detail)
+                               target: e.shownTarget, detail: e.detail)
         }
         let model = AdminPage.Model(
             csrf: context.sessions.session?.csrf ?? "",

@@ -37,7 +37,6 @@ struct DashboardQueries: Sendable {
     /// One chain's card: registry facts, the replica's latest observation and summaries, alerts.
     func card(_ chain: String) throws -> Dashboard.ChainCard {
         let facts = try registry.chainFacts(chain)
-        let info = (device: facts.device, lastSync: facts.lastSync, clockOffset: facts.clockOffset)
         let person = try registry.chainPerson(chain)
         let verification = try registry.verification(chain: chain)
         let events = try registry.eventCounts(chain: chain)
@@ -61,7 +60,7 @@ struct DashboardQueries: Sendable {
             let kinds = events.keys.sorted().map { "\($0) \(events[$0]!)" }.joined(separator: ", ")
             alerts.append(.init(kind: .refusedBundles, message: "\(total) bundle(s) refused, nothing of them stored (\(kinds))"))
         }
-        if let offset = info.clockOffset, abs(offset) > Self.skewSeconds {
+        if let offset = facts.clockOffset, abs(offset) > Self.skewSeconds {
             alerts.append(.init(kind: .clockSkew, message: "the device clock is \(Int(offset.rounded())) s \(offset > 0 ? "ahead of" : "behind") the server's"))
         }
         if let latest = r.latest, latest.disappeared > 0 {
@@ -88,10 +87,10 @@ struct DashboardQueries: Sendable {
         known.lastSync = [facts.lastSync, r.lastSync].compactMap { $0 }.max()
         let state = DeviceState.of(known, now: Date().timeIntervalSince1970)
         return Dashboard.ChainCard(
-            chain: chain, chainShort: String(chain.prefix(12)), device: info.device, person: person,
+            chain: chain, chainShort: String(chain.prefix(12)), device: facts.device, person: person,
             lastSyncAt: Self.text(known.lastSync),
             deviceState: Self.status(state),
-            clockOffsetSeconds: info.clockOffset, bundles: r.bundles,
+            clockOffsetSeconds: facts.clockOffset, bundles: r.bundles,
             visibleRecords: r.visible, types: r.types, latestObservationID: r.latest?.id, latestObservedAt: Self.text(r.latest?.observedAt),
             latestStatus: r.latest?.status,
             verification: verification.map { .init(checkedAt: CanonicalDate.string($0.checkedAt), mode: $0.mode, ok: $0.ok, problems: $0.problems) },

@@ -21,7 +21,7 @@ struct AuditCommand: AsyncParsableCommand {
         if options.json { try Output.json(entries); return }
         var t = TextTable(["when (UTC)", "who", "via", "what", "on", "detail"])
         for e in entries {
-            t.add([Output.date(e.at), e.actor, e.via.rawValue, e.action.rawValue, e.target.map { $0.count == 64 ? String($0.prefix(12)) : $0 } ?? "", e.detail])
+            t.add([Output.date(e.at), e.actor, e.via.rawValue, e.action.rawValue, e.shownTarget, e.detail])
         }
         print(entries.isEmpty ? "no admin or sharing actions recorded" : t.render())
     }

@@ -23,6 +23,8 @@ struct DeviceStatePageTests {
             #expect(try registry.chainFacts(bob).lastSync == lastSync)
             let page = try await b.request("GET", "/").body
             #expect(page.contains("device-state refused") && page.contains("What to do:") && page.contains("hp-server chains"))
+            let chainPage = try await b.request("GET", "/chains/\(bob)").body
+            #expect(chainPage.contains("device-state refused") && chainPage.contains("What to do:"))
             try registry.revoke(name: "bob-phone", now: Date().timeIntervalSince1970)
             #expect(try await b.request("GET", "/api/v1/overview").body.contains("\"state\":\"revoked\""))
             #expect(try await b.request("GET", "/").body.contains("device-state revoked"))

@@ -46,6 +46,9 @@ public enum Audit {
         /// The person, device or chain acted on.
         public var target: String?
         public var detail: String
+
+        /// The target as people are shown it: a chain by its first 12 hex digits, anything else as is.
+        public var shownTarget: String { target.map { $0.count == 64 ? String($0.prefix(12)) : $0 } ?? "" }
     }
 
     /// Registry migration "v5 audit log".

@@ -13,7 +13,7 @@ enum ChainPageTemplate {
         <dt>Bundles</dt><dd>{{bundles}}</dd>
         <dt>Visible records</dt><dd>{{visibleRecords}}</dd>
         </dl>
-        {{#deviceState.needsAction}}<p class="alert device {{deviceState.state}}">{{deviceState.reason}}. What to do: {{deviceState.fix}}.</p>{{/deviceState.needsAction}}
+        {{> device-state-alert}}
         {{#alerts}}<p class="alert {{kind}}">{{message}}</p>{{/alerts}}
         {{/page.card}}
         <h2>Types now</h2>

@@ -23,6 +23,7 @@ struct Pages: Sendable {
             ("chain", ChainPageTemplate.template), ("observation", ObservationPageTemplate.template),
             ("visible", VisiblePageTemplate.template), ("type", TypePageTemplate.template), ("diff", DiffPageTemplate.template),
             ("admin", AdminPage.template), ("message", MessagePage.template), ("confirm", ConfirmPage.template),
+            ("device-state-alert", Self.deviceStateAlert),
         ]
         for (name, text) in templates { try library.register(text, named: name) }
         self.library = library
@@ -37,6 +38,11 @@ struct Pages: Sendable {
         headers[.contentType] = "text/html; charset=utf-8"
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: html)))
     }
+
+    /// A card's device state when someone should act: the reason and what to do (overview and chain page).
+    static let deviceStateAlert = """
+        {{#deviceState.needsAction}}<p class="alert device {{deviceState.state}}">{{deviceState.reason}}. What to do: {{deviceState.fix}}.</p>{{/deviceState.needsAction}}
+        """
 
     static let layout = """
         <!doctype html>

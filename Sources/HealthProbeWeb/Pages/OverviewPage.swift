@@ -17,7 +17,7 @@ enum OverviewPage {
         <dt>Latest observation</dt><dd>{{#latestObservationID}}<a href="/chains/{{chain}}/observations/{{latestObservationID}}">#{{latestObservationID}}</a> {{latestObservedAt}} ({{latestStatus}}){{/latestObservationID}}{{^latestObservationID}}none{{/latestObservationID}}</dd>
         <dt>Verification</dt><dd>{{#verification}}{{#ok}}<span class="ok">passed</span>{{/ok}}{{^ok}}<span class="bad">problems</span>{{/ok}} ({{mode}}, {{checkedAt}}){{/verification}}{{^verification}}<span class="muted">never run</span>{{/verification}}</dd>
         </dl>
-        {{#deviceState.needsAction}}<p class="alert device {{deviceState.state}}">{{deviceState.reason}}. What to do: {{deviceState.fix}}.</p>{{/deviceState.needsAction}}
+        {{> device-state-alert}}
         {{#alerts}}<p class="alert {{kind}}">{{message}}</p>{{/alerts}}
         </section>
         {{/chains}}
