@@ -6,6 +6,8 @@ import NIOCore
 /// it): a frame that arrives while the server is still answering a `BUNDLE_END` was
 /// sent before the bundle's ack, which the client must wait for (Protocol/README.md
 /// section 4), however long the apply took.
+/// `@unchecked Sendable`: its one mutable count is read and written only under `lock`
+/// (`Mutex` needs macOS 15; the package supports 14).
 final class FrameArrivals: @unchecked Sendable {
     private let lock = NSLock()
     private var count = 0

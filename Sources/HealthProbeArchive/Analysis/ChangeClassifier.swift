@@ -313,9 +313,6 @@ public enum ChangeClassifier {
         } else {
             verdict = .noChange
         }
-        if verdict != .loss && verdict != .unavailable && c.lostRecords == 0 && c.disappeared.count > 0 && verdict != .uncertain && verdict != .consolidation {
-            reasons.append("\(c.disappeared.count) record(s) disappeared and were accounted for")
-        }
         if c.labels.contains(.manyTypesShifting) {
             reasons.append(verdict == .loss
                 ? "several types shifted at once, as a sync or restore does; that does not explain this type's loss"
