@@ -45,10 +45,10 @@ extension WebServer {
         api.get("/chains/{chain}/types/{type}") { request, context in
             try Responses.json(try await chainSeries(request, context, try await access.person(context)).series)
         }
-        api.get("/types/{type}") { _, context in
+        api.get("/types/{type}") { request, context in
             let person = try await access.person(context)
             let type = try Params.typeIdentifier(context.parameters.get("type"))
-            return try Responses.json(try await across(person, type: type))
+            return try Responses.json(try await across(person, type: type, range: try Params.chartRange(request)))
         }
         api.get("/chains/{chain}/diff") { request, context in
             try Responses.json(try await diffPage(request, context, try await access.person(context)).page)

@@ -36,8 +36,31 @@ enum Chart {
 
     static let width = 720.0, height = 220.0, left = 56.0, bottom = 28.0, top = 12.0
 
-    /// One chain's days as bars. `metric` `.sum` uses value sums where the type has them.
-    static func svg(_ series: Dashboard.TypeSeries, metric: Metric) -> String {
+    /// Tick values from 0 to at least `maxValue`: steps of 1, 2, 2.5 or 5 times a power of ten,
+    /// at most five of them above zero.
+    static func ticks(_ maxValue: Double) -> [Double] {
+        guard maxValue > 0, maxValue.isFinite else { return [0, 1] }
+        let raw = maxValue / 4
+        let power = pow(10, (log10(raw)).rounded(.down))
+        let step = [1.0, 2, 2.5, 5, 10].map { $0 * power }.first { $0 >= raw } ?? 10 * power
+        var out: [Double] = [0]
+        while (out.last ?? 0) < maxValue { out.append(Double(out.count) * step) }
+        return out
+    }
+
+    static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+    /// A local date `YYYY-MM-DD` as people read it: "28 Nov", with the year when asked.
+    static func shortDay(_ day: String, year: Bool) -> String {
+        let p = day.split(separator: "-")
+        guard p.count == 3, let m = Int(p[1]), (1...12).contains(m), let d = Int(p[2]) else { return day }
+        return "\(d) \(months[m - 1])" + (year ? " \(p[0])" : "")
+    }
+
+    /// One chain's days as bars, each at its place in the calendar from `span`'s first day to
+    /// its last (default: the series' own), so a day without records is a gap, not a missing slot.
+    /// Y ticks carry the unit; date ticks name local days; each bar has a title.
+    static func svg(_ series: Dashboard.TypeSeries, metric: Metric, span: (String, String)? = nil) -> String {
         let days = series.days
         let values = days.map { day -> Double in
             switch metric {
@@ -46,32 +69,55 @@ enum Chart {
             case .max: return day.valueMax ?? 0
             }
         }
-        let maxValue = max(values.max() ?? 0, 1)
+        let unit = metric == .records ? "records" : (TypeCatalogue.info(series.typeIdentifier).unit ?? "")
+        let yTicks = ticks(values.max() ?? 0)
+        let maxValue = max(yTicks.last ?? 1, 1)
         let plotW = width - left - 8, plotH = height - top - bottom
-        let slot = days.isEmpty ? plotW : plotW / Double(days.count)
+        let first = span?.0 ?? days.first?.day, last = span?.1 ?? days.last?.day
+        let firstMidnight = first.flatMap(ChartRange.midnight), lastMidnight = last.flatMap(ChartRange.midnight)
+        let count = (firstMidnight != nil && lastMidnight != nil) ? max(Int(((lastMidnight! - firstMidnight!) / 86_400).rounded()) + 1, 1) : max(days.count, 1)
+        let slot = plotW / Double(count)
+        func position(_ i: Int, _ day: Dashboard.Day) -> Int {
+            guard let f = firstMidnight, let m = ChartRange.midnight(day.day) else { return i }
+            return Int(((m - f) / 86_400).rounded())
+        }
         let label = Self.label(metric, type: series.typeIdentifier)
         let name = TypeCatalogue.name(series.typeIdentifier)
+        let who = [series.device, series.person].compactMap { $0 }.joined(separator: ", ")
         var out = """
             <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 \(Int(width)) \(Int(height))" role="img" class="chart" \
-            aria-label="\(escape("\(name): \(label), chain \(series.chainShort)"))">
-            <title>\(escape("\(name): \(label), chain \(series.chainShort) at observation \(series.observationID.map(String.init) ?? "none")"))</title>
+            aria-label="\(escape("\(name): \(label), \(who.isEmpty ? "chain " + series.chainShort : who)"))">
+            <title>\(escape("\(name): \(label), \(who.isEmpty ? "chain " + series.chainShort : who) at observation \(series.observationID.map(String.init) ?? "none")"))</title>
             <line x1="\(left)" y1="\(top + plotH)" x2="\(width - 8)" y2="\(top + plotH)" class="axis"/>
             <line x1="\(left)" y1="\(top)" x2="\(left)" y2="\(top + plotH)" class="axis"/>
-            <text x="\(left - 4)" y="\(top + 10)" text-anchor="end" class="tick">\(escape(number(maxValue)))</text>
-            <text x="\(left - 4)" y="\(top + plotH)" text-anchor="end" class="tick">0</text>
 
             """
+        for t in yTicks {
+            let y = top + plotH - t / maxValue * plotH
+            if t > 0 { out += "<line x1=\"\(left)\" y1=\"\(fmt(y))\" x2=\"\(width - 8)\" y2=\"\(fmt(y))\" class=\"grid\"/>\n" }
+            out += "<text x=\"\(left - 4)\" y=\"\(fmt(y + 4))\" text-anchor=\"end\" class=\"tick\">\(escape(number(t)))</text>\n"
+        }
+        if !unit.isEmpty { out += "<text x=\"\(left + 4)\" y=\"\(top + 10)\" class=\"tick unit\">\(escape(unit))</text>\n" }
         for (i, day) in days.enumerated() {
             let h = values[i] / maxValue * plotH
-            let x = left + Double(i) * slot
+            let x = left + Double(position(i, day)) * slot
             let revisions = day.sourceRevisions > 1 ? ", sum of \(day.sourceRevisions) source revisions" : ""
             out += "<rect x=\"\(fmt(x + slot * 0.1))\" y=\"\(fmt(top + plotH - h))\" width=\"\(fmt(max(slot * 0.8, 0.5)))\" height=\"\(fmt(h))\" class=\"bar\">"
-            out += "<title>\(escape("\(day.day): \(number(values[i]))\(revisions)"))</title></rect>\n"
+            out += "<title>\(escape("\(shortDay(day.day, year: true)): \(number(values[i]))\(unit.isEmpty ? "" : " " + unit)\(revisions)"))</title></rect>\n"
         }
-        if let first = days.first, let last = days.last {
-            out += "<text x=\"\(left)\" y=\"\(height - 8)\" class=\"tick\">\(escape(first.day))</text>\n"
-            out += "<text x=\"\(width - 8)\" y=\"\(height - 8)\" text-anchor=\"end\" class=\"tick\">\(escape(last.day))</text>\n"
-        } else {
+        if let f = firstMidnight, lastMidnight != nil {
+            // Up to six date ticks, evenly spaced in days; the year on the first and when it changes.
+            let every = max(Int((Double(count) / 6).rounded(.up)), 1)
+            var previousYear = ""
+            for k in stride(from: 0, to: count, by: every) {
+                let name = ChartRange.dayName(f + Double(k) * 86_400)
+                let year = String(name.prefix(4))
+                let x = left + (Double(k) + 0.5) * slot
+                out += "<text x=\"\(fmt(x))\" y=\"\(height - 8)\" text-anchor=\"\(k == 0 ? "start" : "middle")\" class=\"tick\">\(escape(shortDay(name, year: year != previousYear)))</text>\n"
+                previousYear = year
+            }
+        }
+        if days.isEmpty {
             out += "<text x=\"\(left + 8)\" y=\"\(top + plotH / 2)\" class=\"tick\">no visible records in this window</text>\n"
         }
         return out + "</svg>"

@@ -7,23 +7,25 @@ import HummingbirdAuth
 
 /// Sign-in and sign-out, for the pages (forms) and the API (JSON).
 extension WebServer {
-    struct LoginForm: Decodable { let name: String; let password: String }
+    struct LoginForm: Decodable { let name: String; let password: String; var next: String? = nil }
     struct CSRFForm: Decodable { let csrf: String? }
     struct SessionBody: Encodable { let person: String; let role: String; let csrfToken: String }
 
     func addLoginRoutes(_ router: Router<WebContext>) {
-        router.get("/login") { _, context in
-            if context.sessions.session != nil { return Responses.redirect("/") }
-            return pages.render("login", LoginPage.Model(error: nil, name: nil),
+        router.get("/login") { request, context in
+            let next = try Params.query(request, "next", max: 2048).flatMap(LoginNext.safe)
+            if context.sessions.session != nil { return Responses.redirect(next ?? "/") }
+            return pages.render("login", LoginPage.Model(error: nil, name: nil, next: next),
                                 chrome: Chrome(title: "Sign in", signedInAs: nil, role: nil, isAdmin: false, csrf: nil))
         }
         router.post("/login") { request, context in
             let form = try await Forms.decode(LoginForm.self, request)
+            let next = form.next.flatMap(LoginNext.safe)
             guard try await signIn(form.name, form.password, context) != nil else {
-                return pages.render("login", LoginPage.Model(error: "Wrong name or password.", name: String(form.name.prefix(64))),
+                return pages.render("login", LoginPage.Model(error: "Wrong name or password.", name: String(form.name.prefix(64)), next: next),
                                     chrome: Chrome(title: "Sign in", signedInAs: nil, role: nil, isAdmin: false, csrf: nil), status: .unauthorized)
             }
-            return Responses.redirect("/")
+            return Responses.redirect(next ?? "/")
         }
         router.post("/logout") { request, context in
             let form = try await Forms.decode(CSRFForm.self, request)

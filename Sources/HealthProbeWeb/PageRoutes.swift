@@ -49,18 +49,20 @@ extension WebServer {
         router.get("/chains/{chain}/types/{type}") { request, context in
             let person = try await access.person(context)
             let asked = try Params.query(request, "metric")
+            let range = try Params.chartRange(request)
             let (chain, type, series) = try await chainSeries(request, context, person)
             let metric = Chart.metric(asked, for: type)
-            return pages.render("type", typeModel(type, [series], overlaps: [], metric: metric, chain: chain, at: series.observationID),
-                                chrome: chrome(type, person, context))
+            return pages.render("type", typeModel(type, [series], overlaps: [], metric: metric, chain: chain, at: series.observationID, range: range),
+                                chrome: chrome(TypeCatalogue.name(type), person, context))
         }
         router.get("/types/{type}") { request, context in
             let person = try await access.person(context)
             let type = try Params.typeIdentifier(context.parameters.get("type"))
             let metric = Chart.metric(try Params.query(request, "metric"), for: type)
-            let across = try await across(person, type: type)
-            return pages.render("type", typeModel(type, across.series, overlaps: across.overlaps, metric: metric, chain: nil, at: nil),
-                                chrome: chrome(type, person, context))
+            let range = try Params.chartRange(request)
+            let across = try await across(person, type: type, range: range)
+            return pages.render("type", typeModel(type, across.series, overlaps: across.overlaps, metric: metric, chain: nil, at: nil, range: range),
+                                chrome: chrome(TypeCatalogue.name(type), person, context))
         }
         router.get("/chains/{chain}/diff") { request, context in
             let person = try await access.person(context)
@@ -93,8 +95,10 @@ extension WebServer {
         let chain = try await access.chain(context, for: person)
         let type = try Params.typeIdentifier(context.parameters.get("type"))
         let at = try Params.queryID(request, "at")
+        let range = try Params.chartRange(request)
         let q = queries
-        return (chain, type, try await blocking { try q.series(chain, type: type, at: at, from: nil, to: nil) })
+        let series = try await blocking { try q.series(chain, type: type, at: at, from: nil, to: nil) }
+        return (chain, type, range.apply(series, now: Self.now()))
     }
 
     /// A page of the diff between `?from=` and `?to=`, with the kind it was filtered by (page and API).
@@ -113,10 +117,14 @@ extension WebServer {
         return try await blocking { try q.overview(for: person, chains: chains) }
     }
 
-    func across(_ person: People.Person, type: String) async throws -> Dashboard.TypeAcross {
+    /// A type across the chains `person` may read, each chain's days within `range`.
+    func across(_ person: People.Person, type: String, range: ChartRange) async throws -> Dashboard.TypeAcross {
         let chains = try await access.readableChains(person)
         let q = queries
-        return try await blocking { try q.across(chains, type: type, from: nil, to: nil) }
+        var across = try await blocking { try q.across(chains, type: type, from: nil, to: nil) }
+        let now = Self.now()
+        across.series = across.series.map { range.apply($0, now: now) }
+        return across
     }
 
     /// Shares a chain with a person or takes it back: admins, and members for their own chains.
@@ -132,12 +140,26 @@ extension WebServer {
     }
 
     func typeModel(_ type: String, _ series: [Dashboard.TypeSeries], overlaps: [Dashboard.Overlap], metric: Chart.Metric,
-                   chain: String?, at: Int64?) -> TypePageTemplate.Model {
-        TypePageTemplate.Model(
+                   chain: String?, at: Int64?, range: ChartRange) -> TypePageTemplate.Model {
+        let now = Self.now()
+        /// A panel spans its range's days when the range names both ends (a preset always does).
+        func span(_ s: Dashboard.TypeSeries) -> (String, String)? {
+            if let n = range.preset?.days {
+                let offset = s.days.last.flatMap(ChartRange.zoneOffset) ?? 0
+                return (ChartRange.dayName(now + offset - Double(n - 1) * 86_400), ChartRange.dayName(now + offset))
+            }
+            if let f = range.from, let t = range.to { return (f, t) }
+            return nil
+        }
+        let keep = [at.map { "at=\($0)" }, "metric=\(metric.rawValue)"].compactMap { $0 }.joined(separator: "&")
+        return TypePageTemplate.Model(
             typeIdentifier: type, typeName: TypeCatalogue.name(type), unit: TypeCatalogue.info(type).unit,
-            panels: series.map { .init(series: $0, svg: Chart.svg($0, metric: metric), skew: abs($0.clockOffsetSeconds ?? 0) > DashboardQueries.skewSeconds) },
+            panels: series.map { .init(series: $0, svg: Chart.svg($0, metric: metric, span: span($0)), skew: abs($0.clockOffsetSeconds ?? 0) > DashboardQueries.skewSeconds) },
             overlaps: overlaps, metric: Chart.label(metric, type: type),
             otherMetrics: Chart.metrics(for: type).filter { $0 != metric }.map { .init(value: $0.rawValue, label: Chart.label($0, type: type)) },
-            chain: chain, at: at, metricValue: metric.rawValue)
+            chain: chain, at: at, metricValue: metric.rawValue,
+            ranges: ChartRange.Preset.allCases.map { .init(label: $0.label, query: "range=\($0.rawValue)&" + keep, current: range.preset == $0) },
+            rangeWords: range.words, rangeQuery: range.query,
+            from: range.from ?? "", to: range.to ?? "")
     }
 }

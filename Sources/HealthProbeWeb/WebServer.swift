@@ -94,6 +94,7 @@ public struct WebServer: Sendable {
             storage: RegistrySessionStore(registry: registry, now: { Self.now() }),
             configuration: .init(sessionCookieParameters: .init(name: "__Host-hp_session", path: "/", secure: true, sameSite: .strict),
                                  defaultSessionExpiration: settings.sessionLifetime)))
+        router.add(middleware: WebErrors(pages: pages, access: access))
         router.get("/static/site.css") { _, _ in
             var headers = HTTPFields()
             headers[.contentType] = "text/css; charset=utf-8"

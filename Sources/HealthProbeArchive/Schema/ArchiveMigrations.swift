@@ -34,6 +34,7 @@ public enum ArchiveMigrations {
         Migration(version: SchemaV13.version, description: SchemaV13.description, sql: SchemaV13.sql),
         Migration(version: SchemaV14.version, description: SchemaV14.description, sql: SchemaV14.sql),
         Migration(version: SchemaV15.version, description: SchemaV15.description, sql: SchemaV15.sql),
+        Migration(version: SchemaV16.version, description: SchemaV16.description, sql: SchemaV16.sql),
     ]
 
     /// The highest schema version `db` records (0 when it records none: not yet an archive).

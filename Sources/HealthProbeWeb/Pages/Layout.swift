@@ -104,7 +104,9 @@ struct Pages: Sendable {
         button { cursor: pointer; }
         button.danger { background: #8b1a1a; color: #fff; border: 1px solid #8b1a1a; }
         .chart { width: 100%; height: auto; background: #fff; border: 1px solid var(--line); border-radius: .4rem; }
-        .chart .bar { fill: var(--accent); } .chart .axis { stroke: var(--muted); } .chart .tick { font-size: 11px; fill: var(--muted); }
+        .chart .bar { fill: var(--accent); } .chart .axis { stroke: var(--muted); } .chart .tick { font-size: 11px; fill: var(--muted); } .chart .grid { stroke: var(--line); stroke-dasharray: 2 3; }
+        .ranges { margin: .4rem 0; } .ranges a, .ranges strong { margin-right: .5rem; }
+        .inline-form { display: flex; flex-wrap: wrap; gap: .5rem; align-items: end; margin: .4rem 0 1rem; }
         .side-by-side { display: grid; grid-template-columns: repeat(auto-fit, minmax(20rem, 1fr)); gap: 1rem; }
         .labels span { display: inline-block; margin: 0 .25rem .25rem 0; padding: 0 .35rem; border-radius: .25rem; background: #e8edf8; font-size: .8rem; }
         .labels span.loss { background: #fdecea; color: var(--bad); }

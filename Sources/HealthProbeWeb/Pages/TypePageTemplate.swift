@@ -14,13 +14,28 @@ enum TypePageTemplate {
         let chain: String?
         let at: Int64?
         let metricValue: String
+        /// The time ranges offered (the current one marked), the one shown in words, and its query.
+        let ranges: [RangeLink]
+        let rangeWords: String
+        let rangeQuery: String
+        let from: String
+        let to: String
     }
     struct OtherMetric { let value: String; let label: String }
+    struct RangeLink { let label: String; let query: String; let current: Bool }
     static let template = """
         <h1>{{typeName}} <span class="muted hash">{{typeIdentifier}}</span></h1>
         {{#unit}}<p class="muted">Values in {{unit}}.</p>{{/unit}}
         <p>Each bar: {{metric}}, per chain, each as its device saw it: chains are shown side by side and never merged.
-        {{#otherMetrics}}<a href="?metric={{value}}{{#at}}&amp;at={{at}}{{/at}}">Show {{label}}</a> {{/otherMetrics}}{{#chain}} · <a href="/types/{{typeIdentifier}}">all chains</a>{{/chain}}</p>
+        {{#otherMetrics}}<a href="?metric={{value}}{{#at}}&amp;at={{at}}{{/at}}&amp;{{rangeQuery}}">Show {{label}}</a> {{/otherMetrics}}{{#chain}} · <a href="/types/{{typeIdentifier}}?{{rangeQuery}}">all chains</a>{{/chain}}</p>
+        <nav class="ranges" aria-label="Time range">Showing {{rangeWords}} (each device's own local days):
+        {{#ranges}}{{#current}}<strong aria-current="page">{{label}}</strong>{{/current}}{{^current}}<a href="?{{query}}">{{label}}</a>{{/current}} {{/ranges}}</nav>
+        <form method="get" class="inline-form" aria-label="Custom range">
+        <input type="hidden" name="metric" value="{{metricValue}}">{{#at}}<input type="hidden" name="at" value="{{at}}">{{/at}}
+        <label>From <input type="date" name="from" value="{{from}}"></label>
+        <label>to <input type="date" name="to" value="{{to}}"></label>
+        <button type="submit">Show these days</button>
+        </form>
         {{#overlaps}}<p class="alert overlap">Chains <span class="hash">{{#chains}}{{.}} {{/chains}}</span> share {{identicalRecords}} identical record(s) of this type: possibly one source seen by two devices; do not add them up.</p>{{/overlaps}}
         <div class="side-by-side">
         {{#panels}}

@@ -169,9 +169,17 @@ struct MigrationTests {
         }
     }
 
+    /// Puts an archive at the latest schema back to what schema 15 had: no views.
+    static func downgradeTo15(_ path: String) throws {
+        try rewrite(path, toVersion: 15) { db in
+            try String.fetchAll(db, sql: "SELECT 'DROP VIEW ' || name FROM sqlite_master WHERE type = 'view' ORDER BY name").joined(separator: ";\n")
+        }
+    }
+
     /// Puts an archive at the latest schema back to what schema 14 had: the events table
     /// as 14 had it (kinds as names).
     static func downgradeTo14(_ path: String) throws {
+        try downgradeTo15(path)
         try rebuild(path, table: "sample_observation_events", asIn: 14, columns: """
             id, observation_id, sample_id, version_id, \(EventKind.nameSQL("event_kind")), observed_at, \(EvidenceKind.nameSQL("evidence_kind"))
             """)

@@ -1,0 +1,150 @@
+import Foundation
+import Hummingbird
+
+/// The days a chart shows: a preset (the last 7, 30 or 90 days, a year, all) or a custom
+/// `from`/`to` pair of local dates (`YYYY-MM-DD`, both inclusive). Days are each chain's
+/// own local days, so a range is applied to the day names the chain's aggregates carry.
+struct ChartRange: Equatable, Sendable {
+    enum Preset: String, CaseIterable, Sendable {
+        case week = "7d", month = "30d", quarter = "90d", year = "1y", all
+
+        var days: Int? {
+            switch self {
+            case .week: 7
+            case .month: 30
+            case .quarter: 90
+            case .year: 365
+            case .all: nil
+            }
+        }
+
+        var label: String {
+            switch self {
+            case .week: "7 days"
+            case .month: "30 days"
+            case .quarter: "90 days"
+            case .year: "a year"
+            case .all: "all"
+            }
+        }
+    }
+
+    /// A preset, or nil for a custom range.
+    var preset: Preset?
+    /// Inclusive local dates; nil is open.
+    var from: String?
+    var to: String?
+
+    static let all = ChartRange(preset: .all, from: nil, to: nil)
+
+    /// Reads `range=`, `from=` and `to=`. A custom range wins over a preset; neither is `all`.
+    /// Bad values are a 400 naming the parameter and what it takes.
+    static func parse(range: String?, from: String?, to: String?) throws -> ChartRange {
+        let f = try from.flatMap { $0.isEmpty ? nil : try date($0, "from") }
+        let t = try to.flatMap { $0.isEmpty ? nil : try date($0, "to") }
+        if let f, let t, f > t { throw WebError(.badRequest, "from (\(f)) is after to (\(t)); give the earlier date first") }
+        if f != nil || t != nil { return ChartRange(preset: nil, from: f, to: t) }
+        guard let range, !range.isEmpty else { return .all }
+        guard let p = Preset(rawValue: range) else {
+            throw WebError(.badRequest, "range must be one of \(Preset.allCases.map(\.rawValue).joined(separator: ", ")), or give from and to as YYYY-MM-DD")
+        }
+        return ChartRange(preset: p, from: nil, to: nil)
+    }
+
+    /// A local date `YYYY-MM-DD` that exists in the calendar.
+    static func date(_ text: String, _ name: String) throws -> String {
+        let bytes = Array(text.utf8)
+        func digits(_ r: Range<Int>) -> Int? {
+            var n = 0
+            for i in r { guard bytes[i] >= 48, bytes[i] <= 57 else { return nil }; n = n * 10 + Int(bytes[i] - 48) }
+            return n
+        }
+        guard bytes.count == 10, bytes[4] == 45, bytes[7] == 45,
+              let y = digits(0..<4), let m = digits(5..<7), let d = digits(8..<10),
+              (1...12).contains(m), d >= 1, d <= daysIn(month: m, year: y) else {
+            throw WebError(.badRequest, "\(name) must be a date as YYYY-MM-DD, e.g. 2026-11-28")
+        }
+        return text
+    }
+
+    static func daysIn(month: Int, year: Int) -> Int {
+        switch month {
+        case 2: return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: return 30
+        default: return 31
+        }
+    }
+
+    /// The days of `series` in this range. A preset counts back from today in the chain's
+    /// own zone (read off its day names and bucket starts), today included.
+    func apply(_ series: Dashboard.TypeSeries, now: Double) -> Dashboard.TypeSeries {
+        var out = series
+        var lo = from, hi = to
+        if let n = preset?.days {
+            let offset = series.days.last.flatMap { Self.zoneOffset($0) } ?? 0
+            let today = Self.dayName(now + offset)
+            hi = today
+            lo = Self.dayName(now + offset - Double(n - 1) * 86_400)
+        }
+        out.days = series.days.filter { d in (lo.map { d.day >= $0 } ?? true) && (hi.map { d.day <= $0 } ?? true) }
+        return out
+    }
+
+    /// The zone offset a day was bucketed with: its name's UTC midnight minus its start.
+    static func zoneOffset(_ day: Dashboard.Day) -> Double? {
+        guard let midnight = midnight(day.day) else { return nil }
+        return midnight - day.start
+    }
+
+    /// Unix seconds of a `YYYY-MM-DD` name's midnight in UTC.
+    static func midnight(_ day: String) -> Double? {
+        let parts = day.split(separator: "-").compactMap { Int($0) }
+        guard parts.count == 3 else { return nil }
+        // Days from 1970-01-01 (Howard Hinnant's days_from_civil).
+        let y = parts[1] <= 2 ? parts[0] - 1 : parts[0]
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let mp = (parts[1] + 9) % 12
+        let doy = (153 * mp + 2) / 5 + parts[2] - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        return Double(era * 146_097 + doe - 719_468) * 86_400
+    }
+
+    /// The UTC date name of `seconds`.
+    static func dayName(_ seconds: Double) -> String {
+        let z = Int((seconds / 86_400).rounded(.down)) + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let d = doy - (153 * mp + 2) / 5 + 1
+        let m = mp < 10 ? mp + 3 : mp - 9
+        let y = yoe + era * 400 + (m <= 2 ? 1 : 0)
+        return String(format: "%04d-%02d-%02d", y, m, d)
+    }
+
+    /// The query that selects this range, for links (`range=30d` or `from=...&to=...`).
+    var query: String {
+        if let preset { return "range=\(preset.rawValue)" }
+        return [from.map { "from=\($0)" }, to.map { "to=\($0)" }].compactMap { $0 }.joined(separator: "&")
+    }
+
+    /// In words, for the page.
+    var words: String {
+        if let preset { return preset == .all ? "the whole history" : "the last \(preset.label)" }
+        switch (from, to) {
+        case let (f?, t?): return "\(f) to \(t)"
+        case let (f?, nil): return "from \(f)"
+        case let (nil, t?): return "up to \(t)"
+        default: return "the whole history"
+        }
+    }
+}
+
+extension Params {
+    /// The chart's days from `range=`, `from=` and `to=` (pages and API alike).
+    static func chartRange(_ request: Request) throws -> ChartRange {
+        try ChartRange.parse(range: try query(request, "range", max: 8), from: try query(request, "from", max: 10), to: try query(request, "to", max: 10))
+    }
+}
