@@ -34,7 +34,7 @@ enum Chart {
         }
     }
 
-    static let width = 720.0, height = 220.0, left = 56.0, bottom = 28.0, top = 12.0
+    static let width = 720.0, compactWidth = 380.0, height = 220.0, left = 56.0, bottom = 28.0, top = 12.0
 
     /// Tick values from 0 to at least `maxValue`: steps of 1, 2, 2.5 or 5 times a power of ten,
     /// at most five of them above zero.
@@ -60,7 +60,10 @@ enum Chart {
     /// One chain's days as bars, each at its place in the calendar from `span`'s first day to
     /// its last (default: the series' own), so a day without records is a gap, not a missing slot.
     /// Y ticks carry the unit; date ticks name local days; each bar has a title.
-    static func svg(_ series: Dashboard.TypeSeries, metric: Metric, span: (String, String)? = nil) -> String {
+    /// `compact` draws for a phone: a narrower drawing (so its text stays readable when it
+    /// fills a small screen) with fewer date ticks; a page sends both and CSS shows one.
+    static func svg(_ series: Dashboard.TypeSeries, metric: Metric, span: (String, String)? = nil, compact: Bool = false) -> String {
+        let width = compact ? Self.compactWidth : Self.width
         let days = series.days
         let values = days.map { day -> Double in
             switch metric {
@@ -85,7 +88,7 @@ enum Chart {
         let name = TypeCatalogue.name(series.typeIdentifier)
         let who = [series.device, series.person].compactMap { $0 }.joined(separator: ", ")
         var out = """
-            <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 \(Int(width)) \(Int(height))" role="img" class="chart" \
+            <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 \(Int(width)) \(Int(height))" role="img" class="chart \(compact ? "compact" : "wide")" \
             aria-label="\(escape("\(name): \(label), \(who.isEmpty ? "chain " + series.chainShort : who)"))">
             <title>\(escape("\(name): \(label), \(who.isEmpty ? "chain " + series.chainShort : who) at observation \(series.observationID.map(String.init) ?? "none")"))</title>
             <line x1="\(left)" y1="\(top + plotH)" x2="\(width - 8)" y2="\(top + plotH)" class="axis"/>
@@ -107,7 +110,7 @@ enum Chart {
         }
         if let f = firstMidnight, lastMidnight != nil {
             // Up to six date ticks, evenly spaced in days; the year on the first and when it changes.
-            let every = max(Int((Double(count) / 6).rounded(.up)), 1)
+            let every = max(Int((Double(count) / (compact ? 3 : 6)).rounded(.up)), 1)
             var previousYear = ""
             for k in stride(from: 0, to: count, by: every) {
                 let name = ChartRange.dayName(f + Double(k) * 86_400)
@@ -125,8 +128,18 @@ enum Chart {
 
     static func fmt(_ v: Double) -> String { String(format: "%.1f", v) }
 
+    /// A value as people read it: thousands separated, at most two decimals.
     static func number(_ v: Double) -> String {
-        if v == v.rounded(), abs(v) < 1e15 { return String(Int64(v)) }
+        guard v.isFinite else { return "-" }
+        if v == v.rounded(), abs(v) < 1e15 {
+            let digits = String(Int64(abs(v)))
+            var out = ""
+            for (i, c) in digits.enumerated() {
+                if i > 0, (digits.count - i) % 3 == 0 { out.append(",") }
+                out.append(c)
+            }
+            return (v < 0 ? "-" : "") + out
+        }
         return String(format: "%.2f", v)
     }
 

@@ -154,8 +154,17 @@ extension WebServer {
         let keep = [at.map { "at=\($0)" }, "metric=\(metric.rawValue)"].compactMap { $0 }.joined(separator: "&")
         return TypePageTemplate.Model(
             typeIdentifier: type, typeName: TypeCatalogue.name(type), unit: TypeCatalogue.info(type).unit,
-            panels: series.map { .init(series: $0, svg: Chart.svg($0, metric: metric, span: span($0)), skew: abs($0.clockOffsetSeconds ?? 0) > DashboardQueries.skewSeconds) },
-            overlaps: overlaps, metric: Chart.label(metric, type: type),
+            panels: series.map { .init(series: $0, svg: Chart.svg($0, metric: metric, span: span($0)),
+                                       compactSVG: Chart.svg($0, metric: metric, span: span($0), compact: true),
+                                       skew: abs($0.clockOffsetSeconds ?? 0) > DashboardQueries.skewSeconds) },
+            overlaps: overlaps.map { o in
+                let names = o.chains.map { chain in
+                    let s = series.first { $0.chain == chain }
+                    let device = s?.device ?? "a device"
+                    return s?.person.map { "\(device) (\($0))" } ?? device
+                }
+                return .init(names: names.dropLast().joined(separator: ", ") + (names.count > 1 ? " and " : "") + (names.last ?? ""), identicalRecords: o.identicalRecords)
+            }, metric: Chart.label(metric, type: type),
             otherMetrics: Chart.metrics(for: type).filter { $0 != metric }.map { .init(value: $0.rawValue, label: Chart.label($0, type: type)) },
             chain: chain, at: at, metricValue: metric.rawValue,
             ranges: ChartRange.Preset.allCases.map { .init(label: $0.label, query: "range=\($0.rawValue)&" + keep, current: range.preset == $0) },

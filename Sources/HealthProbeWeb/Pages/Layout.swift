@@ -115,7 +115,8 @@ struct Pages: Sendable {
         td.verdict span.uncertain, td.verdict span.unavailable { color: #8a5a00; }
         .token { display: block; padding: .5rem; background: #fff; border: 1px solid var(--line); overflow-wrap: anywhere; }
         .pager { margin: .6rem 0; }
-        @media (max-width: 40rem) { body { font-size: 15px; } main { padding: .6rem; } }
+        figure.panel { margin: 0; } .chart.compact { display: none; }
+        @media (max-width: 40rem) { body { font-size: 15px; } main { padding: .6rem; } .chart.wide { display: none; } .chart.compact { display: block; } }
         """
 }
 

@@ -1,13 +1,13 @@
 /// A type's daily chart: one chain (as of any observation) or every readable chain side by side.
 enum TypePageTemplate {
-    struct Panel { let series: Dashboard.TypeSeries; let svg: String; let skew: Bool }
+    struct Panel { let series: Dashboard.TypeSeries; let svg: String; let compactSVG: String; let skew: Bool }
     struct Model {
         let typeIdentifier: String
         /// The friendly name and display unit (`TypeCatalogue`).
         let typeName: String
         let unit: String?
         let panels: [Panel]
-        let overlaps: [Dashboard.Overlap]
+        let overlaps: [OverlapLine]
         /// The metric shown, in words, and the others that fit the type.
         let metric: String
         let otherMetrics: [OtherMetric]
@@ -22,10 +22,12 @@ enum TypePageTemplate {
         let to: String
     }
     struct OtherMetric { let value: String; let label: String }
+    /// Chains with identical records, named by device and person.
+    struct OverlapLine { let names: String; let identicalRecords: Int }
     struct RangeLink { let label: String; let query: String; let current: Bool }
     static let template = """
-        <h1>{{typeName}} <span class="muted hash">{{typeIdentifier}}</span></h1>
-        {{#unit}}<p class="muted">Values in {{unit}}.</p>{{/unit}}
+        <h1>{{typeName}}</h1>
+        <p class="muted">{{#unit}}Values in {{unit}}. {{/unit}}Apple Health calls this type <span class="hash">{{typeIdentifier}}</span>.</p>
         <p>Each bar: {{metric}}, per chain, each as its device saw it: chains are shown side by side and never merged.
         {{#otherMetrics}}<a href="?metric={{value}}{{#at}}&amp;at={{at}}{{/at}}&amp;{{rangeQuery}}">Show {{label}}</a> {{/otherMetrics}}{{#chain}} · <a href="/types/{{typeIdentifier}}?{{rangeQuery}}">all chains</a>{{/chain}}</p>
         <nav class="ranges" aria-label="Time range">Showing {{rangeWords}} (each device's own local days):
@@ -36,11 +38,11 @@ enum TypePageTemplate {
         <label>to <input type="date" name="to" value="{{to}}"></label>
         <button type="submit">Show these days</button>
         </form>
-        {{#overlaps}}<p class="alert overlap">Chains <span class="hash">{{#chains}}{{.}} {{/chains}}</span> share {{identicalRecords}} identical record(s) of this type: possibly one source seen by two devices; do not add them up.</p>{{/overlaps}}
+        {{#overlaps}}<p class="alert overlap">{{names}} share {{identicalRecords}} identical record(s) of this type: possibly one source seen by two devices; do not add them up.</p>{{/overlaps}}
         <div class="side-by-side">
         {{#panels}}
         <figure class="panel" data-chain="{{series.chain}}">
-        {{{svg}}}
+        {{{svg}}}{{{compactSVG}}}
         <figcaption>{{#series.device}}{{series.device}}{{/series.device}} <span class="hash muted">{{series.chainShort}}</span>{{#series.person}} · {{series.person}}{{/series.person}}
         · observation #{{series.observationID}}{{#skew}} · <span class="bad">clock skew {{series.clockOffsetSeconds}} s</span>{{/skew}}
         · <a href="/chains/{{series.chain}}/types/{{series.typeIdentifier}}">as of another observation</a></figcaption>
