@@ -153,6 +153,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "ZIPFoundation", package: "ZIPFoundation"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
@@ -297,7 +298,7 @@ let package = Package(
         // The web layer's tests: a real server over real TLS on 127.0.0.1, real replicas.
         .testTarget(
             name: "HealthProbeWebTests",
-            dependencies: ["HealthProbeWeb", "HealthProbeServer", "HealthProbeNode", "HealthProbeProtocol", "HealthProbeCanonical", "HealthProbeArchive",
+            dependencies: [.product(name: "ZIPFoundation", package: "ZIPFoundation"), "HealthProbeWeb", "HealthProbeServer", "HealthProbeNode", "HealthProbeProtocol", "HealthProbeCanonical", "HealthProbeArchive",
                            "HealthProbeSimulator", "HealthProbeTestSupport",
                            .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                            .product(name: "NIOSSL", package: "swift-nio-ssl"), .product(name: "GRDB", package: "GRDB.swift"),

@@ -30,7 +30,9 @@ extension WebServer {
             let chain = try await access.chain(context, for: person)
             let after = try Params.queryID(request, "after")
             let q = queries
-            return try Responses.json(try await blocking { try q.chainPage(chain, after: after) })
+            var page = try await blocking { try q.chainPage(chain, after: after) }
+            page.card = ChainGlance.apply(page.card, now: Self.now())
+            return try Responses.json(page)
         }
         api.get("/chains/{chain}/observations/{observation}") { _, context in
             let person = try await access.person(context)
@@ -38,6 +40,9 @@ extension WebServer {
             let id = try Params.id(context, "observation")
             let q = queries
             return try Responses.json(try await blocking { try q.observation(chain, id: id) })
+        }
+        api.get("/chains/{chain}/observations/{observation}/disappeared") { request, context in
+            try Responses.json(try await disappearedPage(request, context, try await access.person(context)))
         }
         api.get("/chains/{chain}/observations/{observation}/visible") { request, context in
             try Responses.json(try await visiblePage(request, context, try await access.person(context)))

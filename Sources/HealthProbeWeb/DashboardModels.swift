@@ -23,6 +23,18 @@ public enum Dashboard {
         }
         public var kind: Kind
         public var message: String
+        /// Where the evidence is (a loss or disappearance: the observation's records that disappeared).
+        public var link: String? = nil
+    }
+
+    /// A chain at a glance: one state, the reason, and what to do.
+    public struct Glance: Codable, Sendable, Equatable {
+        /// `up_to_date`, `needs_attention` or `loss_found`.
+        public var state: String
+        public var label: String
+        public var reason: String?
+        public var fix: String?
+        public var link: String?
     }
 
     public struct Verification: Codable, Sendable, Equatable {
@@ -63,6 +75,12 @@ public enum Dashboard {
         public var latestStatus: String?
         public var verification: Verification?
         public var alerts: [Alert]
+        /// The chain's one state (set for pages and the API from the facts above).
+        public var glance: Glance? = nil
+        /// The last good sync relative to now ("3 minutes ago").
+        public var lastSyncAgo: String? = nil
+        /// The clock offset in words ("in step with the server", "3 minutes ahead of the server").
+        public var clockInWords: String? = nil
     }
 
     /// The chains of one person.

@@ -19,21 +19,25 @@ extension WebServer {
             let q = queries, registry = self.registry
             let (page, canShare, shares, people) = try await blocking {
                 let canShare = try registry.canShare(person, chain: chain)
-                return (try q.chainPage(chain, after: after), canShare,
+                var page = try q.chainPage(chain, after: after)
+                page.card = ChainGlance.apply(page.card, now: Self.now())
+                return (page, canShare,
                         canShare ? try registry.shares(chain: chain).map(\.person) : [],
                         canShare ? try registry.people().map(\.name).filter { $0 != person.name } : [])
             }
             return pages.render("chain", ChainPageTemplate.Model(page: page, canShare: canShare, shares: shares, people: people,
-                                                                 csrf: context.sessions.session?.csrf ?? ""),
+                                                                 csrf: context.sessions.session?.csrf ?? "", typeLines: page.types.map(ChainPageTemplate.line)),
                                 chrome: chrome(page.card.device ?? "Chain", person, context))
         }
-        router.get("/chains/{chain}/observations/{observation}") { _, context in
+        router.get("/chains/{chain}/observations/{observation}") { request, context in
             let person = try await access.person(context)
-            let chain = try await access.chain(context, for: person)
-            let id = try Params.id(context, "observation")
-            let q = queries
-            let page = try await blocking { try q.observation(chain, id: id) }
-            return pages.render("observation", page, chrome: chrome("Observation \(id)", person, context))
+            let (page, gone) = try await observationEvidence(request, context, person)
+            let choices = page.changes.filter { $0.disappeared > 0 }.map {
+                ObservationPageTemplate.Choice(value: $0.typeIdentifier, label: $0.typeName, selected: $0.typeIdentifier == gone.typeIdentifier)
+            }
+            let next = gone.nextAfter.map { after in (gone.typeIdentifier.map { "type=\($0)&" } ?? "") + "after=\(after)" }
+            return pages.render("observation", ObservationPageTemplate.Model(page: page, disappeared: gone, typeChoices: choices, nextQuery: next),
+                                chrome: chrome("Observation \(page.observationID)", person, context))
         }
         router.get("/chains/{chain}/observations/{observation}/visible") { request, context in
             let person = try await access.person(context)
@@ -80,6 +84,23 @@ extension WebServer {
         }
     }
 
+    /// The path's observation with a page of the records that disappeared there (`type=`, `after=`).
+    func observationEvidence(_ request: Request, _ context: WebContext, _ person: People.Person) async throws -> (Dashboard.ObservationPage, Dashboard.DisappearedPage) {
+        let gone = try await disappearedPage(request, context, person)
+        let q = queries
+        return (try await blocking { try q.observation(gone.chain, id: gone.observationID) }, gone)
+    }
+
+    /// A page of the records that disappeared at the path's observation (`type=`, `after=`): page and API.
+    func disappearedPage(_ request: Request, _ context: WebContext, _ person: People.Person) async throws -> Dashboard.DisappearedPage {
+        let chain = try await access.chain(context, for: person)
+        let id = try Params.id(context, "observation")
+        let type = try Params.query(request, "type").map { try Params.typeIdentifier($0) }
+        let after = try Params.queryID(request, "after")
+        let q = queries
+        return try await blocking { try q.disappeared(chain, id: id, type: type, after: after) }
+    }
+
     /// A page of what was visible at the path's observation, for the page and the API.
     func visiblePage(_ request: Request, _ context: WebContext, _ person: People.Person) async throws -> Dashboard.VisiblePage {
         let chain = try await access.chain(context, for: person)
@@ -111,10 +132,16 @@ extension WebServer {
         return (try await blocking { try q.diff(chain, from: from, to: to, kind: kind, after: after) }, kind)
     }
 
+    /// The overview of what `person` may read, each chain at a glance.
     func overview(_ person: People.Person) async throws -> Dashboard.Overview {
         let chains = try await access.readableChains(person)
         let q = queries
-        return try await blocking { try q.overview(for: person, chains: chains) }
+        var overview = try await blocking { try q.overview(for: person, chains: chains) }
+        let now = Self.now()
+        for i in overview.people.indices {
+            overview.people[i].chains = overview.people[i].chains.map { ChainGlance.apply($0, now: now) }
+        }
+        return overview
     }
 
     /// A type across the chains `person` may read, each chain's days within `range`.

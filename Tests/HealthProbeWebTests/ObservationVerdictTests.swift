@@ -45,7 +45,28 @@ struct ObservationVerdictTests {
             #expect(page.contains("That does not explain the loss above."))
             #expect(!page.contains("not loss"))
             // One verdict cell per row.
-            #expect(page.components(separatedBy: "<td class=\"verdict\">").count == 5)
+            #expect(page.components(separatedBy: "class=\"verdict\">").count == 5)
+
+            // The evidence: the 160 records that disappeared, readable, paged, filtered by type.
+            #expect(page.contains("<a href=\"#disappeared\">See the records</a>") && page.contains("<h2 id=\"disappeared\">"))
+            #expect(page.contains("<td data-label=\"Type\">Heart rate</td>") && page.contains("beats/min</td>"), "\(page.suffix(3000))")
+            #expect(page.contains("Times are the device's own (UTC)") && page.contains("a complete read no longer returned it"))
+            #expect(page.components(separatedBy: "<td data-label=\"Why\">a complete read").count - 1 == 100)
+            let first = try #require(try JSONSerialization.jsonObject(with: Data(try await c.request("GET", "/api/v1/chains/\(chain)/observations/2/disappeared").body.utf8)) as? [String: Any])
+            let records = try #require(first["records"] as? [[String: Any]])
+            #expect(records.count == 100 && first["zone"] as? String == "UTC")
+            let next = try #require(first["next_after"] as? Int)
+            let second = try #require(try JSONSerialization.jsonObject(with: Data(try await c.request("GET", "/api/v1/chains/\(chain)/observations/2/disappeared?after=\(next)").body.utf8)) as? [String: Any])
+            #expect((second["records"] as? [[String: Any]])?.count == 60 && second["next_after"] == nil)
+            let rhr = try await c.request("GET", "/chains/\(chain)/observations/2?type=HKQuantityTypeIdentifierRestingHeartRate").body
+            #expect(rhr.components(separatedBy: "<td data-label=\"Type\">Resting heart rate</td>").count - 1 == 40)
+            #expect(!rhr.contains("<td data-label=\"Type\">Heart rate</td>") && rhr.contains("value=\"HKQuantityTypeIdentifierRestingHeartRate\" selected"))
+            let row = try #require(records.first)
+            #expect(row["type_name"] as? String == "Heart rate" && (row["local_time"] as? String)?.count == 16 && row["evidence"] as? String == "full_scan_absent")
+            // Another person's chain stays not found.
+            let v = h.browser()
+            try await v.signIn("vic", Household.password)
+            #expect(try await v.request("GET", "/api/v1/chains/\(chain)/observations/2/disappeared").status == 404)
         }
     }
 }

@@ -19,6 +19,8 @@ struct HTTPReply {
     let status: Int
     let headers: [(String, String)]
     let body: String
+    /// The body's bytes as sent (a download that is not text).
+    var bytes: [UInt8] = []
 
     func header(_ name: String) -> String? { headers.first { $0.0.lowercased() == name.lowercased() }?.1 }
     func headers(_ name: String) -> [String] { headers.filter { $0.0.lowercased() == name.lowercased() }.map(\.1) }
@@ -77,7 +79,11 @@ final class Browser: @unchecked Sendable {
             guard let i = l.firstIndex(of: ":") else { return nil }
             return (String(l[..<i]), l[l.index(after: i)...].trimmingCharacters(in: .whitespaces))
         }
-        return HTTPReply(status: status, headers: headers, body: String(text[split.upperBound...]))
+        var bytes: [UInt8] = []
+        if let end = raw.indices.dropLast(3).first(where: { raw[$0] == 13 && raw[$0 + 1] == 10 && raw[$0 + 2] == 13 && raw[$0 + 3] == 10 }) {
+            bytes = Array(raw[(end + 4)...])
+        }
+        return HTTPReply(status: status, headers: headers, body: String(text[split.upperBound...]), bytes: bytes)
     }
 
     /// Signs in through the form; true when the server started a session.

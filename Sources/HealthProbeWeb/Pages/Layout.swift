@@ -92,6 +92,9 @@ struct Pages: Sendable {
         dl.facts dt { color: var(--muted); } dl.facts dd { margin: 0; overflow-wrap: anywhere; }
         .alert { margin: .4rem 0 0; padding: .3rem .5rem; border-left: 3px solid var(--warn); background: #fff6e8; font-size: .85rem; }
         .alert.verification_problem, .alert.refused_bundles, .alert.loss { border-color: var(--bad); background: #fdecea; }
+        .glance { margin: 0 0 .5rem; padding: .35rem .5rem; border-radius: .3rem; font-size: .9rem; }
+        .glance.up_to_date { background: #e9f6ee; color: var(--ok); } .glance.needs_attention { background: #fff6e8; }
+        .glance.loss_found { background: #fdecea; color: var(--bad); }
         .ok { color: var(--ok); } .bad { color: var(--bad); } .muted { color: var(--muted); }
         .table-wrap { overflow-x: auto; }
         table { border-collapse: collapse; width: 100%; background: #fff; font-size: .9rem; }
@@ -116,7 +119,13 @@ struct Pages: Sendable {
         .token { display: block; padding: .5rem; background: #fff; border: 1px solid var(--line); overflow-wrap: anywhere; }
         .pager { margin: .6rem 0; }
         figure.panel { margin: 0; } .chart.compact { display: none; }
-        @media (max-width: 40rem) { body { font-size: 15px; } main { padding: .6rem; } .chart.wide { display: none; } .chart.compact { display: block; } }
+        @media (max-width: 40rem) { body { font-size: 15px; } main { padding: .6rem; } .chart.wide { display: none; } .chart.compact { display: block; }
+          table.reflow thead { display: none; }
+          table.reflow, table.reflow tbody, table.reflow tr, table.reflow td { display: block; width: 100%; }
+          table.reflow tr { border-bottom: 1px solid var(--line); padding: .35rem 0; }
+          table.reflow td { border: none; padding: .1rem .5rem; display: flex; gap: .6rem; text-align: left; }
+          table.reflow td[data-label]::before { content: attr(data-label); color: var(--muted); min-width: 7.5rem; flex: none; }
+          table.reflow td > * { min-width: 0; } }
         """
 }
 
