@@ -236,21 +236,16 @@ struct DashboardQueries: Sendable {
             return days
     }
 
-    /// A type across `chains`, each at its latest observation, with overlaps between pairs.
+    /// A type across `chains`, each at its latest observation, with the pairs of them that
+    /// hold identical records: one merge over the chains shown (`HouseholdSummary.overlaps`),
+    /// cached until one of them receives a bundle; never a join per pair.
     func across(_ chains: [String], type: String, from: Double?, to: Double?) throws -> Dashboard.TypeAcross {
         let series = try chains.map { try self.series($0, type: type, at: nil, from: from, to: to) }.filter { !$0.days.isEmpty }
-        var overlaps: [Dashboard.Overlap] = []
         let shown = series.map(\.chain)
         let sequences = try shown.map { try latestSequence($0) }
-        for i in shown.indices {
-            for j in shown.indices where j > i {
-                let key = "overlap|\(type)|\(shown[i])@\(sequences[i])|\(shown[j])@\(sequences[j])"
-                let pairs = try cache.value(key) { try HouseholdSummary.identical(store, shown[i], shown[j], type: type) }
-                for s in pairs where s.identicalStrictFingerprints > 0 {
-                    overlaps.append(.init(chains: s.chains, identicalRecords: s.identicalStrictFingerprints))
-                }
-            }
-        }
+        let key = "overlaps|\(type)|" + zip(shown, sequences).map { "\($0)@\($1)" }.joined(separator: ",")
+        let merged = try cache.value(key) { try HouseholdSummary.overlaps(store, chains: shown, type: type) }
+        let overlaps = merged.filter { $0.identicalStrictFingerprints > 0 }.map { Dashboard.Overlap(chains: $0.chains, identicalRecords: $0.identicalStrictFingerprints) }
         return Dashboard.TypeAcross(typeIdentifier: type, series: series, overlaps: overlaps)
     }
 
