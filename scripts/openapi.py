@@ -76,7 +76,7 @@ obs_p = {"name": "observation", "in": "path", "required": True, "schema": {"type
 type_p = {"name": "type", "in": "path", "required": True, "schema": {"type": "string", "pattern": "^[A-Za-z0-9_]{1,128}$"}}
 q = lambda n, s, req=False: {"name": n, "in": "query", "required": req, "schema": s}
 # A chart's time range: a preset counted back from today, or local dates (both inclusive); from/to win over range.
-local_date = {"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$", "description": "a local date YYYY-MM-DD of the device"}
+local_date = {"type": "string", "format": "date", "description": "a local date YYYY-MM-DD of the device"}
 range_ps = [q("range", {"type": "string", "enum": ["7d", "30d", "90d", "1y", "all"]}), q("from", local_date), q("to", local_date)]
 csrf = None
 def op(summary, params=None, ok=None, body=None, code="200", extra=None):
@@ -99,7 +99,7 @@ paths = {
  "/api/v1/chains/{chain}": {"get": op("A chain: card, a page of its observation timeline, its types now", [chain_p, q("after", {"type": "integer", "minimum": 1})], ok=resp(ref("ChainPage")))},
  "/api/v1/chains/{chain}/observations/{observation}": {"get": op("One observation's changes per type, classified against the previous observation", [chain_p, obs_p], ok=resp(ref("ObservationPage")))},
  "/api/v1/chains/{chain}/observations/{observation}/disappeared": {"get": op("A page of the records that disappeared at the observation: type name, the device's local time, value with unit, source, why", [chain_p, obs_p, q("type", {"type": "string", "pattern": "^[A-Za-z0-9_]{1,128}$"}), q("after", {"type": "integer", "minimum": 1})], ok=resp(ref("DisappearedPage")))},
- "/api/v1/chains/{chain}/observations/{observation}/visible": {"get": op("A page of what was visible at the observation", [chain_p, obs_p, q("type", {"type": "string", "pattern": "^[A-Za-z0-9_]{1,128}$"}), q("cursor", {"type": "string", "maxLength": 256})], ok=resp(ref("VisiblePage")))},
+ "/api/v1/chains/{chain}/observations/{observation}/visible": {"get": op("A page of what was visible at the observation", [chain_p, obs_p, q("type", {"type": "string", "pattern": "^[A-Za-z0-9_]{1,128}$"}), q("cursor", {"type": "string", "maxLength": 256}), q("from", local_date), q("to", local_date)], ok=resp(ref("VisiblePage")))},
  "/api/v1/chains/{chain}/types/{type}": {"get": op("A type's days in one chain, as of an observation (default: the latest), within a time range of the device's local days", [chain_p, type_p, q("at", {"type": "integer", "minimum": 1})] + range_ps, ok=resp(ref("TypeSeries")))},
  "/api/v1/types/{type}": {"get": op("A type's days in every chain the person may read, side by side, with overlaps, within a time range of each device's local days", [type_p] + range_ps, ok=resp(ref("TypeAcross")))},
  "/api/v1/chains/{chain}/diff": {"get": op("A page of the diff between two observations of the chain", [chain_p, q("from", {"type": "integer", "minimum": 1}, True), q("to", {"type": "integer", "minimum": 1}, True), q("kind", {"type": "string", "enum": ["appeared", "disappeared", "changed"]}), q("after", {"type": "integer", "minimum": 1})], ok=resp(ref("DiffPage")))},

@@ -1,4 +1,5 @@
 import HealthProbeProtocol
+import HealthProbeArchive
 
 /// The tables `hp-server summary` and `hp-node household` print: one column per chain.
 /// Any report `HouseholdSummary.Report(wire:)` admits renders without a trap (dates
@@ -27,7 +28,7 @@ public enum HouseholdTable {
         var lines = [t.render()]
         if let type {
             let days = Set(chains.flatMap { $0.daily.map(\.bucketStart) }).sorted()
-            var d = TextTable(["\(shown(type, 256)) day (UTC start)"] + chains.map { shown($0.chain, 12) }, rightAligned: Set(1...max(chains.count, 1)))
+            var d = TextTable(["\(shown(TypeCatalogue.name(type), 256)) day (UTC start)"] + chains.map { shown($0.chain, 12) }, rightAligned: Set(1...max(chains.count, 1)))
             for day in days {
                 d.add([Output.date(day)] + chains.map { c in
                     let rows = c.daily.filter { $0.bucketStart == day }
@@ -38,7 +39,7 @@ public enum HouseholdTable {
         }
         for s in report.possiblySharedSources where s.identicalStrictFingerprints > 0 {
             let a = s.chains.first.map { shown($0, 12) } ?? "-", b = s.chains.dropFirst().first.map { shown($0, 12) } ?? "-"
-            lines.append("possibly shared source: \(shown(s.typeIdentifier, 256)): \(s.identicalStrictFingerprints) visible records of \(a) have identical strict fingerprints in \(b) (not merged)")
+            lines.append("possibly shared source: \(shown(TypeCatalogue.name(s.typeIdentifier), 256)): \(s.identicalStrictFingerprints) visible records of \(a) have identical strict fingerprints in \(b) (not merged)")
         }
         lines.append("columns are device chains, never merged; \"sum of chains\" adds them as they are (a record present in two chains counts twice)")
         return lines.joined(separator: "\n")

@@ -42,7 +42,8 @@ struct ChartRange: Equatable, Sendable {
     static func parse(range: String?, from: String?, to: String?) throws -> ChartRange {
         let f = try from.flatMap { $0.isEmpty ? nil : try date($0, "from") }
         let t = try to.flatMap { $0.isEmpty ? nil : try date($0, "to") }
-        if let f, let t, f > t { throw WebError(.badRequest, "from (\(f)) is after to (\(t)); give the earlier date first") }
+        // Dates given the wrong way round mean the same days.
+        if let f, let t, f > t { return ChartRange(preset: nil, from: t, to: f) }
         if f != nil || t != nil { return ChartRange(preset: nil, from: f, to: t) }
         guard let range, !range.isEmpty else { return .all }
         guard let p = Preset(rawValue: range) else {

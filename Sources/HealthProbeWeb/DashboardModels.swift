@@ -173,6 +173,9 @@ public enum Dashboard {
         public var value: String
         public var payloadHash: String
         public var visibleSince: Int64
+        public var typeName: String? = nil
+        /// The start in the device's local time (`YYYY-MM-DD HH:mm`).
+        public var localStart: String? = nil
     }
 
     public struct VisiblePage: Codable, Sendable, Equatable {
@@ -182,6 +185,8 @@ public enum Dashboard {
         public var records: [VisibleRecord]
         /// The cursor of the next page, nil at the end.
         public var next: String?
+        /// The zone local times are in.
+        public var zone: String? = nil
     }
 
     /// One local day of a type (all source revisions of the chain summed, labelled as such).

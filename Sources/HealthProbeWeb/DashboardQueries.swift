@@ -168,8 +168,9 @@ struct DashboardQueries: Sendable {
         }
     }
 
-    /// A page of what was visible at observation `id`.
-    func visible(_ chain: String, id: Int64, type: String?, cursor: String?) throws -> Dashboard.VisiblePage {
+    /// A page of what was visible at observation `id`, of `type` when given, starting on the
+    /// device's local days `from` through `to` (`YYYY-MM-DD`) when given.
+    func visible(_ chain: String, id: Int64, type: String?, cursor: String?, from: String? = nil, to: String? = nil) throws -> Dashboard.VisiblePage {
         var after: PointInTime.Cursor?
         if let cursor {
             guard let c = PointInTime.Cursor(token: cursor), c.typeID > 0, c.fingerprint.utf8.count <= 128 else {
@@ -181,11 +182,18 @@ struct DashboardQueries: Sendable {
             guard try Bool.fetchOne(db, sql: "SELECT 1 FROM observations WHERE id = ?", arguments: [id]) != nil else {
                 throw WebError(.notFound, "no observation \(id) in this chain")
             }
-            let page = try PointInTime.page(db, SnapshotScope(observationID: id, typeIdentifier: type), after: after, limit: Self.recordsPage)
+            let zone = try LocalDays.of(db, observation: id)
+            /// UTC start of a local day of the device.
+            func start(_ day: String) -> Double? {
+                ChartRange.midnight(day).map { $0 - Double(zone.timeZone.secondsFromGMT(for: Date(timeIntervalSince1970: $0))) }
+            }
+            let scope = SnapshotScope(observationID: id, typeIdentifier: type, from: from.flatMap(start), to: to.flatMap(start).map { $0 + 86_400 })
+            let page = try PointInTime.page(db, scope, after: after, limit: Self.recordsPage)
             return Dashboard.VisiblePage(chain: chain, observationID: id, typeIdentifier: type, records: page.rows.map {
                 .init(typeIdentifier: $0.typeIdentifier, start: CanonicalDate.string($0.startDate), end: CanonicalDate.string($0.endDate),
-                      value: Self.value($0.numericValue, $0.unit, $0.categoryValue), payloadHash: $0.payloadHash, visibleSince: $0.visibleSince)
-            }, next: page.next?.token)
+                      value: Self.value($0.numericValue, TypeCatalogue.info($0.typeIdentifier).unit ?? $0.unit, $0.categoryValue), payloadHash: $0.payloadHash, visibleSince: $0.visibleSince,
+                      typeName: TypeCatalogue.name($0.typeIdentifier), localStart: zone.time($0.startDate))
+            }, next: page.next?.token, zone: zone.zoneName)
         }
     }
 
@@ -260,11 +268,13 @@ struct DashboardQueries: Sendable {
                 throw WebError(.notFound, "both observations must belong to this chain")
             }
             let rows = try diff.page(db, kind: kind, afterSampleID: after ?? 0, limit: Self.recordsPage + 1)
-            func show(_ v: VersionView?) -> String? {
-                v.map { "\(CanonicalDate.string($0.startDate)) to \(CanonicalDate.string($0.endDate)): \(Self.value($0.numericValue, $0.unit, $0.categoryValue))" }
+            let zone = try LocalDays.of(db, observation: to)
+            func show(_ v: VersionView?, _ type: String) -> String? {
+                v.map { "\(zone.time($0.startDate)): \(Self.value($0.numericValue, TypeCatalogue.info(type).unit ?? $0.unit, $0.categoryValue))" }
             }
             let page = rows.prefix(Self.recordsPage).map {
-                Dashboard.DiffRow(sampleID: $0.sampleID, typeIdentifier: $0.typeIdentifier, kind: $0.kind.rawValue, before: show($0.before), after: show($0.after))
+                Dashboard.DiffRow(sampleID: $0.sampleID, typeIdentifier: $0.typeIdentifier, kind: $0.kind.rawValue,
+                                  before: show($0.before, $0.typeIdentifier), after: show($0.after, $0.typeIdentifier))
             }
             return Dashboard.DiffPage(chain: chain, from: from, to: to, counts: try diff.counts(db), rows: Array(page),
                                       nextAfter: rows.count > Self.recordsPage ? page.last?.sampleID : nil)

@@ -42,13 +42,21 @@ extension WebServer {
         router.get("/chains/{chain}/observations/{observation}/visible") { request, context in
             let person = try await access.person(context)
             let page = try await visiblePage(request, context, person)
+            let days = try Params.chartRange(request)
             var next: String?
             if let c = page.next {
                 var parts = ["cursor=" + (c.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")]
                 if let type = page.typeIdentifier { parts.append("type=" + type) }
+                if let f = days.from { parts.append("from=" + f) }
+                if let t = days.to { parts.append("to=" + t) }
                 next = parts.joined(separator: "&")
             }
-            return pages.render("visible", VisiblePageTemplate.Model(page: page, nextQuery: next), chrome: chrome("Visible records", person, context))
+            let q = queries
+            let types = try await blocking { try q.observation(page.chain, id: page.observationID) }.changes.filter { ($0.visibleAfter ?? 0) > 0 }.map {
+                ObservationPageTemplate.Choice(value: $0.typeIdentifier, label: $0.typeName, selected: $0.typeIdentifier == page.typeIdentifier)
+            }
+            return pages.render("visible", VisiblePageTemplate.Model(page: page, nextQuery: next, types: types, from: days.from ?? "", to: days.to ?? ""),
+                                chrome: chrome("Visible records", person, context))
         }
         router.get("/chains/{chain}/types/{type}") { request, context in
             let person = try await access.person(context)
@@ -107,8 +115,9 @@ extension WebServer {
         let id = try Params.id(context, "observation")
         let type = try Params.query(request, "type").map { try Params.typeIdentifier($0) }
         let cursor = try Params.query(request, "cursor")
+        let days = try Params.chartRange(request)
         let q = queries
-        return try await blocking { try q.visible(chain, id: id, type: type, cursor: cursor) }
+        return try await blocking { try q.visible(chain, id: id, type: type, cursor: cursor, from: days.from, to: days.to) }
     }
 
     /// One chain's daily series of the type in the path, as of `?at=` (page and API).

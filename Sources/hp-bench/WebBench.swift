@@ -30,6 +30,8 @@ struct WebBench: AsyncParsableCommand {
         var p50Ms: Double
         var p95Ms: Double
         var maxMs: Double
+        /// The page's first answer after the server started (nothing cached, files cold in SQLite's cache).
+        var coldMs: Double
         var serverPeakRssBytes: Int64
     }
 
@@ -66,9 +68,22 @@ struct WebBench: AsyncParsableCommand {
         guard let webPort = server.webPort else { throw ValidationError("hp-server did not report the dashboard's port") }
         let type = "HKQuantityTypeIdentifierHeartRate"
         let pages = [("overview", "/"), ("chain", "/chains/\(hashes[0])"), ("type_chart", "/chains/\(hashes[0])/types/\(type)"),
-                     ("type_all_chains", "/types/\(type)"), ("observation_classified", "/chains/\(hashes[0])/observations/2"),
+                     ("type_all_chains", "/types/\(type)"), ("type_all_chains_30d", "/types/\(type)?range=30d"),
+                     ("observation_classified", "/chains/\(hashes[0])/observations/2"),
+                     ("disappeared_page", "/api/v1/chains/\(hashes[0])/observations/2/disappeared"),
                      ("visible_page", "/chains/\(hashes[0])/observations/2/visible")]
         let session = try await HTTPSClient.signIn(port: webPort, name: "admin", password: password)
+        // Cold: each page once, in turn, before anything is cached.
+        let cold = try await HTTPSClient.connect(port: webPort, cookie: session) { client in
+            var out: [Double] = []
+            for page in pages {
+                let start = DispatchTime.now().uptimeNanoseconds
+                let status = try await client.get(page.1)
+                guard status == 200 else { throw ValidationError("\(page.1) answered \(status)") }
+                out.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
+            }
+            return out
+        }
         let requests = self.requests
         let latencies = try await withThrowingTaskGroup(of: [(Int, Double)].self) { group in
             for c in 0..<clients {
@@ -95,12 +110,12 @@ struct WebBench: AsyncParsableCommand {
         for (i, page) in pages.enumerated() {
             let ms = latencies.filter { $0.0 == i }.map(\.1).sorted()
             func pct(_ q: Double) -> Double { ms[min(ms.count - 1, Int((Double(ms.count) * q).rounded(.up)) - 1)] }
-            results.append(Result(page: page.0, requests: ms.count, p50Ms: pct(0.5), p95Ms: pct(0.95), maxMs: ms.last ?? 0, serverPeakRssBytes: rss))
+            results.append(Result(page: page.0, requests: ms.count, p50Ms: pct(0.5), p95Ms: pct(0.95), maxMs: ms.last ?? 0, coldMs: cold[i], serverPeakRssBytes: rss))
         }
         if bench.json { for r in results { try Output.jsonLine(r) }; return }
         print("\(chains) chains x \(samples) samples, \(clients) clients, \(requests) requests each:")
         for r in results {
-            print(String(format: "%@: %d requests, p50 %.1f ms, p95 %.1f ms, max %.1f ms", r.page, r.requests, r.p50Ms, r.p95Ms, r.maxMs))
+            print(String(format: "%@: cold %.1f ms; %d requests, p50 %.1f ms, p95 %.1f ms, max %.1f ms", r.page, r.coldMs, r.requests, r.p50Ms, r.p95Ms, r.maxMs))
         }
         print(String(format: "server peak RSS while serving: %.1f MB", Double(rss) / 1_048_576))
     }

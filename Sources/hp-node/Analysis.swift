@@ -45,7 +45,7 @@ struct Snapshot: AsyncParsableCommand {
     static func table() -> TextTable { TextTable(["type", "start (UTC)", "end (UTC)", "value", "unit", "since obs"], rightAligned: [3, 5]) }
 
     static func cells(_ r: VisibleSample) -> [String] {
-        [r.typeIdentifier, Output.date(r.startDate), Output.date(r.endDate),
+        [TypeCatalogue.name(r.typeIdentifier), Output.date(r.startDate), Output.date(r.endDate),
          r.numericValue.map { formatValue($0) } ?? r.categoryValue.map(String.init) ?? "-", r.unit ?? "-", String(r.visibleSince)]
     }
 
@@ -121,7 +121,7 @@ struct Diff: AsyncParsableCommand {
             }
             print("observation \(a) -> \(b)")
             var t = TextTable(["type", "appeared", "disappeared", "changed"], rightAligned: [1, 2, 3])
-            for c in counts { t.add([c.typeIdentifier, String(c.appeared), String(c.disappeared), String(c.changed)]) }
+            for c in counts { t.add([TypeCatalogue.name(c.typeIdentifier), String(c.appeared), String(c.disappeared), String(c.changed)]) }
             if counts.isEmpty { print("no differences") } else { print(t.render()) }
             guard details else { return }
             func v(_ x: VersionView?) -> String {
@@ -129,7 +129,7 @@ struct Diff: AsyncParsableCommand {
                 return "\(Output.date(x.startDate)) \(x.numericValue.map { formatValue($0) } ?? x.categoryValue.map(String.init) ?? "-") \(x.unit ?? "")"
             }
             var d = TextTable(["sample", "type", "kind", "before", "after"], rightAligned: [0])
-            for e in entries { d.add([String(e.sampleID), e.typeIdentifier, e.kind.rawValue, v(e.before), v(e.after)]) }
+            for e in entries { d.add([String(e.sampleID), TypeCatalogue.name(e.typeIdentifier), e.kind.rawValue, v(e.before), v(e.after)]) }
             print("")
             print(d.render())
             if entries.count == limit, let last = entries.last { print("(more: --after \(last.sampleID))") }
@@ -164,13 +164,13 @@ struct Changes: AsyncParsableCommand {
         var t = TextTable(["type", "verdict", "labels", "before", "after", "appeared", "disappeared", "changed", "lost", "consolidated", "uncertain"],
                           rightAligned: [3, 4, 5, 6, 7, 8, 9, 10])
         for c in report.types {
-            t.add([c.typeIdentifier, c.verdict.rawValue, c.labels.map(\.rawValue).joined(separator: ","), c.visibleBefore.map(String.init) ?? "-",
+            t.add([TypeCatalogue.name(c.typeIdentifier), c.verdict.rawValue, c.labels.map(\.rawValue).joined(separator: ","), c.visibleBefore.map(String.init) ?? "-",
                    c.visibleAfter.map(String.init) ?? "-", String(c.appeared.count), String(c.disappeared.count), String(c.changed),
                    String(c.lostRecords), String(c.consolidatedRecords), String(c.uncertainRecords)])
         }
         print(t.render())
-        for c in report.types where !c.reasons.isEmpty { print("\(c.typeIdentifier): \(c.verdict.rawValue): \(c.reasons.joined(separator: "; "))") }
-        for c in report.types where !c.uncertainty.isEmpty { print("\(c.typeIdentifier): \(c.uncertainty.joined(separator: "; "))") }
+        for c in report.types where !c.reasons.isEmpty { print("\(TypeCatalogue.name(c.typeIdentifier)): \(c.verdict.rawValue): \(c.reasons.joined(separator: "; "))") }
+        for c in report.types where !c.uncertainty.isEmpty { print("\(TypeCatalogue.name(c.typeIdentifier)): \(c.uncertainty.joined(separator: "; "))") }
     }
 }
 
@@ -194,7 +194,7 @@ struct Summary: AsyncParsableCommand {
                 print("observation \(obs)")
                 var t = TextTable(["type", "visible", "earliest (UTC)", "latest (UTC)", "sum", "max", "as of obs"], rightAligned: [1, 4, 5, 6])
                 for s in summaries {
-                    t.add([s.typeIdentifier, String(s.visibleRecordCount), Output.date(s.earliestStartDate), Output.date(s.latestEndDate),
+                    t.add([TypeCatalogue.name(s.typeIdentifier), String(s.visibleRecordCount), Output.date(s.earliestStartDate), Output.date(s.latestEndDate),
                            formatValue(s.valueSum), formatValue(s.valueMax), String(s.observationID)])
                 }
                 print(t.render())

@@ -54,7 +54,7 @@ struct Capture: AsyncParsableCommand {
         print("observation \(r.observationId): \(r.status) (simulated day \(r.throughDay))")
         var t = TextTable(["type", "run", "added/changed", "removed", "visible"], rightAligned: [2, 3, 4])
         for run in r.runs {
-            t.add([run.type, run.status, String(run.insertedEvents), String(run.deletedEvents), run.visible.map(String.init) ?? "-"])
+            t.add([TypeCatalogue.name(run.type), run.status, String(run.insertedEvents), String(run.deletedEvents), run.visible.map(String.init) ?? "-"])
         }
         print(t.render())
     }

@@ -22,7 +22,7 @@ struct Show: AsyncParsableCommand {
         print("observation \(id)")
         var t = TextTable(["type", "run", "appeared", "disappeared", "changed", "deleted", "visible after"], rightAligned: [2, 3, 4, 5, 6])
         for r in rows {
-            t.add([r.typeIdentifier, [r.runKind, r.runStatus].compactMap { $0 }.joined(separator: " "), String(r.appeared), String(r.disappeared),
+            t.add([TypeCatalogue.name(r.typeIdentifier), [r.runKind, r.runStatus].compactMap { $0 }.joined(separator: " "), String(r.appeared), String(r.disappeared),
                    String(r.changed), String(r.deletedObjects), r.visibleAfter.map(String.init) ?? "-"])
         }
         print(t.render())

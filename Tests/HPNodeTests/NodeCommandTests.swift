@@ -16,7 +16,7 @@ struct NodeCommandTests {
         #expect((obs?.first?["appeared"] as? Int ?? 0) > 1000)
         let s = try hpNode(["--home", home.path, "status"])
         #expect(s.1.contains("observations      1"))
-        #expect(try hpNode(["--home", home.path, "show"]).1.contains("HKQuantityTypeIdentifierHeartRate"))
+        #expect(try hpNode(["--home", home.path, "show"]).1.contains("Heart rate"))
     }
 
     @Test("reset needs its confirmation flag; with it, the archive goes and the keys stay")

@@ -31,7 +31,7 @@ struct AuditLogTests {
                                              "ann web person.role dan", "ann web person.add dan"], "\(seen)")
             // The admin page lists them by name and the chain by its short id.
             let page = try await a.request("GET", "/admin").body
-            #expect(page.contains("<table class=\"audit\">") && page.contains("chain.unshare") && page.contains(String(bob.prefix(12))))
+            #expect(page.contains("<table class=\"audit reflow\">") && page.contains("chain.unshare") && page.contains(String(bob.prefix(12))))
             let api = try await a.request("GET", "/api/v1/admin/audit?limit=2")
             #expect(api.status == 200 && api.body.contains("chain.unshare") && !api.body.contains("device.token"))
             #expect(try await a.request("GET", "/api/v1/admin/audit?limit=0").status == 400)

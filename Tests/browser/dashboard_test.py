@@ -123,10 +123,25 @@ class Dashboard(unittest.TestCase):
             self.assertGreater(len(d.find_elements(By.CSS_SELECTOR, "table.changes tbody tr")), 0)
             d.get(WEB + f"/chains/{CHAINS['ann-phone']}")
             submit(d, d.find_element(By.LINK_TEXT, "Steps"))
-            bars = d.find_elements(By.CSS_SELECTOR, "svg.chart rect.bar")
+            bars = d.find_elements(By.CSS_SELECTOR, "svg.chart.wide rect.bar")
+            # The desktop drawing is shown, the phone's is not; a custom range takes dates.
+            shown = {c: [e.value_of_css_property("display") for e in d.find_elements(By.CSS_SELECTOR, f"svg.chart.{c}")] for c in ["wide", "compact"]}
+            self.assertEqual(len(shown["wide"]), 1)
+            self.assertNotEqual(shown["wide"][0], "none")
+            self.assertEqual(shown["compact"], ["none"])
+            form = d.find_element(By.CSS_SELECTOR, "form[aria-label='Custom range']")
+            self.assertEqual([i.get_attribute("type") for i in form.find_elements(By.CSS_SELECTOR, "input[name=from], input[name=to]")], ["date", "date"])
+            chart = d.current_url.split("?")[0]
             series = api(d, f"/api/v1/chains/{CHAINS['ann-phone']}/types/HKQuantityTypeIdentifierStepCount")
             self.assertEqual(len(bars), len(series["days"]))
             self.assertGreater(len(bars), 0)
+            # A custom range of the device's local days: exactly those bars.
+            days = [x["day"] for x in series["days"]]
+            d.get(chart + f"?metric=sum&from={days[1]}&to={days[2]}")
+            self.assertIn(f"Showing {days[1]} to {days[2]}", d.find_element(By.CSS_SELECTOR, "nav.ranges").text)
+            self.assertEqual(len(d.find_elements(By.CSS_SELECTOR, "svg.chart.wide rect.bar")), 2)
+            submit(d, d.find_element(By.LINK_TEXT, "all"))
+            self.assertEqual(len(d.find_elements(By.CSS_SELECTOR, "svg.chart.wide rect.bar")), len(days))
             # Admin: add a person, issue a token, enroll a real node with the command shown, revoke it.
             d.get(WEB + "/admin")
             form = d.find_element(By.CSS_SELECTOR, "form[action='/admin/people']")
@@ -296,10 +311,21 @@ class Dashboard(unittest.TestCase):
         d = browser(javascript=True, width=390, height=844)
         try:
             sign_in(d, "ann")
-            for path in ["/", f"/chains/{CHAINS['ann-phone']}", "/types/HKQuantityTypeIdentifierStepCount"]:
+            for path in ["/", f"/chains/{CHAINS['ann-phone']}", "/types/HKQuantityTypeIdentifierStepCount",
+                         f"/chains/{CHAINS['ann-phone']}/observations/2", f"/chains/{CHAINS['ann-phone']}/observations/2/visible", "/admin"]:
                 d.get(WEB + path)
                 overflow = d.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
                 self.assertLessEqual(overflow, 1, f"{path} scrolls sideways by {overflow}px on a phone")
+                # Tables reflow into labelled rows: no header row, no table wider than the screen.
+                inner = d.execute_script("return window.innerWidth")
+                for table in d.find_elements(By.CSS_SELECTOR, "table.reflow"):
+                    self.assertFalse(table.find_element(By.CSS_SELECTOR, "thead").is_displayed(), path)
+                    self.assertLessEqual(table.size["width"], inner, path)
+            d.get(WEB + "/types/HKQuantityTypeIdentifierStepCount")
+            compact = d.find_elements(By.CSS_SELECTOR, "svg.chart.compact")
+            self.assertGreater(len(compact), 0)
+            self.assertTrue(all(e.value_of_css_property("display") != "none" for e in compact))
+            self.assertTrue(all(e.value_of_css_property("display") == "none" for e in d.find_elements(By.CSS_SELECTOR, "svg.chart.wide")))
         finally:
             d.quit()
 

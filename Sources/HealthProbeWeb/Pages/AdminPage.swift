@@ -41,9 +41,9 @@ enum AdminPage {
         <code class="token" id="enroll-command">{{enrollCommand}}</code>
         {{/token}}
         <h2>People</h2>
-        <div class="table-wrap"><table class="people">
+        <div class="table-wrap"><table class="people reflow">
         <thead><tr><th>Name</th><th>Role</th><th>Devices</th><th>Password</th><th>Change</th></tr></thead>
-        <tbody>{{#people}}<tr data-person="{{name}}"><td>{{name}}</td><td>{{person.role}}</td><td>{{#person.devices}}{{.}} {{/person.devices}}</td><td>{{#person.hasPassword}}set{{/person.hasPassword}}{{^person.hasPassword}}<span class="muted">not set</span>{{/person.hasPassword}}</td>
+        <tbody>{{#people}}<tr data-person="{{name}}"><td data-label="Name"><strong>{{name}}</strong></td><td data-label="Role">{{person.role}}</td><td data-label="Devices">{{#person.devices}}{{.}} {{/person.devices}}</td><td data-label="Password">{{#person.hasPassword}}set{{/person.hasPassword}}{{^person.hasPassword}}<span class="muted">not set</span>{{/person.hasPassword}}</td>
         <td>
         <form method="post" action="/admin/people/{{name}}/role" class="inline"><input type="hidden" name="csrf" value="{{csrf}}"><select name="role" aria-label="role of {{name}}">{{#roles}}<option value="{{value}}"{{#selected}} selected{{/selected}}>{{value}}</option>{{/roles}}</select> <button type="submit">Set role</button></form>
         <form method="post" action="/admin/people/{{name}}/password" class="inline"><input type="hidden" name="csrf" value="{{csrf}}"><input name="password" type="password" autocomplete="new-password" required minlength="12" maxlength="256" aria-label="new password for {{name}}"> <button type="submit">Set password</button></form>
@@ -58,9 +58,9 @@ enum AdminPage {
         <button type="submit">Add person</button>
         </form>
         <h2>Devices</h2>
-        <div class="table-wrap"><table class="devices">
+        <div class="table-wrap"><table class="devices reflow">
         <thead><tr><th>Device</th><th>State</th><th>Person</th><th>Chains</th><th></th></tr></thead>
-        <tbody>{{#devices}}<tr><td>{{name}}</td><td>{{state}}</td><td>{{person}}</td><td class="hash">{{#chains}}{{.}} {{/chains}}</td>
+        <tbody>{{#devices}}<tr><td data-label="Device"><strong>{{name}}</strong></td><td data-label="State">{{state}}</td><td data-label="Person">{{person}}</td><td data-label="Chains" class="hash">{{#chains}}{{.}} {{/chains}}</td>
         <td>{{#revocable}}<form method="post" action="/admin/devices/{{name}}/revoke" class="inline"><input type="hidden" name="csrf" value="{{csrf}}"><button type="submit">Revoke…</button></form>{{/revocable}}</td></tr>{{/devices}}</tbody>
         </table></div>
         <h2>Enroll a device</h2>
@@ -71,9 +71,9 @@ enum AdminPage {
         <button type="submit">Issue a one-time token</button>
         </form>
         <h2>Verification</h2>
-        <div class="table-wrap"><table class="verification">
+        <div class="table-wrap"><table class="verification reflow">
         <thead><tr><th>Chain</th><th>Last result</th><th>Replica file</th></tr></thead>
-        <tbody>{{#chains}}<tr><td class="hash"><a href="/chains/{{chain}}">{{chainShort}}</a></td><td>{{#verification}}{{#ok}}<span class="ok">passed</span>{{/ok}}{{^ok}}<span class="bad">problems</span>: {{#problems}}{{.}}; {{/problems}}{{/ok}} ({{mode}}, {{checkedAt}}){{/verification}}{{^verification}}<span class="muted">never run</span>{{/verification}}</td><td>{{#storage}}{{storage}}{{/storage}}{{^storage}}<span class="muted">unreadable</span>{{/storage}}{{#compactable}} <span class="compact-hint">(worth compacting: stop the server and run <code>hp-server compact</code>)</span>{{/compactable}}</td></tr>{{/chains}}</tbody>
+        <tbody>{{#chains}}<tr><td data-label="Chain" class="hash"><a href="/chains/{{chain}}">{{chainShort}}</a></td><td data-label="Last result">{{#verification}}{{#ok}}<span class="ok">passed</span>{{/ok}}{{^ok}}<span class="bad">problems</span>: {{#problems}}{{.}}; {{/problems}}{{/ok}} ({{mode}}, {{checkedAt}}){{/verification}}{{^verification}}<span class="muted">never run</span>{{/verification}}</td><td data-label="Replica file">{{#storage}}{{storage}}{{/storage}}{{^storage}}<span class="muted">unreadable</span>{{/storage}}{{#compactable}} <span class="compact-hint">(worth compacting: stop the server and run <code>hp-server compact</code>)</span>{{/compactable}}</td></tr>{{/chains}}</tbody>
         </table></div>
         <form method="post" action="/admin/verify" class="stack">
         <input type="hidden" name="csrf" value="{{csrf}}">
@@ -83,9 +83,9 @@ enum AdminPage {
         </form>
         <h2>Recent admin and sharing actions</h2>
         <p class="muted">The newest 20; all of them with <code>hp-server audit</code> or <code>/api/v1/admin/audit</code>.</p>
-        <div class="table-wrap"><table class="audit">
+        <div class="table-wrap"><table class="audit reflow">
         <thead><tr><th>When (UTC)</th><th>Who</th><th>What</th><th>On</th><th>Detail</th></tr></thead>
-        <tbody>{{#audit}}<tr><td>{{at}}</td><td>{{actor}} <span class="muted">({{via}})</span></td><td>{{action}}</td><td>{{target}}</td><td>{{detail}}</td></tr>{{/audit}}
+        <tbody>{{#audit}}<tr><td data-label="When (UTC)">{{at}}</td><td data-label="Who">{{actor}} <span class="muted">({{via}})</span></td><td data-label="What">{{action}}</td><td data-label="On">{{target}}</td><td data-label="Detail">{{detail}}</td></tr>{{/audit}}
         {{^audit}}<tr><td colspan="5" class="muted">nothing yet</td></tr>{{/audit}}</tbody>
         </table></div>
         """

@@ -123,7 +123,7 @@ struct Pages: Sendable {
           table.reflow thead { display: none; }
           table.reflow, table.reflow tbody, table.reflow tr, table.reflow td { display: block; width: 100%; }
           table.reflow tr { border-bottom: 1px solid var(--line); padding: .35rem 0; }
-          table.reflow td { border: none; padding: .1rem .5rem; display: flex; gap: .6rem; text-align: left; }
+          table.reflow td { border: none; padding: .1rem .5rem; display: flex; flex-wrap: wrap; gap: .3rem .6rem; text-align: left; }
           table.reflow td[data-label]::before { content: attr(data-label); color: var(--muted); min-width: 7.5rem; flex: none; }
           table.reflow td > * { min-width: 0; } }
         """
