@@ -235,7 +235,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "HPFuzz",
-            dependencies: ["HealthProbeFuzz"],
+            dependencies: ["HealthProbeFuzz", "HealthProbeArchive"],
             path: "Sources/hp-fuzz",
             swiftSettings: strict + (fuzzing ? [.define("HP_FUZZ"), .unsafeFlags(["-sanitize=fuzzer"])] : []),
             linkerSettings: fuzzing ? [.unsafeFlags(["-sanitize=fuzzer", "-use-ld=lld"])] : []

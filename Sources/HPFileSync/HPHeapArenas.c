@@ -8,34 +8,37 @@
 static int arena_limit = 0;
 static long mmap_threshold = 0;
 
-// Runs when the program loads, before main and before any thread exists: glibc
+// Called by each executable first thing in main (ProcessSettings.apply), before its
+// threads exist, never by a library: glibc
 // gives each thread that meets contention an arena of its own (up to 8 per core)
 // and keeps what those arenas freed, so worker threads that take turns held
 // 80-190 MB more than the work needed (docs/decisions/2026-11-25-heap-arenas.md).
 // One arena per core, at least two and at most eight. An explicit
 // MALLOC_ARENA_MAX (or GLIBC_TUNABLES) is left as the user set it.
-__attribute__((constructor))
-static void hp_limit_heap_arenas(void) {
+int hp_limit_heap_arenas(void) {
 #if defined(__GLIBC__)
-    if (getenv("MALLOC_ARENA_MAX") != NULL || getenv("GLIBC_TUNABLES") != NULL) return;
+    if (arena_limit > 0) return arena_limit;
+    if (getenv("MALLOC_ARENA_MAX") != NULL || getenv("GLIBC_TUNABLES") != NULL) return 0;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int limit = cores < 2 ? 2 : (cores > 8 ? 8 : (int)cores);
     if (mallopt(M_ARENA_MAX, limit) == 1) arena_limit = limit;
 #endif
+    return arena_limit;
 }
 
-// Also at load: blocks of 1 MiB or more are always mapped on their own and unmapped
+// Also from ProcessSettings.apply: blocks of 1 MiB or more are always mapped on their own and unmapped
 // when freed. glibc's default threshold moves up to the size of each mapped block
 // freed (up to 32 MiB), after which part buffers of 1-8 MiB came from the arenas and
 // stayed there: the server's peak in a first sync of 1M samples was 167-193 MB with it,
 // 150 MB with the threshold fixed (docs/decisions/2026-11-25-heap-arenas.md, amended).
 // An explicit MALLOC_MMAP_THRESHOLD_ (or GLIBC_TUNABLES) is left as the user set it.
-__attribute__((constructor))
-static void hp_fix_mmap_threshold(void) {
+long hp_fix_mmap_threshold(void) {
 #if defined(__GLIBC__)
-    if (getenv("MALLOC_MMAP_THRESHOLD_") != NULL || getenv("GLIBC_TUNABLES") != NULL) return;
+    if (mmap_threshold > 0) return mmap_threshold;
+    if (getenv("MALLOC_MMAP_THRESHOLD_") != NULL || getenv("GLIBC_TUNABLES") != NULL) return 0;
     if (mallopt(M_MMAP_THRESHOLD, 1 << 20) == 1) mmap_threshold = 1 << 20;
 #endif
+    return mmap_threshold;
 }
 
 int hp_heap_arena_limit(void) { return arena_limit; }

@@ -244,7 +244,6 @@ extension ServerStore {
 
     /// One read-only connection, no checks.
     private static func readOnlyQueue(_ path: String) throws -> DatabaseQueue {
-        SQLiteSetup.ensure()
         var config = Configuration()
         config.readonly = true
         config.busyMode = .timeout(10)

@@ -1,4 +1,5 @@
 import ArgumentParser
+import HealthProbeCLI
 import HealthProbeArchive
 
 /// `hp-bench`: release-build benchmarks. Figures go in docs/benchmarks.md.
@@ -10,4 +11,7 @@ struct HPBench: AsyncParsableCommand {
         version: HealthProbeVersion.current,
         subcommands: [CaptureBench.self, ImportBench.self, SyncBench.self, HouseholdBench.self, ApplyBench.self, NormalizeBench.self, AnalyzeBench.self, ExportBench.self, WebBench.self]
     )
+
+    /// The process's settings first, then the command (`CommandMain`).
+    static func main() async { await CommandMain.run(Self.self) }
 }

@@ -14,6 +14,9 @@ struct HPNode: AsyncParsableCommand {
 
     /// Accepts `hp-node --home DIR <command>`; subcommands share the same group.
     @OptionGroup var options: HomeOptions
+
+    /// The process's settings first, then the command (`CommandMain`).
+    static func main() async { await CommandMain.run(Self.self) }
 }
 
 /// Options every `hp-node` command takes.

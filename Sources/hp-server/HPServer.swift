@@ -15,6 +15,9 @@ struct HPServer: AsyncParsableCommand {
         version: HealthProbeVersion.current,
         subcommands: [Init.self, PersonCommand.self, Enroll.self, Revoke.self, Devices.self, Serve.self, Apply.self, Chains.self, Bundles.self, Digest.self, ServerVerify.self, ServerCompact.self, HouseholdCommand.self, AuditCommand.self]
     )
+
+    /// The process's settings first, then the command (`CommandMain`).
+    static func main() async { await CommandMain.run(Self.self) }
 }
 
 /// Options every `hp-server` command takes.

@@ -11,13 +11,21 @@ int hp_start_writeback(int fd, long long offset, long long length);
 /// returns 1 when some was released. Elsewhere it does nothing and returns 0.
 int hp_trim_heap(void);
 
-/// The number of heap arenas the process was limited to when it loaded
+/// Limits the heap to one arena per core (2 to 8) unless the user set MALLOC_ARENA_MAX
+/// or GLIBC_TUNABLES; returns the limit set (0: none). For executables, at start.
+int hp_limit_heap_arenas(void);
+
+/// Fixes the allocator's mmap threshold at 1 MiB unless the user set
+/// MALLOC_MMAP_THRESHOLD_ or GLIBC_TUNABLES; returns it (0: not fixed). For executables, at start.
+long hp_fix_mmap_threshold(void);
+
+/// The number of heap arenas the process was limited to (by hp_limit_heap_arenas)
 /// (glibc; one per core, 2 to 8), or 0 when it was not (another C library, or
 /// MALLOC_ARENA_MAX / GLIBC_TUNABLES set by the user).
 int hp_heap_arena_limit(void);
 
 /// The fixed threshold (bytes) from which the allocator maps each block on its own
-/// (set when the program loaded, 1 MiB), or 0 when it was not set (another C library,
+/// (set by hp_fix_mmap_threshold, 1 MiB), or 0 when it was not set (another C library,
 /// or MALLOC_MMAP_THRESHOLD_ / GLIBC_TUNABLES set by the user).
 long hp_heap_mmap_threshold(void);
 

@@ -35,7 +35,6 @@ public final class ArchiveCache: Sendable {
     }
 
     private static func openQueue(_ path: String, _ config: Configuration) throws -> DatabaseQueue {
-        SQLiteSetup.ensure()
         let q = try DatabaseQueue(path: path, configuration: config)
         try q.write { db in
             try db.execute(sql: CacheSchema.settingsSQL)

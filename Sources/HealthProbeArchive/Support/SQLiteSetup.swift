@@ -1,12 +1,13 @@
 import HPSQLiteConfig
 
-/// Process-wide SQLite settings, applied once, before the first connection
-/// opens: memory statistics off (they take one process-wide mutex on every
-/// allocation, which two connections writing at once contend for).
+/// Process-wide SQLite settings, applied once by `ProcessSettings.apply()` (an
+/// executable's first step), before the first connection opens: memory statistics off
+/// (they take one process-wide mutex on every allocation, which two connections writing
+/// at once contend for).
 public enum SQLiteSetup {
     /// SQLite's result: 0 when applied, 21 (`SQLITE_MISUSE`) when a connection opened first.
     public static let result: Int32 = hp_sqlite_disable_memstatus()
 
-    /// Applies the settings if not yet done. Call before opening any connection.
+    /// Applies the settings if not yet done (tests that open connections directly).
     public static func ensure() { _ = result }
 }

@@ -4,17 +4,20 @@ import Glibc
 #endif
 import Testing
 @testable import HealthProbeArchive
+import HealthProbeTestSupport
 
 @Suite("Heap")
 struct HeapTests {
-    @Test("the process is limited to one heap arena per core (2 to 8) from load, unless the user set the allocator's own variables")
+    @Test("the process is limited to one heap arena per core (2 to 8) once its settings apply, unless the user set the allocator's own variables")
     func arenasLimited() throws {
         #if canImport(Glibc)
+        let applied = ProcessSettings.apply()
+        #expect(applied.arenaLimit == Heap.arenaLimit)
         let env = ProcessInfo.processInfo.environment
         if env["MALLOC_ARENA_MAX"] != nil || env["GLIBC_TUNABLES"] != nil {
             #expect(Heap.arenaLimit == nil)
         } else {
-            // The constructor counts online processors as glibc does (not cgroup quotas).
+            // Online processors are counted as glibc does (not cgroup quotas).
             let cores = sysconf(Int32(_SC_NPROCESSORS_ONLN))
             #expect(Heap.arenaLimit == min(max(cores, 2), 8))
         }
@@ -24,6 +27,7 @@ struct HeapTests {
     @Test("blocks of 1 MiB or more stay mapped on their own after a larger one was freed (the threshold does not move), unless the user set it")
     func mmapThresholdFixed() throws {
         #if canImport(Glibc)
+        ProcessSettings.apply()
         let env = ProcessInfo.processInfo.environment
         guard env["MALLOC_MMAP_THRESHOLD_"] == nil, env["GLIBC_TUNABLES"] == nil else {
             #expect(Heap.mmapThreshold == nil)
@@ -50,5 +54,26 @@ struct HeapTests {
         }
         #expect(mappedOnItsOwn, "a 2 MiB block came from an arena")
         #endif
+    }
+
+    @Test("no library changes process-wide settings on its own: no load-time constructor, and only executables' mains apply them")
+    func onlyExecutablesApply() throws {
+        let sources = repositoryRoot.appendingPathComponent("Sources")
+        let files = FileManager.default.enumerator(atPath: sources.path)?.compactMap { $0 as? String } ?? []
+        #expect(files.count > 100)
+        var applying: [String] = []
+        for file in files where file.hasSuffix(".c") || file.hasSuffix(".swift") {
+            let text = try String(contentsOf: sources.appendingPathComponent(file), encoding: .utf8)
+            #expect(!text.contains("__attribute__((constructor))"), "\(file) runs code when it loads")
+            let code = text.split(separator: "\n").filter { !$0.trimmingCharacters(in: .whitespaces).hasPrefix("//") }
+            if code.contains(where: { $0.contains("ProcessSettings.apply()") }) { applying.append(file) }
+        }
+        // The executables, and the one main they share (HealthProbeCLI's CommandMain, which only they call).
+        #expect(Set(applying) == ["hp-fuzz/HPFuzz.swift", "HealthProbeCLI/CommandMain.swift"], "\(applying.sorted())")
+        let mains = ["hp-node/HPNode.swift", "hp-server/HPServer.swift", "hp-bench/HPBench.swift"]
+        for main in mains {
+            let text = try String(contentsOf: sources.appendingPathComponent(main), encoding: .utf8)
+            #expect(text.contains("static func main() async { await CommandMain.run(Self.self) }"), "\(main)")
+        }
     }
 }
