@@ -228,6 +228,7 @@ let package = Package(
                 "HealthProbeProtocol",
                 "HealthProbeServer",
                 "HealthProbeCLI",
+                "HealthProbeImport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],

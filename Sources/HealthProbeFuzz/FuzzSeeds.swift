@@ -19,6 +19,7 @@ public enum FuzzSeeds {
         case .replies: out = try replies(vectors)
         case .verify: out = try bundles(vectors).map { Seed(name: $0.name, bytes: $0.lines.flatMap { (l: [UInt8]) -> [UInt8] in l + [0x0A] }) }
         case .apply: out = try bundles(vectors).map { Seed(name: $0.name, bytes: $0.lines.dropLast().flatMap { (l: [UInt8]) -> [UInt8] in l + [0x0A] }) }
+        case .hae: out = HAEFuzzer.seeds.map { Seed(name: $0.0, bytes: Array($0.1.utf8)) }
         }
         return out + (try kept(target, vectors: vectors))
     }

@@ -19,6 +19,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     /// and applied to a scratch replica. Anything accepted must leave the replica
     /// passing every integrity check; anything refused must leave it unchanged.
     case apply
+    /// A Health Auto Export JSON body: the decoder never traps, refuses only with
+    /// its own error, and what it accepts is in range.
+    case hae
 
     /// Runs `data` through the target; a description of what failed, or nil.
     public func run(_ data: UnsafeRawBufferPointer) -> String? {
@@ -28,6 +31,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .replies: return ReplyFuzzer.run(data)
         case .verify: return BundleFuzzer.verify(data)
         case .apply: return BundleFuzzer.apply(data)
+        case .hae: return HAEFuzzer.run(data)
         }
     }
 

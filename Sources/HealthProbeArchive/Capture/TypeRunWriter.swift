@@ -56,6 +56,11 @@ public final class TypeRunWriter {
     /// Totals over the pages written so far.
     public var totalsSoFar: PageResult { totals }
 
+    /// A full scan of only this time window (a closed window re-read, e.g.
+    /// Health Auto Export's `yesterday`): completion closes only unseen samples
+    /// starting inside it. Nil: the scan covers all time.
+    public var closingWindow: Range<Double>?
+
     /// Normalizes `samples` (outside the transaction), then writes them as page `index`.
     @discardableResult
     public func writePage(index: Int, samples: [CapturedSample]) throws -> PageResult {
@@ -165,7 +170,7 @@ public final class TypeRunWriter {
                 // After a full scan closed what it did not see, what is visible is what it saw
                 // (every sample it saw kept or got an open range), unless deleted-object
                 // evidence closed some of those; otherwise the type's open ranges are counted.
-                let visible = closes && !recordedDeletions ? totals.newlySeen : try Int.fetchOne(db, sql: """
+                let visible = closes && !recordedDeletions && closingWindow == nil ? totals.newlySeen : try Int.fetchOne(db, sql: """
                     SELECT count(*) FROM samples s INDEXED BY \(SampleIndexes.byTypeAndFingerprint) JOIN sample_visibility_ranges r ON r.sample_id = s.id AND +r.last_observation_id IS NULL
                     WHERE s.sample_type_id = ?
                     """, arguments: [typeID]) ?? 0
@@ -212,13 +217,20 @@ public final class TypeRunWriter {
         let obs = session.observationID
         try db.ensureTempTable("hp_run_gone", columns: "sample_id INTEGER PRIMARY KEY, version_id INTEGER")
         try db.execute(sql: "DELETE FROM temp.hp_run_gone")
+        var arguments: StatementArguments = [typeID]
+        var window = ""
+        if let w = closingWindow {
+            window = "AND EXISTS (SELECT 1 FROM sample_versions v WHERE v.id = r.version_id AND v.start_date >= ? AND v.start_date < ?)"
+            arguments += [w.lowerBound, w.upperBound]
+        }
         try db.execute(sql: """
             INSERT INTO temp.hp_run_gone(sample_id, version_id)
             SELECT r.sample_id, r.version_id
             FROM samples s INDEXED BY \(SampleIndexes.byTypeAndFingerprint) JOIN sample_visibility_ranges r ON r.sample_id = s.id AND +r.last_observation_id IS NULL
             WHERE s.sample_type_id = ?
               AND NOT EXISTS (SELECT 1 FROM \(session.seenTable) x WHERE x.sample_id = s.id)
-            """, arguments: [typeID])
+              \(window)
+            """, arguments: arguments)
         let gone = db.changesCount
         var events = 0
         if gone > 0 {
