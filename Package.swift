@@ -49,6 +49,8 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
+        // Alert delivery: webhook and ntfy publishes.
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
     ],
     targets: [
         .target(
@@ -135,6 +137,8 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: fuzzed
         ),
@@ -292,7 +296,7 @@ let package = Package(
                            "HealthProbeSimulator", "HealthProbeTestSupport",
                            .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
                            .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOTestUtils", package: "swift-nio"),
-                           .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                           .product(name: "NIOConcurrencyHelpers", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
                            .product(name: "GRDB", package: "GRDB.swift"), .product(name: "NIOSSL", package: "swift-nio-ssl")],
             swiftSettings: strict
         ),

@@ -106,6 +106,7 @@ public struct WebServer: Sendable {
         addAdminRoutes(router)
         addExportRoutes(router)
         addAPIRoutes(router)
+        addAlertAPIRoutes(router)
         return router
     }
 

@@ -87,6 +87,11 @@ struct Serve: AsyncParsableCommand {
                 announce("dashboard on https://\(shown):\(port)/")
             }))
         }
+        // Alerts: evaluated every minute, delivered through the registry's outbox (docs/alerts.md).
+        var alertSettings = AlertService<ContinuousClock>.Settings()
+        if let webAddress = web ?? settings.webListen { alertSettings.pageBase = "https://\(webAddress)" }
+        services.append(.init(service: AlertService(registry: try options.store.registry(), sender: .shared, settings: alertSettings,
+                                                    clock: ContinuousClock(), now: { Date().timeIntervalSince1970 }, logger: Logger(label: "healthprobe.alerts"), metrics: serverMetrics)))
         let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
         logger.info("sync server stopped")

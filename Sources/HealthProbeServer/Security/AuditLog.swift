@@ -34,6 +34,10 @@ public enum Audit {
         case chainShare = "chain.share"
         case chainUnshare = "chain.unshare"
         case verify
+        case alertChannelAdd = "alert.channel.add"
+        case alertChannelRemove = "alert.channel.remove"
+        case alertAck = "alert.ack"
+        case alertSnooze = "alert.snooze"
     }
 
     public struct Entry: Sendable, Codable, Equatable {

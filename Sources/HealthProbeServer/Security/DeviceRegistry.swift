@@ -107,6 +107,7 @@ public final class DeviceRegistry: Sendable {
         m.registerMigration("v3 web sessions") { db in try WebSessions.migrate(db) }
         m.registerMigration("v4 chain contacts") { db in try ChainContact.migrate(db) }
         m.registerMigration("v5 audit log") { db in try Audit.migrate(db) }
+        m.registerMigration("v6 alerts") { db in try AlertTables.migrate(db) }
         return m
     }
 

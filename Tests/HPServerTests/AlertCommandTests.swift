@@ -1,0 +1,33 @@
+import Foundation
+import Testing
+import HealthProbeTestSupport
+
+/// `hp-server alert channel ...` and `hp-server alert list`: checked input, secrets never
+/// printed back, actions in the audit log.
+@Suite("hp-server alert")
+struct AlertCommandTests {
+    @Test("channel add, list (table and JSON), remove; bad targets refused with a reason")
+    func channels() throws {
+        let data = TempDir()
+        #expect(try hpServer(["init", "--data", data.path]).0 == 0)
+        #expect(try runTool("hp-server", ["person", "add", "ann", "--role", "admin", "--password-stdin", "--bcrypt-cost", "4", "--data", data.path],
+                            stdin: "a-long-enough-password\n").0 == 0)
+        let secret = "ann-secret-0123456789-WXYZ"
+        let added = try hpServer(["alert", "channel", "add", "--data", data.path, "--person", "ann", "--webhook", "https://hooks.example/hp", "--secret", secret])
+        #expect(added.0 == 0 && added.1.contains("channel 1 for ann"))
+        #expect(try hpServer(["alert", "channel", "add", "--data", data.path, "--person", "ann", "--ntfy", "https://ntfy.example/ann"]).0 == 0)
+        let bad = try hpServer(["alert", "channel", "add", "--data", data.path, "--person", "ann", "--webhook", "ftp://x"])
+        #expect(bad.0 != 0 && bad.2.contains("http:// or https://"))
+        #expect(try hpServer(["alert", "channel", "add", "--data", data.path, "--person", "ann", "--ntfy", "https://a/b", "--email", "a@b.org"]).0 != 0)
+        let table = try hpServer(["alert", "channel", "list", "--data", data.path])
+        #expect(table.0 == 0 && table.1.contains("…WXYZ") && !table.1.contains(secret) && table.1.contains("ntfy"))
+        let json = try hpServer(["alert", "channel", "list", "--data", data.path, "--json"])
+        let list = try #require(try JSONSerialization.jsonObject(with: Data(json.1.utf8)) as? [[String: Any]])
+        #expect(list.count == 2 && list.first?["secret_hint"] as? String == "…WXYZ")
+        #expect(try hpServer(["alert", "channel", "remove", "1", "--data", data.path, "--person", "ann"]).0 == 0)
+        #expect(try hpServer(["alert", "channel", "remove", "1", "--data", data.path, "--person", "ann"]).0 != 0)
+        #expect(try hpServer(["alert", "list", "--data", data.path]).1.contains("no alerts"))
+        let audit = try hpServer(["audit", "--data", data.path, "--json"]).1
+        #expect(audit.contains("alert.channel.add") && audit.contains("alert.channel.remove") && !audit.contains(secret))
+    }
+}
