@@ -239,10 +239,12 @@ let package = Package(
             swiftSettings: strict + (fuzzing ? [.define("HP_FUZZ"), .unsafeFlags(["-sanitize=fuzzer"])] : []),
             linkerSettings: fuzzing ? [.unsafeFlags(["-sanitize=fuzzer", "-use-ld=lld"])] : []
         ),
+        // Test processes apply the executables' process settings when they load (ProcessSettings).
+        .target(name: "HPTestProcessSettings", dependencies: ["HPSQLiteConfig", "HPFileSync"], path: "Tests/HPTestProcessSettings"),
         // Helpers shared by the test targets (temporary homes, repository files, the CLIs).
         .target(
             name: "HealthProbeTestSupport",
-            dependencies: ["HealthProbeCanonical", "HealthProbeArchive", "HealthProbeSimulator", "HealthProbeImport",
+            dependencies: ["HealthProbeCanonical", "HealthProbeArchive", "HealthProbeSimulator", "HealthProbeImport", "HPTestProcessSettings",
                            .product(name: "GRDB", package: "GRDB.swift")],
             path: "Tests/HealthProbeTestSupport",
             swiftSettings: strict

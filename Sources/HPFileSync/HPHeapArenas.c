@@ -8,13 +8,13 @@
 static int arena_limit = 0;
 static long mmap_threshold = 0;
 
-// Runs when the program loads, before main and before any thread exists: glibc
+// Called by the executables at start (`ProcessSettings.apply`), never when a library
+// loads: glibc
 // gives each thread that meets contention an arena of its own (up to 8 per core)
 // and keeps what those arenas freed, so worker threads that take turns held
 // 80-190 MB more than the work needed (docs/decisions/2026-11-25-heap-arenas.md).
 // One arena per core, at least two and at most eight. An explicit
 // MALLOC_ARENA_MAX (or GLIBC_TUNABLES) is left as the user set it.
-__attribute__((constructor))
 static void hp_limit_heap_arenas(void) {
 #if defined(__GLIBC__)
     if (getenv("MALLOC_ARENA_MAX") != NULL || getenv("GLIBC_TUNABLES") != NULL) return;
@@ -24,18 +24,22 @@ static void hp_limit_heap_arenas(void) {
 #endif
 }
 
-// Also at load: blocks of 1 MiB or more are always mapped on their own and unmapped
+// Also at start: blocks of 1 MiB or more are always mapped on their own and unmapped
 // when freed. glibc's default threshold moves up to the size of each mapped block
 // freed (up to 32 MiB), after which part buffers of 1-8 MiB came from the arenas and
 // stayed there: the server's peak in a first sync of 1M samples was 167-193 MB with it,
 // 150 MB with the threshold fixed (docs/decisions/2026-11-25-heap-arenas.md, amended).
 // An explicit MALLOC_MMAP_THRESHOLD_ (or GLIBC_TUNABLES) is left as the user set it.
-__attribute__((constructor))
 static void hp_fix_mmap_threshold(void) {
 #if defined(__GLIBC__)
     if (getenv("MALLOC_MMAP_THRESHOLD_") != NULL || getenv("GLIBC_TUNABLES") != NULL) return;
     if (mallopt(M_MMAP_THRESHOLD, 1 << 20) == 1) mmap_threshold = 1 << 20;
 #endif
+}
+
+void hp_heap_apply_limits(void) {
+    hp_limit_heap_arenas();
+    hp_fix_mmap_threshold();
 }
 
 int hp_heap_arena_limit(void) { return arena_limit; }

@@ -10,4 +10,10 @@ struct HPBench: AsyncParsableCommand {
         version: HealthProbeVersion.current,
         subcommands: [CaptureBench.self, ImportBench.self, SyncBench.self, HouseholdBench.self, ApplyBench.self, NormalizeBench.self, AnalyzeBench.self, ExportBench.self, WebBench.self]
     )
+
+    /// Applies the process-wide settings (`ProcessSettings`), then runs the command.
+    static func main() async {
+        ProcessSettings.apply()
+        await main(nil)
+    }
 }

@@ -27,6 +27,7 @@ public func testOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
 @main
 struct HPFuzz {
     static func main() {
+        FuzzProcess.applySettings()
         let env = ProcessInfo.processInfo.environment
         if let out = env["HP_FUZZ_WRITE_SEEDS"] {
             let vectors = URL(fileURLWithPath: env["HP_FUZZ_VECTORS"] ?? "Protocol/vectors")
@@ -60,6 +61,7 @@ struct HPFuzz {
 @main
 struct HPFuzz {
     static func main() {
+        FuzzProcess.applySettings()
         let args = Array(CommandLine.arguments.dropFirst())
         guard let name = args.first, let target = FuzzTarget(rawValue: name), args.count > 1 else {
             print("usage: hp-fuzz \(FuzzTarget.allCases.map(\.rawValue).joined(separator: "|")) PATH...  (scripts/fuzz runs libFuzzer)")

@@ -14,6 +14,12 @@ struct HPNode: AsyncParsableCommand {
 
     /// Accepts `hp-node --home DIR <command>`; subcommands share the same group.
     @OptionGroup var options: HomeOptions
+
+    /// Applies the process-wide settings (`ProcessSettings`), then runs the command.
+    static func main() async {
+        ProcessSettings.apply()
+        await main(nil)
+    }
 }
 
 /// Options every `hp-node` command takes.

@@ -15,6 +15,12 @@ struct HPServer: AsyncParsableCommand {
         version: HealthProbeVersion.current,
         subcommands: [Init.self, PersonCommand.self, Enroll.self, Revoke.self, Devices.self, Serve.self, Apply.self, Chains.self, Bundles.self, Digest.self, ServerVerify.self, ServerCompact.self, HouseholdCommand.self, AuditCommand.self]
     )
+
+    /// Applies the process-wide settings (`ProcessSettings`), then runs the command.
+    static func main() async {
+        ProcessSettings.apply()
+        await main(nil)
+    }
 }
 
 /// Options every `hp-server` command takes.

@@ -46,7 +46,7 @@ public enum ArchiveFixtureV8 {
     /// Writes the schema-8 archive file at `path` (from the dump; WAL mode, as archives are).
     public static func writeArchive(to path: String) throws {
         let dump = try String(contentsOf: directory.appendingPathComponent("archive.sql"), encoding: .utf8)
-        SQLiteSetup.ensure()  // before this process's first connection, or the setting cannot apply
+        ProcessSettings.apply()  // before this process's first connection, or the setting cannot apply
         let queue = try DatabaseQueue(path: path)
         try queue.writeWithoutTransaction { db in
             try db.execute(sql: dump)
@@ -65,7 +65,7 @@ public enum ArchiveFixtureV8 {
 
     /// The schema version the archive at `path` records.
     public static func schemaVersion(_ path: String) throws -> Int? {
-        SQLiteSetup.ensure()
+        ProcessSettings.apply()
         return try DatabaseQueue(path: path).read { db in try Int.fetchOne(db, sql: "SELECT max(version) FROM schema_migrations") }
     }
 

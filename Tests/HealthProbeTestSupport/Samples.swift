@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import HealthProbeArchive
+@testable import HealthProbeArchive
 
 public let heartRate = SampleTypeDescriptor("HKQuantityTypeIdentifierHeartRate", displayName: "Heart Rate", category: .quantity)
 public let steps = SampleTypeDescriptor("HKQuantityTypeIdentifierStepCount", displayName: "Steps", category: .quantity)
@@ -40,13 +40,13 @@ public func events(_ node: NodeArchive, observation: Int64) throws -> [String: I
 /// A plain GRDB queue on `path`, opened only after the process-wide SQLite
 /// settings are applied (tests run in parallel; whichever opens first decides).
 public func rawQueue(_ path: String) throws -> DatabaseQueue {
-    SQLiteSetup.ensure()
+    ProcessSettings.apply()
     return try DatabaseQueue(path: path)
 }
 
 /// A plain GRDB pool on `path`, opened after the process-wide SQLite settings.
 public func rawPool(_ path: String) throws -> DatabasePool {
-    SQLiteSetup.ensure()
+    ProcessSettings.apply()
     return try DatabasePool(path: path)
 }
 

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import HealthProbeArchive
+@testable import HealthProbeArchive
 import HealthProbeSimulator
 
 /// A throw-away home directory removed when the value is released.
@@ -11,7 +11,7 @@ public final class TempHome {
 
     public init() {
         // Before any test opens SQLite directly (the settings apply only before the first connection).
-        SQLiteSetup.ensure()
+        ProcessSettings.apply()
         root = NSTemporaryDirectory() + "hp-test-" + UUID().uuidString
         home = ArchiveHome(root: root)
     }

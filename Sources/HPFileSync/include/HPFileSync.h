@@ -11,13 +11,18 @@ int hp_start_writeback(int fd, long long offset, long long length);
 /// returns 1 when some was released. Elsewhere it does nothing and returns 0.
 int hp_trim_heap(void);
 
-/// The number of heap arenas the process was limited to when it loaded
-/// (glibc; one per core, 2 to 8), or 0 when it was not (another C library, or
-/// MALLOC_ARENA_MAX / GLIBC_TUNABLES set by the user).
+/// Limits the heap arenas (one per core, 2 to 8) and fixes the mmap threshold at
+/// 1 MiB (glibc), unless the user set the allocator's own variables. Called once by
+/// each executable at start (`ProcessSettings.apply`), before its threads exist.
+void hp_heap_apply_limits(void);
+
+/// The number of heap arenas the process was limited to at start
+/// (glibc; one per core, 2 to 8), or 0 when it was not (not applied, another C
+/// library, or MALLOC_ARENA_MAX / GLIBC_TUNABLES set by the user).
 int hp_heap_arena_limit(void);
 
 /// The fixed threshold (bytes) from which the allocator maps each block on its own
-/// (set when the program loaded, 1 MiB), or 0 when it was not set (another C library,
+/// (set at start, 1 MiB), or 0 when it was not set (not applied, another C library,
 /// or MALLOC_MMAP_THRESHOLD_ / GLIBC_TUNABLES set by the user).
 long hp_heap_mmap_threshold(void);
 

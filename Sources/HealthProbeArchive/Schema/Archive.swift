@@ -8,7 +8,7 @@ import Logging
 /// opening for writing marks observations a crash left `running` as `interrupted`.
 public final class Archive: Sendable {
     /// The database (a pool on disk, a queue in memory).
-    public let writer: any DatabaseWriter
+    let writer: any DatabaseWriter
     /// The file path, or `nil` in memory.
     public let path: String?
     public let logger: Logger
@@ -39,7 +39,6 @@ public final class Archive: Sendable {
         }
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let lock = mode == .readWrite ? try FileLock(path: path + ".lock") : nil
-        SQLiteSetup.ensure()
         var config = Configuration()
         config.foreignKeysEnabled = true
         // Read-only opens are read-only connections: they take no write lock, run no
@@ -81,7 +80,6 @@ public final class Archive: Sendable {
 
     /// An in-memory archive (tests).
     public static func inMemory(clock: any ArchiveClock = SystemClock()) throws -> Archive {
-        SQLiteSetup.ensure()
         var config = Configuration()
         config.foreignKeysEnabled = true
         let queue = try DatabaseQueue(configuration: config)

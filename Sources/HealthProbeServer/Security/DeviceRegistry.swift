@@ -64,7 +64,6 @@ public final class DeviceRegistry: Sendable {
         // WAL: one sync per commit (the rollback journal took several) while the
         // server records a sync per bundle, and readers (`hp-server summary`) never wait.
         config.journalMode = .wal
-        SQLiteSetup.ensure()
         database = try DatabasePool(path: path, configuration: config)
         try Self.migrator.migrate(database)
     }
