@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import HealthProbeArchive
 import HealthProbeCanonical
 
@@ -69,7 +68,7 @@ enum BundleFuzzer {
         }
         let bundle = [header] + Array(items) + [trailer]
         guard let (template, replica) = replicas else { return "cannot create an in-memory replica" }
-        do { try template.writer.backup(to: replica.writer) } catch { return "cannot reset the scratch replica: \(error)" }
+        do { try template.copy(over: replica) } catch { return "cannot reset the scratch replica: \(error)" }
         let outcome: BundleApplier.Outcome
         do {
             outcome = try BundleApplier.apply(replica, lines: bundle, manifestHash: hash, now: 1_767_225_600)
@@ -102,10 +101,7 @@ enum BundleFuzzer {
 
     /// A refused bundle must leave nothing behind.
     static func unchanged(_ replica: Archive) -> String? {
-        let stored = try? replica.writer.read { db in
-            try Int.fetchOne(db, sql: "SELECT (SELECT count(*) FROM observations) + (SELECT count(*) FROM bundle_log) + (SELECT count(*) FROM samples)")
-        }
-        guard let rows = stored ?? nil else { return "the replica cannot be read after a refused bundle" }
+        guard let rows = try? replica.storedRowCount() else { return "the replica cannot be read after a refused bundle" }
         return rows == 0 ? nil : "a refused bundle left \(rows) rows behind"
     }
 }

@@ -298,15 +298,7 @@ public final class AppleHealthImporter {
 
     /// Types that earlier import observations of this chain had runs for.
     private func typesOfEarlierImports(excluding obs: Int64) throws -> [String] {
-        let chain = node.deviceChainID
-        return try node.archive.writer.read { db in
-            try String.fetchAll(db, sql: """
-                SELECT DISTINCT st.type_identifier FROM observation_type_runs t
-                JOIN observations o ON o.id = t.observation_id JOIN sample_types st ON st.id = t.sample_type_id
-                WHERE o.trigger_reason = 'import' AND o.device_chain_id = ? AND o.id != ? AND t.status IN ('completed', 'needs_review')
-                ORDER BY 1
-                """, arguments: [chain, obs])
-        }
+        try node.archive.typesOfEarlierImports(chain: node.deviceChainID, excluding: obs)
     }
 
     /// Records without UUIDs cannot keep an identity across a value edit: the
@@ -314,77 +306,36 @@ public final class AppleHealthImporter {
     /// disappeared and one appeared sample of the same type and time window
     /// (the semantic fingerprint) count as one edited record.
     private func matchEdits(_ obs: Int64) throws -> Int {
-        try node.archive.writer.read { db in
-            // Driven from what disappeared (usually few): the appeared side is counted per
-            // disappeared key through the semantic index, not grouped over every appearance
-            // (a first import's million appearances took seconds to group for nothing).
-            // The index holds each fingerprint's first 8 bytes (schema 11): the prefix finds
-            // the candidates, the whole fingerprint in the row decides. INDEXED BY and CROSS
-            // JOIN: SQLite otherwise drives this subquery from every appeared event of the
-            // observation, once per disappeared key (160 s for a 1% re-import of 1M).
-            try Int.fetchOne(db, sql: """
-                WITH d AS (SELECT s.sample_type_id AS t, s.semantic_fingerprint AS k, count(*) AS n
-                           FROM sample_observation_events e JOIN samples s ON s.id = e.sample_id
-                           WHERE e.observation_id = ?1 AND e.event_kind = \(EventKind.disappeared.sql) AND s.semantic_fingerprint IS NOT NULL GROUP BY 1, 2)
-                SELECT ifnull(sum(min(d.n, (SELECT count(*) FROM samples s INDEXED BY idx_samples_type_semantic
-                                              CROSS JOIN sample_observation_events e
-                                                ON e.observation_id = ?1 AND e.sample_id = s.id AND e.event_kind = \(EventKind.appeared.sql)
-                                            WHERE s.sample_type_id = d.t AND substr(s.semantic_fingerprint, 1, 8) = substr(d.k, 1, 8)
-                                              AND s.semantic_fingerprint = d.k))), 0)
-                FROM d
-                """, arguments: [obs]) ?? 0
-        }
+        try node.archive.semanticEditPairs(observation: obs)
     }
 
     // MARK: relationships
 
     private func prepareRelationTable() throws {
-        try node.archive.writer.write { db in
-            try db.execute(sql: """
-                CREATE TEMP TABLE IF NOT EXISTS hp_import_relations(
-                    parent_type TEXT NOT NULL, parent_fp BLOB NOT NULL, child_type TEXT NOT NULL, child_fp BLOB NOT NULL,
-                    kind TEXT NOT NULL, also_emitted INTEGER NOT NULL, child_json TEXT);
-                DELETE FROM temp.hp_import_relations;
-                """)
-        }
+        try node.archive.prepareImportRelations()
     }
 
     private func savePendingRelations(_ state: State) throws {
         guard !state.pendingRelations.isEmpty else { return }
         let normalizer = SampleNormalizer(hasher: node.hasher)
-        var rows: [[DatabaseValueConvertible?]] = []
+        var rows: [ImportRelation] = []
         for (parent, child) in state.pendingRelations {
             let p = try normalizer.normalize(parent.sample, typeIdentifier: parent.typeIdentifier)
             let c = try normalizer.normalize(child.sample, typeIdentifier: child.typeIdentifier)
             let childJSON: String? = child.alsoEmitted ? nil : String(decoding: try JSONEncoder().encode(CodableSample(child.sample)), as: UTF8.self)
-            // Fingerprints as the archive stores them (32-byte blobs), so the joins below compare like with like.
-            rows.append([parent.typeIdentifier, StoredHash.databaseValue(try SampleEncoding.strictFingerprintHash(p, occurrence: 0)), child.typeIdentifier,
-                         StoredHash.databaseValue(try SampleEncoding.strictFingerprintHash(c, occurrence: 0)), child.kind.rawValue, child.alsoEmitted ? 1 : 0, childJSON])
+            rows.append(ImportRelation(parentType: parent.typeIdentifier, parentFingerprint: try SampleEncoding.strictFingerprintHash(p, occurrence: 0),
+                                       childType: child.typeIdentifier, childFingerprint: try SampleEncoding.strictFingerprintHash(c, occurrence: 0),
+                                       kind: child.kind.rawValue, alsoEmitted: child.alsoEmitted, childJSON: childJSON))
         }
         state.pendingRelations.removeAll(keepingCapacity: true)
-        try node.archive.writer.write { db in
-            for r in rows {
-                try db.execute(sql: "INSERT INTO temp.hp_import_relations VALUES (?, ?, ?, ?, ?, ?, ?)", arguments: StatementArguments(r))
-            }
-        }
+        try node.archive.saveImportRelations(rows)
     }
 
     /// Correlation members normally also appear at top level; any that did not
     /// are written to their type's run so nothing in the file is lost.
     private func writeMissingMembers(state: State, session: CaptureSession, pipeline: PipelinedPageWriter) throws {
         try savePendingRelations(state)
-        // Temporary tables live on the writer connection.
-        let obs = session.observationID
-        let missing: [(String, String)] = try node.archive.writer.write { db in
-            try Row.fetchAll(db, sql: """
-                SELECT DISTINCT r.child_type, r.child_json FROM temp.hp_import_relations r
-                WHERE r.also_emitted = 0 AND NOT EXISTS (
-                    SELECT 1 FROM samples s JOIN sample_types st ON st.id = s.sample_type_id
-                    JOIN observation_type_runs t ON t.observation_id = ? AND t.sample_type_id = s.sample_type_id
-                    JOIN \(session.seenTable) x ON x.sample_id = s.id AND x.type_run_id = t.id
-                    WHERE st.type_identifier = r.child_type AND \(SampleIndexes.fingerprintMatches("s.strict_fingerprint", "r.child_fp")))
-                """, arguments: [obs]).map { ($0[0], $0[1]) }
-        }
+        let missing = try node.archive.missingImportMembers(observation: session.observationID, seenTable: session.seenTable)
         guard !missing.isEmpty else { return }
         logger.info("correlation members missing at top level were archived", metadata: ["import.count": "\(missing.count)"])
         for (type, json) in missing {
@@ -398,23 +349,7 @@ public final class AppleHealthImporter {
     /// Records each relationship once, in the first observation that saw it.
     private func writeRelationships(state: State, session: CaptureSession) throws -> Int {
         try savePendingRelations(state)
-        let obs = session.observationID
-        return try node.archive.writer.write { db in
-            try db.execute(sql: """
-                INSERT OR IGNORE INTO sample_relationships(observation_id, source_sample_id, target_sample_id, relationship_kind)
-                SELECT DISTINCT ?, p.id, c.id, r.kind
-                FROM temp.hp_import_relations r
-                JOIN sample_types pt ON pt.type_identifier = r.parent_type
-                JOIN samples p ON p.sample_type_id = pt.id AND \(SampleIndexes.fingerprintMatches("p.strict_fingerprint", "r.parent_fp"))
-                JOIN sample_types ct ON ct.type_identifier = r.child_type
-                JOIN samples c ON c.sample_type_id = ct.id AND \(SampleIndexes.fingerprintMatches("c.strict_fingerprint", "r.child_fp"))
-                WHERE NOT EXISTS (SELECT 1 FROM sample_relationships x
-                                  WHERE x.source_sample_id = p.id AND x.target_sample_id = c.id AND x.relationship_kind = r.kind)
-                """, arguments: [obs])
-            let n = db.changesCount
-            try db.execute(sql: "DELETE FROM temp.hp_import_relations")
-            return n
-        }
+        return try node.archive.writeImportRelationships(observation: session.observationID)
     }
 
     // MARK: observation notes

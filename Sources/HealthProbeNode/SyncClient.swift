@@ -111,7 +111,7 @@ public struct SyncClient {
         let link = previous
         let building = ContinuousClock.now
         // Built straight into deflated parts (a second thread deflates while the next part is built).
-        let written = try await node.archive.writer.read { db in
+        let written = try await node.archive.readSnapshot { db in
             try OutboxBundle.write(db, observationID: obs, previousManifestHash: link, to: file)
         }
         let (hash, items, size, parts) = (written.manifestHash, written.trailer.itemCount, written.size, written.parts)
@@ -164,10 +164,7 @@ public struct SyncClient {
     func sendableObservations() async throws -> [Int64] {
         let chain = node.deviceChainID
         // Plain values, not rows: GRDB's async read needs a Sendable result.
-        let rows: [(id: Int64, running: Bool)] = try await node.archive.writer.read { db in
-            try Row.fetchAll(db, sql: "SELECT id, status FROM observations WHERE device_chain_id = ? ORDER BY id", arguments: [chain])
-                .map { ($0["id"], ($0["status"] as String) == "running") }
-        }
+        let rows = try await node.archive.observationsWithRunning(chain: chain)
         var out: [Int64] = []
         for r in rows {
             if r.running { break }
@@ -179,19 +176,14 @@ public struct SyncClient {
     /// The manifest hash of the bundle at `sequence`, from the node's log or by building.
     func manifestHash(upTo sequence: Int, observations: [Int64]) async throws -> String {
         let chain = node.deviceChainID
-        let logged = try await node.archive.writer.read { db in
-            try Row.fetchAll(db, sql: "SELECT sequence, manifest_hash FROM bundle_log WHERE device_chain_id = ? AND direction = 'sent' AND sequence <= ? ORDER BY sequence",
-                             arguments: [chain, sequence]).reduce(into: [Int: String]()) { $0[$1["sequence"]] = $1["manifest_hash"] }
-        }
+        let logged = try await node.archive.sentManifestHashes(chain: chain, upTo: sequence)
         if let h = logged[sequence] { return h }
         var previous: String?
         for seq in 1...sequence {
             if let h = logged[seq] { previous = h; continue }
             let obs = observations[seq - 1]
             let link = previous
-            previous = try await node.archive.writer.read { db in
-                try ObservationBundleBuilder.build(db, observationID: obs, previousManifestHash: link) { _, _, _ in }.2
-            }
+            previous = try await node.archive.manifestHash(observation: obs, previous: link)
         }
         return previous!
     }
@@ -199,12 +191,7 @@ public struct SyncClient {
     func recordAcknowledged(sequence: Int, observation: Int64, manifestHash: String, previous: String?, items: Int) async throws {
         let chain = node.deviceChainID
         let now = node.clock.now()
-        try await node.archive.writer.write { db in
-            try db.execute(sql: """
-                INSERT INTO bundle_log(device_chain_id, sequence, observation_id, manifest_hash, previous_manifest_hash, item_count, direction, recorded_at, acknowledged_at)
-                VALUES (?, ?, ?, ?, ?, ?, 'sent', ?, ?)
-                ON CONFLICT(device_chain_id, direction, sequence) DO UPDATE SET acknowledged_at = excluded.acknowledged_at
-                """, arguments: [chain, sequence, observation, manifestHash, previous, items, now, now])
-        }
+        try await node.archive.recordSent(chain: chain, sequence: sequence, observation: observation, manifestHash: manifestHash,
+                                          previous: previous, items: items, now: now)
     }
 }

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import HealthProbeArchive
 import HealthProbeProtocol
 
@@ -15,16 +14,15 @@ package final class ReplicaCache: @unchecked Sendable {
     private let lock = NSLock()
     private var open: [String: Archive] = [:]
     /// Each kept replica's second connection, for checkpoints and WAL cuts (opened on first use).
-    private var checkpointers: [String: DatabaseQueue] = [:]
+    private var checkpointers: [String: WALConnection] = [:]
     /// The last bundle applied to a kept replica by this server (sequence, manifest hash).
     private var applied: [String: (sequence: Int, manifestHash: String)] = [:]
     private var order: [String] = []
 
     package init(capacity: Int = ServerConfig.defaultKeptReplicas) { self.capacity = max(1, capacity) }
 
-    /// Set on both connections of a kept replica: neither checkpoints in a commit nor
-    /// cuts the WAL file; `checkpoint` and `cutWAL` do, outside the applies.
-    static let noWALWorkInCommits = "PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = -1"
+    // Both connections of a kept replica neither checkpoint in a commit nor cut the WAL
+    // file (`Archive.deferWALWork`, `WALConnection`); `checkpoint` and `cutWAL` do, outside the applies.
 
     /// The open replica of `chain`, opened with `opener` when not kept.
     package func replica(_ chain: String, opener: () throws -> Archive) throws -> Archive {
@@ -36,7 +34,7 @@ package final class ReplicaCache: @unchecked Sendable {
         let archive = try opener()
         // Checkpoints run after the acknowledgement (`checkpoint`), not inside the commit;
         // so does cutting a grown WAL file back (never in an apply's commit: see `checkpoint`).
-        try archive.writer.writeWithoutTransaction { try $0.execute(sql: Self.noWALWorkInCommits) }
+        try archive.deferWALWork()
         lock.withLock {
             open[chain] = archive
             touch(chain)
@@ -99,7 +97,7 @@ package final class ReplicaCache: @unchecked Sendable {
                 lock.withLock { pacedCount += 1 }
             }
         }
-        try connection.writeWithoutTransaction { _ = try $0.checkpoint(.passive) }
+        try connection.checkpoint()
     }
 
     /// The size of the WAL file of the database at `path` (0 when there is none).
@@ -112,14 +110,11 @@ package final class ReplicaCache: @unchecked Sendable {
     private var pacedCount = 0
 
     /// The kept replica's checkpoint connection, opened when first needed; nil when the replica is not kept.
-    private func checkpointer(_ chain: String) throws -> DatabaseQueue? {
+    private func checkpointer(_ chain: String) throws -> WALConnection? {
         guard let path = lock.withLock({ open[chain]?.path }) else { return nil }
         if let kept = lock.withLock({ checkpointers[chain] }) { return kept }
-        var config = Configuration()
-        config.busyMode = .timeout(10)
-        let connection = try DatabaseQueue(path: path, configuration: config)
         // Not cut by this connection's commits either (`cutWAL` sets its own limit per step).
-        try connection.writeWithoutTransaction { try $0.execute(sql: Self.noWALWorkInCommits) }
+        let connection = try WALConnection(path: path)
         return lock.withLock {
             // Kept only while its replica is (an eviction may have come in between).
             guard open[chain] != nil else { return connection }
@@ -143,19 +138,7 @@ package final class ReplicaCache: @unchecked Sendable {
         let size = Self.walBytes(path)
         guard size > keepWALBytes, let connection = try checkpointer(chain) else { return false }
         let target = max(keepWALBytes, size - stepBytes)
-        let restarted: Bool = try connection.writeWithoutTransaction { db in
-            let (frames, copied) = try db.checkpoint(.passive)
-            guard frames == copied else { return false }  // not all copied yet: a later turn
-            try db.execute(sql: "PRAGMA journal_size_limit = \(target)")
-            defer { try? db.execute(sql: "PRAGMA journal_size_limit = -1") }
-            try db.inTransaction(.immediate) {
-                try db.execute(sql: "INSERT INTO archive_metadata(key, value) VALUES ('wal-cut', '')")
-                try db.execute(sql: "DELETE FROM archive_metadata WHERE key = 'wal-cut'")
-                return .commit
-            }
-            _ = try db.checkpoint(.passive)
-            return true
-        }
+        let restarted = try connection.cutWALStep(targetBytes: target)
         let now = Self.walBytes(path)
         return restarted && now < size && now > keepWALBytes
     }

@@ -97,16 +97,14 @@ extension ServerStore {
             archive = try open()
         }
         if fresh {
-            try archive.writer.write { db in
-                try db.execute(sql: "UPDATE archive_metadata SET value = ? WHERE key = 'created_at'", arguments: [CanonicalDate.string(Date().timeIntervalSince1970)])
-            }
+            try archive.stampCreatedAt(Date().timeIntervalSince1970)
         }
         // Only `BundleApplier` writes a replica, and it resolves every reference a row
         // holds by looking the row up (or inserting it) first, refusing the bundle as
         // `unresolved` otherwise: SQLite's foreign-key checks on each insert (about 14
         // lookups per sample, 5% of an apply) could never fire. `hp-server verify`
         // still runs `PRAGMA foreign_key_check` on every replica.
-        try archive.writer.writeWithoutTransaction { try $0.execute(sql: "PRAGMA foreign_keys = OFF") }
+        try archive.disableForeignKeyChecks()
         try archive.prepareForApplies()
         return archive
     }
@@ -145,8 +143,7 @@ extension ServerStore {
     /// Migrates a new archive at `path` and closes it with its WAL checkpointed into the file.
     static func makeTemplate(at path: String) throws {
         let archive = try Archive.open(path: path, singleConnection: true)
-        try archive.writer.writeWithoutTransaction { _ = try $0.checkpoint(.truncate) }
-        try (archive.writer as? DatabaseQueue)?.close()
+        try archive.checkpointAndClose()
     }
 
     /// Syncs the file at `path` to disk.
@@ -165,10 +162,8 @@ extension ServerStore {
     public func status(_ chainHash: String) throws -> (Int, String?) {
         let path = replicaPath(chainHash.lowercased())
         guard FileManager.default.fileExists(atPath: path) else { return (0, nil) }
-        return try Self.readOnlyConnection(path).read { db in
-            let row = try Row.fetchOne(db, sql: "SELECT sequence, manifest_hash FROM bundle_log WHERE direction = 'received' ORDER BY sequence DESC LIMIT 1")
-            return (row?["sequence"] ?? 0, row?["manifest_hash"])
-        }
+        let last = try Self.readOnlyConnection(path).read(BundleLogRecord.lastReceived)
+        return (last?.sequence ?? 0, last?.manifestHash)
     }
 
     /// Removes a chain's directory (its replica and bundles): for a chain whose first
@@ -235,8 +230,7 @@ extension ServerStore {
             guard version < ArchiveMigrations.latestVersion else { continue }
             progress(chain)
             let archive = try Archive.open(path: path, durability: .full, singleConnection: true)
-            try archive.writer.writeWithoutTransaction { _ = try $0.checkpoint(.truncate) }
-            try (archive.writer as? DatabaseQueue)?.close()
+            try archive.checkpointAndClose()
             migrated += 1
         }
         return migrated
@@ -311,9 +305,7 @@ extension ServerStore {
         for name in names where name.hasSuffix(".jsonl.incoming") || name.hasSuffix(".jsonl.gz.incoming") {
             let path = dir + "/" + name
             guard let seq = Int(name.prefix(while: { $0.isNumber })) else { try? FileManager.default.removeItem(atPath: path); continue }
-            let logged = try replica.writer.read { db in
-                try Bool.fetchOne(db, sql: "SELECT 1 FROM bundle_log WHERE direction = 'received' AND sequence = ?", arguments: [seq]) ?? false
-            }
+            let logged = try replica.isBundleReceived(sequence: seq)
             if logged && storedBundlePath(chain, sequence: seq) == nil { try promote(path) }
             else { try? FileManager.default.removeItem(atPath: path) }
         }

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import HealthProbeArchive
 import HealthProbeProtocol
 import HealthProbeCanonical
@@ -38,10 +37,7 @@ public enum ServerVerifier {
     static func verify(_ store: ServerStore, chain: String, mode: ArchiveVerifier.Mode, subset: (Int, Int)?, serverRunning: Bool) throws -> ChainReport {
         let replica = try Archive.open(path: store.replicaPath(chain), mode: .readOnly)
         if !serverRunning { try store.recoverIncoming(chain, replica: replica) }
-        let log = try replica.writer.read { db in
-            try Row.fetchAll(db, sql: "SELECT sequence, manifest_hash, previous_manifest_hash FROM bundle_log WHERE direction = 'received' ORDER BY sequence")
-                .map { ($0[0] as Int, $0[1] as String, $0[2] as String?) }
-        }
+        let log = try replica.receivedBundleLinks().map { ($0.sequence, $0.manifestHash, $0.previous) }
         var checks: [IntegrityCheck] = []
         // Links: 1, 2, 3... each naming the previous manifest hash.
         var links: [String] = []
@@ -111,8 +107,8 @@ public enum ServerVerifier {
         let path = directory + "/replica.sqlite"
         try store.copyTemplate(to: path)
         let scratch = try Archive.open(path: path, singleConnection: true)
-        defer { try? (scratch.writer as? DatabaseQueue)?.close() }
-        try scratch.writer.writeWithoutTransaction { try $0.execute(sql: "PRAGMA foreign_keys = OFF") }
+        defer { try? scratch.close() }
+        try scratch.disableForeignKeyChecks()
         try scratch.prepareForApplies()
         var observation: Int64 = 0
         for entry in log {
@@ -134,11 +130,8 @@ public enum ServerVerifier {
             }
             observation = obs
         }
-        let replayed = try scratch.writer.read { db in try ChainStateDigest.compute(db, observationID: observation) }
-        let stored = try replica.writer.read { db -> ChainStateDigest.Result? in
-            guard let obs = try Int64.fetchOne(db, sql: "SELECT observation_id FROM bundle_log WHERE direction = 'received' AND sequence = ?", arguments: [last.0]) else { return nil }
-            return try ChainStateDigest.compute(db, observationID: obs)
-        }
+        let replayed = try scratch.chainState(observation: observation)
+        let stored = try replica.chainStateAfterReceived(sequence: last.0)
         guard let stored, stored.digest == replayed.digest, stored.visibleCount == replayed.visibleCount else {
             return IntegrityCheck(name: name, status: .problem, detail: "applied again, the \(log.count) stored bundle(s) give chain-state digest \(replayed.digest.prefix(16)) "
                                   + "(\(replayed.visibleCount) visible); the replica gives \(stored.map { "\($0.digest.prefix(16)) (\($0.visibleCount) visible)" } ?? "none")")

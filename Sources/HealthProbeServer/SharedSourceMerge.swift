@@ -18,13 +18,7 @@ extension HouseholdSummary {
         // The types each chain holds (its own type ids), among those asked for.
         var typeIDs: [[String: Int64]] = []
         for chain in chains {
-            typeIDs.append(try store.readReplica(chain) { db in
-                var ids: [String: Int64] = [:]
-                for row in try Row.fetchAll(db, sql: "SELECT type_identifier, id FROM sample_types WHERE ? IS NULL OR type_identifier = ?", arguments: [type, type]) {
-                    ids[row[0]] = row[1]
-                }
-                return ids
-            })
+            typeIDs.append(try store.readReplica(chain) { db in try SharedSourceQueries.typeIDs(db, type: type) })
         }
         var counts: [Int: [Int: [String: Int]]] = [:]
         let types = Set(typeIDs.flatMap(\.keys)).sorted()
@@ -81,17 +75,8 @@ struct FingerprintStream {
         if position < page.count { return page[position] }
         guard !exhausted else { return nil }
         let (typeID, after, limit) = (self.typeID, lastPrefix, pageSize)
-        let prefix = SampleIndexes.fingerprintPrefix("s.strict_fingerprint")
         page = try store.readReplica(chain) { db in
-            try Row.fetchAll(db, sql: """
-                SELECT s.strict_fingerprint FROM samples s
-                WHERE s.sample_type_id = ? AND (? IS NULL OR \(prefix) > ?)
-                  AND EXISTS (SELECT 1 FROM sample_visibility_ranges r WHERE r.sample_id = s.id AND r.last_observation_id IS NULL)
-                ORDER BY \(prefix) LIMIT ?
-                """, arguments: [typeID, after.map { Data($0) }, after.map { Data($0) }, limit]).map { row -> [UInt8] in
-                let data: Data = row[0]
-                return Array(data)
-            }
+            try SharedSourceQueries.visibleFingerprints(db, typeID: typeID, after: after, limit: limit)
         }
         position = 0
         if page.count < pageSize { exhausted = true }

@@ -43,17 +43,13 @@ public struct SimulatorCapture {
         let clock = ManualClock(SimulatedPerson.epoch)
         let node = try home.open(clock: clock, logger: logger)
         let person = SimulatedPerson(seed: options.seed)
-        let (storedSeed, storedDay): (String?, Int?) = try node.archive.writer.read { db in
-            (try String.fetchOne(db, sql: "SELECT value FROM archive_metadata WHERE key = ?", arguments: [seedKey]),
-             try String.fetchOne(db, sql: "SELECT value FROM archive_metadata WHERE key = ?", arguments: [dayKey]).flatMap { Int($0) })
-        }
+        let storedSeed = try node.archive.metadata(seedKey)
+        let storedDay = try node.archive.metadata(dayKey).flatMap { Int($0) }
         if let storedSeed, storedSeed != String(options.seed) {
             throw ArchiveError(.invalidInput, "this archive continues the simulated person with seed \(storedSeed); pass --seed \(storedSeed), or reset the archive to start another person")
         }
         let T = (storedDay ?? 0) + options.days
-        let captureNumber = try node.archive.writer.read { db in
-            try Int.fetchOne(db, sql: "SELECT count(*) FROM observations WHERE trigger_reason = 'simulator' AND device_chain_id = ?", arguments: [node.deviceChainID]) ?? 0
-        } + 1
+        let captureNumber = try node.archive.simulatorCaptureCount(chain: node.deviceChainID) + 1
         clock.set(SimulatedPerson.captureTime(at: T))
         let tz = person.timeZone(at: T)
         let context = ObservationContext(triggerReason: .simulator, osVersion: "17.1.2", timeZoneIdentifier: tz.identifier,
@@ -112,24 +108,13 @@ public struct SimulatorCapture {
             results.append(try run.complete(anchorAfter: anchor(T)))
         }
         let status = try session.finish()
-        try node.archive.writer.write { db in
-            try db.execute(sql: "INSERT INTO archive_metadata(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", arguments: [seedKey, String(options.seed)])
-            try db.execute(sql: "INSERT INTO archive_metadata(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", arguments: [dayKey, String(T)])
-        }
+        try node.archive.setMetadata([seedKey: String(options.seed), dayKey: String(T)])
         return Outcome(observationID: session.observationID, status: status, throughDay: T, runs: results)
     }
 
     /// The anchor of the type's last completed run in this chain.
     static func lastAnchor(_ node: NodeArchive, type: String) throws -> Int? {
-        let data = try node.archive.writer.read { db in
-            try Data.fetchOne(db, sql: """
-                SELECT t.anchor_after FROM observation_type_runs t
-                JOIN observations o ON o.id = t.observation_id
-                JOIN sample_types st ON st.id = t.sample_type_id
-                WHERE st.type_identifier = ? AND o.device_chain_id = ? AND t.status IN ('completed', 'needs_review') AND t.anchor_after IS NOT NULL
-                ORDER BY t.observation_id DESC LIMIT 1
-                """, arguments: [type, node.deviceChainID])
-        }
+        let data = try node.archive.lastAnchor(chain: node.deviceChainID, type: type)
         return parseAnchor(data.map { Array($0) })
     }
 }

@@ -43,10 +43,10 @@ struct DashboardQueries: Sendable {
         struct Replica { var bundles = 0; var lastSync: Double?; var latest: ObservationRow?; var visible = 0; var types = 0 }
         let r = try store.readReplica(chain) { db -> Replica in
             var r = Replica()
-            let log = try Row.fetchOne(db, sql: "SELECT count(*), max(recorded_at) FROM bundle_log WHERE direction = 'received'")
-            r.bundles = log?[0] ?? 0
-            r.lastSync = log?[1]
-            if let last = try Int64.fetchOne(db, sql: "SELECT max(id) FROM observations") {
+            let log = try BundleLogRecord.receivedSummary(db)
+            r.bundles = log.count
+            r.lastSync = log.lastRecordedAt
+            if let last = try ObservationQueries.latestID(db) {
                 r.latest = try ObservationQueries.list(db, afterID: last - 1, limit: 1).first
                 let summaries = try AggregateQueries.summaries(db, at: last)
                 r.visible = summaries.reduce(0) { $0 + $1.visibleRecordCount }
@@ -140,10 +140,10 @@ struct DashboardQueries: Sendable {
 
     func classified(_ chain: String, id: Int64) throws -> Dashboard.ObservationPage {
         try store.readReplica(chain) { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT observed_at, status FROM observations WHERE id = ?", arguments: [id]) else {
+            guard let row = try ObservationQueries.observedAtAndStatus(db, id: id) else {
                 throw WebError(.notFound, "no observation \(id) in this chain")
             }
-            let previous = try Int64.fetchOne(db, sql: "SELECT max(id) FROM observations WHERE id < ?", arguments: [id])
+            let previous = try ObservationQueries.previousID(db, before: id)
             let changes = try ObservationQueries.changes(db, observationID: id)
             var report: ChangeReport?
             if let previous { report = try ChangeClassifier.classify(db, diff: ObservationDiff.prepare(db, from: previous, to: id)) }
@@ -151,7 +151,7 @@ struct DashboardQueries: Sendable {
             let lossTypes = (report?.types ?? []).filter { $0.verdict == .loss }.map(\.typeIdentifier)
             return Dashboard.ObservationPage(
                 lossTypes: lossTypes, lossTypeNames: lossTypes.map(TypeCatalogue.name).joined(separator: ", "), hasLoss: !lossTypes.isEmpty,
-                chain: chain, observationID: id, observedAt: CanonicalDate.string(row["observed_at"]), status: row["status"],
+                chain: chain, observationID: id, observedAt: CanonicalDate.string(row.observedAt), status: row.status,
                 previousObservationID: previous,
                 changes: changes.map { c in
                     let k = byType[c.typeIdentifier]
@@ -179,7 +179,7 @@ struct DashboardQueries: Sendable {
             after = c
         }
         return try store.readReplica(chain) { db in
-            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM observations WHERE id = ?", arguments: [id]) != nil else {
+            guard try ObservationQueries.exists(db, id: id) else {
                 throw WebError(.notFound, "no observation \(id) in this chain")
             }
             let zone = try LocalDays.of(db, observation: id)
@@ -208,11 +208,11 @@ struct DashboardQueries: Sendable {
         let info = try registry.chainInfo(chain)
         let person = try registry.chainPerson(chain)
         return try store.readReplica(chain) { db in
-            guard let obs = try at ?? Int64.fetchOne(db, sql: "SELECT max(id) FROM observations") else {
+            guard let obs = try at ?? ObservationQueries.latestID(db) else {
                 return Dashboard.TypeSeries(chain: chain, chainShort: String(chain.prefix(12)), device: info.device, person: person, typeIdentifier: type,
                                             observationID: nil, clockOffsetSeconds: info.clockOffset, days: [])
             }
-            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM observations WHERE id = ?", arguments: [obs]) != nil else {
+            guard try ObservationQueries.exists(db, id: obs) else {
                 throw WebError(.notFound, "no observation \(obs) in this chain")
             }
             let days = try cache.value("days|\(chain)|\(type)|\(obs)|\(from ?? -1)|\(to ?? -1)") { try Self.days(db, at: obs, type: type, from: from, to: to) }

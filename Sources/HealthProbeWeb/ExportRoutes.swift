@@ -110,6 +110,7 @@ extension WebServer {
 }
 
 /// A file handle read by one download's body writer only.
+/// `@unchecked Sendable`: immutable (one `let`); one body writer reads the handle, never two at once.
 final class UncheckedHandle: @unchecked Sendable {
     let handle: FileHandle
     init(_ handle: FileHandle) { self.handle = handle }

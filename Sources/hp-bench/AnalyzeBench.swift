@@ -44,7 +44,7 @@ struct AnalyzeBench: AsyncParsableCommand {
         let perType = samples / types.count
         var results: [PhaseResult] = []
         try Self.prepare(node: node, clock: clock, samples: samples, pageSize: bench.pageSize, quiet: bench.json)
-        let (a, b) = try node.archive.writer.read { db in
+        let (a, b) = try node.archive.unsafeBenchmarkAccess.read { db in
             let ids = try Int64.fetchAll(db, sql: "SELECT id FROM observations ORDER BY id")
             return (ids[0], ids[1])
         }
@@ -58,7 +58,7 @@ struct AnalyzeBench: AsyncParsableCommand {
 
         // Diff of the two observations (1% apart): temp tables, counts, first page.
         let (diffCounts, diffSeconds) = try Measure.time { () throws -> [DiffTypeCount] in
-            try node.archive.writer.read { db in
+            try node.archive.unsafeBenchmarkAccess.read { db in
                 let d = try ObservationDiff.prepare(db, from: a, to: b)
                 let c = try d.counts(db)
                 _ = try d.page(db, limit: pageRows)
@@ -69,13 +69,13 @@ struct AnalyzeBench: AsyncParsableCommand {
         add("diff_1pct", rows: changes, seconds: diffSeconds, notes: "\(changes) changed samples between observations \(a) and \(b)")
 
         let (report, classifySeconds) = try Measure.time { () throws -> ChangeReport in
-            try node.archive.writer.read { db in try ChangeClassifier.classify(db, diff: ObservationDiff.prepare(db, from: a, to: b)) }
+            try node.archive.unsafeBenchmarkAccess.read { db in try ChangeClassifier.classify(db, diff: ObservationDiff.prepare(db, from: a, to: b)) }
         }
         add("classify_1pct", rows: changes, seconds: classifySeconds, notes: "labels: " + Set(report.types.flatMap(\.labels).map(\.rawValue)).sorted().joined(separator: ","))
 
         // Point-in-time pages: the first, and one 90% deep (cursor fetched outside the timing).
         let scope = SnapshotScope(observationID: b, typeIdentifier: types[types.count - 1].identifier)
-        let deepCursor = try node.archive.writer.read { db -> PointInTime.Cursor in
+        let deepCursor = try node.archive.unsafeBenchmarkAccess.read { db -> PointInTime.Cursor in
             let typeID = try Int64.fetchOne(db, sql: "SELECT id FROM sample_types WHERE type_identifier = ?", arguments: [scope.typeIdentifier!])!
             let fp = try String.fetchOne(db, sql: "SELECT lower(hex(strict_fingerprint)) FROM samples WHERE sample_type_id = ? ORDER BY \(SampleIndexes.fingerprintPrefix("strict_fingerprint")) LIMIT 1 OFFSET ?",
                                          arguments: [typeID, perType * 9 / 10])!
@@ -87,7 +87,7 @@ struct AnalyzeBench: AsyncParsableCommand {
             var best = Double.infinity
             var rows = 0
             for _ in 0..<5 {
-                let (n, t) = try Measure.time { () throws -> Int in try node.archive.writer.read { db in try PointInTime.page(db, s, after: cursor, limit: pageRows).rows.count } }
+                let (n, t) = try Measure.time { () throws -> Int in try node.archive.unsafeBenchmarkAccess.read { db in try PointInTime.page(db, s, after: cursor, limit: pageRows).rows.count } }
                 best = min(best, t)
                 rows = n
             }
@@ -96,7 +96,7 @@ struct AnalyzeBench: AsyncParsableCommand {
 
         // The full point-in-time stream at the later observation.
         let (streamed, streamSeconds) = try Measure.time { () throws -> Int in
-            try node.archive.writer.read { db in
+            try node.archive.unsafeBenchmarkAccess.read { db in
                 var n = 0
                 var checksum = 0.0
                 try PointInTime.stream(db, allTypes) { r in n += 1; checksum += r.numericValue ?? 0 }
@@ -107,9 +107,9 @@ struct AnalyzeBench: AsyncParsableCommand {
 
         // Aggregate rebuild (both observations, every type).
         let (_, rebuildSeconds) = try Measure.time { () throws -> Void in
-            try node.archive.writer.write { db in try Aggregates.rebuildAll(db, now: clock.now()) }
+            try node.archive.unsafeBenchmarkAccess.write { db in try Aggregates.rebuildAll(db, now: clock.now()) }
         }
-        let aggRows = try node.archive.writer.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM daily_type_aggregates") ?? 0 }
+        let aggRows = try node.archive.unsafeBenchmarkAccess.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM daily_type_aggregates") ?? 0 }
         add("aggregate_rebuild", rows: perType * types.count * 2, seconds: rebuildSeconds, notes: "\(aggRows) daily rows; samples counted once per observation")
         try Report.print(results, json: bench.json)
     }
@@ -119,7 +119,7 @@ struct AnalyzeBench: AsyncParsableCommand {
         let types = CaptureBench.types
         let perType = samples / types.count
         let marker = "bench.analyze.samples"
-        let existing = try node.archive.writer.read { db in try String.fetchOne(db, sql: "SELECT value FROM archive_metadata WHERE key = ?", arguments: [marker]) }
+        let existing = try node.archive.unsafeBenchmarkAccess.read { db in try String.fetchOne(db, sql: "SELECT value FROM archive_metadata WHERE key = ?", arguments: [marker]) }
         if existing != String(perType * types.count) {
             for gen in 0..<2 {
                 clock.advance(3600)
@@ -142,7 +142,7 @@ struct AnalyzeBench: AsyncParsableCommand {
                 }
                 if !quiet { FileHandle.standardError.write(Data("setup capture \(gen + 1): \(String(format: "%.1f", seconds)) s\n".utf8)) }
             }
-            try node.archive.writer.write { db in
+            try node.archive.unsafeBenchmarkAccess.write { db in
                 try db.execute(sql: "INSERT OR REPLACE INTO archive_metadata(key, value) VALUES (?, ?)", arguments: [marker, String(perType * types.count)])
             }
         }

@@ -61,7 +61,7 @@ struct ApplyBench: AsyncParsableCommand {
                 let node = try home.open(clock: clock)
                 let path = root + "/bundles/\(i)-\(round + 1).jsonl"
                 let link = previous[i]
-                let written = try await node.archive.writer.read { db in
+                let written = try await node.archive.unsafeBenchmarkAccess.read { db in
                     let obs = try Int64.fetchOne(db, sql: "SELECT max(id) FROM observations")!
                     return try BundleFile.write(db, observationID: obs, previousManifestHash: link, to: path)
                 }

@@ -111,10 +111,10 @@ extension ServerStore {
 
     /// Whether `replica` has `node`'s chain-state digest, each at its latest observation.
     static func digestsMatch(_ node: NodeArchive, _ replica: Archive) async throws -> Bool {
-        let nodeObs = try await node.archive.writer.read { db in try Int64.fetchOne(db, sql: "SELECT max(id) FROM observations")! }
-        let replicaObs = try await replica.writer.read { db in try Int64.fetchOne(db, sql: "SELECT max(id) FROM observations")! }
-        let a = try await node.archive.writer.read { db in try ChainStateDigest.compute(db, observationID: nodeObs) }
-        let b = try await replica.writer.read { db in try ChainStateDigest.compute(db, observationID: replicaObs) }
+        let nodeObs = try await node.archive.unsafeBenchmarkAccess.read { db in try Int64.fetchOne(db, sql: "SELECT max(id) FROM observations")! }
+        let replicaObs = try await replica.unsafeBenchmarkAccess.read { db in try Int64.fetchOne(db, sql: "SELECT max(id) FROM observations")! }
+        let a = try await node.archive.chainState(observation: nodeObs)
+        let b = try await replica.chainState(observation: replicaObs)
         return a == b
     }
 }

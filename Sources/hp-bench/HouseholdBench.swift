@@ -87,7 +87,7 @@ struct HouseholdBench: AsyncParsableCommand {
             for home in homes {
                 let node = try home.open(mode: .readOnly, clock: clock)
                 let replica = try Archive.open(path: store.replicaPath(node.deviceChainHash), mode: .readOnly)
-                let logged = try await replica.writer.read { db in
+                let logged = try await replica.unsafeBenchmarkAccess.read { db in
                     try Int.fetchOne(db, sql: "SELECT count(*) FROM bundle_log WHERE direction = 'received'")!
                 }
                 if logged != round + 1 { once = false }

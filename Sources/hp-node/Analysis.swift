@@ -9,8 +9,8 @@ import HealthProbeCLI
 func parseDate(_ text: String, option: String) throws -> Double { try CLIDate.parse(text, option: option) }
 
 /// The latest observation of the node's chain, or a clear error.
-func latestObservation(_ db: Database, _ node: NodeArchive) throws -> Int64 {
-    guard let id = try ObservationQueries.latestObservationID(db, chainID: node.deviceChainID) else {
+func latestObservation(_ node: NodeArchive) async throws -> Int64 {
+    guard let id = try await node.archive.latestObservationID(chain: node.deviceChainID) else {
         throw ArchiveError(.notFound, "the archive has no observations yet; run `hp-node capture --simulate` or `hp-node import`")
     }
     return id
@@ -53,17 +53,19 @@ struct Snapshot: AsyncParsableCommand {
         let node = try options.open(.readOnly)
         let fromDate = try from.map { try parseDate($0, option: "--from") }
         let toDate = try to.map { try parseDate($0, option: "--to") }
-        try await node.archive.writer.read { db in
-            let scope = SnapshotScope(observationID: try at ?? latestObservation(db, node), typeIdentifier: type, from: fromDate, to: toDate)
+        let observation: Int64
+        if let at { observation = at } else { observation = try await latestObservation(node) }
+        let scope = SnapshotScope(observationID: observation, typeIdentifier: type, from: fromDate, to: toDate)
+        do {
             if count {
-                let n = try PointInTime.count(db, scope)
+                let n = try await node.archive.visibleCount(scope)
                 if options.json { try Output.json(["observation_id": Int(scope.observationID), "count": n]) } else { print(n) }
                 return
             }
             if all {
                 var t = Self.table()
                 var n = 0
-                try PointInTime.stream(db, scope) { r in
+                try node.archive.streamVisible(scope) { r in
                     n += 1
                     if options.json { try Output.jsonLine(r) } else {
                         t.add(Self.cells(r))
@@ -73,7 +75,7 @@ struct Snapshot: AsyncParsableCommand {
                 if !options.json { print(t.render()) }
                 return
             }
-            let page = try PointInTime.page(db, scope, after: after.flatMap(PointInTime.Cursor.init(token:)), limit: limit)
+            let page = try await node.archive.visiblePage(scope, after: after.flatMap(PointInTime.Cursor.init(token:)), limit: limit)
             if options.json {
                 struct PageOut: Encodable { var observationId: Int64; var rows: [VisibleSample]; var next: String? }
                 try Output.json(PageOut(observationId: scope.observationID, rows: page.rows, next: page.next?.token))
@@ -109,10 +111,9 @@ struct Diff: AsyncParsableCommand {
 
     func run() async throws {
         let node = try options.open(.readOnly)
-        try await node.archive.writer.read { db in
-            let diff = try ObservationDiff.prepare(db, from: a, to: b)
-            let counts = try diff.counts(db)
-            let entries = details ? try diff.page(db, kind: kind.flatMap(DiffKind.init(rawValue:)), typeIdentifier: type, afterSampleID: after, limit: limit) : []
+        do {
+            let (counts, entries) = try await node.archive.diff(from: a, to: b, details: details, kind: kind.flatMap(DiffKind.init(rawValue:)),
+                                                                typeIdentifier: type, afterSampleID: after, limit: limit)
             if options.json {
                 struct Out: Encodable { var from: Int64; var to: Int64; var counts: [DiffTypeCount]; var entries: [DiffEntry]?; var nextAfter: Int64? }
                 try Output.json(Out(from: a, to: b, counts: counts, entries: details ? entries : nil,
@@ -150,15 +151,7 @@ struct Changes: AsyncParsableCommand {
 
     func run() async throws {
         let node = try options.open(.readOnly)
-        let report = try await node.archive.writer.read { db -> ChangeReport in
-            var from = a, to = b
-            if from == nil {
-                let last = try Int64.fetchAll(db, sql: "SELECT id FROM observations WHERE device_chain_id = ? ORDER BY id DESC LIMIT 2", arguments: [node.deviceChainID])
-                guard last.count == 2 else { throw ArchiveError(.notFound, "changes need two observations; the archive has \(last.count)") }
-                from = last[1]; to = last[0]
-            }
-            return try ChangeClassifier.classify(db, diff: ObservationDiff.prepare(db, from: from!, to: to!))
-        }
+        let report = try await node.archive.changeReport(chain: node.deviceChainID, from: a, to: b)
         if options.json { try Output.json(report); return }
         print("observation \(report.from) -> \(report.to)\(report.manyTypesShifting ? "  (many types shifted at once)" : "")")
         var t = TextTable(["type", "verdict", "labels", "before", "after", "appeared", "disappeared", "changed", "lost", "consolidated", "uncertain"],
@@ -186,9 +179,10 @@ struct Summary: AsyncParsableCommand {
 
     func run() async throws {
         let node = try options.open(.readOnly)
-        try await node.archive.writer.read { db in
-            let obs = try at ?? latestObservation(db, node)
-            let summaries = try AggregateQueries.summaries(db, at: obs, typeIdentifier: type)
+        do {
+            let obs: Int64
+            if let at { obs = at } else { obs = try await latestObservation(node) }
+            let summaries = try await node.archive.summaries(at: obs, typeIdentifier: type)
             guard let type else {
                 if options.json { try Output.json(summaries); return }
                 print("observation \(obs)")
@@ -201,11 +195,7 @@ struct Summary: AsyncParsableCommand {
                 return
             }
             guard let s = summaries.first else { throw ArchiveError(.notFound, "no aggregates for \(type) at observation \(obs)") }
-            let lastDay = LocalDays(identifier: try String.fetchOne(db, sql: "SELECT time_zone_identifier FROM observations WHERE id = ?", arguments: [obs]),
-                                    secondsFromGMT: try Int.fetchOne(db, sql: "SELECT time_zone_seconds_from_gmt FROM observations WHERE id = ?", arguments: [obs]))
-            let end = s.latestEndDate.map { lastDay.dayStart($0) } ?? 0
-            let from = end - Double(days - 1) * 86_400 - 7_200
-            let rows = try AggregateQueries.daily(db, at: obs, typeIdentifier: type, from: from)
+            let rows = try await node.archive.recentDays(at: obs, typeIdentifier: type, latestEnd: s.latestEndDate, days: days)
             if options.json { try Output.json(rows); return }
             print("\(type) at observation \(obs) (daily rows as of observation \(s.dailyBaseObservationID.map(String.init) ?? "-"))")
             var t = TextTable(["day start (UTC)", "hours", "records", "sum", "max", "source revision"], rightAligned: [1, 2, 3, 4])
@@ -230,7 +220,7 @@ struct Cache: AsyncParsableCommand {
             let node = try options.open(aggregates ? .readWrite : .readOnly)
             if aggregates {
                 let now = node.clock.now()
-                try await node.archive.writer.write { db in try Aggregates.rebuildAll(db, now: now) }
+                try await node.archive.rebuildAggregates(now: now)
             }
             let cache = try ArchiveCache.of(options.resolvedHome)
             try cache.rebuild(from: node)

@@ -18,12 +18,10 @@ struct Digest: AsyncParsableCommand {
     func run() async throws {
         let node = try options.open(.readOnly)
         let at = self.at
-        let (obs, r): (Int64, ChainStateDigest.Result) = try await node.archive.writer.read { db in
-            guard let obs = try at ?? ObservationQueries.latestObservationID(db, chainID: node.deviceChainID) else {
-                throw ArchiveError(.notFound, "the archive has no observations yet")
-            }
-            return (obs, try ChainStateDigest.compute(db, observationID: obs))
+        guard let found = try await node.archive.chainState(chain: node.deviceChainID, at: at) else {
+            throw ArchiveError(.notFound, "the archive has no observations yet")
         }
+        let (obs, r) = found
         if options.json {
             try Output.json(["observation_id": .number(Double(obs)), "digest": .string(r.digest), "visible_count": .int(r.visibleCount)] as [String: JSONValue])
             return
@@ -49,15 +47,7 @@ struct Bundle: AsyncParsableCommand {
         let node = try options.open(.readOnly)
         let chain = node.deviceChainID
         let at = self.at, path = out
-        let written: BundleFile.Written = try await node.archive.writer.read { db in
-            let ids = try Int64.fetchAll(db, sql: "SELECT id FROM observations WHERE device_chain_id = ? AND id <= ? ORDER BY id", arguments: [chain, at])
-            guard ids.last == at else { throw ArchiveError(.notFound, "no observation \(at) in this device chain; list them with `hp-node observations`") }
-            var previous: String?
-            for id in ids.dropLast() {
-                previous = try ObservationBundleBuilder.build(db, observationID: id, previousManifestHash: previous) { _, _, _ in }.2
-            }
-            return try BundleFile.write(db, observationID: at, previousManifestHash: previous, to: path)
-        }
+        let written = try await node.archive.writeBundle(chain: chain, observation: at, to: path)
         let (header, trailer, hash) = (written.header, written.trailer, written.manifestHash)
         if options.json {
             try Output.json(["manifest_hash": .string(hash), "sequence": .int(header.sequence), "item_count": .int(trailer.itemCount), "file": .string(path)] as [String: JSONValue])

@@ -8,6 +8,7 @@ import Glibc
 #endif
 
 /// Set by SIGINT while an export runs; the exporter polls it between items.
+/// `@unchecked Sendable`: `value` is read and written only under `lock`.
 final class CancelFlag: @unchecked Sendable {
     private let lock = NSLock()
     private var value = false

@@ -19,7 +19,7 @@ struct Init: AsyncParsableCommand {
     func run() async throws {
         let home = options.resolvedHome
         let node = try options.open()
-        let status = try await node.archive.writer.read { db in try ObservationQueries.status(db, chainID: node.deviceChainID) }
+        let status = try await node.archive.status(chain: node.deviceChainID)
         let r = Result(home: home.root, archive: home.archivePath, keyDirectory: home.keyStore.directory,
                        deviceChainHash: node.deviceChainHash, recoveredFromKeychain: status.recoveredFromKeychain,
                        schemaVersion: status.schemaVersion)

@@ -12,12 +12,10 @@ struct Show: AsyncParsableCommand {
 
     func run() async throws {
         let node = try options.open(.readOnly)
-        let (id, rows): (Int64, [TypeChangeRow]) = try await node.archive.writer.read { db in
-            guard let id = try observation ?? ObservationQueries.latestObservationID(db, chainID: node.deviceChainID) else {
-                throw ArchiveError(.notFound, "the archive has no observations yet; run `hp-node capture --simulate` or `hp-node import`")
-            }
-            return (id, try ObservationQueries.changes(db, observationID: id))
+        guard let found = try await node.archive.changes(chain: node.deviceChainID, observation: observation) else {
+            throw ArchiveError(.notFound, "the archive has no observations yet; run `hp-node capture --simulate` or `hp-node import`")
         }
+        let (id, rows) = found
         if options.json { try Output.json(rows); return }
         print("observation \(id)")
         var t = TextTable(["type", "run", "appeared", "disappeared", "changed", "deleted", "visible after"], rightAligned: [2, 3, 4, 5, 6])

@@ -14,7 +14,7 @@ struct Status: AsyncParsableCommand {
         let cache = try ArchiveCache.of(home)
         try cache.refresh(from: node)
         guard let s = try cache.status() else { throw ArchiveError(.invalidState, "the report cache has no status after a refresh; run `hp-node cache rebuild`") }
-        let storage = try await node.archive.writer.read(ArchiveCompaction.Storage.read)
+        let storage = try await node.archive.storage()
         if options.json { try Output.json(StatusOutput(status: s, storage: storage)); return }
         print("archive           \(home.archivePath)")
         print("schema version    \(s.schemaVersion)")

@@ -22,10 +22,7 @@ struct Verify: AsyncParsableCommand {
         if let cache = try? ArchiveCache.of(options.resolvedHome) {
             _ = try? cache.refresh(from: node)
             let now = node.clock.now()
-            _ = try? cache.write { db in
-                try db.execute(sql: "UPDATE cached_archive_health SET last_integrity_check_at = ?, last_integrity_status = ? WHERE id = 1",
-                               arguments: [now, report.ok ? "ok" : "problem"])
-            }
+            _ = try? cache.recordIntegrityCheck(at: now, ok: report.ok)
         }
         if options.json { try Output.json(report) } else {
             var t = TextTable(["check", "status", "detail"])

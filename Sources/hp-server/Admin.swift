@@ -17,14 +17,9 @@ struct Bundles: AsyncParsableCommand {
         let store = options.store
         let hash = try store.chain(matching: chain)
         let replica = try Archive.open(path: store.replicaPath(hash), mode: .readOnly)
-        let rows = try await replica.writer.read { db in
-            try GRDB.Row.fetchAll(db, sql: """
-                SELECT sequence, observation_id, manifest_hash, previous_manifest_hash, item_count, recorded_at FROM bundle_log
-                WHERE direction = 'received' ORDER BY sequence
-                """).map { r in
-                Entry(sequence: r[0], observationId: r[1], manifestHash: r[2], previousManifestHash: r[3], items: r[4], receivedAt: r[5],
-                      stored: store.storedBundlePath(hash, sequence: r[0]) != nil)
-            }
+        let rows = try await replica.receivedBundleLog().map { r in
+            Entry(sequence: r.sequence, observationId: r.observationID, manifestHash: r.manifestHash, previousManifestHash: r.previousManifestHash,
+                  items: r.itemCount, receivedAt: r.recordedAt, stored: store.storedBundlePath(hash, sequence: r.sequence) != nil)
         }
         if options.json { try Output.json(rows); return }
         print("chain \(hash)")

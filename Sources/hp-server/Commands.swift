@@ -42,11 +42,8 @@ struct Chains: AsyncParsableCommand {
         for chain in try options.store.chains() {
             let device = try registry.chainInfo(chain).device
             let replica = try Archive.open(path: options.store.replicaPath(chain), mode: .readOnly)
-            rows.append(try await replica.writer.read { db in
-                let r = try GRDB.Row.fetchOne(db, sql: "SELECT count(*) AS n, max(sequence) AS s, max(recorded_at) AS t FROM bundle_log WHERE direction = 'received'")
-                let last = try String.fetchOne(db, sql: "SELECT manifest_hash FROM bundle_log WHERE direction = 'received' ORDER BY sequence DESC LIMIT 1")
-                return Row(chain: chain, device: device, sequences: r?["n"] ?? 0, lastManifestHash: last, lastReceivedAt: r?["t"])
-            })
+            let r = try await replica.receivedBundles()
+            rows.append(Row(chain: chain, device: device, sequences: r.count, lastManifestHash: r.lastManifestHash, lastReceivedAt: r.lastRecordedAt))
         }
         if options.json { try Output.json(rows); return }
         var t = TextTable(["chain", "device", "bundles", "last manifest", "last received (UTC)"], rightAligned: [2])
@@ -71,12 +68,9 @@ struct Digest: AsyncParsableCommand {
         let chainHash = try store.chain(matching: chain)
         let replica = try Archive.open(path: store.replicaPath(chainHash), mode: .readOnly)
         let at = self.at
-        let (seq, r): (Int, ChainStateDigest.Result) = try await replica.writer.read { db in
-            let seq = try at ?? Int.fetchOne(db, sql: "SELECT max(sequence) FROM bundle_log WHERE direction = 'received'") ?? 0
-            guard let obs = try Int64.fetchOne(db, sql: "SELECT observation_id FROM bundle_log WHERE direction = 'received' AND sequence = ?", arguments: [seq]) else {
-                throw ArchiveError(.notFound, "chain \(chainHash.prefix(16)) has no bundle at sequence \(seq)")
-            }
-            return (seq, try ChainStateDigest.compute(db, observationID: obs))
+        let (seq, state) = try await replica.receivedChainState(at: at)
+        guard let r = state else {
+            throw ArchiveError(.notFound, "chain \(chainHash.prefix(16)) has no bundle at sequence \(seq)")
         }
         if options.json {
             try Output.json(["sequence": .int(seq), "digest": .string(r.digest), "visible_count": .int(r.visibleCount)] as [String: JSONValue])

@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 import Testing
 import HealthProbeTestSupport
-import HealthProbeArchive
+@testable import HealthProbeArchive
 
 /// `hp-node compact` killed while it writes the copy back: the archive is as it was.
 @Suite("Compaction crash safety")

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import HealthProbeArchive
+@testable import HealthProbeArchive
 
 /// Every row of the four sample tables, as SQLite quotes them, in rowid order.
 public func sampleTableRows(_ db: Database) throws -> [String] {

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import HealthProbeArchive
+@testable import HealthProbeArchive
 import HealthProbeCanonical
 
 /// Builds the bundle of `obs` as lines (header, items, trailer) and its manifest hash.

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import HealthProbeArchive
+@testable import HealthProbeArchive
 import HealthProbeImport
 
 /// Imports the export at `path` into the home a day after its last capture.

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import HealthProbeArchive
+@testable import HealthProbeArchive
 
 public let heartRate = SampleTypeDescriptor("HKQuantityTypeIdentifierHeartRate", displayName: "Heart Rate", category: .quantity)
 public let steps = SampleTypeDescriptor("HKQuantityTypeIdentifierStepCount", displayName: "Steps", category: .quantity)

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import HealthProbeArchive
+@testable import HealthProbeArchive
 import HealthProbeSimulator
 
 /// A throw-away home directory removed when the value is released.

@@ -3,8 +3,8 @@
 
 /// Turns off SQLite's memory-usage statistics (SQLITE_CONFIG_MEMSTATUS), which
 /// take one process-wide mutex on every allocation of every connection.
-/// Applied once, when the program loads (a constructor), so before SQLite is
-/// initialized; returns that result: SQLITE_OK, or SQLITE_MISUSE had it come too late.
+/// Applied once, by the executable before its first connection (`ProcessSettings.apply`);
+/// returns that result: SQLITE_OK, or SQLITE_MISUSE had it come too late.
 int hp_sqlite_disable_memstatus(void);
 
 #endif

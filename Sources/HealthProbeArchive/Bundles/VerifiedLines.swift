@@ -13,6 +13,7 @@ final class VerifiedLines: @unchecked Sendable {
     /// The verifier once every line went through it (set on the stage's thread before it ends).
     private let result = Result()
 
+    /// `@unchecked Sendable`: `verifier` is written on the stage's thread before it ends and read only after `join`, which waits for that end.
     private final class Result: @unchecked Sendable {
         var verifier: BundleVerifier?
     }

@@ -236,9 +236,9 @@ public final class ArchiveCache: Sendable {
         }
     }
 
-    /// Direct access for tests and repairs.
-    public func write<T>(_ body: (Database) throws -> T) throws -> T { try queue.write(body) }
-    public func read<T>(_ body: (Database) throws -> T) throws -> T { try queue.read(body) }
+    /// Direct access for tests (`@testable`); product code uses named methods.
+    func write<T>(_ body: (Database) throws -> T) throws -> T { try queue.write(body) }
+    func read<T>(_ body: (Database) throws -> T) throws -> T { try queue.read(body) }
 }
 
 /// One observation row of the cache.

@@ -65,6 +65,7 @@ public final class PipelinedPageWriter: @unchecked Sendable {
         var readyCount: Int { lock.withLock { ready.count } }
     }
 
+    /// `@unchecked Sendable`: immutable (one `let`).
     private final class NormalizerRef: @unchecked Sendable {
         let normalizer: SampleNormalizer
         init(_ n: SampleNormalizer) { normalizer = n }

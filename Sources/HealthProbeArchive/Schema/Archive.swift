@@ -8,7 +8,7 @@ import Logging
 /// opening for writing marks observations a crash left `running` as `interrupted`.
 public final class Archive: Sendable {
     /// The database (a pool on disk, a queue in memory).
-    public let writer: any DatabaseWriter
+    let writer: any DatabaseWriter
     /// The file path, or `nil` in memory.
     public let path: String?
     public let logger: Logger

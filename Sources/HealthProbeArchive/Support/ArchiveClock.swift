@@ -12,6 +12,7 @@ public struct SystemClock: ArchiveClock {
 }
 
 /// A clock that returns a fixed, settable time (tests, simulator).
+/// `@unchecked Sendable`: `value` is read and written only under `lock`.
 public final class ManualClock: ArchiveClock, @unchecked Sendable {
     private let lock = NSLock()
     private var value: Double

@@ -5,6 +5,7 @@ import Foundation
 /// `put` waits while full, `take` while empty. The producing side ends it with `close`
 /// (optionally with the error to deliver after the last element); the consuming side
 /// stops it with `cancel`, after which `put` throws the reason.
+/// `@unchecked Sendable`: every mutable property is read and written only under `condition`.
 public final class BoundedQueue<Element>: @unchecked Sendable {
     private let condition = NSCondition()
     /// A ring of `capacity` slots; a taken element's slot is emptied at once.

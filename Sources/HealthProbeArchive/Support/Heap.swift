@@ -6,8 +6,8 @@ public enum Heap {
     /// after a large piece of work whose buffers the allocator would otherwise keep.
     public static func trim() { _ = hp_trim_heap() }
 
-    /// How many heap arenas the process was limited to when it loaded (one per
-    /// core, 2 to 8), or nil when it was not: another C library, or the user set
+    /// How many heap arenas the process was limited to by `ProcessSettings.apply` (one
+    /// per core, 2 to 8), or nil when it was not: not applied, another C library, or the user set
     /// `MALLOC_ARENA_MAX` or `GLIBC_TUNABLES` (docs/decisions/2026-11-25-heap-arenas.md).
     public static var arenaLimit: Int? {
         let n = Int(hp_heap_arena_limit())
@@ -15,7 +15,7 @@ public enum Heap {
     }
 
     /// The size from which every allocation is mapped on its own and unmapped when
-    /// freed (1 MiB, fixed when the process loaded), or nil when it was not fixed.
+    /// freed (1 MiB, fixed by `ProcessSettings.apply`), or nil when it was not fixed.
     public static var mmapThreshold: Int? {
         let n = Int(hp_heap_mmap_threshold())
         return n > 0 ? n : nil

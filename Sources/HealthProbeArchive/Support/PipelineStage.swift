@@ -5,6 +5,7 @@ import Foundation
 /// An error of the producer is thrown by `next` after every element produced before
 /// it. `cancel` stops the producer (its next `emit` throws) and waits for its end.
 /// The body runs only on the stage's thread: what it captures moves there.
+/// `@unchecked Sendable`: immutable (`let` queue and semaphore); `BoundedQueue` locks its own state.
 public final class ProducerStage<Element>: @unchecked Sendable {
     private let queue: BoundedQueue<Element>
     private let ended = DispatchSemaphore(value: 0)
@@ -51,11 +52,13 @@ public final class ProducerStage<Element>: @unchecked Sendable {
 /// of `depth`: `submit` waits while `depth` elements wait. The first error of the body
 /// stops the stage: later submissions throw it, waiting elements are dropped, and
 /// `finish` throws it. The body runs only on the stage's thread.
+/// `@unchecked Sendable`: immutable (`let` queue, semaphore and state); `BoundedQueue` and `State` lock their own.
 public final class ConsumerStage<Element>: @unchecked Sendable {
     private let queue: BoundedQueue<Element>
     private let ended = DispatchSemaphore(value: 0)
     private let state: State
 
+    /// `@unchecked Sendable`: `failure` is read and written only under `lock`.
     private final class State: @unchecked Sendable {
         let lock = NSLock()
         var failure: (any Error)?

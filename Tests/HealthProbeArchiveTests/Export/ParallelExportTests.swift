@@ -38,7 +38,7 @@ struct ParallelExportTests {
     @Test("a pool with a single reader: the main body runs alone, the helper only after it, nothing waits forever")
     func singleReader() throws {
         let dir = TempDir()
-        SQLiteSetup.ensure()
+        ProcessSettings.apply()
         var config = Configuration()
         config.maximumReaderCount = 1
         let pool = try DatabasePool(path: dir.file("b.sqlite"), configuration: config)

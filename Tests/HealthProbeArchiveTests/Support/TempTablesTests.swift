@@ -9,7 +9,7 @@ struct TempTablesTests {
     @Test("made once per connection; asking again keeps the connection's prepared statements; in memory and on disk")
     func once() throws {
         let dir = TempDir()
-        SQLiteSetup.ensure()  // before this process's first connection, or the setting cannot apply
+        ProcessSettings.apply()  // before this process's first connection, or the setting cannot apply
         for queue in [try DatabaseQueue(), try DatabaseQueue(path: dir.file("t.sqlite"))] {
             try queue.write { db in
                 try db.ensureTempTable("hp_t", columns: "a INTEGER PRIMARY KEY, b TEXT")
