@@ -68,8 +68,13 @@ schemas = {
                  ["fired_at", "last_reminded_at", "acknowledged_by", "acknowledged_at", "snoozed_until", "resolved_at"]),
  "AlertChannel": optional_keys(S(id=integer, person=string, kind={"type": "string", "enum": ["webhook", "ntfy", "email"]}, target=string,
                  secret_hint=string, created_at=number), ["secret_hint"]),
- "NewAlertChannel": {"type": "object", "properties": {"kind": {"type": "string", "enum": ["webhook", "ntfy", "email"]}, "target": {"type": "string", "maxLength": 2048},
-                     "secret": {"type": "string", "minLength": 16, "maxLength": 256}}, "required": ["kind", "target"]},
+ # A webhook or ntfy channel takes an http(s) URL with a host; an email channel an address.
+ "NewAlertChannel": {"oneOf": [
+     {"type": "object", "properties": {"kind": {"type": "string", "enum": ["webhook", "ntfy"]},
+                                       "target": {"type": "string", "maxLength": 2048, "pattern": "^https?://[A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)*(/[A-Za-z0-9._~-]*)*$"},
+                                       "secret": {"type": "string", "minLength": 16, "maxLength": 256, "pattern": "^[\\x21-\\x7e]+$"}}, "required": ["kind", "target"], "additionalProperties": False},
+     {"type": "object", "properties": {"kind": {"type": "string", "enum": ["email"]},
+                                       "target": {"type": "string", "maxLength": 254, "pattern": "^[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)+$"}}, "required": ["kind", "target"], "additionalProperties": False}]},
  "AuditEntry": optional_keys(S(id=integer, at=number, actor=string, via={"type": "string", "enum": ["web", "api", "cli"]},
                  action={"type": "string", "enum": ["person.add", "person.role", "person.password", "person.remove", "device.token", "device.revoke",
                                                     "device.give", "chain.share", "chain.unshare", "verify",

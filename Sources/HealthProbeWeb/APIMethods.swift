@@ -14,7 +14,9 @@ struct APIMethods: RouterMiddleware {
         ("/api/v1/chains/*/shares/*", [.put, .delete]), ("/api/v1/admin/people", [.get, .post]),
         ("/api/v1/admin/people/*", [.delete]), ("/api/v1/admin/people/*/role", [.put]), ("/api/v1/admin/people/*/password", [.put]), ("/api/v1/admin/devices", [.get]),
         ("/api/v1/admin/tokens", [.post]), ("/api/v1/admin/devices/*/revoke", [.post]), ("/api/v1/admin/verify", [.post]),
-        ("/api/v1/admin/audit", [.get]),
+        ("/api/v1/admin/audit", [.get]), ("/api/v1/chains/*/observations/*/disappeared", [.get]),
+        ("/api/v1/alerts", [.get]), ("/api/v1/alerts/*/*/ack", [.post]), ("/api/v1/alerts/*/*/snooze", [.post]),
+        ("/api/v1/alerts/channels", [.get, .post]), ("/api/v1/alerts/channels/*", [.delete]),
     ].map { ($0.0.split(separator: "/"), $0.1) }
 
     static func allowed(_ path: String) -> [HTTPRequest.Method]? {

@@ -146,6 +146,12 @@ struct ChartRange: Equatable, Sendable {
 extension Params {
     /// The chart's days from `range=`, `from=` and `to=` (pages and API alike).
     static func chartRange(_ request: Request) throws -> ChartRange {
-        try ChartRange.parse(range: try query(request, "range", max: 8), from: try query(request, "from", max: 10), to: try query(request, "to", max: 10))
+        // A form leaves an unset date empty; the API names only what it sends.
+        if request.uri.path.hasPrefix("/api/") {
+            for name in ["range", "from", "to"] where request.uri.queryParameters[Substring(name)].map({ $0.isEmpty }) == true {
+                throw WebError(.badRequest, "\(name) is empty: leave it out, or give \(name == "range" ? "7d, 30d, 90d, 1y or all" : "a date as YYYY-MM-DD")")
+            }
+        }
+        return try ChartRange.parse(range: try query(request, "range", max: 8), from: try query(request, "from", max: 10), to: try query(request, "to", max: 10))
     }
 }

@@ -104,6 +104,10 @@ struct ChartRangeTests {
             for s in try #require(acrossJSON["series"] as? [[String: Any]]) {
                 #expect((s["days"] as? [[String: Any]] ?? []).allSatisfy { $0["day"] as? String == from })
             }
+            // The API names only what it sends; a form's empty date means none.
+            let empty = try await a.request("GET", "/api/v1/types/\(type)?to=")
+            #expect(empty.status == 400 && empty.body.contains("to is empty"), "\(empty.body)")
+            #expect(try await a.request("GET", "/types/\(type)?metric=sum&from=&to=").status == 200)
             let bad = try await a.request("GET", "/api/v1/chains/\(ann)/types/\(type)?from=2026-02-30")
             #expect(bad.status == 400 && bad.body.contains("YYYY-MM-DD"), "\(bad.body)")
             let badRange = try await a.request("GET", "/types/\(type)?range=2w")

@@ -51,4 +51,22 @@ struct NavigationTests {
             #expect(!anonymous.body.contains("Sign out"))
         }
     }
+
+    @Test("every path of docs/openapi.json answers 405 with Allow to a method it does not declare")
+    func undeclaredMethods() async throws {
+        let spec = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: repositoryRoot.appendingPathComponent("docs/openapi.json"))) as? [String: Any])
+        let paths = try #require(spec["paths"] as? [String: [String: Any]])
+        #expect(paths.count >= 20)
+        try await withHousehold { h in
+            let a = h.browser()
+            try await a.signIn("ann", Household.password)
+            for (path, operations) in paths.sorted(by: { $0.key < $1.key }) {
+                let concrete = path.replacingOccurrences(of: "\\{[a-z]+\\}", with: "1", options: .regularExpression)
+                let r = try await a.request("TRACE", concrete)
+                #expect(r.status == 405, "TRACE \(path): \(r.status)")
+                let allowed = Set((r.header("Allow") ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() })
+                #expect(allowed == Set(operations.keys), "\(path): Allow \(allowed.sorted()) against \(operations.keys.sorted())")
+            }
+        }
+    }
 }
