@@ -72,9 +72,9 @@ schemas = {
  "NewAlertChannel": {"oneOf": [
      {"type": "object", "properties": {"kind": {"type": "string", "enum": ["webhook", "ntfy"]},
                                        "target": {"type": "string", "maxLength": 2048, "pattern": "^https?://[A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)*(/[A-Za-z0-9._~-]*)*$"},
-                                       "secret": {"type": "string", "minLength": 16, "maxLength": 256, "pattern": "^[\\x21-\\x7e]+$"}}, "required": ["kind", "target"], "additionalProperties": False},
+                                       "secret": {"type": "string", "minLength": 16, "maxLength": 256, "pattern": "^[\\x21-\\x7e]+$"}}, "required": ["kind", "target"]},
      {"type": "object", "properties": {"kind": {"type": "string", "enum": ["email"]},
-                                       "target": {"type": "string", "maxLength": 254, "pattern": "^[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)+$"}}, "required": ["kind", "target"], "additionalProperties": False}]},
+                                       "target": {"type": "string", "maxLength": 254, "pattern": "^[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)+$"}}, "required": ["kind", "target"]}]},
  "AuditEntry": optional_keys(S(id=integer, at=number, actor=string, via={"type": "string", "enum": ["web", "api", "cli"]},
                  action={"type": "string", "enum": ["person.add", "person.role", "person.password", "person.remove", "device.token", "device.revoke",
                                                     "device.give", "chain.share", "chain.unshare", "verify",
