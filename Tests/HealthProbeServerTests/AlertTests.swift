@@ -266,6 +266,8 @@ struct AlertTests {
         #expect(throws: DeviceRegistry.AuthError.self) { try r.addAlertChannel(person: "ann", kind: .webhook, target: "ftp://x", now: 1) }
         #expect(throws: DeviceRegistry.AuthError.self) { try r.addAlertChannel(person: "ann", kind: .email, target: "ann@\r\nexample.org", now: 1) }
         #expect(throws: DeviceRegistry.AuthError.self) { try r.addAlertChannel(person: "ann", kind: .webhook, target: "https://h/x", secret: "short", now: 1) }
+        #expect(throws: DeviceRegistry.AuthError.self) { try r.addAlertChannel(person: "ann", kind: .webhook, target: "https://h/x", secret: "sixteen chars\u{1B}long-enough", now: 1) }
+        #expect(throws: DeviceRegistry.AuthError.self) { try r.addAlertChannel(person: "ann", kind: .webhook, target: "https://h/x", secret: "ünïcode-secret-of-twenty", now: 1) }
         let hook = try r.addAlertChannel(person: "ann", kind: .webhook, target: "https://hooks.example/x", secret: "0123456789abcdefWXYZ", now: 1)
         #expect(hook.secretHint == "…WXYZ")
         #expect(throws: DeviceRegistry.AuthError.self) { try r.addAlertChannel(person: "ann", kind: .webhook, target: "https://hooks.example/x", now: 1) }

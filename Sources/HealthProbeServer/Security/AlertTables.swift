@@ -106,8 +106,8 @@ extension DeviceRegistry {
     public func addAlertChannel(person: String, kind: AlertTables.Channel.Kind, target: String, secret: String? = nil, now: Double,
                                 by actor: Audit.Actor = .cli) throws -> AlertTables.Channel {
         try AlertTables.validate(kind: kind, target: target)
-        if let secret, !(16...256).contains(secret.count) {
-            throw AuthError(.invalidName, "a webhook secret is 16 to 256 characters; leave it out to have one generated")
+        if let secret, !(16...256).contains(secret.utf8.count) || !secret.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) {
+            throw AuthError(.invalidName, "a webhook secret is 16 to 256 printable ASCII characters without spaces; leave it out to have one generated")
         }
         let secret = kind == .webhook ? (secret ?? EnrollmentToken.randomSecret()) : nil
         let id = try database.write { db -> Int64 in
