@@ -72,7 +72,7 @@ schemas = {
  "NewAlertChannel": {"oneOf": [
      {"type": "object", "properties": {"kind": {"type": "string", "enum": ["webhook", "ntfy"]},
                                        "target": {"type": "string", "maxLength": 2048, "pattern": "^https?://[A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)*(/[A-Za-z0-9._~-]*)*$"},
-                                       "secret": {"type": "string", "minLength": 16, "maxLength": 256, "pattern": "^[\\x21-\\x7e]+$"}}, "required": ["kind", "target"]},
+                                       "secret": {"type": "string", "nullable": True, "minLength": 16, "maxLength": 256, "pattern": "^[\\x21-\\x7e]+$", "description": "absent or null: one is generated"}}, "required": ["kind", "target"]},
      {"type": "object", "properties": {"kind": {"type": "string", "enum": ["email"]},
                                        "target": {"type": "string", "maxLength": 254, "pattern": "^[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)+$"}}, "required": ["kind", "target"]}]},
  "AuditEntry": optional_keys(S(id=integer, at=number, actor=string, via={"type": "string", "enum": ["web", "api", "cli"]},
