@@ -1,4 +1,5 @@
 import Foundation
+import HealthProbeCanonical
 
 /// One state per chain for a glance at the overview: loss found, needs attention, or up
 /// to date; with the reason and what to do, and the alerts linked to their evidence.
@@ -12,7 +13,7 @@ enum ChainGlance {
             if a.kind == .loss || a.kind == .disappeared { a.link = evidence }
             return a
         }
-        c.lastSyncAgo = card.lastSyncAt.flatMap(seconds).map { ago(now - $0) }
+        c.lastSyncAgo = card.lastSyncAt.flatMap(CanonicalDate.parse).map { ago(now - $0) }
         c.clockInWords = card.clockOffsetSeconds.map(clock)
         if let loss = c.alerts.first(where: { $0.kind == .loss }) {
             c.glance = .init(state: "loss_found", label: "loss found", reason: loss.message,
@@ -40,21 +41,6 @@ enum ChainGlance {
         if a < 120 { return "\(Int(a.rounded())) s \(side) the server" }
         if a < 7200 { return "\(Int((a / 60).rounded())) minutes \(side) the server" }
         return "\(Int((a / 3600).rounded())) hours \(side) the server"
-    }
-
-    /// Unix seconds of canonical ISO 8601 UTC text (`2026-11-28T10:00:00.000Z`).
-    static func seconds(_ iso: String) -> Double? {
-        let b = Array(iso.utf8)
-        guard b.count >= 19 else { return nil }
-        func n(_ r: Range<Int>) -> Int? {
-            var v = 0
-            for i in r { guard b[i] >= 48, b[i] <= 57 else { return nil }; v = v * 10 + Int(b[i] - 48) }
-            return v
-        }
-        guard let day = ChartRange.midnight(String(decoding: b[0..<10], as: UTF8.self)), let h = n(11..<13), let m = n(14..<16), let s = n(17..<19) else { return nil }
-        var frac = 0.0
-        if b.count >= 23, b[19] == 46, let ms = n(20..<23) { frac = Double(ms) / 1000 }
-        return day + Double(h * 3600 + m * 60 + s) + frac
     }
 
     /// A duration back from now in words: "just now", "5 minutes ago", "3 hours ago", "2 days ago".

@@ -1,4 +1,5 @@
 import Foundation
+import HealthProbeCanonical
 import Hummingbird
 
 /// The days a chart shows: a preset (the last 7, 30 or 90 days, a year, all) or a custom
@@ -76,17 +77,19 @@ struct ChartRange: Equatable, Sendable {
         }
     }
 
-    /// The days of `series` in this range. A preset counts back from today in the chain's
-    /// own zone (read off its day names and bucket starts), today included.
+    /// The first and last local day this range names for `series`, either open. A preset
+    /// counts back from today in the chain's own zone (read off its day names and bucket
+    /// starts), today included.
+    func bounds(_ series: Dashboard.TypeSeries, now: Double) -> (from: String?, to: String?) {
+        guard let n = preset?.days else { return (from, to) }
+        let offset = series.days.last.flatMap { Self.zoneOffset($0) } ?? 0
+        return (Self.dayName(now + offset - Double(n - 1) * 86_400), Self.dayName(now + offset))
+    }
+
+    /// The days of `series` in this range.
     func apply(_ series: Dashboard.TypeSeries, now: Double) -> Dashboard.TypeSeries {
         var out = series
-        var lo = from, hi = to
-        if let n = preset?.days {
-            let offset = series.days.last.flatMap { Self.zoneOffset($0) } ?? 0
-            let today = Self.dayName(now + offset)
-            hi = today
-            lo = Self.dayName(now + offset - Double(n - 1) * 86_400)
-        }
+        let (lo, hi) = bounds(series, now: now)
         out.days = series.days.filter { d in (lo.map { d.day >= $0 } ?? true) && (hi.map { d.day <= $0 } ?? true) }
         return out
     }
@@ -99,30 +102,12 @@ struct ChartRange: Equatable, Sendable {
 
     /// Unix seconds of a `YYYY-MM-DD` name's midnight in UTC.
     static func midnight(_ day: String) -> Double? {
-        let parts = day.split(separator: "-").compactMap { Int($0) }
-        guard parts.count == 3 else { return nil }
-        // Days from 1970-01-01 (Howard Hinnant's days_from_civil).
-        let y = parts[1] <= 2 ? parts[0] - 1 : parts[0]
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let mp = (parts[1] + 9) % 12
-        let doy = (153 * mp + 2) / 5 + parts[2] - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return Double(era * 146_097 + doe - 719_468) * 86_400
+        CanonicalDate.parse(day + "T00:00:00.000Z")
     }
 
     /// The UTC date name of `seconds`.
     static func dayName(_ seconds: Double) -> String {
-        let z = Int((seconds / 86_400).rounded(.down)) + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = doy - (153 * mp + 2) / 5 + 1
-        let m = mp < 10 ? mp + 3 : mp - 9
-        let y = yoe + era * 400 + (m <= 2 ? 1 : 0)
-        return String(format: "%04d-%02d-%02d", y, m, d)
+        String(CanonicalDate.string(seconds).prefix(10))
     }
 
     /// The query that selects this range, for links (`range=30d` or `from=...&to=...`).

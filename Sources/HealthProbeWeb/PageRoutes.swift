@@ -180,12 +180,9 @@ extension WebServer {
         let now = Self.now()
         /// A panel spans its range's days when the range names both ends (a preset always does).
         func span(_ s: Dashboard.TypeSeries) -> (String, String)? {
-            if let n = range.preset?.days {
-                let offset = s.days.last.flatMap(ChartRange.zoneOffset) ?? 0
-                return (ChartRange.dayName(now + offset - Double(n - 1) * 86_400), ChartRange.dayName(now + offset))
-            }
-            if let f = range.from, let t = range.to { return (f, t) }
-            return nil
+            let b = range.bounds(s, now: now)
+            guard let f = b.from, let t = b.to else { return nil }
+            return (f, t)
         }
         let keep = [at.map { "at=\($0)" }, "metric=\(metric.rawValue)"].compactMap { $0 }.joined(separator: "&")
         return TypePageTemplate.Model(

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import HealthProbeArchive
+import HealthProbeCanonical
 import HealthProbeServer
 import HealthProbeTestSupport
 import ZIPFoundation
@@ -17,8 +18,9 @@ struct GlanceAndDownloadTests {
         #expect(ChainGlance.ago(3 * 86_400 + 5) == "3 days ago")
         #expect(ChainGlance.clock(-0.000152826309) == "in step with the server")
         #expect(ChainGlance.clock(42.4) == "42 s ahead of the server" && ChainGlance.clock(-600) == "10 minutes behind the server")
-        #expect(ChainGlance.seconds("2026-11-28T10:00:01.250Z") == 1_795_824_000 + 36_001.25)
-        #expect(ChainGlance.seconds("2026-11-28") == nil && ChainGlance.seconds("2026-11-28T1x:00:00.000Z") == nil)
+        // The last sync's canonical text is read back by CanonicalDate.parse.
+        #expect(CanonicalDate.parse("2026-11-28T10:00:01.250Z") == 1_795_824_000 + 36_001.25)
+        #expect(CanonicalDate.parse("2026-11-28") == nil && CanonicalDate.parse("2026-11-28T1x:00:00.000Z") == nil)
     }
 
     @Test("the overview and chain page: one state per chain with its fix, relative last sync, no raw offsets; loss links to its records")
