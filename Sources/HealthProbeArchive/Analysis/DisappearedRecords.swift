@@ -21,11 +21,6 @@ public struct DisappearedRecord: Sendable, Codable, Equatable {
 
 /// The records that disappeared at one observation, paged by sample id.
 public enum DisappearedRecords {
-    /// Whether the archive holds observation `id`.
-    public static func observationExists(_ db: Database, _ id: Int64) throws -> Bool {
-        try Bool.fetchOne(db, sql: "SELECT 1 FROM observations WHERE id = ?", arguments: [id]) != nil
-    }
-
     /// Up to `limit` records of `observation` (of `type` when given) after sample `after`.
     /// Uses the events' unique index on (observation, kind, sample).
     public static func page(_ db: Database, observation: Int64, type: String? = nil, after: Int64 = 0, limit: Int = 100) throws -> [DisappearedRecord] {
