@@ -4,8 +4,9 @@ import HealthProbeCanonical
 
 /// Server-rendered SVG bar charts of a type's days: no script, scales to the page width.
 enum Chart {
-    /// What a bar shows: visible records, the day's value sum, or its highest value.
-    enum Metric: String { case records, sum, max }
+    /// What a bar shows: visible records, the day's value sum, its highest value, or a
+    /// category type's hours per state.
+    enum Metric: String { case records, sum, max, hours }
 
     /// The metrics that fit a type (`TypeCatalogue`), the default first: amounts are summed,
     /// measurements shown by their highest value (a day's heart rates are never added up).
@@ -13,7 +14,8 @@ enum Chart {
         switch TypeCatalogue.info(type).statistic {
         case .sum: return [.sum, .records]
         case .range, .latest: return [.max, .records]
-        case .duration, .count: return [.records]
+        case .duration: return [.hours, .records]
+        case .count: return [.records]
         }
     }
 
@@ -31,6 +33,8 @@ enum Chart {
         case .records: return "visible records a day"
         case .sum: return "total a day" + unit
         case .max: return "highest a day" + unit
+        case .hours: return TypeCatalogue.states(type).contains { $0.spansOthers }
+            ? "hours a night by state (each night on the day it ends)" : "hours a day by state"
         }
     }
 
@@ -57,31 +61,74 @@ enum Chart {
         return "\(d) \(months[m - 1])" + (year ? " \(p[0])" : "")
     }
 
+    /// One bar: its local day, the parts stacked from the bottom (value, CSS class), an
+    /// optional outline behind them (a state spanning the others), and its title.
+    struct Bar {
+        var day: String
+        var parts: [(value: Double, css: String)]
+        var outline: Double?
+        var title: String
+        var top: Double { max(parts.reduce(0) { $0 + $1.value }, outline ?? 0) }
+    }
+
+    /// The bars of `series` for `metric`, and the unit of their values.
+    static func bars(_ series: Dashboard.TypeSeries, metric: Metric) -> (bars: [Bar], unit: String) {
+        let type = series.typeIdentifier
+        if metric == .hours {
+            let bars = (series.stateDays ?? []).map { d -> Bar in
+                let stacked = d.states.filter { !$0.spansOthers }
+                let parts = stacked.map { (value: $0.seconds / 3600, css: "bar state-\(stateSlot(type, $0.value))") }
+                let outline = d.states.first { $0.spansOthers }.map { $0.seconds / 3600 }
+                let words = d.states.map { "\($0.name) \(duration($0.seconds))" }.joined(separator: ", ")
+                return Bar(day: d.day, parts: parts, outline: outline, title: "\(shortDay(d.day, year: true)): \(words)")
+            }
+            return (bars, "hours")
+        }
+        let unit = metric == .records ? "records" : (TypeCatalogue.info(type).unit ?? "")
+        let bars = series.days.map { day -> Bar in
+            let value: Double = switch metric {
+            case .records, .hours: Double(day.records)
+            case .sum: day.valueSum ?? 0
+            case .max: day.valueMax ?? 0
+            }
+            let revisions = day.sourceRevisions > 1 ? ", sum of \(day.sourceRevisions) source revisions" : ""
+            return Bar(day: day.day, parts: [(value, "bar")], outline: nil,
+                       title: "\(shortDay(day.day, year: true)): \(number(value))\(unit.isEmpty ? "" : " " + unit)\(revisions)")
+        }
+        return (bars, unit)
+    }
+
+    /// The colour slot (0-5) of a state: its place in the catalogue's order, so a state keeps its colour.
+    static func stateSlot(_ type: String, _ value: Int64) -> Int {
+        let order = TypeCatalogue.states(type).filter { !$0.spansOthers }
+        return order.firstIndex { $0.value == value }.map { $0 % 6 } ?? 5
+    }
+
+    /// A duration as people read it: "7 h 35 min", "40 min".
+    static func duration(_ seconds: Double) -> String {
+        guard seconds.isFinite, seconds >= 0 else { return "-" }
+        let minutes = Int((seconds / 60).rounded())
+        return minutes >= 60 ? "\(minutes / 60) h\(minutes % 60 == 0 ? "" : " \(minutes % 60) min")" : "\(minutes) min"
+    }
+
     /// One chain's days as bars, each at its place in the calendar from `span`'s first day to
     /// its last (default: the series' own), so a day without records is a gap, not a missing slot.
-    /// Y ticks carry the unit; date ticks name local days; each bar has a title.
+    /// Y ticks carry the unit; date ticks name local days; each bar has a title. Category
+    /// types' hours stack their states, with a legend.
     /// `compact` draws for a phone: a narrower drawing (so its text stays readable when it
     /// fills a small screen) with fewer date ticks; a page sends both and CSS shows one.
     static func svg(_ series: Dashboard.TypeSeries, metric: Metric, span: (String, String)? = nil, compact: Bool = false) -> String {
         let width = compact ? Self.compactWidth : Self.width
-        let days = series.days
-        let values = days.map { day -> Double in
-            switch metric {
-            case .records: return Double(day.records)
-            case .sum: return day.valueSum ?? 0
-            case .max: return day.valueMax ?? 0
-            }
-        }
-        let unit = metric == .records ? "records" : (TypeCatalogue.info(series.typeIdentifier).unit ?? "")
-        let yTicks = ticks(values.max() ?? 0)
+        let (bars, unit) = Self.bars(series, metric: metric)
+        let yTicks = ticks(bars.map(\.top).max() ?? 0)
         let maxValue = max(yTicks.last ?? 1, 1)
         let plotW = width - left - 8, plotH = height - top - bottom
-        let first = span?.0 ?? days.first?.day, last = span?.1 ?? days.last?.day
+        let first = span?.0 ?? bars.first?.day, last = span?.1 ?? bars.last?.day
         let firstMidnight = first.flatMap(ChartRange.midnight), lastMidnight = last.flatMap(ChartRange.midnight)
-        let count = (firstMidnight != nil && lastMidnight != nil) ? max(Int(((lastMidnight! - firstMidnight!) / 86_400).rounded()) + 1, 1) : max(days.count, 1)
+        let count = (firstMidnight != nil && lastMidnight != nil) ? max(Int(((lastMidnight! - firstMidnight!) / 86_400).rounded()) + 1, 1) : max(bars.count, 1)
         let slot = plotW / Double(count)
-        func position(_ i: Int, _ day: Dashboard.Day) -> Int {
-            guard let f = firstMidnight, let m = ChartRange.midnight(day.day) else { return i }
+        func position(_ i: Int, _ day: String) -> Int {
+            guard let f = firstMidnight, let m = ChartRange.midnight(day) else { return i }
             return Int(((m - f) / 86_400).rounded())
         }
         let label = Self.label(metric, type: series.typeIdentifier)
@@ -101,12 +148,21 @@ enum Chart {
             out += "<text x=\"\(left - 4)\" y=\"\(fmt(y + 4))\" text-anchor=\"end\" class=\"tick\">\(escape(number(t)))</text>\n"
         }
         if !unit.isEmpty { out += "<text x=\"\(left + 4)\" y=\"\(top + 10)\" class=\"tick unit\">\(escape(unit))</text>\n" }
-        for (i, day) in days.enumerated() {
-            let h = values[i] / maxValue * plotH
-            let x = left + Double(position(i, day)) * slot
-            let revisions = day.sourceRevisions > 1 ? ", sum of \(day.sourceRevisions) source revisions" : ""
-            out += "<rect x=\"\(fmt(x + slot * 0.1))\" y=\"\(fmt(top + plotH - h))\" width=\"\(fmt(max(slot * 0.8, 0.5)))\" height=\"\(fmt(h))\" class=\"bar\">"
-            out += "<title>\(escape("\(shortDay(day.day, year: true)): \(number(values[i]))\(unit.isEmpty ? "" : " " + unit)\(revisions)"))</title></rect>\n"
+        for (i, bar) in bars.enumerated() {
+            let x = left + Double(position(i, bar.day)) * slot
+            let w = fmt(max(slot * 0.8, 0.5)), bx = fmt(x + slot * 0.1)
+            out += "<g><title>\(escape(bar.title))</title>"
+            if let outline = bar.outline {
+                let h = outline / maxValue * plotH
+                out += "<rect x=\"\(bx)\" y=\"\(fmt(top + plotH - h))\" width=\"\(w)\" height=\"\(fmt(h))\" class=\"span\"/>"
+            }
+            var base = 0.0
+            for part in bar.parts {
+                let h = part.value / maxValue * plotH
+                out += "<rect x=\"\(bx)\" y=\"\(fmt(top + plotH - base - h))\" width=\"\(w)\" height=\"\(fmt(h))\" class=\"\(part.css)\"/>"
+                base += h
+            }
+            out += "</g>\n"
         }
         if let f = firstMidnight, lastMidnight != nil {
             // Up to six date ticks, evenly spaced in days; the year on the first and when it changes.
@@ -120,10 +176,23 @@ enum Chart {
                 previousYear = year
             }
         }
-        if days.isEmpty {
+        if bars.isEmpty {
             out += "<text x=\"\(left + 8)\" y=\"\(top + plotH / 2)\" class=\"tick\">no visible records in this window</text>\n"
         }
         return out + "</svg>"
+    }
+
+    /// The states a chart of `series` shows, with their colour slots, for its legend.
+    static func legend(_ series: [Dashboard.TypeSeries], metric: Metric) -> [(name: String, css: String)] {
+        guard metric == .hours, let type = series.first?.typeIdentifier else { return [] }
+        var seen: [Int64: (name: String, css: String)] = [:]
+        var order: [Int64] = []
+        for s in series { for d in s.stateDays ?? [] { for st in d.states where seen[st.value] == nil {
+            seen[st.value] = (st.name, st.spansOthers ? "span" : "state-\(stateSlot(type, st.value))")
+            order.append(st.value)
+        } } }
+        let known = TypeCatalogue.states(type).map(\.value)
+        return order.sorted { (known.firstIndex(of: $0) ?? Int.max, $0) < (known.firstIndex(of: $1) ?? Int.max, $1) }.compactMap { seen[$0] }
     }
 
     static func fmt(_ v: Double) -> String { String(format: "%.1f", v) }

@@ -86,11 +86,13 @@ struct ChartRange: Equatable, Sendable {
         return (Self.dayName(now + offset - Double(n - 1) * 86_400), Self.dayName(now + offset))
     }
 
-    /// The days of `series` in this range.
+    /// The days of `series` in this range (its state days too).
     func apply(_ series: Dashboard.TypeSeries, now: Double) -> Dashboard.TypeSeries {
         var out = series
         let (lo, hi) = bounds(series, now: now)
-        out.days = series.days.filter { d in (lo.map { d.day >= $0 } ?? true) && (hi.map { d.day <= $0 } ?? true) }
+        func inside(_ day: String) -> Bool { (lo.map { day >= $0 } ?? true) && (hi.map { day <= $0 } ?? true) }
+        out.days = series.days.filter { inside($0.day) }
+        out.stateDays = series.stateDays?.filter { inside($0.day) }
         return out
     }
 

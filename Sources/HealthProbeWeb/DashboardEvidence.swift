@@ -41,21 +41,8 @@ extension DashboardQueries {
         }
     }
 
-    /// A sleep state's name (HKCategoryValueSleepAnalysis); other categories by number.
-    static func category(_ type: String, _ value: Int64) -> String {
-        if type == "HKCategoryTypeIdentifierSleepAnalysis" {
-            switch value {
-            case 0: return "in bed"
-            case 1: return "asleep"
-            case 2: return "awake"
-            case 3: return "core sleep"
-            case 4: return "deep sleep"
-            case 5: return "REM sleep"
-            default: break
-            }
-        }
-        return "category \(value)"
-    }
+    /// A category state in words (`TypeCatalogue.stateName`).
+    static func category(_ type: String, _ value: Int64) -> String { TypeCatalogue.stateName(type, value) }
 
     /// The app and device that wrote a record, as people name them: Apple's own apps by
     /// name, a device model with its family ("Apple Watch (Watch6,1)").

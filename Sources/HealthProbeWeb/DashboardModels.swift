@@ -209,6 +209,26 @@ public enum Dashboard {
         public var observationID: Int64?
         public var clockOffsetSeconds: Double?
         public var days: [Day]
+        /// For category types (sleep, stand hours): time per state on each local day, a
+        /// record counted on the day it ends (a night on its morning). Nil for other types.
+        public var stateDays: [StateDay]? = nil
+    }
+
+    /// One local day of a category type: the time spent in each state.
+    public struct StateDay: Codable, Sendable, Equatable {
+        public var day: String
+        public var start: Double
+        public var records: Int
+        public var states: [StateTime]
+    }
+
+    /// Time in one state of a category type, named by the catalogue.
+    public struct StateTime: Codable, Sendable, Equatable {
+        public var value: Int64
+        public var name: String
+        public var seconds: Double
+        /// Whether the state spans others rather than adding to them (sleep's "in bed").
+        public var spansOthers: Bool
     }
 
     /// A type across the chains a person may read: side by side, never merged.

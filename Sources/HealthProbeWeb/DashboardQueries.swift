@@ -191,15 +191,16 @@ struct DashboardQueries: Sendable {
             let page = try PointInTime.page(db, scope, after: after, limit: Self.recordsPage)
             return Dashboard.VisiblePage(chain: chain, observationID: id, typeIdentifier: type, records: page.rows.map {
                 .init(typeIdentifier: $0.typeIdentifier, start: CanonicalDate.string($0.startDate), end: CanonicalDate.string($0.endDate),
-                      value: Self.value($0.numericValue, TypeCatalogue.info($0.typeIdentifier).unit ?? $0.unit, $0.categoryValue), payloadHash: $0.payloadHash, visibleSince: $0.visibleSince,
+                      value: Self.value($0.numericValue, TypeCatalogue.info($0.typeIdentifier).unit ?? $0.unit, $0.categoryValue, type: $0.typeIdentifier), payloadHash: $0.payloadHash, visibleSince: $0.visibleSince,
                       typeName: TypeCatalogue.name($0.typeIdentifier), localStart: zone.time($0.startDate))
             }, next: page.next?.token, zone: zone.zoneName)
         }
     }
 
-    static func value(_ numeric: Double?, _ unit: String?, _ category: Int64?) -> String {
+    /// A record's value as people read it: the number with its unit, or the category state's name.
+    static func value(_ numeric: Double?, _ unit: String?, _ category: Int64?, type: String) -> String {
         if let numeric { return "\(ECMAScriptNumber.format(numeric) ?? "?")\(unit.map { " " + $0 } ?? "")" }
-        if let category { return "category \(category)" }
+        if let category { return TypeCatalogue.stateName(type, category) }
         return ""
     }
 
@@ -216,8 +217,25 @@ struct DashboardQueries: Sendable {
                 throw WebError(.notFound, "no observation \(obs) in this chain")
             }
             let days = try cache.value("days|\(chain)|\(type)|\(obs)|\(from ?? -1)|\(to ?? -1)") { try Self.days(db, at: obs, type: type, from: from, to: to) }
+            let states = TypeCatalogue.info(type).statistic != .duration ? nil
+                : try cache.value("states|\(chain)|\(type)|\(obs)|\(from ?? -1)|\(to ?? -1)") { try Self.stateDays(db, at: obs, type: type, from: from, to: to) }
             return Dashboard.TypeSeries(chain: chain, chainShort: String(chain.prefix(12)), device: info.device, person: person, typeIdentifier: type,
-                                        observationID: obs, clockOffsetSeconds: info.clockOffset, days: days)
+                                        observationID: obs, clockOffsetSeconds: info.clockOffset, days: days, stateDays: states)
+        }
+    }
+
+    /// A category type's time per state on each local day at an observation, states in the
+    /// catalogue's order (unknown values after, by number).
+    static func stateDays(_ db: Database, at obs: Int64, type: String, from: Double?, to: Double?) throws -> [Dashboard.StateDay] {
+        let known = TypeCatalogue.states(type)
+        return try CategoryDurations.daily(db, at: obs, typeIdentifier: type, from: from, to: to).map { d in
+            let order = known.map(\.value) + d.seconds.keys.filter { v in !known.contains { $0.value == v } }.sorted()
+            let states = order.compactMap { v -> Dashboard.StateTime? in
+                guard let seconds = d.seconds[v] else { return nil }
+                let state = known.first { $0.value == v }
+                return .init(value: v, name: v < 0 ? "no state" : TypeCatalogue.stateName(type, v), seconds: seconds, spansOthers: state?.spansOthers ?? false)
+            }
+            return Dashboard.StateDay(day: d.day, start: d.start, records: d.records, states: states)
         }
     }
 
@@ -270,7 +288,7 @@ struct DashboardQueries: Sendable {
             let rows = try diff.page(db, kind: kind, afterSampleID: after ?? 0, limit: Self.recordsPage + 1)
             let zone = try LocalDays.of(db, observation: to)
             func show(_ v: VersionView?, _ type: String) -> String? {
-                v.map { "\(zone.time($0.startDate)): \(Self.value($0.numericValue, TypeCatalogue.info(type).unit ?? $0.unit, $0.categoryValue))" }
+                v.map { "\(zone.time($0.startDate)): \(Self.value($0.numericValue, TypeCatalogue.info(type).unit ?? $0.unit, $0.categoryValue, type: type))" }
             }
             let page = rows.prefix(Self.recordsPage).map {
                 Dashboard.DiffRow(sampleID: $0.sampleID, typeIdentifier: $0.typeIdentifier, kind: $0.kind.rawValue,

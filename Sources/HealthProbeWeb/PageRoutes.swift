@@ -202,6 +202,8 @@ extension WebServer {
             chain: chain, at: at, metricValue: metric.rawValue,
             ranges: ChartRange.Preset.allCases.map { .init(label: $0.label, query: "range=\($0.rawValue)&" + keep, current: range.preset == $0) },
             rangeWords: range.words, rangeQuery: range.query,
-            from: range.from ?? "", to: range.to ?? "")
+            from: range.from ?? "", to: range.to ?? "",
+            legend: Chart.legend(series, metric: metric).map { .init(name: $0.name, css: $0.css) },
+            hasLegend: !Chart.legend(series, metric: metric).isEmpty)
     }
 }

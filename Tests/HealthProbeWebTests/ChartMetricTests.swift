@@ -11,7 +11,8 @@ struct ChartMetricTests {
     @Test("steps default to the day's total, weight to its highest value; a sum is never offered or drawn for weight; names and units label the chart")
     func metrics() async throws {
         #expect(Chart.metrics(for: "HKQuantityTypeIdentifierHeartRate") == [.max, .records])
-        #expect(Chart.metrics(for: "HKCategoryTypeIdentifierSleepAnalysis") == [.records])
+        #expect(Chart.metrics(for: "HKCategoryTypeIdentifierSleepAnalysis") == [.hours, .records])
+        #expect(Chart.metrics(for: "HKWorkoutTypeIdentifier") == [.records])
         #expect(Chart.metric("sum", for: "HKQuantityTypeIdentifierHeartRate") == .max)
         #expect(Chart.metric("records", for: "HKQuantityTypeIdentifierHeartRate") == .records)
         try await withHousehold { h in

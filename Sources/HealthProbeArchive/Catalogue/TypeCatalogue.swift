@@ -38,6 +38,34 @@ public enum TypeCatalogue {
     /// The friendly name of `identifier` (the identifier itself when unknown).
     public static func name(_ identifier: String) -> String { info(identifier).name }
 
+    /// A named state of a category type.
+    public struct State: Sendable, Equatable {
+        public let value: Int64
+        public let name: String
+        /// Whether the state spans others rather than adding to them (sleep's "in bed" holds its stages).
+        public let spansOthers: Bool
+    }
+
+    /// The named states of a category type, in the order people read them (empty when unknown).
+    public static func states(_ identifier: String) -> [State] { statesByIdentifier[identifier] ?? [] }
+
+    /// What a category value of `identifier` means, in words ("state 7" when unknown).
+    public static func stateName(_ identifier: String, _ value: Int64) -> String {
+        states(identifier).first { $0.value == value }?.name ?? "state \(value)"
+    }
+
+    /// HealthKit's category values (HKCategoryValueSleepAnalysis, HKCategoryValueAppleStandHour).
+    private static let statesByIdentifier: [String: [State]] = [
+        "HKCategoryTypeIdentifierSleepAnalysis": [
+            State(value: 4, name: "Deep sleep", spansOthers: false), State(value: 3, name: "Core sleep", spansOthers: false),
+            State(value: 5, name: "REM sleep", spansOthers: false), State(value: 1, name: "Asleep (no stage)", spansOthers: false),
+            State(value: 2, name: "Awake", spansOthers: false), State(value: 0, name: "In bed", spansOthers: true),
+        ],
+        "HKCategoryTypeIdentifierAppleStandHour": [
+            State(value: 0, name: "Stood", spansOthers: false), State(value: 1, name: "Did not stand", spansOthers: false),
+        ],
+    ]
+
     private static let byIdentifier: [String: TypeInfo] = Dictionary(uniqueKeysWithValues: table.map { entry in
         let (suffix, name, unit, statistic) = entry
         let id = suffix.hasPrefix("HK") ? suffix : "HKQuantityTypeIdentifier" + suffix

@@ -107,7 +107,13 @@ struct Pages: Sendable {
         button { cursor: pointer; }
         button.danger { background: #8b1a1a; color: #fff; border: 1px solid #8b1a1a; }
         .chart { width: 100%; height: auto; background: #fff; border: 1px solid var(--line); border-radius: .4rem; }
-        .chart .bar { fill: var(--accent); } .chart .axis { stroke: var(--muted); } .chart .tick { font-size: 11px; fill: var(--muted); } .chart .grid { stroke: var(--line); stroke-dasharray: 2 3; }
+        .chart .bar { fill: var(--accent); } .chart .span { fill: none; stroke: var(--muted); stroke-dasharray: 3 2; }
+        .chart .state-0, .swatch.state-0 { fill: #1d3f8f; background: #1d3f8f; } .chart .state-1, .swatch.state-1 { fill: #4a86d8; background: #4a86d8; }
+        .chart .state-2, .swatch.state-2 { fill: #8d6bd6; background: #8d6bd6; } .chart .state-3, .swatch.state-3 { fill: #62b3c9; background: #62b3c9; }
+        .chart .state-4, .swatch.state-4 { fill: #e99a2c; background: #e99a2c; } .chart .state-5, .swatch.state-5 { fill: #9a9a9a; background: #9a9a9a; }
+        ul.legend { list-style: none; padding: 0; display: flex; flex-wrap: wrap; gap: .3rem 1rem; margin: .3rem 0; }
+        .swatch { display: inline-block; width: .9em; height: .9em; border-radius: .15em; vertical-align: -.1em; margin-right: .3em; }
+        .swatch.span { border: 1px dashed var(--muted); background: none; } .chart .axis { stroke: var(--muted); } .chart .tick { font-size: 11px; fill: var(--muted); } .chart .grid { stroke: var(--line); stroke-dasharray: 2 3; }
         .ranges { margin: .4rem 0; } .ranges a, .ranges strong { margin-right: .5rem; }
         .inline-form { display: flex; flex-wrap: wrap; gap: .5rem; align-items: end; margin: .4rem 0 1rem; }
         .side-by-side { display: grid; grid-template-columns: repeat(auto-fit, minmax(20rem, 1fr)); gap: 1rem; }

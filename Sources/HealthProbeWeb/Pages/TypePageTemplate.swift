@@ -20,7 +20,11 @@ enum TypePageTemplate {
         let rangeQuery: String
         let from: String
         let to: String
+        /// The states a category type's chart stacks, with their colours (empty for other charts).
+        let legend: [LegendItem]
+        let hasLegend: Bool
     }
+    struct LegendItem { let name: String; let css: String }
     struct OtherMetric { let value: String; let label: String }
     /// Chains with identical records, named by device and person.
     struct OverlapLine { let names: String; let identicalRecords: Int }
@@ -38,6 +42,7 @@ enum TypePageTemplate {
         <label>to <input type="date" name="to" value="{{to}}"></label>
         <button type="submit">Show these days</button>
         </form>
+        {{#hasLegend}}<ul class="legend" aria-label="States">{{/hasLegend}}{{#legend}}<li><span class="swatch {{css}}"></span>{{name}}</li>{{/legend}}{{#hasLegend}}</ul>{{/hasLegend}}
         {{#overlaps}}<p class="alert overlap">{{names}} share {{identicalRecords}} identical record(s) of this type: possibly one source seen by two devices; do not add them up.</p>{{/overlaps}}
         <div class="side-by-side">
         {{#panels}}
