@@ -117,6 +117,8 @@ let package = Package(
                 .target(name: "HPDeflate", condition: .when(platforms: [.linux])),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
             ],
             swiftSettings: fuzzed
         ),
@@ -124,6 +126,22 @@ let package = Package(
         .target(
             name: "HealthProbeNode",
             dependencies: syncSide + [.product(name: "Logging", package: "swift-log"), .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strict
+        ),
+        // The node's hands-off capture: the Health Auto Export ingest endpoint (HTTPS), the
+        // watched folder, and syncing after each new observation (`hp-node serve`).
+        .target(
+            name: "HealthProbeIngest",
+            dependencies: syncSide + [
+                "HealthProbeImport", "HealthProbeNode",
+                .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: strict
         ),
         // The household server: sessions, store, registry, apply queue, verifier, summaries, metrics.
@@ -178,10 +196,12 @@ let package = Package(
                 "HealthProbeImport",
                 "HealthProbeProtocol",
                 "HealthProbeNode",
+                "HealthProbeIngest",
                 "HealthProbeCLI",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Sources/hp-node",
             swiftSettings: strict
@@ -310,6 +330,16 @@ let package = Package(
                            .product(name: "Logging", package: "swift-log"), .product(name: "NIOEmbedded", package: "swift-nio"),
                            .product(name: "NIOHTTPTypes", package: "swift-nio-extras"), .product(name: "HTTPTypes", package: "swift-http-types"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
+            swiftSettings: strict
+        ),
+        // Ingest over real HTTPS on 127.0.0.1 (async-http-client), ending on a real server.
+        .testTarget(
+            name: "HealthProbeIngestTests",
+            dependencies: ["HealthProbeIngest", "HealthProbeImport", "HealthProbeNode", "HealthProbeServer", "HealthProbeProtocol", "HealthProbeCanonical",
+                           "HealthProbeArchive", "HealthProbeTestSupport", "HPNode",
+                           .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "NIOCore", package: "swift-nio"),
+                           .product(name: "NIOSSL", package: "swift-nio-ssl"), .product(name: "NIOPosix", package: "swift-nio"),
+                           .product(name: "Logging", package: "swift-log"), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
             swiftSettings: strict
         ),
         .testTarget(

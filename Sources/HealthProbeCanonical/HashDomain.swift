@@ -17,6 +17,7 @@ public enum HashDomain: String, Sendable, CaseIterable {
     case source
     case credential
     case enrollmentSecret = "enrollment_secret"
+    case ingestKey = "ingest_key"
     // Privacy hashes (HMAC-SHA256 with the archive secret).
     case sampleUUID = "sample_uuid"
     case deviceChain = "device_chain"
@@ -52,16 +53,17 @@ public enum HashDomain: String, Sendable, CaseIterable {
         case .source: 13
         case .credential: 14
         case .enrollmentSecret: 15
-        case .sampleUUID: 16
-        case .deviceChain: 17
-        case .sourceName: 18
-        case .device: 19
-        case .manufacturer: 20
-        case .localIdentifier: 21
-        case .udi: 22
-        case .errorMessage: 23
-        case .personal: 24
-        case .webSession: 25
+        case .ingestKey: 16
+        case .sampleUUID: 17
+        case .deviceChain: 18
+        case .sourceName: 19
+        case .device: 20
+        case .manufacturer: 21
+        case .localIdentifier: 22
+        case .udi: 23
+        case .errorMessage: 24
+        case .personal: 25
+        case .webSession: 26
         }
     }
 

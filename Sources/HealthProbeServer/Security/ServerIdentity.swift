@@ -1,10 +1,7 @@
-import Crypto
 import Foundation
 import HealthProbeArchive
 import HealthProbeProtocol
 import NIOSSL
-import SwiftASN1
-import X509
 
 /// The server's TLS identity: a P-256 key and a self-signed certificate,
 /// kept in `<data>/tls/` (key mode 0600). Nodes pin the certificate by its
@@ -20,23 +17,8 @@ public struct ServerIdentity: Sendable {
 
     /// Makes a new identity valid for ten years from `now`.
     public static func generate(now: Date = Date(), commonName: String = "HealthProbe household server") throws -> ServerIdentity {
-        let key = P256.Signing.PrivateKey()
-        let name = try DistinguishedName { CommonName(commonName) }
-        let certificate = try Certificate(
-            version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: .init(key.publicKey),
-            notValidBefore: now.addingTimeInterval(-3600), notValidAfter: now.addingTimeInterval(10 * 365 * 86_400),
-            issuer: name, subject: name, signatureAlgorithm: .ecdsaWithSHA256,
-            extensions: try Certificate.Extensions {
-                Critical(BasicConstraints.notCertificateAuthority)
-                Critical(KeyUsage(digitalSignature: true))
-                try ExtendedKeyUsage([.serverAuth])
-            },
-            issuerPrivateKey: .init(key))
-        var serializer = DER.Serializer()
-        try serializer.serialize(certificate)
-        let der = serializer.serializedBytes
-        return ServerIdentity(certificatePEM: try certificate.serializeAsPEM().pemString, privateKeyPEM: key.pemRepresentation,
-                              fingerprint: CertificateFingerprint.sha256(der: der))
+        let made = try SelfSignedCertificate.generate(now: now, commonName: commonName)
+        return ServerIdentity(certificatePEM: made.certificatePEM, privateKeyPEM: made.privateKeyPEM, fingerprint: made.fingerprint)
     }
 
     /// Loads the identity of a data directory.
@@ -47,17 +29,14 @@ public struct ServerIdentity: Sendable {
         }
         let certPEM = try String(contentsOfFile: certPath, encoding: .utf8)
         let keyPEM = try String(contentsOfFile: keyPath, encoding: .utf8)
-        let cert: Certificate
-        do { cert = try Certificate(pemEncoded: certPEM) } catch {
-            throw ArchiveError(.invalidInput, "\(certPath) is not a PEM certificate", cause: error)
+        do {
+            let loaded = try SelfSignedCertificate.load(certificatePEM: certPEM, privateKeyPEM: keyPEM)
+            return ServerIdentity(certificatePEM: certPEM, privateKeyPEM: keyPEM, fingerprint: loaded.fingerprint)
+        } catch .certificate {
+            throw ArchiveError(.invalidInput, "\(certPath) is not a PEM certificate")
+        } catch .privateKey {
+            throw ArchiveError(.invalidInput, "\(keyPath) is not a PEM P-256 private key")
         }
-        do { _ = try P256.Signing.PrivateKey(pemRepresentation: keyPEM) } catch {
-            throw ArchiveError(.invalidInput, "\(keyPath) is not a PEM P-256 private key", cause: error)
-        }
-        var serializer = DER.Serializer()
-        try serializer.serialize(cert)
-        let der = serializer.serializedBytes
-        return ServerIdentity(certificatePEM: certPEM, privateKeyPEM: keyPEM, fingerprint: CertificateFingerprint.sha256(der: der))
     }
 
     /// Writes the identity into `directory` (created mode 0700; the key 0600, atomically).

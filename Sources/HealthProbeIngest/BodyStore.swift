@@ -1,0 +1,113 @@
+import Crypto
+import Foundation
+import HealthProbeArchive
+import HealthProbeCanonical
+
+/// The raw bodies an automation posted, content-addressed by the SHA-256 of their bytes
+/// (`sha256sum` names them): `<sha>.json` is the body, `<sha>.received.json` when and with
+/// which settings it came, `<sha>.recorded.json` what became of it. A body and its
+/// `received` are on disk before it is decoded; `recorded` is on disk before the poster
+/// hears the answer. A body without `recorded` is one a crash interrupted: it is recorded
+/// at the next start.
+public struct BodyStore: Sendable {
+    /// How a body arrived.
+    public struct Received: Codable, Sendable, Equatable {
+        public var sha256: String
+        public var bytes: Int
+        public var receivedAt: Double
+        public var period: String?
+        public var aggregation: String?
+        public var utcOffsetSeconds: Int
+
+        public init(sha256: String, bytes: Int, receivedAt: Double, period: String?, aggregation: String?, utcOffsetSeconds: Int) {
+            self.sha256 = sha256
+            self.bytes = bytes
+            self.receivedAt = receivedAt
+            self.period = period
+            self.aggregation = aggregation
+            self.utcOffsetSeconds = utcOffsetSeconds
+        }
+    }
+
+    /// What became of a body: an observation's counts, or why it was refused.
+    public struct Recorded: Codable, Sendable, Equatable {
+        public var sha256: String
+        /// `recorded` or `refused`.
+        public var outcome: String
+        public var observationId: Int64?
+        public var status: String?
+        public var records = 0
+        public var types = 0
+        public var appeared = 0
+        public var changed = 0
+        public var unchanged = 0
+        public var disappeared = 0
+        public var unrecognised = 0
+        /// Per type the longest delay from a sample's end to this push, seconds.
+        public var latenessByType: [String: Double] = [:]
+        /// Why a body was refused (a JSON path and what was expected; never a value).
+        public var reason: String?
+        public var recordedAt: Double
+    }
+
+    public let directory: String
+
+    public init(directory: String) { self.directory = directory }
+
+    public static func sha256(_ bytes: [UInt8]) -> String { ArchiveHasher.hex(Array(SHA256.hash(data: bytes))) }
+
+    func path(_ sha: String, _ suffix: String) -> String { directory + "/" + sha + suffix }
+
+    /// What became of body `sha`, nil when it was never recorded.
+    public func recorded(_ sha: String) throws -> Recorded? {
+        guard let bytes = DurableFile.read(path(sha, ".recorded.json")) else { return nil }
+        do { return try Self.decoder.decode(Recorded.self, from: Data(bytes)) } catch {
+            throw ArchiveError(.storage, "\(path(sha, ".recorded.json")) is damaged; delete it to record the body again", cause: error)
+        }
+    }
+
+    /// Keeps `body` and how it came, durably, before anything else happens to it.
+    public func keep(_ body: [UInt8], _ received: Received) throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        if !FileManager.default.fileExists(atPath: path(received.sha256, ".json")) { try DurableFile.put(path(received.sha256, ".json"), body) }
+        try DurableFile.put(path(received.sha256, ".received.json"), try Self.encode(received))
+    }
+
+    /// Notes durably what became of a body.
+    public func markRecorded(_ r: Recorded) throws {
+        try DurableFile.put(path(r.sha256, ".recorded.json"), try Self.encode(r))
+    }
+
+    /// Bodies kept but never recorded (a crash between keeping and recording), oldest first.
+    public func pending() throws -> [Received] {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
+        var out: [Received] = []
+        for name in names where name.hasSuffix(".received.json") {
+            let sha = String(name.dropLast(".received.json".count))
+            guard !FileManager.default.fileExists(atPath: path(sha, ".recorded.json")), let bytes = DurableFile.read(directory + "/" + name),
+                  let r = try? Self.decoder.decode(Received.self, from: Data(bytes)), r.sha256 == sha else { continue }
+            out.append(r)
+        }
+        return out.sorted { ($0.receivedAt, $0.sha256) < ($1.receivedAt, $1.sha256) }
+    }
+
+    /// The body `sha`, checked against its name.
+    public func body(_ sha: String) throws -> [UInt8] {
+        guard let bytes = DurableFile.read(path(sha, ".json")) else { throw ArchiveError(.notFound, "no body \(sha) in \(directory)") }
+        guard Self.sha256(bytes) == sha else { throw ArchiveError(.storage, "\(path(sha, ".json")) does not hash to its name: the disk changed it") }
+        return bytes
+    }
+
+    static var decoder: JSONDecoder {
+        let d = JSONDecoder()
+        d.keyDecodingStrategy = .convertFromSnakeCase
+        return d
+    }
+
+    static func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
+        let e = JSONEncoder()
+        e.outputFormatting = [.sortedKeys]
+        e.keyEncodingStrategy = .convertToSnakeCase
+        return [UInt8](try e.encode(value))
+    }
+}

@@ -1,0 +1,102 @@
+import Foundation
+import HealthProbeArchive
+import HealthProbeImport
+import Logging
+import NIOPosix
+
+/// Records posted bodies one at a time, in arrival order, on a thread of its own: a
+/// body is kept durably, decoded, recorded as one observation of its automation's
+/// chain, and its outcome kept, before its poster is answered. Concurrent posts wait
+/// their turn; none is lost.
+public final class IngestProcessor: Sendable {
+    /// What a post became.
+    public struct Outcome: Sendable {
+        public var recorded: BodyStore.Recorded
+        /// True when the same bytes had been recorded before: nothing new was written.
+        public var duplicate: Bool
+    }
+
+    let homes: CaptureHomes
+    let pool: NIOThreadPool
+    let logger: Logger
+    /// The UTC offset of the phone's days, for windows such as `yesterday`.
+    let utcOffset: @Sendable (Double) -> Int
+    let decoder: HAEDecoder
+
+    public init(homes: CaptureHomes, decoder: HAEDecoder = HAEDecoder(), logger: Logger,
+                utcOffset: @escaping @Sendable (Double) -> Int = { TimeZone.current.secondsFromGMT(for: Date(timeIntervalSince1970: $0)) }) {
+        self.homes = homes
+        self.decoder = decoder
+        self.logger = logger
+        self.utcOffset = utcOffset
+        // One thread: bodies are recorded strictly one after another, in the order they came.
+        pool = NIOThreadPool(numberOfThreads: 1)
+        pool.start()
+    }
+
+    deinit { try? pool.syncShutdownGracefully() }
+
+    /// Records `body` posted for `automation` at `now` with the automation's settings.
+    public func ingest(automation: String, body: [UInt8], period: HAEPeriod?, aggregation: HAEAggregation?, now: Double) async throws -> Outcome {
+        try await pool.runIfActive { [self] in
+            let store = homes.bodies(automation)
+            let sha = BodyStore.sha256(body)
+            if let done = try store.recorded(sha) { return Outcome(recorded: done, duplicate: true) }
+            let received = BodyStore.Received(sha256: sha, bytes: body.count, receivedAt: now, period: period?.rawValue,
+                                              aggregation: aggregation?.rawValue, utcOffsetSeconds: utcOffset(now))
+            try store.keep(body, received)
+            return Outcome(recorded: try record(automation: automation, body: body, received: received), duplicate: false)
+        }
+    }
+
+    /// Records every body a crash left kept but unrecorded, oldest first; returns how many.
+    public func recoverPending() async throws -> Int {
+        try await pool.runIfActive { [self] in
+            var n = 0
+            for automation in homes.automations() {
+                let store = homes.bodies(automation)
+                for received in try store.pending() {
+                    _ = try record(automation: automation, body: try store.body(received.sha256), received: received)
+                    n += 1
+                }
+            }
+            return n
+        }
+    }
+
+    /// Decodes and records one kept body, then keeps its outcome. Runs on the pool's thread.
+    func record(automation: String, body: [UInt8], received: BodyStore.Received) throws -> BodyStore.Recorded {
+        let store = homes.bodies(automation)
+        var out = BodyStore.Recorded(sha256: received.sha256, outcome: "refused", recordedAt: received.receivedAt)
+        let payload: HAEPayload
+        do {
+            var d = decoder
+            d.aggregation = received.aggregation
+            payload = try d.decode(body)
+        } catch {
+            out.reason = error.message
+            try store.markRecorded(out)
+            logger.notice("ingest body refused", metadata: ["automation": "\(automation)", "sha256": "\(received.sha256.prefix(16))", "path": "\(error.path)"])
+            return out
+        }
+        let window = HAEWindow(period: received.period.flatMap(HAEPeriod.init(rawValue:)), aggregation: received.aggregation.flatMap(HAEAggregation.init(rawValue:)),
+                               now: received.receivedAt, utcOffsetSeconds: received.utcOffsetSeconds)
+        let node = try homes.automation(automation).open()
+        let r = try HAECapture(node: node).record(payload, window: window)
+        out.outcome = "recorded"
+        out.observationId = r.observationId
+        out.status = r.status
+        out.records = r.records
+        out.types = r.types
+        out.appeared = r.appeared
+        out.changed = r.changed
+        out.unchanged = r.unchanged
+        out.disappeared = r.disappeared
+        out.unrecognised = r.unrecognised
+        out.latenessByType = r.latenessByType
+        try store.markRecorded(out)
+        logger.info("ingest body recorded", metadata: ["automation": "\(automation)", "observation": "\(r.observationId)",
+                                                       "records": "\(r.records)", "disappeared": "\(r.disappeared)"])
+        return out
+    }
+}
