@@ -336,7 +336,8 @@ let package = Package(
         .testTarget(
             name: "HealthProbeIngestTests",
             dependencies: ["HealthProbeIngest", "HealthProbeImport", "HealthProbeNode", "HealthProbeServer", "HealthProbeProtocol", "HealthProbeCanonical",
-                           "HealthProbeArchive", "HealthProbeTestSupport", "HPNode",
+                           "HealthProbeArchive", "HealthProbeSimulator", "HealthProbeTestSupport", "HPNode",
+                           .product(name: "ZIPFoundation", package: "ZIPFoundation"),
                            .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "NIOCore", package: "swift-nio"),
                            .product(name: "NIOSSL", package: "swift-nio-ssl"), .product(name: "NIOPosix", package: "swift-nio"),
                            .product(name: "Logging", package: "swift-log"), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],

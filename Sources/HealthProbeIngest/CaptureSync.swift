@@ -11,6 +11,7 @@ import ServiceLifecycle
 /// A `Service` for `hp-node serve`'s `ServiceGroup`; clock and wall time injected.
 public struct CaptureSync<C: Clock>: Service where C.Duration == Duration {
     let queue: SyncQueue
+    let archives: OpenArchives
     let status: ServeStatus
     let surfaceName: @Sendable (String) -> String
     let clock: C
@@ -19,9 +20,10 @@ public struct CaptureSync<C: Clock>: Service where C.Duration == Duration {
     /// How often the queue is looked at.
     let tick: Duration
 
-    public init(queue: SyncQueue, status: ServeStatus, surfaceName: @escaping @Sendable (String) -> String, clock: C,
+    public init(queue: SyncQueue, archives: OpenArchives, status: ServeStatus, surfaceName: @escaping @Sendable (String) -> String, clock: C,
                 now: @escaping @Sendable () -> Double, logger: Logger, tick: Duration = .milliseconds(500)) {
         self.queue = queue
+        self.archives = archives
         self.status = status
         self.surfaceName = surfaceName
         self.clock = clock
@@ -52,7 +54,7 @@ public struct CaptureSync<C: Clock>: Service where C.Duration == Duration {
                 }
                 return
             }
-            let node = try home.open()
+            let node = try archives.node(home)
             let report = try await SyncClient(node: node, outbox: root + "/outbox", logger: logger).sync(enrollment)
             queue.succeeded(root)
             status.update(now: now()) { s in

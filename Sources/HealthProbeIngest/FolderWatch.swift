@@ -24,17 +24,19 @@ public struct FolderWatch<C: Clock>: Service where C.Duration == Duration {
     let directory: String
     let home: ArchiveHome
     let queue: SyncQueue
+    let archives: OpenArchives
     let status: ServeStatus
     let settings: Settings
     let clock: C
     let now: @Sendable () -> Double
     let logger: Logger
 
-    public init(directory: String, home: ArchiveHome, queue: SyncQueue, status: ServeStatus, settings: Settings = Settings(), clock: C,
+    public init(directory: String, home: ArchiveHome, queue: SyncQueue, archives: OpenArchives, status: ServeStatus, settings: Settings = Settings(), clock: C,
                 now: @escaping @Sendable () -> Double, logger: Logger) {
         self.directory = directory
         self.home = home
         self.queue = queue
+        self.archives = archives
         self.status = status
         self.settings = settings
         self.clock = clock
@@ -82,9 +84,9 @@ public struct FolderWatch<C: Clock>: Service where C.Duration == Duration {
         let started = now()
         do {
             if name.lowercased().hasSuffix(".zip") { try checkZip(path) }
-            let home = self.home, logger = self.logger
+            let node = try archives.node(home), logger = self.logger
             let r = try await NIOThreadPool.singleton.runIfActive {
-                let importer = AppleHealthImporter(node: try home.open(), logger: logger)
+                let importer = AppleHealthImporter(node: node, logger: logger)
                 return try importer.importExport(at: path)
             }
             let moved = try move(name, to: "imported")

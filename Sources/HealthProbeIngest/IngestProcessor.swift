@@ -17,15 +17,17 @@ public final class IngestProcessor: Sendable {
     }
 
     let homes: CaptureHomes
+    let archives: OpenArchives
     let pool: NIOThreadPool
     let logger: Logger
     /// The UTC offset of the phone's days, for windows such as `yesterday`.
     let utcOffset: @Sendable (Double) -> Int
     let decoder: HAEDecoder
 
-    public init(homes: CaptureHomes, decoder: HAEDecoder = HAEDecoder(), logger: Logger,
+    public init(homes: CaptureHomes, archives: OpenArchives, decoder: HAEDecoder = HAEDecoder(), logger: Logger,
                 utcOffset: @escaping @Sendable (Double) -> Int = { TimeZone.current.secondsFromGMT(for: Date(timeIntervalSince1970: $0)) }) {
         self.homes = homes
+        self.archives = archives
         self.decoder = decoder
         self.logger = logger
         self.utcOffset = utcOffset
@@ -81,7 +83,7 @@ public final class IngestProcessor: Sendable {
         }
         let window = HAEWindow(period: received.period.flatMap(HAEPeriod.init(rawValue:)), aggregation: received.aggregation.flatMap(HAEAggregation.init(rawValue:)),
                                now: received.receivedAt, utcOffsetSeconds: received.utcOffsetSeconds)
-        let node = try homes.automation(automation).open()
+        let node = try archives.node(homes.automation(automation))
         let r = try HAECapture(node: node).record(payload, window: window)
         out.outcome = "recorded"
         out.observationId = r.observationId

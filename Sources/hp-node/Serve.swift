@@ -64,7 +64,8 @@ struct ServeRun: AsyncParsableCommand {
     func run() async throws {
         let logger = NodeLogging.logger()
         let home = options.resolvedHome
-        _ = try home.open()  // creates the node's home, keys and chain on first use
+        let archives = OpenArchives()
+        _ = try archives.node(home)  // creates the node's home, keys and chain on first use
         let homes = CaptureHomes(home: home)
         let now: @Sendable () -> Double = { Date().timeIntervalSince1970 }
         let zone = timeZone.flatMap(TimeZone.init(identifier:)) ?? TimeZone.current
@@ -78,12 +79,12 @@ struct ServeRun: AsyncParsableCommand {
         let root = home.root
         let surfaceName: @Sendable (String) -> String = { $0 == root ? "import" : ($0 as NSString).lastPathComponent }
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
-        services.append(.init(service: CaptureSync(queue: queue, status: status, surfaceName: surfaceName, clock: ContinuousClock(), now: now, logger: logger)))
+        services.append(.init(service: CaptureSync(queue: queue, archives: archives, status: status, surfaceName: surfaceName, clock: ContinuousClock(), now: now, logger: logger)))
         // Whatever a home holds unsent (a stop before its sync) goes at start.
         for name in homes.automations() { queue.due(homes.automation(name).root, now: now()) }
         queue.due(home.root, now: now())
         if let ingest, let (host, port) = SyncAddress.parse(ingest, allowAnyPort: true) {
-            let processor = IngestProcessor(homes: homes, logger: logger, utcOffset: { zone.secondsFromGMT(for: Date(timeIntervalSince1970: $0)) })
+            let processor = IngestProcessor(homes: homes, archives: archives, logger: logger, utcOffset: { zone.secondsFromGMT(for: Date(timeIntervalSince1970: $0)) })
             let recovered = try await processor.recoverPending()
             if recovered > 0 { announce("recorded \(recovered) body(ies) kept before a stop") }
             let identity = insecureHTTP ? nil : try IngestIdentity.loadOrCreate(home.keyStore, hostnames: hostname)
@@ -106,7 +107,7 @@ struct ServeRun: AsyncParsableCommand {
             }))
         }
         if let watch {
-            services.append(.init(service: FolderWatch(directory: watch, home: home, queue: queue, status: status, clock: ContinuousClock(), now: now, logger: logger)))
+            services.append(.init(service: FolderWatch(directory: watch, home: home, queue: queue, archives: archives, status: status, clock: ContinuousClock(), now: now, logger: logger)))
             announce("watching \(watch)")
         }
         let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))

@@ -37,7 +37,7 @@ struct IngestNode: Sendable {
 
     /// The observations of automation `name`'s chain (ids count up from 1 in a new archive).
     func observationCount(_ name: String) async throws -> Int64 {
-        let node = try homes.automation(name).open(mode: .readOnly)
+        let node = try homes.automation(name).open(mode: .readOnly)  // a reader takes no lock
         return try await node.archive.latestObservationID(chain: node.deviceChainID) ?? 0
     }
 }
@@ -46,19 +46,19 @@ let quietLogger: Logger = { var l = Logger(label: "test.ingest"); l.logLevel = .
 
 /// Runs `body` against a node serving ingest (key for automation "phone"); `extra`
 /// services run in the same group (a sync service, say).
-func withIngest(root: String? = nil, settings: IngestServer.Settings = IngestServer.Settings(), now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
-                extra: @escaping @Sendable (SyncQueue, ServeStatus) -> [any Service] = { _, _ in [] },
+func withIngest(root: String? = nil, archives: OpenArchives = OpenArchives(), settings: IngestServer.Settings = IngestServer.Settings(), now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
+                extra: @escaping @Sendable (SyncQueue, ServeStatus, OpenArchives) -> [any Service] = { _, _, _ in [] },
                 _ body: @Sendable (IngestNode) async throws -> Void) async throws {
     let dir = TempDir()
     let root = root ?? dir.path + "/home"
     let home = ArchiveHome(root: root)
-    _ = try home.open()
+    _ = try archives.node(home)
     let keys = IngestKeys(keys: home.keyStore)
     let key = try keys.automation(forKey: "") == nil ? try keys.create(name: "phone", now: now()) : ""
     let identity = try IngestIdentity.loadOrCreate(home.keyStore, hostnames: [])
     let queue = SyncQueue()
     let status = ServeStatus(path: root + "/serve-status.json", initial: .init())
-    let processor = IngestProcessor(homes: CaptureHomes(home: home), logger: quietLogger, utcOffset: { _ in 0 })
+    let processor = IngestProcessor(homes: CaptureHomes(home: home), archives: archives, logger: quietLogger, utcOffset: { _ in 0 })
     _ = try await processor.recoverPending()
     let server = IngestServer(keys: keys, processor: processor, settings: settings, logger: quietLogger, now: now) { name in
         queue.due(CaptureHomes(home: home).automation(name).root, now: now())
@@ -70,7 +70,7 @@ func withIngest(root: String? = nil, settings: IngestServer.Settings = IngestSer
     let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
     let app = try server.application(host: "127.0.0.1", port: 0, identity: identity) { continuation.yield($0) }
     try await withThrowingTaskGroup(of: Void.self) { group in
-        let group2 = ServiceGroup(configuration: .init(services: [app] + extra(queue, status), logger: quietLogger))
+        let group2 = ServiceGroup(configuration: .init(services: [app] + extra(queue, status, archives), logger: quietLogger))
         group.addTask { try await group2.run() }
         var it = ports.makeAsyncIterator()
         guard let port = await it.next() else { return }
