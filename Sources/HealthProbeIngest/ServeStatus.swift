@@ -10,7 +10,7 @@ public final class ServeStatus: Sendable {
         public var startedAt: Double = 0
         public var updatedAt: Double = 0
         public var ingest: String?
-        public var ingestTLS = true
+        public var ingestEncrypted = true
         public var ingestCertificateFingerprint: String?
         public var watch: String?
         /// By surface: `hae-NAME` for an automation, `import` for the node's own home.

@@ -73,7 +73,7 @@ struct ServeRun: AsyncParsableCommand {
         initial.pid = getpid()
         initial.startedAt = now()
         initial.watch = watch
-        initial.ingestTLS = !insecureHTTP
+        initial.ingestEncrypted = !insecureHTTP
         let status = ServeStatus(path: home.root + "/serve-status.json", initial: initial)
         let queue = SyncQueue()
         let root = home.root
