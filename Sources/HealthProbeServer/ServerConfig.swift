@@ -36,7 +36,10 @@ public struct ServerConfig: Sendable, Equatable {
     public static var defaultApplyThreads: Int { ProcessInfo.processInfo.activeProcessorCount + 1 }
     public static let applyThreadsRange = 1...64
 
-    public static let keys: Set<String> = ["listen", "advertise", "web_listen", "metrics_listen", "log_level", "hello_timeout_seconds", "idle_timeout_seconds", "kept_replicas", "apply_threads"]
+    /// How alert email is sent; absent: email channels cannot deliver.
+    public var smtp: SMTPSettings?
+
+    public static let keys: Set<String> = ["listen", "advertise", "web_listen", "metrics_listen", "log_level", "hello_timeout_seconds", "idle_timeout_seconds", "kept_replicas", "apply_threads", "smtp"]
 
     public init() {}
 
@@ -95,6 +98,56 @@ public struct ServerConfig: Sendable, Equatable {
         if let l = c.logLevel, !["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(l) {
             throw ArchiveError(.invalidInput, "config file \(file): \"log_level\" \(l) is not a log level")
         }
+        if let smtp = o["smtp"], smtp != .null { c.smtp = try Self.smtp(smtp, file: file) }
         return c
+    }
+
+    /// The `smtp` object: `host` and `from` required, every key checked by name and type.
+    static func smtp(_ value: JSONValue, file: String) throws -> SMTPSettings {
+        guard case .object(let o) = value else { throw ArchiveError(.invalidInput, "config file \(file): \"smtp\" must be a JSON object") }
+        if let unknown = o.keys.filter({ !SMTPSettings.keys.contains($0) }).sorted().first {
+            throw ArchiveError(.invalidInput, "config file \(file): unknown key \"smtp.\(unknown)\" (known: \(SMTPSettings.keys.sorted().joined(separator: ", ")))")
+        }
+        func string(_ k: String) throws -> String? {
+            switch o[k] {
+            case nil, .null?: return nil
+            case .string(let s)? where !s.isEmpty && s.count <= 1024 && !s.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }): return s
+            default: throw ArchiveError(.invalidInput, "config file \(file): \"smtp.\(k)\" must be a non-empty string on one line")
+            }
+        }
+        guard let host = try string("host") else { throw ArchiveError(.invalidInput, "config file \(file): \"smtp.host\" is required") }
+        guard let from = try string("from") else { throw ArchiveError(.invalidInput, "config file \(file): \"smtp.from\" (the sender address) is required") }
+        do { try AlertTables.validate(kind: .email, target: from) } catch {
+            throw ArchiveError(.invalidInput, "config file \(file): \"smtp.from\" must be an address like healthprobe@example.org")
+        }
+        var s = SMTPSettings(host: host, from: from, username: try string("username"), password: try string("password"), caFile: try string("ca_file"))
+        switch o["port"] {
+        case nil, .null?: break
+        case .number(let d)? where d == d.rounded() && (1...65535).contains(d): s.port = Int(d)
+        default: throw ArchiveError(.invalidInput, "config file \(file): \"smtp.port\" must be a whole number 1...65535")
+        }
+        switch o["require_starttls"] {
+        case nil, .null?: break
+        case .bool(let b)?: s.requireStartTLS = b
+        default: throw ArchiveError(.invalidInput, "config file \(file): \"smtp.require_starttls\" must be true or false")
+        }
+        switch o["timeout_seconds"] {
+        case nil, .null?: break
+        case .number(let d)? where d >= 1 && d <= 600: s.timeoutSeconds = d
+        default: throw ArchiveError(.invalidInput, "config file \(file): \"smtp.timeout_seconds\" must be a number from 1 to 600")
+        }
+        if let name = try string("helo_name") {
+            guard name.count <= 255, name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "-") }) else {
+                throw ArchiveError(.invalidInput, "config file \(file): \"smtp.helo_name\" must be a host name")
+            }
+            s.heloName = name
+        }
+        if s.username != nil, s.password == nil {
+            throw ArchiveError(.invalidInput, "config file \(file): \"smtp.username\" needs \"smtp.password\"")
+        }
+        if let ca = s.caFile, !FileManager.default.fileExists(atPath: ca) {
+            throw ArchiveError(.invalidInput, "config file \(file): \"smtp.ca_file\" \(ca) does not exist")
+        }
+        return s
     }
 }

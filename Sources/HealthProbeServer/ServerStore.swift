@@ -29,6 +29,8 @@ public struct ServerStore: Sendable {
     }
 
     public var tlsDirectory: String { root + "/tls" }
+    /// The server's certificate (PEM).
+    public var certificatePath: String { tlsDirectory + "/" + ServerIdentity.certificateFile }
     public var registryPath: String { root + "/server.sqlite" }
 
     /// The server's TLS identity.

@@ -69,7 +69,7 @@ extension WebServer {
         try Self.checkCSRF(request.headers[HTTPField.Name("X-CSRF-Token")!], context)
         let chain = try await access.chain(context, for: person)
         guard let condition = context.parameters.get("condition").flatMap(AlertCondition.init(rawValue:)) else {
-            throw WebError(.notFound, "no such alert condition (silent, refused, verification_failed)")
+            throw WebError(.notFound, "no such alert condition (\(AlertCondition.allCases.map(\.rawValue).joined(separator: ", ")))")
         }
         return (person, chain, condition)
     }

@@ -32,6 +32,8 @@ public struct WebServer: Sendable {
         /// The address nodes reach the sync server at, for the enrollment command shown
         /// (asked each time: with port 0 the sync server knows its port only once it listens).
         public var syncAddress: @Sendable () -> String = { "127.0.0.1:7447" }
+        /// Sends the alerts page's test messages (with the config file's `smtp` for email).
+        public var alertSender: AlertSender = .shared
         public init() {}
     }
 
@@ -107,6 +109,7 @@ public struct WebServer: Sendable {
         addExportRoutes(router)
         addAPIRoutes(router)
         addAlertAPIRoutes(router)
+        addAlertRoutes(router)
         return router
     }
 

@@ -80,10 +80,12 @@ struct AlertCommand: AsyncParsableCommand {
         @OptionGroup var options: DataOptions
         @Option(name: .long, help: "The person whose channel it is.") var person: String
         @Argument(help: "The channel id (see `alert channel list`).") var id: Int64
+        @Option(name: .long, help: "The config file with the \"smtp\" settings for email (default <data>/config.json).") var config: String?
 
         func run() async throws {
+            let settings = try ServerConfig.load(dataDirectory: options.data, path: config)
             let m = try options.store.registry().alertTestMessage(channelID: id, person: person, now: Date().timeIntervalSince1970)
-            do { try await AlertSender.shared.send(m) } catch {
+            do { try await AlertSender.shared(smtp: settings.smtp).send(m) } catch {
                 throw ValidationError("the test message was not delivered: \(error)")
             }
             if options.json { try Output.json(["delivered": m.key]) } else { print("delivered test message \(m.key)") }
@@ -114,8 +116,8 @@ struct AlertCommand: AsyncParsableCommand {
 
     struct Target: ParsableArguments {
         @Option(name: .long, help: "The person acting (must be allowed to read the chain).") var person: String
-        @Option(name: .long, help: "Chain hash or a unique prefix of it.") var chain: String
-        @Option(name: .long, help: "silent, refused or verification_failed.") var condition: String
+        @Option(name: .long, help: "Chain hash or a unique prefix of it; `server` for the server-level alerts.") var chain: String
+        @Option(name: .long, help: "silent, refused, verification_failed, loss_found, disk_space_low, certificate_expiring or delivery_failing.") var condition: String
 
         func validate() throws {
             guard AlertCondition(rawValue: condition) != nil else {
@@ -127,7 +129,7 @@ struct AlertCommand: AsyncParsableCommand {
             let r = try options.store.registry()
             guard let p = try r.person(named: person) else { throw ValidationError("no person named \(person) (see `hp-server person list`)") }
             guard let c = AlertCondition(rawValue: condition) else { throw ValidationError("unknown condition \(condition)") }
-            return (r, p, try options.store.chain(matching: chain), c)
+            return (r, p, chain == AlertCondition.serverKey ? chain : try options.store.chain(matching: chain), c)
         }
     }
 

@@ -81,6 +81,7 @@ struct Serve: AsyncParsableCommand {
         if let webAddress = web ?? settings.webListen, let (wh, wp) = SyncAddress.parse(webAddress, allowAnyPort: true) {
             var webSettings = WebServer.Settings()
             webSettings.syncAddress = { boundAddress.withLockedValue { $0 } }
+            webSettings.alertSender = .shared(smtp: settings.smtp)
             let webServer = try WebServer(store: options.store, settings: webSettings, logger: Logger(label: "healthprobe.web"))
             services.append(.init(service: try webServer.application(host: wh, port: wp) { port in
                 let shown = wh.contains(":") ? "[\(wh)]" : wh
@@ -90,8 +91,11 @@ struct Serve: AsyncParsableCommand {
         // Alerts: evaluated every minute, delivered through the registry's outbox (docs/alerts.md).
         var alertSettings = AlertService<ContinuousClock>.Settings()
         if let webAddress = web ?? settings.webListen { alertSettings.pageBase = "https://\(webAddress)" }
-        services.append(.init(service: AlertService(registry: try options.store.registry(), sender: .shared, settings: alertSettings,
-                                                    clock: ContinuousClock(), now: { Date().timeIntervalSince1970 }, logger: Logger(label: "healthprobe.alerts"), metrics: serverMetrics)))
+        alertSettings.server = ServerConditions(dataDirectory: options.data, certificateFile: options.store.certificatePath)
+        alertSettings.verify = ScheduledVerify(store: options.store)
+        services.append(.init(service: AlertService(registry: try options.store.registry(), sender: .shared(smtp: settings.smtp), settings: alertSettings,
+                                                    clock: ContinuousClock(), now: { Date().timeIntervalSince1970 }, logger: Logger(label: "healthprobe.alerts"), metrics: serverMetrics,
+                                                    lossScan: LossScan(store: options.store))))
         let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
         logger.info("sync server stopped")

@@ -30,4 +30,28 @@ struct AlertCommandTests {
         let audit = try hpServer(["audit", "--data", data.path, "--json"]).1
         #expect(audit.contains("alert.channel.add") && audit.contains("alert.channel.remove") && !audit.contains(secret))
     }
+
+    @Test("channel test delivers a test email through the config file's smtp settings (STARTTLS, AUTH PLAIN), and says why when they are missing",
+          .enabled(if: SMTPTestServer.available, Comment(rawValue: SMTPTestServer.skipReason)))
+    func emailTest() throws {
+        let smtp = try SMTPTestServer()
+        defer { smtp.stop() }
+        let data = TempDir()
+        #expect(try hpServer(["init", "--data", data.path]).0 == 0)
+        #expect(try runTool("hp-server", ["person", "add", "ann", "--role", "admin", "--password-stdin", "--bcrypt-cost", "4", "--data", data.path],
+                            stdin: "a-long-enough-password\n").0 == 0)
+        #expect(try hpServer(["alert", "channel", "add", "--data", data.path, "--person", "ann", "--email", "ann@example.org"]).0 == 0)
+        let missing = try hpServer(["alert", "channel", "test", "1", "--data", data.path, "--person", "ann"])
+        #expect(missing.0 != 0 && missing.2.contains("smtp"), "\(missing)")
+        let config: [String: Any] = ["smtp": ["host": "127.0.0.1", "port": smtp.port, "from": "healthprobe@example.org", "username": SMTPTestServer.username,
+                                              "password": SMTPTestServer.password, "ca_file": smtp.certificatePath]]
+        try JSONSerialization.data(withJSONObject: config).write(to: URL(fileURLWithPath: data.file("config.json")))
+        let sent = try hpServer(["alert", "channel", "test", "1", "--data", data.path, "--person", "ann"])
+        #expect(sent.0 == 0 && sent.1.contains("delivered test message"), "\(sent)")
+        let got = try #require(try smtp.received().first)
+        #expect(got.contains("X-TLS: yes") && got.contains("To: <ann@example.org>") && got.contains("this is a test of your HealthProbe alert channel."))
+        try JSONSerialization.data(withJSONObject: ["smtp": ["host": "127.0.0.1", "from": "not an address"]]).write(to: URL(fileURLWithPath: data.file("config.json")))
+        let bad = try hpServer(["alert", "channel", "test", "1", "--data", data.path, "--person", "ann"])
+        #expect(bad.0 != 0 && bad.2.contains("smtp.from"), "\(bad)")
+    }
 }

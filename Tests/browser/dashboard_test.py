@@ -229,6 +229,38 @@ class Dashboard(unittest.TestCase):
         finally:
             d.quit()
 
+    def test_alerts_page_adds_a_channel_and_acknowledges_an_alert(self):
+        d = browser()
+        try:
+            sign_in(d, "ann")
+            submit(d, d.find_element(By.LINK_TEXT, "Alerts"))
+            self.assertEqual(heading(d), "Alerts")
+            # A channel, added by form: listed, its secret never shown back.
+            form = d.find_element(By.CSS_SELECTOR, "form[action='/alerts/channels']")
+            form.find_element(By.CSS_SELECTOR, "select[name=kind] option[value=webhook]").click()
+            form.find_element(By.NAME, "target").send_keys("https://hooks.example/ann")
+            form.find_element(By.NAME, "secret").send_keys("ann-browser-secret-0123456789")
+            submit(d, form.find_element(By.CSS_SELECTOR, "button[type=submit]"))
+            self.assertIn("Added a webhook channel", d.find_element(By.CSS_SELECTOR, "p.alert[role=status]").text)
+            channels = d.find_elements(By.CSS_SELECTOR, "table.channels tbody tr[data-channel]")
+            self.assertEqual([r.find_element(By.CSS_SELECTOR, "td.target").text for r in channels], ["https://hooks.example/ann"])
+            self.assertNotIn("ann-browser-secret-0123456789", d.page_source)
+            # The server evaluates once a minute: the tablet's loss is on the page by the next round.
+            def loss_row(d):
+                d.get(WEB + "/alerts")
+                rows = d.find_elements(By.CSS_SELECTOR, f"table.alerts tbody tr[data-alert=loss_found][data-chain='{CHAINS['ann-tablet']}'].firing")
+                return rows[0] if rows else False
+            row = WebDriverWait(d, 100, poll_frequency=3).until(loss_row)
+            self.assertIn("ann-tablet", row.text)
+            self.assertIn("Steps: 3 records lost", row.text)
+            submit(d, row.find_element(By.XPATH, ".//button[text()='Acknowledge']"))
+            self.assertIn("Acknowledged", d.find_element(By.CSS_SELECTOR, "p.alert[role=status]").text)
+            alerts = [a for a in api(d, "/api/v1/alerts") if a["condition"] == "loss_found" and a["chain"] == CHAINS["ann-tablet"]]
+            self.assertEqual(len(alerts), 1)
+            self.assertEqual(alerts[0]["acknowledged_by"], "ann")
+        finally:
+            d.quit()
+
     def test_download_an_export_and_verify_it(self):
         folder = tempfile.mkdtemp(dir=WORK)
         d = browser(downloads=folder)
@@ -312,7 +344,7 @@ class Dashboard(unittest.TestCase):
         try:
             sign_in(d, "ann")
             for path in ["/", f"/chains/{CHAINS['ann-phone']}", "/types/HKQuantityTypeIdentifierStepCount",
-                         f"/chains/{CHAINS['ann-phone']}/observations/2", f"/chains/{CHAINS['ann-phone']}/observations/2/visible", "/admin"]:
+                         f"/chains/{CHAINS['ann-phone']}/observations/2", f"/chains/{CHAINS['ann-phone']}/observations/2/visible", "/admin", "/alerts"]:
                 d.get(WEB + path)
                 overflow = d.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
                 self.assertLessEqual(overflow, 1, f"{path} scrolls sideways by {overflow}px on a phone")

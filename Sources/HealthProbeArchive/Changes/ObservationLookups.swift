@@ -29,4 +29,9 @@ extension ObservationQueries {
         guard let row = try Row.fetchOne(db, sql: "SELECT id, observed_at FROM observations ORDER BY id DESC LIMIT 1") else { return nil }
         return (row["id"], row["observed_at"])
     }
+
+    /// Observation ids after `id`, oldest first, at most `limit`.
+    public static func ids(_ db: Database, after id: Int64, limit: Int) throws -> [Int64] {
+        try Int64.fetchAll(db, sql: "SELECT id FROM observations WHERE id > ? ORDER BY id LIMIT ?", arguments: [id, limit])
+    }
 }

@@ -4,8 +4,8 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 
-/// Sends one outbox message on its channel: a signed JSON webhook or an ntfy publish.
-/// Throws a value-free error on anything but a 2xx answer.
+/// Sends one outbox message on its channel: a signed JSON webhook, an ntfy publish, or a
+/// plain-text email over SMTP with STARTTLS. Throws a value-free error on anything but success.
 public struct AlertSender: Sendable {
     public struct Failure: Error, CustomStringConvertible {
         public var description: String
@@ -13,14 +13,20 @@ public struct AlertSender: Sendable {
 
     let client: HTTPClient
     let timeout: TimeAmount
+    /// How email goes out (the config file's `smtp`); nil: email channels fail with a reason.
+    let smtp: SMTPSettings?
 
-    public init(client: HTTPClient, timeout: TimeAmount = .seconds(10)) {
+    public init(client: HTTPClient, timeout: TimeAmount = .seconds(10), smtp: SMTPSettings? = nil) {
         self.client = client
         self.timeout = timeout
+        self.smtp = smtp
     }
 
-    /// A sender on the process-wide HTTP client.
+    /// A sender on the process-wide HTTP client, without email.
     public static var shared: AlertSender { AlertSender(client: .shared) }
+
+    /// A sender on the process-wide HTTP client, with email through `smtp` when set.
+    public static func shared(smtp: SMTPSettings?) -> AlertSender { AlertSender(client: .shared, smtp: smtp) }
 
     /// The `X-HP-Signature` of `body`: lower-case hex HMAC-SHA256 with the channel's secret.
     public static func signature(body: String, secret: String) -> String {
@@ -47,7 +53,7 @@ public struct AlertSender: Sendable {
             request.headers.add(name: "Content-Type", value: "text/plain; charset=utf-8")
             request.body = .bytes(ByteBuffer(string: m.text))
         case .email:
-            throw Failure(description: "email delivery is not available yet: set up a webhook or ntfy channel")
+            return try await email(m)
         }
         let response = try await client.execute(request, timeout: timeout)
         // Drain at most a little of the answer; only the status matters.
@@ -55,5 +61,14 @@ public struct AlertSender: Sendable {
         guard (200..<300).contains(response.status.code) else {
             throw Failure(description: "the \(m.kind.rawValue) receiver answered HTTP \(response.status.code)")
         }
+    }
+
+    /// The message as a plain-text email to the channel's address.
+    func email(_ m: DeviceRegistry.OutboxMessage) async throws {
+        guard let smtp else {
+            throw Failure(description: "email needs the \"smtp\" settings in the server's config file (docs/alerts.md)")
+        }
+        let message = SMTPMessage.plainText(from: smtp.from, to: m.target, subject: m.subject, body: m.text, date: Date(), messageID: m.key)
+        try await SMTPClient(settings: smtp).send(to: [m.target], message: message)
     }
 }

@@ -18,9 +18,10 @@ public struct AlertConditions: Sendable {
         (override ?? mean ?? defaultCadence) + grace
     }
 
-    /// The conditions firing on `chain`.
+    /// The conditions firing on `chain`. Loss fires from its finding until the alert is
+    /// acknowledged (a person has looked: the records are gone from the device, nothing resolves it by itself).
     public func findings(chain: String, facts: ChainContact.Facts, verification: DeviceRegistry.Verification?,
-                         mean: Double?, override: Double?, now: Double) -> [AlertFinding] {
+                         mean: Double?, override: Double?, loss: AlertLoss.Facts? = nil, now: Double) -> [AlertFinding] {
         var out: [AlertFinding] = []
         if let last = facts.lastSync, facts.deviceRevokedAt == nil {
             let limit = silentAfter(mean: mean, override: override)
@@ -37,6 +38,9 @@ public struct AlertConditions: Sendable {
         if let verification, !verification.ok {
             out.append(AlertFinding(chain: chain, condition: .verificationFailed,
                                     detail: "\(verification.mode) verification found \(verification.problems.count) problem\(verification.problems.count == 1 ? "" : "s")"))
+        }
+        if let loss, loss.foundAt > (loss.acknowledgedAt ?? -.infinity) {
+            out.append(AlertFinding(chain: chain, condition: .lossFound, detail: loss.detail, page: loss.page))
         }
         return out
     }

@@ -8,8 +8,10 @@ public struct AlertMessage: Sendable {
     public var events: [AlertEvent]
     public var subject: String
     public var text: String
-    var links: [String: String]
+    /// Each event's evidence link, by index.
+    var links: [Int: String]
 
+    /// `link` makes an event's page path (`/chains/<chain>...`) a full URL, or nil for none.
     public init(person: String, events: [AlertEvent], now: Double, link: (String) -> String?) {
         self.person = person
         self.events = events
@@ -17,14 +19,14 @@ public struct AlertMessage: Sendable {
         let resolved = events.count - fired
         subject = "HealthProbe: " + [fired > 0 ? "\(fired) alert\(fired == 1 ? "" : "s") firing" : nil,
                                      resolved > 0 ? "\(resolved) resolved" : nil].compactMap { $0 }.joined(separator: ", ")
-        var links: [String: String] = [:]
+        var links: [Int: String] = [:]
         var lines = ["Hello \(person),", ""]
-        for e in events {
-            let device = e.device ?? "an unowned device"
-            var line = "- \(e.condition.rawValue) \(e.event.rawValue): \(device), chain \(e.chain.prefix(12)), at \(CanonicalDate.string(e.at))"
+        for (i, e) in events.enumerated() {
+            let about = e.chain == AlertCondition.serverKey ? "the server" : "\(e.device ?? "an unowned device"), chain \(e.chain.prefix(12))"
+            var line = "- \(e.condition.rawValue) \(e.event.rawValue): \(about), at \(CanonicalDate.string(e.at))"
             if !e.detail.isEmpty { line += " (\(e.detail))" }
             lines.append(line)
-            if let l = link(e.chain) { links[e.chain] = l; lines.append("  evidence: \(l)") }
+            if let l = link(e.path) { links[i] = l; lines.append("  evidence: \(l)") }
         }
         lines += ["", "Acknowledge or snooze on the alerts page."]
         text = lines.joined(separator: "\n")
@@ -49,9 +51,9 @@ public struct AlertMessage: Sendable {
 
     /// The webhook body (sorted keys, dates as ISO 8601 UTC with milliseconds).
     public func json(key: String) throws -> String {
-        let body = Body(key: key, person: person, subject: subject, events: events.map {
-            .init(chain: $0.chain, device: $0.device, condition: $0.condition.rawValue, event: $0.event.rawValue,
-                  at: CanonicalDate.string($0.at), detail: $0.detail, link: links[$0.chain])
+        let body = Body(key: key, person: person, subject: subject, events: events.enumerated().map { i, e in
+            .init(chain: e.chain, device: e.device, condition: e.condition.rawValue, event: e.event.rawValue,
+                  at: CanonicalDate.string(e.at), detail: e.detail, link: links[i])
         })
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

@@ -1,6 +1,8 @@
 import AsyncHTTPClient
 import Foundation
+import HealthProbeArchive
 import Logging
+import NIOPosix
 import ServiceLifecycle
 
 /// Evaluates every chain's conditions each `interval`, then delivers what the outbox holds.
@@ -12,6 +14,10 @@ public struct AlertService<C: Clock>: Service where C.Duration == Duration {
         public var reminders = AlertReminders()
         /// The dashboard's base URL (`https://host:port`), for evidence links; nil for none.
         public var pageBase: String?
+        /// Server-level conditions for admins; nil: not evaluated.
+        public var server: ServerConditions?
+        /// Verification on a schedule (quick daily, full weekly by default); nil: none.
+        public var verify: ScheduledVerify?
         /// The wait before retry `n` (1 is the first): 30 s doubling, at most 6 h.
         public var backoff: @Sendable (Int) -> Double = { min(6 * 3600, 30 * pow(2, Double(min($0 - 1, 20)))) }
         public init() {}
@@ -24,10 +30,13 @@ public struct AlertService<C: Clock>: Service where C.Duration == Duration {
     let now: @Sendable () -> Double
     let logger: Logger
     let metrics: ServerMetrics?
+    /// Reads the replicas for *loss found*; nil: loss is not evaluated.
+    let lossScan: LossScan?
 
     public init(registry: DeviceRegistry, sender: AlertSender, settings: Settings = Settings(), clock: C,
-                now: @escaping @Sendable () -> Double, logger: Logger, metrics: ServerMetrics? = nil) {
+                now: @escaping @Sendable () -> Double, logger: Logger, metrics: ServerMetrics? = nil, lossScan: LossScan? = nil) {
         self.metrics = metrics
+        self.lossScan = lossScan
         self.registry = registry
         self.sender = sender
         self.settings = settings
@@ -39,7 +48,9 @@ public struct AlertService<C: Clock>: Service where C.Duration == Duration {
     public func run() async throws {
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             do {
-                _ = try evaluate()
+                _ = try await verifyDue()
+                // SQLite and the loss scan's classification: off Swift's cooperative threads.
+                _ = try await NIOThreadPool.singleton.runIfActive { try self.evaluate() }
                 _ = try await deliver()
             } catch {
                 logger.error("alert round failed", metadata: ["error": "\(error)"])
@@ -56,14 +67,62 @@ public struct AlertService<C: Clock>: Service where C.Duration == Duration {
         for chain in chains {
             let facts = try registry.chainFacts(chain)
             let cadence = try registry.learnCadence(chain: chain, lastSync: facts.lastSync)
+            var loss: AlertLoss.Facts?
+            if let lossScan {
+                try scanForLoss(chain, lossScan, now: t)
+                loss = try registry.lossFacts(chain: chain)
+            }
             findings += settings.conditions.findings(chain: chain, facts: facts, verification: try registry.verification(chain: chain),
-                                                     mean: cadence.mean, override: cadence.override, now: t)
+                                                     mean: cadence.mean, override: cadence.override, loss: loss, now: t)
         }
         let base = settings.pageBase
-        let round = try registry.applyAlertRound(findings: findings, chains: chains, evaluated: Set(AlertCondition.allCases), now: t,
-                                                 reminders: settings.reminders, link: { chain in base.map { "\($0)/chains/\(chain)" } })
+        var evaluated = Set(AlertCondition.allCases)
+        if lossScan == nil { evaluated.remove(.lossFound) }
+        var keys = chains
+        if let server = settings.server {
+            keys.append(AlertCondition.serverKey)
+            findings += server.findings(now: t, oldestFailingMessage: try registry.oldestFailingAlertMessage())
+        } else {
+            evaluated.subtract(AlertCondition.allCases.filter(\.isServerLevel))
+        }
+        let round = try registry.applyAlertRound(findings: findings, chains: keys, evaluated: evaluated, now: t,
+                                                 reminders: settings.reminders, link: { path in base.map { $0 + path } })
         metrics?.alertRound(round)
         return round
+    }
+
+    /// Runs the verifications due on the schedule, one chain at a time, off Swift's cooperative
+    /// threads; the result is recorded like an admin's run, and a failure fires *verification failed*
+    /// in the evaluation that follows. Returns what ran.
+    public func verifyDue() async throws -> [(chain: String, mode: ArchiveVerifier.Mode)] {
+        guard let v = settings.verify else { return [] }
+        var ran: [(chain: String, mode: ArchiveVerifier.Mode)] = []
+        for chain in try registry.ownedChains() {
+            guard let mode = try registry.dueVerification(chain: chain, now: now(), quickEvery: v.quickEvery, fullEvery: v.fullEvery) else { continue }
+            let store = v.store
+            do {
+                _ = try await NIOThreadPool.singleton.runIfActive { try ServerVerifier.run(store, chain: chain, mode: mode) }
+            } catch {
+                logger.warning("scheduled verification failed to run", metadata: ["chain": "\(chain.prefix(12))", "mode": "\(mode.rawValue)", "error": "\(error)"])
+            }
+            try registry.recordScheduledVerification(chain: chain, mode: mode, now: now())
+            ran.append((chain, mode))
+        }
+        return ran
+    }
+
+    /// Classifies the chain's observations applied since the last look and records any loss.
+    /// A replica that cannot be read is logged and looked at again next round.
+    func scanForLoss(_ chain: String, _ scan: LossScan, now: Double) throws {
+        let after = try registry.lossExaminedThrough(chain: chain)
+        let result: LossScan.Result?
+        do { result = try scan.scan(chain: chain, after: after) } catch {
+            logger.warning("loss scan failed", metadata: ["chain": "\(chain.prefix(12))", "error": "\(error)"])
+            return
+        }
+        guard let result else { return }
+        try registry.recordLossScan(chain: chain, through: result.through,
+                                    loss: result.loss.map { ($0.observation, $0.detail, $0.page(chain: chain)) }, now: now)
     }
 
     /// Sends every due message once; a failure is retried later with backoff. Returns (delivered, failed).

@@ -61,6 +61,13 @@ extension DeviceRegistry {
         }
     }
 
+    /// When the oldest message still undelivered after a failed attempt was queued; nil if none.
+    public func oldestFailingAlertMessage() throws -> Double? {
+        try database.read { db in
+            try Double.fetchOne(db, sql: "SELECT min(created_at) FROM alert_outbox WHERE delivered_at IS NULL AND attempts > 0")
+        }
+    }
+
     /// The outbox, newest first.
     public func alertOutbox(limit: Int = 100) throws -> [OutboxEntry] {
         try database.read { db in

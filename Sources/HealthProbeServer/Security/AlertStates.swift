@@ -10,6 +10,33 @@ public enum AlertCondition: String, Sendable, Codable, CaseIterable {
     case refused
     /// The chain's last verification found a problem.
     case verificationFailed = "verification_failed"
+    /// A newly applied observation has a type whose verdict is loss.
+    case lossFound = "loss_found"
+    /// Server-level, for admins: the data directory's file system is nearly full.
+    case diskSpaceLow = "disk_space_low"
+    /// Server-level, for admins: the server's TLS certificate expires soon.
+    case certificateExpiring = "certificate_expiring"
+    /// Server-level, for admins: an alert message has not been delivered for over a day.
+    case deliveryFailing = "delivery_failing"
+
+    /// Where server-level alerts are kept in place of a chain hash (only admins read it).
+    public static let serverKey = "server"
+
+    /// Whether the condition is about the server rather than a chain.
+    public var isServerLevel: Bool { [.diskSpaceLow, .certificateExpiring, .deliveryFailing].contains(self) }
+
+    /// The condition in words, for people.
+    public var words: String {
+        switch self {
+        case .silent: "silent"
+        case .refused: "bundle refused"
+        case .verificationFailed: "verification failed"
+        case .lossFound: "loss found"
+        case .diskSpaceLow: "disk space low"
+        case .certificateExpiring: "TLS certificate expiring"
+        case .deliveryFailing: "alert delivery failing"
+        }
+    }
 }
 
 /// A condition found firing on a chain in this round; `detail` never holds health values.
@@ -17,10 +44,13 @@ public struct AlertFinding: Sendable, Equatable {
     public var chain: String
     public var condition: AlertCondition
     public var detail: String
-    public init(chain: String, condition: AlertCondition, detail: String) {
+    /// The evidence page relative to the dashboard; nil for the chain's page.
+    public var page: String?
+    public init(chain: String, condition: AlertCondition, detail: String, page: String? = nil) {
         self.chain = chain
         self.condition = condition
         self.detail = detail
+        self.page = page
     }
 }
 
@@ -34,6 +64,11 @@ public struct AlertEvent: Sendable, Codable, Equatable {
     /// Unix seconds.
     public var at: Double
     public var detail: String
+    /// The evidence page relative to the dashboard; nil for the chain's page.
+    public var page: String? = nil
+
+    /// The page to link to: `page`, else the chain's (the admin page for the server).
+    public var path: String { page ?? (chain == AlertCondition.serverKey ? "/admin" : "/chains/\(chain)") }
 }
 
 /// One alert's state as the page, the API and `hp-server alert list` show it.
@@ -73,7 +108,7 @@ extension DeviceRegistry {
     /// Moves each (chain, condition) among `chains` x `evaluated` through ok -> firing -> resolved
     /// from this round's `findings`, and queues one message per person (grouping their
     /// events on chains they may read, `readable`) on each of their channels, all in one transaction.
-    /// Acknowledged or snoozed alerts get no reminders.
+    /// Acknowledged or snoozed alerts get no reminders. `link` makes a page path a full URL.
     public func applyAlertRound(findings: [AlertFinding], chains: [String], evaluated: Set<AlertCondition>, now: Double,
                                 reminders: AlertReminders = AlertReminders(), link: @Sendable (String) -> String? = { _ in nil }) throws -> AlertRound {
         try database.write { db in
@@ -85,8 +120,8 @@ extension DeviceRegistry {
                 for condition in AlertCondition.allCases where evaluated.contains(condition) {
                     let row = try Row.fetchOne(db, sql: "SELECT * FROM alert_states WHERE device_chain_hash = ? AND condition = ?", arguments: [chain, condition.rawValue])
                     let wasFiring = row.map { ($0["state"] as String) == "firing" } ?? false
-                    func event(_ kind: AlertEvent.Kind, _ detail: String) {
-                        events.append(AlertEvent(chain: chain, device: devices[chain], condition: condition, event: kind, at: now, detail: detail))
+                    func event(_ kind: AlertEvent.Kind, _ detail: String, page: String? = nil) {
+                        events.append(AlertEvent(chain: chain, device: devices[chain], condition: condition, event: kind, at: now, detail: detail, page: page))
                     }
                     if let finding = firing["\(chain)|\(condition.rawValue)"] {
                         if !wasFiring {
@@ -95,7 +130,7 @@ extension DeviceRegistry {
                                 ON CONFLICT(device_chain_hash, condition) DO UPDATE SET state = 'firing', detail = excluded.detail, fired_at = excluded.fired_at,
                                     last_reminded_at = NULL, reminders = 0, acknowledged_by = NULL, acknowledged_at = NULL, resolved_at = NULL
                                 """, arguments: [chain, condition.rawValue, finding.detail, now])
-                            event(.fired, finding.detail)
+                            event(.fired, finding.detail, page: finding.page)
                         } else if let row {
                             let n: Int = row["reminders"]
                             let since = (row["last_reminded_at"] as Double?) ?? (row["fired_at"] as Double?) ?? now
@@ -105,7 +140,7 @@ extension DeviceRegistry {
                             if !quiet, now >= since + reminders.wait(after: n) {
                                 try db.execute(sql: "UPDATE alert_states SET last_reminded_at = ?, reminders = reminders + 1 WHERE device_chain_hash = ? AND condition = ?",
                                                arguments: [now, chain, condition.rawValue])
-                                event(.reminder, finding.detail)
+                                event(.reminder, finding.detail, page: finding.page)
                             }
                         }
                     } else if wasFiring {

@@ -22,7 +22,7 @@ struct Pages: Sendable {
             ("layout", Self.layout), ("login", LoginPage.template), ("overview", OverviewPage.template),
             ("chain", ChainPageTemplate.template), ("observation", ObservationPageTemplate.template),
             ("visible", VisiblePageTemplate.template), ("type", TypePageTemplate.template), ("diff", DiffPageTemplate.template),
-            ("admin", AdminPage.template), ("message", MessagePage.template), ("confirm", ConfirmPage.template),
+            ("admin", AdminPage.template), ("message", MessagePage.template), ("confirm", ConfirmPage.template), ("alerts", AlertsPage.template),
             ("device-state-alert", Self.deviceStateAlert),
         ]
         for (name, text) in templates { try library.register(text, named: name) }
@@ -59,6 +59,7 @@ struct Pages: Sendable {
         {{#chrome.signedInAs}}
         <nav>
         <a href="/">Overview</a>
+        <a href="/alerts">Alerts</a>
         {{#chrome.isAdmin}}<a href="/admin">Admin</a>{{/chrome.isAdmin}}
         <span class="who">{{chrome.signedInAs}} ({{chrome.role}})</span>
         <form method="post" action="/logout" class="inline"><input type="hidden" name="csrf" value="{{chrome.csrf}}"><button type="submit">Sign out</button></form>

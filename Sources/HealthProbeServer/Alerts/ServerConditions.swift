@@ -1,0 +1,76 @@
+import Foundation
+import HealthProbeCanonical
+import X509
+
+/// Server-level conditions, told to admins only: the data directory's disk nearly full, the
+/// server's TLS certificate expiring, alert messages undelivered for too long. Reads the file
+/// system and the certificate; the outbox's oldest failing message comes from the registry.
+public struct ServerConditions: Sendable {
+    /// Free and total bytes of a file system.
+    public typealias Space = (free: Int64, total: Int64)
+
+    public var dataDirectory: String
+    /// The server's certificate (PEM); nil: not checked.
+    public var certificateFile: String?
+    /// Low when less than this is free...
+    public var minimumFreeBytes: Int64 = 1 << 30
+    /// ...or less than this fraction of the file system.
+    public var minimumFreeFraction = 0.05
+    /// Expiring when it ends within this many seconds.
+    public var certificateWarning: Double = 14 * 86400
+    /// Failing when a message has waited undelivered, after a failed attempt, this long.
+    public var deliveryFailingAfter: Double = 86400
+    /// How free space is read (injected in tests).
+    public var space: @Sendable (String) -> Space? = ServerConditions.fileSystemSpace
+
+    public init(dataDirectory: String, certificateFile: String?) {
+        self.dataDirectory = dataDirectory
+        self.certificateFile = certificateFile
+    }
+
+    /// The conditions firing at `now`, keyed by `AlertCondition.serverKey`.
+    public func findings(now: Double, oldestFailingMessage: Double?) -> [AlertFinding] {
+        var out: [AlertFinding] = []
+        func finding(_ c: AlertCondition, _ detail: String) {
+            out.append(AlertFinding(chain: AlertCondition.serverKey, condition: c, detail: detail, page: "/admin"))
+        }
+        if let s = space(dataDirectory), s.total > 0 {
+            let fraction = Double(s.free) / Double(s.total)
+            if s.free < minimumFreeBytes || fraction < minimumFreeFraction {
+                finding(.diskSpaceLow, String(format: "%.1f GB free (%.0f%%) for the data directory", Double(s.free) / 1e9, fraction * 100))
+            }
+        }
+        if let certificateFile {
+            if let end = Self.notValidAfter(certificateFile) {
+                if end - now < certificateWarning {
+                    finding(.certificateExpiring, end <= now ? "the TLS certificate expired at \(Self.day(end))"
+                                                             : "the TLS certificate expires at \(Self.day(end)), in \(Int((end - now) / 86400)) day(s)")
+                }
+            } else {
+                finding(.certificateExpiring, "the TLS certificate cannot be read")
+            }
+        }
+        if let oldest = oldestFailingMessage, now - oldest > deliveryFailingAfter {
+            finding(.deliveryFailing, "a message has waited undelivered since \(Self.day(oldest)) (the server's log says why)")
+        }
+        return out
+    }
+
+    /// The end of a PEM certificate's validity (Unix seconds), nil if unreadable.
+    static func notValidAfter(_ path: String) -> Double? {
+        guard let pem = try? String(contentsOfFile: path, encoding: .utf8), let cert = try? Certificate(pemEncoded: pem) else { return nil }
+        return cert.notValidAfter.timeIntervalSince1970
+    }
+
+    static func day(_ t: Double) -> String {
+        guard t.isFinite, abs(t) < 1e12 else { return "?" }
+        return CanonicalDate.string(t)
+    }
+
+    /// Free and total bytes of the file system holding `path`.
+    public static func fileSystemSpace(_ path: String) -> Space? {
+        guard let a = try? FileManager.default.attributesOfFileSystem(forPath: path),
+              let free = (a[.systemFreeSize] as? NSNumber)?.int64Value, let total = (a[.systemSize] as? NSNumber)?.int64Value else { return nil }
+        return (free, total)
+    }
+}

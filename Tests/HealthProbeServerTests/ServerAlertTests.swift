@@ -1,0 +1,76 @@
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import Testing
+@testable import HealthProbeServer
+import HealthProbeTestSupport
+
+/// Server-level conditions (disk space, certificate expiry, failing delivery): admins only,
+/// on the injected clock, to the real signed-webhook receiver.
+@Suite("Server-level alerts")
+struct ServerAlertTests {
+    @Test("disk space low, a certificate expiring within 14 days, a message undelivered for a day: told to the admin only; each resolves")
+    func serverLevel() async throws {
+        let dir = TempDir()
+        let receiver = AlertReceiver()
+        try await receiver.start()
+        let (r, secrets) = try AlertTests().household(dir, receiver: receiver)
+        let t0 = Date().timeIntervalSince1970.rounded()
+        let time = NIOLockedValueBox(t0)
+        // A certificate made ten years less seven days ago: it ends in seven days.
+        let tls = TempDir()
+        try ServerIdentity.generate(now: Date(timeIntervalSince1970: t0 - 10 * 365 * 86_400 + 7 * 86_400)).write(directory: tls.path)
+        let free = NIOLockedValueBox<Int64>(2_000_000_000)
+        var conditions = ServerConditions(dataDirectory: dir.path, certificateFile: tls.path + "/server-cert.pem")
+        conditions.space = { _ in (free.withLockedValue { $0 }, 100_000_000_000) }
+        var s = AlertService<ContinuousClock>.Settings()
+        s.server = conditions
+        s.conditions = AlertConditions(defaultCadence: 1e9, grace: 0)
+        let alerts = AlertService(registry: r, sender: .shared, settings: s, clock: ContinuousClock(), now: { time.withLockedValue { $0 } },
+                                  logger: Logger(label: "test.alerts"))
+
+        let first = try alerts.evaluate()
+        #expect(Set(first.events.map(\.condition)) == [.diskSpaceLow, .certificateExpiring])
+        #expect(first.queued == 1, "one message, to the admin")
+        let sent = try await alerts.deliver()
+        #expect(sent.delivered == 1 && sent.failed == 0)
+        var got = try AlertTests().checkedDeliveries(receiver, secrets: secrets)
+        #expect(got.keys.sorted() == ["ann"])
+        let events = try #require(got["ann"]?.first?["events"] as? [[String: Any]])
+        #expect(events.allSatisfy { $0["link"] == nil && ($0["detail"] as? String)?.isEmpty == false })
+        let disk = try #require(events.first { $0["condition"] as? String == "disk_space_low" })
+        #expect(disk["detail"] as? String == "2.0 GB free (2%) for the data directory")
+        let cert = try #require(events.first { $0["condition"] as? String == "certificate_expiring" })
+        #expect((cert["detail"] as? String)?.hasSuffix("in 6 day(s)") == true || (cert["detail"] as? String)?.hasSuffix("in 7 day(s)") == true)
+        let bob = try #require(try r.person(named: "bob"))
+        #expect(try r.alertStates(for: bob).isEmpty && r.alertStates(for: try r.person(named: "ann")).count == 2)
+        // Only an admin acknowledges them (`hp-server alert ack --chain server`).
+        #expect(throws: DeviceRegistry.AuthError.self) {
+            try r.acknowledgeAlert(chain: AlertCondition.serverKey, condition: .certificateExpiring, person: bob, now: t0)
+        }
+        let ann = try #require(try r.person(named: "ann"))
+        try r.acknowledgeAlert(chain: AlertCondition.serverKey, condition: .certificateExpiring, person: ann, now: t0)
+
+        // Space freed: resolved, told to the admin.
+        free.withLockedValue { $0 = 50_000_000_000 }
+        time.withLockedValue { $0 += 60 }
+        let freed = try alerts.evaluate()
+        #expect(freed.events.map(\.condition) == [.diskSpaceLow] && freed.events.map(\.event) == [.resolved] && freed.queued == 1)
+
+        // A message undelivered after a failed attempt for over a day: delivery_failing.
+        receiver.down.withLockedValue { $0 = true }
+        #expect(try await alerts.deliver().failed == 1)
+        time.withLockedValue { $0 += 86_000 }
+        #expect(try !alerts.evaluate().events.contains { $0.condition == .deliveryFailing }, "not yet a day")
+        time.withLockedValue { $0 += 500 }
+        #expect(try alerts.evaluate().events.contains { $0.condition == .deliveryFailing && $0.event == .fired })
+        receiver.down.withLockedValue { $0 = false }
+        time.withLockedValue { $0 += 7 * 3600 }
+        _ = try await alerts.deliver()
+        time.withLockedValue { $0 += 60 }
+        #expect(try alerts.evaluate().events.contains { $0.condition == .deliveryFailing && $0.event == .resolved })
+        got = try AlertTests().checkedDeliveries(receiver, secrets: secrets)
+        #expect(got.keys.sorted() == ["ann"], "bob and cat never hear of the server")
+        try await receiver.stop()
+    }
+}
