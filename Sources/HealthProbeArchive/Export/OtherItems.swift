@@ -67,12 +67,8 @@ enum SummaryItems {
         var summaries = 0, daily = 0
         for s in try AggregateQueries.summaries(db, at: obs) where types.isEmpty || types.contains(s.typeIdentifier) {
             let date: (Double?) -> JSONValue = { $0.map { .string(CanonicalDate.string($0)) } ?? .null }
-            // For people: the catalogue's name, unit and statistic; daily rows name their local day.
-            let info = TypeCatalogue.info(s.typeIdentifier)
-            let zone = try LocalDays.of(db, observation: s.dailyBaseObservationID ?? obs)
             let (json, hash) = try hashedItem([
                 "kind": .string("type_summary"), "sample_type_identifier": .string(s.typeIdentifier),
-                "type_name": .string(info.name), "display_unit": .optional(info.unit), "statistic": .string(info.statistic.rawValue),
                 "visible_record_count": .int(s.visibleRecordCount), "earliest_start_date": date(s.earliestStartDate),
                 "latest_end_date": date(s.latestEndDate), "value_sum": .optional(s.valueSum), "value_max": .optional(s.valueMax),
                 "aggregate_hash": .optional(s.aggregateHash), "summary_observation_id": .int(Int(s.observationID)),
@@ -81,7 +77,7 @@ enum SummaryItems {
             summaries += 1
             for d in try AggregateQueries.daily(db, at: obs, typeIdentifier: s.typeIdentifier) {
                 let (json, hash) = try hashedItem([
-                    "kind": .string("daily"), "sample_type_identifier": .string(s.typeIdentifier), "local_day": .string(zone.date(d.bucketStart)),
+                    "kind": .string("daily"), "sample_type_identifier": .string(s.typeIdentifier),
                     "bucket_start": .string(CanonicalDate.string(d.bucketStart)), "bucket_end": .string(CanonicalDate.string(d.bucketEnd)),
                     "visible_record_count": .int(d.visibleRecordCount), "value_sum": .optional(d.valueSum), "value_max": .optional(d.valueMax),
                     "source_revision": .optional(d.sourceRevision), "aggregate_hash": .optional(d.aggregateHash),
