@@ -39,7 +39,8 @@ schemas = {
                  reasons=arr(string), labels=arr(string), uncertainty=arr(string), lost_records=integer, consolidated_records=integer, uncertain_records=integer, evidence=string),
                  ["run_status", "visible_after"]),
  "ObservationPage": optional_keys(S(loss_types=arr(string), loss_type_names=string, has_loss=boolean, chain=hexhash, observation_id=integer, observed_at=date, status=string, previous_observation_id=integer,
-                 changes=arr(ref("TypeChange")), many_types_shifting=boolean), ["previous_observation_id"]),
+                 changes=arr(ref("TypeChange")), many_types_shifting=boolean, capture_window=string, late_types=arr(ref("LateType"))), ["previous_observation_id", "capture_window"]),
+ "LateType": S(type_identifier=string, type_name=string, late_seconds=number, words=string),
  "VisibleRecord": S(type_identifier=string, start=date, end=date, value=string, payload_hash=hexhash, visible_since=integer),
  "DisappearedRow": optional_keys(S(sample_id=integer, type_identifier=string, type_name=string, local_time=string, start=date, value=string, source=string,
                                     evidence={"type": "string", "enum": ["reported", "full_scan_absent", "hk_deleted_object"]}, why=string), ["source"]),
@@ -89,7 +90,7 @@ errors = {c: {"description": d, "content": {"application/json": {"schema": ref("
            ("405", "Method not allowed on this path"), ("409", "Already exists")]}
 chain_p = {"name": "chain", "in": "path", "required": True, "schema": hexhash, "description": "Device chain hash"}
 obs_p = {"name": "observation", "in": "path", "required": True, "schema": {"type": "integer", "minimum": 1}}
-type_p = {"name": "type", "in": "path", "required": True, "schema": {"type": "string", "pattern": "^[A-Za-z0-9_]{1,128}$"}}
+type_p = {"name": "type", "in": "path", "required": True, "schema": {"type": "string", "pattern": "^[A-Za-z0-9_:]{1,128}$"}}
 q = lambda n, s, req=False: {"name": n, "in": "query", "required": req, "schema": s}
 # A chart's time range: a preset counted back from today, or local dates (both inclusive); from/to win over range.
 local_date = {"type": "string", "format": "date", "description": "a local date YYYY-MM-DD of the device"}
@@ -114,8 +115,8 @@ paths = {
  "/api/v1/overview": {"get": op("Every chain the person may read, grouped by person", ok=resp(ref("Overview")))},
  "/api/v1/chains/{chain}": {"get": op("A chain: card, a page of its observation timeline, its types now", [chain_p, q("after", {"type": "integer", "minimum": 1})], ok=resp(ref("ChainPage")))},
  "/api/v1/chains/{chain}/observations/{observation}": {"get": op("One observation's changes per type, classified against the previous observation", [chain_p, obs_p], ok=resp(ref("ObservationPage")))},
- "/api/v1/chains/{chain}/observations/{observation}/disappeared": {"get": op("A page of the records that disappeared at the observation: type name, the device's local time, value with unit, source, why", [chain_p, obs_p, q("type", {"type": "string", "pattern": "^[A-Za-z0-9_]{1,128}$"}), q("after", {"type": "integer", "minimum": 1})], ok=resp(ref("DisappearedPage")))},
- "/api/v1/chains/{chain}/observations/{observation}/visible": {"get": op("A page of what was visible at the observation", [chain_p, obs_p, q("type", {"type": "string", "pattern": "^[A-Za-z0-9_]{1,128}$"}), q("cursor", {"type": "string", "maxLength": 256}), q("from", local_date), q("to", local_date)], ok=resp(ref("VisiblePage")))},
+ "/api/v1/chains/{chain}/observations/{observation}/disappeared": {"get": op("A page of the records that disappeared at the observation: type name, the device's local time, value with unit, source, why", [chain_p, obs_p, q("type", {"type": "string", "pattern": "^[A-Za-z0-9_:]{1,128}$"}), q("after", {"type": "integer", "minimum": 1})], ok=resp(ref("DisappearedPage")))},
+ "/api/v1/chains/{chain}/observations/{observation}/visible": {"get": op("A page of what was visible at the observation", [chain_p, obs_p, q("type", {"type": "string", "pattern": "^[A-Za-z0-9_:]{1,128}$"}), q("cursor", {"type": "string", "maxLength": 256}), q("from", local_date), q("to", local_date)], ok=resp(ref("VisiblePage")))},
  "/api/v1/chains/{chain}/types/{type}": {"get": op("A type's days in one chain, as of an observation (default: the latest), within a time range of the device's local days", [chain_p, type_p, q("at", {"type": "integer", "minimum": 1})] + range_ps, ok=resp(ref("TypeSeries")))},
  "/api/v1/types/{type}": {"get": op("A type's days in every chain the person may read, side by side, with overlaps, within a time range of each device's local days", [type_p] + range_ps, ok=resp(ref("TypeAcross")))},
  "/api/v1/chains/{chain}/diff": {"get": op("A page of the diff between two observations of the chain", [chain_p, q("from", {"type": "integer", "minimum": 1}, True), q("to", {"type": "integer", "minimum": 1}, True), q("kind", {"type": "string", "enum": ["appeared", "disappeared", "changed"]}), q("after", {"type": "integer", "minimum": 1})], ok=resp(ref("DiffPage")))},

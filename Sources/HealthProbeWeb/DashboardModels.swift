@@ -163,6 +163,19 @@ public enum Dashboard {
         public var previousObservationID: Int64?
         public var changes: [TypeChange]
         public var manyTypesShifting: Bool
+        /// What the capture re-read, in words (a Health Auto Export push's window); nil for others.
+        public var captureWindow: String? = nil
+        /// Types whose new records arrived over an hour after their own time: late, not lost.
+        public var lateTypes: [LateType] = []
+    }
+
+    /// A type whose records arrived late at an observation.
+    public struct LateType: Codable, Sendable, Equatable {
+        public var typeIdentifier: String
+        public var typeName: String
+        public var lateSeconds: Double
+        /// "up to 11 h after their own time".
+        public var words: String
     }
 
     /// One visible record (a page of what was visible at an observation).

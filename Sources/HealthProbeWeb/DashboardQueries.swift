@@ -164,7 +164,12 @@ struct DashboardQueries: Sendable {
                                  evidence: [("lost", k?.lostRecords ?? 0), ("consolidated", k?.consolidatedRecords ?? 0), ("uncertain", k?.uncertainRecords ?? 0)]
                                     .filter { $0.1 > 0 }.map { "\($0.0) \($0.1)" }.joined(separator: " · "))
                 },
-                manyTypesShifting: report?.manyTypesShifting ?? false)
+                manyTypesShifting: report?.manyTypesShifting ?? false,
+                captureWindow: CaptureWindowNote.parse(try ObservationQueries.notes(db, id: id))?.words,
+                lateTypes: try ObservationLateness.byType(db, observationID: id).filter { $0.value >= 3600 }.sorted { $0.key < $1.key }.map {
+                    .init(typeIdentifier: $0.key, typeName: TypeCatalogue.name($0.key), lateSeconds: $0.value,
+                          words: "up to \(Self.hoursText($0.value)) after their own time")
+                })
         }
     }
 
@@ -195,6 +200,13 @@ struct DashboardQueries: Sendable {
                       typeName: TypeCatalogue.name($0.typeIdentifier), localStart: zone.time($0.startDate))
             }, next: page.next?.token, zone: zone.zoneName)
         }
+    }
+
+    /// A delay in hours or days, as people say it: "11 h", "3 days".
+    static func hoursText(_ seconds: Double) -> String {
+        guard seconds.isFinite, seconds >= 0 else { return "-" }
+        let hours = Int((seconds / 3600).rounded())
+        return hours < 48 ? "\(hours) h" : "\(hours / 24) days"
     }
 
     /// A record's value as people read it: the number with its unit, or the category state's name.

@@ -80,10 +80,10 @@ enum Params {
         return (from, to)
     }
 
-    /// A HealthKit type identifier: ASCII letters, digits and `_`, at most 128.
+    /// A type identifier: ASCII letters, digits, `_` and `:` (Health Auto Export's aggregated kinds, `hp:hae:minutes:...`), at most 128.
     static func typeIdentifier(_ text: String?) throws -> String {
         guard let text, (1...128).contains(text.utf8.count),
-              text.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x5F }) else {
+              text.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x5F || $0 == 0x3A }) else {
             throw WebError(.notFound, "no such type")
         }
         return text

@@ -24,5 +24,11 @@ struct Show: AsyncParsableCommand {
                    String(r.changed), String(r.deletedObjects), r.visibleAfter.map(String.init) ?? "-"])
         }
         print(t.render())
+        let details = try await node.archive.captureDetails(observation: id)
+        if let window = details.window { print(window.words) }
+        let late = details.lateness.filter { $0.value >= 3600 }.sorted { $0.key < $1.key }
+        if !late.isEmpty {
+            print("arrived late (late, not lost): " + late.map { "\(TypeCatalogue.name($0.key)) up to \(Int(($0.value / 3600).rounded())) h after its time" }.joined(separator: "; "))
+        }
     }
 }

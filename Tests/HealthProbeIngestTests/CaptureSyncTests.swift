@@ -50,6 +50,8 @@ struct CaptureSyncTests {
                     if sequence < 1 { try await Task.sleep(for: .milliseconds(50)) }
                 }
                 #expect(sequence == 1, "the server never received the automation's observation")
+                // The status is written once the sync returns, just after the server acknowledged.
+                for _ in 0..<100 where n.status.snapshot.surfaces["hae-phone"]?.lastSyncSequence != 1 { try await Task.sleep(for: .milliseconds(50)) }
                 let surface = n.status.snapshot.surfaces["hae-phone"]
                 #expect(surface?.lastSyncSequence == 1 && surface?.lastSyncError == nil && surface?.enrolled == true, "\(String(describing: surface))")
                 // The node's own home is not enrolled: left alone, and the status says how to enroll it.

@@ -30,6 +30,16 @@ public enum TypeCatalogue {
     /// The catalogue's entry for `identifier`, or one made from the identifier itself.
     public static func info(_ identifier: String) -> TypeInfo {
         if let e = byIdentifier[identifier] { return e }
+        // Health Auto Export's aggregated points (`hp:hae:AGGREGATION:TYPE`): the type's own
+        // entry, named as aggregated (they are their own kind, never matched with raw samples).
+        if identifier.hasPrefix("hp:hae:") {
+            let parts = identifier.split(separator: ":", maxSplits: 3).map(String.init)
+            if parts.count == 4 {
+                let base = info(parts[3])
+                let how = parts[2] == "inferred" ? "aggregated" : "per \(parts[2].hasSuffix("s") ? String(parts[2].dropLast()) : parts[2])"
+                return TypeInfo(identifier: identifier, name: "\(base.name) (Health Auto Export, \(how))", unit: base.unit, statistic: base.statistic, known: base.known)
+            }
+        }
         let statistic: TypeInfo.Statistic = identifier.hasPrefix("HKCategoryTypeIdentifier") ? .duration
             : identifier.hasPrefix("HKWorkoutTypeIdentifier") || identifier.hasPrefix("HKCorrelationTypeIdentifier") ? .count : .range
         return TypeInfo(identifier: identifier, name: identifier, unit: nil, statistic: statistic, known: false)

@@ -31,6 +31,14 @@ extension Archive {
         }
     }
 
+    /// Observation `id`'s capture window (a Health Auto Export push's; nil for other
+    /// captures) and, per type, how late its new records arrived (`ObservationLateness`).
+    public func captureDetails(observation id: Int64) async throws -> (window: CaptureWindowNote?, lateness: [String: Double]) {
+        try await writer.read { db in
+            (CaptureWindowNote.parse(try ObservationQueries.notes(db, id: id)), try ObservationLateness.byType(db, observationID: id))
+        }
+    }
+
     /// Writes observation `at`'s bundle of `chain` in line form to `path`, building the
     /// chain's earlier bundles (streamed) for its previous manifest hash.
     public func writeBundle(chain: Int64, observation at: Int64, to path: String) async throws -> BundleFile.Written {

@@ -9,6 +9,11 @@ extension ObservationQueries {
         return (row["observed_at"], row["status"])
     }
 
+    /// The notes of observation `id` (a capture's window, say), nil when none.
+    public static func notes(_ db: Database, id: Int64) throws -> String? {
+        try String.fetchOne(db, sql: "SELECT notes FROM observations WHERE id = ?", arguments: [id])
+    }
+
     /// The observation before `id`, `nil` when `id` is the first.
     public static func previousID(_ db: Database, before id: Int64) throws -> Int64? {
         try Int64.fetchOne(db, sql: "SELECT max(id) FROM observations WHERE id < ?", arguments: [id])

@@ -38,9 +38,8 @@ public struct HAECapture {
             s.children.forEach(add)
         }
         payload.samples.forEach(add)
-        let notes = "health_auto_export period=\(window.period?.rawValue ?? "inferred") aggregation=\(window.aggregation?.rawValue ?? "inferred")"
-            + (window.closed.map { " closed=\(CanonicalDate.string($0.lowerBound))/\(CanonicalDate.string($0.upperBound))" } ?? " additive")
-            + " unrecognised=\(payload.unrecognised.count)"
+        let notes = CaptureWindowNote(period: window.period?.rawValue, aggregation: window.aggregation?.rawValue, closed: window.closed,
+                                      unrecognised: payload.unrecognised.count).text
         let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: .scheduled, selectedTypes: order.sorted(), notes: notes),
                                                deferIndexes: false)
         var r = Result(observationId: session.observationID, status: "")

@@ -9,12 +9,15 @@ enum ObservationPageTemplate {
         let nextQuery: String?
         /// Whether any record disappeared here (templates read stored properties only).
         let anyDisappeared: Bool
+        /// Whether some type's records arrived late here.
+        let anyLate: Bool
         init(page: Dashboard.ObservationPage, disappeared: Dashboard.DisappearedPage, typeChoices: [Choice], nextQuery: String?) {
             self.page = page
             self.disappeared = disappeared
             self.typeChoices = typeChoices
             self.nextQuery = nextQuery
             anyDisappeared = !typeChoices.isEmpty
+            anyLate = !page.lateTypes.isEmpty
         }
     }
     struct Choice { let value: String; let label: String; let selected: Bool }
@@ -24,6 +27,8 @@ enum ObservationPageTemplate {
         <p><a href="/chains/{{chain}}">Back to the chain</a> · <a href="/chains/{{chain}}/observations/{{observationID}}/visible">What was visible</a>
         {{#previousObservationID}} · <a href="/chains/{{chain}}/diff?from={{previousObservationID}}&amp;to={{observationID}}">Diff with #{{previousObservationID}}</a>{{/previousObservationID}}</p>
         <p>Status: {{status}}.{{#previousObservationID}} Classified against observation #{{previousObservationID}}.{{/previousObservationID}}{{^previousObservationID}} The first observation: nothing to compare with.{{/previousObservationID}}</p>
+        {{#captureWindow}}<p class="capture-window">{{captureWindow}}</p>{{/captureWindow}}
+        {{#anyLate}}<p class="late">Arrived late (late, not lost):{{#lateTypes}} {{typeName}} {{words}}.{{/lateTypes}}</p>{{/anyLate}}
         {{#hasLoss}}<p class="alert loss" role="alert">Loss found: records disappeared with nothing of their own source in their place, in {{lossTypeNames}}. <a href="#disappeared">See the records</a>.</p>{{/hasLoss}}
         {{#manyTypesShifting}}<p class="alert">Four or more types shifted by over 10% at once, as a sync or restore does.{{#hasLoss}} That does not explain the loss above.{{/hasLoss}}{{^hasLoss}} No type lost records.{{/hasLoss}}</p>{{/manyTypesShifting}}
         <div class="table-wrap"><table class="changes reflow">
