@@ -108,6 +108,7 @@ public final class DeviceRegistry: Sendable {
         m.registerMigration("v4 chain contacts") { db in try ChainContact.migrate(db) }
         m.registerMigration("v5 audit log") { db in try Audit.migrate(db) }
         m.registerMigration("v6 alerts") { db in try AlertTables.migrate(db) }
+        m.registerMigration("v7 offsite uploads") { db in try OffsiteQueue.migrate(db) }
         return m
     }
 
