@@ -365,7 +365,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HPServerTests",
-            dependencies: ["HPServer", "HPNode", "HealthProbeCanonical", "HealthProbeArchive", "HealthProbeTestSupport", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["HPServer", "HPNode", "HealthProbeServer", "HealthProbeCanonical", "HealthProbeArchive", "HealthProbeTestSupport", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strict
         ),
     ]

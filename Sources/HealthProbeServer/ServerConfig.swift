@@ -39,7 +39,22 @@ public struct ServerConfig: Sendable, Equatable {
     /// How alert email is sent; absent: email channels cannot deliver.
     public var smtp: SMTPSettings?
 
-    public static let keys: Set<String> = ["listen", "advertise", "web_listen", "metrics_listen", "log_level", "hello_timeout_seconds", "idle_timeout_seconds", "kept_replicas", "apply_threads", "smtp"]
+    /// Scheduled backups: the directory dated backups are written into, how often (hours,
+    /// default 24) and how many are kept (default 7). Absent `backup_to`: none.
+    public var backupTo: String?
+    public var backupIntervalHours: Double?
+    public var backupKeep: Int?
+    public static let backupKeepRange = 1...1000
+
+    /// Object storage for accepted bundles and registry snapshots; nil: none. All six
+    /// `s3_*` keys but `s3_prefix` are required once one is given.
+    public var objectStore: ObjectStoreSettings?
+    /// The shortest time between two registry snapshots uploaded (default 300 s).
+    public var s3SnapshotSeconds: Double?
+
+    public static let keys: Set<String> = ["listen", "advertise", "web_listen", "metrics_listen", "log_level", "hello_timeout_seconds", "idle_timeout_seconds", "kept_replicas", "apply_threads", "smtp",
+                                           "backup_to", "backup_interval_hours", "backup_keep",
+                                           "s3_endpoint", "s3_bucket", "s3_prefix", "s3_region", "s3_access_key", "s3_secret_key", "s3_snapshot_seconds"]
 
     public init() {}
 
@@ -90,6 +105,25 @@ public struct ServerConfig: Sendable, Equatable {
         }
         c.keptReplicas = try whole("kept_replicas", keptReplicasRange)
         c.applyThreads = try whole("apply_threads", applyThreadsRange)
+        c.backupTo = try string("backup_to")
+        c.backupIntervalHours = try number("backup_interval_hours")
+        c.backupKeep = try whole("backup_keep", backupKeepRange)
+        c.s3SnapshotSeconds = try number("s3_snapshot_seconds")
+        let s3 = try ["s3_endpoint", "s3_bucket", "s3_prefix", "s3_region", "s3_access_key", "s3_secret_key"].map { ($0, try string($0)) }
+        if s3.contains(where: { $0.1 != nil }) {
+            if let missing = s3.first(where: { $0.1 == nil && $0.0 != "s3_prefix" }) {
+                throw ArchiveError(.invalidInput, "config file \(file): \"\(missing.0)\" is missing (object storage needs s3_endpoint, s3_bucket, s3_region, s3_access_key and s3_secret_key)")
+            }
+            let v = Dictionary(uniqueKeysWithValues: s3.map { ($0.0, $0.1 ?? "") })
+            guard let url = URL(string: v["s3_endpoint"]!), ["http", "https"].contains(url.scheme ?? ""), url.host != nil, url.path.isEmpty || url.path == "/" else {
+                throw ArchiveError(.invalidInput, "config file \(file): \"s3_endpoint\" must be http(s)://HOST[:PORT] without a path, got \(v["s3_endpoint"]!)")
+            }
+            guard !v["s3_bucket"]!.isEmpty, !v["s3_bucket"]!.contains("/") else {
+                throw ArchiveError(.invalidInput, "config file \(file): \"s3_bucket\" must be a bucket name without /")
+            }
+            c.objectStore = ObjectStoreSettings(endpoint: v["s3_endpoint"]!, bucket: v["s3_bucket"]!, prefix: v["s3_prefix"]!, region: v["s3_region"]!,
+                                                accessKey: v["s3_access_key"]!, secretKey: v["s3_secret_key"]!)
+        }
         for (k, v) in [("listen", c.listen), ("advertise", c.advertise), ("metrics_listen", c.metricsListen), ("web_listen", c.webListen)] {
             if let v, SyncAddress.parse(v, allowAnyPort: k != "advertise") == nil {
                 throw ArchiveError(.invalidInput, "config file \(file): \"\(k)\" must be HOST:PORT, got \(v)")

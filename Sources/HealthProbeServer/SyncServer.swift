@@ -27,12 +27,14 @@ public struct SyncServer: Sendable {
     public let idleTimeout: TimeAmount
     /// Counters for the metrics endpoint.
     public let metrics: ServerMetrics
+    /// Whether accepted bundles are queued for object storage (`OffsiteService` uploads them).
+    public let offsiteUploads: Bool
 
     /// A server for an initialized data directory (its TLS identity and registry).
     public init(store: ServerStore, logger: Logger = Archive.silentLogger, helloTimeout: TimeAmount = .seconds(10),
                 idleTimeout: TimeAmount = .seconds(120), throttle: AuthThrottle = AuthThrottle(),
                 metrics: ServerMetrics = ServerMetrics(), keptReplicas: Int = ServerConfig.defaultKeptReplicas,
-                applyThreads: Int = ServerConfig.defaultApplyThreads, now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) throws {
+                applyThreads: Int = ServerConfig.defaultApplyThreads, offsiteUploads: Bool = false, now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) throws {
         try store.requireInitialized()
         self.store = store
         self.logger = logger
@@ -40,6 +42,7 @@ public struct SyncServer: Sendable {
         self.idleTimeout = idleTimeout
         self.now = now
         self.metrics = metrics
+        self.offsiteUploads = offsiteUploads
         registry = try store.registry()
         tls = try store.identity().serverContext()
         self.throttle = SharedAuthThrottle(throttle)
@@ -327,7 +330,13 @@ public struct SyncServer: Sendable {
                                                    bytes: begin.uncompressedSize, at: now())
             bound = false  // applied: the binding stands, whatever fails after this
             metrics.bundle(outcome: outcome, seconds: (ContinuousClock.now - started).seconds)
-            try await offload { try registry.recordSync(chain: c, now: now(), clockOffset: clockOffset) }
+            let queue = offsiteUploads
+            try await offload {
+                try registry.recordSync(chain: c, now: now(), clockOffset: clockOffset)
+                // Queued only: the upload never delays the acknowledgement, nor fails it (the
+                // offsite service's hourly backfill queues a bundle missed here).
+                if queue, case .applied(_, let sequence) = outcome { try? registry.enqueueUploads(chain: c, sequences: [sequence], now: now()) }
+            }
             let status: String
             switch outcome {
             case .applied: status = "applied"

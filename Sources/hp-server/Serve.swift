@@ -64,7 +64,8 @@ struct Serve: AsyncParsableCommand {
                                     helloTimeout: .milliseconds(Int64((settings.helloTimeoutSeconds ?? 10) * 1000)),
                                     idleTimeout: .milliseconds(Int64((settings.idleTimeoutSeconds ?? 120) * 1000)),
                                     metrics: serverMetrics, keptReplicas: keptReplicas ?? settings.keptReplicas ?? ServerConfig.defaultKeptReplicas,
-                                    applyThreads: applyThreads ?? settings.applyThreads ?? ServerConfig.defaultApplyThreads)
+                                    applyThreads: applyThreads ?? settings.applyThreads ?? ServerConfig.defaultApplyThreads,
+                                    offsiteUploads: settings.objectStore != nil)
         // What enrollment tokens from the web page carry: the advertised address, else the bound one.
         let boundAddress = NIOLockedValueBox(settings.advertise ?? listenAddress)
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: ListenerService {
@@ -96,6 +97,19 @@ struct Serve: AsyncParsableCommand {
         services.append(.init(service: AlertService(registry: try options.store.registry(), sender: .shared(smtp: settings.smtp), settings: alertSettings,
                                                     clock: ContinuousClock(), now: { Date().timeIntervalSince1970 }, logger: Logger(label: "healthprobe.alerts"), metrics: serverMetrics,
                                                     lossScan: LossScan(store: options.store))))
+        // Backups (docs/operations.md): scheduled copies, and bundles off the machine.
+        if let directory = settings.backupTo {
+            let backup = BackupService<ContinuousClock>.Settings(directory: directory, interval: .seconds((settings.backupIntervalHours ?? 24) * 3600), keep: settings.backupKeep ?? 7)
+            services.append(.init(service: BackupService(store: options.store, settings: backup, clock: ContinuousClock(),
+                                                         now: { Date().timeIntervalSince1970 }, logger: Logger(label: "healthprobe.backup"))))
+        }
+        if let objectStore = settings.objectStore {
+            var offsite = OffsiteService<ContinuousClock>.Settings()
+            if let s = settings.s3SnapshotSeconds { offsite.snapshotInterval = .seconds(s) }
+            let uploader = OffsiteUploader(store: options.store, registry: try options.store.registry(), objects: ObjectStore(settings: objectStore))
+            services.append(.init(service: OffsiteService(uploader: uploader, settings: offsite, clock: ContinuousClock(),
+                                                          now: { Date().timeIntervalSince1970 }, logger: Logger(label: "healthprobe.offsite"))))
+        }
         let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
         logger.info("sync server stopped")

@@ -110,6 +110,7 @@ public final class DeviceRegistry: Sendable {
         m.registerMigration("v6 alerts") { db in try AlertTables.migrate(db) }
         m.registerMigration("v7 alert loss") { db in try AlertLoss.migrate(db) }
         m.registerMigration("v8 verify schedule") { db in try VerifySchedule.migrate(db) }
+        m.registerMigration("v9 offsite uploads") { db in try OffsiteQueue.migrate(db) }
         return m
     }
 

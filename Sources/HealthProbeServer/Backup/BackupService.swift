@@ -1,0 +1,63 @@
+import Foundation
+import HealthProbeArchive
+import Logging
+import NIOPosix
+import ServiceLifecycle
+
+/// Scheduled backups (config `backup_to`): every `interval` a backup into
+/// `<directory>/<UTC time>`, keeping the newest `keep`. Runs on a thread of its own
+/// pool, never on Swift's cooperative threads; the first one after one interval.
+public struct BackupService<C: Clock>: Service where C.Duration == Duration {
+    public struct Settings: Sendable {
+        public var directory: String
+        public var interval: Duration
+        public var keep: Int
+        public init(directory: String, interval: Duration, keep: Int) {
+            self.directory = directory
+            self.interval = interval
+            self.keep = keep
+        }
+    }
+
+    let store: ServerStore
+    let settings: Settings
+    let clock: C
+    let now: @Sendable () -> Double
+    let logger: Logger
+
+    public init(store: ServerStore, settings: Settings, clock: C, now: @escaping @Sendable () -> Double, logger: Logger) {
+        self.store = store
+        self.settings = settings
+        self.clock = clock
+        self.now = now
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            do { try await cancelWhenGracefulShutdown { try await clock.sleep(for: settings.interval) } } catch { break }
+            if Task.isShuttingDownGracefully { break }
+            do {
+                let report = try await NIOThreadPool.singleton.runIfActive { [self] in try backupOnce() }
+                logger.info("backup written", metadata: ["target": "\(report.target)", "chains": "\(report.chains.count)",
+                                                         "seconds": "\(String(format: "%.1f", report.seconds))"])
+            } catch {
+                logger.error("scheduled backup failed", metadata: ["directory": "\(settings.directory)", "error": "\(error)"])
+            }
+        }
+    }
+
+    /// One backup into a new dated directory, then the oldest beyond `keep` removed.
+    public func backupOnce() throws -> ServerBackup.Report {
+        try PrivateFiles.makeDirectory(settings.directory)
+        let name = String(OffsiteKeys.snapshot(at: now()).dropFirst("snapshots/".count))
+        let report = try ServerBackup.run(store, to: settings.directory + "/" + name, now: now())
+        let fm = FileManager.default
+        // Only complete backups this service named are counted and removed.
+        let backups = try fm.contentsOfDirectory(atPath: settings.directory)
+            .filter { $0.count == name.count && $0.hasSuffix("Z") && fm.fileExists(atPath: settings.directory + "/" + $0 + "/" + ServerBackup.manifestName) }
+            .sorted()
+        for old in backups.dropLast(max(1, settings.keep)) { try? fm.removeItem(atPath: settings.directory + "/" + old) }
+        return report
+    }
+}

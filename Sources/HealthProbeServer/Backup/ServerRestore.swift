@@ -1,0 +1,100 @@
+import Foundation
+import HealthProbeArchive
+import HealthProbeProtocol
+
+/// `hp-server restore`: a new data directory from a backup. The registry and the TLS
+/// identity come from the backup's snapshot (devices sync on without enrolling again);
+/// every replica is rebuilt by applying its stored bundles in order, each verified
+/// as the server verifies a bundle on receipt. One bundle is on disk at a time.
+public enum ServerRestore {
+    public struct Chain: Sendable, Codable, Equatable {
+        public var chain: String
+        public var bundles: Int
+        public var digest: String?
+        /// The digest the backup recorded for the chain; nil when it records none.
+        public var expectedDigest: String?
+    }
+
+    public struct Report: Sendable, Codable {
+        public var source: String
+        public var target: String
+        public var chains: [Chain]
+        public var bundleBytes: Int
+        public var seconds: Double
+    }
+
+    /// Rebuilds a data directory at `target` (absent or empty) from `source`.
+    public static func run(from source: some RestoreSource, to target: String, now: Double = Date().timeIntervalSince1970) async throws -> Report {
+        let started = ContinuousClock.now
+        try DataDirectory.requireEmpty(target, what: "restore target")
+        let store = ServerStore(root: target)
+        for dir in [target, store.chainsDirectory, store.tlsDirectory, store.quarantineDirectory] { try PrivateFiles.makeDirectory(dir) }
+        try await source.fetchRegistryAndIdentity(registry: store.registryPath, tls: store.tlsDirectory)
+        let registry = try DeviceRegistry(path: store.registryPath)
+        let problems = try registry.quickCheck()
+        guard problems.isEmpty else {
+            throw ArchiveError(.invalidInput, "the registry from \(source.location) is damaged (\(problems.prefix(3).joined(separator: "; "))); restore from an older backup")
+        }
+        do { _ = try ServerIdentity.load(directory: store.tlsDirectory) } catch {
+            throw ArchiveError(.invalidInput, "the TLS identity from \(source.location) cannot be loaded (\(error)); without it every device must enroll again")
+        }
+        let expected = try await source.expectedDigests()
+        var chains: [Chain] = []
+        var bytes = 0
+        for (chain, bundles) in try await source.bundles().sorted(by: { $0.key < $1.key }) {
+            let (entry, chainBytes) = try await rebuild(chain, bundles: bundles, from: source, into: store, expected: expected[chain], now: now)
+            chains.append(entry)
+            bytes += chainBytes
+        }
+        try? FileManager.default.removeItem(atPath: store.quarantineDirectory)
+        // Last: only a complete restore is a data directory `hp-server serve` takes.
+        try Data("healthprobe server data directory\n".utf8).write(to: URL(fileURLWithPath: target + "/healthprobe-server"))
+        return Report(source: source.location, target: target, chains: chains, bundleBytes: bytes, seconds: (ContinuousClock.now - started).seconds)
+    }
+
+    /// Applies one chain's bundles, 1...n in order, to a new replica.
+    static func rebuild(_ chain: String, bundles: [RestoreSourceBundle], from source: some RestoreSource, into store: ServerStore,
+                        expected: String?, now: Double) async throws -> (Chain, Int) {
+        let where_ = "chain \(chain.prefix(16)) in \(source.location)"
+        for (i, b) in bundles.enumerated() where b.sequence != i + 1 {
+            throw ArchiveError(.invalidInput, "\(where_): sequence \(i + 1) is missing (found \(b.sequence) next); the chain cannot be rebuilt past it. Restore from another backup, or from object storage")
+        }
+        guard !bundles.isEmpty else { return (Chain(chain: chain, bundles: 0, digest: nil, expectedDigest: expected), 0) }
+        let replica = try store.openReplica(chain)
+        var closed = false
+        defer { if !closed { try? replica.close() } }
+        var previous: String?
+        var bytes = 0
+        for b in bundles {
+            let file = store.quarantineDirectory + "/restore-\(UUID().uuidString)"
+            defer { try? FileManager.default.removeItem(atPath: file) }
+            try await source.fetch(b, to: file)
+            bytes += DataDirectory.size(file)
+            let manifestHash: String
+            do {
+                let lines = try StoredBundleLines(path: file)
+                let (header, verifier) = try BundleFile.verify(lines: lines, expected: nil, previousManifestHash: .some(previous))
+                if let failure = lines.failure { throw failure }
+                guard header.deviceChainHash == chain, header.sequence == b.sequence, let hash = verifier.manifestHash else {
+                    throw ArchiveError(.invalidInput, "its header names chain \(header.deviceChainHash.prefix(16)) sequence \(header.sequence)")
+                }
+                manifestHash = hash
+            } catch {
+                throw ArchiveError(.invalidInput, "\(where_): sequence \(b.sequence) (\(b.reference)) is refused: \(error)", cause: error)
+            }
+            let (_, outcome) = try store.apply(file: file, manifestHash: manifestHash, sequence: b.sequence, now: now,
+                                               replica: { _ in replica })
+            guard case .applied = outcome else {
+                throw ArchiveError(.invalidInput, "\(where_): sequence \(b.sequence) was taken for one applied before")
+            }
+            previous = manifestHash
+        }
+        let state = try replica.chainStateAfterReceived(sequence: bundles.count)
+        closed = true
+        try replica.checkpointAndClose()
+        if let expected, expected != state?.digest {
+            throw ArchiveError(.invalidInput, "\(where_): rebuilt, the chain-state digest is \(state?.digest.prefix(16) ?? "none") but the backup recorded \(expected.prefix(16)); the backup's bundles and replica disagree, run `hp-server verify --full --data \(source.location)`")
+        }
+        return (Chain(chain: chain, bundles: bundles.count, digest: state?.digest, expectedDigest: expected), bytes)
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+import HealthProbeArchive
+
+/// A bucket written by `OffsiteService`: the latest complete registry snapshot and
+/// every chain's bundles, each object's hash checked against its key when read.
+public struct ObjectStoreRestoreSource: RestoreSource {
+    let objects: ObjectStore
+    public var location: String { objects.location + (objects.settings.prefix.isEmpty ? "" : "/" + objects.settings.prefix) }
+
+    public init(objects: ObjectStore) { self.objects = objects }
+
+    public func fetchRegistryAndIdentity(registry: String, tls: String) async throws {
+        let base = objects.key("snapshots/")
+        // snapshots/<time>/server.sqlite-<sha> and snapshots/<time>/tls/<name>-<sha>, grouped by time.
+        var registries: [String: (String, String)] = [:]
+        var identities: [String: [(String, String, String)]] = [:]
+        for key in try await objects.list(prefix: base) {
+            let parts = key.dropFirst(base.count).split(separator: "/", omittingEmptySubsequences: false)
+            if parts.count == 2, let (name, sha) = OffsiteKeys.parseHashed(parts[1]), name == "server.sqlite" {
+                registries[String(parts[0])] = (key, sha)
+            } else if parts.count == 3, parts[1] == "tls", let (name, sha) = OffsiteKeys.parseHashed(parts[2]),
+                      !name.isEmpty, !name.contains("/"), !name.hasPrefix(".") {
+                identities[String(parts[0]), default: []].append((key, name, sha))
+            }
+        }
+        guard let time = registries.keys.filter({ identities[$0] != nil }).max(), let (key, sha) = registries[time] else {
+            throw ArchiveError(.notFound, "\(location) holds no complete registry snapshot (snapshots/<time>/server.sqlite-<sha256> with tls/); check s3_bucket and s3_prefix")
+        }
+        for (fileKey, name, fileSha) in identities[time] ?? [] {
+            try await download(fileKey, sha256: fileSha, to: tls + "/" + name, maxBytes: 1 << 20)
+        }
+        let downloaded = registry + ".download"
+        defer { try? FileManager.default.removeItem(atPath: downloaded) }
+        try await download(key, sha256: sha, to: downloaded, maxBytes: 1 << 32)
+        try DeviceRegistry.snapshot(ofFile: downloaded, to: registry)
+    }
+
+    public func bundles() async throws -> [String: [RestoreSourceBundle]] {
+        let base = objects.key("")
+        var result: [String: [RestoreSourceBundle]] = [:]
+        for key in try await objects.list(prefix: objects.key("chains/")) {
+            guard let (chain, bundle) = OffsiteKeys.parseBundle(String(key.dropFirst(base.count))) else { continue }
+            var b = bundle
+            b.reference = key
+            result[chain, default: []].append(b)
+        }
+        for (chain, list) in result {
+            let sorted = list.sorted { $0.sequence < $1.sequence }
+            for (a, b) in zip(sorted, sorted.dropFirst()) where a.sequence == b.sequence {
+                throw ArchiveError(.invalidInput, "\(location): chain \(chain.prefix(16)) has two different bundles at sequence \(a.sequence) (\(a.sha256?.prefix(16) ?? "") and \(b.sha256?.prefix(16) ?? "")); remove the one the server did not keep")
+            }
+            result[chain] = sorted
+        }
+        return result
+    }
+
+    public func fetch(_ bundle: RestoreSourceBundle, to path: String) async throws {
+        try await download(bundle.reference, sha256: bundle.sha256, to: path, maxBytes: 1 << 34)
+    }
+
+    public func expectedDigests() async throws -> [String: String] { [:] }
+
+    func download(_ key: String, sha256: String?, to path: String, maxBytes: Int) async throws {
+        let got = try await objects.get(key: key, to: path, maxBytes: maxBytes)
+        if let sha256, got != sha256 {
+            try? FileManager.default.removeItem(atPath: path)
+            throw ArchiveError(.invalidInput, "the object \(key) in \(objects.location) has SHA-256 \(got.prefix(16)), its key names \(sha256.prefix(16)): it was altered or damaged")
+        }
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+import HealthProbeArchive
+import Logging
+import ServiceLifecycle
+
+/// Drains the upload queue in the background: no device's acknowledgement waits
+/// for object storage. At start (and every `backfillInterval`) it backfills the queue,
+/// and it uploads a registry snapshot; then it uploads queued bundles in order, and after a round that
+/// uploaded any, a new snapshot (at most one per `snapshotInterval`). A failure
+/// leaves the bundle queued and is retried after `retryInterval`.
+public struct OffsiteService<C: Clock>: Service where C.Duration == Duration {
+    public struct Settings: Sendable {
+        /// How often an empty queue is looked at again.
+        public var pollInterval: Duration = .seconds(2)
+        /// How long after a failed upload the next is tried.
+        public var retryInterval: Duration = .seconds(15)
+        /// How often the stored bundles are looked for ones not queued (also at start).
+        public var backfillInterval: Duration = .seconds(3600)
+        /// The shortest time between two registry snapshots.
+        public var snapshotInterval: Duration = .seconds(300)
+        public var batch = 32
+        public init() {}
+    }
+
+    let uploader: OffsiteUploader
+    let settings: Settings
+    let clock: C
+    let now: @Sendable () -> Double
+    let logger: Logger
+
+    public init(uploader: OffsiteUploader, settings: Settings = Settings(), clock: C, now: @escaping @Sendable () -> Double, logger: Logger) {
+        self.uploader = uploader
+        self.settings = settings
+        self.clock = clock
+        self.now = now
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        var lastBackfill: C.Instant?
+        var snapshotDue = true
+        var lastSnapshot: C.Instant?
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            var pause = settings.pollInterval
+            do {
+                if lastBackfill.map({ $0.duration(to: clock.now) >= settings.backfillInterval }) ?? true {
+                    let (uploader, t) = (uploader, now())
+                    let chains = try await OffsiteUploader.blocking { try uploader.backfill(now: t) }
+                    lastBackfill = clock.now
+                    logger.debug("offsite backfill queued the stored bundles not queued", metadata: ["chains": "\(chains)"])
+                }
+                let (uploaded, failed) = await round()
+                if uploaded > 0 { snapshotDue = true }
+                if failed > 0 { pause = settings.retryInterval }
+                if snapshotDue, failed == 0, lastSnapshot.map({ $0.duration(to: clock.now) >= settings.snapshotInterval }) ?? true {
+                    let key = try await uploader.snapshot(now: now())
+                    lastSnapshot = clock.now
+                    snapshotDue = false
+                    logger.info("offsite registry snapshot uploaded", metadata: ["key": "\(key)"])
+                }
+            } catch {
+                pause = settings.retryInterval
+                logger.error("offsite round failed; retrying", metadata: ["error": "\(error)"])
+            }
+            let wait = pause
+            do { try await cancelWhenGracefulShutdown { try await clock.sleep(for: wait) } } catch { break }
+        }
+    }
+
+    /// Uploads queued bundles until the queue is empty or one fails. Returns (uploaded, failed).
+    public func round() async -> (Int, Int) {
+        var uploaded = 0
+        while !Task.isShuttingDownGracefully {
+            let items: [OffsiteQueue.Pending]
+            let (registry, batch) = (uploader.registry, settings.batch)
+            do { items = try await OffsiteUploader.blocking { try registry.pendingUploads(limit: batch) } } catch {
+                logger.error("offsite queue unreadable", metadata: ["error": "\(error)"])
+                return (uploaded, 1)
+            }
+            if items.isEmpty { return (uploaded, 0) }
+            for item in items {
+                do {
+                    _ = try await uploader.upload(item, now: now())
+                    uploaded += 1
+                } catch {
+                    try? uploader.registry.markUploadFailed(chain: item.chain, sequence: item.sequence, error: "\(error)")
+                    logger.warning("offsite upload failed; the bundle stays queued", metadata: [
+                        "chain": "\(item.chain.prefix(16))", "sequence": "\(item.sequence)", "error": "\(error)"])
+                    return (uploaded, 1)
+                }
+            }
+        }
+        return (uploaded, 0)
+    }
+}

@@ -1,0 +1,74 @@
+import Foundation
+import HealthProbeArchive
+import NIOPosix
+
+/// Copies a data directory's stored bundles and registry snapshots to object storage
+/// (`OffsiteKeys`): each object read back after its put and its hash compared.
+public struct OffsiteUploader: Sendable {
+    public let store: ServerStore
+    public let registry: DeviceRegistry
+    public let objects: ObjectStore
+
+    public init(store: ServerStore, registry: DeviceRegistry, objects: ObjectStore) {
+        self.store = store
+        self.registry = registry
+        self.objects = objects
+    }
+
+    /// Queues every stored bundle not queued yet (bundles kept before uploads were
+    /// configured, or accepted by a server stopped before it queued them). Returns the chains looked at.
+    @discardableResult
+    public func backfill(now: Double) throws -> Int {
+        let chains = try store.chains()
+        for chain in chains {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: store.bundlesDirectory(chain))) ?? []
+            try registry.enqueueUploads(chain: chain, sequences: names.compactMap { ChainName.bundleFile($0)?.0 }, now: now)
+        }
+        return chains.count
+    }
+
+    /// Uploads one queued bundle and reads it back; returns its key.
+    public func upload(_ item: OffsiteQueue.Pending, now: Double) async throws -> String {
+        guard let path = store.storedBundlePath(item.chain, sequence: item.sequence) else {
+            throw ArchiveError(.notFound, "chain \(item.chain.prefix(16)) sequence \(item.sequence): no stored bundle in \(store.bundlesDirectory(item.chain)) (not promoted yet, or removed); run `hp-server verify --data \(store.root)`")
+        }
+        let sha = try await Self.blocking { try FileHash.sha256(path) }
+        let key = objects.key(OffsiteKeys.bundle(chain: item.chain, sequence: item.sequence, sha256: sha, gzip: path.hasSuffix(".gz")))
+        try await putChecked(key: key, file: path, sha256: sha)
+        try await Self.blocking { [registry] in try registry.markUploaded(chain: item.chain, sequence: item.sequence, sha256: sha, key: key, now: now) }
+        return key
+    }
+
+    /// Uploads the TLS identity and a registry snapshot under `snapshots/<time>/`, the registry last.
+    public func snapshot(now: Double) async throws -> String {
+        let directory = objects.key(OffsiteKeys.snapshot(at: now))
+        try PrivateFiles.makeDirectory(store.root + "/cache")
+        let file = store.root + "/cache/offsite-snapshot-\(UUID().uuidString).sqlite"
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        for name in try FileManager.default.contentsOfDirectory(atPath: store.tlsDirectory).sorted() where !name.hasPrefix(".") {
+            let path = store.tlsDirectory + "/" + name
+            let sha = try await Self.blocking { try FileHash.sha256(path) }
+            try await putChecked(key: "\(directory)/tls/\(name)-\(sha)", file: path, sha256: sha)
+        }
+        let sha = try await Self.blocking { [registry] in
+            try registry.snapshot(to: file)
+            return try FileHash.sha256(file)
+        }
+        try await putChecked(key: "\(directory)/server.sqlite-\(sha)", file: file, sha256: sha)
+        return directory
+    }
+
+    /// File and SQLite work on a thread of NIO's pool, never on Swift's cooperative threads.
+    static func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await NIOThreadPool.singleton.runIfActive(body)
+    }
+
+    /// Puts, then reads the object back and compares its hash.
+    func putChecked(key: String, file: String, sha256: String) async throws {
+        try await objects.put(key: key, file: file, sha256: sha256)
+        let back = try await objects.get(key: key)
+        guard back == sha256 else {
+            throw ArchiveError(.storage, "object storage \(objects.location) returned different bytes for \(key) after the put (SHA-256 \(back.prefix(16)), expected \(sha256.prefix(16))); it stays queued")
+        }
+    }
+}

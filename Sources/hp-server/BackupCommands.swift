@@ -1,0 +1,83 @@
+import ArgumentParser
+import Foundation
+import HealthProbeArchive
+import HealthProbeCLI
+import HealthProbeServer
+
+struct ServerBackupCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "backup",
+        abstract: "Copy the data directory consistently while the server is serving.",
+        discussion: """
+            Each replica, then the registry, is copied with SQLite's online backup (devices keep syncing); each \
+            replica's stored bundles are copied for the sequences its copy holds. TARGET must be new or empty. \
+            The copy is a data directory: `hp-server verify --data TARGET --full` checks it, `hp-server restore \
+            --from TARGET` rebuilds a server from it. It holds the TLS private key: keep it private.
+            """)
+    @OptionGroup var options: DataOptions
+    @Option(name: .long, help: "A new or empty directory to write the backup into.") var to: String
+
+    func validate() throws {
+        if to.isEmpty { throw ValidationError("--to must name a directory") }
+        if (to as NSString).standardizingPath == (options.data as NSString).standardizingPath { throw ValidationError("--to must not be the data directory itself") }
+    }
+
+    func run() async throws {
+        let report = try ServerBackup.run(options.store, to: to)
+        if options.json { try Output.json(report); return }
+        var t = TextTable(["chain", "bundles", "digest"], rightAligned: [1])
+        for c in report.chains { t.add([String(c.chain.prefix(16)), String(c.bundles), c.digest.map { String($0.prefix(16)) } ?? "-"]) }
+        print(t.render())
+        print("backup written to \(report.target): \(report.chains.count) chain(s), bundles \(report.bundleBytes) bytes, replicas \(report.replicaBytes) bytes, registry \(report.registryBytes) bytes, \(String(format: "%.2f", report.seconds)) s")
+    }
+}
+
+struct ServerRestoreCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "restore",
+        abstract: "Rebuild a data directory from a backup directory or from object storage.",
+        discussion: """
+            The registry and the TLS identity come from the backup (devices sync on without enrolling again); each \
+            replica is rebuilt by applying its stored bundles in order, each verified as the server verifies a bundle \
+            it receives. From a directory, each chain's rebuilt digest must equal the one the backup recorded. \
+            --from s3://BUCKET/PREFIX reads what `serve` uploaded; the endpoint, region and keys come from the s3_* \
+            keys of --config (the old server's config.json). --data must be new or empty.
+            """)
+    @Option(name: .long, help: "The new data directory (new or empty).") var data: String
+    @Option(name: .long, help: "A backup directory, or s3://BUCKET[/PREFIX].") var from: String
+    @Option(name: .long, help: "A config file whose s3_* keys reach the object store (for --from s3://...).") var config: String?
+    @Flag(name: .long, help: "Print JSON for tools instead of tables.") var json = false
+
+    func validate() throws {
+        if from.hasPrefix("s3://") {
+            if from.dropFirst(5).split(separator: "/").first == nil { throw ValidationError("--from s3://BUCKET[/PREFIX] needs a bucket, got \(from)") }
+            if config == nil { throw ValidationError("--from \(from) needs --config FILE with s3_endpoint, s3_region, s3_access_key and s3_secret_key") }
+        } else if !FileManager.default.fileExists(atPath: from + "/healthprobe-server") {
+            throw ValidationError("--from \(from) is not a backup directory (no healthprobe-server marker); give one `hp-server backup` wrote, or s3://BUCKET/PREFIX")
+        }
+    }
+
+    func run() async throws {
+        let report: ServerRestore.Report
+        if from.hasPrefix("s3://") {
+            let parts = from.dropFirst(5).split(separator: "/", maxSplits: 1)
+            let settings = try ServerConfig.load(dataDirectory: data, path: config)
+            guard let base = settings.objectStore else {
+                throw ValidationError("--config \(config ?? "") has no s3_* keys; object storage needs s3_endpoint, s3_bucket, s3_region, s3_access_key and s3_secret_key")
+            }
+            let objects = ObjectStore(settings: ObjectStoreSettings(endpoint: base.endpoint, bucket: String(parts[0]), prefix: parts.count > 1 ? String(parts[1]) : "",
+                                                                    region: base.region, accessKey: base.accessKey, secretKey: base.secretKey))
+            report = try await ServerRestore.run(from: ObjectStoreRestoreSource(objects: objects), to: data)
+        } else {
+            report = try await ServerRestore.run(from: DirectoryRestoreSource(path: from), to: data)
+        }
+        if json { try Output.json(report); return }
+        var t = TextTable(["chain", "bundles", "digest", "backup's digest"], rightAligned: [1])
+        for c in report.chains {
+            t.add([String(c.chain.prefix(16)), String(c.bundles), c.digest.map { String($0.prefix(16)) } ?? "-", c.expectedDigest.map { String($0.prefix(16)) } ?? "not recorded"])
+        }
+        print(t.render())
+        print("restored \(report.target) from \(report.source): \(report.chains.count) chain(s), \(report.bundleBytes) bundle bytes applied, \(String(format: "%.2f", report.seconds)) s")
+        print("next: hp-server verify --data \(report.target) --full, then start hp-server serve on it")
+    }
+}

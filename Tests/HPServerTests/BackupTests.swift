@@ -1,0 +1,84 @@
+import Foundation
+import Testing
+import HealthProbeTestSupport
+
+/// The `digest` of `hp-server digest --json` or `hp-node digest --json` output.
+func jsonDigest(_ text: String) -> String? {
+    (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])?["digest"] as? String
+}
+
+/// A node's chain hash (`hp-node status --json`).
+func nodeChain(_ home: String) throws -> String {
+    let status = try JSONSerialization.jsonObject(with: Data(try hpNode(["--home", home, "status", "--json"]).1.utf8)) as? [String: Any]
+    return try #require(status?["device_chain_hash"] as? String)
+}
+
+@Suite("Online backup and restore")
+struct BackupTests {
+    @Test("a backup taken while nodes sync verifies; restored from it, every chain's digest is the original's and a node syncs on without enrolling again")
+    func backupWhileSyncingAndRestore() throws {
+        let data = TempDir(), homeA = TempDir(), homeB = TempDir(), backups = TempDir(), restoredParent = TempDir()
+        #expect(try hpServer(["init", "--data", data.path]).0 == 0)
+        #expect(try hpNode(["--home", homeA.path, "capture", "--simulate", "--seed", "3", "--days", "20"]).0 == 0)
+        #expect(try hpNode(["--home", homeA.path, "capture", "--simulate", "--seed", "3", "--days", "2"]).0 == 0)
+        #expect(try hpNode(["--home", homeB.path, "capture", "--simulate", "--seed", "4", "--days", "150"]).0 == 0)
+        let chainA = try nodeChain(homeA.path), chainB = try nodeChain(homeB.path)
+        let server = try ServerProcess(data: data.path)
+        try enrollWithCLI(data: data.path, home: homeA.path, name: "anna-phone", port: server.port)
+        try enrollWithCLI(data: data.path, home: homeB.path, name: "ben-watch", port: server.port)
+        #expect(try hpNode(["--home", homeA.path, "sync"]).0 == 0)
+
+        // Backups while B's large first sync runs (and A syncs more).
+        let sync = try launchTool("hp-node", ["--home", homeB.path, "sync"])
+        #expect(try hpNode(["--home", homeA.path, "capture", "--simulate", "--seed", "3", "--days", "1"]).0 == 0)
+        let syncA = try launchTool("hp-node", ["--home", homeA.path, "sync"])
+        var taken: [String] = []
+        repeat {
+            let target = backups.path + "/b\(taken.count)"
+            let r = try hpServer(["backup", "--data", data.path, "--to", target, "--json"])
+            #expect(r.0 == 0, "\(r.2)")
+            taken.append(target)
+        } while (sync.isRunning || syncA.isRunning) && taken.count < 6
+        sync.waitUntilExit()
+        syncA.waitUntilExit()
+        #expect(sync.terminationStatus == 0 && syncA.terminationStatus == 0)
+        for target in taken {
+            let verify = try hpServer(["verify", "--data", target, "--full"])
+            #expect(verify.0 == 0, "\(target): \(verify.1) \(verify.2)")
+        }
+        // One more with both syncs done: it holds everything.
+        let last = backups.path + "/final"
+        #expect(try hpServer(["backup", "--data", data.path, "--to", last]).0 == 0)
+        #expect(try hpServer(["verify", "--data", last, "--full"]).0 == 0)
+        let refused = try hpServer(["backup", "--data", data.path, "--to", last])
+        #expect(refused.0 != 0 && refused.2.contains("not empty"), "\(refused.2)")
+
+        // Restore on "a new machine".
+        let restored = restoredParent.path + "/data"
+        let r = try hpServer(["restore", "--from", last, "--data", restored, "--json"])
+        #expect(r.0 == 0, "\(r.2)")
+        let report = try JSONSerialization.jsonObject(with: Data(r.1.utf8)) as? [String: Any]
+        let chains = report?["chains"] as? [[String: Any]] ?? []
+        #expect(chains.count == 2)
+        for c in chains { #expect(c["digest"] as? String != nil && c["digest"] as? String == c["expected_digest"] as? String) }
+        for chain in [chainA, chainB] {
+            let original = jsonDigest(try hpServer(["digest", "--data", data.path, "--chain", chain, "--json"]).1)
+            let rebuilt = jsonDigest(try hpServer(["digest", "--data", restored, "--chain", chain, "--json"]).1)
+            #expect(original != nil && original == rebuilt)
+        }
+        #expect(try hpServer(["verify", "--data", restored, "--full"]).0 == 0)
+        let again = try hpServer(["restore", "--from", last, "--data", restored])
+        #expect(again.0 != 0 && again.2.contains("not empty"), "\(again.2)")
+
+        // The old machine is gone; A syncs on to the restored server with its enrollment.
+        kill(server.process.processIdentifier, SIGTERM)
+        server.process.waitUntilExit()
+        let newServer = try ServerProcess(data: restored)
+        #expect(try hpNode(["--home", homeA.path, "capture", "--simulate", "--seed", "3", "--days", "1"]).0 == 0)
+        let on = try hpNode(["--home", homeA.path, "sync", "--server", "127.0.0.1:\(newServer.port)"])
+        #expect(on.0 == 0, "\(on.2)")
+        let nodeDigest = jsonDigest(try hpNode(["--home", homeA.path, "digest", "--json"]).1)
+        let serverDigest = jsonDigest(try hpServer(["digest", "--data", restored, "--chain", chainA, "--json"]).1)
+        #expect(nodeDigest != nil && nodeDigest == serverDigest)
+    }
+}

@@ -1,0 +1,116 @@
+import Foundation
+import GRDB
+import Testing
+import HealthProbeServer
+import HealthProbeTestSupport
+
+@Suite("Bundles off the machine (S3)", .enabled(if: SeaweedS3.available, Comment(rawValue: SeaweedS3.skipReason)), .serialized)
+struct OffsiteTests {
+    /// The upload queue's rows not uploaded yet, and all rows, read from the registry.
+    func queue(_ data: String) throws -> (pending: Int, all: Int, failedAttempts: Int) {
+        try rawQueue(data + "/server.sqlite").read { db in
+            (try Int.fetchOne(db, sql: "SELECT count(*) FROM offsite_uploads WHERE uploaded_at IS NULL")!,
+             try Int.fetchOne(db, sql: "SELECT count(*) FROM offsite_uploads")!,
+             try Int.fetchOne(db, sql: "SELECT coalesce(sum(attempts), 0) FROM offsite_uploads")!)
+        }
+    }
+
+    func waitFor(_ what: String, seconds: Double = 90, _ condition: () throws -> Bool) throws {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if (try? condition()) == true { return }
+            usleep(200_000)
+        }
+        Issue.record("timed out waiting for \(what)")
+    }
+
+    @Test("accepted bundles reach a real S3 store (a backlog while it is down is drained); the data directory deleted, restore from the bucket gives equal digests and a node syncs on")
+    func uploadOutageAndRestoreFromBucket() async throws {
+        let s3 = try SeaweedS3()
+        let settings = ObjectStoreSettings(endpoint: s3.endpoint, bucket: "healthprobe", prefix: "house/one", region: "us-east-1",
+                                           accessKey: s3.accessKey, secretKey: s3.secretKey)
+        let objects = ObjectStore(settings: settings)
+        try await objects.createBucket()
+
+        let data = TempDir(), home = TempDir(), elsewhere = TempDir()
+        #expect(try hpServer(["init", "--data", data.path]).0 == 0)
+        let config = """
+            {"s3_endpoint": "\(s3.endpoint)", "s3_bucket": "healthprobe", "s3_prefix": "house/one", "s3_region": "us-east-1",
+             "s3_access_key": "\(s3.accessKey)", "s3_secret_key": "\(s3.secretKey)", "s3_snapshot_seconds": 1}
+            """
+        try config.write(toFile: elsewhere.file("config.json"), atomically: true, encoding: .utf8)
+        // A bundle kept before uploads were configured: the backfill queues it.
+        #expect(try hpNode(["--home", home.path, "capture", "--simulate", "--seed", "5", "--days", "10"]).0 == 0)
+        let chain = try nodeChain(home.path)
+        let unconfigured = try ServerProcess(data: data.path)
+        try enrollWithCLI(data: data.path, home: home.path, name: "anna-phone", port: unconfigured.port)
+        #expect(try hpNode(["--home", home.path, "sync"]).0 == 0)
+        kill(unconfigured.process.processIdentifier, SIGTERM)
+        unconfigured.process.waitUntilExit()
+        try config.write(toFile: data.file("config.json"), atomically: true, encoding: .utf8)
+        var server: ServerProcess? = try ServerProcess(data: data.path)
+        try waitFor("the first bundle uploaded") { let q = try queue(data.path); return q.all == 1 && q.pending == 0 }
+
+        // The store goes down: syncs are acknowledged all the same, the bundles wait in the queue.
+        s3.stop()
+        for _ in 0..<2 {
+            #expect(try hpNode(["--home", home.path, "capture", "--simulate", "--seed", "5", "--days", "1"]).0 == 0)
+            let started = Date()
+            #expect(try hpNode(["--home", home.path, "sync", "--server", "127.0.0.1:\(server!.port)"]).0 == 0)
+            #expect(Date().timeIntervalSince(started) < 30, "a sync waited for the object store")
+        }
+        try waitFor("a failed upload attempt") { try queue(data.path).failedAttempts > 0 }
+        #expect(try queue(data.path).pending == 2)
+        // A restart while the backlog waits: the queue is in the registry.
+        kill(server!.process.processIdentifier, SIGTERM)
+        server!.process.waitUntilExit()
+        server = try ServerProcess(data: data.path)
+        #expect(try queue(data.path).pending == 2)
+        try s3.start()
+        try waitFor("the backlog drained", seconds: 120) { let q = try queue(data.path); return q.all == 3 && q.pending == 0 }
+        let bundleKeys = try await objects.list(prefix: "house/one/chains/")
+        #expect(bundleKeys.count == 3)
+        // A snapshot after the last upload (the registry written last).
+        let before = try await objects.list(prefix: "house/one/snapshots/").filter { $0.contains("/server.sqlite-") }.count
+        #expect(try hpNode(["--home", home.path, "capture", "--simulate", "--seed", "5", "--days", "1"]).0 == 0)
+        #expect(try hpNode(["--home", home.path, "sync", "--server", "127.0.0.1:\(server!.port)"]).0 == 0)
+        try waitFor("the fourth bundle uploaded") { let q = try queue(data.path); return q.all == 4 && q.pending == 0 }
+        let deadline = Date().addingTimeInterval(60)
+        while try await objects.list(prefix: "house/one/snapshots/").filter({ $0.contains("/server.sqlite-") }).count <= before && Date() < deadline {
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        let original = jsonDigest(try hpServer(["digest", "--data", data.path, "--chain", chain, "--json"]).1)
+
+        // The machine is lost.
+        kill(server!.process.processIdentifier, SIGKILL)
+        server!.process.waitUntilExit()
+        server = nil
+        try FileManager.default.removeItem(atPath: data.path)
+        let restored = elsewhere.path + "/data"
+        let r = try hpServer(["restore", "--from", "s3://healthprobe/house/one", "--config", elsewhere.file("config.json"), "--data", restored, "--json"])
+        #expect(r.0 == 0, "\(r.2)")
+        let rebuilt = jsonDigest(try hpServer(["digest", "--data", restored, "--chain", chain, "--json"]).1)
+        #expect(original != nil && rebuilt == original)
+        #expect(try hpServer(["verify", "--data", restored, "--full"]).0 == 0)
+        let newServer = try ServerProcess(data: restored)
+        #expect(try hpNode(["--home", home.path, "capture", "--simulate", "--seed", "5", "--days", "1"]).0 == 0)
+        let on = try hpNode(["--home", home.path, "sync", "--server", "127.0.0.1:\(newServer.port)"])
+        #expect(on.0 == 0, "\(on.2)")
+        #expect(jsonDigest(try hpNode(["--home", home.path, "digest", "--json"]).1) == jsonDigest(try hpServer(["digest", "--data", restored, "--chain", chain, "--json"]).1))
+
+        // A damaged object is refused by its hash, never applied.
+        let damaged = TempDir()
+        try Data("not a bundle\n".utf8).write(to: URL(fileURLWithPath: damaged.file("b")))
+        let key = try #require(bundleKeys.sorted().first)
+        let hasher = Process(), out = Pipe()
+        hasher.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
+        hasher.arguments = [damaged.file("b")]
+        hasher.standardOutput = out
+        try hasher.run()
+        let sha = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).prefix(64)
+        hasher.waitUntilExit()
+        try await objects.put(key: key, file: damaged.file("b"), sha256: String(sha))
+        let refused = try hpServer(["restore", "--from", "s3://healthprobe/house/one", "--config", elsewhere.file("config.json"), "--data", elsewhere.path + "/again"])
+        #expect(refused.0 != 0 && refused.2.contains("SHA-256"), "\(refused.2)")
+    }
+}

@@ -1,0 +1,36 @@
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import Testing
+@testable import HealthProbeServer
+import HealthProbeTestSupport
+
+@Suite("Scheduled backups")
+struct BackupServiceTests {
+    @Test("every interval a backup into a dated directory, the newest `keep` kept; a target in use is refused")
+    func scheduled() async throws {
+        let data = TempDir(), backups = TempDir()
+        let store = ServerStore(root: data.path)
+        try store.create()
+        let time = NIOLockedValueBox(1_795_927_204.0)
+        let service = BackupService(store: store, settings: .init(directory: backups.path + "/sets", interval: .milliseconds(50), keep: 2),
+                                    clock: ContinuousClock(), now: { time.withLockedValue { $0 += 1; return $0 } }, logger: Logger(label: "test"))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await service.run() }
+            let deadline = Date().addingTimeInterval(30)
+            while Date() < deadline, ((try? FileManager.default.contentsOfDirectory(atPath: backups.path + "/sets")) ?? []).count < 2 {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            group.cancelAll()
+        }
+        for _ in 0..<3 { _ = try service.backupOnce() }
+        let kept = try FileManager.default.contentsOfDirectory(atPath: backups.path + "/sets").sorted()
+        #expect(kept.count == 2)
+        for name in kept {
+            #expect(name.hasPrefix("20261129T"))
+            #expect(FileManager.default.fileExists(atPath: backups.path + "/sets/\(name)/\(ServerBackup.manifestName)"))
+            #expect(try ServerVerifier.run(ServerStore(root: backups.path + "/sets/\(name)"), mode: .quick).isEmpty)
+        }
+        #expect { try ServerBackup.run(store, to: backups.path + "/sets/" + kept[0]) } throws: { "\($0)".contains("not empty") }
+    }
+}

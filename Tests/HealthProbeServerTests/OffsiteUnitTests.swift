@@ -1,0 +1,60 @@
+import Foundation
+import Testing
+@testable import HealthProbeServer
+import HealthProbeTestSupport
+
+@Suite("Object storage: signing, keys, listings, settings")
+struct OffsiteUnitTests {
+    @Test("SigV4 gives the signature of AWS's documented ListObjects example")
+    func sigV4Vector() {
+        // docs.aws.amazon.com/AmazonS3/latest/API/sig-v4-header-based-auth.html, "GET Bucket (List Objects)".
+        let signer = SigV4(accessKey: "AKIAIOSFODNN7EXAMPLE", secretKey: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", region: "us-east-1")
+        let headers = signer.headers(method: "GET", host: "examplebucket.s3.amazonaws.com", path: "/", query: [("max-keys", "2"), ("prefix", "J")],
+                                     payloadHash: SigV4.emptyPayloadHash, date: Date(timeIntervalSince1970: 1_369_353_600))
+        let authorization = headers.first { $0.0 == "authorization" }?.1
+        #expect(authorization == "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request, SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature=34b48302e7b5fa45bde8084f4b7868a86f0a534bc59db6670ed5711ef69dc6f7")
+        #expect(SigV4.encode("a b/c~", keepSlash: true) == "a%20b/c~" && SigV4.encode("a/b") == "a%2Fb")
+    }
+
+    @Test("bundle keys round-trip; anything else in the bucket is ignored, never trusted")
+    func keys() {
+        let chain = String(repeating: "ab", count: 32), sha = String(repeating: "0f", count: 32)
+        let key = OffsiteKeys.bundle(chain: chain, sequence: 12, sha256: sha, gzip: true)
+        #expect(key == "chains/\(chain)/00000012-\(sha).jsonl.gz")
+        let parsed = OffsiteKeys.parseBundle(key)
+        #expect(parsed?.chain == chain && parsed?.bundle.sequence == 12 && parsed?.bundle.sha256 == sha && parsed?.bundle.gzip == true)
+        for hostile in ["", "chains", "chains/\(chain)/", "chains/\(chain)/00000000-\(sha).jsonl", "chains/\(chain)/0000001-\(sha).jsonl",
+                        "chains/\(chain.uppercased())/00000001-\(sha).jsonl", "chains/\(chain)/00000001-\(sha).txt", "chains/\(chain)/00000001-\(sha)-x.jsonl",
+                        "chains/../00000001-\(sha).jsonl", "chains/\(chain)/x/00000001-\(sha).jsonl", "chains/\(chain)/99999999999999999999-\(sha).jsonl"] {
+            #expect(OffsiteKeys.parseBundle(hostile) == nil, "\(hostile)")
+        }
+        #expect(OffsiteKeys.snapshot(at: 1_795_927_204.5) == "snapshots/20261129T044004.500Z")
+        #expect(OffsiteKeys.parseHashed("server.sqlite-\(sha)")?.0 == "server.sqlite" && OffsiteKeys.parseHashed("-\(sha)") == nil)
+    }
+
+    @Test("a listing is read for its keys and continuation; a hostile one gives no key it does not hold")
+    func listing() {
+        let xml = "<ListBucketResult><IsTruncated>true</IsTruncated><Contents><Key>a&amp;b</Key></Contents><Contents><Key>c</Key></Contents><NextContinuationToken>t1</NextContinuationToken></ListBucketResult>"
+        let r = ListResult(xml: xml)
+        #expect(r.keys == ["a&b", "c"] && r.truncated && r.nextToken == "t1")
+        let broken = ListResult(xml: "<Key>unterminated")
+        #expect(broken.keys.isEmpty && !broken.truncated)
+    }
+
+    @Test("the s3_* and backup_* settings: all required object-storage keys or none, each checked")
+    func settings() throws {
+        let dir = TempDir()
+        let full = #"{"s3_endpoint":"http://127.0.0.1:8333/","s3_bucket":"b","s3_prefix":"/x/y/","s3_region":"r","s3_access_key":"a","s3_secret_key":"s","backup_to":"/tmp/b","backup_keep":3}"#
+        try full.write(toFile: dir.file("config.json"), atomically: true, encoding: .utf8)
+        let c = try ServerConfig.load(dataDirectory: dir.path)
+        #expect(c.objectStore == ObjectStoreSettings(endpoint: "http://127.0.0.1:8333", bucket: "b", prefix: "x/y", region: "r", accessKey: "a", secretKey: "s"))
+        #expect(c.backupTo == "/tmp/b" && c.backupKeep == 3)
+        for (text, needle) in [(#"{"s3_bucket":"b"}"#, "\"s3_endpoint\" is missing"),
+                               (#"{"s3_endpoint":"ftp://h","s3_bucket":"b","s3_region":"r","s3_access_key":"a","s3_secret_key":"s"}"#, "http(s)://HOST"),
+                               (#"{"s3_endpoint":"http://h","s3_bucket":"b/c","s3_region":"r","s3_access_key":"a","s3_secret_key":"s"}"#, "bucket name"),
+                               (#"{"backup_keep":0}"#, "positive")] {
+            try text.write(toFile: dir.file("config.json"), atomically: true, encoding: .utf8)
+            #expect { try ServerConfig.load(dataDirectory: dir.path) } throws: { "\($0)".contains(needle) }
+        }
+    }
+}

@@ -1,0 +1,69 @@
+import Foundation
+import Testing
+@testable import HealthProbeArchive
+@testable import HealthProbeServer
+import HealthProbeTestSupport
+
+/// `hp-server restore` trusts nothing in a backup: each damage is refused, named, and
+/// leaves no directory `serve` would take.
+@Suite("Restore from a backup directory")
+struct RestoreTests {
+    /// A data directory with the committed two-bundle chain, and a backup of it.
+    func backedUp() throws -> (data: TempDir, backup: TempDir, chain: String, report: ServerBackup.Report) {
+        let data = TempDir(), backup = TempDir()
+        let store = ServerStore(root: data.path)
+        try store.create()
+        var chain = ""
+        for name in ["chain/1.jsonl", "chain/2.jsonl"] {
+            let path = vectorURL("bundles/" + name).path
+            let (_, verifier) = try BundleFile.verify(path, expected: nil)
+            chain = try store.apply(file: path, manifestHash: verifier.manifestHash ?? "", now: 1_750_000_000).chain
+        }
+        let report = try ServerBackup.run(store, to: backup.path + "/b")
+        return (data, backup, chain, report)
+    }
+
+    @Test("a backup restores to the same digest; a second restore into the same directory is refused")
+    func roundTrip() async throws {
+        let (_, backup, chain, report) = try backedUp()
+        #expect(report.chains.map(\.chain) == [chain] && report.chains[0].bundles == 2)
+        let target = TempDir()
+        let restored = try await ServerRestore.run(from: DirectoryRestoreSource(path: backup.path + "/b"), to: target.path + "/r")
+        #expect(restored.chains.count == 1 && restored.chains[0].digest == report.chains[0].digest && restored.chains[0].digest != nil)
+        #expect(try ServerVerifier.run(ServerStore(root: target.path + "/r"), mode: .full).allSatisfy(\.ok))
+        await #expect { try await ServerRestore.run(from: DirectoryRestoreSource(path: backup.path + "/b"), to: target.path + "/r") } throws: { "\($0)".contains("not empty") }
+    }
+
+    @Test("an altered bundle, a missing one, a damaged registry and a wrong recorded digest are each refused by name")
+    func hostile() async throws {
+        let fm = FileManager.default
+        for damage in ["altered", "missing", "registry", "digest"] {
+            let (_, backup, chain, _) = try backedUp()
+            let b = ServerStore(root: backup.path + "/b")
+            let needle: String
+            switch damage {
+            case "altered":
+                let path = try #require(b.storedBundlePath(chain, sequence: 2))
+                var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+                bytes[bytes.count / 2] ^= 0x20
+                try bytes.write(to: URL(fileURLWithPath: path))
+                needle = "sequence 2"
+            case "missing":
+                try fm.removeItem(atPath: try #require(b.storedBundlePath(chain, sequence: 1)))
+                needle = "sequence 1 is missing"
+            case "registry":
+                try Data(repeating: 0x41, count: 8192).write(to: URL(fileURLWithPath: b.registryPath))
+                needle = "registry"
+            default:
+                let manifest = backup.path + "/b/" + ServerBackup.manifestName
+                let text = try String(contentsOfFile: manifest, encoding: .utf8)
+                let digest = try #require(text.range(of: #""digest" : "[0-9a-f]{64}""#, options: .regularExpression))
+                try text.replacingCharacters(in: digest, with: "\"digest\" : \"" + String(repeating: "0", count: 64) + "\"").write(toFile: manifest, atomically: true, encoding: .utf8)
+                needle = "backup recorded"
+            }
+            let target = TempDir()
+            await #expect { try await ServerRestore.run(from: DirectoryRestoreSource(path: b.root), to: target.path + "/r") } throws: { "\($0)".contains(needle) }
+            #expect(!fm.fileExists(atPath: target.path + "/r/healthprobe-server"), "\(damage): a failed restore is not a data directory")
+        }
+    }
+}
