@@ -21,7 +21,7 @@ struct BackupTests {
         #expect(try hpServer(["init", "--data", data.path]).0 == 0)
         #expect(try hpNode(["--home", homeA.path, "capture", "--simulate", "--seed", "3", "--days", "20"]).0 == 0)
         #expect(try hpNode(["--home", homeA.path, "capture", "--simulate", "--seed", "3", "--days", "2"]).0 == 0)
-        #expect(try hpNode(["--home", homeB.path, "capture", "--simulate", "--seed", "4", "--days", "150"]).0 == 0)
+        #expect(try hpNode(["--home", homeB.path, "capture", "--simulate", "--seed", "4", "--days", "60"]).0 == 0)
         let chainA = try nodeChain(homeA.path), chainB = try nodeChain(homeB.path)
         let server = try ServerProcess(data: data.path)
         try enrollWithCLI(data: data.path, home: homeA.path, name: "anna-phone", port: server.port)
@@ -38,7 +38,7 @@ struct BackupTests {
             let r = try hpServer(["backup", "--data", data.path, "--to", target, "--json"])
             #expect(r.0 == 0, "\(r.2)")
             taken.append(target)
-        } while (sync.isRunning || syncA.isRunning) && taken.count < 6
+        } while (sync.isRunning || syncA.isRunning) && taken.count < 3
         sync.waitUntilExit()
         syncA.waitUntilExit()
         #expect(sync.terminationStatus == 0 && syncA.terminationStatus == 0)
