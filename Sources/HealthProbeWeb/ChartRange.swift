@@ -43,14 +43,19 @@ struct ChartRange: Equatable, Sendable {
     static func parse(range: String?, from: String?, to: String?) throws -> ChartRange {
         let f = try from.flatMap { $0.isEmpty ? nil : try date($0, "from") }
         let t = try to.flatMap { $0.isEmpty ? nil : try date($0, "to") }
+        // A range is checked even where dates win over it: a bad value is never silently ignored.
+        var preset: Preset?
+        if let range, !range.isEmpty {
+            guard let p = Preset(rawValue: range) else {
+                throw WebError(.badRequest, "range must be one of \(Preset.allCases.map(\.rawValue).joined(separator: ", ")), or give from and to as YYYY-MM-DD")
+            }
+            preset = p
+        }
         // Dates given the wrong way round mean the same days.
         if let f, let t, f > t { return ChartRange(preset: nil, from: t, to: f) }
         if f != nil || t != nil { return ChartRange(preset: nil, from: f, to: t) }
-        guard let range, !range.isEmpty else { return .all }
-        guard let p = Preset(rawValue: range) else {
-            throw WebError(.badRequest, "range must be one of \(Preset.allCases.map(\.rawValue).joined(separator: ", ")), or give from and to as YYYY-MM-DD")
-        }
-        return ChartRange(preset: p, from: nil, to: nil)
+        guard let preset else { return .all }
+        return ChartRange(preset: preset, from: nil, to: nil)
     }
 
     /// A local date `YYYY-MM-DD` that exists in the calendar.

@@ -26,7 +26,8 @@ struct ChartRangeTests {
         #expect(custom.preset == nil && custom.from == "2026-02-01" && custom.to == "2026-02-28")
         #expect(custom.query == "from=2026-02-01&to=2026-02-28")
         for (range, from, to, names) in [("8d", nil, nil, "range"), (nil, "2026-02-30", nil, "from"), (nil, nil, "2026-13-01", "to"),
-                                         (nil, "26-01-01", nil, "from"), (nil, "2026-01-0x", nil, "from")] as [(String?, String?, String?, String)] {
+                                         (nil, "26-01-01", nil, "from"), (nil, "2026-01-0x", nil, "from"),
+                                         ("\n", nil, "2026-02-25", "range"), ("2w", "2026-02-01", "2026-02-28", "range")] as [(String?, String?, String?, String)] {
             #expect(throws: WebError.self, "\(range ?? "") \(from ?? "") \(to ?? "")") { try ChartRange.parse(range: range, from: from, to: to) }
             do { _ = try ChartRange.parse(range: range, from: from, to: to) } catch let e as WebError {
                 #expect(e.message.contains(names), "\(e.message)")
