@@ -86,7 +86,7 @@ public enum PointInTime {
 
     /// The types in scope, by id, with their identifiers.
     static func types(_ db: Database, _ scope: SnapshotScope) throws -> [(Int64, String)] {
-        guard try Bool.fetchOne(db, sql: "SELECT 1 FROM observations WHERE id = ?", arguments: [scope.observationID]) != nil else {
+        guard try ObservationQueries.exists(db, id: scope.observationID) else {
             throw ArchiveError(.notFound, "no observation \(scope.observationID); list them with `hp-node observations`")
         }
         if let t = scope.typeIdentifier {

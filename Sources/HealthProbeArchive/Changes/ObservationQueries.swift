@@ -52,7 +52,7 @@ public enum ObservationQueries {
 
     /// What one observation changed, per type.
     public static func changes(_ db: Database, observationID: Int64) throws -> [TypeChangeRow] {
-        guard try Bool.fetchOne(db, sql: "SELECT 1 FROM observations WHERE id = ?", arguments: [observationID]) != nil else {
+        guard try exists(db, id: observationID) else {
             throw ArchiveError(.notFound, "no observation \(observationID); list them with `hp-node observations`")
         }
         let rows = try Row.fetchAll(db, sql: """
