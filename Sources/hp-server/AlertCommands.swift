@@ -9,7 +9,7 @@ struct AlertCommand: AsyncParsableCommand {
         commandName: "alert",
         abstract: "Alerts: channels per person (webhook, ntfy, email), list, acknowledge and snooze alerts.",
         discussion: "The server evaluates every chain each minute while `hp-server serve` runs (docs/alerts.md).",
-        subcommands: [Channel.self, List.self, Ack.self, Snooze.self, Quiet.self])
+        subcommands: [Channel.self, List.self, Ack.self, Snooze.self, Quiet.self, Cadence.self])
 
     struct Channel: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Add, list, remove or test a person's alert channels.",
@@ -130,6 +130,29 @@ struct AlertCommand: AsyncParsableCommand {
             guard let p = try r.person(named: person) else { throw ValidationError("no person named \(person) (see `hp-server person list`)") }
             guard let c = AlertCondition(rawValue: condition) else { throw ValidationError("unknown condition \(condition)") }
             return (r, p, chain == AlertCondition.serverKey ? chain : try options.store.chain(matching: chain), c)
+        }
+    }
+
+    struct Cadence: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "How long a chain may go without a good sync before it is silent: a fixed number of hours, or learned again.",
+            discussion: "Learned by default: the mean interval between the chain's good syncs (24 h until one is seen). Either way the grace period (6 h) is added before `silent` fires.")
+        @OptionGroup var options: DataOptions
+        @Option(name: .long, help: "Chain hash or a unique prefix of it.") var chain: String
+        @Option(name: .long, help: "Expect a good sync at least every this many hours (1 to 2160).") var hours: Double?
+        @Flag(name: .long, help: "Forget the fixed value: learn the cadence from the chain's syncs again.") var learned = false
+
+        func validate() throws {
+            guard (hours != nil) != learned else { throw ValidationError("give --hours H or --learned") }
+            if let hours, !(hours.isFinite && (1...2160).contains(hours)) { throw ValidationError("--hours must be between 1 and 2160") }
+        }
+
+        func run() async throws {
+            let full = try options.store.chain(matching: chain)
+            try options.store.registry().setSilentAfter(chain: full, seconds: hours.map { $0 * 3600 })
+            if options.json { try Output.json(["chain": full, "expected_every_hours": hours.map { String($0) } ?? "learned"]); return }
+            print(hours.map { "\(full.prefix(12)): silent after \(String(format: "%g", $0)) h without a good sync, plus the grace period" }
+                  ?? "\(full.prefix(12)): the cadence is learned from its syncs again")
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import HealthProbeServer
 import HealthProbeTestSupport
 
 /// `hp-server alert channel ...` and `hp-server alert list`: checked input, secrets never
@@ -29,6 +30,27 @@ struct AlertCommandTests {
         #expect(try hpServer(["alert", "list", "--data", data.path]).1.contains("no alerts"))
         let audit = try hpServer(["audit", "--data", data.path, "--json"]).1
         #expect(audit.contains("alert.channel.add") && audit.contains("alert.channel.remove") && !audit.contains(secret))
+    }
+
+    @Test("cadence: a chain's expected sync interval fixed in hours, then learned again; bad values refused")
+    func cadence() throws {
+        let data = TempDir(), home = TempDir()
+        #expect(try hpServer(["init", "--data", data.path]).0 == 0)
+        #expect(try hpNode(["--home", home.path, "capture", "--simulate", "--seed", "3", "--days", "1"]).0 == 0)
+        let server = try ServerProcess(data: data.path)
+        try enrollWithCLI(data: data.path, home: home.path, name: "ann-phone", port: server.port)
+        #expect(try hpNode(["--home", home.path, "sync"]).0 == 0)
+        let chain = try nodeChain(home.path)
+        let fixed = try hpServer(["alert", "cadence", "--data", data.path, "--chain", String(chain.prefix(8)), "--hours", "12"])
+        #expect(fixed.0 == 0 && fixed.1.contains("silent after 12 h"), "\(fixed)")
+        let registry = try DeviceRegistry(path: data.path + "/server.sqlite")
+        #expect(try registry.learnCadence(chain: chain, lastSync: nil).override == 12 * 3600)
+        #expect(try hpServer(["alert", "cadence", "--data", data.path, "--chain", String(chain.prefix(8)), "--learned"]).0 == 0)
+        #expect(try registry.learnCadence(chain: chain, lastSync: nil).override == nil)
+        let bad = try hpServer(["alert", "cadence", "--data", data.path, "--chain", String(chain.prefix(8)), "--hours", "0"])
+        #expect(bad.0 != 0 && bad.2.contains("between 1 and 2160"))
+        #expect(try hpServer(["alert", "cadence", "--data", data.path, "--chain", String(chain.prefix(8))]).2.contains("--hours H or --learned"))
+        #expect(try hpServer(["alert", "cadence", "--data", data.path, "--chain", "ffffffff", "--hours", "5"]).0 != 0)
     }
 
     @Test("channel test delivers a test email through the config file's smtp settings (STARTTLS, AUTH PLAIN), and says why when they are missing",
