@@ -67,20 +67,13 @@ public struct IngestKeys: Sendable {
     /// hash is compared in constant time, so the answer's timing says nothing.
     public func automation(forKey key: String) throws -> String? {
         guard key.utf8.count <= 200 else { return nil }
-        let presented = Array(Self.hash(key).utf8)
+        let presented = Self.hash(key)
         var found: String?
-        for e in try list() where Self.constantTimeEqual(presented, Array(e.keyHash.utf8)) { found = e.name }
+        for e in try list() where ArchiveHasher.constantTimeEqual(presented, e.keyHash) { found = e.name }
         return found
     }
 
     static func hash(_ key: String) -> String { ArchiveHasher.sha256(.ingestKey, Array(key.utf8)) }
-
-    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
-        var diff: UInt8 = 0
-        for i in a.indices { diff |= a[i] ^ b[i] }
-        return diff == 0
-    }
 
     private func save(_ all: [Entry]) throws {
         let e = JSONEncoder()

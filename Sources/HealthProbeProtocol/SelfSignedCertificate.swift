@@ -12,11 +12,10 @@ public struct SelfSignedCertificate: Sendable {
     public let fingerprint: String
 
     /// Makes a new key and certificate valid for ten years from `now`, for `commonName`
-    /// and, when given, the DNS names and IP addresses clients will connect to.
-    public static func generate(now: Date = Date(), commonName: String, dnsNames: [String] = [], ipAddresses: [[UInt8]] = []) throws -> SelfSignedCertificate {
+    /// (peers pin it by its fingerprint, not by a name).
+    public static func generate(now: Date = Date(), commonName: String) throws -> SelfSignedCertificate {
         let key = P256.Signing.PrivateKey()
         let name = try DistinguishedName { CommonName(commonName) }
-        let alternatives = dnsNames.map { GeneralName.dnsName($0) } + ipAddresses.map { GeneralName.ipAddress(ASN1OctetString(contentBytes: ArraySlice($0))) }
         let certificate = try Certificate(
             version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: .init(key.publicKey),
             notValidBefore: now.addingTimeInterval(-3600), notValidAfter: now.addingTimeInterval(10 * 365 * 86_400),
@@ -25,7 +24,6 @@ public struct SelfSignedCertificate: Sendable {
                 Critical(BasicConstraints.notCertificateAuthority)
                 Critical(KeyUsage(digitalSignature: true))
                 try ExtendedKeyUsage([.serverAuth])
-                if !alternatives.isEmpty { SubjectAlternativeNames(alternatives) }
             },
             issuerPrivateKey: .init(key))
         return SelfSignedCertificate(certificatePEM: try certificate.serializeAsPEM().pemString, privateKeyPEM: key.pemRepresentation,

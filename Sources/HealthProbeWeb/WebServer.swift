@@ -121,7 +121,7 @@ public struct WebServer: Sendable {
 
     /// Checks a form's or header's CSRF token against the session's.
     static func checkCSRF(_ token: String?, _ context: WebContext) throws {
-        guard let expected = context.sessions.session?.csrf, let token, DeviceRegistry.constantTimeEqual(expected, token) else {
+        guard let expected = context.sessions.session?.csrf, let token, ArchiveHasher.constantTimeEqual(expected, token) else {
             throw WebError(.csrf, "the form's security token is missing or stale; reload the page and try again")
         }
     }

@@ -21,7 +21,7 @@ public enum CategoryDurations {
     /// `[from, to)` (UTC day starts; nil: unbounded), in day order. Streams the records;
     /// memory grows with the days, not the records. A type the archive never held has no days.
     public static func daily(_ db: Database, at observation: Int64, typeIdentifier: String, from: Double?, to: Double?) throws -> [Day] {
-        guard try Int64.fetchOne(db, sql: "SELECT id FROM sample_types WHERE type_identifier = ?", arguments: [typeIdentifier]) != nil else { return [] }
+        guard try PointInTime.typeID(db, typeIdentifier) != nil else { return [] }
         let zone = try LocalDays.of(db, observation: observation)
         var cursor = LocalDays.Cursor(zone)
         var byStart: [Double: Day] = [:]

@@ -84,13 +84,18 @@ public enum PointInTime {
         """
     private static func prefix(_ column: String) -> String { SampleIndexes.fingerprintPrefix(column) }
 
+    /// The archive's id of type `identifier`, nil when it never held a sample of it.
+    static func typeID(_ db: Database, _ identifier: String) throws -> Int64? {
+        try Int64.fetchOne(db, sql: "SELECT id FROM sample_types WHERE type_identifier = ?", arguments: [identifier])
+    }
+
     /// The types in scope, by id, with their identifiers.
     static func types(_ db: Database, _ scope: SnapshotScope) throws -> [(Int64, String)] {
         guard try ObservationQueries.exists(db, id: scope.observationID) else {
             throw ArchiveError(.notFound, "no observation \(scope.observationID); list them with `hp-node observations`")
         }
         if let t = scope.typeIdentifier {
-            guard let id = try Int64.fetchOne(db, sql: "SELECT id FROM sample_types WHERE type_identifier = ?", arguments: [t]) else {
+            guard let id = try typeID(db, t) else {
                 throw ArchiveError(.notFound, "the archive has no samples of type \(t)")
             }
             return [(id, t)]

@@ -152,7 +152,7 @@ public final class DeviceRegistry: Sendable {
             guard let row = try Row.fetchOne(db, sql: "SELECT id, enrollment_secret_hash, enrollment_expires_at, revoked_at FROM devices WHERE name = ?", arguments: [name]),
                   let expected: String = row["enrollment_secret_hash"], (row["revoked_at"] as Double?) == nil,
                   let expires: Double = row["enrollment_expires_at"], now <= expires,
-                  Self.constantTimeEqual(expected, ArchiveHasher.sha256(.enrollmentSecret, secret)) else {
+                  ArchiveHasher.constantTimeEqual(expected, ArchiveHasher.sha256(.enrollmentSecret, secret)) else {
                 throw AuthError(.unauthorized, "the enrollment token is not valid (wrong, already used, expired or revoked); ask the administrator for a new one")
             }
             let id: Int64 = row["id"]
@@ -167,7 +167,7 @@ public final class DeviceRegistry: Sendable {
         try database.read { db in
             guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT id, credential_hash, revoked_at FROM devices WHERE name = ?"), arguments: [name]),
                   let expected: String = row["credential_hash"], (row["revoked_at"] as Double?) == nil,
-                  Self.constantTimeEqual(expected, ArchiveHasher.sha256(.credential, credential)) else {
+                  ArchiveHasher.constantTimeEqual(expected, ArchiveHasher.sha256(.credential, credential)) else {
                 throw AuthError(.unauthorized, "not authenticated: unknown device, wrong credential, or revoked")
             }
             return Identity(id: row["id"], name: name)
@@ -276,12 +276,4 @@ public final class DeviceRegistry: Sendable {
         }
     }
 
-    /// Compares secrets (hashes, tokens) without stopping at the first difference.
-    public static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
-        let x = Array(a.utf8), y = Array(b.utf8)
-        guard x.count == y.count else { return false }
-        var diff: UInt8 = 0
-        for i in x.indices { diff |= x[i] ^ y[i] }
-        return diff == 0
-    }
 }
