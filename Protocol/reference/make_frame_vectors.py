@@ -38,6 +38,15 @@ def main():
         {"name": "auth ok with credential", "hex": frame(0x09, auth_ok).hex(), "frames": [{"type": 0x09, "payload_hex": auth_ok.hex()}]},
         {"name": "household request", "hex": frame(0x40, household).hex(), "frames": [{"type": 0x40, "payload_hex": household.hex()}]},
     ]
+    # Version 2 (section 8): a restore request, the bundle it announces, and one part.
+    restore = canon({"device_chain_hash": "ab" * 32, "sequence": 1})
+    announced = canon({"chain_state_digest": "d0" * 32, "item_count": 0, "manifest_hash": "aa" * 32, "parts": 1,
+                       "sequence": 1, "uncompressed_size": len(lines), "visible_count": 0})
+    frames += [
+        {"name": "restore request", "hex": frame(0x50, restore).hex(), "frames": [{"type": 0x50, "payload_hex": restore.hex()}]},
+        {"name": "restore bundle and part", "hex": (frame(0x51, announced) + frame(0x52, part)).hex(),
+         "frames": [{"type": 0x51, "payload_hex": announced.hex()}, {"type": 0x52, "payload_hex": part.hex()}]},
+    ]
 
     def token(fields):
         return "hpenroll1." + base64.urlsafe_b64encode(canon(fields)).rstrip(b"=").decode()
@@ -54,7 +63,9 @@ def main():
                    {"enrollment_secret": "5e" * 32, "stored_hash": hashlib.sha256(b"hp:v2:enrollment_secret:" + ("5e" * 32).encode()).hexdigest()}]
     hellos = [
         {"name": "version 1", "hex": (b"HPSY" + struct.pack(">HH", 1, 0)).hex(), "version": 1},
-        {"name": "version 2", "hex": (b"HPSY" + struct.pack(">HH", 2, 0)).hex(), "error": "protocol_version"},
+        {"name": "version 2", "hex": (b"HPSY" + struct.pack(">HH", 2, 0)).hex(), "version": 2},
+        {"name": "version 3", "hex": (b"HPSY" + struct.pack(">HH", 3, 0)).hex(), "error": "protocol_version"},
+        {"name": "version 0", "hex": (b"HPSY" + struct.pack(">HH", 0, 0)).hex(), "error": "protocol_version"},
         {"name": "http", "hex": b"GET / HTTP/1.1\r\n".hex(), "error": "bad_magic"},
         {"name": "partial", "hex": b"HPS".hex(), "incomplete": True},
     ]

@@ -36,7 +36,7 @@ enum FrameFuzzer {
             switch machine.received(message) {
             case .none, .refuse, .fail:
                 return nil
-            case .sendHello, .sendPong, .chainStatus, .household:
+            case .sendHello, .sendPong, .chainStatus, .household, .restore:
                 continue
             case .authenticate:
                 machine.authenticated(session)

@@ -84,7 +84,8 @@ public enum FuzzSeeds {
     static func messages(_ vectors: URL) throws -> [Seed] {
         let kinds = SyncFrame.Kind.allCases
         let names: [String: SyncFrame.Kind] = ["AUTH": .auth, "ENROLL": .enroll, "CHAIN_STATUS_REQUEST": .chainStatusRequest,
-                                               "HOUSEHOLD_REQUEST": .householdRequest, "BUNDLE_BEGIN": .bundleBegin, "BUNDLE_END": .bundleEnd]
+                                               "HOUSEHOLD_REQUEST": .householdRequest, "BUNDLE_BEGIN": .bundleBegin, "BUNDLE_END": .bundleEnd,
+                                               "RESTORE_REQUEST": .restoreRequest]
         var out: [Seed] = [Seed(name: "ping", bytes: [UInt8(kinds.firstIndex(of: .ping)!)])]
         let m = try json(vectors.appendingPathComponent("messages.json"))
         if case .array(let cases)? = m["cases"] {

@@ -20,14 +20,16 @@ enum ReplyFuzzer {
             return nil
         }
         // Every JSON reply but HOUSEHOLD is accepted only in canonical form.
-        if kind != .pong, kind != .household {
+        if kind != .pong, kind != .household, kind != .restorePart {
             guard let value = try? JSONParser.parse(Array(payload)), let again = try? CanonicalJSON.encode(value), again.elementsEqual(payload) else {
                 return "\(kind.name) accepted a payload that is not canonical JSON"
             }
         }
         switch message {
-        case .authOK, .pong, .bundleAck:
+        case .authOK, .pong, .bundleAck, .restorePart:
             return nil
+        case .restoreBundle(let b):
+            return b.sequence >= 1 && b.parts >= 1 && b.uncompressedSize >= 1 ? nil : "RESTORE_BUNDLE accepted with sequence \(b.sequence), parts \(b.parts)" 
         case .chainStatus(let s):
             return s.lastSequence >= 0 && (s.lastSequence == 0) == (s.lastManifestHash == nil) ? nil : "CHAIN_STATUS accepted with last_sequence \(s.lastSequence)"
         case .error(let e):

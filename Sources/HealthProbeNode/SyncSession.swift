@@ -14,7 +14,9 @@ public struct SyncSession {
 
     /// Connects to `host:port` over TLS pinned to `fingerprint`, exchanges hellos, runs `body`, closes.
     /// A reply that takes longer than `replyTimeout` fails the connection with `timeout` (`ReplyDeadline`).
+    /// `version` is the hello's: 1 for everything but restore (any server speaks it), 2 for restore.
     public static func with<T: Sendable>(host: String, port: Int, fingerprint: String, replyTimeout: TimeAmount = SyncSession.replyTimeout,
+                                         version: UInt16 = SyncHello.currentVersion,
                                          _ body: (inout SyncSession) async throws -> T) async throws -> T {
         let tls = try PinnedTLS.clientContext()
         let channel: NIOAsyncChannel<SyncInbound, SyncOutbound>
@@ -36,12 +38,19 @@ public struct SyncSession {
         return try await channel.executeThenClose { inbound, outbound in
             var session = SyncSession(messages: inbound.makeAsyncIterator(), outbound: outbound)
             do {
-                try await outbound.write(.hello(SyncHello()))
-                guard case .hello(let hello)? = try await session.messages.next() else {
+                try await outbound.write(.hello(SyncHello(version: version)))
+                let answer: SyncInbound?
+                do { answer = try await session.messages.next() } catch let e as SyncProtocolError where (e.code == .protocolVersion || e.code == .badMagic) && version > 1 {
+                    throw SyncProtocolError(.protocolVersion, "the server does not speak sync protocol version \(version), which restore needs (\(e.message)); upgrade hp-server")
+                }
+                guard case .hello(let hello)? = answer else {
                     throw SyncProtocolError(.badMagic, "the server did not answer the hello")
                 }
+                guard hello.version == version else {
+                    throw SyncProtocolError(.protocolVersion, "the server answered the hello with version \(hello.version); this node asked for \(version)")
+                }
                 guard hello.flags == 0 else {
-                    throw SyncProtocolError(.malformedFrame, "the server's hello sets flags \(hello.flags); version 1 defines none")
+                    throw SyncProtocolError(.malformedFrame, "the server's hello sets flags \(hello.flags); version \(version) defines none")
                 }
             } catch let e as SyncProtocolError {
                 throw e

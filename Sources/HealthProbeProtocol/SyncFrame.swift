@@ -16,6 +16,9 @@ public struct SyncFrame: Equatable, Sendable {
         case pong = 0x31
         case householdRequest = 0x40
         case household = 0x41
+        case restoreRequest = 0x50
+        case restoreBundle = 0x51
+        case restorePart = 0x52
         case error = 0x7F
 
         /// The name Protocol/README.md gives the kind (`BUNDLE_ACK`).
@@ -34,6 +37,9 @@ public struct SyncFrame: Equatable, Sendable {
             case .pong: return "PONG"
             case .householdRequest: return "HOUSEHOLD_REQUEST"
             case .household: return "HOUSEHOLD"
+            case .restoreRequest: return "RESTORE_REQUEST"
+            case .restoreBundle: return "RESTORE_BUNDLE"
+            case .restorePart: return "RESTORE_PART"
             case .error: return "ERROR"
             }
         }
@@ -54,7 +60,12 @@ public struct SyncFrame: Equatable, Sendable {
 /// The eight-byte hello: `"HPSY" | version u16 BE | flags u16 BE`.
 public struct SyncHello: Equatable, Sendable {
     public static let magic: [UInt8] = [0x48, 0x50, 0x53, 0x59]
+    /// The version a client sends unless it needs a later one: 1 has everything but restore.
     public static let currentVersion: UInt16 = 1
+    /// The version that adds restore (`RESTORE_REQUEST`, section 8).
+    public static let restoreVersion: UInt16 = 2
+    /// The versions this build speaks; a server answers with the client's.
+    public static let versions: ClosedRange<UInt16> = 1...2
     public var version: UInt16
     public var flags: UInt16
 

@@ -66,8 +66,8 @@ public struct SyncHelloDecoder: NIOSingleStepByteToMessageDecoder {
         buffer.moveReaderIndex(forwardBy: 4)
         let version: UInt16 = buffer.readInteger(endianness: .big)!
         let flags: UInt16 = buffer.readInteger(endianness: .big)!
-        guard version == SyncHello.currentVersion else {
-            throw SyncProtocolError(.protocolVersion, "the peer speaks sync protocol version \(version); this build speaks \(SyncHello.currentVersion)")
+        guard SyncHello.versions.contains(version) else {
+            throw SyncProtocolError(.protocolVersion, "the peer speaks sync protocol version \(version); this build speaks \(SyncHello.versions.lowerBound) to \(SyncHello.versions.upperBound)")
         }
         return SyncHello(version: version, flags: flags)
     }

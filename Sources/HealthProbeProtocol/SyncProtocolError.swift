@@ -21,6 +21,8 @@ public struct SyncProtocolError: CodedError, Equatable {
         case unauthorized
         /// An authenticated device asked for a chain another device owns.
         case forbidden
+        /// A restore asked for a bundle the server does not hold (section 8).
+        case notFound = "not_found"
 
         /// Whether the client may retry after this error. A bundle refused for its
         /// content (`bundle_invalid`) is refused again if sent again: not retryable.

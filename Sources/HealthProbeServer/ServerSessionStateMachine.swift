@@ -60,7 +60,8 @@ public struct ServerSessionStateMachine: Sendable {
     }
 
     public enum Action: Sendable {
-        case sendHello
+        /// Answer the hello with this version (the client's).
+        case sendHello(version: UInt16)
         /// Check the credentials; then `authenticated(_:)`, or refuse (slowly) and close.
         case authenticate(Credentials)
         /// An unauthenticated peer sent something else or something malformed: refuse (slowly) and close.
@@ -68,6 +69,8 @@ public struct ServerSessionStateMachine: Sendable {
         case sendPong
         case chainStatus(Session, ChainStatusRequest)
         case household(Session, HouseholdRequest)
+        /// Send the stored bundle the request names (`RESTORE_BUNDLE`, `RESTORE_PART`s) or an error; the session stays ready.
+        case restore(Session, RestoreRequest)
         /// Open a quarantine file for the bundle; then `bundleOpened(_:)`.
         case openBundle(Session, BundleBegin)
         /// Inflate the part into the transfer's file; then `partWritten(newlines:lastByte:)`.
@@ -81,6 +84,8 @@ public struct ServerSessionStateMachine: Sendable {
     }
 
     public private(set) var state: State = .awaitingHello
+    /// The protocol version the hello agreed (the client's); 1 until then.
+    public private(set) var version: UInt16 = 1
 
     public init() {}
 
@@ -89,9 +94,10 @@ public struct ServerSessionStateMachine: Sendable {
         case (.closed, _):
             return .none
         case (.awaitingHello, .hello(let hello)):
-            guard hello.flags == 0 else { return close(.malformedFrame, "the hello's flags must be 0 in protocol version 1 (they are \(hello.flags))") }
+            guard hello.flags == 0 else { return close(.malformedFrame, "the hello's flags must be 0 in protocol version \(hello.version) (they are \(hello.flags))") }
             state = .awaitingAuth
-            return .sendHello
+            version = hello.version
+            return .sendHello(version: hello.version)
         case (.awaitingHello, .frame):
             return close(.badMagic, "a frame before the hello")
         case (_, .hello):
@@ -121,6 +127,8 @@ public struct ServerSessionStateMachine: Sendable {
             // Which kinds this state accepts is decided before any payload is read.
             switch f.kind {
             case .ping, .chainStatusRequest, .householdRequest, .bundleBegin: break
+            case .restoreRequest where version >= SyncHello.restoreVersion: break
+            case .restoreRequest: return close(.unexpectedMessage, "RESTORE_REQUEST needs protocol version \(SyncHello.restoreVersion); this connection's hello said \(version)")
             case .auth, .enroll: return close(.unexpectedMessage, "this connection is already authenticated")
             case .bundlePart, .bundleEnd: return close(.unexpectedMessage, "\(f.kind) outside a bundle")
             default: return close(.unexpectedMessage, "a \(f.kind) frame is not for the server")
@@ -131,6 +139,7 @@ public struct ServerSessionStateMachine: Sendable {
             case .ping: return .sendPong
             case .chainStatusRequest(let r): return .chainStatus(session, r)
             case .householdRequest(let r): return .household(session, r)
+            case .restoreRequest(let r): return .restore(session, r)
             case .bundleBegin(let b):
                 state = .opening(session, b)
                 return .openBundle(session, b)

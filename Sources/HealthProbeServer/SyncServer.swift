@@ -146,8 +146,8 @@ public struct SyncServer: Sendable {
                         switch machine.received(message) {
                         case .none:
                             return
-                        case .sendHello:
-                            try await outbound.write(.hello(SyncHello()))
+                        case .sendHello(let version):
+                            try await outbound.write(.hello(SyncHello(version: version)))
                         case .authenticate(let credentials):
                             // Unauthenticated peers get nothing but an error, slower each time.
                             let session: ServerSessionStateMachine.Session, reply: SyncFrame
@@ -185,6 +185,8 @@ public struct SyncServer: Sendable {
                                 return try HouseholdSummary.wireJSON(try HouseholdSummary.build(store, registry: registry, only: readable, type: type, from: from, to: to))
                             }
                             try await outbound.write(.frame(SyncFrame(kind: .household, payload: ByteBuffer(bytes: json))))
+                        case .restore(let session, let request):
+                            try await restore(request, session: session, outbound: outbound)
                         case .openBundle(let session, _):
                             let device = session.identity, directory = store.quarantineDirectory
                             let file = try await offload {
@@ -257,6 +259,45 @@ public struct SyncServer: Sendable {
         }
         return try .json(.chainStatus, .object([
             "device_chain_hash": .string(chain), "last_sequence": .int(seq), "last_manifest_hash": .optional(hash)]))
+    }
+
+    /// `RESTORE_REQUEST`: the kept bundle at the requested sequence of a chain this device
+    /// owns, as `RESTORE_BUNDLE` (with the replica's chain-state digest after it) and its
+    /// `RESTORE_PART`s, read and compressed one part at a time.
+    func restore(_ request: RestoreRequest, session: ServerSessionStateMachine.Session,
+                 outbound: NIOAsyncChannelOutboundWriter<SyncOutbound>) async throws {
+        let device = session.identity, chain = request.deviceChainHash, sequence = request.sequence
+        let (point, parts): (RestorePoint, RestoreParts)
+        do {
+            (point, parts) = try await offload {
+                try requireActive(device)
+                try Self.mapAuth { try registry.authorizeRestore(device, chain: chain) }
+                guard let path = store.storedBundlePath(chain, sequence: sequence),
+                      let point = try store.readReplica(chain, { try RestorePoint.at($0, sequence: sequence) }) else {
+                    throw SyncProtocolError(.notFound, "this server holds no bundle \(sequence) of chain \(chain.prefix(16)); ask CHAIN_STATUS for its last sequence")
+                }
+                let parts = try RestoreParts(path: path)
+                guard parts.lines == point.itemCount + 2 else {
+                    throw RestoreParts.damaged(path, "it holds \(parts.lines) lines where the replica's log says \(point.itemCount + 2)")
+                }
+                return (point, parts)
+            }
+        } catch let e as SyncProtocolError where e.code == .forbidden {
+            await refused(e, what: "restore", chain: chain, sequence: sequence, device: device, detail: "RESTORE_REQUEST: " + e.message)
+            throw e
+        }
+        try await outbound.write(.frame(try RestoreBundle.frame(
+            sequence: sequence, manifestHash: point.manifestHash, parts: parts.parts, itemCount: point.itemCount,
+            uncompressedSize: parts.size, chainStateDigest: point.state.digest, visibleCount: point.state.visibleCount)))
+        while let part = try await offload({ try parts.next() }) {
+            var payload = ByteBuffer()
+            payload.reserveCapacity(8 + part.zlib.count)
+            payload.writeInteger(UInt32(part.index), endianness: .big)
+            payload.writeInteger(UInt32(part.size), endianness: .big)
+            payload.writeBytes(part.zlib)
+            try await outbound.write(.frame(SyncFrame(kind: .restorePart, payload: payload)))
+        }
+        logger.info("bundle sent for a restore", metadata: ["sync.device": "\(device.name)", "sync.sequence": "\(sequence)"])
     }
 
     /// Counts a refused authentication and waits as the throttle says before the error is sent.

@@ -4,9 +4,9 @@ import NIOCore
 /// Closes a connection that sends no hello within `hello`, or no frame for
 /// `idle` while the server is waiting for one (Protocol/README.md 6), after
 /// an ERROR frame `timeout`. While a request (AUTH, ENROLL, CHAIN_STATUS_REQUEST,
-/// HOUSEHOLD_REQUEST, BUNDLE_END, PING) is unanswered the server is the one
-/// working (a refused AUTH is answered only after the throttle's wait), and the
-/// idle clock is restarted instead.
+/// HOUSEHOLD_REQUEST, BUNDLE_END, PING, RESTORE_REQUEST) is unanswered the server is
+/// the one working (a refused AUTH is answered only after the throttle's wait), and
+/// the idle clock is restarted instead; so it is at each `RESTORE_PART` sent.
 final class SyncTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = SyncInbound
     typealias InboundOut = SyncInbound
@@ -20,8 +20,8 @@ final class SyncTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var pendingRequests = 0
 
     /// The frames the server answers, and its answers (ERROR answers any of them).
-    static let requests: Set<SyncFrame.Kind> = [.auth, .enroll, .chainStatusRequest, .householdRequest, .bundleEnd, .ping]
-    static let replies: Set<SyncFrame.Kind> = [.authOK, .chainStatus, .household, .bundleAck, .error, .pong]
+    static let requests: Set<SyncFrame.Kind> = [.auth, .enroll, .chainStatusRequest, .householdRequest, .bundleEnd, .ping, .restoreRequest]
+    static let replies: Set<SyncFrame.Kind> = [.authOK, .chainStatus, .household, .bundleAck, .error, .pong, .restoreBundle]
 
     init(hello: TimeAmount, idle: TimeAmount) {
         self.hello = hello
@@ -53,9 +53,13 @@ final class SyncTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .frame(let f) = unwrapOutboundIn(data), Self.replies.contains(f.kind), pendingRequests > 0 {
-            pendingRequests -= 1
-            arm(context, idle)
+        if case .frame(let f) = unwrapOutboundIn(data) {
+            if Self.replies.contains(f.kind), pendingRequests > 0 {
+                pendingRequests -= 1
+                arm(context, idle)
+            } else if f.kind == .restorePart {
+                arm(context, idle)
+            }
         }
         context.write(data, promise: promise)
     }

@@ -9,7 +9,7 @@ struct HPNode: AsyncParsableCommand {
         commandName: "hp-node",
         abstract: "Keep a differential archive of health records and show what changed.",
         version: HealthProbeVersion.current,
-        subcommands: [Init.self, Import.self, Capture.self, Observations.self, Show.self, Status.self, Snapshot.self, Diff.self, Changes.self, Summary.self, Cache.self, Export.self, VerifyExport.self, Verify.self, Compact.self, Digest.self, Bundle.self, VerifyBundle.self, Enroll.self, Sync.self, Household.self, Reset.self, Serve.self, IngestKey.self]
+        subcommands: [Init.self, Import.self, Capture.self, Observations.self, Show.self, Status.self, Snapshot.self, Diff.self, Changes.self, Summary.self, Cache.self, Export.self, VerifyExport.self, Verify.self, Compact.self, Digest.self, Bundle.self, VerifyBundle.self, Enroll.self, Sync.self, Household.self, Reset.self, Restore.self, Serve.self, IngestKey.self]
     )
 
     /// Accepts `hp-node --home DIR <command>`; subcommands share the same group.

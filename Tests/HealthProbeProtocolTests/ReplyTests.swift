@@ -34,7 +34,7 @@ struct ReplyTests {
     @Test("the vectors hold both outcomes for every reply, and at least 60 refusals")
     func coverage() throws {
         let cases = try ReplyVectors.load().cases
-        for frame in ["AUTH_OK", "CHAIN_STATUS", "BUNDLE_ACK", "PONG", "HOUSEHOLD", "ERROR"] {
+        for frame in ["AUTH_OK", "CHAIN_STATUS", "BUNDLE_ACK", "PONG", "HOUSEHOLD", "ERROR", "RESTORE_BUNDLE"] {
             #expect(cases.contains { $0.frame == frame && $0.error == nil }, "\(frame) has no valid vector")
             #expect(cases.contains { $0.frame == frame && $0.error != nil }, "\(frame) has no refused vector")
         }
@@ -143,11 +143,11 @@ struct ReplyTests {
 
     @Test("a kind only a client sends is unexpected_message; junk of every reply kind is malformed_frame")
     func kinds() throws {
-        for kind in [SyncFrame.Kind.auth, .enroll, .chainStatusRequest, .bundleBegin, .bundlePart, .bundleEnd, .ping, .householdRequest] {
+        for kind in [SyncFrame.Kind.auth, .enroll, .chainStatusRequest, .bundleBegin, .bundlePart, .bundleEnd, .ping, .householdRequest, .restoreRequest] {
             #expect(replyError(SyncFrame(kind: kind, payload: ByteBuffer()))?.code == .unexpectedMessage, "\(kind.name)")
         }
         var rng = TestRandom(seed: 40)
-        for kind in [SyncFrame.Kind.authOK, .chainStatus, .bundleAck, .pong, .household, .error] {
+        for kind in [SyncFrame.Kind.authOK, .chainStatus, .bundleAck, .pong, .household, .error, .restoreBundle] {
             for _ in 0..<200 {
                 let junk = (0..<Int.random(in: 1...64, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
                 let e = replyError(SyncFrame(kind: kind, payload: ByteBuffer(bytes: junk)))

@@ -61,8 +61,9 @@ struct HostileServer: Sendable {
             var begun: BundleBegin?
             for try await m in inbound {
                 switch m {
-                case .hello:
-                    try await outbound.write(.hello(hello))
+                case .hello(let theirs):
+                    // The client's version, as a real server answers.
+                    try await outbound.write(.hello(SyncHello(version: theirs.version, flags: hello.flags)))
                 case .frame(let f):
                     let message = try ClientMessage(f)
                     if case .bundleBegin(let b) = message { begun = b }
@@ -93,6 +94,8 @@ struct HostileServer: Sendable {
             return [SyncFrame(kind: .pong, payload: ByteBuffer())]
         case .bundleBegin, .bundlePart:
             return []
+        case .restoreRequest(let r):
+            return [.error(SyncProtocolError(.notFound, "no bundle \(r.sequence)"), sequence: nil)]
         }
     }
 

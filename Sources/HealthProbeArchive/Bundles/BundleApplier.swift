@@ -44,12 +44,18 @@ public enum BundleApplier {
 
     /// Applies the bundle given as lines (header, items, trailer) with its manifest hash.
     /// Lines are verified on a second thread while the previous ones are applied.
+    /// `beforeCommit` runs inside the transaction once the bundle is applied; what it throws rolls everything back.
     public static func apply(_ replica: Archive, lines: some Sequence<[UInt8]>, manifestHash: String, now: Double,
-                             indexes: IndexMode = .maintained) throws -> Outcome {
+                             indexes: IndexMode = .maintained,
+                             beforeCommit: (Database, Outcome) throws -> Void = { _, _ in }) throws -> Outcome {
         let verified = VerifiedLines(lines)
         defer { verified.cancel() }
         do {
-            return try replica.writer.write { db in try applyVerified(db, verified, manifestHash: manifestHash, now: now, indexes: indexes) }
+            return try replica.writer.write { db in
+                let outcome = try applyVerified(db, verified, manifestHash: manifestHash, now: now, indexes: indexes)
+                try beforeCommit(db, outcome)
+                return outcome
+            }
         } catch let e as DatabaseError where e.resultCode == .SQLITE_CONSTRAINT {
             // Only bundle content can break a constraint: a row the replica (or the bundle) has already.
             // SQLite's own text names tables and columns; a device is told the rule instead.

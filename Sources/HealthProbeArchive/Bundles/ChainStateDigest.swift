@@ -11,6 +11,11 @@ public enum ChainStateDigest {
     public struct Result: Sendable, Equatable, Codable {
         public var digest: String
         public var visibleCount: Int
+
+        public init(digest: String, visibleCount: Int) {
+            self.digest = digest
+            self.visibleCount = visibleCount
+        }
     }
 
     /// The digest at observation `observationID` of this archive.

@@ -90,6 +90,11 @@ public enum ObservationQueries {
         try Int64.fetchOne(db, sql: "SELECT max(id) FROM observations WHERE device_chain_id = ?", arguments: [chainID])
     }
 
+    /// How many observations a chain has.
+    public static func count(_ db: Database, chainID: Int64) throws -> Int {
+        try Int.fetchOne(db, sql: "SELECT count(*) FROM observations WHERE device_chain_id = ?", arguments: [chainID]) ?? 0
+    }
+
     /// Archive status counts.
     public struct Status: Sendable, Codable, Equatable {
         public var schemaVersion: Int
@@ -112,7 +117,7 @@ public enum ObservationQueries {
             schemaVersion: try ArchiveMigrations.appliedVersion(db),
             deviceChainHash: chain?["device_chain_hash"] ?? "",
             recoveredFromKeychain: (chain?["recovered_from_keychain"] as Int?) == 1,
-            observations: try Int.fetchOne(db, sql: "SELECT count(*) FROM observations WHERE device_chain_id = ?", arguments: [chainID]) ?? 0,
+            observations: try count(db, chainID: chainID),
             samples: try Int.fetchOne(db, sql: "SELECT count(*) FROM samples") ?? 0,
             versions: try Int.fetchOne(db, sql: "SELECT count(*) FROM sample_versions") ?? 0,
             visibleSamples: try Int.fetchOne(db, sql: "SELECT count(*) FROM sample_visibility_ranges WHERE last_observation_id IS NULL") ?? 0,

@@ -12,6 +12,7 @@ public enum ClientMessage: Sendable, Equatable {
     case bundleBegin(BundleBegin)
     case bundlePart(BundlePart)
     case bundleEnd(BundleEnd)
+    case restoreRequest(RestoreRequest)
     case ping
 
     public init(_ frame: SyncFrame) throws {
@@ -23,12 +24,13 @@ public enum ClientMessage: Sendable, Equatable {
         case .bundleBegin: self = .bundleBegin(try BundleBegin(frame))
         case .bundlePart: self = .bundlePart(try BundlePart(frame))
         case .bundleEnd: self = .bundleEnd(try BundleEnd(frame))
+        case .restoreRequest: self = .restoreRequest(try RestoreRequest(frame))
         case .ping:
             guard frame.payload.readableBytes == 0 else {
                 throw SyncProtocolError(.malformedFrame, "PING: the payload must be empty (it holds \(frame.payload.readableBytes) bytes)")
             }
             self = .ping
-        case .authOK, .chainStatus, .bundleAck, .pong, .household, .error:
+        case .authOK, .chainStatus, .bundleAck, .pong, .household, .restoreBundle, .restorePart, .error:
             throw SyncProtocolError(.unexpectedMessage, "a \(frame.kind) frame is not for the server")
         }
     }
@@ -43,12 +45,13 @@ public enum ClientMessage: Sendable, Equatable {
         case .bundleBegin: return .bundleBegin
         case .bundlePart: return .bundlePart
         case .bundleEnd: return .bundleEnd
+        case .restoreRequest: return .restoreRequest
         case .ping: return .ping
         }
     }
 }
 
-/// `BUNDLE_PART`: `index u32 BE | uncompressed_size u32 BE | zlib bytes`.
+/// `BUNDLE_PART` (and `RESTORE_PART`, the same from the server): `index u32 BE | uncompressed_size u32 BE | zlib bytes`.
 public struct BundlePart: Sendable, Equatable {
     public var index: Int
     public var declaredSize: Int
@@ -58,7 +61,7 @@ public struct BundlePart: Sendable, Equatable {
     public init(_ frame: SyncFrame) throws {
         var p = frame.payload
         guard let index: UInt32 = p.readInteger(endianness: .big), let size: UInt32 = p.readInteger(endianness: .big) else {
-            throw SyncProtocolError(.malformedFrame, "BUNDLE_PART: the payload is shorter than its 8-byte header")
+            throw SyncProtocolError(.malformedFrame, "\(frame.kind.name): the payload is shorter than its 8-byte header")
         }
         self.index = Int(index)
         declaredSize = Int(size)

@@ -8,6 +8,8 @@ public enum ServerMessage: Sendable, Equatable {
     case bundleAck(BundleAck)
     case pong
     case household(HouseholdSummary.Report)
+    case restoreBundle(RestoreBundle)
+    case restorePart(BundlePart)
     case error(ErrorReply)
 
     public init(_ frame: SyncFrame) throws {
@@ -16,13 +18,15 @@ public enum ServerMessage: Sendable, Equatable {
         case .chainStatus: self = .chainStatus(try ChainStatus(frame))
         case .bundleAck: self = .bundleAck(try BundleAck(frame))
         case .household: self = .household(try HouseholdSummary.Report(wire: frame))
+        case .restoreBundle: self = .restoreBundle(try RestoreBundle(frame))
+        case .restorePart: self = .restorePart(try BundlePart(frame))
         case .error: self = .error(try ErrorReply(frame))
         case .pong:
             guard frame.payload.readableBytes == 0 else {
                 throw SyncProtocolError(.malformedFrame, "PONG: the payload must be empty (it holds \(frame.payload.readableBytes) bytes)")
             }
             self = .pong
-        case .auth, .enroll, .chainStatusRequest, .bundleBegin, .bundlePart, .bundleEnd, .ping, .householdRequest:
+        case .auth, .enroll, .chainStatusRequest, .bundleBegin, .bundlePart, .bundleEnd, .ping, .householdRequest, .restoreRequest:
             throw SyncProtocolError(.unexpectedMessage, "a \(frame.kind.name) frame is not for a client")
         }
     }
@@ -35,6 +39,8 @@ public enum ServerMessage: Sendable, Equatable {
         case .bundleAck: return .bundleAck
         case .pong: return .pong
         case .household: return .household
+        case .restoreBundle: return .restoreBundle
+        case .restorePart: return .restorePart
         case .error: return .error
         }
     }

@@ -38,6 +38,8 @@ public enum Audit {
         case alertChannelRemove = "alert.channel.remove"
         case alertAck = "alert.ack"
         case alertSnooze = "alert.snooze"
+        case chainRestoreToken = "chain.restore_token"
+        case chainTransfer = "chain.transfer"
     }
 
     public struct Entry: Sendable, Codable, Equatable {

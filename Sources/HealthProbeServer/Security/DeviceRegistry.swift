@@ -111,6 +111,7 @@ public final class DeviceRegistry: Sendable {
         m.registerMigration("v7 alert loss") { db in try AlertLoss.migrate(db) }
         m.registerMigration("v8 verify schedule") { db in try VerifySchedule.migrate(db) }
         m.registerMigration("v9 offsite uploads") { db in try OffsiteQueue.migrate(db) }
+        m.registerMigration("v10 chain restores") { db in try ChainRestores.migrate(db) }
         return m
     }
 
@@ -122,25 +123,30 @@ public final class DeviceRegistry: Sendable {
     /// or revoked name is refused (pick a new name).
     /// The device belongs to `person` (a `people` id); nil leaves it unassigned, seen by admins only.
     public func issueToken(name: String, person: Int64? = nil, now: Double, by actor: Audit.Actor = .cli) throws -> String {
-        guard Self.isValidName(name) else {
+        try database.write { db in try Self.issueToken(db, name: name, person: person, now: now, by: actor) }
+    }
+
+    /// `issueToken` inside the caller's transaction.
+    static func issueToken(_ db: Database, name: String, person: Int64?, now: Double, by actor: Audit.Actor) throws -> String {
+        guard isValidName(name) else {
             throw AuthError(.invalidName, "device names are 1 to 64 ASCII letters, digits, '.', '_' or '-'")
         }
         let secret = EnrollmentToken.randomSecret()
         let hash = ArchiveHasher.sha256(.enrollmentSecret, secret)
-        try database.write { db in
-            if let row = try Row.fetchOne(db, sql: "SELECT enrolled_at, revoked_at FROM devices WHERE name = ?", arguments: [name]) {
-                guard (row["enrolled_at"] as Double?) == nil, (row["revoked_at"] as Double?) == nil else {
-                    throw AuthError(.duplicate, "a device named \(name) is already enrolled (or was revoked); give the device a new name")
-                }
-                try db.execute(sql: "UPDATE devices SET enrollment_secret_hash = ?, enrollment_expires_at = ?, person_id = coalesce(?, person_id) WHERE name = ?",
-                               arguments: [hash, now + Self.tokenLifetime, person, name])
-            } else {
-                try db.execute(sql: "INSERT INTO devices(name, created_at, enrollment_secret_hash, enrollment_expires_at, person_id) VALUES (?, ?, ?, ?, ?)",
-                               arguments: [name, now, hash, now + Self.tokenLifetime, person])
+        if let row = try Row.fetchOne(db, sql: "SELECT enrolled_at, revoked_at FROM devices WHERE name = ?", arguments: [name]) {
+            guard (row["enrolled_at"] as Double?) == nil, (row["revoked_at"] as Double?) == nil else {
+                throw AuthError(.duplicate, "a device named \(name) is already enrolled (or was revoked); give the device a new name")
             }
-            let owner = try person.flatMap { try String.fetchOne(db, sql: "SELECT name FROM people WHERE id = ?", arguments: [$0]) }
-            try Audit.record(db, actor, .deviceToken, target: name, detail: owner.map { "for \($0)" } ?? "")
+            try db.execute(sql: "UPDATE devices SET enrollment_secret_hash = ?, enrollment_expires_at = ?, person_id = coalesce(?, person_id) WHERE name = ?",
+                           arguments: [hash, now + tokenLifetime, person, name])
+        } else {
+            try db.execute(sql: "INSERT INTO devices(name, created_at, enrollment_secret_hash, enrollment_expires_at, person_id) VALUES (?, ?, ?, ?, ?)",
+                           arguments: [name, now, hash, now + tokenLifetime, person])
         }
+        // A token issued again without a chain is a plain enrollment.
+        try db.execute(sql: "DELETE FROM chain_restores WHERE device_id = (SELECT id FROM devices WHERE name = ?)", arguments: [name])
+        let owner = try person.flatMap { try String.fetchOne(db, sql: "SELECT name FROM people WHERE id = ?", arguments: [$0]) }
+        try Audit.record(db, actor, .deviceToken, target: name, detail: owner.map { "for \($0)" } ?? "")
         return secret
     }
 
@@ -158,6 +164,8 @@ public final class DeviceRegistry: Sendable {
             let id: Int64 = row["id"]
             try db.execute(sql: "UPDATE devices SET enrollment_secret_hash = NULL, enrollment_expires_at = NULL, enrolled_at = ?, credential_hash = ? WHERE id = ?",
                            arguments: [now, ArchiveHasher.sha256(.credential, credential), id])
+            // A replacement device's token hands it the chain it restores, in this transaction.
+            try ChainRestores.transfer(db, to: id, name: name, now: now)
             return (Identity(id: id, name: name), credential)
         }
     }

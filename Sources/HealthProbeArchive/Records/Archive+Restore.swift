@@ -1,0 +1,54 @@
+import Foundation
+import GRDB
+
+/// What a restore reads from a replica (the server) and writes to a node's archive
+/// (Protocol/README.md section 8).
+public struct RestorePoint: Sendable, Equatable {
+    public var sequence: Int
+    public var manifestHash: String
+    public var itemCount: Int
+    /// The chain-state digest after the bundle.
+    public var state: ChainStateDigest.Result
+}
+
+extension RestorePoint {
+    /// The received bundle at `sequence` and the chain state after it; nil when the replica has none.
+    public static func at(_ db: Database, sequence: Int) throws -> RestorePoint? {
+        guard let row = try BundleLogRecord.all().received().filter(BundleLogRecord.Columns.sequence == sequence).fetchOne(db) else { return nil }
+        return RestorePoint(sequence: sequence, manifestHash: row.manifestHash, itemCount: row.itemCount,
+                            state: try ChainStateDigest.compute(db, observationID: row.observationID))
+    }
+}
+
+extension Archive {
+    /// Applies a bundle fetched from the server (`lines`, verified as a replica verifies
+    /// it) to this node's archive, in one transaction that also checks, before it
+    /// commits, that the chain state after it equals `expected` and logs the bundle as
+    /// sent (the server holds it). Nothing is stored when any check fails.
+    public func applyRestored(lines: some Sequence<[UInt8]>, manifestHash: String, sequence: Int, chain: Int64,
+                              expected: ChainStateDigest.Result, now: Double, bundleBytes: Int) throws {
+        _ = try BundleApplier.apply(self, lines: lines, manifestHash: manifestHash, now: now, indexes: .automatic(bundleBytes: bundleBytes)) { db, outcome in
+            guard case .applied(let observation, let applied) = outcome, applied == sequence else {
+                throw ArchiveError(.invalidState, "bundle \(sequence) of the server is already in this archive; restore only continues an archive it made")
+            }
+            let state = try ChainStateDigest.compute(db, observationID: observation)
+            guard state == expected else {
+                throw ArchiveError(.invalidState, "after bundle \(sequence) this archive's chain state (\(state.visibleCount) visible records, digest \(state.digest.prefix(16))...) is not the server's (\(expected.visibleCount), \(expected.digest.prefix(16))...); nothing of it was kept")
+            }
+            let row = try BundleLogRecord.all().received().filter(BundleLogRecord.Columns.sequence == sequence).fetchOne(db)
+            try BundleLogRecord.recordSent(db, chain: chain, sequence: sequence, observation: observation, manifestHash: manifestHash,
+                                           previous: row?.previousManifestHash, items: row?.itemCount ?? 0, now: now)
+        }
+    }
+
+    /// The last bundle this archive received from a restore, 0 when none; and whether
+    /// it holds observations no restore made (an archive a restore must not touch).
+    public func restoreProgress(chain: Int64) throws -> (lastSequence: Int, ownObservations: Int) {
+        try writer.read { db in
+            let last = try BundleLogRecord.lastReceivedSequence(db) ?? 0
+            let received = try BundleLogRecord.all().received().fetchCount(db)
+            let observations = try ObservationQueries.count(db, chainID: chain)
+            return (last, observations - received)
+        }
+    }
+}

@@ -1,0 +1,169 @@
+import Foundation
+import GRDB
+import NIOCore
+import Testing
+@testable import HealthProbeArchive
+import HealthProbeCanonical
+@testable import HealthProbeServer
+import HealthProbeProtocol
+import HealthProbeNode
+import HealthProbeTestSupport
+
+/// A node brings its history back from its server (Protocol/README.md section 8): a real
+/// server on 127.0.0.1 over TLS, real nodes, real archives.
+@Suite("Node restore from the server")
+struct NodeRestoreTests {
+    /// The chain-state digest at each of the node's observations, oldest first.
+    static func states(_ node: NodeArchive) throws -> [ChainStateDigest.Result] {
+        let ids = try node.archive.writer.read { db in try ObservationQueries.list(db, chainID: node.deviceChainID).map(\.id) }
+        return try ids.map { try node.archive.chainState(observation: $0) }
+    }
+
+    static func restore(_ home: TempHome, _ e: NodeEnrollment) async throws -> NodeRestore.Report {
+        try await NodeRestore(node: try home.open(), scratch: home.root + "/outbox").restore(e)
+    }
+
+    static func sync(_ home: TempHome, _ e: NodeEnrollment) async throws -> SyncClient.Report {
+        try await SyncClient(node: try home.open(), outbox: home.root + "/outbox").sync(e)
+    }
+
+    @Test("a node reset with --keep-chain restores every observation (the chain state equal to the original's and the server's at each), then captures and syncs on as the same chain; run again, it has nothing to do")
+    func resetRestoresAndSyncsOn() async throws {
+        let data = TempDir()
+        let home = TempHome()
+        try simulate(home, days: 2)
+        try simulate(home, days: 3)
+        try await withServer(data) { server in
+            let e = try await server.enroll("phone")
+            _ = try await Self.sync(home, e)
+            let (original, chain) = try { let n = try home.open(); return (try Self.states(n), n.deviceChainHash) }()
+            #expect(original.count == 2)
+
+            try home.home.reset(newChain: false)
+            let report = try await Self.restore(home, e)
+            #expect(report.restored == 2 && report.lastSequence == 2 && report.hadSequence == 0)
+            #expect(report.chainStateDigest == original.last?.digest && report.visibleRecords == original.last?.visibleCount)
+            try {
+                let node = try home.open()
+                #expect(node.deviceChainHash == chain)
+                #expect(try Self.states(node) == original, "the chain state at every observation equals the original's")
+                #expect(try digests(node, server.store).allSatisfy { $0.0 == $0.1 }, "and the server's")
+                #expect(try ArchiveVerifier.run(node, mode: .full).ok)
+            }()
+
+            let again = try await Self.restore(home, e)
+            #expect(again.restored == 0 && again.hadSequence == 2)
+
+            // Captures and syncs on: the server takes sequence 3 as the same chain.
+            try simulate(home, days: 4)
+            let sync = try await Self.sync(home, e)
+            #expect(sync.serverHadSequence == 2 && sync.sent == 1 && sync.lastSequence == 3)
+            let pairs = try digests(try home.open(), server.store)
+            #expect(pairs.count == 3 && pairs.allSatisfy { $0.0 == $0.1 })
+        }
+    }
+
+    @Test("a replacement device with the old keys and an admin's restore token takes the chain over: it restores and syncs on; the old device may no longer write or read it")
+    func replacementDevice() async throws {
+        let data = TempDir()
+        let old = TempHome()
+        try simulate(old, days: 2)
+        try await withServer(data) { server in
+            let registry = try server.store.registry()
+            _ = try registry.addPerson(name: "ana", role: .member, password: nil, now: Date().timeIntervalSince1970)
+            let e = try await server.enroll("old-phone", person: "ana")
+            _ = try await Self.sync(old, e)
+            let (original, chain) = try { let n = try old.open(); return (try Self.states(n), n.deviceChainHash) }()
+
+            // The new phone: the old keys (its Keychain backup), nothing else.
+            let new = TempHome()
+            try FileManager.default.createDirectory(atPath: new.root + "/keys", withIntermediateDirectories: true)
+            for f in [KeyStore.secretFile, KeyStore.chainSeedFile] {
+                try FileManager.default.copyItem(atPath: old.root + "/keys/" + f, toPath: new.root + "/keys/" + f)
+            }
+            // A token for someone else's person is refused; the owner's person is taken by default.
+            _ = try registry.addPerson(name: "bo", role: .member, password: nil, now: Date().timeIntervalSince1970)
+            #expect(throws: DeviceRegistry.AuthError.self) {
+                _ = try registry.issueRestoreToken(name: "x", chain: chain, person: try registry.personForEnrollment("bo"), now: Date().timeIntervalSince1970)
+            }
+            let secret = try registry.issueRestoreToken(name: "new-phone", chain: chain, person: nil, now: Date().timeIntervalSince1970)
+            let token = EnrollmentToken(address: "127.0.0.1:\(server.port)", fingerprint: server.fingerprint, name: "new-phone", secret: secret)
+            let e2 = try await SyncClient.enroll(token: token, clientTime: Date().timeIntervalSince1970)
+            let report = try await Self.restore(new, e2)
+            #expect(report.restored == 1 && report.lastSequence == 1)
+            #expect(try Self.states(try new.open()) == original)
+            #expect(try registry.devices().first { $0.name == "new-phone" }?.chains == [chain])
+            #expect(try registry.devices().first { $0.name == "new-phone" }?.person == "ana")
+
+            try simulate(new, days: 3)
+            let sync = try await Self.sync(new, e2)
+            #expect(sync.sent == 1 && sync.lastSequence == 2)
+            // The old device: its chain is no longer its own.
+            try simulate(old, days: 5)
+            await #expect { _ = try await Self.sync(old, e) } throws: { error in
+                (error as? SyncProtocolError)?.code == .forbidden
+            }
+            try old.home.reset(newChain: false)
+            await #expect { _ = try await Self.restore(old, e) } throws: { ($0 as? SyncProtocolError)?.code == .forbidden }
+            #expect(try registry.audit(limit: 20).contains { $0.action == .chainTransfer && $0.target == chain && $0.detail.contains("old-phone") })
+        }
+    }
+
+    @Test("a device asking for another chain's bundles is refused (forbidden, recorded for the admin); a version 1 connection may not ask; a sequence the server does not hold is not_found")
+    func refusals() async throws {
+        let data = TempDir()
+        let phone = TempHome()
+        try simulate(phone, days: 2)
+        try await withServer(data) { server in
+            let e = try await server.enroll("phone")
+            _ = try await Self.sync(phone, e)
+            let chain = try phone.open().deviceChainHash
+            let tablet = try await server.enroll("tablet")
+            func ask(_ e: NodeEnrollment, chain: String, sequence: Int, version: UInt16 = 2) async throws {
+                try await SyncSession.with(host: "127.0.0.1", port: server.port, fingerprint: server.fingerprint, version: version) { session in
+                    try await session.authenticate(name: e.name, credential: e.credential, clientTime: Date().timeIntervalSince1970)
+                    _ = try await session.request(try .json(.restoreRequest, .object(["device_chain_hash": .string(chain), "sequence": .int(sequence)])))
+                }
+            }
+            await #expect { try await ask(tablet, chain: chain, sequence: 1) } throws: { ($0 as? SyncProtocolError)?.code == .forbidden }
+            let events = try server.store.registry().events()
+            #expect(events.contains { $0.kind == "forbidden" && $0.device == "tablet" && $0.detail.contains("RESTORE_REQUEST") })
+            await #expect { try await ask(e, chain: chain, sequence: 1, version: 1) } throws: {
+                ($0 as? SyncProtocolError)?.code == .unexpectedMessage && "\($0)".contains("protocol version 2")
+            }
+            await #expect { try await ask(e, chain: chain, sequence: 2) } throws: { ($0 as? SyncProtocolError)?.code == .notFound }
+            // A chain no device owns is nobody's to fetch.
+            await #expect { try await ask(tablet, chain: String(repeating: "f", count: 64), sequence: 1) } throws: { ($0 as? SyncProtocolError)?.code == .forbidden }
+        }
+    }
+
+    @Test("a kept bundle altered on the server is refused by the node's own verification: nothing of it is stored")
+    func alteredBundleRefused() async throws {
+        let data = TempDir()
+        let home = TempHome()
+        try simulate(home, days: 2)
+        try await withServer(data) { server in
+            let e = try await server.enroll("phone")
+            _ = try await Self.sync(home, e)
+            let chain = try home.open().deviceChainHash
+            // The kept bundle rewritten as plain lines with one value changed.
+            let path = try #require(server.store.storedBundlePath(chain, sequence: 1))
+            var lines = Array(try StoredBundleLines(path: path))
+            let i = try #require(lines.firstIndex { String(decoding: $0, as: UTF8.self).contains("\"numeric_value\":") })
+            var text = String(decoding: lines[i], as: UTF8.self)
+            let range = try #require(text.range(of: "\"numeric_value\":"))
+            text.insert("1", at: range.upperBound)
+            lines[i] = Array(text.utf8)
+            try FileManager.default.removeItem(atPath: path)
+            try Data(lines.flatMap { $0 + [0x0A] }).write(to: URL(fileURLWithPath: server.store.bundlePath(chain, sequence: 1, gzip: false)))
+
+            try home.home.reset(newChain: false)
+            await #expect { _ = try await Self.restore(home, e) } throws: { error in "\(error)".contains("hash") }
+            let archive = try Archive.open(path: home.home.archivePath, mode: .readOnly)
+            let rows = try await archive.writer.read { db in
+                [try Int.fetchOne(db, sql: "SELECT count(*) FROM observations"), try Int.fetchOne(db, sql: "SELECT count(*) FROM bundle_log")]
+            }
+            #expect(rows == [0, 0])
+        }
+    }
+}
