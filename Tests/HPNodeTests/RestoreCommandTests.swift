@@ -1,0 +1,53 @@
+import Foundation
+import Testing
+import HealthProbeTestSupport
+
+/// `hp-node restore` and `hp-server enroll --restore-chain` through the built binaries,
+/// with a real `hp-server serve` on 127.0.0.1.
+@Suite("hp-node restore")
+struct RestoreCommandTests {
+    @Test("after reset --keep-chain the node restores and syncs on; a replacement device with the old keys restores with a restore token; without keys it says what to copy")
+    func restore() throws {
+        let data = TempDir(), home = TempDir()
+        #expect(try hpServer(["init", "--data", data.path]).0 == 0)
+        #expect(try hpNode(["--home", home.path, "capture", "--simulate", "--seed", "3", "--days", "1"]).0 == 0)
+        #expect(try hpNode(["--home", home.path, "capture", "--simulate", "--seed", "3", "--days", "2"]).0 == 0)
+        let server = try ServerProcess(data: data.path)
+        try enrollWithCLI(data: data.path, home: home.path, name: "ann-phone", port: server.port)
+        #expect(try hpNode(["--home", home.path, "sync"]).0 == 0)
+        let before = try hpNode(["--home", home.path, "digest", "--json"])
+
+        #expect(try hpNode(["--home", home.path, "reset", "--yes-delete-archive", "--keep-chain"]).0 == 0)
+        let restored = try hpNode(["--home", home.path, "restore"])
+        #expect(restored.0 == 0 && restored.1.contains("bundles restored") && restored.1.contains("capture and sync on"), "\(restored)")
+        #expect(try hpNode(["--home", home.path, "digest", "--json"]).1 == before.1, "the same chain state as before the reset")
+        let again = try hpNode(["--home", home.path, "restore", "--json"])
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(again.1.utf8)) as? [String: Any])
+        #expect(report["restored"] as? Int == 0 && report["last_sequence"] as? Int == 2)
+        #expect(try hpNode(["--home", home.path, "capture", "--simulate", "--seed", "3", "--days", "3"]).0 == 0)
+        let sync = try hpNode(["--home", home.path, "sync"])
+        #expect(sync.0 == 0 && sync.1.contains("sequence 3"), "\(sync)")
+
+        // A replacement device: the old keys copied in, a restore token from the administrator.
+        let replacement = TempDir()
+        try FileManager.default.createDirectory(atPath: replacement.path + "/keys", withIntermediateDirectories: true)
+        for f in ["archive-secret", "device-chain-seed"] {
+            try FileManager.default.copyItem(atPath: home.path + "/keys/" + f, toPath: replacement.path + "/keys/" + f)
+        }
+        let chains = try hpServer(["chains", "--data", data.path, "--json"])
+        let chain = try #require((try JSONSerialization.jsonObject(with: Data(chains.1.utf8)) as? [[String: Any]])?.first?["chain"] as? String)
+        let issued = try hpServer(["enroll", "--data", data.path, "--name", "ann-new-phone", "--address", "127.0.0.1:\(server.port)",
+                                   "--restore-chain", String(chain.prefix(10))])
+        #expect(issued.0 == 0 && issued.2.contains("takes chain"), "\(issued)")
+        let token = issued.1.trimmingCharacters(in: .whitespacesAndNewlines)
+        let empty = TempDir()
+        let noKeys = try hpNode(["--home", empty.path, "restore", "--token", token])
+        #expect(noKeys.0 != 0 && noKeys.2.contains("archive-secret"), "\(noKeys)")
+        let onNew = try hpNode(["--home", replacement.path, "restore", "--token", token, "--json"])
+        let newReport = try #require(try JSONSerialization.jsonObject(with: Data(onNew.1.utf8)) as? [String: Any], "\(onNew)")
+        #expect(newReport["restored"] as? Int == 3)
+        let devices = try hpServer(["devices", "--data", data.path])
+        #expect(devices.1.contains("ann-new-phone"))
+        #expect(try hpNode(["--home", home.path, "sync"]).0 != 0, "the old device no longer owns the chain")
+    }
+}

@@ -1,0 +1,133 @@
+import Foundation
+import GRDB
+import NIOCore
+import Testing
+@testable import HealthProbeArchive
+import HealthProbeCanonical
+import HealthProbeProtocol
+import HealthProbeNode
+import HealthProbeTestSupport
+
+/// A restore trusts nothing from the server (Protocol/README.md section 8.2): a hostile
+/// server over TLS on 127.0.0.1 answers `RESTORE_REQUEST` with every refused vector and
+/// with replies that decode but do not fit; the node stores nothing of any, and then
+/// restores from the same server answering honestly.
+@Suite("A restore trusts nothing from a server (a hostile server over TLS on 127.0.0.1)", .serialized)
+struct HostileRestoreTests {
+    /// The bundle of a one-observation chain, its manifest hash and chain state, and an
+    /// empty home holding the same keys (the chain a restore asks for).
+    struct Fixture {
+        let source: TempHome
+        let target: TempHome
+        let lines: [[UInt8]]
+        let hash: String
+        let state: ChainStateDigest.Result
+        let chain: String
+
+        init() throws {
+            source = TempHome()
+            try simulate(source, days: 1)
+            let node = try source.open()
+            (lines, hash) = try bundleLines(node, 1, previous: nil)
+            state = try node.archive.chainState(observation: 1)
+            chain = node.deviceChainHash
+            target = TempHome()
+            try FileManager.default.createDirectory(atPath: target.root + "/keys", withIntermediateDirectories: true)
+            for f in [KeyStore.secretFile, KeyStore.chainSeedFile] {
+                try FileManager.default.copyItem(atPath: source.root + "/keys/" + f, toPath: target.root + "/keys/" + f)
+            }
+        }
+
+        var bytes: [UInt8] { lines.flatMap { $0 + [0x0A] } }
+
+        /// `frames` as the reply to `RESTORE_REQUEST`, behind an honest `CHAIN_STATUS` at 1 (about `chain`, default this one's).
+        func answer(frames: [SyncFrame], chain: String? = nil) -> HostileServer.Answer {
+            let chain = chain ?? self.chain, manifest = self.hash
+            return { m, _ in
+                switch m {
+                case .chainStatusRequest:
+                    return [try! .json(.chainStatus, .object(["device_chain_hash": .string(chain), "last_sequence": .int(1), "last_manifest_hash": .string(manifest)]))]
+                case .restoreRequest: return frames
+                default: return HostileServer.honest(m, nil)
+                }
+            }
+        }
+
+        /// The frames of this bundle's restore: `RESTORE_BUNDLE` with these members changed, then `parts` (default: the bundle in one honest part).
+        func frames(sequence: Int = 1, hash: String? = nil, itemCount: Int? = nil, size: Int? = nil, digest: String? = nil,
+                    visible: Int? = nil, parts: [SyncFrame]? = nil, partCount: Int? = nil) -> [SyncFrame] {
+            [try! RestoreBundle.frame(sequence: sequence, manifestHash: hash ?? self.hash, parts: partCount ?? parts?.count ?? 1,
+                                      itemCount: itemCount ?? lines.count - 2, uncompressedSize: size ?? bytes.count,
+                                      chainStateDigest: digest ?? state.digest, visibleCount: visible ?? state.visibleCount)]
+                + (parts ?? [Self.part(0, bytes)])
+        }
+
+        /// `frames(...)` as the reply to `RESTORE_REQUEST`.
+        func answer(sequence: Int = 1, hash: String? = nil, itemCount: Int? = nil, size: Int? = nil, digest: String? = nil,
+                    visible: Int? = nil, parts: [SyncFrame]? = nil, partCount: Int? = nil) -> HostileServer.Answer {
+            answer(frames: frames(sequence: sequence, hash: hash, itemCount: itemCount, size: size, digest: digest, visible: visible, parts: parts, partCount: partCount))
+        }
+
+        /// A `RESTORE_PART` of `bytes` declaring `declared` (default: their size).
+        static func part(_ index: Int, _ bytes: [UInt8], declared: Int? = nil, zlib: [UInt8]? = nil) -> SyncFrame {
+            var b = ByteBuffer()
+            b.writeInteger(UInt32(index), endianness: .big)
+            b.writeInteger(UInt32(declared ?? bytes.count), endianness: .big)
+            b.writeBytes(zlib ?? (try! BundlePartCodec.compress(bytes)))
+            return SyncFrame(kind: .restorePart, payload: b)
+        }
+
+        /// Observations and log rows the target's archive holds.
+        func stored() async throws -> [Int] {
+            guard FileManager.default.fileExists(atPath: target.home.archivePath) else { return [0, 0] }
+            let archive = try Archive.open(path: target.home.archivePath, mode: .readOnly)
+            return try await archive.writer.read { db in
+                [try Int.fetchOne(db, sql: "SELECT count(*) FROM observations") ?? -1, try Int.fetchOne(db, sql: "SELECT count(*) FROM bundle_log") ?? -1]
+            }
+        }
+    }
+
+    @Test("every refused RESTORE_BUNDLE vector and every reply that does not fit is refused naming what; nothing is stored; the honest answer then restores")
+    func hostileRestores() async throws {
+        let f = try Fixture()
+        let other = String(repeating: "b", count: 64)
+        let bytes = f.bytes
+        let foreign = try Fixture()
+        var cases: [(String, HostileServer.Answer, String)] = []
+        for c in try ReplyVectors.load().cases where c.frame == "RESTORE_BUNDLE" && c.error != nil {
+            let vector = SyncFrame(kind: .restoreBundle, payload: ByteBuffer(bytes: Array(c.payload.utf8)))
+            cases.append(("vector \(c)", f.answer(frames: [vector, Fixture.part(0, bytes)]), c.field ?? "RESTORE_BUNDLE"))
+        }
+        cases += [
+            ("another sequence", f.answer(sequence: 2), "RESTORE_BUNDLE.sequence: 2 is not the sequence asked for (1)"),
+            ("parts out of order", f.answer(parts: [Fixture.part(1, bytes)]), "RESTORE_PART 1 arrived; expected part 0"),
+            ("a part declaring more than the bundle", f.answer(parts: [Fixture.part(0, bytes, declared: bytes.count + 1)]), "more than the"),
+            ("a zlib bomb", f.answer(size: 100, parts: [Fixture.part(0, [], declared: 100, zlib: try BundlePartCodec.compress([UInt8](repeating: 0, count: 1 << 20)))]),
+             "inflates to more than its declared 100"),
+            ("a part over 8 MiB", f.answer(size: 9 << 20, parts: [Fixture.part(0, [], declared: 9 << 20, zlib: [0x78, 0x9c])]), "the limit is 8388608"),
+            ("fewer items than declared", f.answer(itemCount: f.lines.count), "declared \(f.lines.count) items"),
+            ("PONG instead of a part", f.answer(parts: [SyncFrame(kind: .pong, payload: ByteBuffer())], partCount: 1), "expected RESTORE_PART, got PONG"),
+            ("another manifest hash", f.answer(hash: other), "manifest"),
+            ("another chain's bundle", f.answer(frames: foreign.frames()), "not this node's chain"),
+            ("a chain state other than the bundle's", f.answer(digest: other), "is not the server's"),
+            ("a visible count other than the bundle's", f.answer(visible: f.state.visibleCount + 1), "is not the server's"),
+        ]
+        try await HostileServer.with { server in
+            let e = server.enrollment()
+            for (name, answer, says) in cases {
+                server.answer(answer)
+                do {
+                    _ = try await NodeRestore(node: try f.target.open(), scratch: f.target.root + "/outbox").restore(e)
+                    Issue.record("\(name): accepted")
+                } catch {
+                    #expect("\(error)".contains(says), "\(name): \(error)")
+                }
+                #expect(try await f.stored() == [0, 0], "\(name) stored something")
+            }
+            server.answer(f.answer())
+            let report = try await NodeRestore(node: try f.target.open(), scratch: f.target.root + "/outbox").restore(e)
+            #expect(report.restored == 1 && report.chainStateDigest == f.state.digest)
+            #expect(try await f.stored() == [1, 2], "one observation; logged as received and as sent")
+        }
+    }
+}
