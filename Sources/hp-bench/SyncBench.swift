@@ -10,7 +10,9 @@ import HealthProbeProtocol
 /// `hp-bench sync --samples N`: a node with one N-sample observation and a
 /// release `hp-server` in its own process on 127.0.0.1 (TLS, an enrolled device); measures the first sync end to end
 /// (build, verify, send, the server's verify and apply), then the sync of a
-/// 1,000-change observation.
+/// 1,000-change observation; then deletes the node's archive (keeping its keys, as
+/// `hp-node reset --keep-chain`) and measures `hp-node restore` of every bundle. Rates
+/// are compared with the node's first capture of the same samples in the same run.
 struct SyncBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "sync", abstract: "Measure sync over TCP on 127.0.0.1.")
 
@@ -46,11 +48,14 @@ struct SyncBench: AsyncParsableCommand {
         defer { bench.cleanUp(root) }
         let home = ArchiveHome(root: root + "/node")
         let clock = ManualClock(1_750_000_000)
-        try bench.captureHeartRate(home: home, clock: clock, count: samples, offset: 0)
+        Measure.resetPeakRSS()
+        let (_, captureSeconds) = try await Self.time { try bench.captureHeartRate(home: home, clock: clock, count: samples, offset: 0) }
         let server = try BenchServer.start(data: root + "/server")
         defer { server.stop() }
         let enrollment = try await server.enroll("bench")
-        var results: [Result] = []
+        var results: [Result] = [Result(phase: "first_capture", samples: samples, seconds: captureSeconds, samplesPerSecond: Double(samples) / captureSeconds,
+                                        bytesOnWire: 0, uncompressedBytes: 0, compressionRatio: 0, ackSeconds: 0, buildSeconds: 0, checkSeconds: 0,
+                                        sendSeconds: 0, nodePeakRssBytes: Measure.peakRSS(), serverPeakRssBytes: 0)]
         let phases = [("first_sync", samples)] + (0..<max(rounds, 1)).map { _ in ("incremental_sync_1000_changes", 1000) }
         var offset = samples
         for (phase, count) in phases {
@@ -69,7 +74,19 @@ struct SyncBench: AsyncParsableCommand {
                                   buildSeconds: report.buildSeconds, checkSeconds: report.checkSeconds, sendSeconds: report.sendSeconds,
                                   nodePeakRssBytes: Measure.peakRSS(), serverPeakRssBytes: server.peakRSS))
         }
+        // The node loses its archive, keeps its keys, and restores every bundle from the server.
+        try home.reset(newChain: false)
+        Measure.resetPeakRSS()
+        let restoring = try home.open(clock: clock)
+        let (restored, restoreSeconds) = try await Self.time { try await NodeRestore(node: restoring, scratch: root + "/outbox").restore(enrollment) }
+        results.append(Result(phase: "node_restore", samples: offset, seconds: restoreSeconds, samplesPerSecond: Double(offset) / restoreSeconds,
+                              bytesOnWire: restored.bytesOnWire, uncompressedBytes: 0, compressionRatio: 0, ackSeconds: 0, buildSeconds: 0,
+                              checkSeconds: 0, sendSeconds: 0, nodePeakRssBytes: Measure.peakRSS(), serverPeakRssBytes: server.peakRSS))
         if bench.json { for r in results { try Output.jsonLine(r) }; return }
+        let capture = results[0].samplesPerSecond
+        for r in results.dropFirst() where r.phase != "incremental_sync_1000_changes" {
+            print(String(format: "%@ at %.2fx the first capture's rate", r.phase, r.samplesPerSecond / capture))
+        }
         for r in results {
             print(String(format: "%@: %d samples in %.2f s = %.0f samples/s (node build %.2f s, part checks %.2f s of send %.2f s; server verify+apply after the end %.2f s); %.1f MB on the wire for %.1f MB of bundles (%.1fx); peak RSS node %.1f MB, server %.1f MB",
                          r.phase, r.samples, r.seconds, r.samplesPerSecond, r.buildSeconds, r.checkSeconds, r.sendSeconds, r.ackSeconds, Double(r.bytesOnWire) / 1_048_576, Double(r.uncompressedBytes) / 1_048_576,
