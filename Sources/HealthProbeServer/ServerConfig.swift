@@ -51,10 +51,13 @@ public struct ServerConfig: Sendable, Equatable {
     public var objectStore: ObjectStoreSettings?
     /// The shortest time between two registry snapshots uploaded (default 300 s).
     public var s3SnapshotSeconds: Double?
+    /// How many complete registry snapshots the bucket keeps (default 48); older ones are deleted.
+    public var s3KeepSnapshots: Int?
+    public static let s3KeepSnapshotsRange = 1...100_000
 
     public static let keys: Set<String> = ["listen", "advertise", "web_listen", "metrics_listen", "log_level", "hello_timeout_seconds", "idle_timeout_seconds", "kept_replicas", "apply_threads", "smtp",
                                            "backup_to", "backup_interval_hours", "backup_keep",
-                                           "s3_endpoint", "s3_bucket", "s3_prefix", "s3_region", "s3_access_key", "s3_secret_key", "s3_snapshot_seconds"]
+                                           "s3_endpoint", "s3_bucket", "s3_prefix", "s3_region", "s3_access_key", "s3_secret_key", "s3_snapshot_seconds", "s3_keep_snapshots"]
 
     public init() {}
 
@@ -109,6 +112,7 @@ public struct ServerConfig: Sendable, Equatable {
         c.backupIntervalHours = try number("backup_interval_hours")
         c.backupKeep = try whole("backup_keep", backupKeepRange)
         c.s3SnapshotSeconds = try number("s3_snapshot_seconds")
+        c.s3KeepSnapshots = try whole("s3_keep_snapshots", s3KeepSnapshotsRange)
         let s3 = try ["s3_endpoint", "s3_bucket", "s3_prefix", "s3_region", "s3_access_key", "s3_secret_key"].map { ($0, try string($0)) }
         if s3.contains(where: { $0.1 != nil }) {
             if let missing = s3.first(where: { $0.1 == nil && $0.0 != "s3_prefix" }) {

@@ -106,6 +106,7 @@ struct Serve: AsyncParsableCommand {
         if let objectStore = settings.objectStore {
             var offsite = OffsiteService<ContinuousClock>.Settings()
             if let s = settings.s3SnapshotSeconds { offsite.snapshotInterval = .seconds(s) }
+            if let k = settings.s3KeepSnapshots { offsite.keepSnapshots = k }
             let uploader = OffsiteUploader(store: options.store, registry: try options.store.registry(), objects: ObjectStore(settings: objectStore))
             services.append(.init(service: OffsiteService(uploader: uploader, settings: offsite, clock: ContinuousClock(),
                                                           now: { Date().timeIntervalSince1970 }, logger: Logger(label: "healthprobe.offsite"))))

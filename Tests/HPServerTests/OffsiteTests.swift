@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 import Testing
-import HealthProbeServer
+@testable import HealthProbeServer
 import HealthProbeTestSupport
 
 @Suite("Bundles off the machine (S3)", .enabled(if: SeaweedS3.available, Comment(rawValue: SeaweedS3.skipReason)), .serialized)
@@ -112,5 +112,33 @@ struct OffsiteTests {
         try await objects.put(key: key, file: damaged.file("b"), sha256: String(sha))
         let refused = try hpServer(["restore", "--from", "s3://healthprobe/house/one", "--config", elsewhere.file("config.json"), "--data", elsewhere.path + "/again"])
         #expect(refused.0 != 0 && refused.2.contains("SHA-256"), "\(refused.2)")
+    }
+
+    @Test("registry snapshots in the bucket are pruned to the newest complete ones; an unfinished newer one and every bundle stay")
+    func snapshotsPruned() async throws {
+        let s3 = try SeaweedS3()
+        let objects = ObjectStore(settings: ObjectStoreSettings(endpoint: s3.endpoint, bucket: "healthprobe", prefix: "house/two", region: "us-east-1",
+                                                                accessKey: s3.accessKey, secretKey: s3.secretKey))
+        try await objects.createBucket()
+        let data = TempDir()
+        #expect(try hpServer(["init", "--data", data.path]).0 == 0)
+        let store = ServerStore(root: data.path)
+        let uploader = OffsiteUploader(store: store, registry: try store.registry(), objects: objects)
+        var made: [String] = []
+        for i in 0..<4 { made.append(try await uploader.snapshot(now: 1_800_000_000 + Double(i) * 60)) }
+        // A newer snapshot still being written: its TLS files are in, its registry not yet.
+        let unfinished = objects.key(OffsiteKeys.snapshot(at: 1_800_000_000 + 600)) + "/tls/cert.pem-00"
+        try "x".write(toFile: data.file("x"), atomically: true, encoding: .utf8)
+        try await objects.put(key: unfinished, file: data.file("x"), sha256: try FileHash.sha256(data.file("x")))
+        let bundle = objects.key("bundles/" + String(repeating: "a", count: 64) + "/1-00.jsonl.gz")
+        try await objects.put(key: bundle, file: data.file("x"), sha256: try FileHash.sha256(data.file("x")))
+
+        #expect(try await uploader.pruneSnapshots(keep: 2) == 2)
+        let left = try await objects.list(prefix: "house/two/")
+        let snapshots = Set(left.filter { $0.contains("/server.sqlite-") }.map { String($0.split(separator: "/").dropLast().joined(separator: "/")) })
+        #expect(snapshots == Set(made.suffix(2)), "\(left)")
+        #expect(left.contains(unfinished) && left.contains(bundle))
+        #expect(!left.contains { $0.hasPrefix(made[0]) || $0.hasPrefix(made[1]) }, "nothing of an older snapshot is left")
+        #expect(try await uploader.pruneSnapshots(keep: 2) == 0)
     }
 }

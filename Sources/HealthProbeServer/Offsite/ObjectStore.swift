@@ -63,6 +63,13 @@ public struct ObjectStore: Sendable {
         return SigV4.hex(hasher.finalize())
     }
 
+    /// Deletes `key` (a key that is not there is no error).
+    public func delete(key: String) async throws {
+        let response = try await send("DELETE", key: key)
+        guard response.status.code != 404 else { return }
+        try await expectSuccess(response, "DELETE", key)
+    }
+
     /// Creates the bucket (an existing one of the same owner is kept).
     public func createBucket() async throws {
         let response = try await send("PUT", key: nil)

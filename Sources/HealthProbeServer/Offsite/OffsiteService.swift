@@ -18,6 +18,8 @@ public struct OffsiteService<C: Clock>: Service where C.Duration == Duration {
         public var backfillInterval: Duration = .seconds(3600)
         /// The shortest time between two registry snapshots.
         public var snapshotInterval: Duration = .seconds(300)
+        /// Complete registry snapshots kept in the bucket; older ones are deleted after each new one.
+        public var keepSnapshots = 48
         public var batch = 32
         public init() {}
     }
@@ -57,6 +59,13 @@ public struct OffsiteService<C: Clock>: Service where C.Duration == Duration {
                     lastSnapshot = clock.now
                     snapshotDue = false
                     logger.info("offsite registry snapshot uploaded", metadata: ["key": "\(key)"])
+                    // Never fatal: a snapshot that could not be deleted now is deleted after the next one.
+                    do {
+                        let deleted = try await uploader.pruneSnapshots(keep: settings.keepSnapshots)
+                        if deleted > 0 { logger.info("offsite snapshots pruned", metadata: ["snapshots": "\(deleted)"]) }
+                    } catch {
+                        logger.warning("offsite snapshots could not be pruned", metadata: ["error": "\(error)"])
+                    }
                 }
             } catch {
                 pause = settings.retryInterval

@@ -58,6 +58,31 @@ public struct OffsiteUploader: Sendable {
         return directory
     }
 
+    /// Deletes the registry snapshots older than the newest `keep` complete ones (a
+    /// snapshot is complete once its `server.sqlite-<sha>` is in, written last); returns
+    /// how many snapshots were deleted. Bundles are never deleted.
+    public func pruneSnapshots(keep: Int) async throws -> Int {
+        let base = objects.key("snapshots/")
+        var groups: [String: [String]] = [:]
+        for key in try await objects.list(prefix: base) {
+            guard let name = key.dropFirst(base.count).split(separator: "/", maxSplits: 1).first else { continue }
+            groups[String(name), default: []].append(key)
+        }
+        let complete = groups.filter { $0.value.contains { $0.dropFirst(base.count).contains("/server.sqlite-") } }.keys.sorted()
+        guard complete.count > keep, keep >= 1 else { return 0 }
+        // Everything before the oldest snapshot kept goes, complete or not (a newer unfinished one may be in progress).
+        let oldestKept = complete[complete.count - keep]
+        let doomed = groups.keys.filter { $0 < oldestKept }.sorted()
+        for name in doomed {
+            // The registry first: a half-deleted snapshot is never taken for a complete one.
+            let keys = groups[name]!
+            for key in keys.filter({ $0.contains("/server.sqlite-") }) + keys.filter({ !$0.contains("/server.sqlite-") }) {
+                try await objects.delete(key: key)
+            }
+        }
+        return doomed.count
+    }
+
     /// File and SQLite work on a thread of NIO's pool, never on Swift's cooperative threads.
     static func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await NIOThreadPool.singleton.runIfActive(body)
