@@ -8,6 +8,7 @@ def opt(schema): return {"anyOf": [schema, {"type": "null"}]}
 string = {"type": "string"}; integer = {"type": "integer"}; number = {"type": "number"}; boolean = {"type": "boolean"}
 date = {"type": "string", "description": "ISO 8601 UTC with milliseconds"}
 hexhash = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
+subject = {"type": "string", "pattern": "^([0-9a-f]{64}|server)$", "description": "Device chain hash, or `server` for the server-level alerts (admins only)"}
 name = {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,64}$", "description": "1 to 64 ASCII letters, digits, '.', '_' or '-'"}
 arr = lambda s: {"type": "array", "items": s}
 def optional_keys(schema, keys):
@@ -65,7 +66,7 @@ schemas = {
  "VerifyRequest": {"type": "object", "properties": {"mode": {"type": "string", "enum": ["quick", "full"]}}, "required": ["mode"]},
  "Check": S(name=string, status={"type": "string", "enum": ["ok", "problem", "skipped", "notice"]}, detail=string),
  "ChainReport": S(chain=hexhash, bundles=integer, checks=arr(ref("Check"))),
- "AlertState": optional_keys(S(chain=hexhash, condition={"type": "string", "enum": ["silent", "refused", "verification_failed", "loss_found", "disk_space_low", "certificate_expiring", "delivery_failing"]},
+ "AlertState": optional_keys(S(chain=subject, condition={"type": "string", "enum": ["silent", "refused", "verification_failed", "loss_found", "disk_space_low", "certificate_expiring", "delivery_failing"]},
                  state={"type": "string", "enum": ["firing", "resolved"]}, detail=string, fired_at=number, last_reminded_at=number,
                  acknowledged_by=string, acknowledged_at=number, snoozed_until=number, resolved_at=number),
                  ["fired_at", "last_reminded_at", "acknowledged_by", "acknowledged_at", "snoozed_until", "resolved_at"]),
@@ -89,6 +90,7 @@ errors = {c: {"description": d, "content": {"application/json": {"schema": ref("
           [("400", "Bad request"), ("401", "Not signed in"), ("403", "Not allowed, or CSRF"), ("404", "Not found, or not readable by this person"),
            ("405", "Method not allowed on this path"), ("409", "Already exists")]}
 chain_p = {"name": "chain", "in": "path", "required": True, "schema": hexhash, "description": "Device chain hash"}
+subject_p = {"name": "chain", "in": "path", "required": True, "schema": subject, "description": "Device chain hash, or `server` for the server-level alerts (admins only; others get 404)"}
 obs_p = {"name": "observation", "in": "path", "required": True, "schema": {"type": "integer", "minimum": 1}}
 type_p = {"name": "type", "in": "path", "required": True, "schema": {"type": "string", "pattern": "^[A-Za-z0-9_:]{1,128}$"}}
 q = lambda n, s, req=False: {"name": n, "in": "query", "required": req, "schema": s}
@@ -129,8 +131,8 @@ paths = {
    "put": op("Share the chain with a person (admins; members for their own chains)", [chain_p, {"name": "person", "in": "path", "required": True, "schema": name}, csrf], ok=resp(ref("Share"))),
    "delete": op("Take the chain back from a person", [chain_p, {"name": "person", "in": "path", "required": True, "schema": name}, csrf], ok=resp(ref("Share")))},
  "/api/v1/alerts": {"get": op("Alerts (firing and resolved) on the chains the person may read (docs/alerts.md)", ok=resp(arr(ref("AlertState"))))},
- "/api/v1/alerts/{chain}/{condition}/ack": {"post": op("Acknowledge a firing alert: no reminders until it resolves", [chain_p, {"name": "condition", "in": "path", "required": True, "schema": {"type": "string", "enum": ["silent", "refused", "verification_failed", "loss_found", "disk_space_low", "certificate_expiring", "delivery_failing"]}}, csrf], ok={"204": {"description": "Acknowledged"}})},
- "/api/v1/alerts/{chain}/{condition}/snooze": {"post": op("Snooze a firing alert for 1 to 720 hours", [chain_p, {"name": "condition", "in": "path", "required": True, "schema": {"type": "string", "enum": ["silent", "refused", "verification_failed", "loss_found", "disk_space_low", "certificate_expiring", "delivery_failing"]}}, csrf], ok={"204": {"description": "Snoozed"}},
+ "/api/v1/alerts/{chain}/{condition}/ack": {"post": op("Acknowledge a firing alert: no reminders until it resolves", [subject_p, {"name": "condition", "in": "path", "required": True, "schema": {"type": "string", "enum": ["silent", "refused", "verification_failed", "loss_found", "disk_space_low", "certificate_expiring", "delivery_failing"]}}, csrf], ok={"204": {"description": "Acknowledged"}})},
+ "/api/v1/alerts/{chain}/{condition}/snooze": {"post": op("Snooze a firing alert for 1 to 720 hours", [subject_p, {"name": "condition", "in": "path", "required": True, "schema": {"type": "string", "enum": ["silent", "refused", "verification_failed", "loss_found", "disk_space_low", "certificate_expiring", "delivery_failing"]}}, csrf], ok={"204": {"description": "Snoozed"}},
    body={"type": "object", "properties": {"hours": {"type": "integer", "minimum": 1, "maximum": 720}}, "required": ["hours"]})},
  "/api/v1/alerts/channels": {"get": op("The person's own alert channels (secrets only as a hint)", ok=resp(arr(ref("AlertChannel")))),
    "post": op("Add an alert channel for the person (a webhook without a secret gets a generated one)", [csrf], ok=resp(ref("AlertChannel"), "201", "Added"), body=ref("NewAlertChannel"))},

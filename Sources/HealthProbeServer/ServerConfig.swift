@@ -38,6 +38,8 @@ public struct ServerConfig: Sendable, Equatable {
 
     /// How alert email is sent; absent: email channels cannot deliver.
     public var smtp: SMTPSettings?
+    /// Server-level alert thresholds and the verification schedule (`alerts`); absent: the defaults.
+    public var alerts = AlertThresholds()
 
     /// Scheduled backups: the directory dated backups are written into, how often (hours,
     /// default 24) and how many are kept (default 7). Absent `backup_to`: none.
@@ -55,7 +57,7 @@ public struct ServerConfig: Sendable, Equatable {
     public var s3KeepSnapshots: Int?
     public static let s3KeepSnapshotsRange = 1...100_000
 
-    public static let keys: Set<String> = ["listen", "advertise", "web_listen", "metrics_listen", "log_level", "hello_timeout_seconds", "idle_timeout_seconds", "kept_replicas", "apply_threads", "smtp",
+    public static let keys: Set<String> = ["listen", "advertise", "web_listen", "metrics_listen", "log_level", "hello_timeout_seconds", "idle_timeout_seconds", "kept_replicas", "apply_threads", "smtp", "alerts",
                                            "backup_to", "backup_interval_hours", "backup_keep",
                                            "s3_endpoint", "s3_bucket", "s3_prefix", "s3_region", "s3_access_key", "s3_secret_key", "s3_snapshot_seconds", "s3_keep_snapshots"]
 
@@ -137,6 +139,7 @@ public struct ServerConfig: Sendable, Equatable {
             throw ArchiveError(.invalidInput, "config file \(file): \"log_level\" \(l) is not a log level")
         }
         if let smtp = o["smtp"], smtp != .null { c.smtp = try Self.smtp(smtp, file: file) }
+        if let alerts = o["alerts"], alerts != .null { c.alerts = try AlertThresholds.parse(alerts, file: file) }
         return c
     }
 
@@ -159,6 +162,13 @@ public struct ServerConfig: Sendable, Equatable {
             throw ArchiveError(.invalidInput, "config file \(file): \"smtp.from\" must be an address like healthprobe@example.org")
         }
         var s = SMTPSettings(host: host, from: from, username: try string("username"), password: try string("password"), caFile: try string("ca_file"))
+        switch o["tls"] {
+        case nil, .null?: break
+        case .string(let t)? where SMTPSettings.TLSMode(rawValue: t) != nil:
+            s.tls = SMTPSettings.TLSMode(rawValue: t) ?? .starttls
+            if s.tls == .implicit { s.port = 465 }
+        default: throw ArchiveError(.invalidInput, "config file \(file): \"smtp.tls\" must be \"starttls\" (port 587) or \"implicit\" (port 465)")
+        }
         switch o["port"] {
         case nil, .null?: break
         case .number(let d)? where d == d.rounded() && (1...65535).contains(d): s.port = Int(d)

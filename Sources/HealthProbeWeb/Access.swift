@@ -38,6 +38,14 @@ struct Access: Sendable {
         return chain
     }
 
+    /// The subject of an alert path: a chain `person` may read, or `server` (the server-level
+    /// alerts) for an admin; anything else is not found, as `chain` answers.
+    func alertSubject(_ context: WebContext, for person: People.Person) async throws -> String {
+        guard context.parameters.get("chain") == AlertCondition.serverKey else { return try await chain(context, for: person) }
+        guard person.role == .admin else { throw WebError.noSuchChain }
+        return AlertCondition.serverKey
+    }
+
     /// Chains `person` may read, among those with a replica.
     func readableChains(_ person: People.Person) async throws -> [String] {
         let registry = self.registry, store = self.store

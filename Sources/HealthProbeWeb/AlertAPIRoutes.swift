@@ -63,11 +63,11 @@ extension WebServer {
         }
     }
 
-    /// The person, the chain (which they must be allowed to read) and the condition of an alert path.
+    /// The person, the chain (which they must be allowed to read; `server` for an admin) and the condition of an alert path.
     func alertTarget(_ request: Request, _ context: WebContext) async throws -> (People.Person, String, AlertCondition) {
         let person = try await access.person(context)
         try Self.checkCSRF(request.headers[HTTPField.Name("X-CSRF-Token")!], context)
-        let chain = try await access.chain(context, for: person)
+        let chain = try await access.alertSubject(context, for: person)
         guard let condition = context.parameters.get("condition").flatMap(AlertCondition.init(rawValue:)) else {
             throw WebError(.notFound, "no such alert condition (\(AlertCondition.allCases.map(\.rawValue).joined(separator: ", ")))")
         }

@@ -13,7 +13,7 @@ extension WebServer {
     struct AlertForm: CarriesCSRF { let csrf: String? }
     struct SnoozeForm: CarriesCSRF { let csrf: String?; let hours: String? }
     struct ChannelForm: Decodable { let csrf: String?; let kind: String; let target: String; let secret: String? }
-    struct QuietForm: Decodable { let csrf: String?; let from: String?; let to: String?; let clear: String? }
+    struct QuietForm: Decodable { let csrf: String?; let from: String?; let to: String?; let zone: String?; let clear: String? }
 
     func addAlertRoutes(_ router: Router<WebContext>) {
         router.get("/alerts") { _, context in
@@ -82,8 +82,12 @@ extension WebServer {
             try Self.checkCSRF(form.csrf, context)
             let hours: QuietHours?
             if form.clear != "yes" {
-                guard let from = form.from.flatMap(Self.minute), let to = form.to.flatMap(Self.minute), let h = QuietHours(start: from, end: to) else {
-                    throw WebError(.badRequest, "quiet hours are two different times of day, HH:MM (UTC)")
+                let zone = form.zone.map { $0.trimmingCharacters(in: .whitespaces) }.flatMap { $0.isEmpty ? nil : $0 } ?? "UTC"
+                guard QuietHours.timeZone(zone) != nil else {
+                    throw WebError(.badRequest, "time zone: \"\(zone.prefix(64))\" is not an IANA time zone; give one like Europe/Berlin, America/New_York or UTC")
+                }
+                guard let from = form.from.flatMap(Self.minute), let to = form.to.flatMap(Self.minute), let h = QuietHours(start: from, end: to, zone: zone) else {
+                    throw WebError(.badRequest, "from and to: quiet hours are two different times of day, HH:MM")
                 }
                 hours = h
             } else {
@@ -95,14 +99,14 @@ extension WebServer {
         }
     }
 
-    /// The person, the alert's chain (which they must be allowed to read, else not found), its
-    /// condition, and the checked form.
+    /// The person, the alert's chain (which they must be allowed to read, else not found; `server`
+    /// for an admin), its condition, and the checked form.
     func alertFormTarget<F: CarriesCSRF>(_ request: Request, _ context: WebContext, _ type: F.Type) async throws
         -> ((People.Person, String, AlertCondition), F) {
         let person = try await access.person(context)
         let form = try await Forms.decode(F.self, request)
         try Self.checkCSRF(form.csrf, context)
-        let chain = try await access.chain(context, for: person)
+        let chain = try await access.alertSubject(context, for: person)
         guard let condition = context.parameters.get("condition").flatMap(AlertCondition.init(rawValue:)) else {
             throw WebError(.notFound, "no such alert condition")
         }
@@ -129,15 +133,15 @@ extension WebServer {
                 return AlertsPage.AlertRow(chain: s.chain, link: server ? "/admin" : "/chains/\(s.chain)",
                                     device: server ? "this server" : owners[s.chain]?.device ?? String(s.chain.prefix(12)),
                                     owner: server ? "admins" : owners[s.chain]?.person ?? "no one",
-                                    // Server-level alerts are acknowledged with `hp-server alert ack --chain server`.
-                                    condition: s.condition.rawValue, words: s.condition.words, state: s.state, firing: s.state == "firing" && !server,
+                                    condition: s.condition.rawValue, words: s.condition.words, state: s.state, firing: s.state == "firing",
                                     since: DashboardQueries.text(s.state == "firing" ? s.firedAt : s.resolvedAt) ?? "",
                                     detail: s.detail, acknowledgedBy: s.state == "firing" ? s.acknowledgedBy : nil,
                                     snoozedUntil: s.state == "firing" ? s.snoozedUntil.flatMap { $0 > Self.now() ? DashboardQueries.text($0) : nil } : nil)
             },
             channels: channels.map { .init(id: $0.id, kind: $0.kind.rawValue, target: $0.target, secretHint: $0.secretHint, added: DashboardQueries.text($0.createdAt) ?? "") },
-            quiet: quiet.map { "\(Self.clock($0.start)) to \(Self.clock($0.end))" },
-            quietFrom: quiet.map { Self.clock($0.start) } ?? "22:00", quietTo: quiet.map { Self.clock($0.end) } ?? "07:00")
+            quiet: quiet.map { "\(Self.clock($0.start)) to \(Self.clock($0.end)) (\($0.zone))" },
+            quietFrom: quiet.map { Self.clock($0.start) } ?? "22:00", quietTo: quiet.map { Self.clock($0.end) } ?? "07:00",
+            quietZone: quiet?.zone ?? "UTC", zones: Self.zoneNames)
         var response = pages.render("alerts", model, chrome: chrome("Alerts", person, context))
         response.headers[.cacheControl] = "no-store"
         return response
@@ -150,6 +154,9 @@ extension WebServer {
               let h = Int(parts[0]), let m = Int(parts[1]), (0...23).contains(h), (0...59).contains(m) else { return nil }
         return h * 60 + m
     }
+
+    /// The time zones offered for quiet hours (IANA names this system knows).
+    static let zoneNames: [String] = TimeZone.knownTimeZoneIdentifiers.filter { $0.contains("/") || $0 == "UTC" }.sorted()
 
     /// `HH:MM` for minutes after midnight.
     static func clock(_ minute: Int) -> String { String(format: "%02d:%02d", minute / 60, minute % 60) }

@@ -187,11 +187,12 @@ struct AlertCommand: AsyncParsableCommand {
     }
 
     struct Quiet: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Set a person's quiet hours (UTC): messages wait until they end.")
+        static let configuration = CommandConfiguration(abstract: "Set a person's quiet hours in their time zone: messages wait until they end.")
         @OptionGroup var options: DataOptions
         @Option(name: .long, help: "The person.") var person: String
-        @Option(name: .long, help: "Start, HH:MM UTC.") var from: String?
-        @Option(name: .long, help: "End, HH:MM UTC (may be after midnight).") var to: String?
+        @Option(name: .long, help: "Start, HH:MM on the clock of --zone.") var from: String?
+        @Option(name: .long, help: "End, HH:MM on the clock of --zone (may be after midnight).") var to: String?
+        @Option(name: .long, help: "IANA time zone of --from and --to, like Europe/Berlin (default UTC); daylight saving time is followed.") var zone = "UTC"
         @Flag(name: .long, help: "Remove the quiet hours.") var clear = false
 
         static func minutes(_ text: String, _ option: String) throws -> Int {
@@ -205,15 +206,20 @@ struct AlertCommand: AsyncParsableCommand {
         func validate() throws {
             if clear { guard from == nil && to == nil else { throw ValidationError("--clear takes no --from or --to") }; return }
             guard let from, let to else { throw ValidationError("give --from and --to, or --clear") }
-            guard QuietHours(start: try Self.minutes(from, "--from"), end: try Self.minutes(to, "--to")) != nil else {
+            guard QuietHours.timeZone(zone) != nil else {
+                throw ValidationError("--zone must be an IANA time zone like Europe/Berlin, America/New_York or UTC, got \(zone)")
+            }
+            guard QuietHours(start: try Self.minutes(from, "--from"), end: try Self.minutes(to, "--to"), zone: zone) != nil else {
                 throw ValidationError("--from and --to must differ")
             }
         }
 
         func run() async throws {
-            let hours = try from.flatMap { f in try to.flatMap { QuietHours(start: try Self.minutes(f, "--from"), end: try Self.minutes($0, "--to")) } }
+            let hours = try from.flatMap { f in try to.flatMap { QuietHours(start: try Self.minutes(f, "--from"), end: try Self.minutes($0, "--to"), zone: zone) } }
             try options.store.registry().setQuietHours(person: person, clear ? nil : hours)
-            if options.json { try Output.json(hours) } else { print(hours.map { _ in "quiet hours for \(person): \(from ?? "") to \(to ?? "") UTC" } ?? "no quiet hours for \(person)") }
+            if options.json { try Output.json(hours) } else {
+                print(hours.map { "quiet hours for \(person): \(from ?? "") to \(to ?? "") \($0.zone)" } ?? "no quiet hours for \(person)")
+            }
         }
     }
 }

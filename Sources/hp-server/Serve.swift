@@ -92,8 +92,8 @@ struct Serve: AsyncParsableCommand {
         // Alerts: evaluated every minute, delivered through the registry's outbox (docs/alerts.md).
         var alertSettings = AlertService<ContinuousClock>.Settings()
         if let webAddress = web ?? settings.webListen { alertSettings.pageBase = "https://\(webAddress)" }
-        alertSettings.server = ServerConditions(dataDirectory: options.data, certificateFile: options.store.certificatePath)
-        alertSettings.verify = ScheduledVerify(store: options.store)
+        alertSettings.server = settings.alerts.serverConditions(dataDirectory: options.data, certificateFile: options.store.certificatePath)
+        alertSettings.verify = settings.alerts.scheduledVerify(store: options.store)
         services.append(.init(service: AlertService(registry: try options.store.registry(), sender: .shared(smtp: settings.smtp), settings: alertSettings,
                                                     clock: ContinuousClock(), now: { Date().timeIntervalSince1970 }, logger: Logger(label: "healthprobe.alerts"), metrics: serverMetrics,
                                                     lossScan: LossScan(store: options.store))))

@@ -32,6 +32,52 @@ struct AlertCommandTests {
         #expect(audit.contains("alert.channel.add") && audit.contains("alert.channel.remove") && !audit.contains(secret))
     }
 
+    @Test("quiet: hours in an IANA time zone stored with it; an unknown zone refused naming --zone; --clear removes them")
+    func quietZone() throws {
+        let data = TempDir()
+        #expect(try hpServer(["init", "--data", data.path]).0 == 0)
+        #expect(try runTool("hp-server", ["person", "add", "bob", "--role", "member", "--password-stdin", "--bcrypt-cost", "4", "--data", data.path],
+                            stdin: "a-long-enough-password\n").0 == 0)
+        let set = try hpServer(["alert", "quiet", "--data", data.path, "--person", "bob", "--from", "22:00", "--to", "07:00", "--zone", "America/New_York"])
+        #expect(set.0 == 0 && set.1.contains("quiet hours for bob: 22:00 to 07:00 America/New_York"), "\(set)")
+        let registry = try DeviceRegistry(path: data.path + "/server.sqlite")
+        #expect(try registry.quietHours(person: "bob") == QuietHours(start: 22 * 60, end: 7 * 60, zone: "America/New_York"))
+        let bad = try hpServer(["alert", "quiet", "--data", data.path, "--person", "bob", "--from", "22:00", "--to", "07:00", "--zone", "Mars/Olympus_Mons"])
+        #expect(bad.0 != 0 && bad.2.contains("--zone must be an IANA time zone") && bad.2.contains("Mars/Olympus_Mons"), "\(bad)")
+        #expect(try registry.quietHours(person: "bob")?.zone == "America/New_York", "unchanged")
+        let utc = try hpServer(["alert", "quiet", "--data", data.path, "--person", "bob", "--from", "23:00", "--to", "06:00", "--json"])
+        #expect(utc.0 == 0 && utc.1.contains("\"zone\"") && utc.1.contains("UTC"), "\(utc)")
+        #expect(try hpServer(["alert", "quiet", "--data", data.path, "--person", "bob", "--clear"]).0 == 0)
+        #expect(try registry.quietHours(person: "bob") == nil)
+    }
+
+    @Test("serve takes the alert thresholds from config.json: a value out of range stops it naming the key; disk_free_gib 1024 and disk_free_percent 50 fire disk_space_low in its first round")
+    func serveThresholds() throws {
+        let data = TempDir()
+        #expect(try hpServer(["init", "--data", data.path]).0 == 0)
+        let config = data.path + "/config.json"
+        try #"{"alerts": {"certificate_warning_days": 400}}"#.write(toFile: config, atomically: true, encoding: .utf8)
+        do {
+            _ = try ServerProcess(data: data.path, timeout: 30)
+            Issue.record("served with certificate_warning_days 400")
+        } catch let e as ServerDidNotStart {
+            #expect(e.stderr.contains(#""alerts.certificate_warning_days" must be a number from 1 to 365"#), "\(e)")
+        }
+        // Whether this machine's disk is under those thresholds (nearly every one is: less than 1 TiB or half free).
+        let space = try #require(ServerConditions.fileSystemSpace(data.path))
+        let low = space.free < 1024 << 30 || space.free * 2 < space.total
+        try #"{"alerts": {"disk_free_gib": 1024, "disk_free_percent": 50}}"#.write(toFile: config, atomically: true, encoding: .utf8)
+        let server = try ServerProcess(data: data.path)
+        var fired = false
+        let deadline = Date().addingTimeInterval(20)
+        while !fired, deadline.timeIntervalSinceNow > 0 {
+            fired = try hpServer(["alert", "list", "--data", data.path, "--json"]).1.contains("disk_space_low")
+            if !fired { Thread.sleep(forTimeInterval: 0.5) }
+        }
+        #expect(fired == low, "free \(space.free) of \(space.total) bytes")
+        withExtendedLifetime(server) {}
+    }
+
     @Test("cadence: a chain's expected sync interval fixed in hours, then learned again; bad values refused")
     func cadence() throws {
         let data = TempDir(), home = TempDir()

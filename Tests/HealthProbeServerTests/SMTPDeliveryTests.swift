@@ -53,6 +53,44 @@ struct SMTPDeliveryTests {
         #expect(second.hasSuffix("\r\nline one\r\n.\r\n..two dots\r\nlast\r\n"), "\(second.suffix(80))")
     }
 
+    @Test("implicit TLS (smtp.tls \"implicit\", as on port 465): AUTH PLAIN and the message inside TLS from the first byte; a mismatched mode or an untrusted certificate is not delivered")
+    func implicitTLS() async throws {
+        let server = try SMTPTestServer(implicit: true)
+        defer { server.stop() }
+        var s = settings(server)
+        s.tls = .implicit
+        let message = SMTPMessage.plainText(from: "healthprobe@example.org", to: "ann@example.org", subject: "over 465", body: "body line", date: Date(), messageID: "i1")
+        try await SMTPClient(settings: s).send(to: ["ann@example.org"], message: message)
+        let got = try #require(try server.received().first)
+        #expect(got.contains("X-TLS: yes\r\n") && got.contains("X-Envelope-To: ann@example.org\r\n") && got.contains("Subject: over 465\r\n"), "\(got)")
+
+        // Through the alert sender, as the outbox delivers: a test message.
+        let dir = TempDir()
+        let r = try DeviceRegistry(path: dir.path + "/server.sqlite")
+        try r.addPerson(name: "ann", role: .admin, password: nil, now: 1)
+        let channel = try r.addAlertChannel(person: "ann", kind: .email, target: "ann@example.org", now: 1)
+        try await AlertSender.shared(smtp: s).send(try r.alertTestMessage(channelID: channel.id, person: "ann", now: 1))
+        #expect(try server.received(count: 2).last?.contains("Subject: HealthProbe: test\r\n") == true)
+
+        // A STARTTLS client waits for a greeting the SMTPS server never sends in plain text: its timeout ends it.
+        var starttls = settings(server)
+        starttls.timeoutSeconds = 2
+        await #expect(throws: (any Error).self) { try await SMTPClient(settings: starttls).send(to: ["a@example.org"], message: message) }
+        // An implicit client to a STARTTLS server: the plain greeting is no TLS handshake.
+        let plainFirst = try SMTPTestServer()
+        defer { plainFirst.stop() }
+        var wrongMode = settings(plainFirst)
+        wrongMode.tls = .implicit
+        await #expect(throws: (any Error).self) { try await SMTPClient(settings: wrongMode).send(to: ["a@example.org"], message: message) }
+        // A certificate not trusted.
+        let other = TempDir()
+        try SMTPTestServer.selfSigned(certificate: other.file("c.pem"), key: other.file("k.pem"))
+        var untrusted = settings(server, ca: other.file("c.pem"))
+        untrusted.tls = .implicit
+        await #expect(throws: (any Error).self) { try await SMTPClient(settings: untrusted).send(to: ["a@example.org"], message: message) }
+        #expect(try server.received(count: 3, within: 0.5).count == 2 && plainFirst.received(count: 1, within: 0.5).isEmpty)
+    }
+
     @Test("a certificate not trusted, a wrong password, or a server without STARTTLS: not delivered, with a reason")
     func refusals() async throws {
         let server = try SMTPTestServer()

@@ -19,6 +19,14 @@ struct SMTPSettingsTests {
         #expect(try load(#"{"listen": "127.0.0.1:7447"}"#).smtp == nil)
         let full = try #require(try load(#"{"smtp": {"host": "h.example", "port": 2525, "from": "a@b.org", "username": "u", "password": "p", "require_starttls": false, "helo_name": "hp.example", "timeout_seconds": 5}}"#).smtp)
         #expect(full.port == 2525 && full.username == "u" && !full.requireStartTLS && full.heloName == "hp.example" && full.timeoutSeconds == 5)
+        #expect(s.tls == .starttls)
+        let implicit = try #require(try load(#"{"smtp": {"host": "h.example", "from": "a@b.org", "tls": "implicit"}}"#).smtp)
+        #expect(implicit.tls == .implicit && implicit.port == 465, "implicit TLS defaults to port 465")
+        #expect(try load(#"{"smtp": {"host": "h.example", "from": "a@b.org", "tls": "implicit", "port": 2465}}"#).smtp?.port == 2465)
+        #expect(try load(#"{"smtp": {"host": "h.example", "from": "a@b.org", "tls": "starttls"}}"#).smtp?.port == 587)
+        for bad in [#""ssl""#, "true", #""IMPLICIT""#] {
+            #expect { try load(#"{"smtp": {"host": "h", "from": "a@b.org", "tls": \#(bad)}}"#) } throws: { "\($0)".contains(#""smtp.tls" must be "starttls" (port 587) or "implicit" (port 465)"#) }
+        }
         for (text, needle) in [(#"{"smtp": {"from": "a@b.org"}}"#, "smtp.host"), (#"{"smtp": {"host": "h"}}"#, "smtp.from"),
                                (#"{"smtp": {"host": "h", "from": "nobody"}}"#, "smtp.from"), (#"{"smtp": {"host": "h", "from": "a@b.org", "prot": 25}}"#, "smtp.prot"),
                                (#"{"smtp": {"host": "h", "from": "a@b.org", "port": 70000}}"#, "smtp.port"), (#"{"smtp": {"host": "h", "from": "a@b.org", "port": 2.5}}"#, "smtp.port"),

@@ -276,6 +276,7 @@ struct SecurityTests {
         let e = try ServerConfig.load(dataDirectory: dir.path, path: example)
         #expect(e.listen == "0.0.0.0:7447" && e.metricsListen == "127.0.0.1:9447")
         #expect(e.smtp != nil && e.backupTo == "/var/backups/healthprobe" && e.objectStore != nil && e.s3KeepSnapshots == 48, "every setting in the example is read")
+        #expect(e.alerts == AlertThresholds(), "the example's alert thresholds are the defaults")
     }
 
     @Test("metrics: Prometheus text over HTTP on loopback, counting authentications and bundles, no device names")

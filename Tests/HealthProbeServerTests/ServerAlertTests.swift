@@ -39,7 +39,7 @@ struct ServerAlertTests {
         let events = try #require(got["ann"]?.first?["events"] as? [[String: Any]])
         #expect(events.allSatisfy { $0["link"] == nil && ($0["detail"] as? String)?.isEmpty == false })
         let disk = try #require(events.first { $0["condition"] as? String == "disk_space_low" })
-        #expect(disk["detail"] as? String == "2.0 GB free (2%) for the data directory")
+        #expect(disk["detail"] as? String == "1.9 GiB free (2%) for the data directory", "in GiB, as the config's disk_free_gib")
         let cert = try #require(events.first { $0["condition"] as? String == "certificate_expiring" })
         #expect((cert["detail"] as? String)?.hasSuffix("in 6 day(s)") == true || (cert["detail"] as? String)?.hasSuffix("in 7 day(s)") == true)
         let bob = try #require(try r.person(named: "bob"))

@@ -36,13 +36,14 @@ public final class SMTPTestServer {
     public var certificatePath: String { dir.file("cert.pem") }
     public var messages: String { dir.file("messages") }
 
-    /// Starts the server; `starttls: false` offers no STARTTLS (a server a client must refuse).
-    public init(starttls: Bool = true, timeout: Double = 30) throws {
+    /// Starts the server; `starttls: false` offers no STARTTLS (a server a client must refuse);
+    /// `implicit: true` speaks TLS from the first byte (SMTPS, as on port 465), AUTH PLAIN inside it.
+    public init(starttls: Bool = true, implicit: Bool = false, timeout: Double = 30) throws {
         try Self.selfSigned(certificate: dir.file("cert.pem"), key: dir.file("key.pem"))
         try FileManager.default.createDirectory(atPath: messages, withIntermediateDirectories: true)
         try Self.script.write(toFile: dir.file("smtpd.py"), atomically: true, encoding: .utf8)
         process.executableURL = URL(fileURLWithPath: Self.python)
-        process.arguments = [dir.file("smtpd.py"), dir.file("cert.pem"), dir.file("key.pem"), messages, Self.username, Self.password, starttls ? "tls" : "plain"]
+        process.arguments = [dir.file("smtpd.py"), dir.file("cert.pem"), dir.file("key.pem"), messages, Self.username, Self.password, implicit ? "implicit" : starttls ? "tls" : "plain"]
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
@@ -119,7 +120,7 @@ class Keep:
     n = 0
     async def handle_DATA(self, server, session, envelope):
         Keep.n += 1
-        head = "X-Envelope-From: %s\r\nX-Envelope-To: %s\r\nX-TLS: %s\r\n" % (envelope.mail_from, ",".join(envelope.rcpt_tos), "yes" if session.ssl else "no")
+        head = "X-Envelope-From: %s\r\nX-Envelope-To: %s\r\nX-TLS: %s\r\n" % (envelope.mail_from, ",".join(envelope.rcpt_tos), "yes" if session.ssl or server.transport.get_extra_info("ssl_object") else "no")
         path = os.path.join(out, "%04d.eml" % Keep.n)
         with open(path + ".part", "wb") as f:
             f.write(head.encode() + envelope.original_content)
@@ -132,10 +133,13 @@ def authenticator(server, session, envelope, mechanism, auth_data):
 
 s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
 kwargs = dict(hostname="127.0.0.1", port=port, authenticator=authenticator, auth_require_tls=(mode == "tls"), decode_data=False)
+ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+ctx.load_cert_chain(cert, key)
 if mode == "tls":
-    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ctx.load_cert_chain(cert, key)
     kwargs.update(tls_context=ctx, require_starttls=True)
+if mode == "implicit":
+    # The whole connection is TLS (aiosmtpd's SMTPS): AUTH is offered inside it.
+    kwargs.update(ssl_context=ctx)
 controller = Controller(Keep(), **kwargs)
 controller.start()
 print(port, flush=True)

@@ -5,8 +5,8 @@ import NIOSSL
 import NIOTLS
 
 /// Delivers one message over SMTP: a thin NIO layer around `SMTPDialogue` (which decides
-/// every step) and `SMTPReplyParser`. STARTTLS upgrades the same connection; the whole
-/// delivery, connection included, must finish within the settings' timeout.
+/// every step) and `SMTPReplyParser`. STARTTLS upgrades the same connection, implicit TLS
+/// starts with it; the whole delivery, connection included, must finish within the settings' timeout.
 public struct SMTPClient: Sendable {
     public let settings: SMTPSettings
 
@@ -21,7 +21,8 @@ public struct SMTPClient: Sendable {
         // An IP address is checked against the certificate's IP names; SNI carries host names only.
         let hostname: String? = (try? SocketAddress(ipAddress: s.host, port: 0)) == nil ? s.host : nil
         let dialogue = SMTPDialogue(envelope: .init(from: s.from, to: recipients, message: message), heloName: s.heloName,
-                                    requireTLS: s.requireStartTLS, username: s.username, password: s.password)
+                                    requireTLS: s.requireStartTLS, username: s.username, password: s.password, implicitTLS: s.tls == .implicit)
+        let implicit = s.tls == .implicit
         let loop = MultiThreadedEventLoopGroup.singleton.next()
         let done = loop.makePromise(of: Void.self)
         let timeout = TimeAmount.milliseconds(Int64(s.timeoutSeconds * 1000))
@@ -31,7 +32,8 @@ public struct SMTPClient: Sendable {
                 .connectTimeout(timeout)
                 .channelInitializer { ch in
                     ch.eventLoop.makeCompletedFuture {
-                        try ch.pipeline.syncOperations.addHandler(SMTPHandler(dialogue: dialogue, tls: tls, hostname: hostname, done: done))
+                        if implicit { try ch.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: tls, serverHostname: hostname)) }
+                        try ch.pipeline.syncOperations.addHandler(SMTPHandler(dialogue: dialogue, tls: tls, hostname: hostname, implicit: implicit, done: done))
                     }
                 }
                 .connect(host: s.host, port: s.port).get()
@@ -65,11 +67,14 @@ final class SMTPHandler: ChannelInboundHandler {
     var parser = SMTPReplyParser()
     let tls: NIOSSLContext
     let hostname: String?
+    /// TLS came with the connection: its handshake is not a STARTTLS one.
+    let implicit: Bool
     let done: EventLoopPromise<Void>
     var delivered = false
     var finished = false
 
-    init(dialogue: SMTPDialogue, tls: NIOSSLContext, hostname: String?, done: EventLoopPromise<Void>) {
+    init(dialogue: SMTPDialogue, tls: NIOSSLContext, hostname: String?, implicit: Bool = false, done: EventLoopPromise<Void>) {
+        self.implicit = implicit
         self.dialogue = dialogue
         self.tls = tls
         self.hostname = hostname
@@ -100,6 +105,7 @@ final class SMTPHandler: ChannelInboundHandler {
             case .send(let text):
                 context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: text)), promise: nil)
             case .startTLS:
+                guard !implicit else { finish(context, SMTPDialogue.Failure(description: "SMTP: STARTTLS inside implicit TLS")); return }
                 do {
                     let handler = try NIOSSLClientHandler(context: tls, serverHostname: hostname)
                     try context.pipeline.syncOperations.addHandler(handler, position: .first)
@@ -117,7 +123,7 @@ final class SMTPHandler: ChannelInboundHandler {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if let e = event as? TLSUserEvent, case .handshakeCompleted = e {
+        if let e = event as? TLSUserEvent, case .handshakeCompleted = e, !implicit {
             perform(dialogue.tlsStarted(), context)
         } else {
             context.fireUserInboundEventTriggered(event)

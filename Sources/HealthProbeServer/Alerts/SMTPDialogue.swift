@@ -2,7 +2,8 @@ import Foundation
 
 /// The client's side of one SMTP delivery as a state machine without I/O: fed the server's
 /// replies (and word that TLS is up), it says what to do next. EHLO, STARTTLS, EHLO again,
-/// AUTH PLAIN when credentials are set (only over TLS), MAIL FROM, RCPT TO, DATA, QUIT.
+/// AUTH PLAIN when credentials are set (only over TLS), MAIL FROM, RCPT TO, DATA, QUIT. Over
+/// implicit TLS (port 465) the connection is secure from the start: no STARTTLS.
 public struct SMTPDialogue: Sendable {
     /// Why a delivery failed; `description` holds no message content.
     public struct Failure: Error, Equatable, CustomStringConvertible {
@@ -46,7 +47,9 @@ public struct SMTPDialogue: Sendable {
     private(set) var state = State.greeting
     private(set) var secure = false
 
-    public init(envelope: Envelope, heloName: String = "healthprobe", requireTLS: Bool = true, username: String? = nil, password: String? = nil) {
+    public init(envelope: Envelope, heloName: String = "healthprobe", requireTLS: Bool = true, username: String? = nil, password: String? = nil,
+                implicitTLS: Bool = false) {
+        self.secure = implicitTLS
         self.envelope = envelope
         self.heloName = heloName
         self.requireTLS = requireTLS

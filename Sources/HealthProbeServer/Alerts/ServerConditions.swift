@@ -37,7 +37,7 @@ public struct ServerConditions: Sendable {
         if let s = space(dataDirectory), s.total > 0 {
             let fraction = Double(s.free) / Double(s.total)
             if s.free < minimumFreeBytes || fraction < minimumFreeFraction {
-                finding(.diskSpaceLow, String(format: "%.1f GB free (%.0f%%) for the data directory", Double(s.free) / 1e9, fraction * 100))
+                finding(.diskSpaceLow, String(format: "%.1f GiB free (%.0f%%) for the data directory", Double(s.free) / 1_073_741_824, fraction * 100))
             }
         }
         if let certificateFile {

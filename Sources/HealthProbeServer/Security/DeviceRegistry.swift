@@ -112,6 +112,7 @@ public final class DeviceRegistry: Sendable {
         m.registerMigration("v8 verify schedule") { db in try VerifySchedule.migrate(db) }
         m.registerMigration("v9 offsite uploads") { db in try OffsiteQueue.migrate(db) }
         m.registerMigration("v10 chain restores") { db in try ChainRestores.migrate(db) }
+        m.registerMigration("v11 quiet hours zone") { db in try QuietHours.migrate(db) }
         return m
     }
 

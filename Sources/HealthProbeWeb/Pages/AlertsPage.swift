@@ -28,6 +28,9 @@ enum AlertsPage {
         let quiet: String?
         let quietFrom: String
         let quietTo: String
+        /// The zone of the quiet hours (UTC until set) and the zones offered.
+        let quietZone: String
+        let zones: [String]
     }
 
     static let template = """
@@ -60,11 +63,13 @@ enum AlertsPage {
         <button type="submit">Add channel</button>
         </form>
         <h2>Quiet hours</h2>
-        <p>{{#quiet}}Messages wait from {{quiet}} (UTC).{{/quiet}}{{^quiet}}None: messages go out at once.{{/quiet}}</p>
+        <p>{{#quiet}}Messages wait from {{quiet}}.{{/quiet}}{{^quiet}}None: messages go out at once.{{/quiet}}</p>
         <form method="post" action="/alerts/quiet" class="stack">
         <input type="hidden" name="csrf" value="{{csrf}}">
-        <label>From (UTC) <input name="from" type="time" value="{{quietFrom}}" required></label>
-        <label>To (UTC) <input name="to" type="time" value="{{quietTo}}" required></label>
+        <label>From <input name="from" type="time" value="{{quietFrom}}" required></label>
+        <label>To <input name="to" type="time" value="{{quietTo}}" required></label>
+        <label>Time zone (IANA, like Europe/Berlin; daylight saving time is followed) <input name="zone" value="{{quietZone}}" list="zones" required maxlength="64" autocomplete="off" spellcheck="false"></label>
+        <datalist id="zones">{{#zones}}<option value="{{.}}">{{/zones}}</datalist>
         <button type="submit">Set quiet hours</button>
         </form>
         {{#quiet}}<form method="post" action="/alerts/quiet" class="inline"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="clear" value="yes"><button type="submit">No quiet hours</button></form>{{/quiet}}
