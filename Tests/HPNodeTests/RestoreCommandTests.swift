@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Testing
 import HealthProbeTestSupport
 
@@ -49,5 +50,37 @@ struct RestoreCommandTests {
         let devices = try hpServer(["devices", "--data", data.path])
         #expect(devices.1.contains("ann-new-phone"))
         #expect(try hpNode(["--home", home.path, "sync"]).0 != 0, "the old device no longer owns the chain")
+    }
+
+    @Test("hp-node restore killed (SIGKILL) while it applies bundles leaves whole bundles; run again, it continues and ends equal to the server")
+    func killedRestoreContinues() throws {
+        let data = TempDir(), home = TempDir()
+        #expect(try hpServer(["init", "--data", data.path]).0 == 0)
+        for _ in 1...8 { #expect(try hpNode(["--home", home.path, "capture", "--simulate", "--seed", "4", "--days", "1"]).0 == 0) }
+        let server = try ServerProcess(data: data.path)
+        try enrollWithCLI(data: data.path, home: home.path, name: "ann-phone", port: server.port)
+        #expect(try hpNode(["--home", home.path, "sync"]).0 == 0)
+        let before = try hpNode(["--home", home.path, "digest", "--json"]).1
+        #expect(try hpNode(["--home", home.path, "reset", "--yes-delete-archive", "--keep-chain"]).0 == 0)
+
+        // Killed once it has applied at least one bundle (read from its archive's log without its lock).
+        let archive = home.path + "/archive/HealthProbeArchive.sqlite"
+        let restoring = try launchTool("hp-node", ["--home", home.path, "restore"])
+        var applied = 0
+        let deadline = Date().addingTimeInterval(60)
+        while restoring.isRunning && applied == 0 && Date() < deadline {
+            usleep(20_000)
+            applied = (try? DatabaseQueue(path: archive, configuration: { var c = Configuration(); c.readonly = true; return c }())
+                .read { try Int.fetchOne($0, sql: "SELECT count(*) FROM bundle_log WHERE direction = 'received'") ?? 0 }) ?? 0
+        }
+        kill(restoring.processIdentifier, SIGKILL)
+        restoring.waitUntilExit()
+        let again = try hpNode(["--home", home.path, "restore", "--json"])
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(again.1.utf8)) as? [String: Any], "\(again)")
+        #expect(report["last_sequence"] as? Int == 8)
+        #expect((report["had_sequence"] as? Int ?? -1) >= 1 && (report["had_sequence"] as? Int ?? 99) < 8,
+                "the kill came between the first and the last bundle: \(report)")
+        #expect(try hpNode(["--home", home.path, "digest", "--json"]).1 == before)
+        #expect(try hpNode(["--home", home.path, "verify", "--full"]).0 == 0)
     }
 }
