@@ -13,7 +13,7 @@ extension HouseholdSummary {
     /// Per pair of `chains` (in their order) and type: visible records of one whose strict
     /// fingerprint is visible in the other. The same answer as `identical` for every pair.
     /// `page`: fingerprints read per chain at a time.
-    public static func overlaps(_ store: ServerStore, chains: [String], type: String?, page: Int = 5_000) throws -> [SharedSources] {
+    public static func overlaps(_ store: ServerStore, chains: [String], type: String?, page: Int = 20_000) throws -> [SharedSources] {
         guard chains.count >= 2 else { return [] }
         // The types each chain holds (its own type ids), among those asked for.
         var typeIDs: [[String: Int64]] = []
@@ -52,10 +52,10 @@ extension HouseholdSummary {
     }
 }
 
-/// One chain's visible strict fingerprints of one type, in index order, read a page at a time.
+/// One chain's visible strict fingerprints of one type, in index order, read a page at a
+/// time on one read-only connection held for the merge (not one opened per page).
 struct FingerprintStream {
-    let store: ServerStore
-    let chain: String
+    let connection: DatabaseQueue
     let typeID: Int64
     let pageSize: Int
     private var page: [[UInt8]] = []
@@ -64,8 +64,7 @@ struct FingerprintStream {
     private var exhausted = false
 
     init(store: ServerStore, chain: String, typeID: Int64, pageSize: Int) throws {
-        self.store = store
-        self.chain = chain
+        connection = try ServerStore.readOnlyConnection(store.replicaPath(chain))
         self.typeID = typeID
         self.pageSize = max(1, pageSize)
     }
@@ -75,7 +74,7 @@ struct FingerprintStream {
         if position < page.count { return page[position] }
         guard !exhausted else { return nil }
         let (typeID, after, limit) = (self.typeID, lastPrefix, pageSize)
-        page = try store.readReplica(chain) { db in
+        page = try connection.read { db in
             try SharedSourceQueries.visibleFingerprints(db, typeID: typeID, after: after, limit: limit)
         }
         position = 0

@@ -275,16 +275,40 @@ struct DashboardQueries: Sendable {
     }
 
     /// A type across `chains`, each at its latest observation, with the pairs of them that
-    /// hold identical records: one merge over the chains shown (`HouseholdSummary.overlaps`),
-    /// cached until one of them receives a bundle; never a join per pair.
+    /// hold identical records: the pairs of `householdOverlaps` whose both chains are shown.
+    /// A pair's count involves only its two chains, so one merge over every chain of the
+    /// server answers every viewer (each sees only pairs of chains they may read).
     func across(_ chains: [String], type: String, from: Double?, to: Double?) throws -> Dashboard.TypeAcross {
         let series = try chains.map { try self.series($0, type: type, at: nil, from: from, to: to) }.filter { !$0.days.isEmpty }
-        let shown = series.map(\.chain)
-        let sequences = try shown.map { try latestSequence($0) }
-        let key = "overlaps|\(type)|" + zip(shown, sequences).map { "\($0)@\($1)" }.joined(separator: ",")
-        let merged = try cache.value(key) { try HouseholdSummary.overlaps(store, chains: shown, type: type) }
-        let overlaps = merged.filter { $0.identicalStrictFingerprints > 0 }.map { Dashboard.Overlap(chains: $0.chains, identicalRecords: $0.identicalStrictFingerprints) }
+        let shown = Set(series.map(\.chain))
+        let overlaps = try householdOverlaps(type: type)
+            .filter { $0.identicalStrictFingerprints > 0 && $0.chains.allSatisfy(shown.contains) }
+            .map { Dashboard.Overlap(chains: $0.chains, identicalRecords: $0.identicalStrictFingerprints) }
         return Dashboard.TypeAcross(typeIdentifier: type, series: series, overlaps: overlaps)
+    }
+
+    /// Per pair of the server's chains, the visible records of `type` they both hold: one
+    /// merge over every chain (`HouseholdSummary.overlaps`), cached until one of them
+    /// receives a bundle (the key names each chain's last sequence). `OverlapWarmer`
+    /// computes it ahead of the first view. Never returned to anyone as a whole.
+    func householdOverlaps(type: String) throws -> [HouseholdSummary.SharedSources] {
+        let chains = try store.chains()
+        let sequences = try chains.map { try latestSequence($0) }
+        let key = "overlaps|\(type)|" + zip(chains, sequences).map { "\($0)@\($1)" }.joined(separator: ",")
+        return try cache.value(key) { try HouseholdSummary.overlaps(store, chains: chains, type: type) }
+    }
+
+    /// Computes (or finds cached) `householdOverlaps` of every type two or more chains hold;
+    /// returns how many types that was.
+    @discardableResult
+    func warmOverlaps() throws -> Int {
+        var holders: [String: Int] = [:]
+        for chain in try store.chains() {
+            for type in try store.readReplica(chain, { try SharedSourceQueries.typeIDs($0, type: nil) }).keys { holders[type, default: 0] += 1 }
+        }
+        let types = holders.filter { $0.value >= 2 }.keys.sorted()
+        for type in types { _ = try householdOverlaps(type: type) }
+        return types.count
     }
 
     /// The last bundle received for a chain: what a cached cross-chain answer is keyed by.

@@ -88,6 +88,8 @@ struct Serve: AsyncParsableCommand {
                 let shown = wh.contains(":") ? "[\(wh)]" : wh
                 announce("dashboard on https://\(shown):\(port)/")
             }))
+            // The household's cross-chain overlaps, computed ahead of the first view.
+            services.append(.init(service: webServer.overlapWarmer()))
         }
         // Alerts: evaluated every minute, delivered through the registry's outbox (docs/alerts.md).
         var alertSettings = AlertService<ContinuousClock>.Settings()
