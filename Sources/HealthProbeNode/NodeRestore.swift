@@ -4,6 +4,7 @@ import HealthProbeCanonical
 import HealthProbeProtocol
 import Logging
 import NIOCore
+import NIOPosix
 
 /// Brings a node's history back from its server (Protocol/README.md section 8): after
 /// `hp-node reset --keep-chain`, or on a replacement device enrolled with a restore
@@ -13,8 +14,8 @@ import NIOCore
 /// transaction commits), and logs it as sent, so the node then captures and syncs on
 /// as the same chain. Run again after any failure, it resumes after the last bundle
 /// applied. It trusts nothing the server sends: a bundle that fails a check is
-/// refused and nothing of it stored. The archive work runs on the caller's task (a
-/// command's; nothing else runs in that process meanwhile), the network on NIO's threads.
+/// refused and nothing of it stored. Each bundle is applied on a blocking-I/O thread while
+/// its parts arrive, a few parts in flight.
 public struct NodeRestore {
     public struct Report: Sendable, Codable, Equatable {
         /// Bundles the archive held before (a restore resumed).
@@ -32,16 +33,13 @@ public struct NodeRestore {
     }
 
     public let node: NodeArchive
-    /// Where each fetched bundle is written before it is applied (removed after).
-    public let scratch: String
     public let logger: Logger
     /// Called after each applied bundle: (sequence, last sequence).
     public var onProgress: (Int, Int) -> Void = { _, _ in }
     public var replyTimeout: TimeAmount = SyncSession.replyTimeout
 
-    public init(node: NodeArchive, scratch: String, logger: Logger = Archive.silentLogger) {
+    public init(node: NodeArchive, logger: Logger = Archive.silentLogger) {
         self.node = node
-        self.scratch = scratch
         self.logger = logger
     }
 
@@ -56,7 +54,6 @@ public struct NodeRestore {
         guard progress.ownObservations == 0 else {
             throw ArchiveError(.invalidState, "this archive holds \(progress.ownObservations) observation(s) of its own; restore fills only an empty archive or continues one it made (after `hp-node reset --keep-chain`)")
         }
-        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
         let started = ContinuousClock.now
         return try await SyncSession.with(host: h, port: p, fingerprint: enrollment.fingerprint, replyTimeout: replyTimeout,
                                           version: SyncHello.restoreVersion) { session in
@@ -85,8 +82,9 @@ public struct NodeRestore {
         }
     }
 
-    /// Asks for the bundle at `sequence`, writes its parts (checked) to a scratch file,
-    /// and applies it; returns the chain state after it (the server's, and now this archive's).
+    /// Asks for the bundle at `sequence` and applies it while its parts arrive (each
+    /// checked before it is inflated, the whole checked before the apply may commit);
+    /// returns the chain state after it (the server's, and now this archive's).
     func fetchAndApply(_ session: inout SyncSession, sequence: Int, report: inout Report) async throws -> ChainStateDigest.Result {
         let request = try SyncFrame.json(.restoreRequest, .object(["device_chain_hash": .string(node.deviceChainHash), "sequence": .int(sequence)]))
         let reply = try await session.request(request)
@@ -94,55 +92,93 @@ public struct NodeRestore {
         guard bundle.sequence == sequence else {
             throw SyncProtocolError(.malformedFrame, "RESTORE_BUNDLE.sequence: \(bundle.sequence) is not the sequence asked for (\(sequence))")
         }
-        let path = scratch + "/restore-\(sequence).jsonl"
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        guard FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]),
-              let file = FileHandle(forWritingAtPath: path) else {
-            throw SyncProtocolError(.storage, "cannot write \(path); is the disk full?")
+        let expected = ChainStateDigest.Result(digest: bundle.chainStateDigest, visibleCount: bundle.visibleCount)
+        let handoff = RestoreLines()
+        let target = ArchiveHandle(node.archive)
+        let (chain, now, size, hash) = (node.deviceChainID, node.clock.now(), bundle.uncompressedSize, bundle.manifestHash)
+        // The apply runs on a thread of its own while the parts arrive (structured: awaited below);
+        // not on NIO's pool, whose threads the hand-off may hold while they wait for it.
+        async let applied: Void = Self.onOwnThread {
+            defer { handoff.queue.cancel(); target.release() }
+            try target.archive?.applyRestored(lines: handoff.lines, manifestHash: hash, sequence: sequence, chain: chain, expected: expected,
+                                              now: now, bundleBytes: size, transferChecked: handoff.checked)
         }
-        var (received, newlines, lastByte) = (0, 0, UInt8(0x0A))
-        var inflated: [UInt8] = []
         do {
-            defer { try? file.close() }
-            for index in 0..<bundle.parts {
-                let message = try await session.next()
-                guard case .restorePart(let part) = message else { throw SyncSession.unexpected(message, expected: .restorePart) }
-                guard part.index == index else {
-                    throw SyncProtocolError(.malformedFrame, "RESTORE_PART \(part.index) arrived; expected part \(index) of \(bundle.parts)")
-                }
-                guard part.declaredSize <= bundle.uncompressedSize - received else {
-                    throw SyncProtocolError(.inflateLimit, "the parts hold more than the \(bundle.uncompressedSize) bytes RESTORE_BUNDLE declared")
-                }
-                try part.compressed.withUnsafeReadableBytes {
-                    try BundlePartCodec.inflate($0, declaredSize: part.declaredSize, into: &inflated)
-                }
-                report.bytesOnWire += part.compressed.readableBytes + 13
-                received += inflated.count
-                newlines += inflated.reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) }
-                if let last = inflated.last { lastByte = last }
-                try file.write(contentsOf: inflated)
+            try await receive(&session, bundle, sequence: sequence, into: handoff, report: &report)
+            handoff.finish(failure: nil)
+        } catch {
+            handoff.finish(failure: error)
+            do { try await applied } catch let stopped where error is CancellationError {
+                throw stopped  // the applier refused a line first: its reason, not the hand-off's
+            } catch {}
+            throw error
+        }
+        try await applied
+        return expected
+    }
+
+    /// Receives the `RESTORE_PART`s `bundle` declared, checks each, and hands their lines on.
+    func receive(_ session: inout SyncSession, _ bundle: RestoreBundle, sequence: Int, into handoff: RestoreLines, report: inout Report) async throws {
+        var (received, lines) = (0, 0)
+        var inflated: [UInt8] = []
+        for index in 0..<bundle.parts {
+            let message = try await session.next()
+            guard case .restorePart(let part) = message else { throw SyncSession.unexpected(message, expected: .restorePart) }
+            guard part.index == index else {
+                throw SyncProtocolError(.malformedFrame, "RESTORE_PART \(part.index) arrived; expected part \(index) of \(bundle.parts)")
             }
+            guard part.declaredSize <= bundle.uncompressedSize - received else {
+                throw SyncProtocolError(.inflateLimit, "the parts hold more than the \(bundle.uncompressedSize) bytes RESTORE_BUNDLE declared")
+            }
+            try part.compressed.withUnsafeReadableBytes { try BundlePartCodec.inflate($0, declaredSize: part.declaredSize, into: &inflated) }
+            guard inflated.last == 0x0A else {
+                throw SyncProtocolError(.malformedFrame, "RESTORE_PART \(index) does not end at a line boundary")
+            }
+            report.bytesOnWire += part.compressed.readableBytes + 13
+            received += inflated.count
+            let split = RestoreLines.split(inflated)
+            lines += split.count
+            guard lines <= bundle.itemCount + 2 else {
+                throw SyncProtocolError(.malformedFrame, "RESTORE_BUNDLE declared \(bundle.itemCount) items; the bundle holds more")
+            }
+            if index == 0 {
+                // Only this node's own chain, at the sequence asked for (the applier checks the rest).
+                let header = try BundleVerifier.header(split[0])
+                guard header.deviceChainHash == node.deviceChainHash, header.sequence == sequence else {
+                    throw SyncProtocolError(.malformedFrame, "the restored bundle's header names chain \(header.deviceChainHash.prefix(16))... sequence \(header.sequence), not this node's chain at \(sequence)")
+                }
+            }
+            try await Self.offload { try handoff.put(split) }
         }
         guard received == bundle.uncompressedSize else {
             throw SyncProtocolError(.malformedFrame, "the restored bundle holds \(received) bytes; RESTORE_BUNDLE declared \(bundle.uncompressedSize)")
         }
-        guard lastByte == 0x0A, newlines == bundle.itemCount + 2 else {
-            throw SyncProtocolError(.malformedFrame, "RESTORE_BUNDLE declared \(bundle.itemCount) items; the bundle holds \(max(newlines - 2, 0)) whole lines after its header")
+        guard lines == bundle.itemCount + 2 else {
+            throw SyncProtocolError(.malformedFrame, "RESTORE_BUNDLE declared \(bundle.itemCount) items; the bundle holds \(max(lines - 2, 0)) whole lines after its header")
         }
-        let expected = ChainStateDigest.Result(digest: bundle.chainStateDigest, visibleCount: bundle.visibleCount)
-        let (archive, chain, chainHash, now) = (node.archive, node.deviceChainID, node.deviceChainHash, node.clock.now())
-        let size = bundle.uncompressedSize, hash = bundle.manifestHash
-        do {
-            var head = try FileLines(path: path)
-            // Only this node's own chain, at the sequence asked for (the applier checks the rest).
-            guard let first = head.next() else { throw BundleError(.malformed, line: 1, "the bundle is empty") }
-            let header = try BundleVerifier.header(first)
-            guard header.deviceChainHash == chainHash, header.sequence == sequence else {
-                throw SyncProtocolError(.malformedFrame, "the restored bundle's header names chain \(header.deviceChainHash.prefix(16))... sequence \(header.sequence), not this node's chain at \(sequence)")
-            }
-            try archive.applyRestored(lines: try FileLines(path: path), manifestHash: hash, sequence: sequence, chain: chain,
-                                      expected: expected, now: now, bundleBytes: size)
-        }
-        return expected
     }
+
+    /// Blocking work (a hand-off to a full queue) on NIO's blocking-I/O threads.
+    static func offload<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await NIOThreadPool.singleton.runIfActive(body)
+    }
+
+    /// `body` on a thread of its own (a serial queue made for it), awaited.
+    static func onOwnThread(_ body: @escaping @Sendable () throws -> Void) async throws {
+        try await withCheckedThrowingContinuation { (done: CheckedContinuation<Void, any Error>) in
+            DispatchQueue(label: "healthprobe.restore.apply").async { done.resume(with: Result { try body() }) }
+        }
+    }
+}
+
+/// The archive for the thread applying a restored bundle, let go of as soon as it is done:
+/// a closure the thread pool keeps a moment longer must not keep the archive (and its
+/// writer lock) open after the restore returned.
+/// `@unchecked Sendable`: `archive` is read and written only under `lock`.
+final class ArchiveHandle: @unchecked Sendable {
+    private let lock = NSLock()
+    private var held: Archive?
+    init(_ archive: Archive) { held = archive }
+    var archive: Archive? { lock.withLock { held } }
+    func release() { lock.withLock { held = nil } }
 }

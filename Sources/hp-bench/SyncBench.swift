@@ -78,7 +78,7 @@ struct SyncBench: AsyncParsableCommand {
         try home.reset(newChain: false)
         Measure.resetPeakRSS()
         let restoring = try home.open(clock: clock)
-        let (restored, restoreSeconds) = try await Self.time { try await NodeRestore(node: restoring, scratch: root + "/outbox").restore(enrollment) }
+        let (restored, restoreSeconds) = try await Self.time { try await NodeRestore(node: restoring).restore(enrollment) }
         results.append(Result(phase: "node_restore", samples: offset, seconds: restoreSeconds, samplesPerSecond: Double(offset) / restoreSeconds,
                               bytesOnWire: restored.bytesOnWire, uncompressedBytes: 0, compressionRatio: 0, ackSeconds: 0, buildSeconds: 0,
                               checkSeconds: 0, sendSeconds: 0, nodePeakRssBytes: Measure.peakRSS(), serverPeakRssBytes: server.peakRSS))

@@ -45,7 +45,7 @@ struct Restore: AsyncParsableCommand {
         let enrollment = try requireEnrollment(options)
         let node = try options.open()
         let address = server.flatMap { SyncAddress.parse($0) }
-        var restore = NodeRestore(node: node, scratch: home.root + "/outbox", logger: NodeLogging.logger())
+        var restore = NodeRestore(node: node, logger: NodeLogging.logger())
         let progress = ProgressLine(label: "restoring")
         restore.onProgress = { seq, total in progress.update(done: seq, total: total, unit: "bundles") }
         let report = try await restore.restore(enrollment, host: address?.host, port: address?.port)

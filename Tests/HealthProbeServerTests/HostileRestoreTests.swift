@@ -117,7 +117,7 @@ struct HostileRestoreTests {
             for (name, answer, says) in cases {
                 server.answer(answer)
                 do {
-                    _ = try await NodeRestore(node: try f.target.open(), scratch: f.target.root + "/outbox").restore(e)
+                    _ = try await NodeRestore(node: try f.target.open()).restore(e)
                     Issue.record("\(name): accepted")
                 } catch {
                     #expect("\(error)".contains(says), "\(name): \(error)")
@@ -125,7 +125,7 @@ struct HostileRestoreTests {
                 #expect(try await f.stored() == [0, 0], "\(name) stored something")
             }
             server.answer(f.answer())
-            let report = try await NodeRestore(node: try f.target.open(), scratch: f.target.root + "/outbox").restore(e)
+            let report = try await NodeRestore(node: try f.target.open()).restore(e)
             #expect(report.restored == 1 && report.chainStateDigest == f.state.digest)
             #expect(try await f.stored() == [1, 2], "one observation; logged as received and as sent")
         }

@@ -20,7 +20,7 @@ struct NodeRestoreTests {
     }
 
     static func restore(_ home: TempHome, _ e: NodeEnrollment) async throws -> NodeRestore.Report {
-        try await NodeRestore(node: try home.open(), scratch: home.root + "/outbox").restore(e)
+        try await NodeRestore(node: try home.open()).restore(e)
     }
 
     static func sync(_ home: TempHome, _ e: NodeEnrollment) async throws -> SyncClient.Report {

@@ -25,9 +25,13 @@ extension Archive {
     /// it) to this node's archive, in one transaction that also checks, before it
     /// commits, that the chain state after it equals `expected` and logs the bundle as
     /// sent (the server holds it). Nothing is stored when any check fails.
+    /// `transferChecked`, called first before the commit, throws when the lines did not
+    /// arrive whole (they are applied while they arrive).
     public func applyRestored(lines: some Sequence<[UInt8]>, manifestHash: String, sequence: Int, chain: Int64,
-                              expected: ChainStateDigest.Result, now: Double, bundleBytes: Int) throws {
+                              expected: ChainStateDigest.Result, now: Double, bundleBytes: Int,
+                              transferChecked: () throws -> Void = {}) throws {
         _ = try BundleApplier.apply(self, lines: lines, manifestHash: manifestHash, now: now, indexes: .automatic(bundleBytes: bundleBytes)) { db, outcome in
+            try transferChecked()
             guard case .applied(let observation, let applied) = outcome, applied == sequence else {
                 throw ArchiveError(.invalidState, "bundle \(sequence) of the server is already in this archive; restore only continues an archive it made")
             }
