@@ -98,7 +98,7 @@ let package = Package(
                 .product(name: "ZIPFoundation", package: "ZIPFoundation"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            swiftSettings: strict
+            swiftSettings: fuzzed
         ),
         .systemLibrary(
             name: "HPZlib",

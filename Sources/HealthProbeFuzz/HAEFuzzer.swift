@@ -1,13 +1,34 @@
+import HealthProbeCanonical
 import HealthProbeImport
 
-/// A Health Auto Export body: the decoder never traps and refuses only with a
-/// `HAEDecodeError`; what it accepts holds dates in range, ends not before
+/// A Health Auto Export body: the streaming decoder never traps and refuses only with a
+/// `HAEDecodeError`; it refuses as not JSON exactly what `JSONParser` refuses; read in
+/// 7-byte chunks (every value straddling chunks) it gives the same samples or the same
+/// error as from one buffer; what it accepts holds dates in range, ends not before
 /// starts and only finite numbers.
 enum HAEFuzzer {
     static func run(_ data: UnsafeRawBufferPointer) -> String? {
         let decoder = HAEDecoder(aggregation: "none")
-        let payload: HAEPayload
-        do { payload = try decoder.decode(data) } catch { return nil }
+        let bytes = Array(data)
+        let whole: Result<HAEPayload, HAEDecodeError> = Result { () throws(HAEDecodeError) in try decoder.decode(bytes) }
+        let chunked: Result<HAEPayload, any Error> = Result { try decoder.decode(.memory(bytes, chunkBytes: 7)) }
+        switch (whole, chunked) {
+        case (.success(let a), .success(let b)):
+            if a.samples != b.samples || a.unrecognised != b.unrecognised { return "7-byte chunks decode other samples than one buffer" }
+        case (.failure(let a), .failure(let b)):
+            guard let b = b as? HAEDecodeError else { return "7-byte chunks fail with \(type(of: b)), not HAEDecodeError" }
+            if a != b { return "7-byte chunks refuse at \(b.path), one buffer at \(a.path)" }
+        default: return "7-byte chunks and one buffer disagree on accepting the body"
+        }
+        let strictJSON = (try? JSONParser.parse(bytes)) != nil
+        if case .failure(let e) = whole {
+            let notJSON = e.path == "$" && e.reason.hasPrefix("not JSON")
+            if strictJSON && notJSON { return "JSON that JSONParser accepts refused as not JSON: \(e.reason)" }
+            if !strictJSON && !notJSON && !e.reason.hasPrefix("body is larger") { return "JSON that JSONParser refuses refused at \(e.path) instead" }
+        } else if !strictJSON {
+            return "JSON that JSONParser refuses was accepted"
+        }
+        guard case .success(let payload) = whole else { return nil }
         func check(_ s: HAESample) -> String? {
             let x = s.sample
             guard decoder.dateRange.contains(x.startDate), decoder.dateRange.contains(x.endDate) else { return "\(s.path): date out of range accepted" }

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HealthProbeArchive
 import HealthProbeCanonical
+import HealthProbeImport
 
 /// The raw bodies an automation posted, content-addressed by the SHA-256 of their bytes
 /// (`sha256sum` names them): `<sha>.json` is the body, `<sha>.received.json` when and with
@@ -91,11 +92,16 @@ public struct BodyStore: Sendable {
         return out.sorted { ($0.receivedAt, $0.sha256) < ($1.receivedAt, $1.sha256) }
     }
 
-    /// The body `sha`, checked against its name.
-    public func body(_ sha: String) throws -> [UInt8] {
-        guard let bytes = DurableFile.read(path(sha, ".json")) else { throw ArchiveError(.notFound, "no body \(sha) in \(directory)") }
-        guard Self.sha256(bytes) == sha else { throw ArchiveError(.storage, "\(path(sha, ".json")) does not hash to its name: the disk changed it") }
-        return bytes
+    /// The body `sha` as its file, read in chunks, once its bytes were checked against
+    /// its name (also in chunks: memory stays at one chunk).
+    public func checkedBody(_ sha: String) throws -> HAEBody {
+        let file = path(sha, ".json")
+        guard let handle = FileHandle(forReadingAtPath: file) else { throw ArchiveError(.notFound, "no body \(sha) in \(directory)") }
+        defer { try? handle.close() }
+        var hash = SHA256()
+        while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty { hash.update(data: chunk) }
+        guard ArchiveHasher.hex(Array(hash.finalize())) == sha else { throw ArchiveError(.storage, "\(file) does not hash to its name: the disk changed it") }
+        return try HAEBody.file(file)
     }
 
     static var decoder: JSONDecoder {

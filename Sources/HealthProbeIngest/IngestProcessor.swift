@@ -47,7 +47,7 @@ public final class IngestProcessor: Sendable {
             let received = BodyStore.Received(sha256: sha, bytes: body.count, receivedAt: now, period: period?.rawValue,
                                               aggregation: aggregation?.rawValue, utcOffsetSeconds: utcOffset(now))
             try store.keep(body, received)
-            return Outcome(recorded: try record(automation: automation, body: body, received: received), duplicate: false)
+            return Outcome(recorded: try record(automation: automation, body: .memory(body), received: received), duplicate: false)
         }
     }
 
@@ -58,7 +58,7 @@ public final class IngestProcessor: Sendable {
             for automation in homes.automations() {
                 let store = homes.bodies(automation)
                 for received in try store.pending() {
-                    _ = try record(automation: automation, body: try store.body(received.sha256), received: received)
+                    _ = try record(automation: automation, body: try store.checkedBody(received.sha256), received: received)
                     n += 1
                 }
             }
@@ -67,15 +67,17 @@ public final class IngestProcessor: Sendable {
     }
 
     /// Decodes and records one kept body, then keeps its outcome. Runs on the pool's thread.
-    func record(automation: String, body: [UInt8], received: BodyStore.Received) throws -> BodyStore.Recorded {
+    /// Two streaming passes: the first checks the whole body (a bad field refuses it before
+    /// anything is written), the second records it (docs/decisions/2026-11-29-hae-streaming.md).
+    func record(automation: String, body: HAEBody, received: BodyStore.Received) throws -> BodyStore.Recorded {
         let store = homes.bodies(automation)
         var out = BodyStore.Recorded(sha256: received.sha256, outcome: "refused", recordedAt: received.receivedAt)
-        let payload: HAEPayload
+        var d = decoder
+        d.aggregation = received.aggregation
+        let scan: HAEScan
         do {
-            var d = decoder
-            d.aggregation = received.aggregation
-            payload = try d.decode(body)
-        } catch {
+            scan = try d.scan(body)
+        } catch let error as HAEDecodeError {
             out.reason = error.message
             try store.markRecorded(out)
             logger.notice("ingest body refused", metadata: ["automation": "\(automation)", "sha256": "\(received.sha256.prefix(16))", "path": "\(error.path)"])
@@ -84,7 +86,7 @@ public final class IngestProcessor: Sendable {
         let window = HAEWindow(period: received.period.flatMap(HAEPeriod.init(rawValue:)), aggregation: received.aggregation.flatMap(HAEAggregation.init(rawValue:)),
                                now: received.receivedAt, utcOffsetSeconds: received.utcOffsetSeconds)
         let node = try archives.node(homes.automation(automation))
-        let r = try HAECapture(node: node).record(payload, window: window)
+        let r = try HAECapture(node: node).record(body, decoder: d, scan: scan, window: window)
         out.outcome = "recorded"
         out.observationId = r.observationId
         out.status = r.status

@@ -23,52 +23,107 @@ public struct HAECapture {
     }
 
     let node: NodeArchive
+    /// Samples of one type handed to the write pipeline at once (its transactions
+    /// gather up to `PipelinedPageWriter.defaultTransactionSamples`).
     public var pageSize = 5_000
+    /// Samples buffered across all types before the largest buffer is written: memory
+    /// stays bounded however the types interleave.
+    public var maxBuffered = 20_000
 
     public init(node: NodeArchive) { self.node = node }
 
     /// Writes `payload` as one observation with `window`.
     public func record(_ payload: HAEPayload, window: HAEWindow) throws -> Result {
-        var byType: [String: [CapturedSample]] = [:]
-        var order: [String] = []
-        func add(_ s: HAESample) {
-            let t = window.archiveType(s)
-            if byType[t] == nil { order.append(t) }
-            byType[t, default: []].append(s.sample)
-            s.children.forEach(add)
+        var types: [String: ValueKind] = [:]
+        func note(_ s: HAESample) {
+            if types[s.typeIdentifier] == nil { types[s.typeIdentifier] = s.sample.valueKind }
+            s.children.forEach(note)
         }
-        payload.samples.forEach(add)
+        payload.samples.forEach(note)
+        return try record(types: types, unrecognised: payload.unrecognised.count, expected: nil, window: window) { add in
+            for s in payload.samples { try add(s) }
+        }
+    }
+
+    /// Writes `body`, which `decoder.scan` checked and counted as `scan`, as one
+    /// observation with `window`: a second pass streams its samples into the type runs
+    /// chunk by chunk, so no more than `maxBuffered` samples wait here (and three chunks
+    /// in the write pipeline).
+    public func record(_ body: HAEBody, decoder: HAEDecoder, scan: HAEScan, window: HAEWindow) throws -> Result {
+        try record(types: scan.types, unrecognised: scan.unrecognised, expected: scan.samples, window: window) { add in
+            try decoder.stream(body, add)
+        }
+    }
+
+    /// One type's run and its samples waiting for the next page.
+    private final class Pending {
+        let run: TypeRunWriter
+        var samples: [CapturedSample] = []
+        init(_ run: TypeRunWriter) { self.run = run }
+    }
+
+    private func record(types: [String: ValueKind], unrecognised: Int, expected: Int?, window: HAEWindow,
+                        samples: ((HAESample) throws -> Void) throws -> Void) throws -> Result {
+        var categories: [String: ValueKind] = [:]
+        for (type, kind) in types where categories[window.archiveType(type)] == nil { categories[window.archiveType(type)] = kind }
+        let order = categories.keys.sorted()
         let notes = CaptureWindowNote(period: window.period?.rawValue, aggregation: window.aggregation?.rawValue, closed: window.closed,
-                                      unrecognised: payload.unrecognised.count).text
-        let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: .scheduled, selectedTypes: order.sorted(), notes: notes),
+                                      unrecognised: unrecognised).text
+        let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: .scheduled, selectedTypes: order, notes: notes),
                                                deferIndexes: false)
         var r = Result(observationId: session.observationID, status: "")
-        r.unrecognised = payload.unrecognised.count
+        r.unrecognised = unrecognised
+        // Normalizing and writing run on the pipeline's queues while the body is read.
+        let pipeline = PipelinedPageWriter(session: session)
         do {
-            for type in order.sorted() {
-                let samples = byType[type] ?? []
-                let run = try session.beginTypeRun(SampleTypeDescriptor(type, category: samples.first?.valueKind),
-                                                   kind: window.closed == nil ? .anchored : .fullScan)
+            var runs: [String: Pending] = [:]
+            for type in order {
+                let run = try session.beginTypeRun(SampleTypeDescriptor(type, category: categories[type]), kind: window.closed == nil ? .anchored : .fullScan)
                 run.closingWindow = window.closed
-                var page = 0, start = 0
-                while start < samples.count {
-                    let chunk = Array(samples[start..<min(start + pageSize, samples.count)])
-                    let p = try run.writePage(index: page, samples: chunk)
-                    r.appeared += p.appeared
-                    r.changed += p.changed
-                    r.unchanged += p.unchanged
-                    page += 1
-                    start += chunk.count
+                runs[type] = Pending(run)
+            }
+            var buffered = 0
+            func write(_ p: Pending) throws {
+                try pipeline.submit(p.samples, to: p.run)
+                buffered -= p.samples.count
+                p.samples.removeAll(keepingCapacity: true)
+            }
+            func add(_ s: HAESample) throws {
+                guard let p = runs[window.archiveType(s)] else {
+                    throw ArchiveError(.invalidState, "the Health Auto Export body changed between its check and its recording; post it again")
                 }
-                let done = try run.complete()
-                r.disappeared += done.deletedEvents
-                r.records += samples.count
+                p.samples.append(s.sample)
+                buffered += 1
+                r.records += 1
+                if p.samples.count >= pageSize {
+                    try write(p)
+                } else if buffered > maxBuffered, let largest = runs.values.max(by: { $0.samples.count < $1.samples.count }) {
+                    try write(largest)
+                }
+                for c in s.children { try add(c) }
+            }
+            try samples(add)
+            if let expected, expected != r.records {
+                throw ArchiveError(.invalidState, "the Health Auto Export body changed between its check and its recording; post it again")
+            }
+            for type in order {
+                if let p = runs[type], !p.samples.isEmpty { try write(p) }
+            }
+            let totals = try pipeline.flush()
+            r.appeared = totals.appeared
+            r.changed = totals.changed
+            r.unchanged = totals.unchanged
+            for type in order {
+                guard let p = runs[type] else { continue }
+                r.disappeared += try p.run.complete().deletedEvents
             }
             r.types = order.count
             r.status = try session.finish().rawValue
             r.latenessByType = try node.lateness(observationID: r.observationId)
             return r
         } catch {
+            // Let queued pages finish (they stop at the first error) before undoing them.
+            _ = try? pipeline.flush()
             try? session.revert(reason: "a Health Auto Export push failed and was reverted")
             throw error
         }

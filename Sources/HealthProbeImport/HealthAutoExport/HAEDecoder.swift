@@ -4,6 +4,8 @@ import HealthProbeCanonical
 /// Decodes a Health Auto Export JSON body (export format version 2) into
 /// typed samples. Pure: bytes in, values out; every number, date and string
 /// is checked, and the first bad field refuses the whole body with its path.
+/// Streaming: the body is read with a pull reader, point by point, never as a
+/// whole tree; memory holds one point (one workout with its route) at a time.
 public struct HAEDecoder: Sendable {
     /// Largest body accepted, in bytes.
     public var maxBodyBytes = 64 << 20
@@ -18,66 +20,233 @@ public struct HAEDecoder: Sendable {
 
     public init(aggregation: String? = nil) { self.aggregation = aggregation }
 
-    /// Decodes `bytes`; throws `HAEDecodeError` naming the JSON path.
+    /// Decodes `bytes` into one payload holding every sample; throws `HAEDecodeError`
+    /// naming the JSON path. Small bodies and tests: ingest streams (`scan`, `stream`).
     public func decode(_ bytes: some Collection<UInt8>) throws(HAEDecodeError) -> HAEPayload {
-        guard bytes.count <= maxBodyBytes else { throw HAEDecodeError("$", "body is larger than \(maxBodyBytes) bytes; split the export (batch requests) or raise the limit") }
-        let root: JSONValue
-        do { root = try JSONParser.parse(bytes) } catch { throw HAEDecodeError("$", "not JSON (\(error.description))") }
-        guard case .object(let top) = root else { throw HAEDecodeError("$", "expected an object with a \"data\" member") }
-        guard case .object(let data)? = top["data"] else { throw HAEDecodeError("data", "missing or not an object; send export format version 2 (JSON)") }
+        let body = HAEBody.memory(bytes as? [UInt8] ?? Array(bytes))
+        do { return try decode(body) } catch let e as HAEDecodeError { throw e } catch {
+            throw HAEDecodeError("$", "could not be read (\(error))")
+        }
+    }
+
+    /// Decodes `body` into one payload holding every sample.
+    public func decode(_ body: HAEBody) throws -> HAEPayload {
         var out = HAEPayload()
-        if let m = data["metrics"] {
-            for (i, metric) in try array(m, "data.metrics").enumerated() {
-                try decodeMetric(metric, "data.metrics[\(i)]", into: &out)
-            }
-        }
-        if let w = data["workouts"] {
-            for (i, workout) in try array(w, "data.workouts").enumerated() {
-                out.samples.append(try decodeWorkout(workout, "data.workouts[\(i)]"))
-            }
-        }
-        for name in HAEMetricTable.keptArrays {
-            guard let v = data[name] else { continue }
-            for (i, item) in try array(v, "data.\(name)").enumerated() {
-                _ = try object(item, "data.\(name)[\(i)]")
-                out.unrecognised.append(HAEUnrecognised(kind: name, path: "data.\(name)[\(i)]"))
-            }
-        }
-        for key in data.keys.sorted() where key != "metrics" && key != "workouts" && !HAEMetricTable.keptArrays.contains(key) {
-            out.unrecognised.append(HAEUnrecognised(kind: key, path: "data.\(key)"))
-        }
+        try walk(body, onSample: { out.samples.append($0) }, onUnrecognised: { out.unrecognised.append($0) })
         return out
+    }
+
+    /// Checks all of `body` and counts what it holds, keeping no sample: the first pass
+    /// of a streamed ingest. Throws `HAEDecodeError` for a body that must be refused.
+    public func scan(_ body: HAEBody) throws -> HAEScan {
+        var scan = HAEScan()
+        func add(_ s: HAESample) {
+            scan.samples += 1
+            if scan.types[s.typeIdentifier] == nil { scan.types[s.typeIdentifier] = s.sample.valueKind }
+            s.children.forEach(add)
+        }
+        try walk(body, onSample: add, onUnrecognised: { scan.unrecognisedCounts[$0.kind, default: 0] += 1 })
+        return scan
+    }
+
+    /// Hands each sample of `body` to `onSample` in document order, holding one at a
+    /// time: the second pass of a streamed ingest, after `scan` accepted the body.
+    public func stream(_ body: HAEBody, _ onSample: (HAESample) throws -> Void) throws {
+        try walk(body, onSample: onSample, onUnrecognised: { _ in })
+    }
+
+    // MARK: document
+
+    /// The top-level members of `data` in the order their first error is reported: a
+    /// body with errors in several is refused for the first of these, as when the whole
+    /// tree was read first.
+    static func priority(_ member: String) -> Int {
+        switch member {
+        case "metrics": 0
+        case "workouts": 1
+        default: 2 + (HAEMetricTable.keptArrays.firstIndex(of: member) ?? HAEMetricTable.keptArrays.count)
+        }
+    }
+
+    /// One pass over the document. A field that is wrong refuses the body, but the rest is
+    /// still read: a body that is not JSON at all is refused as such (path `$`) wherever
+    /// that shows, and among wrong fields the first in `priority` order is named.
+    func walk(_ body: HAEBody, onSample: (HAESample) throws -> Void, onUnrecognised: (HAEUnrecognised) throws -> Void) throws {
+        guard body.count <= maxBodyBytes else { throw HAEDecodeError("$", "body is larger than \(maxBodyBytes) bytes; split the export (batch requests) or raise the limit") }
+        var first: (priority: Int, error: HAEDecodeError)?
+        func note(_ priority: Int, _ e: HAEDecodeError) {
+            if first == nil || priority < first!.priority { first = (priority, e) }
+        }
+        do {
+            var r = try JSONPullReader(body)
+            if try r.peekKind() != .object {
+                note(-1, HAEDecodeError("$", "expected an object with a \"data\" member"))
+            } else {
+                try r.enterObject()
+                var sawData = false
+                while let key = try r.nextKey() {
+                    guard key == "data" else { try r.skipValue(); continue }
+                    sawData = true
+                    guard try r.peekKind() == .object else {
+                        note(-1, HAEDecodeError("data", "missing or not an object; send export format version 2 (JSON)"))
+                        try r.skipValue()
+                        continue
+                    }
+                    try r.enterObject()
+                    var unknown: [String] = []
+                    while let name = try r.nextKey() {
+                        do {
+                            switch name {
+                            case "metrics": try metrics(&r, onSample, onUnrecognised)
+                            case "workouts": try workouts(&r, onSample)
+                            case _ where HAEMetricTable.keptArrays.contains(name): try kept(&r, name, onUnrecognised)
+                            default:
+                                unknown.append(name)
+                                try r.skipValue()
+                            }
+                        } catch let e as HAEDecodeError {
+                            note(Self.priority(name), e)
+                            try r.skip(toDepth: 2)
+                        }
+                    }
+                    for name in unknown.sorted() { try onUnrecognised(HAEUnrecognised(kind: name, path: "data.\(name)")) }
+                }
+                if !sawData { note(-1, HAEDecodeError("data", "missing or not an object; send export format version 2 (JSON)")) }
+            }
+            try r.finish()
+        } catch let e as JSONPullReader.Error {
+            throw HAEDecodeError("$", "not JSON (\(e.description))")
+        }
+        if let first { throw first.error }
+    }
+
+    /// A point's members this decoder reads (the others are checked and skipped).
+    static let pointKeys: Set<String> = [
+        "qty", "date", "source", "units", "Min", "Avg", "Max", "systolic", "diastolic", "mealTime", "startDate", "endDate", "value",
+        "totalSleep", "asleep", "core", "deep", "rem", "awake", "inBed", "sleepStart", "sleepEnd", "inBedStart", "inBedEnd",
+        "latitude", "longitude", "lat", "lon", "timestamp", "altitude", "course", "speed",
+    ]
+    /// A workout's text, number and flag members.
+    static let workoutScalars: Set<String> = ["name", "start", "end", "duration", "id", "location", "isIndoor", "source"]
+    /// A workout's `{qty, units}` members.
+    static let workoutMeasures: Set<String> = ["activeEnergyBurned", "totalEnergy", "distance", "intensity", "speed", "avgSpeed", "maxSpeed", "elevationUp"]
+
+    /// The next value, an object of the members in `keep`, scalars only below it.
+    private func point(_ r: inout JSONPullReader, _ path: String) throws -> [String: JSONValue] {
+        let k = try r.peekKind()
+        guard k == .object else { throw HAEDecodeError(path, "expected an object, found \(Self.kind(k))") }
+        guard case .object(let o) = try r.readValue(levels: 1, stringLimit: maxTextBytes, keep: Self.pointKeys) else { return [:] }
+        return o
+    }
+
+    /// Enters the next value, which must be an array.
+    private func enterArray(_ r: inout JSONPullReader, _ path: String) throws {
+        let k = try r.peekKind()
+        guard k == .array else { throw HAEDecodeError(path, "expected an array, found \(Self.kind(k))") }
+        try r.enterArray()
+    }
+
+    static func kind(_ k: JSONPullReader.Kind) -> String {
+        switch k {
+        case .null: "null"
+        case .bool: "a boolean"
+        case .number: "a number"
+        case .string: "text"
+        case .array: "an array"
+        case .object: "an object"
+        }
     }
 
     // MARK: metrics
 
-    private func decodeMetric(_ v: JSONValue, _ path: String, into out: inout HAEPayload) throws(HAEDecodeError) {
-        let o = try object(v, path)
-        let name = try text(o, "name", path)
-        let units = try optionalText(o, "units", path)
-        let points = try array(o["data"] ?? .null, path + ".data")
+    private func metrics(_ r: inout JSONPullReader, _ onSample: (HAESample) throws -> Void, _ onUnrecognised: (HAEUnrecognised) throws -> Void) throws {
+        try enterArray(&r, "data.metrics")
+        var i = 0
+        while try r.nextElement() {
+            let path = "data.metrics[\(i)]"
+            let k = try r.peekKind()
+            guard k == .object else { throw HAEDecodeError(path, "expected an object, found \(Self.kind(k))") }
+            try r.enterObject()
+            // name and units before data (as the app writes them): the points stream as they
+            // are read; otherwise data is checked now and read again once the object is known.
+            var head: [String: JSONValue] = [:]
+            var later: JSONPullReader?
+            var done = false
+            while let key = try r.nextKey() {
+                switch key {
+                case "name", "units": head[key] = try r.readValue(levels: 0, stringLimit: maxTextBytes)
+                case "data" where head["name"] != nil && head["units"] != nil:
+                    try points(&r, head, path, onSample, onUnrecognised)
+                    done = true
+                case "data":
+                    later = r
+                    try r.skipValue()
+                default: try r.skipValue()
+                }
+            }
+            if !done {
+                if var d = later {
+                    try points(&d, head, path, onSample, onUnrecognised)
+                } else {
+                    _ = try text(head, "name", path)
+                    _ = try optionalText(head, "units", path)
+                    throw HAEDecodeError(path + ".data", "expected an array, found null")
+                }
+            }
+            i += 1
+        }
+    }
+
+    /// The metric's `data` array, next in `r`, point by point.
+    private func points(_ r: inout JSONPullReader, _ head: [String: JSONValue], _ path: String,
+                        _ onSample: (HAESample) throws -> Void, _ onUnrecognised: (HAEUnrecognised) throws -> Void) throws {
+        let name = try text(head, "name", path)
+        let units = try optionalText(head, "units", path)
+        try enterArray(&r, path + ".data")
         guard let map = HAEMetricTable.metrics[name] else {
-            for j in points.indices { out.unrecognised.append(HAEUnrecognised(kind: "metric:" + name, path: "\(path).data[\(j)]")) }
-            if points.isEmpty { out.unrecognised.append(HAEUnrecognised(kind: "metric:" + name, path: path)) }
+            var j = 0
+            while try r.nextElement() {
+                try r.skipValue()
+                try onUnrecognised(HAEUnrecognised(kind: "metric:" + name, path: "\(path).data[\(j)]"))
+                j += 1
+            }
+            if j == 0 { try onUnrecognised(HAEUnrecognised(kind: "metric:" + name, path: path)) }
             return
         }
-        for (j, p) in points.enumerated() {
+        var j = 0
+        while try r.nextElement() {
             let pp = "\(path).data[\(j)]"
-            let po = try object(p, pp)
+            let po = try point(&r, pp)
             switch map.shape {
             case .quantity:
-                out.samples.append(quantity(map.type, try number(po, "qty", pp), units, try date(po, "date", pp), try source(po, pp), pp))
+                try onSample(quantity(map.type, try number(po, "qty", pp), units, try date(po, "date", pp), try source(po, pp), pp))
             case .minAvgMax:
-                out.samples.append(try minAvgMax(map.type, po, units, pp))
+                try onSample(try minAvgMax(map.type, po, units, pp))
             case .bloodPressure:
-                out.samples.append(try bloodPressure(map.type, po, units, pp))
+                try onSample(try bloodPressure(map.type, po, units, pp))
             case .bloodGlucose:
                 var s = quantity(map.type, try number(po, "qty", pp), units, try date(po, "date", pp), try source(po, pp), pp)
                 if let meal = try optionalText(po, "mealTime", pp) { s.sample.metadata?["hp:meal_time"] = .string(meal) }
-                out.samples.append(s)
+                try onSample(s)
             case .sleep:
-                out.samples.append(try sleep(map.type, po, pp))
+                try onSample(try sleep(map.type, po, pp))
             }
+            j += 1
+        }
+    }
+
+    // MARK: kept arrays
+
+    private func kept(_ r: inout JSONPullReader, _ name: String, _ onUnrecognised: (HAEUnrecognised) throws -> Void) throws {
+        try enterArray(&r, "data.\(name)")
+        var i = 0
+        while try r.nextElement() {
+            let path = "data.\(name)[\(i)]"
+            let k = try r.peekKind()
+            guard k == .object else { throw HAEDecodeError(path, "expected an object, found \(Self.kind(k))") }
+            try r.skipValue()
+            try onUnrecognised(HAEUnrecognised(kind: name, path: path))
+            i += 1
         }
     }
 
@@ -151,8 +320,38 @@ public struct HAEDecoder: Sendable {
 
     // MARK: workouts
 
-    private func decodeWorkout(_ v: JSONValue, _ path: String) throws(HAEDecodeError) -> HAESample {
-        let o = try object(v, path)
+    private func workouts(_ r: inout JSONPullReader, _ onSample: (HAESample) throws -> Void) throws {
+        try enterArray(&r, "data.workouts")
+        var i = 0
+        while try r.nextElement() {
+            try onSample(try workout(&r, "data.workouts[\(i)]"))
+            i += 1
+        }
+    }
+
+    /// One workout: its fields are read first, then its heart-rate points and route
+    /// (from forks of the reader, in the order the fields are checked).
+    private func workout(_ r: inout JSONPullReader, _ path: String) throws -> HAESample {
+        let k = try r.peekKind()
+        guard k == .object else { throw HAEDecodeError(path, "expected an object, found \(Self.kind(k))") }
+        try r.enterObject()
+        var o: [String: JSONValue] = [:]
+        var heartRate: JSONPullReader?, routeReader: JSONPullReader?
+        while let key = try r.nextKey() {
+            if key == "heartRateData" {
+                heartRate = r
+                try r.skipValue()
+            } else if key == "route" {
+                routeReader = r
+                try r.skipValue()
+            } else if Self.workoutScalars.contains(key) {
+                o[key] = try r.readValue(levels: 0, stringLimit: maxTextBytes)
+            } else if Self.workoutMeasures.contains(key) {
+                o[key] = try r.readValue(levels: 1, stringLimit: maxTextBytes)
+            } else {
+                try r.skipValue()
+            }
+        }
         let name = try text(o, "name", path)
         let start = try date(o, "start", path), end = try date(o, "end", path)
         guard end >= start else { throw HAEDecodeError(path + ".end", "is before start") }
@@ -181,25 +380,30 @@ public struct HAEDecoder: Sendable {
         }
         s.metadata = m
         var w = HAESample(typeIdentifier: HAEMetricTable.workoutType, sample: s, path: path, aggregated: false)
-        if let hr = o["heartRateData"] {
-            for (i, p) in try array(hr, path + ".heartRateData").enumerated() {
+        if var hr = heartRate {
+            try enterArray(&hr, path + ".heartRateData")
+            var i = 0
+            while try hr.nextElement() {
                 let pp = "\(path).heartRateData[\(i)]"
-                let po = try object(p, pp)
+                let po = try point(&hr, pp)
                 let units = try optionalText(po, "units", pp) ?? "count/min"
                 var c = try minAvgMax(HAEMetricTable.workoutHeartRateType, po, units, pp)
                 c.aggregated = true
                 w.children.append(c)
+                i += 1
             }
         }
-        if let r = o["route"] { w.children.append(try route(r, path + ".route", start: start, end: end, src: s.source)) }
+        if var rr = routeReader { w.children.append(try route(&rr, path + ".route", start: start, end: end, src: s.source)) }
         return w
     }
 
-    private func route(_ v: JSONValue, _ path: String, start: Double, end: Double, src: SourceDescriptor?) throws(HAEDecodeError) -> HAESample {
+    private func route(_ r: inout JSONPullReader, _ path: String, start: Double, end: Double, src: SourceDescriptor?) throws -> HAESample {
         var locations: [JSONValue] = []
-        for (i, p) in try array(v, path).enumerated() {
+        try enterArray(&r, path)
+        var i = 0
+        while try r.nextElement() {
             let pp = "\(path)[\(i)]"
-            let o = try object(p, pp)
+            let o = try point(&r, pp)
             let lat = try number(o, o["latitude"] != nil ? "latitude" : "lat", pp)
             let lon = try number(o, o["longitude"] != nil ? "longitude" : "lon", pp)
             guard (-90...90).contains(lat) else { throw HAEDecodeError(pp + ".latitude", "out of range -90...90") }
@@ -208,6 +412,7 @@ public struct HAEDecoder: Sendable {
                                           "date": .string(CanonicalDate.string(try date(o, "timestamp", pp)))]
             for k in ["altitude", "course", "speed"] where o[k] != nil { l[k] = .number(try number(o, k, pp)) }
             locations.append(.object(l))
+            i += 1
         }
         var s = CapturedSample(startDate: start, endDate: end, valueKind: .route, source: src)
         s.metadata = baseMetadata()
@@ -229,11 +434,6 @@ public struct HAEDecoder: Sendable {
     private func object(_ v: JSONValue, _ path: String) throws(HAEDecodeError) -> [String: JSONValue] {
         guard case .object(let o) = v else { throw HAEDecodeError(path, "expected an object, found \(kind(v))") }
         return o
-    }
-
-    private func array(_ v: JSONValue, _ path: String) throws(HAEDecodeError) -> [JSONValue] {
-        guard case .array(let a) = v else { throw HAEDecodeError(path, "expected an array, found \(kind(v))") }
-        return a
     }
 
     private func number(_ o: [String: JSONValue], _ key: String, _ path: String) throws(HAEDecodeError) -> Double {

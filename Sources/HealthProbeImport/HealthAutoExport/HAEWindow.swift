@@ -36,9 +36,12 @@ public struct HAEWindow: Sendable, Equatable {
 
     /// The type a sample is archived under: aggregated points are their own identity
     /// class per aggregation (never matched with raw samples, nor across aggregations).
-    public func archiveType(_ sample: HAESample) -> String {
-        if sample.typeIdentifier.hasPrefix("hp:") { return sample.typeIdentifier }
+    public func archiveType(_ sample: HAESample) -> String { archiveType(sample.typeIdentifier) }
+
+    /// The type samples of `typeIdentifier` are archived under.
+    public func archiveType(_ typeIdentifier: String) -> String {
+        if typeIdentifier.hasPrefix("hp:") { return typeIdentifier }
         let key = aggregation?.rawValue ?? "inferred"
-        return key == "none" ? sample.typeIdentifier : "hp:hae:\(key):" + sample.typeIdentifier
+        return key == "none" ? typeIdentifier : "hp:hae:\(key):" + typeIdentifier
     }
 }
