@@ -272,7 +272,8 @@ let package = Package(
             name: "HealthProbeTestSupport",
             dependencies: ["HealthProbeCanonical", "HealthProbeArchive", "HealthProbeSimulator", "HealthProbeImport",
                            .product(name: "GRDB", package: "GRDB.swift"), .product(name: "X509", package: "swift-certificates"),
-                           .product(name: "SwiftASN1", package: "swift-asn1"), .product(name: "Crypto", package: "swift-crypto")],
+                           .product(name: "SwiftASN1", package: "swift-asn1"), .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "ZIPFoundation", package: "ZIPFoundation")],
             path: "Tests/HealthProbeTestSupport",
             swiftSettings: strict
         ),

@@ -25,6 +25,9 @@ public final class AppleHealthImporter {
         /// once the records are in, from a sort, instead of row by row
         /// (docs/decisions/2026-11-25-bulk-first-import.md).
         public var deferIndexesOnFirstImport = true
+        /// Bounds on what a zip may inflate, counted on the bytes actually inflated
+        /// (a member past its declared size is refused whatever these are).
+        public var zipLimits = ZipLimits()
         public init() {}
     }
 
@@ -62,8 +65,9 @@ public final class AppleHealthImporter {
 
     /// Imports the export at `path` (export.zip, export.xml or the unzipped folder).
     public func importExport(at path: String) throws -> Result {
-        let location = try ExportLocation.locate(path)
-        return try importExport(location)
+        let meter = InflateMeter(options.zipLimits)
+        let location = try ExportLocation.locate(path, meter: meter)
+        return try importExport(location, meter: meter)
     }
 
     /// One type's run and the samples waiting for its next page.
@@ -106,14 +110,14 @@ public final class AppleHealthImporter {
         var me: [String: String] = [:]
     }
 
-    func importExport(_ location: ExportLocation) throws -> Result {
+    func importExport(_ location: ExportLocation, meter: InflateMeter? = nil) throws -> Result {
         let started = Date()
         let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: .`import`, notes: "importing an Apple Health export"),
                                                deferIndexes: options.deferIndexesOnFirstImport)
         let state = State()
         let pipeline = PipelinedPageWriter(session: session, transactionSamples: options.transactionSamples)
         let source: ByteSource
-        do { source = try location.open() } catch {
+        do { source = try location.open(meter: meter ?? InflateMeter(options.zipLimits)) } catch {
             try? session.revert(reason: "import failed before reading: \(error)")
             throw error
         }

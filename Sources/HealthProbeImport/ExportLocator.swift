@@ -16,7 +16,10 @@ public struct ExportLocation: Sendable, Equatable {
     public let displayName: String
 
     /// Finds the export XML at `path`.
-    public static func locate(_ path: String) throws -> ExportLocation {
+    public static func locate(_ path: String) throws -> ExportLocation { try locate(path, meter: InflateMeter(ZipLimits())) }
+
+    /// Finds the export XML at `path`, counting what reading zip members inflates on `meter`.
+    static func locate(_ path: String, meter: InflateMeter) throws -> ExportLocation {
         var isDir: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDir) else {
             throw ImportError(.notFound, "\(path) does not exist")
@@ -33,7 +36,7 @@ public struct ExportLocation: Sendable, Equatable {
             // Prefer conventional names, but decide by content.
             candidates.sort { rank($0.path) < rank($1.path) }
             for entry in candidates {
-                if try zipMemberLooksLikeExport(archive, entry) {
+                if try zipMemberLooksLikeExport(archive, entry, meter: meter) {
                     return ExportLocation(kind: .zip, path: path, member: entry.path, displayName: "\(path):\(entry.path)")
                 }
             }
@@ -46,10 +49,10 @@ public struct ExportLocation: Sendable, Equatable {
     }
 
     /// Opens the XML bytes.
-    func open() throws -> ByteSource {
+    func open(meter: InflateMeter = InflateMeter(ZipLimits())) throws -> ByteSource {
         switch kind {
         case .xml, .folder: return try FileByteSource(path: path)
-        case .zip: return try ZipEntrySource(zipPath: path, entryPath: member!)
+        case .zip: return try ZipEntrySource(zipPath: path, entryPath: member ?? "", meter: meter)
         }
     }
 
@@ -92,15 +95,19 @@ public struct ExportLocation: Sendable, Equatable {
         contains(try readHead(path, 64 * 1024), "<HealthData")
     }
 
-    static func zipMemberLooksLikeExport(_ archive: ZIPFoundation.Archive, _ entry: Entry) throws -> Bool {
+    static func zipMemberLooksLikeExport(_ archive: ZIPFoundation.Archive, _ entry: Entry, meter: InflateMeter) throws -> Bool {
         struct Enough: Error {}
         var head: [UInt8] = []
         do {
             _ = try archive.extract(entry, bufferSize: 16 * 1024, skipCRC32: true) { data in
+                try meter.count(chunk: data.count, memberSoFar: UInt64(head.count + data.count), member: entry.path,
+                                declared: entry.uncompressedSize, compressed: entry.compressedSize)
                 head.append(contentsOf: data)
                 if head.count >= 64 * 1024 { throw Enough() }
             }
         } catch is Enough {
+        } catch let e as InflateMeter.Exceeded {
+            throw ImportError(.inflateLimit, e.description)
         } catch {
             throw ImportError(.corruptZip, "the zip member \(entry.path) cannot be read (corrupt)", cause: error)
         }

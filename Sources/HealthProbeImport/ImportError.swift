@@ -8,6 +8,8 @@ public struct ImportError: CodedError {
         case notFound = "not_found"
         case notAnExport = "not_an_export"
         case corruptZip = "corrupt_zip"
+        /// A zip member inflated past its declared size or a `ZipLimits` bound.
+        case inflateLimit = "inflate_limit"
         case malformedXML = "malformed_xml"
         case io
         case storage

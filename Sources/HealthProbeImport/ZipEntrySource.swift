@@ -21,17 +21,22 @@ final class ZipEntrySource: ByteSource, @unchecked Sendable {
         var description: String { String(format: "CRC-32 %08x computed, %08x recorded", computed, expected) }
     }
 
-    init(zipPath: String, entryPath: String) throws {
+    /// Inflated bytes are counted on `meter` as they come (the declared sizes are not trusted).
+    init(zipPath: String, entryPath: String, meter: InflateMeter = InflateMeter(ZipLimits())) throws {
         self.entryPath = entryPath
         let archive = try ZipEntrySource.openArchive(zipPath)
         guard let entry = archive[entryPath] else {
             throw ImportError(.notAnExport, "\(zipPath) has no member \(entryPath)")
         }
-        totalBytes = Int64(entry.uncompressedSize)
+        totalBytes = Int64(exactly: entry.uncompressedSize)  // declared (progress only); nil when absurd
         // The archive and entry move to the stage's thread and are used only there.
+        let declared = entry.uncompressedSize, compressed = entry.compressedSize
         stage = ProducerStage(name: "healthprobe.import.unzip", depth: 4, stackSize: 1 << 20) { emit in
             var crc = crc32(0, nil, 0)
+            var inflated: UInt64 = 0
             _ = try archive.extract(entry, bufferSize: 256 * 1024, skipCRC32: true) { data in
+                inflated &+= UInt64(data.count)
+                try meter.count(chunk: data.count, memberSoFar: inflated, member: entryPath, declared: declared, compressed: compressed)
                 crc = data.withUnsafeBytes { crc32(crc, $0.bindMemory(to: Bytef.self).baseAddress, uInt($0.count)) }
                 try emit(data)
             }
@@ -52,7 +57,9 @@ final class ZipEntrySource: ByteSource, @unchecked Sendable {
     func read(_ buffer: UnsafeMutablePointer<UInt8>, _ max: Int) throws -> Int {
         while offset >= current.count {
             let next: Data?
-            do { next = try stage.next() } catch {
+            do { next = try stage.next() } catch let e as InflateMeter.Exceeded {
+                throw ImportError(.inflateLimit, e.description)
+            } catch {
                 throw ImportError(.corruptZip, "the zip member \(entryPath) is corrupt (inflate or CRC check failed)", cause: error)
             }
             guard let next else { return 0 }

@@ -14,9 +14,10 @@ import ZIPFoundation
 public struct FolderWatch<C: Clock>: Service where C.Duration == Duration {
     public struct Settings: Sendable {
         public var interval: Duration = .seconds(2)
-        /// A zip whose entries claim more than this, uncompressed, is refused unopened.
+        /// A zip whose entries claim more than this, uncompressed, is refused unopened; one
+        /// that inflates to more while it is read (whatever it claims) is stopped there.
         public var maxExpandedBytes: UInt64 = 32 << 30
-        /// ... and so is one expanding more than this many times (a zip bomb).
+        /// ... and so is one expanding more than this many times (a zip bomb), claimed or actual.
         public var maxRatio: UInt64 = 400
         public init() {}
     }
@@ -85,8 +86,11 @@ public struct FolderWatch<C: Clock>: Service where C.Duration == Duration {
         do {
             if name.lowercased().hasSuffix(".zip") { try checkZip(path) }
             let node = try archives.node(home), logger = self.logger
-            let r = try await NIOThreadPool.singleton.runIfActive {
-                let importer = AppleHealthImporter(node: node, logger: logger)
+            var options = AppleHealthImporter.Options()
+            // Counted on the bytes actually inflated: a zip whose headers lie is stopped too.
+            options.zipLimits = ZipLimits(maxInflatedBytes: settings.maxExpandedBytes, maxRatio: settings.maxRatio)
+            let r = try await NIOThreadPool.singleton.runIfActive { [options] in
+                let importer = AppleHealthImporter(node: node, options: options, logger: logger)
                 return try importer.importExport(at: path)
             }
             let moved = try move(name, to: "imported")
@@ -119,11 +123,14 @@ public struct FolderWatch<C: Clock>: Service where C.Duration == Duration {
             throw ArchiveError(.invalidInput, "not a readable zip (truncated or damaged): export it from the Health app again")
         }
         var expanded: UInt64 = 0, compressed: UInt64 = 0
+        // Saturating: sizes that add up past 2^64 must not wrap to a small total.
+        func add(_ a: UInt64, _ b: UInt64) -> UInt64 { let (sum, over) = a.addingReportingOverflow(b); return over ? .max : sum }
         for entry in archive {
-            expanded &+= UInt64(entry.uncompressedSize)
-            compressed &+= UInt64(entry.compressedSize)
+            expanded = add(expanded, entry.uncompressedSize)
+            compressed = add(compressed, entry.compressedSize)
         }
-        guard expanded <= settings.maxExpandedBytes, expanded <= max(compressed, 1) &* settings.maxRatio else {
+        let (bound, over) = max(compressed, 1).multipliedReportingOverflow(by: settings.maxRatio)
+        guard expanded <= settings.maxExpandedBytes, over || expanded <= bound else {
             throw ArchiveError(.invalidInput, "the zip claims \(expanded) bytes from \(compressed) compressed: more than an Apple Health export expands to (a zip bomb?); not opened")
         }
     }

@@ -12,6 +12,13 @@ public final class ServeStatus: Sendable {
         public var ingest: String?
         public var ingestEncrypted = true
         public var ingestCertificateFingerprint: String?
+        /// When the endpoint's server certificate and its authority stop being valid.
+        public var ingestCertificateExpiresAt: Double?
+        public var ingestAuthorityExpiresAt: Double?
+        /// Set when this start re-issued the server certificate: why, and the one replaced.
+        public var ingestCertificateReissued: CertificateReissue?
+        /// What to do about the endpoint's certificates (an authority near its end, say).
+        public var ingestCertificateWarnings: [String]?
         public var watch: String?
         /// By surface: `hae-NAME` for an automation, `import` for the node's own home.
         public var surfaces: [String: Surface] = [:]
@@ -34,6 +41,21 @@ public final class ServeStatus: Sendable {
         public var nextSyncAttemptAt: Double?
         public var enrolled: Bool?
         public init() {}
+    }
+
+    public struct CertificateReissue: Codable, Sendable, Equatable {
+        public var at: Double
+        public var reason: String
+        public var previousFingerprint: String?
+        public var previousExpiresAt: Double?
+        public var previousKept: String
+        public init(at: Double, reason: String, previousFingerprint: String?, previousExpiresAt: Double?, previousKept: String) {
+            self.at = at
+            self.reason = reason
+            self.previousFingerprint = previousFingerprint
+            self.previousExpiresAt = previousExpiresAt
+            self.previousKept = previousKept
+        }
     }
 
     public struct Folder: Codable, Sendable, Equatable {

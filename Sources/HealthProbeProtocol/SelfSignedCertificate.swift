@@ -70,22 +70,8 @@ public struct LocalAuthority: Sendable {
                 Critical(KeyUsage(keyCertSign: true, cRLSign: true))
             },
             issuerPrivateKey: .init(caKey))
-        let key = P256.Signing.PrivateKey()
-        let name = try DistinguishedName { CommonName(commonName) }
-        let alternatives = dnsNames.map { GeneralName.dnsName($0) } + ipAddresses.map { GeneralName.ipAddress(ASN1OctetString(contentBytes: ArraySlice($0))) }
-        let leaf = try Certificate(
-            version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: .init(key.publicKey),
-            notValidBefore: now.addingTimeInterval(-3600), notValidAfter: now.addingTimeInterval(820 * 86_400),
-            issuer: caName, subject: name, signatureAlgorithm: .ecdsaWithSHA256,
-            extensions: try Certificate.Extensions {
-                Critical(BasicConstraints.notCertificateAuthority)
-                Critical(KeyUsage(digitalSignature: true))
-                try ExtendedKeyUsage([.serverAuth])
-                SubjectAlternativeNames(alternatives)
-            },
-            issuerPrivateKey: .init(caKey))
-        return LocalAuthority(authorityPEM: try authority.serializeAsPEM().pemString, authorityKeyPEM: caKey.pemRepresentation,
-                              server: SelfSignedCertificate(certificatePEM: try leaf.serializeAsPEM().pemString, privateKeyPEM: key.pemRepresentation,
-                                                            fingerprint: try SelfSignedCertificate.fingerprint(of: leaf)))
+        let server = try issueLeaf(authorityName: caName, authorityKey: caKey, notValidAfter: now.addingTimeInterval(820 * 86_400), now: now,
+                                   commonName: commonName, dnsNames: dnsNames, ipAddresses: ipAddresses)
+        return LocalAuthority(authorityPEM: try authority.serializeAsPEM().pemString, authorityKeyPEM: caKey.pemRepresentation, server: server)
     }
 }

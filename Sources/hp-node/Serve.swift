@@ -87,7 +87,8 @@ struct ServeRun: AsyncParsableCommand {
             let processor = IngestProcessor(homes: homes, archives: archives, logger: logger, utcOffset: { zone.secondsFromGMT(for: Date(timeIntervalSince1970: $0)) })
             let recovered = try await processor.recoverPending()
             if recovered > 0 { announce("recorded \(recovered) body(ies) kept before a stop") }
-            let identity = insecureHTTP ? nil : try IngestIdentity.loadOrCreate(home.keyStore, hostnames: hostname)
+            let identity = insecureHTTP ? nil : try IngestIdentity.loadOrCreate(home.keyStore, hostnames: hostname, now: Date(timeIntervalSince1970: now()))
+            if let identity { report(identity, status: status, logger: logger, now: now()) }
             var settings = IngestServer.Settings()
             settings.maxBodyBytes = maxBodyMiB << 20
             let server = IngestServer(keys: IngestKeys(keys: home.keyStore), processor: processor, settings: settings, logger: logger, now: now) { name in
@@ -115,6 +116,30 @@ struct ServeRun: AsyncParsableCommand {
         status.update(now: now()) { $0.stoppedAt = now() }
     }
 
+    /// Says what loading the ingest certificate did (a re-issue, warnings) on stdout, in the
+    /// log and in the status. Fingerprints and dates only: no key material.
+    func report(_ identity: IngestIdentity, status: ServeStatus, logger: Logger, now: Double) {
+        if let r = identity.reissue {
+            logger.notice("ingest certificate re-issued from the same authority", metadata: [
+                "reason": "\(r.reason.rawValue)", "fingerprint": "\(identity.fingerprint)", "expires": "\(Output.date(identity.expiresAt))",
+                "previous_fingerprint": "\(r.previousFingerprint ?? "-")", "previous": "\(r.previousKept)"])
+            announce("ingest certificate re-issued (\(r.reason.rawValue)) from the same authority: sha256 \(identity.fingerprint), valid until \(Output.date(identity.expiresAt)); "
+                     + "the phone needs nothing new; previous: \(r.previousKept)")
+        }
+        for w in identity.warnings {
+            logger.warning("ingest certificate: \(w)")
+            announce("warning: \(w)")
+        }
+        status.update(now: now) { s in
+            s.ingestCertificateExpiresAt = identity.expiresAt
+            s.ingestAuthorityExpiresAt = identity.authorityExpiresAt
+            s.ingestCertificateReissued = identity.reissue.map {
+                ServeStatus.CertificateReissue(at: now, reason: $0.reason.rawValue, previousFingerprint: $0.previousFingerprint, previousExpiresAt: $0.previousExpiresAt, previousKept: $0.previousKept)
+            }
+            s.ingestCertificateWarnings = identity.warnings.isEmpty ? nil : identity.warnings
+        }
+    }
+
     /// A line on stdout, flushed (scripts wait for it).
     func announce(_ line: String) {
         print(line)
@@ -136,6 +161,11 @@ struct ServeStatusCommand: AsyncParsableCommand {
         let running = s.stoppedAt == nil && kill(s.pid, 0) == 0
         print(running ? "running (pid \(s.pid)) since \(Output.date(s.startedAt))" : "not running; last stopped \(s.stoppedAt.map(Output.date) ?? "without a clean stop")")
         if let ingest = s.ingest { print("ingest: \(ingest)\(s.ingestCertificateFingerprint.map { " (certificate sha256 \($0))" } ?? "")") }
+        if let expires = s.ingestCertificateExpiresAt {
+            print("ingest certificate valid until \(Output.date(expires)); its authority until \(Output.date(s.ingestAuthorityExpiresAt))"
+                  + (s.ingestCertificateReissued.map { "; re-issued \(Output.date($0.at)) (\($0.reason)), previous: \($0.previousKept)" } ?? ""))
+        }
+        for w in s.ingestCertificateWarnings ?? [] { print("warning: \(w)") }
         if let watch = s.watch {
             print("watching \(watch): \(s.folder.imported) imported, \(s.folder.failed) failed" + (s.folder.lastFailure.map { "; last failure: \($0)" } ?? ""))
         }

@@ -66,4 +66,36 @@ struct FolderWatchTests {
         let node = try home.open(mode: .readOnly)
         #expect(try await node.archive.latestObservationID(chain: node.deviceChainID) == 2)
     }
+
+    @Test("a zip whose central directory lies (declares 1 MiB, inflates to 64 MiB) goes to failed/ with the reason, nothing archived; a normal export after it imports")
+    func lyingZip() async throws {
+        let dir = TempDir()
+        let inbox = dir.path + "/inbox", root = dir.path + "/home"
+        try FileManager.default.createDirectory(atPath: inbox, withIntermediateDirectories: true)
+        let home = ArchiveHome(root: root)
+        _ = try home.open()
+        let status = ServeStatus(path: root + "/serve-status.json", initial: .init())
+        var settings = FolderWatch<ContinuousClock>.Settings()
+        settings.interval = .milliseconds(100)
+        let watch = FolderWatch(directory: inbox, home: home, queue: SyncQueue(), archives: OpenArchives(), status: status, settings: settings, clock: ContinuousClock(),
+                                now: { Date().timeIntervalSince1970 }, logger: quietLogger)
+        let fm = FileManager.default
+        try CraftedZip.write(to: dir.path + "/lying.zip", actualBytes: 64 << 20, declaredBytes: 1 << 20)
+        try QuirkyExport().writeZip(to: dir.path + "/whole.zip")
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await watch.run() }
+            defer { group.cancelAll() }
+            try fm.moveItem(atPath: dir.path + "/lying.zip", toPath: inbox + "/lying.zip")
+            try await until { status.snapshot.folder.failed >= 1 }
+            let node = try home.open(mode: .readOnly)
+            #expect(try Counts.of(node).samples == 0, "nothing of the lying zip archived")
+            try fm.moveItem(atPath: dir.path + "/whole.zip", toPath: inbox + "/export.zip")
+            try await until { status.snapshot.folder.imported >= 1 }
+        }
+        #expect(status.snapshot.folder.imported == 1 && status.snapshot.folder.failed == 1, "\(status.snapshot.folder)")
+        let reason = try String(contentsOfFile: inbox + "/failed/lying.zip.reason.txt", encoding: .utf8)
+        #expect(reason.contains("inflates to more than the 1048576 bytes the zip declares"), "\(reason)")
+        #expect(fm.fileExists(atPath: inbox + "/imported/export.zip"))
+        #expect(try Counts.of(try home.open(mode: .readOnly)).samples > 0)
+    }
 }
