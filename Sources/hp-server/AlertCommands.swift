@@ -192,7 +192,7 @@ struct AlertCommand: AsyncParsableCommand {
         @Option(name: .long, help: "The person.") var person: String
         @Option(name: .long, help: "Start, HH:MM on the clock of --zone.") var from: String?
         @Option(name: .long, help: "End, HH:MM on the clock of --zone (may be after midnight).") var to: String?
-        @Option(name: .long, help: "IANA time zone of --from and --to, like Europe/Berlin (default UTC); daylight saving time is followed.") var zone = "UTC"
+        @Option(name: .long, help: "IANA time zone of --from and --to, like Europe/Berlin; daylight saving time is followed.") var zone = "UTC"
         @Flag(name: .long, help: "Remove the quiet hours.") var clear = false
 
         static func minutes(_ text: String, _ option: String) throws -> Int {
