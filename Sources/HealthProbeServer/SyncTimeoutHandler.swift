@@ -3,7 +3,7 @@ import NIOCore
 
 /// Closes a connection that sends no hello within `hello`, or no frame for
 /// `idle` while the server is waiting for one (Protocol/README.md 6), after
-/// an ERROR frame `timeout`. While a request (AUTH, ENROLL, CHAIN_STATUS_REQUEST,
+/// an ERROR frame `timeout`. While the client's hello or a request (AUTH, ENROLL, CHAIN_STATUS_REQUEST,
 /// HOUSEHOLD_REQUEST, BUNDLE_END, PING, RESTORE_REQUEST) is unanswered the server is
 /// the one working (a refused AUTH is answered only after the throttle's wait), and
 /// the idle clock is restarted instead; so it is at each `RESTORE_PART` sent.
@@ -47,13 +47,21 @@ final class SyncTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let message = unwrapInboundIn(data)
         sawHello = true
-        if case .frame(let f) = message, Self.requests.contains(f.kind) { pendingRequests += 1 }
+        switch message {
+        case .frame(let f) where Self.requests.contains(f.kind): pendingRequests += 1
+        case .hello: pendingRequests += 1  // answered by the server's hello
+        default: break
+        }
         arm(context, idle)
         context.fireChannelRead(data)
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .frame(let f) = unwrapOutboundIn(data) {
+        switch unwrapOutboundIn(data) {
+        case .hello:
+            if pendingRequests > 0 { pendingRequests -= 1 }
+            arm(context, idle)
+        case .frame(let f):
             if Self.replies.contains(f.kind), pendingRequests > 0 {
                 pendingRequests -= 1
                 arm(context, idle)

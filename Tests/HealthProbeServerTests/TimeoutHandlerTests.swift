@@ -41,11 +41,34 @@ struct TimeoutHandlerTests {
         #expect(!channel.isActive)
     }
 
+    /// The server's hello, as the server answers the client's.
+    func answerHello(_ channel: EmbeddedChannel) throws {
+        _ = try channel.readInbound(as: SyncInbound.self)
+        try channel.writeOutbound(SyncOutbound.hello(SyncHello()))
+        _ = try channel.readOutbound(as: SyncOutbound.self)
+    }
+
+    @Test("a client hello the server has not answered yet holds the idle clock (a server slow to answer never times out its peer); its answer starts it")
+    func helloUnanswered() throws {
+        let (channel, loop) = try channel(hello: .seconds(10), idle: .seconds(60))
+        try channel.writeInbound(SyncInbound.hello(SyncHello()))
+        loop.advanceTime(by: .seconds(600))
+        #expect(try timeoutError(channel) == nil)
+        #expect(channel.isActive)
+        try channel.writeOutbound(SyncOutbound.hello(SyncHello()))
+        _ = try channel.readOutbound(as: SyncOutbound.self)
+        loop.advanceTime(by: .seconds(59))
+        #expect(try timeoutError(channel) == nil)
+        loop.advanceTime(by: .seconds(1))
+        #expect(try timeoutError(channel)?.contains("no frame for 60 s") == true)
+    }
+
     @Test("after the hello the idle limit applies from the last frame; each frame restarts it")
     func idle() throws {
         let (channel, loop) = try channel(hello: .seconds(10), idle: .seconds(120))
         loop.advanceTime(by: .seconds(5))
         try channel.writeInbound(SyncInbound.hello(SyncHello()))
+        try answerHello(channel)
         // Past the hello limit: the idle limit (from the hello) is what counts now.
         loop.advanceTime(by: .seconds(119))
         #expect(try timeoutError(channel) == nil)
@@ -65,6 +88,7 @@ struct TimeoutHandlerTests {
     func pendingRequest() throws {
         let (channel, loop) = try channel(idle: .seconds(60))
         try channel.writeInbound(SyncInbound.hello(SyncHello()))
+        try answerHello(channel)
         try channel.writeInbound(SyncInbound.frame(SyncFrame(kind: .bundleEnd, payload: ByteBuffer())))
         loop.advanceTime(by: .seconds(600))
         #expect(try timeoutError(channel) == nil)
@@ -81,6 +105,7 @@ struct TimeoutHandlerTests {
     func pingBeforeTheAck() throws {
         let (channel, loop) = try channel(idle: .seconds(60))
         try channel.writeInbound(SyncInbound.hello(SyncHello()))
+        try answerHello(channel)
         try channel.writeInbound(SyncInbound.frame(SyncFrame(kind: .bundleEnd, payload: ByteBuffer())))
         try channel.writeInbound(ping)
         loop.advanceTime(by: .seconds(600))
@@ -110,6 +135,7 @@ struct TimeoutHandlerTests {
     func everyRequest(request: SyncFrame.Kind, answer: SyncFrame.Kind) throws {
         let (channel, loop) = try channel(idle: .seconds(5))
         try channel.writeInbound(SyncInbound.hello(SyncHello()))
+        try answerHello(channel)
         try channel.writeInbound(SyncInbound.frame(SyncFrame(kind: request, payload: ByteBuffer())))
         loop.advanceTime(by: .seconds(60))
         #expect(try timeoutError(channel) == nil)
