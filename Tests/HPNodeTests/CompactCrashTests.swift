@@ -8,7 +8,9 @@ import HealthProbeTestSupport
 @Suite("Compaction crash safety")
 struct CompactCrashTests {
     @Test("SIGKILL while compact writes the copy back through the WAL: the archive keeps its pages and answers, and a second compact completes")
-    func killMidCopy() throws {
+    func killMidCopy() async throws { try await offCooperativePool { try Self.killMidCopyBody() } }
+
+    static func killMidCopyBody() throws {
         let t = TempHome()
         let path = t.home.archivePath
         do {

@@ -8,7 +8,9 @@ import HealthProbeTestSupport
 @Suite("hp-node restore")
 struct RestoreCommandTests {
     @Test("after reset --keep-chain the node restores and syncs on; a replacement device with the old keys restores with a restore token; without keys it says what to copy")
-    func restore() throws {
+    func restore() async throws { try await offCooperativePool { try Self.restoreBody() } }
+
+    static func restoreBody() throws {
         let data = TempDir(), home = TempDir()
         #expect(try hpServer(["init", "--data", data.path]).0 == 0)
         #expect(try hpNode(["--home", home.path, "capture", "--simulate", "--seed", "3", "--days", "1"]).0 == 0)
@@ -53,7 +55,9 @@ struct RestoreCommandTests {
     }
 
     @Test("hp-node restore killed (SIGKILL) while it applies bundles leaves whole bundles; run again, it continues and ends equal to the server")
-    func killedRestoreContinues() throws {
+    func killedRestoreContinues() async throws { try await offCooperativePool { try Self.killedBody() } }
+
+    static func killedBody() throws {
         let data = TempDir(), home = TempDir()
         #expect(try hpServer(["init", "--data", data.path]).0 == 0)
         for _ in 1...8 { #expect(try hpNode(["--home", home.path, "capture", "--simulate", "--seed", "4", "--days", "1"]).0 == 0) }

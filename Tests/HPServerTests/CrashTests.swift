@@ -7,7 +7,9 @@ import HealthProbeTestSupport
 @Suite("Crash safety")
 struct CrashTests {
     @Test("SIGKILL while the server applies a bundle: the replica keeps nothing half-written, verify passes, the next sync completes")
-    func killMidApply() throws {
+    func killMidApply() async throws { try await offCooperativePool { try Self.killMidApplyBody() } }
+
+    static func killMidApplyBody() throws {
         let data = TempDir(), home = TempDir()
         #expect(try hpServer(["init", "--data", data.path]).0 == 0)
         #expect(try hpNode(["--home", home.path, "capture", "--simulate", "--days", "20"]).0 == 0)
