@@ -11,6 +11,8 @@ protocol CarriesCSRF: Decodable { var csrf: String? { get } }
 
 extension WebServer {
     struct AlertForm: CarriesCSRF { let csrf: String? }
+    /// Acknowledge: `fired_at`, the firing the page showed (Unix seconds as the page wrote them).
+    struct AckForm: CarriesCSRF { let csrf: String?; let fired_at: String? }
     struct SnoozeForm: CarriesCSRF { let csrf: String?; let hours: String? }
     struct ChannelForm: Decodable { let csrf: String?; let kind: String; let target: String; let secret: String? }
     struct QuietForm: Decodable { let csrf: String?; let from: String?; let to: String?; let zone: String?; let clear: String? }
@@ -22,10 +24,14 @@ extension WebServer {
             return try await alertsPage(person, context, notice: shown?.notice)
         }
         router.post("/alerts/{chain}/{condition}/ack") { request, context in
-            let (person, chain, condition) = try await alertFormTarget(request, context, AlertForm.self).0
+            let ((person, chain, condition), form) = try await alertFormTarget(request, context, AckForm.self)
+            let firedAt = try form.fired_at.map { text -> Double in
+                guard let v = Double(text), v.isFinite else { throw WebError(.badRequest, "fired_at is the alert's firing time in Unix seconds, as the page sends it") }
+                return v
+            }
             let registry = self.registry
             try await blocking {
-                try registry.acknowledgeAlert(chain: chain, condition: condition, person: person, now: Self.now(), by: .init(name: person.name, via: .web))
+                try registry.acknowledgeAlert(chain: chain, condition: condition, person: person, now: Self.now(), firedAt: firedAt, by: .init(name: person.name, via: .web))
             }
             return await alertsDone(context, "Acknowledged: no more reminders until it resolves.")
         }
@@ -135,6 +141,7 @@ extension WebServer {
                                     owner: server ? "admins" : owners[s.chain]?.person ?? "no one",
                                     condition: s.condition.rawValue, words: s.condition.words, state: s.state, firing: s.state == "firing",
                                     since: DashboardQueries.text(s.state == "firing" ? s.firedAt : s.resolvedAt) ?? "",
+                                    firedAt: s.firedAt.map { String($0) } ?? "",
                                     detail: s.detail, acknowledgedBy: s.state == "firing" ? s.acknowledgedBy : nil,
                                     snoozedUntil: s.state == "firing" ? s.snoozedUntil.flatMap { $0 > Self.now() ? DashboardQueries.text($0) : nil } : nil)
             },

@@ -115,4 +115,27 @@ struct AlertLossTests {
         }
         try await receiver.stop()
     }
+
+    @Test("an acknowledgement names the firing it saw: a new loss that fired again since is not acknowledged unseen (conflict); the firing shown then is")
+    func acknowledgementNamesItsFiring() throws {
+        let data = TempDir()
+        let r = try DeviceRegistry(path: data.path + "/server.sqlite")
+        try r.addPerson(name: "ann", role: .admin, password: nil, now: 1, cost: 4)
+        let ann = try #require(try r.person(named: "ann"))
+        let chain = String(repeating: "c", count: 64)
+        let loss = { (detail: String) in [AlertFinding(chain: chain, condition: .lossFound, detail: detail, page: "/chains/\(chain)")] }
+        _ = try r.applyAlertRound(findings: loss("2 records"), chains: [chain], evaluated: [.lossFound], now: 100)
+        let shown = try #require(try r.alertStates(for: ann).first { $0.condition == .lossFound }?.firedAt)
+        // A new loss is found and fires again before the acknowledgement of the one shown arrives.
+        try r.recordLossScan(chain: chain, through: 3, loss: (observation: 3, detail: "5 records", page: "/chains/\(chain)/observations/3"), now: 150)
+        _ = try r.applyAlertRound(findings: loss("5 records"), chains: [chain], evaluated: [.lossFound], now: 200)
+        let again = try #require(try r.alertStates(for: ann).first { $0.condition == .lossFound })
+        #expect(again.state == "firing" && again.firedAt == 200 && shown == 100)
+        #expect { try r.acknowledgeAlert(chain: chain, condition: .lossFound, person: ann, now: 201, firedAt: shown) } throws: { error in
+            (error as? DeviceRegistry.AuthError)?.code == .conflict && "\(error)".contains("fired again")
+        }
+        #expect(try r.alertStates(for: ann).first { $0.condition == .lossFound }?.acknowledgedAt == nil)
+        try r.acknowledgeAlert(chain: chain, condition: .lossFound, person: ann, now: 202, firedAt: again.firedAt)
+        #expect(try r.alertStates(for: ann).first { $0.condition == .lossFound }?.acknowledgedBy == "ann")
+    }
 }

@@ -187,10 +187,21 @@ extension DeviceRegistry {
     }
 
     /// Acknowledges a firing alert (no more reminders until it resolves), as `person` who may read the chain.
-    public func acknowledgeAlert(chain: String, condition: AlertCondition, person: People.Person, now: Double, by actor: Audit.Actor = .cli) throws {
-        try changeFiringAlert(chain: chain, condition: condition, person: person, action: .alertAck, detail: condition.rawValue,
-                              sql: "UPDATE alert_states SET acknowledged_by = ?, acknowledged_at = ? WHERE device_chain_hash = ? AND condition = ? AND state = 'firing'",
-                              arguments: [person.name, now, chain, condition.rawValue], by: actor)
+    /// With `firedAt` (what the page showed), only that firing: one that fired again since (a new
+    /// loss found meanwhile) is not acknowledged unseen.
+    public func acknowledgeAlert(chain: String, condition: AlertCondition, person: People.Person, now: Double, firedAt: Double? = nil,
+                                 by actor: Audit.Actor = .cli) throws {
+        do {
+            try changeFiringAlert(chain: chain, condition: condition, person: person, action: .alertAck, detail: condition.rawValue,
+                                  sql: "UPDATE alert_states SET acknowledged_by = ?, acknowledged_at = ? WHERE device_chain_hash = ? AND condition = ? AND state = 'firing' AND (? IS NULL OR fired_at = ?)",
+                                  arguments: [person.name, now, chain, condition.rawValue, firedAt, firedAt], by: actor)
+        } catch let e as AuthError where e.code == .notFound && firedAt != nil {
+            let firing = try database.read { db in
+                try Double.fetchOne(db, sql: "SELECT fired_at FROM alert_states WHERE device_chain_hash = ? AND condition = ? AND state = 'firing'", arguments: [chain, condition.rawValue])
+            }
+            guard firing != nil else { throw e }
+            throw AuthError(.conflict, "this \(condition.rawValue) alert fired again since the page was shown (new evidence); look at it again before acknowledging it")
+        }
     }
 
     /// Snoozes a firing alert until `until` (Unix seconds).

@@ -15,6 +15,8 @@ enum AlertsPage {
         let state: String
         let firing: Bool
         let since: String
+        /// The firing shown, sent back with Acknowledge.
+        let firedAt: String
         let detail: String
         let acknowledgedBy: String?
         let snoozedUntil: String?
@@ -43,7 +45,7 @@ enum AlertsPage {
         <td data-label="Condition">{{words}}</td>
         <td data-label="State">{{state}}{{#acknowledgedBy}}, acknowledged by {{.}}{{/acknowledgedBy}}{{#snoozedUntil}}, snoozed until {{.}}{{/snoozedUntil}}</td>
         <td data-label="Since (UTC)">{{since}}</td><td data-label="Detail">{{detail}}</td>
-        <td>{{#firing}}<form method="post" action="/alerts/{{chain}}/{{condition}}/ack" class="inline"><input type="hidden" name="csrf" value="{{csrf}}"><button type="submit">Acknowledge</button></form>
+        <td>{{#firing}}<form method="post" action="/alerts/{{chain}}/{{condition}}/ack" class="inline"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="fired_at" value="{{firedAt}}"><button type="submit">Acknowledge</button></form>
         <form method="post" action="/alerts/{{chain}}/{{condition}}/snooze" class="inline"><input type="hidden" name="csrf" value="{{csrf}}"><select name="hours" aria-label="snooze {{words}} on {{device}} for"><option value="1">1 hour</option><option value="8">8 hours</option><option value="24" selected>1 day</option><option value="168">1 week</option></select> <button type="submit">Snooze</button></form>{{/firing}}</td></tr>{{/alerts}}
         {{^alerts}}<tr><td colspan="6" class="muted">No alerts.</td></tr>{{/alerts}}</tbody>
         </table></div>
