@@ -18,14 +18,23 @@ struct DeviceStateTests {
             _ = try await SyncClient(node: try home.open(), outbox: home.root + "/outbox").sync(e)
             let chain = try home.open().deviceChainHash
             let registry = try server.store.registry()
-            let synced = try #require(try registry.chainFacts(chain).lastSync)
+            // The first connection's end is recorded too, just after the client returns: settled first.
+            var synced = try #require(try registry.chainFacts(chain).lastSync), before = -1.0
+            for _ in 0..<100 where synced != before {
+                before = synced
+                try await Task.sleep(for: .milliseconds(300))
+                synced = try #require(try registry.chainFacts(chain).lastSync)
+            }
             #expect(DeviceState.of(try registry.chainFacts(chain), now: synced + 60).state == .syncing)
             // Up to date: a status-only connection that ends cleanly is a good sync.
             _ = try await SyncClient(node: try home.open(), outbox: home.root + "/outbox").sync(e)
-            // (recorded when the server sees the connection end, just after the client returns)
-            var again = synced
-            for _ in 0..<100 where again == synced {
-                try await Task.sleep(for: .milliseconds(50))
+            // (recorded when the server sees each connection end, just after the client returns: wait
+            // until the last good sync has moved and holds still, so no late recording of either
+            // connection lands during the refused one below)
+            var again = synced, previous = -1.0
+            for _ in 0..<100 where again == synced || again != previous {
+                previous = again
+                try await Task.sleep(for: .milliseconds(300))
                 again = try #require(try registry.chainFacts(chain).lastSync)
             }
             #expect(again > synced)
