@@ -362,18 +362,21 @@ public struct JSONParser {
         throw fail("unterminated string")
     }
 
+    /// The value of one hex digit of a `\\uXXXX` escape (either case), nil for anything else.
+    public static func hexDigit(_ c: UInt8) -> UInt32? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): UInt32(c - 0x30)
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): UInt32(c - 0x61 + 10)
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): UInt32(c - 0x41 + 10)
+        default: nil
+        }
+    }
+
     private mutating func hex4() throws(Error) -> UInt32 {
         guard end - i >= 4 else { throw fail("short unicode escape") }
         var v: UInt32 = 0
         for _ in 0..<4 {
-            let c = b[i]
-            let d: UInt32
-            switch c {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): d = UInt32(c - 0x30)
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): d = UInt32(c - 0x61 + 10)
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): d = UInt32(c - 0x41 + 10)
-            default: throw fail("invalid hex digit")
-            }
+            guard let d = Self.hexDigit(b[i]) else { throw fail("invalid hex digit") }
             v = v << 4 | d
             i += 1
         }

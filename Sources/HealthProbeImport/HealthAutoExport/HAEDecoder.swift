@@ -133,8 +133,7 @@ public struct HAEDecoder: Sendable {
 
     /// The next value, an object of the members in `keep`, scalars only below it.
     private func point(_ r: inout JSONPullReader, _ path: String) throws -> [String: JSONValue] {
-        let k = try r.peekKind()
-        guard k == .object else { throw HAEDecodeError(path, "expected an object, found \(Self.kind(k))") }
+        try expectObject(&r, path)
         guard case .object(let o) = try r.readValue(levels: 1, stringLimit: maxTextBytes, keep: Self.pointKeys) else { return [:] }
         return o
     }
@@ -144,6 +143,12 @@ public struct HAEDecoder: Sendable {
         let k = try r.peekKind()
         guard k == .array else { throw HAEDecodeError(path, "expected an array, found \(Self.kind(k))") }
         try r.enterArray()
+    }
+
+    /// Throws unless the next value is an object (naming `path` and what is there instead).
+    private func expectObject(_ r: inout JSONPullReader, _ path: String) throws {
+        let k = try r.peekKind()
+        guard k == .object else { throw HAEDecodeError(path, "expected an object, found \(Self.kind(k))") }
     }
 
     static func kind(_ k: JSONPullReader.Kind) -> String {
@@ -164,8 +169,7 @@ public struct HAEDecoder: Sendable {
         var i = 0
         while try r.nextElement() {
             let path = "data.metrics[\(i)]"
-            let k = try r.peekKind()
-            guard k == .object else { throw HAEDecodeError(path, "expected an object, found \(Self.kind(k))") }
+            try expectObject(&r, path)
             try r.enterObject()
             // name and units before data (as the app writes them): the points stream as they
             // are read; otherwise data is checked now and read again once the object is known.
@@ -242,8 +246,7 @@ public struct HAEDecoder: Sendable {
         var i = 0
         while try r.nextElement() {
             let path = "data.\(name)[\(i)]"
-            let k = try r.peekKind()
-            guard k == .object else { throw HAEDecodeError(path, "expected an object, found \(Self.kind(k))") }
+            try expectObject(&r, path)
             try r.skipValue()
             try onUnrecognised(HAEUnrecognised(kind: name, path: path))
             i += 1
@@ -332,8 +335,7 @@ public struct HAEDecoder: Sendable {
     /// One workout: its fields are read first, then its heart-rate points and route
     /// (from forks of the reader, in the order the fields are checked).
     private func workout(_ r: inout JSONPullReader, _ path: String) throws -> HAESample {
-        let k = try r.peekKind()
-        guard k == .object else { throw HAEDecodeError(path, "expected an object, found \(Self.kind(k))") }
+        try expectObject(&r, path)
         try r.enterObject()
         var o: [String: JSONValue] = [:]
         var heartRate: JSONPullReader?, routeReader: JSONPullReader?

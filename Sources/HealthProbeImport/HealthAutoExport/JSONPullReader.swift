@@ -367,13 +367,7 @@ struct JSONPullReader {
         var v: UInt32 = 0
         for _ in 0..<4 {
             guard let c = try peekByte() else { throw fail("short unicode escape") }
-            let d: UInt32
-            switch c {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): d = UInt32(c - 0x30)
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): d = UInt32(c - 0x61 + 10)
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): d = UInt32(c - 0x41 + 10)
-            default: throw fail("invalid hex digit")
-            }
+            guard let d = JSONParser.hexDigit(c) else { throw fail("invalid hex digit") }
             v = v << 4 | d
             pos += 1
         }
