@@ -366,7 +366,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HPServerTests",
-            dependencies: ["HPServer", "HPNode", "HealthProbeServer", "HealthProbeCanonical", "HealthProbeArchive", "HealthProbeTestSupport", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["HPServer", "HPNode", "HealthProbeServer", "HealthProbeCanonical", "HealthProbeArchive", "HealthProbeTestSupport", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
     ]

@@ -8,6 +8,8 @@ import Hummingbird
 extension WebServer {
     struct ChannelBody: Decodable { let kind: String; let target: String; let secret: String? }
     struct SnoozeBody: Decodable { let hours: Int }
+    /// Acknowledge: optionally the firing the client saw (`fired_at` of `GET /api/v1/alerts`).
+    struct AckBody: Decodable { let fired_at: Double? }
 
     func addAlertAPIRoutes(_ router: Router<WebContext>) {
         let api = router.group("/api/v1/alerts")
@@ -18,10 +20,20 @@ extension WebServer {
         }
         api.post("/{chain}/{condition}/ack") { request, context in
             let (person, chain, condition) = try await alertTarget(request, context)
+            // An empty body acknowledges whatever fires now; `fired_at` only the firing the client saw.
+            let body = try await Forms.collect(request, "body")
+            let firedAt: Double?
+            if body.readableBytes == 0 { firedAt = nil } else {
+                guard let ack = try? JSONDecoder().decode(AckBody.self, from: Data(buffer: body)) else {
+                    throw WebError(.badRequest, "the body is empty or {\"fired_at\": seconds}, the fired_at of GET /api/v1/alerts")
+                }
+                guard ack.fired_at.map({ $0.isFinite && $0 >= 0 }) ?? true else { throw WebError(.badRequest, "fired_at is Unix seconds, as GET /api/v1/alerts gives it") }
+                firedAt = ack.fired_at
+            }
             let registry = self.registry
             try await blocking {
                 try registry.acknowledgeAlert(chain: chain, condition: condition, person: person, now: Date().timeIntervalSince1970,
-                                              by: .init(name: person.name, via: .api))
+                                              firedAt: firedAt, by: .init(name: person.name, via: .api))
             }
             return Response(status: .noContent)
         }

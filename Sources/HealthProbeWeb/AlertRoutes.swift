@@ -1,4 +1,5 @@
 import Foundation
+import HealthProbeArchive
 import HealthProbeCanonical
 import HealthProbeServer
 import Hummingbird
@@ -42,10 +43,11 @@ extension WebServer {
             }
             let registry = self.registry
             let until = Self.now() + Double(hours) * 3600
-            try await blocking {
+            let zone = try await blocking {
                 try registry.snoozeAlert(chain: chain, condition: condition, person: person, until: until, by: .init(name: person.name, via: .web))
+                return LocalDays(identifier: try registry.quietHours(person: person.name)?.zone ?? "UTC", secondsFromGMT: nil)
             }
-            return await alertsDone(context, "Snoozed until \(CanonicalDate.string(until)) (UTC).")
+            return await alertsDone(context, "Snoozed until \(zone.time(until)) \(zone.zoneName).")
         }
         router.post("/alerts/channels") { request, context in
             let person = try await access.person(context)
@@ -132,6 +134,10 @@ extension WebServer {
         var owners: [String: (device: String, person: String)] = [:]
         for d in devices { for c in d.chains { owners[c] = (d.name, d.person ?? "no one") } }
         let csrf = context.sessions.session?.csrf ?? ""
+        // Times in the person's own zone (their quiet hours'), UTC until they set one.
+        let zone = LocalDays(identifier: quiet?.zone ?? "UTC", secondsFromGMT: nil)
+        let now = Self.now()
+        func local(_ seconds: Double?) -> String { seconds.map { "\(zone.time($0)) \(zone.zoneName)" } ?? "" }
         let model = AlertsPage.Model(
             csrf: csrf, notice: notice,
             alerts: states.map { s in
@@ -140,15 +146,17 @@ extension WebServer {
                                     device: server ? "this server" : owners[s.chain]?.device ?? String(s.chain.prefix(12)),
                                     owner: server ? "admins" : owners[s.chain]?.person ?? "no one",
                                     condition: s.condition.rawValue, words: s.condition.words, state: s.state, firing: s.state == "firing",
-                                    since: DashboardQueries.text(s.state == "firing" ? s.firedAt : s.resolvedAt) ?? "",
+                                    since: (s.state == "firing" ? s.firedAt : s.resolvedAt).map { ChainGlance.ago(now - $0) } ?? "",
+                                    sinceExact: local(s.state == "firing" ? s.firedAt : s.resolvedAt),
+                                    sinceISO: DashboardQueries.text(s.state == "firing" ? s.firedAt : s.resolvedAt) ?? "",
                                     firedAt: s.firedAt.map { String($0) } ?? "",
                                     detail: s.detail, acknowledgedBy: s.state == "firing" ? s.acknowledgedBy : nil,
-                                    snoozedUntil: s.state == "firing" ? s.snoozedUntil.flatMap { $0 > Self.now() ? DashboardQueries.text($0) : nil } : nil)
+                                    snoozedUntil: s.state == "firing" ? s.snoozedUntil.flatMap { $0 > now ? local($0) : nil } : nil)
             },
-            channels: channels.map { .init(id: $0.id, kind: $0.kind.rawValue, target: $0.target, secretHint: $0.secretHint, added: DashboardQueries.text($0.createdAt) ?? "") },
+            channels: channels.map { .init(id: $0.id, kind: $0.kind.rawValue, target: $0.target, secretHint: $0.secretHint, added: local($0.createdAt)) },
             quiet: quiet.map { "\(Self.clock($0.start)) to \(Self.clock($0.end)) (\($0.zone))" },
             quietFrom: quiet.map { Self.clock($0.start) } ?? "22:00", quietTo: quiet.map { Self.clock($0.end) } ?? "07:00",
-            quietZone: quiet?.zone ?? "UTC", zones: Self.zoneNames)
+            quietZone: quiet?.zone ?? "UTC", zones: Self.zoneNames, shownZone: zone.zoneName)
         var response = pages.render("alerts", model, chrome: chrome("Alerts", person, context))
         response.headers[.cacheControl] = "no-store"
         return response

@@ -160,10 +160,16 @@ struct AlertCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Acknowledge a firing alert: no reminders until it resolves.")
         @OptionGroup var options: DataOptions
         @OptionGroup var target: Target
+        @Option(name: .customLong("fired-at"), help: ArgumentHelp("Acknowledge only the firing seen: its fired_at in Unix seconds, as `alert list --json` prints it. If it fired again since, nothing is acknowledged.", valueName: "seconds"))
+        var firedAt: Double?
+
+        func validate() throws {
+            if let firedAt, !firedAt.isFinite || firedAt < 0 { throw ValidationError("--fired-at is Unix seconds as `hp-server alert list --json` prints fired_at, got \(firedAt)") }
+        }
 
         func run() async throws {
             let (r, p, chain, c) = try target.resolve(options)
-            try r.acknowledgeAlert(chain: chain, condition: c, person: p, now: Date().timeIntervalSince1970)
+            try r.acknowledgeAlert(chain: chain, condition: c, person: p, now: Date().timeIntervalSince1970, firedAt: firedAt)
             if options.json { try Output.json(["acknowledged": c.rawValue]) } else { print("acknowledged \(c.rawValue) on \(chain.prefix(12))") }
         }
     }

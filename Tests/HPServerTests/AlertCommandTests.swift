@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Testing
 import HealthProbeServer
 import HealthProbeTestSupport
@@ -78,7 +79,7 @@ struct AlertCommandTests {
         withExtendedLifetime(server) {}
     }
 
-    @Test("cadence: a chain's expected sync interval fixed in hours, then learned again; bad values refused")
+    @Test("cadence: a chain's expected sync interval fixed in hours, then learned again; bad values refused; ack --fired-at acknowledges only the firing seen")
     func cadence() throws {
         let data = TempDir(), home = TempDir()
         #expect(try hpServer(["init", "--data", data.path]).0 == 0)
@@ -97,6 +98,23 @@ struct AlertCommandTests {
         #expect(bad.0 != 0 && bad.2.contains("between 1 and 2160"))
         #expect(try hpServer(["alert", "cadence", "--data", data.path, "--chain", String(chain.prefix(8))]).2.contains("--hours H or --learned"))
         #expect(try hpServer(["alert", "cadence", "--data", data.path, "--chain", "ffffffff", "--hours", "5"]).0 != 0)
+
+        // ack --fired-at: only the firing seen; one that fired again since is refused.
+        #expect(try runTool("hp-server", ["person", "add", "ann", "--role", "admin", "--password-stdin", "--bcrypt-cost", "4", "--data", data.path],
+                            stdin: "a-long-enough-password\n").0 == 0)
+        let now = Date().timeIntervalSince1970
+        try registry.recordRefusal(chain: chain, code: "divergent", detail: "bundle diverges", now: now)
+        _ = try AlertService(registry: registry, sender: .shared, clock: ContinuousClock(), now: { now + 1 }, logger: Logger(label: "test.alerts")).evaluate()
+        struct Listed: Decodable { let condition: String; let fired_at: Double? }
+        let listed = try JSONDecoder().decode([Listed].self, from: Data(try hpServer(["alert", "list", "--data", data.path, "--json"]).1.utf8))
+        let firedAt = try #require(listed.first { $0.condition == "refused" }?.fired_at)
+        let target = ["--data", data.path, "--person", "ann", "--chain", String(chain.prefix(8)), "--condition", "refused"]
+        let stale = try hpServer(["alert", "ack"] + target + ["--fired-at", "\(firedAt - 60)"])
+        #expect(stale.0 != 0 && stale.2.contains("fired again"), "\(stale)")
+        #expect(try hpServer(["alert", "ack"] + target + ["--fired-at", "nan"]).2.contains("--fired-at"))
+        let acked = try hpServer(["alert", "ack"] + target + ["--fired-at", "\(firedAt)"])
+        #expect(acked.0 == 0, "\(acked)")
+        #expect(try registry.alertStates(for: nil).first { $0.condition == .refused }?.acknowledgedBy == "ann")
     }
 
     @Test("channel test delivers a test email through the config file's smtp settings (STARTTLS, AUTH PLAIN), and says why when they are missing",

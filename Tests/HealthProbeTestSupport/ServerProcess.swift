@@ -39,7 +39,7 @@ public final class ServerProcess {
             if process.isRunning { kill(process.processIdentifier, SIGKILL) }
             process.waitUntilExit()
             let stderr = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
-            throw ServerDidNotStart(stdout: text, stderr: stderr, exitStatus: process.terminationStatus)
+            throw ServerDidNotStart(stdout: text, stderr: stderr, exitStatus: process.terminationStatus, signaled: process.terminationReason == .uncaughtSignal)
         }
         port = p
     }
@@ -57,5 +57,7 @@ public struct ServerDidNotStart: Error, CustomStringConvertible {
     public let stdout: String
     public let stderr: String
     public let exitStatus: Int32
-    public var description: String { "hp-server serve reported no port (exit \(exitStatus)); stdout: \(stdout.prefix(500)); stderr: \(stderr.prefix(500))" }
+    /// Whether `exitStatus` is the number of the signal that ended it.
+    public let signaled: Bool
+    public var description: String { "hp-server serve reported no port (\(signaled ? "killed by signal" : "exit") \(exitStatus)); stdout: \(stdout.prefix(500)); stderr (last 4000 characters): \(stderr.suffix(4000))" }
 }

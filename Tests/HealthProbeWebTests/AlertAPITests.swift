@@ -48,7 +48,17 @@ struct AlertAPITests {
                                         contentType: "application/json", headers: json).status == 400)
             #expect(try await b.request("POST", "/api/v1/alerts/\(bobChain)/refused/snooze", body: #"{"hours":2}"#,
                                         contentType: "application/json", headers: json).status == 204)
-            #expect(try await b.request("POST", "/api/v1/alerts/\(bobChain)/refused/ack", headers: json).status == 204)
+            // Acknowledging names the firing seen: an older one is a conflict, a malformed body a 400.
+            struct Shown: Decodable { let chain: String; let condition: String; let fired_at: Double? }
+            let shown = try JSONDecoder().decode([Shown].self, from: Data(seen.body.utf8))
+            let firedAt = try #require(shown.first { $0.chain == bobChain && $0.condition == "refused" }?.fired_at)
+            #expect(try await b.request("POST", "/api/v1/alerts/\(bobChain)/refused/ack", body: #"{"fired_at":\#(firedAt - 60)}"#,
+                                        contentType: "application/json", headers: json).status == 409)
+            #expect(try await b.request("POST", "/api/v1/alerts/\(bobChain)/refused/ack", body: #"{"fired_at":"yesterday"}"#,
+                                        contentType: "application/json", headers: json).status == 400)
+            #expect(try registry.alertStates(for: nil).first { $0.chain == bobChain && $0.condition == .refused }?.acknowledgedBy == nil)
+            let okAck = try await b.request("POST", "/api/v1/alerts/\(bobChain)/refused/ack", body: #"{"fired_at":\#(firedAt)}"#, contentType: "application/json", headers: json)
+            #expect(okAck.status == 204, "\(okAck.body): fired_at \(firedAt) from \(seen.body)")
             let state = try #require(try registry.alertStates(for: nil).first { $0.chain == bobChain && $0.condition == .refused })
             #expect(state.acknowledgedBy == "bob" && state.snoozedUntil != nil)
             let actions = try registry.audit(limit: 5).map { "\($0.actor) \($0.via.rawValue) \($0.action.rawValue)" }

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Testing
+import HealthProbeArchive
 import HealthProbeServer
 import HealthProbeTestSupport
 @testable import HealthProbeWeb
@@ -64,6 +65,12 @@ struct AlertPageTests {
             #expect(try await b.request("POST", "/alerts/quiet", body: "csrf=\(csrf)&from=22%3A30&to=07%3A00").status / 100 == 3)
             #expect(try registry.quietHours(person: "bob") == QuietHours(start: 22 * 60 + 30, end: 7 * 60))
             #expect(try await b.request("GET", "/alerts").body.contains("Messages wait from 22:30 to 07:00 (UTC)."))
+            // Times on the page are in the person's zone once they have one (Kolkata: UTC+5:30).
+            #expect(try await b.request("POST", "/alerts/quiet", body: "csrf=\(csrf)&from=22%3A30&to=07%3A00&zone=Asia%2FKolkata").status / 100 == 3)
+            let firedAt = try #require(try registry.alertStates(for: nil).first { $0.chain == bobChain }?.firedAt)
+            let zoned = try await b.request("GET", "/alerts").body
+            #expect(zoned.contains("Times are in Asia/Kolkata") && zoned.contains("(\(LocalDays(identifier: "Asia/Kolkata", secondsFromGMT: nil).time(firedAt)) Asia/Kolkata)"), "\(zoned)")
+            #expect(!zoned.contains("(UTC)"))
             #expect(try await b.request("POST", "/alerts/quiet", body: "csrf=\(csrf)&clear=yes").status / 100 == 3)
             #expect(try registry.quietHours(person: "bob") == nil)
             let actions = try registry.audit(limit: 10).map { "\($0.actor) \($0.via.rawValue) \($0.action.rawValue)" }

@@ -14,7 +14,10 @@ enum AlertsPage {
         let words: String
         let state: String
         let firing: Bool
+        /// How long ago it fired (or resolved), and the exact local time with its zone.
         let since: String
+        let sinceExact: String
+        let sinceISO: String
         /// The firing shown, sent back with Acknowledge.
         let firedAt: String
         let detail: String
@@ -33,26 +36,28 @@ enum AlertsPage {
         /// The zone of the quiet hours (UTC until set) and the zones offered.
         let quietZone: String
         let zones: [String]
+        /// The zone the page's times are shown in: the quiet hours' zone, else UTC.
+        let shownZone: String
     }
 
     static let template = """
         <h1>Alerts</h1>
         {{#notice}}<p class="alert" role="status">{{notice}}</p>{{/notice}}
-        <p class="muted">About the devices whose history you may read. Messages hold no health values.</p>
+        <p class="muted">About the devices whose history you may read. Messages hold no health values. Times are in {{shownZone}} (the zone of your quiet hours).</p>
         <div class="table-wrap"><table class="alerts reflow">
-        <thead><tr><th>Device</th><th>Condition</th><th>State</th><th>Since (UTC)</th><th>Detail</th><th></th></tr></thead>
+        <thead><tr><th>Device</th><th>Condition</th><th>State</th><th>Since</th><th>Detail</th><th></th></tr></thead>
         <tbody>{{#alerts}}<tr data-alert="{{condition}}" data-chain="{{chain}}" class="{{state}}"><td data-label="Device"><a href="{{link}}"><strong>{{device}}</strong></a> <span class="muted">({{owner}})</span></td>
         <td data-label="Condition">{{words}}</td>
         <td data-label="State">{{state}}{{#acknowledgedBy}}, acknowledged by {{.}}{{/acknowledgedBy}}{{#snoozedUntil}}, snoozed until {{.}}{{/snoozedUntil}}</td>
-        <td data-label="Since (UTC)">{{since}}</td><td data-label="Detail">{{detail}}</td>
+        <td data-label="Since"><span><time datetime="{{sinceISO}}" title="{{sinceExact}}">{{since}}</time><span class="muted"> ({{sinceExact}})</span></span></td><td data-label="Detail">{{detail}}</td>
         <td>{{#firing}}<form method="post" action="/alerts/{{chain}}/{{condition}}/ack" class="inline"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="fired_at" value="{{firedAt}}"><button type="submit">Acknowledge</button></form>
         <form method="post" action="/alerts/{{chain}}/{{condition}}/snooze" class="inline"><input type="hidden" name="csrf" value="{{csrf}}"><select name="hours" aria-label="snooze {{words}} on {{device}} for"><option value="1">1 hour</option><option value="8">8 hours</option><option value="24" selected>1 day</option><option value="168">1 week</option></select> <button type="submit">Snooze</button></form>{{/firing}}</td></tr>{{/alerts}}
         {{^alerts}}<tr><td colspan="6" class="muted">No alerts.</td></tr>{{/alerts}}</tbody>
         </table></div>
         <h2>Your channels</h2>
         <div class="table-wrap"><table class="channels reflow">
-        <thead><tr><th>Kind</th><th>Where</th><th>Secret</th><th>Added (UTC)</th><th></th></tr></thead>
-        <tbody>{{#channels}}<tr data-channel="{{id}}"><td data-label="Kind">{{kind}}</td><td data-label="Where" class="target">{{target}}</td><td data-label="Secret">{{#secretHint}}{{.}}{{/secretHint}}{{^secretHint}}-{{/secretHint}}</td><td data-label="Added (UTC)">{{added}}</td>
+        <thead><tr><th>Kind</th><th>Where</th><th>Secret</th><th>Added</th><th></th></tr></thead>
+        <tbody>{{#channels}}<tr data-channel="{{id}}"><td data-label="Kind">{{kind}}</td><td data-label="Where" class="target">{{target}}</td><td data-label="Secret">{{#secretHint}}{{.}}{{/secretHint}}{{^secretHint}}-{{/secretHint}}</td><td data-label="Added">{{added}}</td>
         <td><form method="post" action="/alerts/channels/{{id}}/test" class="inline"><input type="hidden" name="csrf" value="{{csrf}}"><button type="submit">Send a test</button></form>
         <form method="post" action="/alerts/channels/{{id}}/remove" class="inline"><input type="hidden" name="csrf" value="{{csrf}}"><button type="submit">Remove</button></form></td></tr>{{/channels}}
         {{^channels}}<tr><td colspan="5" class="muted">No channels: you are not told of alerts until you add one.</td></tr>{{/channels}}</tbody>
