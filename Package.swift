@@ -134,6 +134,7 @@ let package = Package(
             name: "HealthProbeIngest",
             dependencies: syncSide + [
                 "HealthProbeImport", "HealthProbeNode",
+                .product(name: "_NIOFileSystem", package: "swift-nio"),
                 .product(name: "ZIPFoundation", package: "ZIPFoundation"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),

@@ -38,17 +38,29 @@ public final class IngestProcessor: Sendable {
 
     deinit { try? pool.syncShutdownGracefully() }
 
-    /// Records `body` posted for `automation` at `now` with the automation's settings.
-    public func ingest(automation: String, body: [UInt8], period: HAEPeriod?, aggregation: HAEAggregation?, now: Double) async throws -> Outcome {
+    /// The directory an automation's arriving bodies are written to (`IncomingBody`).
+    public func bodyDirectory(_ automation: String) -> String { homes.bodies(automation).directory }
+
+    /// Records `body` (arrived whole and synced, `IncomingBody`) posted for `automation` at
+    /// `now` with the automation's settings.
+    public func ingest(automation: String, body: IncomingBody, period: HAEPeriod?, aggregation: HAEAggregation?, now: Double) async throws -> Outcome {
         try await pool.runIfActive { [self] in
             let store = homes.bodies(automation)
-            let sha = BodyStore.sha256(body)
-            if let done = try store.recorded(sha) { return Outcome(recorded: done, duplicate: true) }
-            let received = BodyStore.Received(sha256: sha, bytes: body.count, receivedAt: now, period: period?.rawValue,
+            if let done = try store.recorded(body.sha256) {
+                unlink(body.path)
+                return Outcome(recorded: done, duplicate: true)
+            }
+            let received = BodyStore.Received(sha256: body.sha256, bytes: body.bytes, receivedAt: now, period: period?.rawValue,
                                               aggregation: aggregation?.rawValue, utcOffsetSeconds: utcOffset(now))
-            try store.keep(body, received)
-            return Outcome(recorded: try record(automation: automation, body: .memory(body), received: received), duplicate: false)
+            try store.adopt(body, received)
+            return Outcome(recorded: try record(automation: automation, body: try store.checkedBody(body.sha256, verify: false), received: received), duplicate: false)
         }
+    }
+
+    /// Records `bytes` already in memory (the benchmark): kept as a posted body is.
+    public func ingest(automation: String, bytes: [UInt8], period: HAEPeriod?, aggregation: HAEAggregation?, now: Double) async throws -> Outcome {
+        let body = try await IncomingBody.write(bytes, into: bodyDirectory(automation))
+        return try await ingest(automation: automation, body: body, period: period, aggregation: aggregation, now: now)
     }
 
     /// Records every body a crash left kept but unrecorded, oldest first; returns how many.
@@ -57,6 +69,8 @@ public final class IngestProcessor: Sendable {
             var n = 0
             for automation in homes.automations() {
                 let store = homes.bodies(automation)
+                let swept = store.sweepIncoming()
+                if swept > 0 { logger.notice("removed bodies that never arrived whole", metadata: ["automation": "\(automation)", "files": "\(swept)"]) }
                 for received in try store.pending() {
                     _ = try record(automation: automation, body: try store.checkedBody(received.sha256), received: received)
                     n += 1

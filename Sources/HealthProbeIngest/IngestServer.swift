@@ -95,18 +95,26 @@ public struct IngestServer: Sendable {
             }
             aggregation = v
         }
-        let body: ByteBuffer
+        // The body goes to disk as it arrives (hashed on the way): memory holds a chunk, not the body.
+        let body: IncomingBody
+        let directory = processor.bodyDirectory(automation)
         do {
-            body = try await Self.withDeadline(settings.bodyTimeout) { [settings] in try await request.body.collect(upTo: settings.maxBodyBytes) }
+            body = try await Self.withDeadline(settings.bodyTimeout) { [settings] in
+                try await IncomingBody.receive(request.body, into: directory, limit: settings.maxBodyBytes)
+            }
         } catch is DeadlineExceeded {
             return Self.reply(.requestTimeout, ["error": "the body did not arrive within \(settings.bodyTimeout); send it again"])
-        } catch {
+        } catch is IncomingBody.TooLarge {
             return Self.reply(.contentTooLarge, ["error": "the body is larger than \(settings.maxBodyBytes / (1 << 20)) MiB; in Health Auto Export turn on batch requests, or pick a shorter period"])
+        } catch {
+            logger.error("a body could not be kept", metadata: ["automation": "\(automation)", "error": "\(error)"])
+            return Self.reply(.serviceUnavailable, ["error": "the body could not be kept on disk; it was not acknowledged: send it again"])
         }
         let outcome: IngestProcessor.Outcome
         do {
-            outcome = try await processor.ingest(automation: automation, body: Array(buffer: body), period: period, aggregation: aggregation, now: now())
+            outcome = try await processor.ingest(automation: automation, body: body, period: period, aggregation: aggregation, now: now())
         } catch {
+            unlink(body.path)
             logger.error("ingest failed", metadata: ["automation": "\(automation)", "error": "\(error)"])
             return Self.reply(.serviceUnavailable, ["error": "the body could not be recorded (\(error)); it was not acknowledged: send it again"])
         }

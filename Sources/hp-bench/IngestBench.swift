@@ -91,7 +91,7 @@ struct IngestBench: AsyncParsableCommand {
         let processor = IngestProcessor(homes: homes, archives: OpenArchives(), logger: Archive.silentLogger, utcOffset: { _ in 0 })
         let clock = ContinuousClock()
         let t0 = clock.now
-        let outcome = try await processor.ingest(automation: "bench", body: body, period: .previous7Days, aggregation: .minutes, now: start + 8 * 86_400)
+        let outcome = try await processor.ingest(automation: "bench", bytes: body, period: .previous7Days, aggregation: .minutes, now: start + 8 * 86_400)
         let seconds = Double((clock.now - t0).components.attoseconds) / 1e18 + Double((clock.now - t0).components.seconds)
         let r = outcome.recorded
         let rate = Double(r.records) / seconds
@@ -100,7 +100,7 @@ struct IngestBench: AsyncParsableCommand {
                                    notes: String(format: "%@; body %.1f MB; %.2f x hp-node import (target at least 0.5)", r.status ?? r.outcome, Double(body.count) / 1_000_000, rate / importRate)))
         // The same body again: answered as a duplicate without decoding.
         let t1 = clock.now
-        let again = try await processor.ingest(automation: "bench", body: body, period: .previous7Days, aggregation: .minutes, now: start + 8 * 86_400)
+        let again = try await processor.ingest(automation: "bench", bytes: body, period: .previous7Days, aggregation: .minutes, now: start + 8 * 86_400)
         let dupSeconds = Double((clock.now - t1).components.attoseconds) / 1e18 + Double((clock.now - t1).components.seconds)
         results.append(PhaseResult(phase: "hae_ingest_duplicate", samples: 0, seconds: dupSeconds, samplesPerSecond: 0, archiveBytes: 0,
                                    peakRssBytes: Measure.peakRSS(), notes: again.duplicate ? "duplicate" : "NOT a duplicate"))

@@ -30,10 +30,24 @@ struct IngestEndpointTests {
             #expect(bad.status == 400)
             #expect((bad.json["error"] as? String ?? "").contains("data.metrics[0].data[0].qty"), "\(bad.json)")
             #expect(try await n.post([UInt8](repeating: 0x20, count: 5000)).status == 413)
+            let directory = n.homes.automation("phone").root + "/bodies"
+            #expect(((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).allSatisfy { !$0.hasPrefix(".incoming-") }, "a refused body left its file")
             let viaHeader = try await n.post(body, query: "period=yesterday&aggregation=none", header: "api-key")
             #expect(viaHeader.status == 200 && viaHeader.json["status"] as? String == "recorded", "\(viaHeader.json)")
             _ = try IngestKeys(keys: ArchiveHome(root: n.root).keyStore).revoke(name: "phone")
             #expect(try await n.post(body).status == 401)
+        }
+    }
+
+    @Test("a body that does not arrive within the body timeout is 408; nothing of it stays on disk and nothing is recorded")
+    func slowBody() async throws {
+        try await withIngest(settings: { var s = IngestServer.Settings(); s.bodyTimeout = .seconds(1); return s }()) { n in
+            let body = Self.yesterday(Date().timeIntervalSince1970)
+            let status = try await n.postSlowly(body, pause: .seconds(4))
+            #expect(status == 408, "\(status)")
+            let directory = n.homes.automation("phone").root + "/bodies"
+            #expect(((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).allSatisfy { !$0.hasPrefix(".incoming-") && !$0.hasSuffix(".received.json") })
+            #expect(try await n.post(body).status == 200, "a whole post afterwards is recorded")
         }
     }
 
@@ -98,7 +112,7 @@ struct IngestEndpointTests {
         }
     }
 
-    @Test("a body kept before a stop but never recorded is recorded at the next start, once; posting it again then is a duplicate")
+    @Test("a body kept before a stop but never recorded is recorded at the next start, once; posting it again then is a duplicate; one cut off while arriving is removed")
     func keptBeforeAStop() async throws {
         let dir = TempDir()
         let root = dir.path + "/home"
@@ -107,11 +121,16 @@ struct IngestEndpointTests {
         // As a SIGKILL between keeping and recording leaves it: the body and its arrival, no outcome.
         _ = try ArchiveHome(root: root).open()
         let store = CaptureHomes(home: ArchiveHome(root: root)).bodies("phone")
-        try store.keep(body, .init(sha256: BodyStore.sha256(body), bytes: body.count, receivedAt: now, period: "yesterday", aggregation: "none", utcOffsetSeconds: 0))
+        let arrived = try await IncomingBody.write(body, into: store.directory)
+        #expect(arrived.sha256 == BodyStore.sha256(body) && arrived.bytes == body.count)
+        try store.adopt(arrived, .init(sha256: arrived.sha256, bytes: body.count, receivedAt: now, period: "yesterday", aggregation: "none", utcOffsetSeconds: 0))
         #expect(try store.pending().count == 1)
+        // And a body a stop cut off while it arrived: removed at the start, never recorded.
+        try Data("{\"data\": {\"metr".utf8).write(to: URL(fileURLWithPath: store.directory + "/.incoming-cut-off"))
         try await withIngest(root: root) { (n: IngestNode) async throws -> Void in
             let pending = try store.pending()
             #expect(pending.isEmpty)
+            #expect(!FileManager.default.fileExists(atPath: store.directory + "/.incoming-cut-off"))
             #expect(try await n.observationCount("phone") == 1)
             let recorded = try store.recorded(BodyStore.sha256(body))
             #expect(recorded?.appeared == 24)

@@ -35,11 +35,46 @@ struct IngestNode: Sendable {
         return (Int(response.status.code), json)
     }
 
+    /// Posts the first half of `body`, waits `pause`, then the rest (a slow or stalled phone).
+    func postSlowly(_ body: [UInt8], pause: Duration) async throws -> Int {
+        var request = HTTPClientRequest(url: "https://127.0.0.1:\(port)/ingest/hae")
+        request.method = .POST
+        request.headers.add(name: "content-type", value: "application/json")
+        request.headers.add(name: "authorization", value: "Bearer " + key)
+        let half = body.count / 2
+        let parts = SlowParts(parts: [ByteBuffer(bytes: body[..<half]), ByteBuffer(bytes: body[half...])], pause: pause)
+        request.body = .stream(parts, length: .known(Int64(body.count)))
+        do {
+            let response = try await client.execute(request, timeout: .seconds(60))
+            return Int(response.status.code)
+        } catch {
+            return 0  // the server closed the connection before its answer was read
+        }
+    }
+
     /// The observations of automation `name`'s chain (ids count up from 1 in a new archive).
     func observationCount(_ name: String) async throws -> Int64 {
         let node = try homes.automation(name).open(mode: .readOnly)  // a reader takes no lock
         return try await node.archive.latestObservationID(chain: node.deviceChainID) ?? 0
     }
+}
+
+/// Parts of a body with a pause before each but the first.
+struct SlowParts: AsyncSequence, Sendable {
+    let parts: [ByteBuffer]
+    let pause: Duration
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var left: [ByteBuffer]
+        let pause: Duration
+        var first = true
+        mutating func next() async -> ByteBuffer? {
+            guard !left.isEmpty else { return nil }
+            if !first { try? await Task.sleep(for: pause) }
+            first = false
+            return left.removeFirst()
+        }
+    }
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(left: parts, pause: pause) }
 }
 
 let quietLogger: Logger = { var l = Logger(label: "test.ingest"); l.logLevel = .critical; return l }()
