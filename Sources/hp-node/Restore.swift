@@ -30,10 +30,13 @@ struct Restore: AsyncParsableCommand {
     func run() async throws {
         let home = options.resolvedHome
         let keys = home.keyStore
-        let missing = [KeyStore.secretFile, KeyStore.chainSeedFile].filter { !FileManager.default.fileExists(atPath: keys.directory + "/" + $0) }
+        let missing = keys.missingChainKeyFiles()
         guard missing.isEmpty else {
             throw ValidationError("\(keys.directory) has no \(missing.joined(separator: " or ")): the chain to restore is the one the old device's keys name. Copy its archive-secret and device-chain-seed (its Keychain backup) into \(keys.directory), mode 0600, then run this again")
         }
+        // Both there: read (never made) and checked, so a damaged copy is named before anything is fetched.
+        _ = try keys.archiveSecret()
+        _ = try keys.deviceChainSeed()
         if let token {
             if let existing = try NodeEnrollment.load(keys) {
                 throw ValidationError("this node is already enrolled as \(existing.name); a restore token is for a new device (leave out --token to restore with the enrollment it has)")

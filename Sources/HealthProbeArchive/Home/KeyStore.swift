@@ -31,6 +31,12 @@ public struct KeyStore: Sendable {
     /// Loads the device-chain seed, creating it if missing.
     public func deviceChainSeed() throws -> LoadedKey { try loadOrCreate(Self.chainSeedFile) }
 
+    /// The key files naming a chain (the archive secret, the device-chain seed) that are not
+    /// here; creates none. A restore on a new device needs both from the old one.
+    public func missingChainKeyFiles() -> [String] {
+        [Self.secretFile, Self.chainSeedFile].filter { !FileManager.default.fileExists(atPath: directory + "/" + $0) }
+    }
+
     /// Deletes the device-chain seed so the next capture starts a new chain.
     public func resetChainSeed() throws {
         let path = directory + "/" + Self.chainSeedFile
