@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import HealthProbeTestSupport
 
-@Suite("hp-node analysis commands")
+@Suite("hp-node analysis commands", .blocksOnTools)
 struct AnalysisCommandTests {
     func json(_ args: [String]) throws -> Any {
         let r = try hpNode(args)

@@ -7,7 +7,7 @@ import HealthProbeCanonical
 /// The archive read by tools that have only SQLite (docs/archive.md, "Reading an archive
 /// without HealthProbe"): Python's `sqlite3` module and the `sqlite3` shell read the
 /// fixture archive's views, and their answers are what `hp-node snapshot` and `diff` print.
-@Suite("Archive views for outside tools")
+@Suite("Archive views for outside tools", .blocksOnTools)
 struct ArchiveViewsTests {
     /// Runs `executable` found on PATH; nil when it is not installed.
     static func external(_ executable: String, _ args: [String]) throws -> (Int32, String, String)? {

@@ -5,12 +5,10 @@ import HealthProbeTestSupport
 @testable import HealthProbeArchive
 
 /// `hp-node compact` killed while it writes the copy back: the archive is as it was.
-@Suite("Compaction crash safety")
+@Suite("Compaction crash safety", .blocksOnTools)
 struct CompactCrashTests {
     @Test("SIGKILL while compact writes the copy back through the WAL: the archive keeps its pages and answers, and a second compact completes")
-    func killMidCopy() async throws { try await offCooperativePool { try Self.killMidCopyBody() } }
-
-    static func killMidCopyBody() throws {
+    func killMidCopy() throws {
         let t = TempHome()
         let path = t.home.archivePath
         do {

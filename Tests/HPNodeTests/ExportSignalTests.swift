@@ -3,7 +3,7 @@ import GRDB
 import Testing
 import HealthProbeTestSupport
 
-@Suite("hp-node export and SIGINT")
+@Suite("hp-node export and SIGINT", .blocksOnTools)
 struct ExportSignalTests {
     @Test("SIGINT during an export: exit 130, no file left, the export recorded as cancelled, the archive verifies")
     func interrupt() throws {

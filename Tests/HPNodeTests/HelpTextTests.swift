@@ -6,7 +6,7 @@ import HealthProbeTestSupport
 /// list, is the text recorded in `Tests/fixtures/help/` (swift-argument-parser's own
 /// practice): a changed option, default or abstract shows up in review. A new command
 /// or a deliberate change is recorded with `HP_RECORD_HELP=1 swift test --filter HelpTextTests`.
-@Suite("Help text snapshots")
+@Suite("Help text snapshots", .blocksOnTools)
 struct HelpTextTests {
     static let directory = repositoryRoot.appendingPathComponent("Tests/fixtures/help")
     static let recording = ProcessInfo.processInfo.environment["HP_RECORD_HELP"] == "1"

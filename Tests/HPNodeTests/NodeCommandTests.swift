@@ -3,7 +3,7 @@ import Testing
 @testable import HealthProbeSimulator
 import HealthProbeTestSupport
 
-@Suite("hp-node command line")
+@Suite("hp-node command line", .blocksOnTools)
 struct NodeCommandTests {
     @Test("init, capture, observations --json, show, status")
     func basics() throws {

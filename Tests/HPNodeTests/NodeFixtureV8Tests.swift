@@ -5,7 +5,7 @@ import HealthProbeArchive
 
 /// `hp-node` on the schema-8 archive the schema-8 build wrote (`Tests/fixtures/archive-v8`):
 /// after migration its snapshot, diff and changes JSON are what the schema-8 build printed.
-@Suite("hp-node on a schema-8 archive")
+@Suite("hp-node on a schema-8 archive", .blocksOnTools)
 struct NodeFixtureV8Tests {
     func json(_ text: String) throws -> NSObject {
         try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? NSObject)

@@ -5,12 +5,10 @@ import HealthProbeTestSupport
 
 /// `hp-node restore` and `hp-server enroll --restore-chain` through the built binaries,
 /// with a real `hp-server serve` on 127.0.0.1.
-@Suite("hp-node restore")
+@Suite("hp-node restore", .blocksOnTools)
 struct RestoreCommandTests {
     @Test("after reset --keep-chain the node restores and syncs on; a replacement device with the old keys restores with a restore token; without keys it says what to copy")
-    func restore() async throws { try await offCooperativePool { try Self.restoreBody() } }
-
-    static func restoreBody() throws {
+    func restore() throws {
         let data = TempDir(), home = TempDir()
         #expect(try hpServer(["init", "--data", data.path]).0 == 0)
         #expect(try hpNode(["--home", home.path, "capture", "--simulate", "--seed", "3", "--days", "1"]).0 == 0)
@@ -63,9 +61,7 @@ struct RestoreCommandTests {
     }
 
     @Test("hp-node restore killed (SIGKILL) while it applies bundles leaves whole bundles; run again, it continues and ends equal to the server")
-    func killedRestoreContinues() async throws { try await offCooperativePool { try Self.killedBody() } }
-
-    static func killedBody() throws {
+    func killedRestoreContinues() throws {
         let data = TempDir(), home = TempDir()
         #expect(try hpServer(["init", "--data", data.path]).0 == 0)
         for _ in 1...8 { #expect(try hpNode(["--home", home.path, "capture", "--simulate", "--seed", "4", "--days", "1"]).0 == 0) }

@@ -6,7 +6,7 @@ import HealthProbeTestSupport
 
 /// `hp-server alert channel ...` and `hp-server alert list`: checked input, secrets never
 /// printed back, actions in the audit log.
-@Suite("hp-server alert")
+@Suite("hp-server alert", .blocksOnTools)
 struct AlertCommandTests {
     @Test("channel add, list (table and JSON), remove; bad targets refused with a reason")
     func channels() throws {

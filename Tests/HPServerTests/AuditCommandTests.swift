@@ -3,7 +3,7 @@ import Testing
 import HealthProbeTestSupport
 
 /// `hp-server audit`: the CLI's own actions are recorded with the operator's name, and listed.
-@Suite("hp-server audit")
+@Suite("hp-server audit", .blocksOnTools)
 struct AuditCommandTests {
     @Test("person add, role, password, remove, enroll, revoke and verify from the CLI are each recorded once, newest first, without secrets")
     func cliActions() throws {

@@ -13,12 +13,10 @@ func nodeChain(_ home: String) throws -> String {
     return try #require(status?["device_chain_hash"] as? String)
 }
 
-@Suite("Online backup and restore")
+@Suite("Online backup and restore", .blocksOnTools)
 struct BackupTests {
     @Test("a backup taken while nodes sync verifies; restored from it, every chain's digest is the original's and a node syncs on without enrolling again")
-    func backupWhileSyncingAndRestore() async throws { try await offCooperativePool { try Self.backupWhileSyncingAndRestoreBody() } }
-
-    static func backupWhileSyncingAndRestoreBody() throws {
+    func backupWhileSyncingAndRestore() throws {
         let data = TempDir(), homeA = TempDir(), homeB = TempDir(), backups = TempDir(), restoredParent = TempDir()
         #expect(try hpServer(["init", "--data", data.path]).0 == 0)
         #expect(try hpNode(["--home", homeA.path, "capture", "--simulate", "--seed", "3", "--days", "20"]).0 == 0)

@@ -4,12 +4,10 @@ import Testing
 @testable import HealthProbeArchive
 import HealthProbeTestSupport
 
-@Suite("Crash safety")
+@Suite("Crash safety", .blocksOnTools)
 struct CrashTests {
     @Test("SIGKILL while the server applies a bundle: the replica keeps nothing half-written, verify passes, the next sync completes")
-    func killMidApply() async throws { try await offCooperativePool { try Self.killMidApplyBody() } }
-
-    static func killMidApplyBody() throws {
+    func killMidApply() throws {
         let data = TempDir(), home = TempDir()
         #expect(try hpServer(["init", "--data", data.path]).0 == 0)
         #expect(try hpNode(["--home", home.path, "capture", "--simulate", "--days", "20"]).0 == 0)

@@ -4,7 +4,7 @@ import Testing
 @testable import HealthProbeServer
 import HealthProbeTestSupport
 
-@Suite("Bundles off the machine (S3)", .enabled(if: SeaweedS3.available, Comment(rawValue: SeaweedS3.skipReason)), .serialized)
+@Suite("Bundles off the machine (S3)", .enabled(if: SeaweedS3.available, Comment(rawValue: SeaweedS3.skipReason)), .serialized, .blocksOnTools)
 struct OffsiteTests {
     /// The upload queue's rows not uploaded yet, and all rows, read from the registry.
     func queue(_ data: String) throws -> (pending: Int, all: Int, failedAttempts: Int) {

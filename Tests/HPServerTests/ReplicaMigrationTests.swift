@@ -7,7 +7,7 @@ import HealthProbeArchive
 /// A replica written at schema 8 (the schema-8 build's archive of `Tests/fixtures/archive-v8`,
 /// placed as a chain's replica): read-only commands refuse it with the fix, and
 /// `hp-server serve` migrates it before it listens.
-@Suite("hp-server with a schema-8 replica")
+@Suite("hp-server with a schema-8 replica", .blocksOnTools)
 struct ReplicaMigrationTests {
     /// A server data directory whose one chain's replica is the schema-8 fixture archive.
     static func schema8Replica() throws -> (data: TempDir, chain: String, replica: String) {

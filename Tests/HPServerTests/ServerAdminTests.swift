@@ -4,7 +4,7 @@ import Testing
 @testable import HealthProbeArchive
 import HealthProbeTestSupport
 
-@Suite("hp-server administration")
+@Suite("hp-server administration", .blocksOnTools)
 struct ServerAdminTests {
     /// Two nodes (same simulated person, so identical records) whose first two observations reach the server.
     func household() throws -> (TempDir, [TempDir]) {

@@ -10,7 +10,7 @@ import Testing
 /// The built `hp-node serve`, killed with SIGKILL while posts are being recorded:
 /// nothing it acknowledged is lost, what it kept is recorded at the next start, and the
 /// phone's retries are answered without recording anything twice. SIGTERM stops it cleanly.
-@Suite("Ingest killed mid-post", .serialized)
+@Suite("Ingest killed mid-post", .serialized, .blocksOnTools)
 struct IngestCrashTests {
     /// Starts `hp-node serve --ingest 127.0.0.1:0` on `root`; returns the process and its port.
     static func serve(_ root: String, log: String) async throws -> (Process, Int) {

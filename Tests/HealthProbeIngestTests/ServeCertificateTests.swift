@@ -10,7 +10,7 @@ import Testing
 /// The built `hp-node serve` started on a home whose ingest certificate is 20 days from its
 /// end: it re-issues it from the same authority, says so, serves it to a client that trusts
 /// only the authority, and `hp-node serve status` (table and `--json`) shows the expiry.
-@Suite("hp-node serve re-issues its certificate", .serialized)
+@Suite("hp-node serve re-issues its certificate", .serialized, .blocksOnTools)
 struct ServeCertificateTests {
     @Test("serve re-issues a certificate 20 days from its end at start; status shows the new expiry and the re-issue")
     func serveReissues() async throws {

@@ -95,7 +95,7 @@ struct HostileCase: CustomStringConvertible, Sendable {
     }()
 }
 
-@Suite("A node trusts nothing from a server (a hostile server over TLS on 127.0.0.1)", .serialized)
+@Suite("A node trusts nothing from a server (a hostile server over TLS on 127.0.0.1)", .serialized, .blocksOnTools)
 struct HostileServerSyncTests {
     /// The node's bundle_log rows and outbox files: what a hostile reply must never change.
     static func recorded(_ node: NodeArchive, outbox: String) async throws -> [String] {

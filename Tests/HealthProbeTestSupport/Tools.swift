@@ -72,12 +72,3 @@ public func enrollWithCLI(data: String, home: String, name: String, port: Int) t
     let enrolled = try hpNode(["--home", home, "enroll", issued.1.trimmingCharacters(in: .whitespacesAndNewlines)])
     #expect(enrolled.0 == 0, "\(enrolled.2)")
 }
-
-/// Runs `body` (blocking work: tools run and waited for, polling loops) on a thread of its
-/// own, not on one of Swift's cooperative threads: a test that blocks those (there are as
-/// many as cores) holds up every in-process server and client of the tests running beside it.
-public func offCooperativePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { (done: CheckedContinuation<T, any Error>) in
-        Thread.detachNewThread { done.resume(with: Result { try body() }) }
-    }
-}
