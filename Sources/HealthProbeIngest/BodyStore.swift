@@ -67,13 +67,14 @@ public struct BodyStore: Sendable {
         }
     }
 
-    /// Keeps an arrived body (its file already synced) under its content address, and how
-    /// it came, durably; a body kept before stays as it was and the new file goes.
+    /// Keeps an arrived body under its content address (synced, then renamed), and how it
+    /// came, durably; a body kept before stays as it was and the new file goes.
     public func adopt(_ body: IncomingBody, _ received: Received) throws {
         let kept = path(received.sha256, ".json")
         if FileManager.default.fileExists(atPath: kept) {
             unlink(body.path)
         } else {
+            do { try DurableFile.sync(body.path) } catch { unlink(body.path); throw error }
             guard rename(body.path, kept) == 0 else {
                 let reason = String(cString: strerror(errno))
                 unlink(body.path)

@@ -22,6 +22,14 @@ enum DurableFile {
         syncDirectory((path as NSString).deletingLastPathComponent)
     }
 
+    /// Syncs the file at `path` (written and closed by someone else) to disk.
+    static func sync(_ path: String) throws {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw ArchiveError(.storage, "cannot open \(path) to sync it: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw ArchiveError(.storage, "cannot sync \(path) to disk: \(String(cString: strerror(errno)))") }
+    }
+
     /// Syncs a directory's entries (a rename into it) to disk.
     static func syncDirectory(_ directory: String) {
         let dfd = open(directory, O_RDONLY | O_CLOEXEC)

@@ -6,8 +6,8 @@ import NIOFileSystem
 
 /// A posted body as it arrives: each chunk is written to a file of its own in the
 /// automation's body directory (`.incoming-<uuid>`) and hashed, so memory holds one
-/// chunk, never the body. The file is synced before it is handed on; `BodyStore.adopt`
-/// then renames it to its content address. A body that does not arrive whole (too
+/// chunk, never the body. `BodyStore.adopt` syncs it to disk and renames it to its
+/// content address (the sync is not part of the time a poster has to send the body). A body that does not arrive whole (too
 /// large, too slow, the connection gone) leaves no file behind.
 public struct IncomingBody: Sendable {
     /// The file holding the bytes (synced), their SHA-256 and their count.
@@ -40,7 +40,6 @@ public struct IncomingBody: Sendable {
                     try await writer.write(contentsOf: chunk)
                 }
                 try await writer.flush()
-                try await handle.synchronize()
                 return (ArchiveHasher.hex(Array(hash.finalize())), count)
             }
             return IncomingBody(path: path, sha256: sha, bytes: count)

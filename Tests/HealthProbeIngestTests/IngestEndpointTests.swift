@@ -41,9 +41,9 @@ struct IngestEndpointTests {
 
     @Test("a body that does not arrive within the body timeout is 408; nothing of it stays on disk and nothing is recorded")
     func slowBody() async throws {
-        try await withIngest(settings: { var s = IngestServer.Settings(); s.bodyTimeout = .seconds(1); return s }()) { n in
+        try await withIngest(settings: { var s = IngestServer.Settings(); s.bodyTimeout = .seconds(3); return s }()) { n in
             let body = Self.yesterday(Date().timeIntervalSince1970)
-            let status = try await n.postSlowly(body, pause: .seconds(4))
+            let status = try await n.postSlowly(body, pause: .seconds(8))
             #expect(status == 408, "\(status)")
             let directory = n.homes.automation("phone").root + "/bodies"
             #expect(((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).allSatisfy { !$0.hasPrefix(".incoming-") && !$0.hasSuffix(".received.json") })

@@ -78,14 +78,15 @@ struct TimeoutTests {
     @Test("the server's own wait does not run the idle clock: an AUTH refused after a throttle longer than the idle limit gets unauthorized, not timeout")
     func throttledAuth() async throws {
         let data = TempDir()
-        // The throttle waits 1.2 s before refusing; the idle limit is 0.4 s.
-        try await withServer(data, idle: .milliseconds(400), throttle: AuthThrottle(base: 1.2, maximum: 1.2)) { server in
+        // The throttle waits 4 s before refusing; the idle limit is 1.5 s (room for the client's
+        // AUTH to arrive on a loaded machine, well under the throttle's wait).
+        try await withServer(data, idle: .milliseconds(1500), throttle: AuthThrottle(base: 4, maximum: 4)) { server in
             let wrong = NodeEnrollment(address: "127.0.0.1:\(server.port)", fingerprint: server.fingerprint, name: "nobody",
                                        credential: String(repeating: "0", count: 64))
             let (reply, elapsed) = try await session(server, [(try wire([try authFrame(wrong)]), 0)])
             #expect(reply.contains("unauthorized"), "\(Self.printable(reply))")
             #expect(!reply.contains("timeout"), "\(Self.printable(reply))")
-            #expect(elapsed >= .milliseconds(1200))
+            #expect(elapsed >= .milliseconds(4000))
         }
     }
 }

@@ -2,21 +2,27 @@ import Dispatch
 import Foundation
 import Testing
 
-/// The executor tests that block run on: jobs go to a concurrent dispatch queue, which
-/// starts another thread when all of its threads are blocked (a tool run and waited for,
-/// a polling loop). Swift's cooperative pool has one thread per core (two here): tests
-/// that block those hold up every in-process server and client of the tests beside them.
+/// The executor tests that block run on (a tool run and waited for, a polling loop): an
+/// operation queue of its own with one thread per core. Swift's cooperative pool has one
+/// thread per core too (two here): tests that block those hold up every in-process server
+/// and client of the tests beside them. Its width bounds how many such tests run at once
+/// (each starts processes that want the cores), as the cooperative pool did before.
 @available(macOS 15, iOS 18, *)
 public final class BlockingWorkExecutor: TaskExecutor {
     public static let shared = BlockingWorkExecutor()
-    private let queue = DispatchQueue(label: "healthprobe.tests.blocking-work", attributes: .concurrent)
+    private let queue: OperationQueue = {
+        let q = OperationQueue()
+        q.name = "healthprobe.tests.blocking-work"
+        q.maxConcurrentOperationCount = max(2, ProcessInfo.processInfo.activeProcessorCount)
+        return q
+    }()
     /// Set on this executor's threads while they run a job (what `isOnBlockingWorkThread` reads).
     static let marker = "healthprobe.tests.blocking-work"
 
     public func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         let executor = asUnownedTaskExecutor()
-        queue.async {
+        queue.addOperation {
             Thread.current.threadDictionary[Self.marker] = true
             defer { Thread.current.threadDictionary[Self.marker] = nil }
             job.runSynchronously(on: executor)
