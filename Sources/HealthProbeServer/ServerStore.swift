@@ -278,7 +278,8 @@ extension ServerStore {
             let rest = Prepended(first: first, rest: lines)
             let outcome: BundleApplier.Outcome
             do {
-                outcome = try BundleApplier.apply(replica, lines: rest, manifestHash: manifestHash, now: now, indexes: .automatic(bundleBytes: bytes))
+                outcome = try BundleApplier.apply(replica, lines: rest, manifestHash: manifestHash, now: now, indexes: .automatic(bundleBytes: bytes),
+                                                  beforeCommit: { _, _ in Failpoints.beforeCommit() })
             } catch {
                 // Lines that ended at a damaged member: say so rather than "truncated".
                 throw rest.rest.failure ?? error

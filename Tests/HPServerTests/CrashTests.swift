@@ -6,7 +6,7 @@ import HealthProbeTestSupport
 
 @Suite("Crash safety", .blocksOnTools)
 struct CrashTests {
-    @Test("SIGKILL while the server applies a bundle: the replica keeps nothing half-written, verify passes, the next sync completes")
+    @Test("SIGKILL inside the apply transaction (held there by a failpoint): the replica keeps nothing of the bundle, verify passes, the next sync completes")
     func killMidApply() throws {
         let data = TempDir(), home = TempDir()
         #expect(try hpServer(["init", "--data", data.path]).0 == 0)
@@ -15,13 +15,16 @@ struct CrashTests {
         let chain = try #require(status?["device_chain_hash"] as? String)
         let incoming = data.path + "/chains/\(chain)/bundles/00000001.jsonl.gz.incoming"
 
-        let server = try ServerProcess(data: data.path)
+        // The failpoint holds the server inside the apply's transaction, the bundle applied and
+        // not committed, and says so with a file: the kill provably lands there.
+        let marker = data.path + "/inside-the-transaction"
+        let server = try ServerProcess(data: data.path, environment: ["HP_FAILPOINT_BEFORE_COMMIT": marker])
         try enrollWithCLI(data: data.path, home: home.path, name: "phone", port: server.port)
         let node = try launchTool("hp-node", ["--home", home.path, "sync"])
-        // The `.incoming` file appears just before the apply transaction starts.
         let deadline = Date().addingTimeInterval(60)
-        while !FileManager.default.fileExists(atPath: incoming) && Date() < deadline && server.process.isRunning { usleep(2_000) }
-        #expect(FileManager.default.fileExists(atPath: incoming), "the bundle never reached the apply step")
+        while !FileManager.default.fileExists(atPath: marker) && Date() < deadline && server.process.isRunning { usleep(2_000) }
+        #expect(FileManager.default.fileExists(atPath: marker), "the apply never reached its commit")
+        #expect(FileManager.default.fileExists(atPath: incoming), "the bundle is kept as .incoming until the commit")
         kill(server.process.processIdentifier, SIGKILL)
         server.process.waitUntilExit()
         node.waitUntilExit()
@@ -32,7 +35,7 @@ struct CrashTests {
         let (logged, observations) = try replica.read { db in
             (try Int.fetchOne(db, sql: "SELECT count(*) FROM bundle_log")!, try Int.fetchOne(db, sql: "SELECT count(*) FROM observations")!)
         }
-        #expect(logged == observations && logged <= 1)
+        #expect(logged == 0 && observations == 0, "killed before the commit: nothing of the bundle stays")
         let verify = try hpServer(["verify", "--data", data.path, "--full"])
         #expect(verify.0 == 0, "\(verify.1)")
 

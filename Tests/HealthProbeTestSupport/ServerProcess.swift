@@ -10,9 +10,11 @@ public final class ServerProcess {
 
     /// Starts the server and waits (at most `timeout` seconds) for the line naming its port.
     /// A server that exits, prints something else, or stays silent is an error, never a hang.
-    public init(data: String, arguments: [String] = [], timeout: Double = 60) throws {
+    /// `environment` is added to this process's for the server alone (a failpoint, say).
+    public init(data: String, arguments: [String] = [], environment: [String: String] = [:], timeout: Double = 60) throws {
         process.executableURL = try toolURL("hp-server")
         process.arguments = ["serve", "--data", data, "--listen", "127.0.0.1:0"] + arguments
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         // stderr goes to a file: a pipe nobody reads would stall a server that logs a lot.
         let errPath = NSTemporaryDirectory() + "hp-server-stderr-" + UUID().uuidString
         _ = FileManager.default.createFile(atPath: errPath, contents: nil)
