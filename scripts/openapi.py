@@ -125,7 +125,7 @@ paths = {
  "/api/v1/chains/{chain}/export": {"get": op("A verifiable export of the chain at an observation (docs/export-format.md), made from the replica; X-HP-Manifest-Hash names its manifest hash",
    [chain_p, q("kind", {"type": "string", "enum": ["records", "records_csv", "summary", "diff"]}, True), q("at", {"type": "integer", "minimum": 1}),
     q("from", {"type": "integer", "minimum": 1}), q("to", {"type": "integer", "minimum": 1})],
-   ok={"200": {"description": "The export file: JSON, or for records_csv a zip of the CSV, its relationships CSV and its manifest; a diff needs from and to", "headers": {"X-HP-Manifest-Hash": {"schema": hexhash}, "X-HP-Record-Count": {"schema": {"type": "string"}}},
+   ok={"200": {"description": "The export file (export_format_version 2: records carry display_name, display_unit, local_day and lateness_seconds; archive.capture names a capture's windows per type): JSON, or for records_csv a zip of the CSV, its relationships CSV and its manifest; a diff needs from and to", "headers": {"X-HP-Manifest-Hash": {"schema": hexhash}, "X-HP-Record-Count": {"schema": {"type": "string"}}},
                "content": {"application/json": {"schema": {"type": "object"}}, "application/zip": {"schema": {"type": "string", "format": "binary"}}}}})},
  "/api/v1/chains/{chain}/shares/{person}": {
    "put": op("Share the chain with a person (admins; members for their own chains)", [chain_p, {"name": "person", "in": "path", "required": True, "schema": name}, csrf], ok=resp(ref("Share"))),

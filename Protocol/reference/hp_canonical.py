@@ -554,17 +554,22 @@ def verify_export(path):
         env = json.load(open(path + ".manifest.json", encoding="utf-8"))
         hashes, by, rels = [], {}, 0
         numeric = {"observation_id", "numeric_value", "category_value", "workout_activity_type", "duration_seconds",
-                   "first_seen_observation_id", "last_verified_observation_id", "disappeared_observation_id"}
+                   "first_seen_observation_id", "last_verified_observation_id", "disappeared_observation_id", "lateness_seconds"}
         with open(path, newline="", encoding="utf-8") as f:
             rows = csv.reader(f)
             cols = next(rows)
+            # Version 1: the spec's 23 columns; version 2 appends display_name, display_unit,
+            # local_day and lateness_seconds after item_hash. The item hash covers every
+            # column but export_id and item_hash.
+            at = cols.index("item_hash")
             for n, row in enumerate(rows, start=2):
                 item = {}
-                for c, v in zip(cols[1:-1], row[1:-1]):
-                    item[c] = None if v == "" else (float(v) if c in numeric else v)
-                if sha("export_item", canonical(item).encode()) != row[-1]:
+                for c, v in zip(cols, row):
+                    if c not in ("export_id", "item_hash"):
+                        item[c] = None if v == "" else (float(v) if c in numeric else v)
+                if sha("export_item", canonical(item).encode()) != row[at]:
                     problems.append("%s line %d: item_hash" % (path, n))
-                hashes.append(row[-1])
+                hashes.append(row[at])
                 by[row[2]] = by.get(row[2], 0) + 1
         relfile = env.get("files", {}).get("relationships")
         if relfile:

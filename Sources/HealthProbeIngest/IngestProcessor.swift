@@ -97,8 +97,9 @@ public final class IngestProcessor: Sendable {
             logger.notice("ingest body refused", metadata: ["automation": "\(automation)", "sha256": "\(received.sha256.prefix(16))", "path": "\(error.path)"])
             return out
         }
+        // Local days are the phone's: the offset its dates carry, else the node's zone.
         let window = HAEWindow(period: received.period.flatMap(HAEPeriod.init(rawValue:)), aggregation: received.aggregation.flatMap(HAEAggregation.init(rawValue:)),
-                               now: received.receivedAt, utcOffsetSeconds: received.utcOffsetSeconds)
+                               now: received.receivedAt, utcOffsetSeconds: scan.utcOffsetSeconds ?? received.utcOffsetSeconds)
         let node = try archives.node(homes.automation(automation))
         let r = try HAECapture(node: node).record(body, decoder: d, scan: scan, window: window)
         out.outcome = "recorded"

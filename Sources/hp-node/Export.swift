@@ -95,7 +95,7 @@ struct VerifyExport: AsyncParsableCommand {
     func run() async throws {
         let report = try ExportVerifier.verify(path: file, strict: strict)
         if options.json { try Output.json(report) } else {
-            print("\(report.ok ? "ok" : "FAILED")  \(report.kind ?? "?") \(report.exportID ?? "?"): \(report.items) items, manifest \(report.manifestHash ?? "-")")
+            print("\(report.ok ? "ok" : "FAILED")  \(report.kind ?? "?") \(report.exportID ?? "?"): \(report.items) items, format \(report.formatVersion.map(String.init) ?? "?"), manifest \(report.manifestHash ?? "-")")
             for p in report.problems.prefix(50) { print("  \(p)") }
             if report.problems.count > 50 { print("  ... and \(report.problems.count - 50) more") }
         }

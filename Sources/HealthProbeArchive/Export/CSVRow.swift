@@ -6,6 +6,11 @@ import HealthProbeCanonical
 struct CSVRow {
     private var cells = 0
 
+    init() {}
+
+    /// `following`: the row continues cells already written, so every cell starts with a comma.
+    init(following: Bool) { cells = following ? 1 : 0 }
+
     private mutating func separate(_ w: inout CanonicalJSONWriter) {
         if cells > 0 { w.appendRaw(UInt8(ascii: ",")) }
         cells += 1
@@ -26,6 +31,12 @@ struct CSVRow {
         }
         separate(&w)
         w.appendRaw(text)
+    }
+
+    /// A cell already in CSV form (quoted where needed; empty is empty).
+    mutating func raw(_ field: [UInt8], _ w: inout CanonicalJSONWriter) {
+        separate(&w)
+        w.appendRaw(field)
     }
 
     /// An integer cell; nil is empty.

@@ -36,17 +36,24 @@ public struct ExportManifestHasher {
 
 /// The envelope around the items (export-spec.md 3).
 public struct ExportEnvelope: Sendable {
-    public static let formatVersion = 1
+    /// The version this build writes: 2 added the records' human fields (display name and
+    /// unit, local day), lateness and the capture windows (docs/export-format.md).
+    public static let formatVersion = 2
+    /// The versions `verify-export` checks.
+    public static let readableVersions = 1...2
     public var exportID: String
     public var kind: ExportKind
     public var createdAt: Double
     public var app: JSONValue
     public var archive: JSONValue
     public var filters: JSONValue
+    /// The format written: `formatVersion`, or 1 when an export made before version 2 is
+    /// reproduced (integrity checks).
+    public var version = ExportEnvelope.formatVersion
 
     /// What the manifest hash covers of the envelope.
     public var metadata: JSONValue {
-        .object(["app": app, "archive": archive, "export_format_version": .int(Self.formatVersion), "export_kind": .string(kind.rawValue),
+        .object(["app": app, "archive": archive, "export_format_version": .int(version), "export_kind": .string(kind.rawValue),
                  "filters": filters, "provenance_warning": .string(ProvenanceWarning.text)])
     }
 
@@ -57,7 +64,7 @@ public struct ExportEnvelope: Sendable {
         out += Array(",\"archive\":".utf8)
         out += try CanonicalJSON.encode(archive)
         out += Array(",\"created_at\":".utf8) + (try CanonicalJSON.encode(.string(CanonicalDate.string(createdAt))))
-        out += Array(",\"export_format_version\":\(Self.formatVersion),\"export_id\":".utf8) + (try CanonicalJSON.encode(.string(exportID)))
+        out += Array(",\"export_format_version\":\(version),\"export_id\":".utf8) + (try CanonicalJSON.encode(.string(exportID)))
         out += Array(",\"export_kind\":".utf8) + (try CanonicalJSON.encode(.string(kind.rawValue)))
         out += Array(",\"filters\":".utf8) + (try CanonicalJSON.encode(filters))
         out += Array(",\"items\":[\n".utf8)

@@ -28,6 +28,9 @@ public struct ExportRequest: Sendable {
     /// Visibility fields (last verified, disappeared) consider observations up to this one;
     /// default the latest. Part of the manifest, so an export can be reproduced exactly.
     public var asOf: Int64?
+    /// The format to write: the current one; 1 only to reproduce an export made before
+    /// version 2 (integrity checks), which lacks the human fields, lateness and windows.
+    var formatVersion = ExportEnvelope.formatVersion
 
     public init(kind: ExportKind) { self.kind = kind }
 }

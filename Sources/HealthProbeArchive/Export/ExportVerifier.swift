@@ -11,6 +11,8 @@ public struct ExportVerification: Sendable, Codable, Equatable {
     public var exportID: String?
     public var items: Int
     public var manifestHash: String?
+    /// The file's `export_format_version` (nil when it could not be read).
+    public var formatVersion: Int?
     /// Each problem names the line (and item) or field that does not match.
     public var problems: [String]
     public var ok: Bool { problems.isEmpty }
@@ -137,6 +139,11 @@ public enum ExportVerifier {
         guard let kind = report.kind, ExportKind(rawValue: kind) != nil else {
             report.problems.append("line 1: export_kind is missing or unknown"); return report
         }
+        guard case .number(let v)? = header["export_format_version"], let version = Int(exactly: v), ExportEnvelope.readableVersions.contains(version) else {
+            report.problems.append("line 1: export_format_version must be one of \(ExportEnvelope.readableVersions.map(String.init).joined(separator: ", ")) (a newer HealthProbe may read this file)")
+            return report
+        }
+        report.formatVersion = version
         var counter = Counter(kind: kind)
         var footer: [String: JSONValue]?
         var lineNo = 1
@@ -220,6 +227,13 @@ public enum ExportVerifier {
         if case .string(let e)? = envelope["export_id"] { report.exportID = e }
         guard case .object(let manifest)? = envelope["manifest"] else { report.problems.append("manifest: missing"); return report }
         if case .string(let h)? = manifest["manifest_hash"] { report.manifestHash = h }
+        guard case .number(let v)? = envelope["export_format_version"], let version = Int(exactly: v),
+              let recordColumns = CSVColumns.records(version: version) else {
+            report.problems.append("\(path).manifest.json: export_format_version must be one of \(ExportEnvelope.readableVersions.map(String.init).joined(separator: ", ")) (a newer HealthProbe may read this file)")
+            return report
+        }
+        report.formatVersion = version
+        let layout = version == 1 ? CSVColumns.Layout.v1 : CSVColumns.Layout.v2
         var acc = SHA256Accumulator()
         var byType: [String: Int] = [:]
         var relationships = 0
@@ -229,7 +243,6 @@ public enum ExportVerifier {
                 report.problems.append("\(file) line 1: the header row must be exactly: \(columns.joined(separator: ","))"); return
             }
             var lineNo = 1
-            let numeric = columns.map { CSVColumns.numeric.contains($0) }
             var scratch = CanonicalJSONWriter(capacity: 2048)
             while let raw = lines.next() {
                 lineNo += 1
@@ -239,10 +252,10 @@ public enum ExportVerifier {
                     report.problems.append("\(file) line \(lineNo): expected \(columns.count) fields"); continue
                 }
                 if f[0] != report.exportID { report.problems.append("\(file) line \(lineNo): export_id differs from the manifest's") }
-                let stated = f[columns.count - 1]
+                let stated = f[isRecord ? layout.itemHashIndex : columns.count - 1]
                 let computed: String
                 if isRecord {
-                    computed = try CSVColumns.recordHash(cells: f, numeric: numeric, scratch: &scratch) { column in
+                    computed = try CSVColumns.recordHash(cells: f, layout: layout, scratch: &scratch) { column in
                         report.problems.append("\(file) line \(lineNo): \(columns[column]) is not a number")
                     }
                     byType[f[2], default: 0] += 1
@@ -258,7 +271,7 @@ public enum ExportVerifier {
                 acc.add(stated)
             }
         }
-        try check(file: path, columns: CSVColumns.records, isRecord: true)
+        try check(file: path, columns: recordColumns, isRecord: true)
         if case .object(let files)? = envelope["files"], case .string(let rel)? = files["relationships"] {
             let relPath = ((path as NSString).deletingLastPathComponent as NSString).appendingPathComponent(rel)
             if FileManager.default.fileExists(atPath: relPath) { try check(file: relPath, columns: CSVColumns.relationships, isRecord: false) }

@@ -4,39 +4,75 @@ import HealthProbeCanonical
 
 /// Column layouts of the CSV exports (export-spec.md 6).
 public enum CSVColumns {
+    /// The spec's 23 columns, in its order: all of format version 1, the first 23 of version 2.
     public static let records = [
         "export_id", "observation_id", "sample_type_identifier", "sample_identity_hash", "sample_uuid_hash", "strict_fingerprint",
         "semantic_fingerprint", "payload_hash", "start_date_utc", "end_date_utc", "value_kind", "numeric_value", "unit", "category_value",
         "workout_activity_type", "duration_seconds", "source_hash", "device_hash", "metadata_hash", "first_seen_observation_id",
         "last_verified_observation_id", "disappeared_observation_id", "item_hash",
     ]
+    /// Format version 2's columns after the spec's 23: the type's display name and unit
+    /// (`TypeCatalogue`), the start's local day, the sample's lateness.
+    public static let human = ["display_name", "display_unit", "local_day", "lateness_seconds"]
+    /// Format version 2's record columns.
+    public static let recordsV2 = records + human
     /// Columns holding numbers (the rest are text); empty cells are null.
     public static let numeric: Set<String> = [
         "observation_id", "numeric_value", "category_value", "workout_activity_type", "duration_seconds",
-        "first_seen_observation_id", "last_verified_observation_id", "disappeared_observation_id",
+        "first_seen_observation_id", "last_verified_observation_id", "disappeared_observation_id", "lateness_seconds",
     ]
     public static let relationships = [
         "export_id", "relationship_kind", "observation_id", "source_type_identifier", "source_identity_hash",
         "target_type_identifier", "target_identity_hash", "metadata_hash", "item_hash",
     ]
 
+    /// The record columns of export format `version`, nil for a version this build does not know.
+    public static func records(version: Int) -> [String]? {
+        switch version { case 1: records; case 2: recordsV2; default: nil }
+    }
+
+    /// A record layout's item hash input: every column but `export_id` and `item_hash`,
+    /// by name, in canonical key order.
+    struct Layout {
+        let columns: [String]
+        let numeric: [Bool]
+        /// Indexes of the hashed columns in canonical key order, and their `"name":` bytes.
+        let hashOrder: [Int]
+        let quotedNames: [[UInt8]]
+        /// Where the `item_hash` column is.
+        let itemHashIndex: Int
+
+        init(_ columns: [String]) {
+            self.columns = columns
+            numeric = columns.map { CSVColumns.numeric.contains($0) }
+            hashOrder = columns.indices.filter { columns[$0] != "export_id" && columns[$0] != "item_hash" }
+                .sorted { CanonicalJSON.keyPrecedes(columns[$0], columns[$1]) }
+            quotedNames = columns.map { Array("\"\($0)\":".utf8) }
+            itemHashIndex = columns.firstIndex(of: "item_hash")!
+        }
+
+        static let v1 = Layout(CSVColumns.records)
+        static let v2 = Layout(CSVColumns.recordsV2)
+    }
+
     /// The item hash of a CSV record row: SHA-256 of `hp:v2:export_item:` and
-    /// the canonical JSON object of columns 2-22 by name, from the row's
-    /// `cells` (all 23): empty is null, a column marked in `numeric` a number,
-    /// others strings. A numeric cell that is not a number is hashed as a string
-    /// and named to `notANumber` (its column index). `w` is scratch space.
-    static func recordHash(cells: [String], numeric: [Bool], scratch w: inout CanonicalJSONWriter,
+    /// the canonical JSON object of its columns but `export_id` and `item_hash` by
+    /// name (columns 2-22; in version 2 also 24-27), from the row's `cells`: empty is
+    /// null, a numeric column a number, others strings. A numeric cell that is not a
+    /// number is hashed as a string and named to `notANumber` (its column index). `w`
+    /// is scratch space.
+    static func recordHash(cells: [String], layout: Layout, scratch w: inout CanonicalJSONWriter,
                            notANumber: (Int) -> Void) throws -> String {
         w.reset()
         w.appendRaw(UInt8(ascii: "{"))
-        for (n, i) in hashOrder.enumerated() {
+        for (n, column) in layout.hashOrder.enumerated() {
             if n > 0 { w.appendRaw(UInt8(ascii: ",")) }
-            w.appendRaw(quotedNames[i])
-            let column = i + 1, cell = cells[column]
+            w.appendRaw(layout.quotedNames[column])
+            let cell = cells[column]
             if cell.isEmpty {
                 w.writeNull()
-            } else if numeric[column] {
-                if let d = Double(cell) { try w.writeNumber(d) } else { notANumber(column); w.writeString(cell) }
+            } else if layout.numeric[column] {
+                if let d = Double(cell), d.isFinite { try w.writeNumber(d) } else { notANumber(column); w.writeString(cell) }
             } else {
                 w.writeString(cell)
             }
@@ -44,10 +80,6 @@ public enum CSVColumns {
         w.appendRaw(UInt8(ascii: "}"))
         return w.withBytes { ArchiveHasher.sha256(.exportItem, buffer: UnsafeRawBufferPointer($0)) }
     }
-
-    /// Indexes into columns 2-22 in canonical key order, and their `"name":` bytes.
-    static let hashOrder: [Int] = Array(records[1..<22].indices.map { $0 - 1 }).sorted { CanonicalJSON.keyPrecedes(records[$0 + 1], records[$1 + 1]) }
-    static let quotedNames: [[UInt8]] = records[1..<22].map { Array("\"\($0)\":".utf8) }
 }
 
 /// Streams an export from SQLite to a file: items in the spec's order, item
@@ -71,7 +103,7 @@ public enum Exporter {
         let scope = try node.archive.writer.read { db in try Scope.resolve(db, request: request, chainID: chain) }
         let envelope = ExportEnvelope(exportID: exportID, kind: request.kind, createdAt: now,
                                       app: .object(["name": .string("HealthProbe"), "version": .string(HealthProbeVersion.current)]),
-                                      archive: scope.archiveJSON(chainHash: node.deviceChainHash), filters: scope.filters)
+                                      archive: scope.archiveJSON(chainHash: node.deviceChainHash), filters: scope.filters, version: request.formatVersion)
         let rowID = try node.archive.writer.write { db -> Int64 in
             if try Bool.fetchOne(db, sql: "SELECT 1 FROM export_manifests WHERE export_id = ?", arguments: [exportID]) != nil {
                 throw ArchiveError(.invalidInput, "an export with id \(exportID) is already recorded; export ids are unique")
@@ -115,14 +147,14 @@ public enum Exporter {
     /// `parallel: false` reads records on one connection only; `batchSize`
     /// records per batch (tests compare these); `schemaVersion`: the schema version the
     /// export's header named when it was made (`export_manifests.schema_version`), when it
-    /// differs from the archive's now.
+    /// differs from the archive's now. The format is `request.formatVersion`'s.
     static func reproduce(node: NodeArchive, request: ExportRequest, scratch: String, parallel: Bool,
                           batchSize: Int = RecordSink.batchSize, schemaVersion: Int? = nil) throws -> String {
         var scope = try node.archive.writer.read { db in try Scope.resolve(db, request: request, chainID: node.deviceChainID) }
         if let schemaVersion { scope.schemaVersion = schemaVersion }
         let envelope = ExportEnvelope(exportID: "reproduction", kind: request.kind, createdAt: 0,
                                       app: .object(["name": .string("HealthProbe"), "version": .string(HealthProbeVersion.current)]),
-                                      archive: scope.archiveJSON(chainHash: node.deviceChainHash), filters: scope.filters)
+                                      archive: scope.archiveJSON(chainHash: node.deviceChainHash), filters: scope.filters, version: request.formatVersion)
         var outputs: [ExportOutput] = []
         defer { for o in outputs { o.abandon() } }
         let result = try readForExport(node, parallel: parallel) { db, helper in
@@ -154,7 +186,7 @@ public enum Exporter {
         if let schemaVersion { scope.schemaVersion = schemaVersion }
         let envelope = ExportEnvelope(exportID: exportID, kind: request.kind, createdAt: createdAt,
                                       app: .object(["name": .string("HealthProbe"), "version": .string(HealthProbeVersion.current)]),
-                                      archive: scope.archiveJSON(chainHash: chainHash), filters: scope.filters)
+                                      archive: scope.archiveJSON(chainHash: chainHash), filters: scope.filters, version: request.formatVersion)
         var outputs: [ExportOutput] = []
         do {
             let result = try readForExport(archive) { db, helper in
@@ -192,6 +224,9 @@ public enum Exporter {
         var asOf: Int64
         var filters: JSONValue
         var zone: JSONValue
+        /// The exported observation's capture windows (`CaptureWindows.exportJSON`), null when none.
+        var capture: JSONValue = .null
+        var formatVersion = ExportEnvelope.formatVersion
         var schemaVersion: Int
 
         static func resolve(_ db: Database, request r: ExportRequest, chainID: Int64) throws -> Scope {
@@ -207,6 +242,7 @@ public enum Exporter {
             let asOf = r.asOf ?? latest
             try check(r.asOf, "--as-of")
             var s = Scope(asOf: asOf, filters: .null, zone: .null, schemaVersion: try ArchiveMigrations.appliedVersion(db))
+            s.formatVersion = r.formatVersion
             switch r.kind {
             case .observationDiffJSON:
                 guard let f = r.from, let t = r.to else { throw ArchiveError(.invalidInput, "observation_diff_json needs --from A --to B") }
@@ -223,6 +259,7 @@ public enum Exporter {
             }
             if let obs = s.at ?? s.to, let z = try Row.fetchOne(db, sql: "SELECT time_zone_identifier, time_zone_seconds_from_gmt FROM observations WHERE id = ?", arguments: [obs]) {
                 s.zone = .object(["identifier": .optional(z[0] as String?), "seconds_from_gmt": .optional((z[1] as Int?))])
+                if r.formatVersion >= 2 { s.capture = try CaptureWindows.exportJSON(db, observationID: obs) }
             }
             let range: JSONValue = (r.dateFrom == nil && r.dateTo == nil) ? .null
                 : .object(["start": r.dateFrom.map { .string(CanonicalDate.string($0)) } ?? .null, "end": r.dateTo.map { .string(CanonicalDate.string($0)) } ?? .null])
@@ -233,10 +270,15 @@ public enum Exporter {
             return s
         }
 
+        /// The envelope's `archive` object; format 2 adds `capture`.
         func archiveJSON(chainHash: String) -> JSONValue {
-            .object(["schema_version": .int(schemaVersion), "device_chain_hash": .string(chainHash),
-                     "from_observation_id": from.map { .int(Int($0)) } ?? .null, "to_observation_id": to.map { .int(Int($0)) } ?? .null,
-                     "as_of_observation_id": .int(Int(asOf)), "time_zone": zone])
+            var o: [String: JSONValue] = [
+                "schema_version": .int(schemaVersion), "device_chain_hash": .string(chainHash),
+                "from_observation_id": from.map { .int(Int($0)) } ?? .null, "to_observation_id": to.map { .int(Int($0)) } ?? .null,
+                "as_of_observation_id": .int(Int(asOf)), "time_zone": zone,
+            ]
+            if formatVersion >= 2 { o["capture"] = capture }
+            return .object(o)
         }
     }
 
@@ -255,14 +297,16 @@ public enum Exporter {
             }
         }
         let records = { () throws -> RecordItems in
-            try RecordItems(db: db, observationID: scope.at!, asOf: scope.asOf, types: request.types, dateFrom: request.dateFrom,
-                            dateTo: request.dateTo, includeMetadata: request.includeMetadata)
+            var items = try RecordItems(db: db, observationID: scope.at!, asOf: scope.asOf, types: request.types, dateFrom: request.dateFrom,
+                                        dateTo: request.dateTo, includeMetadata: request.includeMetadata)
+            items.humanFields = request.formatVersion >= 2
+            return items
         }
         let rels = RelationshipItems(db: db, observationID: scope.at ?? 0, types: request.types, dateFrom: request.dateFrom, dateTo: request.dateTo)
 
         if request.kind == .observationRecordsCSV {
             let main = try ExportOutput(path: out, overwrite: overwrite); outputs.append(main)
-            try main.write(CSV.row(CSVColumns.records))
+            try main.write(CSV.row(request.formatVersion >= 2 ? CSVColumns.recordsV2 : CSVColumns.records))
             var source = try records()
             source.form = .csv
             let sink = RecordSink(manifest: manifest, output: main, csvExportID: envelope.exportID, batchSize: batchSize)
@@ -326,7 +370,7 @@ public enum Exporter {
         case .typeSummaryJSON:
             counts = try SummaryItems.write(db, at: scope.at!, types: request.types, emit: emit)
         case .archiveManifestJSON:
-            counts = try ArchiveManifestItems.write(db, from: scope.from ?? 0, to: scope.to!, emit: emit)
+            counts = try ArchiveManifestItems.write(db, from: scope.from ?? 0, to: scope.to!, windows: request.formatVersion >= 2, emit: emit)
         case .observationRecordsCSV:
             fatalError("handled above")
         }

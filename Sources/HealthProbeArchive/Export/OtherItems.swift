@@ -91,9 +91,10 @@ enum SummaryItems {
 }
 
 /// `archive_manifest_json` items: every observation of the chain up to as-of,
-/// with its type runs and summary hashes, then the bundle log.
+/// with its type runs, summary hashes and capture windows, then the bundle log.
 enum ArchiveManifestItems {
-    static func write(_ db: Database, from: Int64, to: Int64, emit: ([UInt8], String) throws -> Void) throws -> JSONValue {
+    /// `windows`: each observation item carries its `capture` (format 2; not in 1).
+    static func write(_ db: Database, from: Int64, to: Int64, windows: Bool, emit: ([UInt8], String) throws -> Void) throws -> JSONValue {
         var observations = 0, bundles = 0
         let chain = try Int64.fetchOne(db, sql: "SELECT device_chain_id FROM observations WHERE id = ?", arguments: [to]) ?? 0
         let obsCursor = try Row.fetchCursor(db, sql: """
@@ -113,13 +114,15 @@ enum ArchiveManifestItems {
                          "deleted_event_count": .optional((r[5] as Int?)), "rejected_record_count": .optional((r[6] as Int?)),
                          "aggregate_hash": .optional(r[7] as String?)])
             }
-            let (json, hash) = try hashedItem([
+            var item: [String: JSONValue] = [
                 "kind": .string("observation"), "observation_id": .int(Int(id)), "observed_at": .string(CanonicalDate.string(o["observed_at"])),
                 "status": .string(o["status"]), "trigger_reason": .optional(o["trigger_reason"] as String?),
                 "time_zone_identifier": .optional(o["time_zone_identifier"] as String?),
                 "time_zone_seconds_from_gmt": .optional(o["time_zone_seconds_from_gmt"] as Int?),
                 "schema_version": .optional(o["schema_version"] as Int?), "type_runs": .array(runs),
-            ])
+            ]
+            if windows { item["capture"] = try CaptureWindows.exportJSON(db, observationID: id) }
+            let (json, hash) = try hashedItem(item)
             try emit(json, hash)
             observations += 1
         }

@@ -7,12 +7,15 @@ import HealthProbeCanonical
 struct RecordBatch: Sendable {
     /// One record's place in `bytes`. JSON: the item without `item_hash` is
     /// `start..<end`, its `item_hash` member goes at `hashAt`. CSV: the item
-    /// hash input (canonical JSON of columns 2-22) is `start..<hashAt`, the
-    /// row's cells are `hashAt..<end`.
+    /// hash input (canonical JSON of every column but `export_id` and
+    /// `item_hash`) is `start..<hashAt`, the row's cells before `item_hash` are
+    /// `hashAt..<tailAt` and those after it (each with its leading comma)
+    /// `tailAt..<end`.
     struct Item: Sendable {
         var start: Int
         var hashAt: Int
         var end: Int
+        var tailAt: Int
     }
 
     var bytes: [UInt8]
@@ -37,6 +40,12 @@ struct RecordItems {
     var form = Form.json
     /// Per type id: observations with a completed run of it, ascending, up to `asOf`.
     var verified: [Int64: [Int64]] = [:]
+    /// Observations that are captures with a window: their new samples' lateness is known.
+    var captures: Set<Int64> = []
+    /// The exported observation's local days; nil when the archive does not know its zone.
+    var days: LocalDays?
+    /// Format 2's human fields and lateness (false: format 1, to reproduce older exports).
+    var humanFields = true
 
     init(db: Database, observationID: Int64, asOf: Int64, types: [String], dateFrom: Double?, dateTo: Double?, includeMetadata: Bool) throws {
         self.db = db
@@ -51,6 +60,11 @@ struct RecordItems {
             WHERE status = 'completed' AND observation_id <= ? ORDER BY sample_type_id, observation_id
             """, arguments: [asOf]) {
             verified[r[0], default: []].append(r[1])
+        }
+        captures = try CaptureWindows.captureObservations(db)
+        if let z = try Row.fetchOne(db, sql: "SELECT time_zone_identifier, time_zone_seconds_from_gmt FROM observations WHERE id = ?", arguments: [observationID]),
+           (z[0] as String?) != nil || (z[1] as Int?) != nil {
+            days = LocalDays(identifier: z[0], secondsFromGMT: z[1])
         }
     }
 
@@ -74,7 +88,7 @@ struct RecordItems {
                (SELECT \(EventKind.nameSQL("e.event_kind")) || ' ' || ifnull(\(EvidenceKind.nameSQL("e.evidence_kind")), '') FROM sample_observation_events e
                 WHERE r.last_observation_id <= ?8 AND e.observation_id = r.last_observation_id AND e.sample_id = s.id
                   AND e.event_kind IN (\(EventKind.disappeared.sql), \(EventKind.representationChanged.sql)) LIMIT 1),
-               so.id
+               so.id, s.first_seen_at
         FROM samples s INDEXED BY \(SampleIndexes.byTypeAndFingerprint)
         JOIN sample_visibility_ranges r ON r.sample_id = s.id AND r.first_observation_id <= ?1
              AND (r.last_observation_id IS NULL OR r.last_observation_id > ?1)
@@ -92,6 +106,7 @@ struct RecordItems {
         var copy = try RecordItems(db: db, observationID: observationID, asOf: asOf, types: types, dateFrom: dateFrom, dateTo: dateTo,
                                    includeMetadata: includeMetadata)
         copy.form = form
+        copy.humanFields = humanFields
         return copy
     }
 
@@ -108,6 +123,8 @@ struct RecordItems {
         var sourceHashes: [Int64: String] = [:]
         let (typeID, identifier) = typeRows[typeIndex]
         let runs = verified[typeID] ?? []
+        let human = HumanFields(typeIdentifier: identifier)
+        var localDays = LocalDayCursor(days: days)
         try stmt.queryWhile(db, [.int(observationID), .int(typeID), .double(dateFrom), .double(dateFrom), .double(dateTo), .double(dateTo),
                                  .int(includeMetadata ? 1 : 0), .int(asOf)]) { r in
             let uuidHash = r.textBytes(0), fp = r.textBytes(1)!, identity = uuidHash ?? fp
@@ -140,8 +157,11 @@ struct RecordItems {
                 }
             }
             let start = r.double(5)!, end = r.double(6)!
+            let localDay = localDays.day(start)
+            // First seen minus the sample's end, for samples a capture with a window saw first.
+            let lateness = !captures.isEmpty && r.int(3).map(captures.contains) == true ? r.double(26).map { max($0 - end, 0) } : nil
             let itemStart = out.count
-            var hashAt = 0
+            var hashAt = 0, tailAt = 0
             switch form {
             case .json:
                 out.beginObject()
@@ -149,12 +169,14 @@ struct RecordItems {
                 out.key("creation_date"); if let c = r.double(13) { out.writeDate(c) } else { out.writeNull() }
                 out.field("device_hash", utf8: r.textBytes(19))
                 out.key("disappeared"); try out.write(disappeared)
+                if humanFields { out.key("display_name"); out.appendRaw(human.nameJSON); out.key("display_unit"); out.appendRaw(human.unitJSON) }
                 try out.field("duration_seconds", r.double(12))
                 out.key("end_date"); out.writeDate(end)
                 out.field("first_seen_observation_id", Int(first))
                 hashAt = out.count
                 out.field("kind", "record")
                 out.field("last_verified_observation_id", Int(lastVerified))
+                if humanFields { try out.field("lateness_seconds", lateness); out.key("local_day"); Self.writeDay(localDay, &out) }
                 out.key("metadata")
                 if let m = r.text(21), let v = try? JSONParser.parse(m) { try out.write(v) } else { out.writeNull() }
                 out.field("metadata_hash", utf8: r.textBytes(20))
@@ -192,10 +214,12 @@ struct RecordItems {
                 out.field("category_value", category)
                 out.field("device_hash", utf8: device)
                 out.field("disappeared_observation_id", gone)
+                if humanFields { out.key("display_name"); out.appendRaw(human.nameJSON); out.key("display_unit"); out.appendRaw(human.unitJSON) }
                 try out.field("duration_seconds", duration)
                 out.key("end_date_utc"); out.writeDate(end)
                 out.field("first_seen_observation_id", Int(first))
                 out.field("last_verified_observation_id", Int(lastVerified))
+                if humanFields { try out.field("lateness_seconds", lateness); out.key("local_day"); Self.writeDay(localDay, &out) }
                 out.field("metadata_hash", utf8: metadataHash)
                 try out.field("numeric_value", numeric)
                 out.field("observation_id", Int(observationID))
@@ -218,8 +242,14 @@ struct RecordItems {
                 row.cell(valueKind, &out); row.number(numeric, &out); row.cell(unit, &out); row.int(category, &out)
                 row.int(workout, &out); row.number(duration, &out); row.cell(sourceHash, &out); row.cell(device, &out)
                 row.cell(metadataHash, &out); row.int(Int(first), &out); row.int(Int(lastVerified), &out); row.int(gone, &out)
+                // Columns 24-27, after the item hash the sink writes at `tailAt`.
+                tailAt = out.count
+                if humanFields {
+                    var tail = CSVRow(following: true)
+                    tail.raw(human.nameCell, &out); tail.raw(human.unitCell, &out); tail.raw(localDay ?? [], &out); tail.number(lateness, &out)
+                }
             }
-            items.append(RecordBatch.Item(start: itemStart, hashAt: hashAt, end: out.count))
+            items.append(RecordBatch.Item(start: itemStart, hashAt: hashAt, end: out.count, tailAt: form == .json ? out.count : tailAt))
             if items.count == batchSize { try Self.flush(&out, &items, identifier, body) }
             return true
         }
@@ -233,6 +263,14 @@ struct RecordItems {
                               _ body: (RecordBatch) throws -> Void) throws {
         defer { out.reset(); items.removeAll(keepingCapacity: true) }
         if !items.isEmpty { try body(RecordBatch(bytes: out.bytes, items: items, type: type)) }
+    }
+
+    /// A local day as a JSON string, or null.
+    private static func writeDay(_ day: [UInt8]?, _ out: inout CanonicalJSONWriter) {
+        guard let day else { return out.writeNull() }
+        out.appendRaw(UInt8(ascii: "\""))
+        out.appendRaw(day)
+        out.appendRaw(UInt8(ascii: "\""))
     }
 
     static func lastIndex(_ a: [Int64], atMost x: Int64) -> Int? {

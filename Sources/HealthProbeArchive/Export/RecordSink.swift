@@ -132,9 +132,10 @@ final class RecordSink: @unchecked Sendable {
                     var hash = ArchiveHasher.sha256(.exportItem, buffer: UnsafeRawBufferPointer(rebasing: bytes[item.start..<item.hashAt]))
                     manifest.add(itemHash: hash)
                     try output.write(id)
-                    try output.write(UnsafeRawBufferPointer(rebasing: bytes[item.hashAt..<item.end]))
+                    try output.write(UnsafeRawBufferPointer(rebasing: bytes[item.hashAt..<item.tailAt]))
                     try output.write([UInt8(ascii: ",")])
                     try hash.withUTF8 { try output.write(UnsafeRawBufferPointer($0)) }
+                    try output.write(UnsafeRawBufferPointer(rebasing: bytes[item.tailAt..<item.end]))
                     try output.write([0x0D, 0x0A])
                 } else {
                     // The item with its `item_hash` member spliced in at `hashAt`.

@@ -68,7 +68,7 @@ public struct HAECapture {
         for (type, kind) in types where categories[window.archiveType(type)] == nil { categories[window.archiveType(type)] = kind }
         let order = categories.keys.sorted()
         let notes = CaptureWindowNote(period: window.period?.rawValue, aggregation: window.aggregation?.rawValue, closed: window.closed,
-                                      unrecognised: unrecognised).text
+                                      open: window.open, unrecognised: unrecognised).text
         let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: .scheduled, selectedTypes: order, notes: notes),
                                                deferIndexes: false)
         var r = Result(observationId: session.observationID, status: "")

@@ -20,4 +20,18 @@ enum HAEDate {
         }
         return secs
     }
+
+    /// The UTC offset (seconds) a date's text carries: `Z` is 0, `±hhmm` or `±hh:mm`;
+    /// nil when it carries none (a text `parse` accepted).
+    static func offsetSeconds(_ text: String) -> Int? {
+        let b = Array(text.utf8)
+        guard b.count >= 20 else { return nil }
+        if b.last == UInt8(ascii: "Z") { return 0 }
+        guard let sign = b.lastIndex(where: { $0 == 0x2B || $0 == 0x2D }), sign > 10 else { return nil }
+        let d = b[(sign + 1)...].filter { $0 != UInt8(ascii: ":") }.map { Int($0) - 0x30 }
+        guard d.count == 4, d.allSatisfy({ (0...9).contains($0) }) else { return nil }
+        let hh = d[0] * 10 + d[1], mm = d[2] * 10 + d[3]
+        guard hh <= 14, mm < 60 else { return nil }
+        return (b[sign] == UInt8(ascii: "-") ? -1 : 1) * (hh * 3600 + mm * 60)
+    }
 }

@@ -40,9 +40,11 @@ public struct HAEDecoder: Sendable {
     /// of a streamed ingest. Throws `HAEDecodeError` for a body that must be refused.
     public func scan(_ body: HAEBody) throws -> HAEScan {
         var scan = HAEScan()
+        var latest = -Double.infinity
         func add(_ s: HAESample) {
             scan.samples += 1
             if scan.types[s.typeIdentifier] == nil { scan.types[s.typeIdentifier] = s.sample.valueKind }
+            if let o = s.utcOffsetSeconds, s.sample.endDate >= latest { latest = s.sample.endDate; scan.utcOffsetSeconds = o }
             s.children.forEach(add)
         }
         try walk(body, onSample: add, onUnrecognised: { scan.unrecognisedCounts[$0.kind, default: 0] += 1 })
@@ -221,19 +223,26 @@ public struct HAEDecoder: Sendable {
         while try r.nextElement() {
             let pp = "\(path).data[\(j)]"
             let po = try point(&r, pp)
+            // Each point with the offset its date carried (the phone's zone: its local days).
+            let offset: Int? = switch po["date"] ?? po["startDate"] { case .string(let t)?: HAEDate.offsetSeconds(t); default: nil }
+            func emit(_ s: HAESample) throws {
+                var s = s
+                s.utcOffsetSeconds = offset
+                try onSample(s)
+            }
             switch map.shape {
             case .quantity:
-                try onSample(quantity(map.type, try number(po, "qty", pp), units, try date(po, "date", pp), try source(po, pp), pp))
+                try emit(quantity(map.type, try number(po, "qty", pp), units, try date(po, "date", pp), try source(po, pp), pp))
             case .minAvgMax:
-                try onSample(try minAvgMax(map.type, po, units, pp))
+                try emit(try minAvgMax(map.type, po, units, pp))
             case .bloodPressure:
-                try onSample(try bloodPressure(map.type, po, units, pp))
+                try emit(try bloodPressure(map.type, po, units, pp))
             case .bloodGlucose:
                 var s = quantity(map.type, try number(po, "qty", pp), units, try date(po, "date", pp), try source(po, pp), pp)
                 if let meal = try optionalText(po, "mealTime", pp) { s.sample.metadata?["hp:meal_time"] = .string(meal) }
-                try onSample(s)
+                try emit(s)
             case .sleep:
-                try onSample(try sleep(map.type, po, pp))
+                try emit(try sleep(map.type, po, pp))
             }
             j += 1
         }

@@ -36,6 +36,9 @@ public struct HAESample: Sendable, Hashable {
     public var aggregated: Bool
     /// A workout's route and heart-rate points.
     public var children: [HAESample] = []
+    /// The UTC offset (seconds) the point's date text carried (the phone's zone then);
+    /// nil when not known (workouts).
+    public var utcOffsetSeconds: Int? = nil
 }
 
 /// An item kept as it came (its path and kind), counted and reported: never

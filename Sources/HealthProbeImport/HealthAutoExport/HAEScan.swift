@@ -9,6 +9,9 @@ public struct HAEScan: Sendable, Equatable {
     public var types: [String: ValueKind] = [:]
     /// Unrecognised item counts per kind (`metric:<name>` or the array name).
     public var unrecognisedCounts: [String: Int] = [:]
+    /// The UTC offset the payload's latest dated point carried (the phone's zone when it
+    /// sent it): the push's local days. Nil when no point carried one.
+    public var utcOffsetSeconds: Int?
 
     /// Items kept but not mapped to a HealthKit type.
     public var unrecognised: Int { unrecognisedCounts.values.reduce(0, +) }

@@ -20,8 +20,13 @@ public struct HAEWindow: Sendable, Equatable {
     public var aggregation: HAEAggregation?
     /// The closed window re-read, Unix seconds UTC; nil when the push only adds.
     public var closed: Range<Double>?
+    /// A `today` push's local day so far, midnight to the push: read but still open, so
+    /// nothing absent from it disappears. The day is closed once it has ended and a later
+    /// push re-reads it (`yesterday`, `previous_7_days`, `default`) with the same aggregation.
+    public var open: Range<Double>?
 
-    /// The window of a push received at `now`, days local to `utcOffsetSeconds`.
+    /// The window of a push received at `now`, days local to `utcOffsetSeconds` (the offset
+    /// the payload's dates carry, `HAEScan.utcOffsetSeconds`, else the node's zone).
     public init(period: HAEPeriod?, aggregation: HAEAggregation?, now: Double, utcOffsetSeconds: Int) {
         self.period = period
         self.aggregation = aggregation
@@ -32,6 +37,7 @@ public struct HAEWindow: Sendable, Equatable {
         case .some(.previous7Days): closed = (midnight - 7 * 86_400)..<midnight
         case .some(.sinceLastSync), .some(.today), .none: closed = nil
         }
+        open = period == .today && now > midnight ? midnight..<now : nil
     }
 
     /// The type a sample is archived under: aggregated points are their own identity

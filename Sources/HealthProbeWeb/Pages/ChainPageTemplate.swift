@@ -64,7 +64,8 @@ enum ChainPageTemplate {
         {{#page.nextAfter}}<p class="pager"><a href="/chains/{{page.card.chain}}?after={{page.nextAfter}}">Next observations</a></p>{{/page.nextAfter}}
         <h2>Downloads</h2>
         <p>Verifiable exports of this chain (docs/export-format.md), made from what the server received; each file names its manifest hash, and
-        <code>hp-node verify-export FILE</code> checks it from the file alone, on any machine.</p>
+        <code>hp-node verify-export FILE</code> checks it from the file alone, on any machine. Each record names its type, its unit and the
+        device's local day; an automation's export also names the window each push read and how late each record arrived.</p>
         <p class="muted">{{provenance}}</p>
         <form method="get" action="/chains/{{page.card.chain}}/export" class="stack">
         <label><input type="radio" name="kind" value="records" checked> records visible at the observation (JSON)</label>

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import HealthProbeCanonical
 import Testing
 @testable import HealthProbeArchive
 @testable import HealthProbeSimulator
@@ -129,7 +130,7 @@ struct ExportTests {
         let r3 = try ExportVerifier.verify(path: csv.path)
         #expect(r3.problems.contains { $0.contains("line 5: numeric_value is not a number") }, "\(r3.problems)")
         #expect(r3.problems.contains { $0.contains("line 5: item_hash does not match") }, "\(r3.problems)")
-        #expect(r3.problems.contains { $0.contains("line 6: expected 23 fields") }, "\(r3.problems)")
+        #expect(r3.problems.contains { $0.contains("line 6: expected 27 fields") }, "\(r3.problems)")
     }
 
     @Test("cancelled or failed: no file, no completed manifest; bad scopes are refused")
@@ -160,6 +161,104 @@ struct ExportTests {
         try node.archive.writer.read { db throws in
             #expect(try Int.fetchOne(db, sql: "SELECT count(*) FROM export_manifests WHERE status = 'failed'") == 2)
         }
+    }
+
+    @Test("format 2 records carry the catalogue's display name and unit and the local day (JSON and CSV); lateness is null outside captures; a changed human field is named")
+    func humanFields() throws {
+        let t = try archive()
+        let node = try t.open()
+        let dir = TempDir()
+        let json = try export(node, .observationRecordsJSON, to: dir.file("h.json"))
+        let lines = try String(contentsOfFile: json.path, encoding: .utf8).components(separatedBy: "\n")
+        let header = try JSONSerialization.jsonObject(with: Data((lines[0] + "]}").utf8)) as! [String: Any]
+        #expect(header["export_format_version"] as? Int == 2)
+        let zone = (header["archive"] as! [String: Any])["time_zone"] as! [String: Any]
+        let days = LocalDays(identifier: zone["identifier"] as? String, secondsFromGMT: zone["seconds_from_gmt"] as? Int)
+        #expect(zone["identifier"] as? String != nil, "the simulated device's zone is known")
+        #expect((header["archive"] as! [String: Any])["capture"] is NSNull, "a simulator run is not a capture with a window")
+        var records = 0
+        for line in lines.dropFirst().dropLast(2) {
+            let it = try JSONSerialization.jsonObject(with: Data(Substring(line).trimmingSuffix(",").utf8)) as! [String: Any]
+            guard it["kind"] as? String == "record" else { continue }
+            records += 1
+            let info = TypeCatalogue.info(it["sample_type_identifier"] as! String)
+            #expect(it["display_name"] as? String == info.name)
+            #expect(it["display_unit"] as? String == info.unit)
+            #expect(info.unit != nil || it["display_unit"] is NSNull)
+            let start = try #require(CanonicalDate.parse(it["start_date"] as? String ?? ""))
+            #expect(it["local_day"] as? String == days.date(start))
+            #expect(it["lateness_seconds"] is NSNull)
+        }
+        #expect(records == json.recordCount)
+
+        // An identifier the catalogue does not know stands for itself, with no unit.
+        let unknown = HumanFields(typeIdentifier: "HKQuantityTypeIdentifierSyntheticFuture")
+        #expect(unknown.nameJSON == Array("\"HKQuantityTypeIdentifierSyntheticFuture\"".utf8) && unknown.unitJSON == Array("null".utf8))
+        #expect(unknown.unitCell.isEmpty)
+        var cursor = LocalDayCursor(days: nil)
+        #expect(cursor.day(1_750_000_000) == nil, "no zone known: no local day")
+
+        // CSV: the spec's 23 columns untouched, the human ones after them.
+        let csv = try export(node, .observationRecordsCSV, to: dir.file("h.csv"))
+        var rows = try String(contentsOfFile: csv.path, encoding: .utf8).components(separatedBy: "\r\n")
+        #expect(CSV.parse(rows[0]) == CSVColumns.recordsV2 && Array(CSVColumns.recordsV2.prefix(23)) == CSVColumns.records)
+        let row = try #require(CSV.parse(rows[1]))
+        #expect(row.count == 27)
+        let info = TypeCatalogue.info(row[2])
+        #expect(row[23] == info.name && row[24] == (info.unit ?? "") && row[25].count == 10 && row[26].isEmpty)
+        let report = try ExportVerifier.verify(path: csv.path)
+        #expect(report.ok && report.formatVersion == 2, "\(report.problems)")
+        // The human fields are covered by the item hash.
+        var cells = row
+        cells[23] = "Renamed"
+        rows[1] = cells.joined(separator: ",")
+        try rows.joined(separator: "\r\n").write(toFile: csv.path, atomically: true, encoding: .utf8)
+        #expect(try ExportVerifier.verify(path: csv.path).problems.contains { $0.contains("line 2: item_hash does not match") })
+        var jsonLines = lines
+        jsonLines[1] = jsonLines[1].replacingOccurrences(of: "\"local_day\":\"", with: "\"local_day\":\"1")
+        try jsonLines.joined(separator: "\n").write(toFile: dir.file("day.json"), atomically: true, encoding: .utf8)
+        #expect(try ExportVerifier.verify(path: dir.file("day.json")).problems.contains { $0.hasPrefix("line 2: item 1") })
+    }
+
+    @Test("version 1 exports (made before format 2) still verify; an unknown version is refused by name")
+    func versionOneStillVerifies() throws {
+        let dir = repositoryRoot.appendingPathComponent("Tests/fixtures/exports-v1")
+        let expected = try JSONDecoder().decode([String: String].self, from: Data(contentsOf: dir.appendingPathComponent("expected.json")))
+        #expect(expected.count == ExportKind.allCases.count)
+        for (name, hash) in expected {
+            let report = try ExportVerifier.verify(path: dir.appendingPathComponent(name).path)
+            #expect(report.ok && report.formatVersion == 1 && report.manifestHash == hash, "\(name): \(report.problems)")
+        }
+        // Format 1 is still made byte for byte (how integrity checks reproduce older exports).
+        let work = TempDir()
+        let t = try archive()
+        let node = try t.open()
+        for kind in ExportKind.allCases {
+            let name = kind == .observationRecordsCSV ? "\(kind.rawValue).csv" : "\(kind.rawValue).json"
+            var request = ExportRequest(kind: kind)
+            if kind == .observationDiffJSON { request.from = 1; request.to = 2 }
+            request.formatVersion = 1
+            let r = try Exporter.writeUnrecorded(archive: node.archive, chainHash: node.deviceChainHash, request: request, out: work.file(name),
+                                                 exportID: "00000000-0000-4000-8000-000000000001-\(kind.rawValue)", createdAt: 1_750_000_000, schemaVersion: 16)
+            #expect(r.manifestHash == expected[name], "\(name)")
+            for p in [r.path] + r.companionPaths {
+                let file = (p as NSString).lastPathComponent
+                #expect(try Data(contentsOf: dir.appendingPathComponent(file)) == Data(contentsOf: URL(fileURLWithPath: p)), "\(file) in format 1")
+                try FileManager.default.removeItem(atPath: p)
+            }
+        }
+        // A v1 CSV row with a changed cell is still named.
+        for f in ["observation_records_csv.csv", "observation_records_csv.csv.manifest.json", "observation_records_csv.csv.relationships.csv"] {
+            try FileManager.default.copyItem(atPath: dir.appendingPathComponent(f).path, toPath: work.file(f))
+        }
+        var rows = try String(contentsOfFile: work.file("observation_records_csv.csv"), encoding: .utf8).components(separatedBy: "\r\n")
+        rows[1] = rows[1].replacingOccurrences(of: ",quantity,", with: ",category,")
+        try rows.joined(separator: "\r\n").write(toFile: work.file("observation_records_csv.csv"), atomically: true, encoding: .utf8)
+        #expect(try ExportVerifier.verify(path: work.file("observation_records_csv.csv")).problems.contains { $0.contains("line 2: item_hash does not match") })
+        // A version this build does not know.
+        let v1 = try String(contentsOf: dir.appendingPathComponent("type_summary_json.json"), encoding: .utf8)
+        try v1.replacingOccurrences(of: "\"export_format_version\":1,", with: "\"export_format_version\":9,").write(toFile: work.file("v9.json"), atomically: true, encoding: .utf8)
+        #expect(try ExportVerifier.verify(path: work.file("v9.json")).problems == ["line 1: export_format_version must be one of 1, 2 (a newer HealthProbe may read this file)"])
     }
 
     @Test("committed export vectors verify, and the exporter reproduces them byte for byte")

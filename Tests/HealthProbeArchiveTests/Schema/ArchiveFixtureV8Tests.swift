@@ -64,6 +64,8 @@ struct ArchiveFixtureV8Tests {
                 request.at = r["from_observation_id"]
             }
             request.asOf = r["as_of_observation_id"]
+            // The schema-8 build wrote export format 1.
+            request.formatVersion = 1
             let result = try Exporter.writeUnrecorded(archive: node.archive, chainHash: node.deviceChainHash, request: request,
                                                       out: dir.file("export-\(i)"), exportID: r["export_id"], createdAt: r["created_at"],
                                                       schemaVersion: r["schema_version"])
