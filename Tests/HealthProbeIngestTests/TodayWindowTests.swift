@@ -39,16 +39,16 @@ struct TodayWindowTests {
         let off = Double(Self.offset)
         let day = ((now + off) / 86_400).rounded(.down) * 86_400 - off - 2 * 86_400
         let early = day + 3600, evening = day + 17 * 3600  // 01:00 and 17:00 local; 17:00 local is 01:00 UTC the next UTC day
-        let first = try await processor.ingest(automation: "phone", body: Self.body(at: [early, evening]), period: .today,
+        let first = try await processor.ingest(automation: "phone", bytes: Self.body(at: [early, evening]), period: .today,
                                                aggregation: HAEAggregation.none, now: day + 20 * 3600)
         #expect(first.recorded.appeared == 2, "\(first.recorded)")
         // Later the same local day (already the next day in UTC): the day is still open.
-        let second = try await processor.ingest(automation: "phone", body: Self.body(at: [early]), period: .today,
+        let second = try await processor.ingest(automation: "phone", bytes: Self.body(at: [early]), period: .today,
                                                 aggregation: HAEAggregation.none, now: day + 21 * 3600)
         #expect(second.recorded.disappeared == 0 && second.recorded.unchanged == 1, "\(second.recorded)")
         // The next local day's yesterday push re-reads the ended day without the evening sample (and
         // with one written late, so its body is not the second's, which would be a duplicate).
-        let third = try await processor.ingest(automation: "phone", body: Self.body(at: [early, day + 2 * 3600]), period: .yesterday,
+        let third = try await processor.ingest(automation: "phone", bytes: Self.body(at: [early, day + 2 * 3600]), period: .yesterday,
                                                aggregation: HAEAggregation.none, now: day + 86_400 + 10 * 3600)
         #expect(!third.duplicate)
         #expect(third.recorded.disappeared == 1 && third.recorded.unchanged == 1 && third.recorded.appeared == 1, "\(third.recorded)")
