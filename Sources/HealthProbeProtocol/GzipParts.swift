@@ -56,6 +56,30 @@ public enum GzipParts {
         #endif
     }
 
+    /// The Adler-32 (RFC 1950) over `bytes`.
+    public static func adler32(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return 1 }
+        #if canImport(HPDeflate)
+        return libdeflate_adler32(1, base, bytes.count)
+        #else
+        return UInt32(HPZlib.adler32(1, base.assumingMemoryBound(to: UInt8.self), uInt(bytes.count)))
+        #endif
+    }
+
+    /// A member's deflate data as a part's zlib stream again (what `appendMember` took
+    /// apart): the 2-byte header 0x78 0x01 (deflate, 32 KiB window, no dictionary), the
+    /// data unchanged, and `adler`, the Adler-32 of what it inflates to, big-endian.
+    public static func zlibStream(deflate: UnsafeRawBufferPointer, adler: UInt32) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: deflate.count + 6)
+        out.withUnsafeMutableBytes { o in
+            o[0] = 0x78
+            o[1] = 0x01
+            UnsafeMutableRawBufferPointer(rebasing: o[2..<(2 + deflate.count)]).copyMemory(from: deflate)
+            for i in 0..<4 { o[2 + deflate.count + i] = UInt8(truncatingIfNeeded: adler >> (24 - 8 * i)) }
+        }
+        return out
+    }
+
     /// A kept bundle file that is not what `appendMember` writes, or fails its checks.
     public struct ReadError: Error, CustomStringConvertible, Sendable {
         public let offset: Int
@@ -80,6 +104,8 @@ public enum GzipParts {
         private var inflated: [UInt8] = []
         private var index = 0
         private var done = false
+        /// The length of the member `readMember` read last (header and trailer included).
+        private var memberLength = 0
         private let library: BundlePartCodec.Library
         #if canImport(HPDeflate)
         private let decompressor: OpaquePointer?
@@ -139,6 +165,20 @@ public enum GzipParts {
             }
         }
 
+        /// Member by member instead of line by line (never both on one reader): calls `body`
+        /// with the next member's deflate data and, when `inflating`, what it inflated to
+        /// (its size and CRC-32 checked; else an empty buffer, and only the member's
+        /// length checked), both valid during the call; nil after the last member.
+        public func nextMember<R>(inflating: Bool = true, _ body: (_ deflate: UnsafeRawBufferPointer, _ inflated: UnsafeRawBufferPointer) throws -> R) throws -> R? {
+            guard try readMember(inflating: inflating) else { return nil }
+            let total = memberLength
+            return try member.withUnsafeBytes { m in
+                let deflate = UnsafeRawBufferPointer(rebasing: m[headerSize..<(total - trailerSize)])
+                if !inflating { return try body(deflate, UnsafeRawBufferPointer(start: nil, count: 0)) }
+                return try inflated.withUnsafeBytes { try body(deflate, $0) }
+            }
+        }
+
         /// Reads exactly `count` bytes into `member` from `at`; false at a clean end of file (nothing read).
         private func read(_ count: Int, at start: Int, into buffer: inout [UInt8], offsetInBuffer: Int) throws -> Bool {
             var got = 0
@@ -154,8 +194,8 @@ public enum GzipParts {
             return true
         }
 
-        /// The next member inflated into `inflated`; false at the end of the file.
-        private func readMember() throws -> Bool {
+        /// The next member inflated into `inflated` (read only, when not `inflating`); false at the end of the file.
+        private func readMember(inflating: Bool = true) throws -> Bool {
             if member.count < headerSize { member = [UInt8](repeating: 0, count: headerSize) }
             guard try read(headerSize, at: offset, into: &member, offsetInBuffer: 0) else { return false }
             // Every header byte is what `appendMember` writes; the data is covered by the CRC-32 and the size.
@@ -172,6 +212,11 @@ public enum GzipParts {
             let crc = le32(member, total - 8), size = Int(le32(member, total - 4))
             guard size <= BundlePartCodec.maxPartSize else {
                 throw ReadError(offset: offset, reason: "a member declares \(size) bytes, over the part limit")
+            }
+            memberLength = total
+            guard inflating else {
+                offset += total
+                return true
             }
             inflated.resize(to: size)
             let ok = member.withUnsafeBytes { m in

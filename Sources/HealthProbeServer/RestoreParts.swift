@@ -6,6 +6,13 @@ import HealthProbeProtocol
 /// each part at most 8 MiB uncompressed, compressed with zlib. The first pass (`init`)
 /// counts lines, bytes and parts for `RESTORE_BUNDLE`; `next()` reads the file again
 /// and returns the parts in order, so memory holds one part, never the bundle.
+///
+/// A kept file of gzip members each ending at a line boundary (what a conforming
+/// node's parts give) is sent member for member: each member's deflate data, kept as
+/// the part arrived, goes out again as that part's zlib stream, with the Adler-32 the
+/// first pass computed; nothing is deflated again, and the second pass only reads.
+/// Any other file (a member ending inside a line, a bundle kept inflated) is cut anew
+/// and each part deflated.
 /// `@unchecked Sendable`: one connection's task uses it, one call at a time (each
 /// `next()` is awaited before the next), on the blocking-I/O threads.
 final class RestoreParts: @unchecked Sendable {
@@ -13,15 +20,23 @@ final class RestoreParts: @unchecked Sendable {
     let parts: Int
     let lines: Int
     let size: Int
+    /// Sent member for member: each member's uncompressed size and Adler-32; nil when cut anew.
+    private let members: [(size: Int, adler: UInt32)]?
+    private var memberReader: GzipParts.Lines?
     private var reader: StoredBundleLines?
     private var carried: [UInt8]?
     private var index = 0
     private var buffer: [UInt8] = []
     private var compressed: [UInt8] = []
-    private let compressor = BundlePartCodec.Compressor()
+    private lazy var compressor = BundlePartCodec.Compressor()
 
     init(path: String) throws {
         self.path = path
+        if let scan = try Self.scanMembers(path) {
+            (lines, size, parts, members) = (scan.lines, scan.size, scan.members.count, scan.members)
+            return
+        }
+        members = nil
         var lines = try StoredBundleLines(path: path)
         var (count, size, parts, inPart) = (0, 0, 0, 0)
         while let line = lines.next() {
@@ -37,8 +52,36 @@ final class RestoreParts: @unchecked Sendable {
         (self.lines, self.size, self.parts) = (count, size, parts)
     }
 
+    /// The first pass over a file of gzip members: lines, bytes, and each member's size and
+    /// Adler-32; nil when the file is not gzip or a member does not end at a line boundary.
+    static func scanMembers(_ path: String) throws -> (lines: Int, size: Int, members: [(size: Int, adler: UInt32)])? {
+        let reader = try GzipParts.Lines(path: path)
+        guard reader.startsAsGzip else { return nil }
+        var (lines, size) = (0, 0)
+        var members: [(size: Int, adler: UInt32)] = []
+        while true {
+            let member: (newlines: Int, size: Int, adler: UInt32, whole: Bool)?
+            do {
+                member = try reader.nextMember { _, inflated in
+                    (QuarantineFile.newlines(in: inflated.bindMemory(to: UInt8.self)), inflated.count,
+                     GzipParts.adler32(inflated), inflated.last == 0x0A)
+                }
+            } catch let e as GzipParts.ReadError {
+                throw damaged(path, e.description)
+            }
+            guard let member else { break }
+            guard member.whole else { return nil }
+            lines += member.newlines
+            size += member.size
+            members.append((member.size, member.adler))
+        }
+        guard lines >= 2 else { throw damaged(path, "it does not end with a whole trailer line") }
+        return (lines, size, members)
+    }
+
     /// The next part: its index, uncompressed size and zlib bytes; nil after the last.
     func next() throws -> (index: Int, size: Int, zlib: [UInt8])? {
+        if let members { return try nextMember(members) }
         if reader == nil { reader = try StoredBundleLines(path: path) }
         buffer.removeAll(keepingCapacity: true)
         if let line = carried { append(line); carried = nil }
@@ -51,6 +94,26 @@ final class RestoreParts: @unchecked Sendable {
         let n = try buffer.withUnsafeBytes { try compressor.compress($0, into: &compressed) }
         defer { index += 1 }
         return (index, buffer.count, Array(compressed[0..<n]))
+    }
+
+    /// The next member read as it is kept and sent as its part's zlib stream.
+    private func nextMember(_ members: [(size: Int, adler: UInt32)]) throws -> (index: Int, size: Int, zlib: [UInt8])? {
+        if memberReader == nil { memberReader = try GzipParts.Lines(path: path) }
+        let read: [UInt8]??
+        do {
+            read = try memberReader?.nextMember(inflating: false) { deflate, _ -> [UInt8]? in
+                index < members.count ? GzipParts.zlibStream(deflate: deflate, adler: members[index].adler) : nil
+            }
+        } catch let e as GzipParts.ReadError {
+            throw Self.damaged(path, e.description)
+        }
+        guard let read else {
+            guard index == members.count else { throw Self.damaged(path, "it changed while it was sent") }
+            return nil
+        }
+        guard let zlib = read else { throw Self.damaged(path, "it changed while it was sent") }
+        defer { index += 1 }
+        return (index, members[index].size, zlib)
     }
 
     private func append(_ line: [UInt8]) {

@@ -263,28 +263,30 @@ public struct SyncServer: Sendable {
 
     /// `RESTORE_REQUEST`: the kept bundle at the requested sequence of a chain this device
     /// owns, as `RESTORE_BUNDLE` (with the replica's chain-state digest after it) and its
-    /// `RESTORE_PART`s, read and compressed one part at a time.
+    /// `RESTORE_PART`s, read one part at a time (`RestoreParts`).
     func restore(_ request: RestoreRequest, session: ServerSessionStateMachine.Session,
                  outbound: NIOAsyncChannelOutboundWriter<SyncOutbound>) async throws {
         let device = session.identity, chain = request.deviceChainHash, sequence = request.sequence
-        let (point, parts): (RestorePoint, RestoreParts)
+        let path: String
         do {
-            (point, parts) = try await offload {
+            path = try await offload {
                 try requireActive(device)
                 try Self.mapAuth { try registry.authorizeRestore(device, chain: chain) }
-                guard let path = store.storedBundlePath(chain, sequence: sequence),
-                      let point = try store.readReplica(chain, { try RestorePoint.at($0, sequence: sequence) }) else {
-                    throw SyncProtocolError(.notFound, "this server holds no bundle \(sequence) of chain \(chain.prefix(16)); ask CHAIN_STATUS for its last sequence")
-                }
-                let parts = try RestoreParts(path: path)
-                guard parts.lines == point.itemCount + 2 else {
-                    throw RestoreParts.damaged(path, "it holds \(parts.lines) lines where the replica's log says \(point.itemCount + 2)")
-                }
-                return (point, parts)
+                guard let path = store.storedBundlePath(chain, sequence: sequence) else { throw Self.noBundle(chain, sequence) }
+                return path
             }
         } catch let e as SyncProtocolError where e.code == .forbidden {
             await refused(e, what: "restore", chain: chain, sequence: sequence, device: device, detail: "RESTORE_REQUEST: " + e.message)
             throw e
+        }
+        // The file's first pass and the chain state after the bundle (a query of the replica), side by side.
+        async let scanned = offload { try RestoreParts(path: path) }
+        guard let point = try await offload({ try store.readReplica(chain, { try RestorePoint.at($0, sequence: sequence) }) }) else {
+            throw Self.noBundle(chain, sequence)
+        }
+        let parts = try await scanned
+        guard parts.lines == point.itemCount + 2 else {
+            throw RestoreParts.damaged(path, "it holds \(parts.lines) lines where the replica's log says \(point.itemCount + 2)")
         }
         try await outbound.write(.frame(try RestoreBundle.frame(
             sequence: sequence, manifestHash: point.manifestHash, parts: parts.parts, itemCount: point.itemCount,
@@ -298,6 +300,11 @@ public struct SyncServer: Sendable {
             try await outbound.write(.frame(SyncFrame(kind: .restorePart, payload: payload)))
         }
         logger.info("bundle sent for a restore", metadata: ["sync.device": "\(device.name)", "sync.sequence": "\(sequence)"])
+    }
+
+    /// `not_found` for a bundle this server does not hold.
+    static func noBundle(_ chain: String, _ sequence: Int) -> SyncProtocolError {
+        SyncProtocolError(.notFound, "this server holds no bundle \(sequence) of chain \(chain.prefix(16)); ask CHAIN_STATUS for its last sequence")
     }
 
     /// Counts a refused authentication and waits as the throttle says before the error is sent.

@@ -14,13 +14,39 @@ struct BenchServer {
 
     /// Initializes `data` and starts `hp-server serve` from the same build directory as this binary.
     static func start(data: String, web: Bool = false) throws -> BenchServer {
+        let binary = try serverBinary()
+        let store = ServerStore(root: data)
+        try store.create()
+        return try launch(binary: binary, store: store, web: web)
+    }
+
+    /// `hp-server` beside this binary.
+    static func serverBinary() throws -> String {
         let binary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("hp-server").path
         guard FileManager.default.isExecutableFile(atPath: binary) else {
             throw ValidationError("\(binary) is missing: build it first (swift build -c release --product hp-server)")
         }
-        let store = ServerStore(root: data)
-        try store.create()
-        return try launch(binary: binary, store: store, web: web)
+        return binary
+    }
+
+    /// `hp-server restore --from backup --data target` in its own process: its seconds and
+    /// peak RSS (VmHWM, read every 20 ms while it runs).
+    static func rebuild(from backup: String, to target: String) throws -> (seconds: Double, peakRSS: Int64) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try serverBinary())
+        process.arguments = ["restore", "--data", target, "--from", backup]
+        process.standardOutput = FileHandle.nullDevice
+        let started = DispatchTime.now().uptimeNanoseconds
+        try process.run()
+        var peak: Int64 = 0
+        while process.isRunning {
+            peak = max(peak, Measure.peakRSS(pid: process.processIdentifier))
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        process.waitUntilExit()
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+        guard process.terminationStatus == 0 else { throw ValidationError("hp-server restore --from \(backup) failed (exit \(process.terminationStatus))") }
+        return (seconds, peak)
     }
 
     /// Web port, when started with the dashboard (`--web`).

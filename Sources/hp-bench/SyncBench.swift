@@ -11,7 +11,8 @@ import HealthProbeProtocol
 /// release `hp-server` in its own process on 127.0.0.1 (TLS, an enrolled device); measures the first sync end to end
 /// (build, verify, send, the server's verify and apply), then the sync of a
 /// 1,000-change observation; then deletes the node's archive (keeping its keys, as
-/// `hp-node reset --keep-chain`) and measures `hp-node restore` of every bundle. Rates
+/// `hp-node reset --keep-chain`) and measures `hp-node restore` of every bundle; last, the
+/// stopped server's data directory is rebuilt by `hp-server restore --from DIR`. Rates
 /// are compared with the node's first capture of the same samples in the same run.
 struct SyncBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "sync", abstract: "Measure sync over TCP on 127.0.0.1.")
@@ -82,6 +83,13 @@ struct SyncBench: AsyncParsableCommand {
         results.append(Result(phase: "node_restore", samples: offset, seconds: restoreSeconds, samplesPerSecond: Double(offset) / restoreSeconds,
                               bytesOnWire: restored.bytesOnWire, uncompressedBytes: 0, compressionRatio: 0, ackSeconds: 0, buildSeconds: 0,
                               checkSeconds: 0, sendSeconds: 0, nodePeakRssBytes: Measure.peakRSS(), serverPeakRssBytes: server.peakRSS))
+        // The server stops; its data directory, as a backup directory, is rebuilt by
+        // `hp-server restore --from DIR` (every kept bundle verified and applied again).
+        server.stop()
+        let rebuilt = try BenchServer.rebuild(from: root + "/server", to: root + "/rebuilt")
+        results.append(Result(phase: "server_rebuild_from_directory", samples: offset, seconds: rebuilt.seconds, samplesPerSecond: Double(offset) / rebuilt.seconds,
+                              bytesOnWire: 0, uncompressedBytes: 0, compressionRatio: 0, ackSeconds: 0, buildSeconds: 0, checkSeconds: 0, sendSeconds: 0,
+                              nodePeakRssBytes: 0, serverPeakRssBytes: rebuilt.peakRSS))
         if bench.json { for r in results { try Output.jsonLine(r) }; return }
         let capture = results[0].samplesPerSecond
         for r in results.dropFirst() where r.phase != "incremental_sync_1000_changes" {

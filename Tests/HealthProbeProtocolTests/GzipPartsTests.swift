@@ -119,4 +119,30 @@ struct GzipPartsTests {
     }
 
     static func lineCount(_ parts: ArraySlice<[UInt8]>) -> Int { parts.flatMap { $0 }.filter { $0 == 0x0A }.count }
+
+    @Test("each member, read whole, gives its part's deflate data and bytes; wrapped again as zlib with their Adler-32 it is the part as sent, and inflates to it",
+          arguments: BundlePartCodec.Library.allCases.filter(\.isAvailable))
+    func membersAsParts(library: BundlePartCodec.Library) throws {
+        let (_, parts) = Self.parts(seed: 11)
+        let path = try Self.write(try Self.kept(parts, library: library))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let reader = try GzipParts.Lines(path: path, library: library), raw = try GzipParts.Lines(path: path, library: library)
+        var index = 0
+        while let (zlib, size) = try reader.nextMember({ deflate, inflated in
+            (GzipParts.zlibStream(deflate: deflate, adler: GzipParts.adler32(inflated)), inflated.count) }) {
+            #expect(index < parts.count)
+            guard index < parts.count else { break }
+            #expect(size == parts[index].count)
+            // Level 1 writes the header 0x78 0x01 too: the stream is the one the sender made.
+            #expect(zlib == (try BundlePartCodec.compress(parts[index], library: library)), "part \(index)")
+            #expect(try BundlePartCodec.inflate(zlib, declaredSize: size) == parts[index])
+            // Read without inflating, a member gives the same deflate data.
+            let read = try raw.nextMember(inflating: false) { deflate, inflated in (Array(deflate), inflated.count) }
+            #expect(read?.0 == Array(zlib[2..<(zlib.count - 4)]) && read?.1 == 0)
+            index += 1
+        }
+        #expect(index == parts.count)
+        #expect(try raw.nextMember(inflating: false) { _, _ in true } == nil)
+        #expect(GzipParts.adler32(UnsafeRawBufferPointer(start: nil, count: 0)) == 1)
+    }
 }

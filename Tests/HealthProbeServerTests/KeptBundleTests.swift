@@ -54,4 +54,52 @@ struct KeptBundleTests {
         #expect(stored.status == .problem)
         #expect(stored.detail.contains("sequence 1") && stored.detail.contains("damaged at byte"), "\(stored.detail)")
     }
+
+    /// A kept file of `parts` (each one gzip member, as the server writes them).
+    static func keptFile(_ parts: [[UInt8]], in dir: TempDir) throws -> String {
+        var out: [UInt8] = []
+        for p in parts {
+            let zlib = try BundlePartCodec.compress(p)
+            try zlib.withUnsafeBytes { z in try p.withUnsafeBytes { try GzipParts.appendMember(zlib: z, inflated: $0, to: &out) } }
+        }
+        let path = dir.file("\(UUID().uuidString).jsonl.gz")
+        try Data(out).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    /// The bytes of the restore parts of `path`, each inflated and checked to end at a line boundary.
+    static func restored(_ path: String) throws -> (parts: [[UInt8]], declared: RestoreParts) {
+        let parts = try RestoreParts(path: path)
+        var out: [[UInt8]] = []
+        while let part = try parts.next() {
+            #expect(part.index == out.count)
+            let bytes = try BundlePartCodec.inflate(part.zlib, declaredSize: part.size)
+            #expect(bytes.last == 0x0A, "part \(part.index) ends inside a line")
+            out.append(bytes)
+        }
+        return (out, parts)
+    }
+
+    @Test("a kept bundle whose members end at line boundaries is restored member for member (each the part as received); one with a member ending inside a line is cut anew at line boundaries; both give the bundle's bytes")
+    func restorePartsFromMembers() throws {
+        let dir = TempDir()
+        let lines: [[UInt8]] = (0..<5_000).map { i in Array("{\"line\":\(i),\"text\":\"\(String(repeating: "x", count: i % 300))\"}".utf8) }
+        func joined(_ some: ArraySlice<[UInt8]>) -> [UInt8] { some.reduce(into: [UInt8]()) { $0 += $1; $0.append(0x0A) } }
+        let bytes = joined(lines[...])
+        // Whole lines: parts of 1,000 lines.
+        let whole: [[UInt8]] = stride(from: 0, to: lines.count, by: 1_000).map { joined(lines[$0..<min($0 + 1_000, lines.count)]) }
+        let a = try Self.restored(try Self.keptFile(whole, in: dir))
+        #expect(a.parts == whole)
+        #expect(a.declared.parts == whole.count && a.declared.lines == lines.count && a.declared.size == bytes.count)
+        // A member ending inside a line: the parts are cut anew (one, under 8 MiB).
+        let cut: [[UInt8]] = [Array(bytes[0..<1_000]), Array(bytes[1_000...])]
+        let b = try Self.restored(try Self.keptFile(cut, in: dir))
+        #expect(b.parts.reduce([], +) == bytes)
+        #expect(b.declared.parts == b.parts.count && b.declared.lines == lines.count && b.declared.size == bytes.count)
+        // A file cut short after whole members is damaged, and said so.
+        let path = try Self.keptFile(whole, in: dir)
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        try data.prefix(data.count - 3).write(to: URL(fileURLWithPath: path))
+        #expect { _ = try RestoreParts(path: path) } throws: { "\($0)".contains("damaged at byte") }
+    }
 }

@@ -25,27 +25,42 @@ public enum ChainStateDigest {
         }
         var stream = SHA256Stream(domain: .chainState)
         var count = 0
-        let cursor = try Row.fetchCursor(db, sql: """
-            SELECT st.type_identifier, lower(hex(s.strict_fingerprint)), nullif(lower(hex(s.sample_uuid_hash)), ''), nullif(lower(hex(v.payload_hash)), '')
+        // Stored bytes, hex-encoded here (not by SQLite), each line written into one
+        // buffer hashed every 64 KiB: a million visible samples took seconds as rows of strings.
+        let rows = try FastStatement(db, """
+            SELECT st.type_identifier, s.strict_fingerprint, s.sample_uuid_hash, v.payload_hash
             FROM sample_visibility_ranges r
             JOIN observations fo ON fo.id = r.first_observation_id AND fo.device_chain_id = ?
             JOIN samples s ON s.id = r.sample_id JOIN sample_types st ON st.id = s.sample_type_id
             LEFT JOIN sample_versions v ON v.id = r.version_id
             WHERE r.first_observation_id <= ? AND (r.last_observation_id IS NULL OR r.last_observation_id > ?)
             ORDER BY st.type_identifier, s.strict_fingerprint
-            """, arguments: [chain, obs, obs])
-        while let r = try cursor.next() {
-            var w = CanonicalJSONWriter(capacity: 256)
+            """)
+        var w = CanonicalJSONWriter(capacity: Self.flushBytes + 1024)
+        let none = UnsafeRawBufferPointer(start: nil, count: 0)
+        rows.bind([.int(chain), .int(obs), .int(obs)])
+        defer { rows.reset() }
+        while try rows.step(db) {
+            let r = rows
             w.beginObject()
-            w.field("payload_hash", r[3] as String?)
-            w.field("sample_uuid_hash", r[2] as String?)
-            w.field("strict_fingerprint", r[1] as String?)
-            w.field("type", r[0] as String?)
+            // As `nullif(lower(hex(x)), '')`: null when absent or empty.
+            w.field("payload_hash", hex: r.bytes(3, emptyIsNull: true))
+            w.field("sample_uuid_hash", hex: r.bytes(2, emptyIsNull: true))
+            // As `lower(hex(x))`: empty text when absent.
+            w.field("strict_fingerprint", hex: r.bytes(1) ?? none)
+            w.field("type", utf8: r.textBytes(0))
             w.endObject()
-            stream.update(w.bytes)
-            stream.update([0x0A])
+            w.appendRaw(0x0A)
             count += 1
+            if w.count >= Self.flushBytes {
+                w.withBytes { stream.update(bufferPointer: UnsafeRawBufferPointer($0)) }
+                w.reset()
+            }
         }
+        w.withBytes { stream.update(bufferPointer: UnsafeRawBufferPointer($0)) }
         return Result(digest: stream.finalize(), visibleCount: count)
     }
+
+    /// Lines are hashed in runs of about this many bytes.
+    static let flushBytes = 64 << 10
 }

@@ -1,6 +1,7 @@
 import Foundation
 import HealthProbeArchive
 import HealthProbeProtocol
+import HealthProbeCanonical
 
 /// `hp-server restore`: a new data directory from a backup. The registry and the TLS
 /// identity come from the backup's snapshot (devices sync on without enrolling again);
@@ -52,6 +53,12 @@ public enum ServerRestore {
         return Report(source: source.location, target: target, chains: chains, bundleBytes: bytes, seconds: (ContinuousClock.now - started).seconds)
     }
 
+    /// Whether `error` is the bundle's fault (its bytes, a check it fails), not the disk's or the database's.
+    static func refuses(_ error: any Error) -> Bool {
+        if let e = error as? ArchiveError { return e.code == .invalidInput }
+        return error is BundleError || error is BundleApplier.ApplyError || error is GzipParts.ReadError || error is HashingError
+    }
+
     /// Applies one chain's bundles, 1...n in order, to a new replica.
     static func rebuild(_ chain: String, bundles: [RestoreSourceBundle], from source: some RestoreSource, into store: ServerStore,
                         expected: String?, now: Double) async throws -> (Chain, Int) {
@@ -63,31 +70,31 @@ public enum ServerRestore {
         let replica = try store.openReplica(chain)
         var closed = false
         defer { if !closed { try? replica.close() } }
-        var previous: String?
         var bytes = 0
         for b in bundles {
             let file = store.quarantineDirectory + "/restore-\(UUID().uuidString)"
             defer { try? FileManager.default.removeItem(atPath: file) }
             try await source.fetch(b, to: file)
             bytes += DataDirectory.size(file)
-            let manifestHash: String
+            // The manifest hash from the bytes as they are (no parse); the apply verifies every
+            // line once, the chain link to the bundle before included, and must arrive at that hash.
             do {
                 let lines = try StoredBundleLines(path: file)
-                let (header, verifier) = try BundleFile.verify(lines: lines, expected: nil, previousManifestHash: .some(previous))
+                let written = WrittenManifestHash.compute(lines: lines)
                 if let failure = lines.failure { throw failure }
-                guard header.deviceChainHash == chain, header.sequence == b.sequence, let hash = verifier.manifestHash else {
+                guard let written else { throw BundleError(.malformed, line: nil, "the bundle ends before its trailer (truncated)") }
+                let header = try BundleVerifier.header(written.header)
+                guard header.deviceChainHash == chain, header.sequence == b.sequence else {
                     throw ArchiveError(.invalidInput, "its header names chain \(header.deviceChainHash.prefix(16)) sequence \(header.sequence)")
                 }
-                manifestHash = hash
-            } catch {
+                let (_, outcome) = try store.apply(file: file, manifestHash: written.manifestHash, sequence: b.sequence, now: now,
+                                                   replica: { _ in replica })
+                guard case .applied = outcome else {
+                    throw ArchiveError(.invalidInput, "it was taken for one applied before")
+                }
+            } catch let error where Self.refuses(error) {
                 throw ArchiveError(.invalidInput, "\(where_): sequence \(b.sequence) (\(b.reference)) is refused: \(error)", cause: error)
             }
-            let (_, outcome) = try store.apply(file: file, manifestHash: manifestHash, sequence: b.sequence, now: now,
-                                               replica: { _ in replica })
-            guard case .applied = outcome else {
-                throw ArchiveError(.invalidInput, "\(where_): sequence \(b.sequence) was taken for one applied before")
-            }
-            previous = manifestHash
         }
         let state = try replica.chainStateAfterReceived(sequence: bundles.count)
         closed = true
