@@ -3,17 +3,17 @@ import Foundation
 import Testing
 
 /// The executor tests that block run on (a tool run and waited for, a polling loop): an
-/// operation queue of its own with one thread per core. Swift's cooperative pool has one
-/// thread per core too (two here): tests that block those hold up every in-process server
-/// and client of the tests beside them. Its width bounds how many such tests run at once
-/// (each starts processes that want the cores), as the cooperative pool did before.
+/// operation queue of its own with two threads per core. Swift's cooperative pool has one
+/// thread per core (two here): tests that block those hold up every in-process server and
+/// client of the tests beside them. Its width bounds how many such tests run at once: each
+/// starts processes that want the cores, but spends much of its time waiting for them.
 @available(macOS 15, iOS 18, *)
 public final class BlockingWorkExecutor: TaskExecutor {
     public static let shared = BlockingWorkExecutor()
     private let queue: OperationQueue = {
         let q = OperationQueue()
         q.name = "healthprobe.tests.blocking-work"
-        q.maxConcurrentOperationCount = max(2, ProcessInfo.processInfo.activeProcessorCount)
+        q.maxConcurrentOperationCount = max(4, 2 * ProcessInfo.processInfo.activeProcessorCount)
         return q
     }()
     /// Set on this executor's threads while they run a job (what `isOnBlockingWorkThread` reads).
