@@ -15,6 +15,20 @@ struct OffsiteTests {
         }
     }
 
+    /// The test's own requests to the store, tried again for up to 120 s (5 s each): its S3
+    /// port answers before its filer and volume do, and a request can hang until they are up.
+    func patiently<T>(_ settings: ObjectStoreSettings, _ request: (ObjectStore) async throws -> T) async throws -> T {
+        let patient = ObjectStore(settings: settings, timeout: .seconds(5))
+        let deadline = Date().addingTimeInterval(120)
+        while true {
+            do { return try await request(patient) } catch where Date() < deadline {
+                try await Task.sleep(for: .milliseconds(500))
+            }
+        }
+    }
+
+    func createBucket(_ settings: ObjectStoreSettings) async throws { try await patiently(settings) { try await $0.createBucket() } }
+
     func waitFor(_ what: String, seconds: Double = 90, _ condition: () throws -> Bool) throws {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
@@ -30,7 +44,7 @@ struct OffsiteTests {
         let settings = ObjectStoreSettings(endpoint: s3.endpoint, bucket: "healthprobe", prefix: "house/one", region: "us-east-1",
                                            accessKey: s3.accessKey, secretKey: s3.secretKey)
         let objects = ObjectStore(settings: settings)
-        try await objects.createBucket()
+        try await createBucket(settings)
 
         let data = TempDir(), home = TempDir(), elsewhere = TempDir()
         #expect(try hpServer(["init", "--data", data.path]).0 == 0)
@@ -109,7 +123,7 @@ struct OffsiteTests {
         try hasher.run()
         let sha = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).prefix(64)
         hasher.waitUntilExit()
-        try await objects.put(key: key, file: damaged.file("b"), sha256: String(sha))
+        try await patiently(settings) { try await $0.put(key: key, file: damaged.file("b"), sha256: String(sha)) }
         let refused = try hpServer(["restore", "--from", "s3://healthprobe/house/one", "--config", elsewhere.file("config.json"), "--data", elsewhere.path + "/again"])
         #expect(refused.0 != 0 && refused.2.contains("SHA-256"), "\(refused.2)")
     }
@@ -117,9 +131,10 @@ struct OffsiteTests {
     @Test("registry snapshots in the bucket are pruned to the newest complete ones; an unfinished newer one and every bundle stay")
     func snapshotsPruned() async throws {
         let s3 = try SeaweedS3()
-        let objects = ObjectStore(settings: ObjectStoreSettings(endpoint: s3.endpoint, bucket: "healthprobe", prefix: "house/two", region: "us-east-1",
-                                                                accessKey: s3.accessKey, secretKey: s3.secretKey))
-        try await objects.createBucket()
+        let settings = ObjectStoreSettings(endpoint: s3.endpoint, bucket: "healthprobe", prefix: "house/two", region: "us-east-1",
+                                           accessKey: s3.accessKey, secretKey: s3.secretKey)
+        let objects = ObjectStore(settings: settings)
+        try await createBucket(settings)
         let data = TempDir()
         #expect(try hpServer(["init", "--data", data.path]).0 == 0)
         let store = ServerStore(root: data.path)
