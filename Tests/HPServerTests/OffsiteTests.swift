@@ -50,7 +50,7 @@ struct OffsiteTests {
         #expect(try hpServer(["init", "--data", data.path]).0 == 0)
         let config = """
             {"s3_endpoint": "\(s3.endpoint)", "s3_bucket": "healthprobe", "s3_prefix": "house/one", "s3_region": "us-east-1",
-             "s3_access_key": "\(s3.accessKey)", "s3_secret_key": "\(s3.secretKey)", "s3_snapshot_seconds": 1}
+             "s3_access_key": "\(s3.accessKey)", "s3_secret_key": "\(s3.secretKey)", "s3_snapshot_seconds": 5}
             """
         try config.write(toFile: elsewhere.file("config.json"), atomically: true, encoding: .utf8)
         // A bundle kept before uploads were configured: the backfill queues it.

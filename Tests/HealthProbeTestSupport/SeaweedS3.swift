@@ -34,7 +34,7 @@ public final class SeaweedS3: @unchecked Sendable {
         p.executableURL = URL(fileURLWithPath: Self.binary)
         p.arguments = ["server", "-dir=\(directory.file("data"))", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
                        "-master.port=\(ports[0])", "-master.port.grpc=\(ports[1])", "-volume.port=\(ports[2])", "-volume.port.grpc=\(ports[3])",
-                       "-master.volumeSizeLimitMB=64", "-volume.max=8",
+                       "-master.volumeSizeLimitMB=256", "-volume.max=32",
                        "-filer", "-filer.port=\(ports[4])", "-filer.port.grpc=\(ports[5])",
                        "-s3", "-s3.port=\(ports[6])", "-s3.port.grpc=\(ports[7])", "-s3.port.iceberg=0", "-s3.port.lance=0",
                        "-s3.config=\(directory.file("s3.json"))"]
