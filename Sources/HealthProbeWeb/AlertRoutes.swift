@@ -45,7 +45,7 @@ extension WebServer {
             let until = Self.now() + Double(hours) * 3600
             let zone = try await blocking {
                 try registry.snoozeAlert(chain: chain, condition: condition, person: person, until: until, by: .init(name: person.name, via: .web))
-                return LocalDays(identifier: try registry.quietHours(person: person.name)?.zone ?? "UTC", secondsFromGMT: nil)
+                return Self.shownZone(try registry.quietHours(person: person.name))
             }
             return await alertsDone(context, "Snoozed until \(zone.time(until)) \(zone.zoneName).")
         }
@@ -135,7 +135,7 @@ extension WebServer {
         for d in devices { for c in d.chains { owners[c] = (d.name, d.person ?? "no one") } }
         let csrf = context.sessions.session?.csrf ?? ""
         // Times in the person's own zone (their quiet hours'), UTC until they set one.
-        let zone = LocalDays(identifier: quiet?.zone ?? "UTC", secondsFromGMT: nil)
+        let zone = Self.shownZone(quiet)
         let now = Self.now()
         func local(_ seconds: Double?) -> String { seconds.map { "\(zone.time($0)) \(zone.zoneName)" } ?? "" }
         let model = AlertsPage.Model(
@@ -172,6 +172,9 @@ extension WebServer {
 
     /// The time zones offered for quiet hours (IANA names this system knows).
     static let zoneNames: [String] = TimeZone.knownTimeZoneIdentifiers.filter { $0.contains("/") || $0 == "UTC" }.sorted()
+
+    /// The zone a person's alert times are shown in: their quiet hours', UTC until they set some.
+    static func shownZone(_ quiet: QuietHours?) -> LocalDays { LocalDays(identifier: quiet?.zone ?? "UTC", secondsFromGMT: nil) }
 
     /// `HH:MM` for minutes after midnight.
     static func clock(_ minute: Int) -> String { String(format: "%02d:%02d", minute / 60, minute % 60) }
