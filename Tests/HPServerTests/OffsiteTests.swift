@@ -35,12 +35,23 @@ struct OffsiteTests {
             if (try? condition()) == true { return }
             usleep(200_000)
         }
-        Issue.record("timed out waiting for \(what)")
+        throw TimedOut(what: what)
+    }
+
+    struct TimedOut: Error, CustomStringConvertible {
+        let what: String
+        var description: String { "timed out waiting for \(what)" }
     }
 
     @Test("accepted bundles reach a real S3 store (a backlog while it is down is drained); the data directory deleted, restore from the bucket gives equal digests and a node syncs on")
     func uploadOutageAndRestoreFromBucket() async throws {
         let s3 = try SeaweedS3()
+        do { try await uploadOutageAndRestore(s3) } catch {
+            Issue.record("\(error)\n-- the store's log (end):\n\(s3.logTail())")
+        }
+    }
+
+    func uploadOutageAndRestore(_ s3: SeaweedS3) async throws {
         let settings = ObjectStoreSettings(endpoint: s3.endpoint, bucket: "healthprobe", prefix: "house/one", region: "us-east-1",
                                            accessKey: s3.accessKey, secretKey: s3.secretKey)
         let objects = ObjectStore(settings: settings)

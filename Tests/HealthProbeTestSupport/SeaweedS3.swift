@@ -67,6 +67,13 @@ public final class SeaweedS3: @unchecked Sendable {
 
     deinit { stop() }
 
+    /// The last `characters` of the server's own log (every start appends to it): what a failed
+    /// test prints, so a store that stopped taking requests says why.
+    public func logTail(_ characters: Int = 6000) -> String {
+        let text = (try? String(contentsOfFile: directory.file("weed.log"), encoding: .utf8)) ?? "(no log)"
+        return String(text.suffix(characters))
+    }
+
     /// Whether something answers HTTP on the port (any status).
     static func answers(port: Int) -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
