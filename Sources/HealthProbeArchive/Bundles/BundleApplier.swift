@@ -82,14 +82,16 @@ public enum BundleApplier {
                     }
                     continue
                 }
-                guard let kind = line.find("kind") else { continue }  // the trailer
+                guard let k = line.find("kind") else { continue }  // the trailer
+                guard let r = line.plainRange(k), let kind = BundleItemKind(line.bytes, r) else {
+                    throw BundleError(.unknownKind, line: number, "line \(number): unknown item kind")
+                }
                 do {
                     try state!.apply(kind, line, line: number, db: db)
                 } catch let e as ApplyError where e.line == nil {
                     throw ApplyError(code: e.code, line: number, message: e.message)
                 } catch let e as DatabaseError where e.resultCode == .SQLITE_CONSTRAINT {
-                    let name = line.string(at: kind) ?? "item"
-                    throw BundleError(.reference, line: number, "line \(number): the \(name) item adds \(State.what(name)) the replica (or the bundle) already holds")
+                    throw BundleError(.reference, line: number, "line \(number): the \(kind.rawValue) item adds \(State.what(kind)) the replica (or the bundle) already holds")
                 }
             }
         }
@@ -296,39 +298,37 @@ public enum BundleApplier {
         }
 
         /// What an item of `kind` adds, for a refusal's message.
-        static func what(_ kind: String) -> String {
+        static func what(_ kind: BundleItemKind) -> String {
             switch kind {
-            case "sample": return "a sample (its strict fingerprint's first 16 bytes) that"
-            case "version": return "a version (its payload hash's first 16 bytes) that"
-            case "event": return "an event of this kind for this sample and observation that"
-            case "range_open": return "a range that"
-            case "relationship": return "a relationship that"
-            case "type_run": return "a second run of this type that"
-            default: return "a row that"
+            case .sample: "a sample (its strict fingerprint's first 16 bytes) that"
+            case .version: "a version (its payload hash's first 16 bytes) that"
+            case .event: "an event of this kind for this sample and observation that"
+            case .rangeOpen: "a range that"
+            case .relationship: "a relationship that"
+            case .typeRun: "a second run of this type that"
+            case .observation, .sampleType, .source, .sourceRevision, .device, .metadata, .rangeClose: "a row that"
             }
         }
 
-        mutating func apply(_ kindIndex: Int32, _ l: FlatJSON, line: Int, db: Database) throws {
+        mutating func apply(_ kind: BundleItemKind, _ l: FlatJSON, line: Int, db: Database) throws {
             let obs = observationID
             func s(_ key: StaticString) -> String? { l.string(key) }
             func d(_ key: StaticString) -> Double? { l.date(key) }
             func i(_ key: StaticString) -> Int64? { Self.int(l, key) }
             func t(_ key: StaticString, in parent: Int32 = -1) -> FastStatement.Value { Self.text(l, key, in: parent) }
-            // The per-sample kinds first, by their bytes.
-            if l.stringEquals(kindIndex, "event") {
+            switch kind {
+            case .event:
                 let sample = try sampleID(db, l, "sample")
                 let version = try versionID(db, l, sample: sample)
                 try st.insertEvent.run(db, [.int(obs), .int(sample), .int(version), .int(try Self.code(l, "event_kind", EventKind.self)),
                                             .double(d("observed_at")), .int(try Self.code(l, "evidence_kind", EvidenceKind.self))])
                 return
-            }
-            if l.stringEquals(kindIndex, "range_open") {
+            case .rangeOpen:
                 let sample = try sampleID(db, l, "sample")
                 let version = try versionID(db, l, sample: sample)
                 try st.openRange.run(db, [.int(sample), .int(version), .int(obs), .double(d("first_seen_at"))])
                 return
-            }
-            if l.stringEquals(kindIndex, "version") {
+            case .version:
                 let sample = try sampleID(db, l, "sample")
                 let p = l.object("payload") ?? FlatJSON.nowhere
                 var revision: Int64?
@@ -359,13 +359,12 @@ public enum BundleApplier {
                     inserted.inserted(version: db.lastInsertedRowID, sample: sample, payloadHash: Digest32(bytes, r))
                 }
                 return
-            }
-            if l.stringEquals(kindIndex, "sample") {
+            case .sample:
                 let type = try typeID(db, l, l.find("type_identifier"))
                 let fingerprint = Self.hash(l, "strict_fingerprint")
                 // The same sample twice in one bundle, found by its line whatever the indexes do.
                 if case .hashSlice(let bytes, let r) = fingerprint, inserted.sample(type: type, fingerprint: Digest32(bytes, r)) != nil {
-                    throw BundleError(.reference, line: line, "line \(line): the sample item adds \(Self.what("sample")) the bundle already holds")
+                    throw BundleError(.reference, line: line, "line \(line): the sample item adds \(Self.what(.sample)) the bundle already holds")
                 }
                 try st.insertSample.run(db, [.int(type), Self.hash(l, "sample_uuid_hash"), fingerprint, Self.hash(l, "semantic_fingerprint"), t("fuzzy_key"),
                                              .int(obs), .double(d("first_seen_at"))])
@@ -373,10 +372,7 @@ public enum BundleApplier {
                     inserted.inserted(sample: db.lastInsertedRowID, type: type, fingerprint: Digest32(bytes, r))
                 }
                 return
-            }
-            let kind = l.string(at: kindIndex) ?? ""
-            switch kind {
-            case "observation":
+            case .observation:
                 // Observations follow one another in time: none is earlier than the chain's previous one.
                 if let previous = try Double.fetchOne(db.cachedStatement(sql: "SELECT max(observed_at) FROM observations WHERE device_chain_id = ?"), arguments: [chainID]),
                    let at = d("observed_at"), at < previous {
@@ -391,26 +387,26 @@ public enum BundleApplier {
                                              s("selected_type_set_hash"), s("notes")])
                 observationID = db.lastInsertedRowID
                 outcome = .applied(observationID: observationID, sequence: header.sequence)
-            case "sample_type":
+            case .sampleType:
                 let id = try typeID(db, l, l.find("type_identifier"))
                 try db.cachedStatement(sql: "UPDATE sample_types SET display_name = coalesce(display_name, ?), category = coalesce(category, ?) WHERE id = ?").execute(arguments: [s("display_name"), s("category"), id])
-            case "source":
+            case .source:
                 try db.cachedStatement(sql: "INSERT OR IGNORE INTO sources(source_name_hash, bundle_identifier) VALUES (?, ?)").execute(arguments: [s("source_name_hash"), s("bundle_identifier")])
-            case "source_revision":
+            case .sourceRevision:
                 let src = l.object("source") ?? FlatJSON.nowhere
                 guard let sid = try st.source.firstInt(db, [t("source_name_hash", in: src), t("bundle_identifier", in: src)]) else {
                     throw ApplyError(code: .unresolved, message: "a source revision's source is missing")
                 }
                 try db.cachedStatement(sql: "INSERT OR IGNORE INTO source_revisions(source_id, product_type, version, operating_system_version) VALUES (?, ?, ?, ?)").execute(arguments: [sid, s("product_type"), s("version"), s("operating_system_version")])
-            case "device":
+            case .device:
                 try db.cachedStatement(sql: """
                     INSERT OR IGNORE INTO hk_devices(device_hash, manufacturer_hash, model, hardware_version, firmware_version, software_version, local_identifier_hash, udi_hash)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                     """).execute(arguments: [s("device_hash"), s("manufacturer_hash"), s("model"), s("hardware_version"),
                                              s("firmware_version"), s("software_version"), s("local_identifier_hash"), s("udi_hash")])
-            case "metadata":
+            case .metadata:
                 try db.cachedStatement(sql: "INSERT OR IGNORE INTO metadata_blobs(metadata_hash, metadata_json) VALUES (?, ?)").execute(arguments: [s("metadata_hash"), s("metadata_json")])
-            case "range_close":
+            case .rangeClose:
                 let sample = try sampleID(db, l, "sample")
                 let version = try versionID(db, l, sample: sample)
                 guard let seq = i("first_sequence"), seq < header.sequence else {
@@ -431,7 +427,7 @@ public enum BundleApplier {
                     }
                     throw BundleError(.inconsistent, line: line, "line \(line): range_close: last_seen_at is before the range's first_seen_at (a range cannot close before it opened)")
                 }
-            case "relationship":
+            case .relationship:
                 let source = try sampleID(db, l, "source"), target = try sampleID(db, l, "target")
                 let hash = s("metadata_hash")
                 let metadata = try hash.flatMap { try st.metadata.firstInt(db, [.text($0)]) }
@@ -443,7 +439,7 @@ public enum BundleApplier {
                     throw BundleError(.reference, line: line, "line \(line): relationship: the replica (or the bundle) already holds this \(s("relationship_kind") ?? "") relationship")
                 }
                 try db.cachedStatement(sql: "INSERT INTO sample_relationships(observation_id, source_sample_id, target_sample_id, relationship_kind, metadata_id) VALUES (?, ?, ?, ?, ?)").execute(arguments: [obs, source, target, s("relationship_kind"), metadata])
-            case "type_run":
+            case .typeRun:
                 let type = try typeID(db, l, l.find("type_identifier"))
                 func blob(_ key: StaticString) -> Data? { s(key).flatMap { Data(base64Encoded: $0) } }
                 try db.cachedStatement(sql: """
@@ -453,8 +449,6 @@ public enum BundleApplier {
                     """).execute(arguments: [obs, type, s("status"), d("started_at"), d("ended_at"), blob("anchor_before"), blob("anchor_after"),
                                              i("inserted_event_count") ?? 0, i("deleted_event_count") ?? 0, i("verified_visible_count"), s("error_kind"),
                                              s("error_message_hash"), s("run_kind") ?? "full_scan", i("rejected_record_count") ?? 0])
-            default:
-                throw BundleError(.unknownKind, line: nil, "unknown item kind \(kind)")
             }
         }
     }

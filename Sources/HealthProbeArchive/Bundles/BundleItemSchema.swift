@@ -60,73 +60,74 @@ public enum BundleItemSchema {
     static func names<E: RawRepresentable & CaseIterable>(_: E.Type) -> [[UInt8]] where E.RawValue == String { E.allCases.map { Array($0.rawValue.utf8) } }
     static func text(_ names: [[UInt8]]) -> String { names.map { String(decoding: $0, as: UTF8.self) }.joined(separator: ", ") }
 
-    /// The members of each kind, sorted in canonical key order.
-    static let kinds: [String: [Field]] = {
+    /// The members of each kind as the protocol lists them (the `kind` member added and
+    /// everything sorted in canonical key order by `fieldsByKind`).
+    private static func members(_ kind: BundleItemKind) -> [Field] {
         let date = Rule.date, optionalDate = Rule.nullable(.date), optionalHex = Rule.nullable(.hex)
-        let table: [String: [Field]] = [
-            "observation": [
-                Field("app_version", text), Field("ended_at", optionalDate), Field("notes", text), Field("observed_at", date),
-                Field("os_version", text), Field("schema_version", .int(1...1_000)), Field("selected_type_set_hash", optionalHex),
-                Field("started_at", optionalDate), Field("status", .oneOf(names(ObservationStatus.self))),
-                Field("time_zone_identifier", text), Field("time_zone_seconds_from_gmt", .nullable(.int(-64_800...64_800))),
-                Field("trigger_reason", .oneOf(names(TriggerReason.self))),
-            ],
-            "sample_type": [Field("category", .nullable(.oneOf(names(ValueKind.self)))), Field("display_name", text), Field("type_identifier", typeIdentifier)],
-            "source": [Field("bundle_identifier", text), Field("source_name_hash", optionalHex)],
-            "source_revision": [
-                Field("operating_system_version", text), Field("product_type", text),
-                Field("source", .object([Field("bundle_identifier", text), Field("source_name_hash", optionalHex)])), Field("version", text),
-            ],
-            "device": [
-                Field("device_hash", .hex), Field("firmware_version", text), Field("hardware_version", text),
-                Field("local_identifier_hash", optionalHex), Field("manufacturer_hash", optionalHex), Field("model", text),
-                Field("software_version", text), Field("udi_hash", optionalHex),
-            ],
-            "metadata": [Field("metadata_hash", .hex), Field("metadata_json", .jsonObject(max: maxMetadataJSON))],
-            "sample": [
-                Field("first_seen_at", date), Field("fuzzy_key", text), Field("sample_uuid_hash", optionalHex),
-                Field("semantic_fingerprint", optionalHex), Field("strict_fingerprint", .hex), Field("type_identifier", typeIdentifier),
-            ],
-            "version": [
-                Field("payload", .object([
-                    Field("category_value", .nullable(.int(exactIntegers))), Field("creation_date", optionalDate), Field("device_hash", optionalHex),
-                    Field("duration_seconds", .nullable(.number)), Field("end_date", date), Field("metadata_hash", optionalHex),
-                    Field("numeric_value", .nullable(.number)),
-                    Field("source", .nullable(.object([Field("bundle_identifier", text), Field("name_hash", optionalHex)]))),
-                    Field("source_revision", .nullable(.object([Field("operating_system_version", text), Field("product_type", text), Field("version", text)]))),
-                    Field("start_date", date), Field("type", typeIdentifier), Field("unit", text),
-                    Field("value_kind", .oneOf(names(ValueKind.self))), Field("workout_activity_type", .nullable(.int(exactIntegers))),
-                ])),
-                Field("payload_hash", .hex), Field("sample", sampleReference),
-            ],
-            "event": [
-                Field("event_kind", .oneOf(names(EventKind.self))), Field("evidence_kind", .oneOf(names(EvidenceKind.self))),
-                Field("observed_at", date), Field("payload_hash", optionalHex), Field("sample", sampleReference),
-            ],
-            "range_open": [Field("first_seen_at", date), Field("payload_hash", optionalHex), Field("sample", sampleReference)],
-            "range_close": [
-                Field("first_sequence", .int(BundleVerifier.sequences)), Field("last_seen_at", date), Field("payload_hash", optionalHex), Field("sample", sampleReference),
-            ],
-            "relationship": [
-                Field("metadata_hash", optionalHex), Field("relationship_kind", .oneOf(names(RelationshipKind.self))),
-                Field("source", sampleReference), Field("target", sampleReference),
-            ],
-            "type_run": [
-                Field("anchor_after", .nullable(.base64(max: maxAnchor))), Field("anchor_before", .nullable(.base64(max: maxAnchor))),
-                Field("deleted_event_count", .int(counts)), Field("ended_at", optionalDate),
-                Field("error_kind", .nullable(.oneOf(names(TypeRunErrorKind.self)))), Field("error_message_hash", optionalHex),
-                Field("inserted_event_count", .int(counts)), Field("rejected_record_count", .int(counts)),
-                Field("run_kind", .oneOf(names(TypeRunKind.self))), Field("started_at", optionalDate),
-                Field("status", .oneOf(names(TypeRunStatus.self))), Field("type_identifier", typeIdentifier),
-                Field("verified_visible_count", .nullable(.int(counts))),
-            ],
+        return switch kind {
+        case .observation: [
+            Field("app_version", text), Field("ended_at", optionalDate), Field("notes", text), Field("observed_at", date),
+            Field("os_version", text), Field("schema_version", .int(1...1_000)), Field("selected_type_set_hash", optionalHex),
+            Field("started_at", optionalDate), Field("status", .oneOf(names(ObservationStatus.self))),
+            Field("time_zone_identifier", text), Field("time_zone_seconds_from_gmt", .nullable(.int(-64_800...64_800))),
+            Field("trigger_reason", .oneOf(names(TriggerReason.self))),
         ]
-        var sorted: [String: [Field]] = [:]
-        for (kind, fields) in table {
-            sorted[kind] = (fields + [Field("kind", .literal(kind))]).map(Self.sortNested).sorted { $0.key.lexicographicallyPrecedes($1.key) }
+        case .sampleType: [Field("category", .nullable(.oneOf(names(ValueKind.self)))), Field("display_name", text), Field("type_identifier", typeIdentifier)]
+        case .source: [Field("bundle_identifier", text), Field("source_name_hash", optionalHex)]
+        case .sourceRevision: [
+            Field("operating_system_version", text), Field("product_type", text),
+            Field("source", .object([Field("bundle_identifier", text), Field("source_name_hash", optionalHex)])), Field("version", text),
+        ]
+        case .device: [
+            Field("device_hash", .hex), Field("firmware_version", text), Field("hardware_version", text),
+            Field("local_identifier_hash", optionalHex), Field("manufacturer_hash", optionalHex), Field("model", text),
+            Field("software_version", text), Field("udi_hash", optionalHex),
+        ]
+        case .metadata: [Field("metadata_hash", .hex), Field("metadata_json", .jsonObject(max: maxMetadataJSON))]
+        case .sample: [
+            Field("first_seen_at", date), Field("fuzzy_key", text), Field("sample_uuid_hash", optionalHex),
+            Field("semantic_fingerprint", optionalHex), Field("strict_fingerprint", .hex), Field("type_identifier", typeIdentifier),
+        ]
+        case .version: [
+            Field("payload", .object([
+                Field("category_value", .nullable(.int(exactIntegers))), Field("creation_date", optionalDate), Field("device_hash", optionalHex),
+                Field("duration_seconds", .nullable(.number)), Field("end_date", date), Field("metadata_hash", optionalHex),
+                Field("numeric_value", .nullable(.number)),
+                Field("source", .nullable(.object([Field("bundle_identifier", text), Field("name_hash", optionalHex)]))),
+                Field("source_revision", .nullable(.object([Field("operating_system_version", text), Field("product_type", text), Field("version", text)]))),
+                Field("start_date", date), Field("type", typeIdentifier), Field("unit", text),
+                Field("value_kind", .oneOf(names(ValueKind.self))), Field("workout_activity_type", .nullable(.int(exactIntegers))),
+            ])),
+            Field("payload_hash", .hex), Field("sample", sampleReference),
+        ]
+        case .event: [
+            Field("event_kind", .oneOf(names(EventKind.self))), Field("evidence_kind", .oneOf(names(EvidenceKind.self))),
+            Field("observed_at", date), Field("payload_hash", optionalHex), Field("sample", sampleReference),
+        ]
+        case .rangeOpen: [Field("first_seen_at", date), Field("payload_hash", optionalHex), Field("sample", sampleReference)]
+        case .rangeClose: [
+            Field("first_sequence", .int(BundleVerifier.sequences)), Field("last_seen_at", date), Field("payload_hash", optionalHex), Field("sample", sampleReference),
+        ]
+        case .relationship: [
+            Field("metadata_hash", optionalHex), Field("relationship_kind", .oneOf(names(RelationshipKind.self))),
+            Field("source", sampleReference), Field("target", sampleReference),
+        ]
+        case .typeRun: [
+            Field("anchor_after", .nullable(.base64(max: maxAnchor))), Field("anchor_before", .nullable(.base64(max: maxAnchor))),
+            Field("deleted_event_count", .int(counts)), Field("ended_at", optionalDate),
+            Field("error_kind", .nullable(.oneOf(names(TypeRunErrorKind.self)))), Field("error_message_hash", optionalHex),
+            Field("inserted_event_count", .int(counts)), Field("rejected_record_count", .int(counts)),
+            Field("run_kind", .oneOf(names(TypeRunKind.self))), Field("started_at", optionalDate),
+            Field("status", .oneOf(names(TypeRunStatus.self))), Field("type_identifier", typeIdentifier),
+            Field("verified_visible_count", .nullable(.int(counts))),
+        ]
         }
-        return sorted
-    }()
+    }
+
+    /// The members of each kind, by `BundleItemKind.order`, sorted in canonical key order.
+    static let fieldsByKind: [[Field]] = BundleItemKind.allCases.map { kind in
+        (members(kind) + [Field("kind", .literal(kind.rawValue))]).map(sortNested).sorted { $0.key.lexicographicallyPrecedes($1.key) }
+    }
 
     private static func sortNested(_ f: Field) -> Field {
         func sort(_ r: Rule) -> Rule {
@@ -139,14 +140,9 @@ public enum BundleItemSchema {
         return Field(f.name, sort(f.rule))
     }
 
-    /// The members of each of `ObservationBundleBuilder.kinds`, by position.
-    static let fieldsByKind: [[Field]] = ObservationBundleBuilder.kinds.map { kinds[$0] ?? [] }
-
-    /// Checks item `o` of the kind at position `k` of `ObservationBundleBuilder.kinds` against
-    /// its schema, then the rules between its members (section 4.2).
-    static func check(_ k: Int, _ o: FlatJSON, line: Int) throws(BundleError) {
-        let kind = ObservationBundleBuilder.kinds[k]
-        try checkObject(o, parent: -1, fieldsByKind[k], path: kind, line: line)
+    /// Checks item `o` of `kind` against its schema, then the rules between its members (section 4.2).
+    static func check(_ kind: BundleItemKind, _ o: FlatJSON, line: Int) throws(BundleError) {
+        try checkObject(o, parent: -1, fieldsByKind[kind.order], path: kind.rawValue, line: line)
         try checkMeaning(kind, o, line: line)
     }
 
@@ -226,13 +222,13 @@ public enum BundleItemSchema {
     }
 
     /// The rules between members of one item (Protocol/bundles.md section 4.2).
-    private static func checkMeaning(_ kind: String, _ o: FlatJSON, line: Int) throws(BundleError) {
-        func fail(_ why: String) -> BundleError { BundleError(.field, line: line, "line \(line): \(kind): \(why)") }
+    private static func checkMeaning(_ kind: BundleItemKind, _ o: FlatJSON, line: Int) throws(BundleError) {
+        func fail(_ why: String) -> BundleError { BundleError(.field, line: line, "line \(line): \(kind.rawValue): \(why)") }
         func startNotAfterEnd() throws(BundleError) {
             if let x = o.date("started_at"), let y = o.date("ended_at"), y < x { throw fail("ended_at is before started_at") }
         }
         switch kind {
-        case "version":
+        case .version:
             // The payload names the sample's own type.
             guard let p = o.object("payload"), let s = o.object("sample"), let a = o.find("type", in: p), let b = o.find("type", in: s),
                   o.bytes[o.valueRange(a)].elementsEqual(o.bytes[o.valueRange(b)]) else {
@@ -242,7 +238,7 @@ public enum BundleItemSchema {
             guard let src = o.find("source", in: p), let rev = o.find("source_revision", in: p), (o.type(src) == .null) == (o.type(rev) == .null) else {
                 throw fail("payload.source and payload.source_revision must both be null or both be objects")
             }
-        case "event":
+        case .event:
             guard let k = o.find("event_kind"), let e = o.find("evidence_kind"), let h = o.find("payload_hash") else { return }
             let hasVersion = o.type(h) != .null
             if o.stringEquals(k, "appeared") || o.stringEquals(k, "representation_changed") {
@@ -258,7 +254,7 @@ public enum BundleItemSchema {
                     throw fail("a deleted_object event has evidence_kind hk_deleted_object and payload_hash null")
                 }
             }
-        case "type_run":
+        case .typeRun:
             if let s = o.find("status"), let e = o.find("error_kind"), o.type(e) != .null,
                !(o.stringEquals(s, "failed") || o.stringEquals(s, "unauthorized")) {
                 throw fail("error_kind is set but status is not failed or unauthorized")
@@ -270,9 +266,9 @@ public enum BundleItemSchema {
                 if !completed && o.type(v) != .null { throw fail("verified_visible_count is set but status is \(o.string(at: s) ?? "") (only a completed or needs_review run counts)") }
             }
             try startNotAfterEnd()
-        case "observation":
+        case .observation:
             try startNotAfterEnd()
-        default:
+        case .sampleType, .source, .sourceRevision, .device, .metadata, .sample, .rangeOpen, .rangeClose, .relationship:
             break
         }
     }
@@ -332,7 +328,7 @@ extension BundleItemSchema {
                 if case .object(let inner) = r { add(kind, inner, prefix: prefix + f.name + ".") }
             }
         }
-        for kind in ObservationBundleBuilder.kinds { add(kind, kinds[kind] ?? [], prefix: "") }
+        for kind in BundleItemKind.allCases { add(kind.rawValue, fieldsByKind[kind.order], prefix: "") }
         return rows
     }
 }

@@ -6,22 +6,11 @@ import HealthProbeCanonical
 /// everything that observation added, in a fixed order, streamed from
 /// SQLite in one read transaction (Protocol/bundles.md).
 public enum ObservationBundleBuilder {
-    /// The item order.
-    public static let kinds = ["observation", "sample_type", "source", "source_revision", "device", "metadata", "sample",
-                               "version", "event", "range_open", "range_close", "relationship", "type_run"]
-
-    /// The UTF-8 of each of `kinds`, by position.
-    static let kindBytes = kinds.map { Array($0.utf8) }
-
-    /// The position in `kinds` of each per-sample kind (items counted by position).
-    static let sampleKind = kinds.firstIndex(of: "sample")!, versionKind = kinds.firstIndex(of: "version")!,
-               eventKind = kinds.firstIndex(of: "event")!, rangeOpenKind = kinds.firstIndex(of: "range_open")!
-
     /// Streams the items of observation `observationID` to `emit(kind, canonicalBytes, itemHash)`
     /// and returns the header, trailer and manifest hash.
     public static func build(_ db: Database, observationID obs: Int64, previousManifestHash: String?,
                              onHeader: (BundleHeader) throws -> Void = { _ in },
-                             emit: (String, [UInt8], Digest32) throws -> Void) throws -> (BundleHeader, BundleTrailer, String) {
+                             emit: (BundleItemKind, [UInt8], Digest32) throws -> Void) throws -> (BundleHeader, BundleTrailer, String) {
         guard let o = try Row.fetchOne(db, sql: "SELECT * FROM observations WHERE id = ?", arguments: [obs]) else {
             throw ArchiveError(.notFound, "no observation \(obs)")
         }
@@ -34,16 +23,15 @@ public enum ObservationBundleBuilder {
         var manifest = try ManifestHasher(header: header)
         try onHeader(header)
 
-        func emitItem(_ kind: Int, _ bytes: [UInt8]) throws {
+        func emitItem(_ kind: BundleItemKind, _ bytes: [UInt8]) throws {
             let hash = ArchiveHasher.sha256Digest(.item, bytes)
             manifest.add(itemHash: hash, kind: kind)
-            try emit(kinds[kind], bytes, hash)
+            try emit(kind, bytes, hash)
         }
-        func item(_ kind: String, _ fields: [String: JSONValue]) throws {
-            guard let k = kinds.firstIndex(of: kind) else { throw ArchiveError(.invalidState, "no bundle item kind \(kind)") }
+        func item(_ kind: BundleItemKind, _ fields: [String: JSONValue]) throws {
             var f = fields
-            f["kind"] = .string(kind)
-            try emitItem(k, try CanonicalJSON.encode(.object(f)))
+            f["kind"] = .string(kind.rawValue)
+            try emitItem(kind, try CanonicalJSON.encode(.object(f)))
         }
         // The per-sample kinds are written by hand, keys in canonical (UTF-16) order;
         // the committed vectors pin them to what `item(_:_:)` would write.
@@ -57,7 +45,7 @@ public enum ObservationBundleBuilder {
         func i(_ row: Row, _ col: String) -> JSONValue { (row[col] as Int64?).map { .number(Double($0)) } ?? .null }
         func blob(_ row: Row, _ col: String) -> JSONValue { (row[col] as Data?).map { .string($0.base64EncodedString()) } ?? .null }
 
-        try item("observation", [
+        try item(.observation, [
             "observed_at": d(o, "observed_at"), "started_at": d(o, "started_at"), "ended_at": d(o, "ended_at"),
             "status": s(o, "status"), "trigger_reason": s(o, "trigger_reason"), "app_version": s(o, "app_version"),
             "os_version": s(o, "os_version"), "time_zone_identifier": s(o, "time_zone_identifier"),
@@ -70,7 +58,7 @@ public enum ObservationBundleBuilder {
                             UNION SELECT sample_type_id FROM samples WHERE id > ? AND first_seen_observation_id = ?)
             ORDER BY st.type_identifier
             """, [obs, samplesBefore, obs]) { r in
-            try item("sample_type", ["type_identifier": s(r, "type_identifier"), "display_name": s(r, "display_name"), "category": s(r, "category")])
+            try item(.sampleType, ["type_identifier": s(r, "type_identifier"), "display_name": s(r, "display_name"), "category": s(r, "category")])
         }
         // Provenance referenced by the versions this observation created.
         try each("""
@@ -78,14 +66,14 @@ public enum ObservationBundleBuilder {
             JOIN source_revisions sr ON sr.id = v.source_revision_id JOIN sources so ON so.id = sr.source_id
             WHERE v.id > ? AND v.created_observation_id = ? ORDER BY so.id
             """, [versionsBefore, obs]) { r in
-            try item("source", ["source_name_hash": s(r, "source_name_hash"), "bundle_identifier": s(r, "bundle_identifier")])
+            try item(.source, ["source_name_hash": s(r, "source_name_hash"), "bundle_identifier": s(r, "bundle_identifier")])
         }
         try each("""
             SELECT DISTINCT sr.id, so.source_name_hash, so.bundle_identifier, sr.product_type, sr.version, sr.operating_system_version
             FROM sample_versions v JOIN source_revisions sr ON sr.id = v.source_revision_id JOIN sources so ON so.id = sr.source_id
             WHERE v.id > ? AND v.created_observation_id = ? ORDER BY sr.id
             """, [versionsBefore, obs]) { r in
-            try item("source_revision", ["source": .object(["source_name_hash": s(r, "source_name_hash"), "bundle_identifier": s(r, "bundle_identifier")]),
+            try item(.sourceRevision, ["source": .object(["source_name_hash": s(r, "source_name_hash"), "bundle_identifier": s(r, "bundle_identifier")]),
                                          "product_type": s(r, "product_type"), "version": s(r, "version"),
                                          "operating_system_version": s(r, "operating_system_version")])
         }
@@ -93,7 +81,7 @@ public enum ObservationBundleBuilder {
             SELECT DISTINCT h.* FROM sample_versions v JOIN hk_devices h ON h.id = v.hk_device_id
             WHERE v.id > ? AND v.created_observation_id = ? ORDER BY h.id
             """, [versionsBefore, obs]) { r in
-            try item("device", ["device_hash": s(r, "device_hash"), "manufacturer_hash": s(r, "manufacturer_hash"), "model": s(r, "model"),
+            try item(.device, ["device_hash": s(r, "device_hash"), "manufacturer_hash": s(r, "manufacturer_hash"), "model": s(r, "model"),
                                 "hardware_version": s(r, "hardware_version"), "firmware_version": s(r, "firmware_version"),
                                 "software_version": s(r, "software_version"), "local_identifier_hash": s(r, "local_identifier_hash"),
                                 "udi_hash": s(r, "udi_hash")])
@@ -102,7 +90,7 @@ public enum ObservationBundleBuilder {
             SELECT DISTINCT m.id, m.metadata_hash, m.metadata_json FROM sample_versions v JOIN metadata_blobs m ON m.id = v.metadata_id
             WHERE v.id > ? AND v.created_observation_id = ? ORDER BY m.id
             """, [versionsBefore, obs]) { r in
-            try item("metadata", ["metadata_hash": s(r, "metadata_hash"), "metadata_json": s(r, "metadata_json")])
+            try item(.metadata, ["metadata_hash": s(r, "metadata_hash"), "metadata_json": s(r, "metadata_json")])
         }
         // The four per-sample kinds: columns by position, text straight from
         // SQLite's row (no `Row` name lookups, no `String` per column), stored
@@ -122,7 +110,7 @@ public enum ObservationBundleBuilder {
             w.field("strict_fingerprint", hex: r.bytes(4))
             w.field("type_identifier", utf8: r.textBytes(5))
             w.endObject()
-            try emitItem(Self.sampleKind, w.bytes)
+            try emitItem(.sample, w.bytes)
         }
         try FastStatement(db, """
             SELECT st.type_identifier, s.strict_fingerprint, v.source_revision_id, v.category_value, v.creation_date, h.device_hash,
@@ -171,7 +159,7 @@ public enum ObservationBundleBuilder {
             w.field("payload_hash", hex: r.bytes(19))
             Self.sampleRef(&w, r, type: 0, fingerprint: 1)
             w.endObject()
-            try emitItem(Self.versionKind, w.bytes)
+            try emitItem(.version, w.bytes)
         }
         try FastStatement(db, """
             SELECT st.type_identifier, s.strict_fingerprint, \(EventKind.nameSQL("e.event_kind")), \(EvidenceKind.nameSQL("e.evidence_kind")), e.observed_at, v.payload_hash
@@ -188,7 +176,7 @@ public enum ObservationBundleBuilder {
             w.field("payload_hash", hex: r.bytes(5, emptyIsNull: true))
             Self.sampleRef(&w, r, type: 0, fingerprint: 1)
             w.endObject()
-            try emitItem(Self.eventKind, w.bytes)
+            try emitItem(.event, w.bytes)
         }
         try FastStatement(db, """
             SELECT st.type_identifier, s.strict_fingerprint, g.first_seen_at, v.payload_hash
@@ -203,7 +191,7 @@ public enum ObservationBundleBuilder {
             w.field("payload_hash", hex: r.bytes(3, emptyIsNull: true))
             Self.sampleRef(&w, r, type: 0, fingerprint: 1)
             w.endObject()
-            try emitItem(Self.rangeOpenKind, w.bytes)
+            try emitItem(.rangeOpen, w.bytes)
         }
         try each("""
             SELECT st.type_identifier, lower(hex(s.strict_fingerprint)) AS strict_fingerprint, nullif(lower(hex(v.payload_hash)), '') AS payload_hash, g.last_seen_at,
@@ -212,7 +200,7 @@ public enum ObservationBundleBuilder {
             LEFT JOIN sample_versions v ON v.id = g.version_id
             WHERE g.last_observation_id = ? ORDER BY g.rowid
             """, [chainID, obs]) { r in
-            try item("range_close", ["sample": sampleRef(r), "payload_hash": s(r, "payload_hash"), "first_sequence": i(r, "first_sequence"),
+            try item(.rangeClose, ["sample": sampleRef(r), "payload_hash": s(r, "payload_hash"), "first_sequence": i(r, "first_sequence"),
                                      "last_seen_at": d(r, "last_seen_at")])
         }
         try each("""
@@ -223,7 +211,7 @@ public enum ObservationBundleBuilder {
             LEFT JOIN metadata_blobs m ON m.id = x.metadata_id
             WHERE x.observation_id = ? ORDER BY x.id
             """, [obs]) { r in
-            try item("relationship", ["source": .object(["type": s(r, "source_type"), "strict_fingerprint": s(r, "source_fp")]),
+            try item(.relationship, ["source": .object(["type": s(r, "source_type"), "strict_fingerprint": s(r, "source_fp")]),
                                       "target": .object(["type": s(r, "target_type"), "strict_fingerprint": s(r, "target_fp")]),
                                       "relationship_kind": s(r, "relationship_kind"), "metadata_hash": s(r, "metadata_hash")])
         }
@@ -231,7 +219,7 @@ public enum ObservationBundleBuilder {
             SELECT st.type_identifier, t.* FROM observation_type_runs t JOIN sample_types st ON st.id = t.sample_type_id
             WHERE t.observation_id = ? ORDER BY t.id
             """, [obs]) { r in
-            try item("type_run", ["type_identifier": s(r, "type_identifier"), "status": s(r, "status"), "run_kind": s(r, "run_kind"),
+            try item(.typeRun, ["type_identifier": s(r, "type_identifier"), "status": s(r, "status"), "run_kind": s(r, "run_kind"),
                                   "started_at": d(r, "started_at"), "ended_at": d(r, "ended_at"), "anchor_before": blob(r, "anchor_before"),
                                   "anchor_after": blob(r, "anchor_after"), "inserted_event_count": i(r, "inserted_event_count"),
                                   "deleted_event_count": i(r, "deleted_event_count"), "verified_visible_count": i(r, "verified_visible_count"),

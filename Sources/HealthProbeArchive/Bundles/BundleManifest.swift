@@ -42,8 +42,8 @@ public struct BundleTrailer: Sendable, Equatable, Codable {
 public struct ManifestHasher {
     private var digest: SHA256Stream
     public private(set) var itemCount = 0
-    /// Items per kind of `ObservationBundleBuilder.kinds`, by position.
-    private var known = [Int](repeating: 0, count: ObservationBundleBuilder.kinds.count)
+    /// Items per kind, by `BundleItemKind.order`.
+    private var known = [Int](repeating: 0, count: BundleItemKind.allCases.count)
     /// Items of any other kind (only a damaged bundle's verification meets one).
     private var other: [String: Int] = [:]
 
@@ -56,19 +56,19 @@ public struct ManifestHasher {
     /// Items per kind (kinds without items absent).
     public var counts: [String: Int] {
         var c = other
-        for (k, n) in known.enumerated() where n > 0 { c[ObservationBundleBuilder.kinds[k]] = n }
+        for kind in BundleItemKind.allCases where known[kind.order] > 0 { c[kind.rawValue] = known[kind.order] }
         return c
     }
 
-    /// Adds one item's hash (in bundle order); `kind` is its position in `ObservationBundleBuilder.kinds`.
-    public mutating func add(itemHash: Digest32, kind: Int) {
+    /// Adds one item's hash (in bundle order).
+    public mutating func add(itemHash: Digest32, kind: BundleItemKind) {
         hash(itemHash)
-        known[kind] += 1
+        known[kind.order] += 1
     }
 
     /// Adds one item's hash (in bundle order), of any kind.
     public mutating func add(itemHash: Digest32, kind: String) {
-        if let k = ObservationBundleBuilder.kinds.firstIndex(of: kind) { return add(itemHash: itemHash, kind: k) }
+        if let k = BundleItemKind(rawValue: kind) { return add(itemHash: itemHash, kind: k) }
         hash(itemHash)
         other[kind, default: 0] += 1
     }

@@ -29,23 +29,23 @@ struct BundleRules {
     private var runStatuses: [TypeRunStatus] = []
 
     /// Checks item `o` of kind `kind` (its members already checked against the schema).
-    mutating func check(_ kind: String, _ o: FlatJSON, line: Int) throws(BundleError) {
-        func fail(_ why: String) -> BundleError { BundleError(.inconsistent, line: line, "line \(line): \(kind): \(why)") }
+    mutating func check(_ kind: BundleItemKind, _ o: FlatJSON, line: Int) throws(BundleError) {
+        func fail(_ why: String) -> BundleError { BundleError(.inconsistent, line: line, "line \(line): \(kind.rawValue): \(why)") }
         switch kind {
-        case "observation":
+        case .observation:
             if let i = o.find("observed_at"), let r = o.plainRange(i) { observedAt = Array(o.bytes[r]) }
             observationStatus = o.string("status").flatMap(ObservationStatus.init(rawValue:))
-        case "sample_type":
+        case .sampleType:
             let name = Self.text(o, o.find("type_identifier"))
             if let previous = types.last?.name, !previous.lexicographicallyPrecedes(name) {
                 throw BundleError(.order, line: line, "line \(line): sample_type items must be in increasing byte order of type_identifier, each type once")
             }
             index[name] = types.count
             types.append(TypeState(name: name, category: o.find("category").flatMap { o.type($0) == .string ? Self.text(o, $0) : nil }))
-        case "sample":
+        case .sample:
             guard find(o, o.find("type_identifier")) != nil else { throw fail("type_identifier names a type with no sample_type item") }
             guard sameAsObservation(o, "first_seen_at") else { throw fail("first_seen_at differs from the observation's observed_at") }
-        case "version":
+        case .version:
             guard let t = find(o, o.object("sample").flatMap { o.find("type", in: $0) }) else {
                 throw fail("sample.type names a type with no sample_type item")
             }
@@ -56,16 +56,16 @@ struct BundleRules {
                     throw fail("payload.value_kind differs from its type's sample_type category \(String(decoding: category, as: UTF8.self))")
                 }
             }
-        case "event":
+        case .event:
             guard let t = find(o, o.object("sample").flatMap { o.find("type", in: $0) }) else {
                 throw fail("sample.type names a type with no sample_type item")
             }
             guard sameAsObservation(o, "observed_at") else { throw fail("observed_at differs from the observation's observed_at") }
             guard let k = o.find("event_kind") else { return }
             if o.stringEquals(k, "appeared") || o.stringEquals(k, "representation_changed") { types[t].inserted += 1 } else { types[t].deleted += 1 }
-        case "range_open":
+        case .rangeOpen:
             guard sameAsObservation(o, "first_seen_at") else { throw fail("first_seen_at differs from the observation's observed_at") }
-        case "range_close":
+        case .rangeClose:
             // Section 4.3: a rule between the item and its header.
             if let first = o.number("first_sequence"), first >= Double(sequence) {
                 throw BundleError(.field, line: line, "line \(line): range_close: first_sequence \(Int64(first)) is not lower than the bundle's sequence \(sequence)")
@@ -74,7 +74,7 @@ struct BundleRules {
                observedAt.lexicographicallyPrecedes(o.bytes[r]) {
                 throw fail("last_seen_at is after the observation's observed_at")
             }
-        case "type_run":
+        case .typeRun:
             guard let t = find(o, o.find("type_identifier")) else { throw fail("type_identifier names a type with no sample_type item") }
             guard types[t].run == nil else { throw fail("a second type_run of \(Self.printable(types[t].name))") }
             let status = o.string("status").flatMap(TypeRunStatus.init(rawValue:)) ?? .running
@@ -90,7 +90,7 @@ struct BundleRules {
             if status == .unauthorized && types[t].inserted + types[t].deleted > 0 {
                 throw fail("an unauthorized run read nothing, but its type has events")
             }
-        default:
+        case .source, .sourceRevision, .device, .metadata, .relationship:
             break
         }
     }

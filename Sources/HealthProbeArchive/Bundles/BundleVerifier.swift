@@ -42,7 +42,8 @@ public struct BundleVerifier {
     private var header: BundleHeader?
     private var manifest: ManifestHasher?
     private var line = 0
-    private var kindIndex = 0
+    /// The kind of the last item read (items come in kind order).
+    private var kind = BundleItemKind.observation
     private var done = false
     /// The rules between items (section 4.5).
     private var rules = BundleRules()
@@ -88,20 +89,18 @@ public struct BundleVerifier {
             return flat
         }
         // The kind's position found from its bytes (no string built for it).
-        guard let r = flat.plainRange(kindIndex),
-              let k = ObservationBundleBuilder.kindBytes.firstIndex(where: { BundleItemSchema.equal(flat.bytes, r, $0) }) else {
+        guard let r = flat.plainRange(kindIndex), let kind = BundleItemKind(flat.bytes, r) else {
             throw BundleError(.unknownKind, line: line, "line \(line): unknown item kind")
         }
-        let kind = ObservationBundleBuilder.kinds[k]
-        guard k >= self.kindIndex, (kind == "observation") == (line == 2) else {
+        guard kind >= self.kind, (kind == .observation) == (line == 2) else {
             if line == 2 { throw BundleError(.order, line: line, "line 2: the first item must be the observation") }
-            throw BundleError(.order, line: line, "line \(line): a \(kind) item is out of order (Protocol/bundles.md, item order)")
+            throw BundleError(.order, line: line, "line \(line): a \(kind.rawValue) item is out of order (Protocol/bundles.md, item order)")
         }
-        self.kindIndex = k
-        try BundleItemSchema.check(k, flat, line: line)
+        self.kind = kind
+        try BundleItemSchema.check(kind, flat, line: line)
         try Self.checkContent(kind, flat, line: line)
         try rules.check(kind, flat, line: line)
-        manifest!.add(itemHash: ArchiveHasher.sha256Digest(.item, bytes), kind: k)
+        manifest!.add(itemHash: ArchiveHasher.sha256Digest(.item, bytes), kind: kind)
         itemCount += 1
         return flat
     }
@@ -176,16 +175,16 @@ public struct BundleVerifier {
 
     /// The hashes an item carries over its own content: a metadata item's hash
     /// of its JSON text, a version's payload hash of its payload's canonical bytes.
-    static func checkContent(_ kind: String, _ o: FlatJSON, line: Int) throws(BundleError) {
+    static func checkContent(_ kind: BundleItemKind, _ o: FlatJSON, line: Int) throws(BundleError) {
         switch kind {
-        case "metadata":
+        case .metadata:
             guard let json = o.string("metadata_json"), let hash = o.string("metadata_hash") else {
                 throw BundleError(.malformed, line: line, "line \(line): metadata item lacks metadata_json or metadata_hash")
             }
             guard ArchiveHasher.sha256(.metadata, json) == hash else {
                 throw BundleError(.metadataHash, line: line, "line \(line): metadata_hash does not match metadata_json")
             }
-        case "version":
+        case .version:
             guard let payload = o.object("payload"), let h = o.find("payload_hash"), let r = o.plainRange(h),
                   let hash = Digest32(o.bytes, r) else {
                 throw BundleError(.malformed, line: line, "line \(line): version item lacks payload or payload_hash")
@@ -194,7 +193,7 @@ public struct BundleVerifier {
             guard computed == hash else {
                 throw BundleError(.payloadHash, line: line, "line \(line): payload_hash does not match the payload")
             }
-        default:
+        case .observation, .sampleType, .source, .sourceRevision, .device, .sample, .event, .rangeOpen, .rangeClose, .relationship, .typeRun:
             break
         }
     }

@@ -1,0 +1,65 @@
+import Foundation
+import HealthProbeCanonical
+
+/// The kinds of bundle item, declared in the order items come in a bundle
+/// (Protocol/bundles.md, item order): the one list the builder, the item schema,
+/// the verifier's rules and the applier each switch over, so a kind added here
+/// is a compile error in every place that does not handle it yet.
+public enum BundleItemKind: String, CaseIterable, Sendable, Comparable {
+    case observation
+    case sampleType = "sample_type"
+    case source
+    case sourceRevision = "source_revision"
+    case device
+    case metadata
+    case sample
+    case version
+    case event
+    case rangeOpen = "range_open"
+    case rangeClose = "range_close"
+    case relationship
+    case typeRun = "type_run"
+
+    /// The kind's position in item order (0 for the observation).
+    public var order: Int {
+        switch self {
+        case .observation: 0
+        case .sampleType: 1
+        case .source: 2
+        case .sourceRevision: 3
+        case .device: 4
+        case .metadata: 5
+        case .sample: 6
+        case .version: 7
+        case .event: 8
+        case .rangeOpen: 9
+        case .rangeClose: 10
+        case .relationship: 11
+        case .typeRun: 12
+        }
+    }
+
+    public static func < (a: Self, b: Self) -> Bool { a.order < b.order }
+
+    /// The kind named by `bytes[range]`, compared byte for byte with each kind's
+    /// name (no string is built); nil for any other text.
+    public init?(_ bytes: [UInt8], _ range: Range<Int>) {
+        guard !range.isEmpty, range.lowerBound >= 0, range.upperBound <= bytes.count,
+              let found = bytes.withUnsafeBufferPointer({ b -> BundleItemKind? in
+                  let start = b.baseAddress! + range.lowerBound
+                  return Self.names.firstIndex { name in
+                      name.count == range.count && name.withUnsafeBufferPointer { memcmp(start, $0.baseAddress!, range.count) == 0 }
+                  }.map { Self.allCases[$0] }
+              }) else { return nil }
+        self = found
+    }
+
+    /// The kind of the item parsed as `o` (its `kind` member, a plain string); nil for any other.
+    public init?(_ o: FlatJSON) {
+        guard let k = o.find("kind"), let r = o.plainRange(k) else { return nil }
+        self.init(o.bytes, r)
+    }
+
+    /// The UTF-8 of each kind's name, in item order.
+    static let names: [[UInt8]] = allCases.map { Array($0.rawValue.utf8) }
+}
