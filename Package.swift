@@ -268,10 +268,19 @@ let package = Package(
             swiftSettings: strict + (fuzzing ? [.define("HP_FUZZ"), .unsafeFlags(["-sanitize=fuzzer"])] : []),
             linkerSettings: fuzzing ? [.unsafeFlags(["-sanitize=fuzzer", "-use-ld=lld"])] : []
         ),
-        // Helpers shared by the test targets (temporary homes, repository files, the CLIs).
+        // Helpers every test target may use, on the canonical layer alone (repository files,
+        // vectors, seeded randomness, running the CLIs): the canonical tests build no SQLite.
+        .target(
+            name: "HealthProbeTestBasics",
+            dependencies: ["HealthProbeCanonical"],
+            path: "Tests/HealthProbeTestBasics",
+            swiftSettings: strict
+        ),
+        // Helpers of the archive layer and above (temporary homes and archives, bundles, real
+        // servers); re-exports HealthProbeTestBasics.
         .target(
             name: "HealthProbeTestSupport",
-            dependencies: ["HealthProbeCanonical", "HealthProbeArchive", "HealthProbeSimulator", "HealthProbeImport",
+            dependencies: ["HealthProbeTestBasics", "HealthProbeCanonical", "HealthProbeArchive", "HealthProbeSimulator", "HealthProbeImport",
                            .product(name: "GRDB", package: "GRDB.swift"), .product(name: "X509", package: "swift-certificates"),
                            .product(name: "SwiftASN1", package: "swift-asn1"), .product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "ZIPFoundation", package: "ZIPFoundation")],
@@ -280,7 +289,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HealthProbeCanonicalTests",
-            dependencies: ["HealthProbeCanonical", "HealthProbeTestSupport"],
+            dependencies: ["HealthProbeCanonical", "HealthProbeTestBasics"],
             swiftSettings: strict
         ),
         .testTarget(
@@ -334,7 +343,8 @@ let package = Package(
                            .product(name: "NIOSSL", package: "swift-nio-ssl"), .product(name: "GRDB", package: "GRDB.swift"),
                            .product(name: "Logging", package: "swift-log"), .product(name: "NIOEmbedded", package: "swift-nio"),
                            .product(name: "NIOHTTPTypes", package: "swift-nio-extras"), .product(name: "HTTPTypes", package: "swift-http-types"),
-                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
+                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                           .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HummingbirdTesting", package: "hummingbird")],
             swiftSettings: strict
         ),
         // Ingest over real HTTPS on 127.0.0.1 (async-http-client), ending on a real server.

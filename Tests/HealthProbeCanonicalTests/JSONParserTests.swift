@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 @testable import HealthProbeCanonical
-import HealthProbeTestSupport
+import HealthProbeTestBasics
 
 @Suite("JSON parser")
 struct JSONParserTests {
