@@ -55,7 +55,7 @@ schemas = {
  "Overlap": S(chains=arr(hexhash), identical_records=integer),
  "TypeAcross": S(type_identifier=string, series=arr(ref("TypeSeries")), overlaps=arr(ref("Overlap"))),
  "DiffTypeCount": S(type_identifier=string, appeared=integer, disappeared=integer, changed=integer),
- "DiffRow": optional_keys(S(sample_id=integer, type_identifier=string, kind={"type": "string", "enum": ["appeared", "disappeared", "changed"]}, before=string, after=string), ["before", "after"]),
+ "DiffRow": optional_keys(S(sample_id=integer, type_identifier=string, type_name=string, kind={"type": "string", "enum": ["appeared", "disappeared", "changed"]}, before=string, after=string), ["before", "after"]),
  "DiffPage": optional_keys(S(chain=hexhash, **{"from": integer}, to=integer, counts=arr(ref("DiffTypeCount")), rows=arr(ref("DiffRow")), next_after=integer), ["next_after"]),
  "Share": S(chain=hexhash, shared_with=arr(string)),
  "Person": S(id=integer, name=string, role={"type": "string", "enum": ["admin", "member", "viewer"]}, created_at=number, has_password=boolean, devices=arr(string)),

@@ -260,6 +260,8 @@ public enum Dashboard {
     public struct DiffRow: Codable, Sendable, Equatable {
         public var sampleID: Int64
         public var typeIdentifier: String
+        /// The type's friendly name (`TypeCatalogue`; the identifier when unknown).
+        public var typeName: String
         public var kind: String
         public var before: String?
         public var after: String?

@@ -327,7 +327,7 @@ struct DashboardQueries: Sendable {
                 v.map { "\(zone.time($0.startDate)): \(Self.value($0.numericValue, TypeCatalogue.info(type).unit ?? $0.unit, $0.categoryValue, type: type))" }
             }
             let page = rows.prefix(Self.recordsPage).map {
-                Dashboard.DiffRow(sampleID: $0.sampleID, typeIdentifier: $0.typeIdentifier, kind: $0.kind.rawValue,
+                Dashboard.DiffRow(sampleID: $0.sampleID, typeIdentifier: $0.typeIdentifier, typeName: TypeCatalogue.name($0.typeIdentifier), kind: $0.kind.rawValue,
                                   before: show($0.before, $0.typeIdentifier), after: show($0.after, $0.typeIdentifier))
             }
             return Dashboard.DiffPage(chain: chain, from: from, to: to, counts: try diff.counts(db), rows: Array(page),

@@ -64,6 +64,12 @@ struct GlanceAndDownloadTests {
             #expect(chain.contains("name=\"from\" value=\"1\"") && chain.contains("name=\"to\" value=\"2\""))
             let diff = try await a.request("GET", "/chains/\(ann)/diff?from=1&to=2")
             #expect(diff.status == 200 && diff.body.contains("What changed from #1 to #2") && !diff.body.contains("<td data-label=\"Type\" title=\"HKQuantityTypeIdentifierStepCount\">HKQuantity"))
+            // The API's rows name each type as the page does.
+            let diffAPI = try await a.request("GET", "/api/v1/chains/\(ann)/diff?from=1&to=2")
+            let diffPage = try JSONSerialization.jsonObject(with: Data(diffAPI.body.utf8)) as? [String: Any]
+            let diffRows = try #require(diffPage?["rows"] as? [[String: Any]])
+            #expect(!diffRows.isEmpty)
+            for row in diffRows { #expect(row["type_name"] as? String == TypeCatalogue.name(row["type_identifier"] as? String ?? ""), "\(row)") }
         }
     }
 

@@ -366,9 +366,9 @@ public enum Exporter {
             }
             counts = Self.counts(byType: byType, relationships: relationships)
         case .observationDiffJSON:
-            counts = try DiffItems.write(db, from: scope.from!, to: scope.to!, types: request.types, emit: emit)
+            counts = try DiffItems.write(db, from: scope.from!, to: scope.to!, types: request.types, human: request.formatVersion >= 2, emit: emit)
         case .typeSummaryJSON:
-            counts = try SummaryItems.write(db, at: scope.at!, types: request.types, emit: emit)
+            counts = try SummaryItems.write(db, at: scope.at!, types: request.types, human: request.formatVersion >= 2, emit: emit)
         case .archiveManifestJSON:
             counts = try ArchiveManifestItems.write(db, from: scope.from ?? 0, to: scope.to!, windows: request.formatVersion >= 2, emit: emit)
         case .observationRecordsCSV:

@@ -27,6 +27,16 @@ struct HumanFields {
     }
 }
 
+extension TypeInfo {
+    /// Format 2's human members of an item of this type: `display_name`, `display_unit`
+    /// and, with `statistic`, how a day of the type is summed up (`type_summary` items).
+    func humanMembers(statistic withStatistic: Bool = false) -> [String: JSONValue] {
+        var m: [String: JSONValue] = ["display_name": .string(name), "display_unit": .optional(unit)]
+        if withStatistic { m["statistic"] = .string(statistic.rawValue) }
+        return m
+    }
+}
+
 /// The local day (`YYYY-MM-DD`) of one start date after another in a zone, asking the
 /// calendar only when a date leaves the day found last (records come sorted by start).
 struct LocalDayCursor {

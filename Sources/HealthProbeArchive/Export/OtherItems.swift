@@ -26,7 +26,9 @@ enum DiffItems {
         ])
     }
 
-    static func write(_ db: Database, from: Int64, to: Int64, types: [String], emit: ([UInt8], String) throws -> Void) throws -> JSONValue {
+    /// `human`: format 2's `display_name` and `display_unit` on every entry (not in 1).
+    static func write(_ db: Database, from: Int64, to: Int64, types: [String], human: Bool,
+                      emit: ([UInt8], String) throws -> Void) throws -> JSONValue {
         let diff = try ObservationDiff.prepare(db, from: from, to: to)
         let fromIsLo = diff.from <= diff.to
         let beforeCol = fromIsLo ? "lo_version" : "hi_version", afterCol = fromIsLo ? "hi_version" : "lo_version"
@@ -49,10 +51,12 @@ enum DiffItems {
         while let r = try cursor.next() {
             let type: String = r["type_identifier"], kind: String = r["kind"]
             byType[type, default: [:]][kind, default: 0] += 1
-            let (json, hash) = try hashedItem([
+            var item: [String: JSONValue] = [
                 "kind": .string("diff_entry"), "change": .string(kind), "sample_type_identifier": .string(type),
                 "sample_identity_hash": .string(r["ident"]), "before": version(r, "b_"), "after": version(r, "a_"),
-            ])
+            ]
+            if human { item.merge(TypeCatalogue.info(type).humanMembers()) { a, _ in a } }
+            let (json, hash) = try hashedItem(item)
             try emit(json, hash)
         }
         return .object(["by_type": .object(byType.mapValues { .object($0.mapValues { .int($0) }) }),
@@ -63,25 +67,33 @@ enum DiffItems {
 /// `type_summary_json` items: each type's summary in effect at the
 /// observation, followed by its daily rows (local days), by type then day.
 enum SummaryItems {
-    static func write(_ db: Database, at obs: Int64, types: [String], emit: ([UInt8], String) throws -> Void) throws -> JSONValue {
+    /// `human`: format 2's `display_name` and `display_unit` on every item, and the
+    /// summary's `statistic` (not in 1).
+    static func write(_ db: Database, at obs: Int64, types: [String], human: Bool,
+                      emit: ([UInt8], String) throws -> Void) throws -> JSONValue {
         var summaries = 0, daily = 0
         for s in try AggregateQueries.summaries(db, at: obs) where types.isEmpty || types.contains(s.typeIdentifier) {
             let date: (Double?) -> JSONValue = { $0.map { .string(CanonicalDate.string($0)) } ?? .null }
-            let (json, hash) = try hashedItem([
+            let info = TypeCatalogue.info(s.typeIdentifier)
+            var summary: [String: JSONValue] = [
                 "kind": .string("type_summary"), "sample_type_identifier": .string(s.typeIdentifier),
                 "visible_record_count": .int(s.visibleRecordCount), "earliest_start_date": date(s.earliestStartDate),
                 "latest_end_date": date(s.latestEndDate), "value_sum": .optional(s.valueSum), "value_max": .optional(s.valueMax),
                 "aggregate_hash": .optional(s.aggregateHash), "summary_observation_id": .int(Int(s.observationID)),
-            ])
+            ]
+            if human { summary.merge(info.humanMembers(statistic: true)) { a, _ in a } }
+            let (json, hash) = try hashedItem(summary)
             try emit(json, hash)
             summaries += 1
             for d in try AggregateQueries.daily(db, at: obs, typeIdentifier: s.typeIdentifier) {
-                let (json, hash) = try hashedItem([
+                var day: [String: JSONValue] = [
                     "kind": .string("daily"), "sample_type_identifier": .string(s.typeIdentifier),
                     "bucket_start": .string(CanonicalDate.string(d.bucketStart)), "bucket_end": .string(CanonicalDate.string(d.bucketEnd)),
                     "visible_record_count": .int(d.visibleRecordCount), "value_sum": .optional(d.valueSum), "value_max": .optional(d.valueMax),
                     "source_revision": .optional(d.sourceRevision), "aggregate_hash": .optional(d.aggregateHash),
-                ])
+                ]
+                if human { day.merge(info.humanMembers()) { a, _ in a } }
+                let (json, hash) = try hashedItem(day)
                 try emit(json, hash)
                 daily += 1
             }

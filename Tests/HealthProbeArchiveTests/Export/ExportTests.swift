@@ -220,6 +220,35 @@ struct ExportTests {
         #expect(try ExportVerifier.verify(path: dir.file("day.json")).problems.contains { $0.hasPrefix("line 2: item 1") })
     }
 
+    @Test("format 2 diff entries and summary items carry the type's display name and unit, summaries their statistic; format 1 has none")
+    func humanSummariesAndDiffs() throws {
+        let t = try archive()
+        let node = try t.open()
+        let dir = TempDir()
+        for kind in [ExportKind.observationDiffJSON, .typeSummaryJSON] {
+            for version in [1, 2] {
+                let r = try export(node, kind, to: dir.file("\(kind.rawValue)-\(version).json")) { $0.formatVersion = version }
+                let lines = try String(contentsOfFile: r.path, encoding: .utf8).components(separatedBy: "\n")
+                var items = 0
+                for line in lines.dropFirst().dropLast(2) {
+                    let it = try JSONSerialization.jsonObject(with: Data(Substring(line).trimmingSuffix(",").utf8)) as! [String: Any]
+                    items += 1
+                    let info = TypeCatalogue.info(it["sample_type_identifier"] as! String)
+                    if version == 1 {
+                        #expect(it["display_name"] == nil && it["display_unit"] == nil && it["statistic"] == nil, "\(kind) v1: \(it.keys.sorted())")
+                        continue
+                    }
+                    #expect(it["display_name"] as? String == info.name, "\(kind)")
+                    #expect(info.unit.map { it["display_unit"] as? String == $0 } ?? (it["display_unit"] is NSNull), "\(kind)")
+                    #expect(it["statistic"] as? String == (it["kind"] as? String == "type_summary" ? info.statistic.rawValue : nil), "\(kind): \(it["kind"] ?? "")")
+                }
+                #expect(items > 0, "\(kind) v\(version) has items")
+                let report = try ExportVerifier.verify(path: r.path)
+                #expect(report.ok && report.formatVersion == version, "\(kind) v\(version): \(report.problems)")
+            }
+        }
+    }
+
     @Test("version 1 exports (made before format 2) still verify; an unknown version is refused by name")
     func versionOneStillVerifies() throws {
         let dir = repositoryRoot.appendingPathComponent("Tests/fixtures/exports-v1")
