@@ -49,7 +49,7 @@ public enum BundleItemKind: String, CaseIterable, Sendable, Comparable {
                   let start = b.baseAddress! + range.lowerBound
                   return Self.names.firstIndex { name in
                       name.count == range.count && name.withUnsafeBufferPointer { memcmp(start, $0.baseAddress!, range.count) == 0 }
-                  }.map { Self.allCases[$0] }
+                  }.map { Self.inOrder[$0] }
               }) else { return nil }
         self = found
     }
@@ -61,5 +61,7 @@ public enum BundleItemKind: String, CaseIterable, Sendable, Comparable {
     }
 
     /// The UTF-8 of each kind's name, in item order.
-    static let names: [[UInt8]] = allCases.map { Array($0.rawValue.utf8) }
+    static let names: [[UInt8]] = inOrder.map { Array($0.rawValue.utf8) }
+    /// `allCases`, made once (the synthesized property builds a new array at each call).
+    static let inOrder = allCases
 }
