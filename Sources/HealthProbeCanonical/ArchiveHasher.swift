@@ -2,7 +2,7 @@ import Crypto
 
 /// SHA-256 content hashes and HMAC-SHA256 privacy hashes, lower-case hex,
 /// every input prefixed with its `hp:v2:<domain>:` domain.
-/// `@unchecked`: the only stored property is an immutable `SymmetricKey`.
+/// `@unchecked Sendable`: immutable (one `let` array of keyed HMAC values, only ever copied).
 public struct ArchiveHasher: @unchecked Sendable {
     /// Per domain, an HMAC already keyed and fed the domain prefix. HMAC and
     /// SHA256 are copy-on-write values: copies are taken, the templates never change.

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import HealthProbeArchive
 import HealthProbeCanonical
 import HealthProbeProtocol
@@ -163,22 +164,18 @@ public struct NodeRestore {
         try await NIOThreadPool.singleton.runIfActive(body)
     }
 
-    /// `body` on a thread of its own (a serial queue made for it), awaited.
+    /// `body` on a thread of its own (a `StageThread`), awaited.
     static func onOwnThread(_ body: @escaping @Sendable () throws -> Void) async throws {
-        try await withCheckedThrowingContinuation { (done: CheckedContinuation<Void, any Error>) in
-            DispatchQueue(label: "healthprobe.restore.apply").async { done.resume(with: Result { try body() }) }
-        }
+        try await StageThread.run(name: "healthprobe.restore.apply", body)
     }
 }
 
 /// The archive for the thread applying a restored bundle, let go of as soon as it is done:
 /// a closure the thread pool keeps a moment longer must not keep the archive (and its
 /// writer lock) open after the restore returned.
-/// `@unchecked Sendable`: `archive` is read and written only under `lock`.
-final class ArchiveHandle: @unchecked Sendable {
-    private let lock = NSLock()
-    private var held: Archive?
-    init(_ archive: Archive) { held = archive }
-    var archive: Archive? { lock.withLock { held } }
-    func release() { lock.withLock { held = nil } }
+final class ArchiveHandle: Sendable {
+    private let held: Mutex<Archive?>
+    init(_ archive: Archive) { held = Mutex(archive) }
+    var archive: Archive? { held.withLock { $0 } }
+    func release() { held.withLock { $0 = nil } }
 }

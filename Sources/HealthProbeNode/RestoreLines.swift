@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import HealthProbeArchive
 
 /// The lines of a bundle being restored, handed from the connection (which receives,
@@ -6,24 +7,22 @@ import HealthProbeArchive
 /// a time: the bundle is applied while it arrives, never held whole in memory or on disk.
 /// The connection says whether the transfer ended whole (`finish`) before the applier's
 /// transaction may commit (`checked`).
-/// `@unchecked Sendable`: `queue` locks its own state; `verdict` is read and written only under `lock`.
-final class RestoreLines: @unchecked Sendable {
+final class RestoreLines: Sendable {
     let queue = BoundedQueue<[[UInt8]]>(capacity: 3)
-    private let lock = NSLock()
-    private var verdict: (any Error)? = SyncRestoreIncomplete()
+    private let verdict = Mutex<(any Error)?>(SyncRestoreIncomplete())
 
     /// Queues the lines of one part (waits while three parts wait); throws once the applier stopped.
     func put(_ lines: [[UInt8]]) throws { try queue.put(lines) }
 
     /// The transfer ended: whole (`failure` nil) or not.
     func finish(failure: (any Error)?) {
-        lock.withLock { verdict = failure }
+        verdict.withLock { $0 = failure }
         queue.close(failure: failure)
     }
 
     /// Throws unless the transfer ended whole.
     func checked() throws {
-        if let e = lock.withLock({ verdict }) { throw e }
+        if let e = verdict.withLock({ $0 }) { throw e }
     }
 
     /// The lines in order, for the applier (ends early when the transfer failed).

@@ -97,6 +97,7 @@ public enum GzipParts {
     /// for the next (memory: two parts' worth). A line may run on into the next member.
     /// On damage the lines end (a bundle's verification then refuses it as truncated)
     /// and `failure` says where and what.
+    /// `@unchecked Sendable`: an iterator used by one thread at a time (it moves whole to the thread reading it); `fd` and `library` are `let`.
     public final class Lines: Sequence, IteratorProtocol, LineEndReporting, @unchecked Sendable {
         private let fd: Int32
         private var offset = 0

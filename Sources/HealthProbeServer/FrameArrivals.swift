@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import HealthProbeProtocol
 import NIOCore
 
@@ -6,16 +7,13 @@ import NIOCore
 /// it): a frame that arrives while the server is still answering a `BUNDLE_END` was
 /// sent before the bundle's ack, which the client must wait for (Protocol/README.md
 /// section 4), however long the apply took.
-/// `@unchecked Sendable`: its one mutable count is read and written only under `lock`
-/// (`Mutex` needs macOS 15; the package supports 14).
-final class FrameArrivals: @unchecked Sendable {
-    private let lock = NSLock()
-    private var count = 0
+final class FrameArrivals: Sendable {
+    private let count = Mutex(0)
 
     /// Messages arrived so far (the hello included).
-    var arrived: Int { lock.withLock { count } }
+    var arrived: Int { count.withLock { $0 } }
 
-    func add() { lock.withLock { count += 1 } }
+    func add() { count.withLock { $0 += 1 } }
 
     /// The channel handler that counts, placed after the decoder.
     final class Counter: ChannelInboundHandler, RemovableChannelHandler {

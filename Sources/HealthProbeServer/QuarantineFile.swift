@@ -9,6 +9,7 @@ import NIOCore
 /// per part (`GzipParts`): the file is kept as the bundle once applied. Used by one
 /// session at a time; a reference, so that its buffers move to the thread doing
 /// the work without being copied.
+/// `@unchecked Sendable`: one session uses it, one call at a time (each awaited before the next); `path` and `handle` are `let`.
 public final class QuarantineFile: @unchecked Sendable {
     public let path: String
     private let handle: FileHandle

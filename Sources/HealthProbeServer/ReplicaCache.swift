@@ -9,6 +9,7 @@ import HealthProbeProtocol
 /// CPU per 1,000-sample bundle (`hp-bench apply`). A kept replica's page cache is
 /// released after every apply; what stays is its connection with its prepared
 /// statements and a second connection for checkpoints, about 1-1.5 MB each.
+/// `@unchecked Sendable`: `open`, `checkpointers`, `applied`, `order` and `pacedCount` are read and written only under `lock`.
 package final class ReplicaCache: @unchecked Sendable {
     private let capacity: Int
     private let lock = NSLock()

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Dispatch
 import Foundation
+import Synchronization
 import HealthProbeArchive
 import HealthProbeCLI
 #if canImport(Glibc)
@@ -8,12 +9,10 @@ import Glibc
 #endif
 
 /// Set by SIGINT while an export runs; the exporter polls it between items.
-/// `@unchecked Sendable`: `value` is read and written only under `lock`.
-final class CancelFlag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = false
-    func set() { lock.lock(); value = true; lock.unlock() }
-    var isSet: Bool { lock.lock(); defer { lock.unlock() }; return value }
+final class CancelFlag: Sendable {
+    private let value = Mutex(false)
+    func set() { value.withLock { $0 = true } }
+    var isSet: Bool { value.withLock { $0 } }
 }
 
 struct Export: AsyncParsableCommand {

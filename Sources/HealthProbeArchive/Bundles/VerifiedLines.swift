@@ -7,7 +7,7 @@ import HealthProbeCanonical
 /// ones to SQLite. At most `depth` batches wait, so memory stays bounded whatever the
 /// bundle's size. A verification error is delivered in order: after every line that
 /// verified before it.
-final class VerifiedLines: @unchecked Sendable {
+final class VerifiedLines: Sendable {
     static let batchSize = 256
     private let stage: ProducerStage<[FlatJSON]>
     /// The verifier once every line went through it (set on the stage's thread before it ends).

@@ -1,11 +1,11 @@
-import Dispatch
 import Foundation
 import GRDB
 import HealthProbeCanonical
+import Synchronization
 
 /// Writes the samples of one or more type runs of a capture through a
 /// three-stage pipeline: the caller submits chunks (parsing, generating), one
-/// serial queue normalizes and hashes them, another writes them to SQLite in
+/// `ConsumerStage` normalizes and hashes them, another writes them to SQLite in
 /// submission order. At most `maxInFlight` chunks are held (memory stays bounded).
 ///
 /// The write stage turns chunks into pages: it opens a transaction, applies the
@@ -19,29 +19,38 @@ import HealthProbeCanonical
 /// `flush`; the transaction it happened in is rolled back whole, earlier ones
 /// stay. Call from one thread; while a pipeline is active, do not call a run's
 /// `writePage` directly or complete its runs before `flush()` returns.
-/// `@unchecked Sendable`: its stored properties are immutable, or guarded by
-/// `Shared`'s lock, or used on the write queue only (the session's caches).
-public final class PipelinedPageWriter: @unchecked Sendable {
+public final class PipelinedPageWriter {
     /// The default bound on the samples of one transaction. Fewer, larger commits
     /// write the random UUID-hash index's leaves to the WAL fewer times.
     public static let defaultTransactionSamples = 50_000
 
-    private let normalizeQueue = DispatchQueue(label: "healthprobe.capture.normalize")
-    private let writeQueue = DispatchQueue(label: "healthprobe.capture.write")
-    private let slots: DispatchSemaphore
-    private let group = DispatchGroup()
-    private let shared = Shared()
+    private let shared: Shared
     /// The session's normalizer (the pipeline does not keep the session, and so the
     /// archive, alive: its runs reach it, unowned).
-    private let normalizer: NormalizerRef
+    private let normalizer: SampleNormalizer
+    private let maxInFlight: Int
     private let transactionSamples: Int
     /// Trims the heap once `transactionSamples` samples were written since the last trim:
-    /// the write queue's work moves between threads, and so between glibc's arenas, and
-    /// each arena would otherwise keep what the chunks freed in it
+    /// the chunks are made on the normalizing stage's thread and freed on the writing
+    /// one, each thread allocating in a glibc arena of its own, and each arena would
+    /// otherwise keep what the chunks freed in it
     /// (docs/decisions/2026-11-25-heap-arenas.md, amended 2026-11-28).
     private let trimHeap: @Sendable () -> Void
-    /// Samples written since the heap was last trimmed (the write queue only).
-    private var sinceTrim = 0
+    /// The two stages while chunks are in flight: started by the first `submit`, ended
+    /// by `flush` (the caller's thread only).
+    private var stages: Stages?
+
+    private struct Stages {
+        let normalize: ConsumerStage<Submitted>
+        let write: ConsumerStage<Chunk>
+    }
+
+    /// A chunk as submitted, waiting for the normalizing stage.
+    private struct Submitted {
+        let run: TypeRunWriter
+        let type: String
+        let samples: [CapturedSample]
+    }
 
     /// A normalized chunk waiting for the write stage.
     private struct Chunk {
@@ -49,26 +58,34 @@ public final class PipelinedPageWriter: @unchecked Sendable {
         let samples: [NormalizedSample]
     }
 
-    /// State shared with the queues (guarded by its lock).
-    private final class Shared: @unchecked Sendable {
-        let lock = NSLock()
-        var error: (any Error)?
-        var totals = PageResult()
-        var ready: [Chunk] = []
-        var transactions = 0
-        var failed: Bool { lock.withLock { error != nil } }
-        func fail(_ e: any Error) { lock.withLock { if error == nil { error = e } } }
-        func push(_ c: Chunk) { lock.withLock { ready.append(c) } }
-        func pop() -> Chunk? { lock.withLock { ready.isEmpty ? nil : ready.removeFirst() } }
-        /// The session of the next waiting chunk, if any.
-        func nextSession() -> CaptureSession? { lock.withLock { ready.first?.run.session } }
-        var readyCount: Int { lock.withLock { ready.count } }
-    }
+    /// What the caller and both stages share.
+    private final class Shared: Sendable {
+        let failure = FirstError()
+        /// One element for each chunk submitted and not yet written: `submit` waits
+        /// while `maxInFlight` are held; the write stage releases each after applying it.
+        let held: BoundedQueue<Void>
+        let counts = Mutex(Counts())
 
-    /// `@unchecked Sendable`: immutable (one `let`).
-    private final class NormalizerRef: @unchecked Sendable {
-        let normalizer: SampleNormalizer
-        init(_ n: SampleNormalizer) { normalizer = n }
+        struct Counts {
+            var totals = PageResult()
+            var transactions = 0
+            /// Chunks normalized and not yet applied.
+            var ready = 0
+            /// Samples written since the heap was last trimmed.
+            var sinceTrim = 0
+        }
+
+        init(maxInFlight: Int) { held = BoundedQueue(capacity: maxInFlight) }
+
+        var failed: Bool { failure.error != nil }
+
+        /// Records the first error; a `submit` waiting for room throws it.
+        func fail(_ error: any Error) {
+            if failure.record(error) { held.cancel(error) }
+        }
+
+        /// A held chunk was written or dropped.
+        func release() { _ = held.poll() }
     }
 
     /// `transactionSamples` bounds the samples one transaction applies (at least one chunk).
@@ -78,8 +95,9 @@ public final class PipelinedPageWriter: @unchecked Sendable {
 
     /// `trimHeap` hands the allocator's free memory back (tests inject a counter).
     init(session: CaptureSession, maxInFlight: Int, transactionSamples: Int, trimHeap: @escaping @Sendable () -> Void) {
-        normalizer = NormalizerRef(session.normalizer)
-        slots = DispatchSemaphore(value: max(maxInFlight, 1))
+        normalizer = session.normalizer
+        self.maxInFlight = max(maxInFlight, 1)
+        shared = Shared(maxInFlight: self.maxInFlight)
         self.transactionSamples = max(transactionSamples, 1)
         self.trimHeap = trimHeap
     }
@@ -90,95 +108,120 @@ public final class PipelinedPageWriter: @unchecked Sendable {
     }
 
     /// Totals over the transactions committed so far (complete after `flush`).
-    public var totals: PageResult { shared.lock.withLock { shared.totals } }
+    public var totals: PageResult { shared.counts.withLock { $0.totals } }
 
     /// Transactions committed so far.
-    public var transactionsCommitted: Int { shared.lock.withLock { shared.transactions } }
+    public var transactionsCommitted: Int { shared.counts.withLock { $0.transactions } }
 
     /// Chunks normalized and waiting for the write stage (tests).
-    var chunksWaiting: Int { shared.readyCount }
+    var chunksWaiting: Int { shared.counts.withLock { $0.ready } }
 
     /// Queues a chunk of `run`; blocks while `maxInFlight` chunks are held.
     public func submit(_ samples: [CapturedSample], to run: TypeRunWriter) throws {
-        if let e = shared.lock.withLock({ shared.error }) { throw e }
+        try shared.failure.check()
         try run.ensureOpen()
-        slots.wait()
-        let state = shared, slots = self.slots, group = self.group, writeQueue = self.writeQueue
-        let norm = normalizer, chunkRun = UncheckedBox(run)
-        let type = run.type.identifier
-        group.enter()
-        normalizeQueue.async {
-            guard !state.failed else { slots.signal(); group.leave(); return }
-            var out: [NormalizedSample] = []
-            out.reserveCapacity(samples.count)
-            do {
-                for s in samples { out.append(try norm.normalizer.normalize(s, typeIdentifier: type)) }
-            } catch {
-                state.fail(error)
-                slots.signal()
-                group.leave()
-                return
-            }
-            state.push(Chunk(run: chunkRun.value, samples: out))
-            writeQueue.async {
-                // Left only once `drain` returned: nothing it used (the session, and so the
-                // archive) is still held when `flush` returns.
-                let taken = self.drain()
-                for _ in 0..<taken { group.leave() }
-            }
+        try shared.held.put(())
+        let stages = self.stages ?? start()
+        do {
+            try stages.normalize.submit(Submitted(run: run, type: run.type.identifier, samples: samples))
+        } catch {
+            shared.fail(error)
+            throw error
         }
     }
 
     /// Waits for every queued chunk; throws the first error, if any.
     @discardableResult
     public func flush() throws -> PageResult {
-        group.wait()
-        if let e = shared.lock.withLock({ shared.error }) { throw e }
+        if let stages {
+            // Their threads end: nothing they used (the session, and so the archive)
+            // is held by them once `flush` returns.
+            self.stages = nil
+            do { try stages.normalize.finish() } catch { shared.fail(error) }
+            do { try stages.write.finish() } catch { shared.fail(error) }
+        }
+        try shared.failure.check()
         return totals
     }
 
-    /// One transaction: the chunks waiting now, and those that become ready
-    /// while it applies them, up to `transactionSamples`. On the write queue.
-    /// Returns how many chunks it took (the caller leaves the group for each).
-    private func drain() -> Int {
-        guard let session = shared.nextSession() else { return 0 }  // an earlier transaction took it
-        var taken = 0, released = 0
-        defer { for _ in released..<taken { slots.signal() } }
-        if shared.failed {
-            while shared.pop() != nil { taken += 1 }
-            return taken
-        }
-        let saved = session.caches
-        var pages = TransactionPages()
-        do {
-            try session.archive.writer.write { db in
-                while pages.samples < transactionSamples, let chunk = shared.pop() {
-                    taken += 1
-                    try pages.apply(chunk.run, chunk.samples, db)
-                    slots.signal()
-                    released += 1
-                }
-                try pages.finish(db)
+    /// Starts the two stages (`stages` stays set until `flush`).
+    private func start() -> Stages {
+        let shared = self.shared, normalizer = self.normalizer
+        let write = ConsumerStage<Chunk>(name: "healthprobe.capture.write", depth: maxInFlight,
+                                         batches: Self.transactions(shared, transactionSamples: transactionSamples, trimHeap: trimHeap))
+        let normalize = ConsumerStage<Submitted>(name: "healthprobe.capture.normalize", depth: maxInFlight) { chunk in
+            guard !shared.failed else { shared.release(); return }
+            var out: [NormalizedSample] = []
+            out.reserveCapacity(chunk.samples.count)
+            do {
+                for s in chunk.samples { out.append(try normalizer.normalize(s, typeIdentifier: chunk.type)) }
+            } catch {
+                shared.fail(error)
+                shared.release()
+                return
             }
-        } catch {
-            session.caches = saved
-            // What these runs summed as they wrote was rolled back.
-            for p in pages.byRun { p.run.visible = nil }
-            shared.fail(error)
-            return taken
+            shared.counts.withLock { $0.ready += 1 }
+            try write.submit(Chunk(run: chunk.run, samples: out))
         }
-        session.caches.trim()
-        sinceTrim += pages.samples
-        if sinceTrim >= transactionSamples {
-            sinceTrim = 0
-            trimHeap()
+        let stages = Stages(normalize: normalize, write: write)
+        self.stages = stages
+        return stages
+    }
+
+    /// The write stage's body: one transaction of the chunk it is given and those
+    /// that become ready while it applies them, up to `transactionSamples`.
+    private static func transactions(_ shared: Shared, transactionSamples: Int, trimHeap: @escaping @Sendable () -> Void) -> (Chunk, () -> Chunk?) -> Void {
+        { first, more in
+            var next: Chunk? = first
+            if shared.failed {
+                while next != nil {
+                    shared.counts.withLock { $0.ready -= 1 }
+                    shared.release()
+                    next = more()
+                }
+                return
+            }
+            let session = first.run.session
+            var taken = 0, released = 0
+            defer { for _ in released..<taken { shared.release() } }
+            let saved = session.caches
+            var pages = TransactionPages()
+            do {
+                try session.archive.writer.write { db in
+                    while let chunk = next {
+                        next = nil
+                        shared.counts.withLock { $0.ready -= 1 }
+                        taken += 1
+                        try pages.apply(chunk.run, chunk.samples, db)
+                        shared.release()
+                        released += 1
+                        if pages.samples < transactionSamples { next = more() }
+                    }
+                    try pages.finish(db)
+                }
+            } catch {
+                if next != nil {  // the transaction did not begin
+                    shared.counts.withLock { $0.ready -= 1 }
+                    taken += 1
+                }
+                session.caches = saved
+                // What these runs summed as they wrote was rolled back.
+                for p in pages.byRun { p.run.visible = nil }
+                shared.fail(error)
+                return
+            }
+            session.caches.trim()
+            pages.publish()
+            let trim = shared.counts.withLock { counts in
+                counts.transactions += 1
+                for p in pages.byRun { counts.totals.add(p.result) }
+                counts.sinceTrim += pages.samples
+                guard counts.sinceTrim >= transactionSamples else { return false }
+                counts.sinceTrim = 0
+                return true
+            }
+            if trim { trimHeap() }
         }
-        pages.publish()
-        shared.lock.withLock {
-            shared.transactions += 1
-            for p in pages.byRun { shared.totals.add(p.result) }
-        }
-        return taken
     }
 
     /// What one transaction wrote, per run: each run's share is one page.

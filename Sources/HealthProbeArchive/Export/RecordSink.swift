@@ -1,5 +1,5 @@
-import Dispatch
 import Foundation
+import Synchronization
 import HealthProbeCanonical
 
 /// The second stage of a record export: the SQLite readers build items a
@@ -7,6 +7,8 @@ import HealthProbeCanonical
 /// snapshot when there is one: while one type's rows are written, the next
 /// type's sorted statement runs); a `ConsumerStage` hashes them in the spec's
 /// order, feeds the manifest and writes the file, a few batches in flight.
+/// A reader submits a type's batches once that type's turn came: the type before it ended.
+// `@unchecked Sendable`: `manifest`, `byType` and `count` are written only on the stage's thread and read after `finish` waited for it; `gates` and `typeCount` are set in `drain` before the helper starts; the rest is a `Mutex` or immutable.
 final class RecordSink: @unchecked Sendable {
     private(set) var manifest: ExportManifestHasher
     private(set) var byType: [String: Int] = [:]
@@ -18,15 +20,13 @@ final class RecordSink: @unchecked Sendable {
     private let csvPrefix: [UInt8]?
     /// Hashes and writes the batches, in the order they are submitted (made in `init`).
     private var stage: ConsumerStage<RecordBatch>!
-    /// Guards the fields below; signalled when the turn moves on or a failure is recorded.
-    private let turn = NSCondition()
-    private var error: (any Error)?
-    /// The type whose batches may be submitted now (types are written in order).
-    private var current = 0
-    /// The next type a reader may claim.
-    private var nextType = 0
+    private let failure = FirstError()
+    /// Type `i`'s turn came once `gates[i]` holds an element: the reader of type `i - 1` puts
+    /// it when that type ended (`gates[0]` is open; `gates[typeCount]` opens after the last).
+    private var gates: [BoundedQueue<Void>] = []
     private var typeCount = 0
-    private var submitted = 0
+    /// The next type a reader may claim, and the items submitted so far.
+    private let tally = Mutex((nextType: 0, submitted: 0))
     static let batchSize = 512
     /// Each reader's page cache during the export, which also sizes SQLite's
     /// in-memory sort runs: two readers sort at once.
@@ -42,13 +42,10 @@ final class RecordSink: @unchecked Sendable {
         stage = ConsumerStage(name: "healthprobe.export.sink", depth: 4) { [unowned self] batch in try consume(batch) }
     }
 
-    private var failure: (any Error)? { turn.withLock { error } }
-
+    /// Records the first error; a reader waiting for its turn throws it.
     private func fail(_ error: any Error) {
-        turn.withLock {
-            if self.error == nil { self.error = error }
-            turn.broadcast()
-        }
+        guard failure.record(error) else { return }
+        for gate in gates { gate.cancel(error) }
     }
 
     /// Streams every item of `source` through the sink, reading on the calling
@@ -56,7 +53,9 @@ final class RecordSink: @unchecked Sendable {
     func drain(_ source: RecordItems, helper: ExportHelper?, isCancelled: () -> Bool, progress: (Int) -> Void) throws {
         if isCancelled() { throw Exporter.cancelled }
         let typeRows = try source.typeRows()
-        turn.withLock { typeCount = typeRows.count }
+        typeCount = typeRows.count
+        gates = (0...typeCount).map { _ in BoundedQueue<Void>(capacity: 1) }
+        try? gates[0].put(())
         let shared = UncheckedBox((source, typeRows))
         helper?.offer { [self] db in
             do {
@@ -64,9 +63,9 @@ final class RecordSink: @unchecked Sendable {
             } catch { fail(error) }
         }
         do { try work(source, typeRows, isCancelled: isCancelled, progress: progress) } catch { fail(error) }
-        turn.withLock { while current < typeCount && error == nil { turn.wait() } }
+        _ = try? gates[typeCount].take()  // the last type ended, or a failure
         do { try stage.finish() } catch { fail(error) }
-        if let failure { throw failure }
+        try failure.check()
     }
 
     /// Claims types one after another and submits their batches in turn, with
@@ -74,46 +73,40 @@ final class RecordSink: @unchecked Sendable {
     private func work(_ source: RecordItems, _ typeRows: [(Int64, String)], isCancelled: () -> Bool, progress: (Int) -> Void) throws {
         try source.db.withBoundedCache(kib: Self.cacheKiB) {
             while let type = claim() {
+                var turn = false
                 try source.forEach(typeIndex: type, of: typeRows, batchSize: batchSize) { batch in
                     if isCancelled() { throw Exporter.cancelled }
-                    let total = try submit(batch, type: type)
+                    if !turn { try awaitTurn(type); turn = true }
+                    let total = try submit(batch)
                     if total / 8192 != (total - batch.items.count) / 8192 { progress(total) }
                 }
-                try finish(type)
+                if !turn { try awaitTurn(type) }
+                try? gates[type + 1].put(())
             }
         }
     }
 
     private func claim() -> Int? {
-        turn.withLock {
-            guard error == nil, nextType < typeCount else { return nil }
-            nextType += 1
-            return nextType - 1
+        guard failure.error == nil else { return nil }
+        return tally.withLock { p in
+            guard p.nextType < typeCount else { return nil }
+            p.nextType += 1
+            return p.nextType - 1
         }
     }
 
-    /// Waits for `type`'s turn (or a failure).
+    /// Waits for `type`'s turn (or a failure, which it throws).
     private func awaitTurn(_ type: Int) throws {
-        while current != type && error == nil { turn.wait() }
-        if let error { throw error }
+        if try gates[type].take() == nil { throw failure.error ?? CancellationError() }
     }
 
-    /// Ends `type` once its turn has come: the next type's batches may go.
-    private func finish(_ type: Int) throws {
-        try turn.withLock {
-            try awaitTurn(type)
-            current = type + 1
-            turn.broadcast()
-        }
-    }
-
-    /// Queues `batch` of `type` for hashing and writing once its turn has
-    /// come; returns the number of items submitted so far.
-    private func submit(_ batch: RecordBatch, type: Int) throws -> Int {
-        let total = try turn.withLock {
-            try awaitTurn(type)
-            submitted += batch.items.count
-            return submitted
+    /// Queues `batch` of the type whose turn it is for hashing and writing;
+    /// returns the number of items submitted so far.
+    private func submit(_ batch: RecordBatch) throws -> Int {
+        try failure.check()
+        let total = tally.withLock { p in
+            p.submitted += batch.items.count
+            return p.submitted
         }
         do { try stage.submit(batch) } catch {
             fail(error)

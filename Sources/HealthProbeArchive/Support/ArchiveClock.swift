@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Supplies the current time as Unix seconds UTC. Injected so tests control time.
 public protocol ArchiveClock: Sendable {
@@ -12,12 +13,10 @@ public struct SystemClock: ArchiveClock {
 }
 
 /// A clock that returns a fixed, settable time (tests, simulator).
-/// `@unchecked Sendable`: `value` is read and written only under `lock`.
-public final class ManualClock: ArchiveClock, @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Double
-    public init(_ start: Double) { value = start }
-    public func now() -> Double { lock.withLock { value } }
-    public func set(_ t: Double) { lock.withLock { value = t } }
-    public func advance(_ seconds: Double) { lock.withLock { value += seconds } }
+public final class ManualClock: ArchiveClock, Sendable {
+    private let value: Mutex<Double>
+    public init(_ start: Double) { value = Mutex(start) }
+    public func now() -> Double { value.withLock { $0 } }
+    public func set(_ t: Double) { value.withLock { $0 = t } }
+    public func advance(_ seconds: Double) { value.withLock { $0 += seconds } }
 }

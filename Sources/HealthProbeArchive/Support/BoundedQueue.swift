@@ -5,7 +5,8 @@ import Foundation
 /// `put` waits while full, `take` while empty. The producing side ends it with `close`
 /// (optionally with the error to deliver after the last element); the consuming side
 /// stops it with `cancel`, after which `put` throws the reason.
-/// `@unchecked Sendable`: every mutable property is read and written only under `condition`.
+/// `@unchecked Sendable`: every mutable property is read and written only under `condition` (an
+/// element moves to the taking thread; the putting side gives it up).
 public final class BoundedQueue<Element>: @unchecked Sendable {
     private let condition = NSCondition()
     /// A ring of `capacity` slots; a taken element's slot is emptied at once.
@@ -44,6 +45,25 @@ public final class BoundedQueue<Element>: @unchecked Sendable {
         if let e = removeFirst() { return e }
         if cancelReason == nil, let failure { throw failure }
         return nil
+    }
+
+    /// The next element if one waits now, without waiting; nil otherwise (also once
+    /// cancelled). Never throws: a `close(failure:)` error is left for `take`.
+    public func poll() -> Element? {
+        condition.withLock { removeFirst() }
+    }
+
+    /// Elements waiting now.
+    public var waiting: Int { condition.withLock { count } }
+
+    /// Waits until the queue is closed or cancelled, or until `deadline`; true when it is.
+    public func isEnded(waitingUntil deadline: Date) -> Bool {
+        condition.withLock {
+            while !closed && cancelReason == nil {
+                if !condition.wait(until: deadline) { break }
+            }
+            return closed || cancelReason != nil
+        }
     }
 
     private func removeFirst() -> Element? {

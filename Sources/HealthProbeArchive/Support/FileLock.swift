@@ -6,8 +6,7 @@ import Darwin
 #endif
 
 /// An exclusive advisory lock (flock) held for the lifetime of the object.
-/// `@unchecked Sendable`: immutable (`fd` and `path` are `let`).
-public final class FileLock: @unchecked Sendable {
+public final class FileLock: Sendable {
     private let fd: Int32
     let path: String
 

@@ -1,4 +1,3 @@
-import Dispatch
 import GRDB
 
 extension DatabaseWriter {
@@ -11,41 +10,47 @@ extension DatabaseWriter {
     func readWithHelper<T>(_ main: (Database) throws -> T, helper: @escaping @Sendable (Database) -> Void) throws -> T {
         guard let pool = self as? DatabasePool else { return try read(main) }
         return try withoutActuallyEscaping(main) { main in
-            let result = ResultSlot<T>()
+            // Each reader hands in one element when done: `main`'s result, or the helper's end.
+            let done = BoundedQueue<ReaderDone<T>>(capacity: 2)
             let body = BodySlot(main)
-            let group = DispatchGroup()
             pool.writeWithoutTransaction { _ in
-                group.enter()
                 pool.asyncConcurrentRead { db in
+                    let result = Result { try body.run(try db.get()) }
                     // Let go of the body even when no connection came (it never ran).
-                    defer { body.release(); group.leave() }
-                    result.set(Result { try body.run(try db.get()) })
+                    body.release()
+                    // `put` never waits (room for both) and never throws (never closed).
+                    try? done.put(.main(result))
                 }
-                group.enter()
                 pool.asyncConcurrentRead { db in
-                    defer { group.leave() }
                     if let db = try? db.get() { helper(db) }
+                    try? done.put(.helper)
                 }
             }
-            group.wait()
-            return try result.get()
+            var result: Result<T, any Error>?
+            for _ in 0..<2 {
+                if case .main(let r) = try done.take() { result = r }
+            }
+            return try result!.get()
         }
     }
 }
 
-/// A result written by one thread and read by another after it is done.
-private final class ResultSlot<T>: @unchecked Sendable {
-    private var value: Result<T, any Error>?
-    func set(_ value: Result<T, any Error>) { self.value = value }
-    func get() throws -> T { try value!.get() }
+/// What a reader of `readWithHelper` hands in when it is done.
+private enum ReaderDone<T> {
+    case main(Result<T, any Error>)
+    case helper
 }
 
 /// Holds the non-escaping body for the reader's thread; `release` lets go of
 /// it before the caller is told it is done, as `withoutActuallyEscaping`
 /// requires.
+// `@unchecked Sendable`: `body` is set in `init`, then used and released only on the reader's thread.
 private final class BodySlot<T>: @unchecked Sendable {
     private var body: ((Database) throws -> T)?
     init(_ body: @escaping (Database) throws -> T) { self.body = body }
-    func run(_ db: Database) throws -> T { try body!(db) }
+    func run(_ db: Database) throws -> T {
+        guard let body else { throw DatabaseError(resultCode: .SQLITE_MISUSE, message: "a reader's body ran after it was released") }
+        return try body(db)
+    }
     func release() { body = nil }
 }

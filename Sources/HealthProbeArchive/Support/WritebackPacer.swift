@@ -1,5 +1,5 @@
-import Dispatch
 import Foundation
+import Synchronization
 import HPFileSync
 
 /// While a large write into a file runs elsewhere (SQLite copying a WAL into its
@@ -10,47 +10,37 @@ import HPFileSync
 /// dirty until its closing fsync, and a commit on the same file system meanwhile
 /// waited in `fdatasync` while ext4 wrote all of it (ordered journaling): the
 /// next 1,000-sample apply took 0.6-1.4 s instead of 0.1 s.
-/// `@unchecked Sendable`: `stopped` is touched only on the serial `queue`; the rest is immutable.
-public final class WritebackPacer: @unchecked Sendable {
-    private let queue = DispatchQueue(label: "healthprobe.writeback-pacer")
-    private let timer: DispatchSourceTimer
-    private let fd: Int32
-    private let count = Counter()
-    private var stopped = false
+public final class WritebackPacer: Sendable {
+    /// Closed by `stop`: the pacing thread ends.
+    private let stopping = BoundedQueue<Void>(capacity: 1)
+    private let thread: StageThread
+    private let count = Count()
 
-    /// `@unchecked Sendable`: `n` is read and written only under `lock`.
-    final class Counter: @unchecked Sendable {
-        private let lock = NSLock()
-        private var n = 0
-        func add() { lock.withLock { n += 1 } }
-        var value: Int { lock.withLock { n } }
+    private final class Count: Sendable {
+        let starts = Mutex(0)
     }
 
     /// How many times writeback was started so far.
-    public var starts: Int { count.value }
+    public var starts: Int { count.starts.withLock { $0 } }
 
     /// Starts pacing `path`'s writeback; nil when the file cannot be opened.
-    public init?(path: String, interval: DispatchTimeInterval = .milliseconds(50)) {
+    public init?(path: String, interval: Duration = .milliseconds(50)) {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
-        self.fd = fd
-        timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.schedule(deadline: .now() + interval, repeating: interval)
-        timer.setEventHandler { [count] in
-            _ = hp_start_writeback(fd, 0, 0)
-            count.add()
+        let seconds = Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18
+        thread = StageThread(name: "healthprobe.writeback-pacer") { [stopping, count] in
+            while !stopping.isEnded(waitingUntil: Date().addingTimeInterval(seconds)) {
+                _ = hp_start_writeback(fd, 0, 0)
+                count.starts.withLock { $0 += 1 }
+            }
+            close(fd)
         }
-        timer.resume()
     }
 
     /// Stops pacing: once it returns, no writeback is started any more. Calling it again does nothing.
     public func stop() {
-        queue.sync {
-            guard !stopped else { return }
-            stopped = true
-            timer.cancel()
-            close(fd)
-        }
+        stopping.close()
+        thread.join()
     }
 
     deinit { stop() }

@@ -9,11 +9,12 @@ import Glibc
 /// Deflates bundle parts on a `ConsumerStage` and appends them to a file, while the
 /// caller builds the next part. At most `depth` parts wait; part buffers are handed
 /// back for reuse, so memory stays bounded by a few parts.
-final class PartDeflater: @unchecked Sendable {
+final class PartDeflater: Sendable {
     private let stage: ConsumerStage<[UInt8]>
     private let file: File
 
-    /// The output file and what the stage's thread records (guarded by `lock`).
+    /// The output file and what the stage's thread records.
+    /// `@unchecked Sendable`: `parts`, `spare` and `offset` are read and written only under `lock`; `fd` is written by the stage's thread and closed under `lock` once it ended.
     private final class File: @unchecked Sendable {
         let lock = NSLock()
         var fd: Int32

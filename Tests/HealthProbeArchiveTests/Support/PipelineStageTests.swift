@@ -121,4 +121,70 @@ struct PipelineStageTests {
         for _ in 0..<200 where producerHeld != nil { Thread.sleep(forTimeInterval: 0.005) }
         #expect(producerHeld == nil)
     }
+
+    @Test("a batching consumer goes on with the elements already waiting, never waits for more, and keeps their order")
+    func consumerBatches() throws {
+        let gate = BoundedQueue<Void>(capacity: 1)
+        let lock = NSLock()
+        var batches: [[Int]] = []
+        let stage = ConsumerStage<Int>(name: "test.batches", depth: 8, batches: { first, more in
+            if first == 0 { _ = try gate.take() }  // holds the thread while 1...5 queue up
+            var batch = [first]
+            while let next = more() { batch.append(next) }
+            lock.withLock { batches.append(batch) }
+        })
+        let deadline = Date().addingTimeInterval(10)
+        try stage.submit(0)
+        while stage.waiting > 0 && Date() < deadline { usleep(1000) }  // 0 taken: the thread waits at the gate
+        for i in 1...5 { try stage.submit(i) }
+        while stage.waiting < 5 && Date() < deadline { usleep(1000) }
+        #expect(stage.waiting == 5)
+        try gate.put(())
+        while lock.withLock({ batches.count }) < 1 && Date() < deadline { usleep(1000) }
+        // Once the first batch ended, a later element starts a batch of its own.
+        try stage.submit(6)
+        try stage.finish()
+        #expect(lock.withLock { batches } == [[0, 1, 2, 3, 4, 5], [6]])
+        #expect(stage.waiting == 0)
+    }
+
+    @Test("StageThread.run awaits its body's result or error")
+    func stageThreadRun() async throws {
+        let ran = Counter()
+        let value = try await StageThread.run(name: "test.run") { () -> Int in
+            ran.add(1)
+            return 42
+        }
+        #expect(value == 42)
+        #expect(ran.current == 1)
+        await #expect(throws: Boom(at: 7)) { try await StageThread.run(name: "test.run") { () throws -> Int in throw Boom(at: 7) } }
+    }
+
+    @Test("a stage thread's join waits for its body, any number of times")
+    func stageThreadJoin() {
+        let ran = Counter()
+        let thread = StageThread(name: "test.join") {
+            Thread.sleep(forTimeInterval: 0.02)
+            ran.add(1)
+        }
+        thread.join()
+        #expect(ran.current == 1)
+        thread.join()
+    }
+
+    @Test("waiting for a queue's end gives up at the deadline, and returns at once once it is closed")
+    func queueEndWithDeadline() {
+        let queue = BoundedQueue<Int>(capacity: 1)
+        let start = Date()
+        #expect(!queue.isEnded(waitingUntil: start.addingTimeInterval(0.05)))
+        #expect(Date().timeIntervalSince(start) >= 0.04)
+        let closer = StageThread(name: "test.close") {
+            Thread.sleep(forTimeInterval: 0.02)
+            queue.close()
+        }
+        #expect(queue.isEnded(waitingUntil: Date().addingTimeInterval(10)))
+        closer.join()
+        #expect(queue.isEnded(waitingUntil: Date()))
+        #expect(queue.poll() == nil)
+    }
 }
