@@ -137,19 +137,21 @@ public struct NodeRestore {
             }
             report.bytesOnWire += part.compressed.readableBytes + 13
             received += inflated.count
-            let split = RestoreLines.split(inflated)
-            lines += split.count
+            lines += RestoreLines.lineCount(inflated)
             guard lines <= bundle.itemCount + 2 else {
                 throw SyncProtocolError(.malformedFrame, "RESTORE_BUNDLE declared \(bundle.itemCount) items; the bundle holds more")
             }
             if index == 0 {
                 // Only this node's own chain, at the sequence asked for (the applier checks the rest).
-                let header = try BundleVerifier.header(split[0])
+                let header = try BundleVerifier.header(RestoreLines.firstLine(inflated))
                 guard header.deviceChainHash == node.deviceChainHash, header.sequence == sequence else {
                     throw SyncProtocolError(.malformedFrame, "the restored bundle's header names chain \(header.deviceChainHash.prefix(16))... sequence \(header.sequence), not this node's chain at \(sequence)")
                 }
             }
-            try await Self.offload { try handoff.put(split) }
+            // The part moves whole (cut into lines on the applying side); the next one inflates into a new buffer.
+            let whole = inflated
+            inflated = []
+            try await Self.offload { try handoff.put(whole) }
         }
         guard received == bundle.uncompressedSize else {
             throw SyncProtocolError(.malformedFrame, "the restored bundle holds \(received) bytes; RESTORE_BUNDLE declared \(bundle.uncompressedSize)")

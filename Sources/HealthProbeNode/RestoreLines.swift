@@ -1,18 +1,26 @@
 import Foundation
 import Synchronization
 import HealthProbeArchive
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The lines of a bundle being restored, handed from the connection (which receives,
-/// checks and inflates each `RESTORE_PART`) to the thread applying them, a few parts at
-/// a time: the bundle is applied while it arrives, never held whole in memory or on disk.
+/// checks and inflates each `RESTORE_PART`) to the thread applying them, a part at a
+/// time: the bundle is applied while it arrives, never held whole in memory or on disk.
+/// A part moves as its inflated bytes (one buffer, given back to the system when freed)
+/// and is cut into lines on the applying side, so at most `depth` parts wait.
 /// The connection says whether the transfer ended whole (`finish`) before the applier's
 /// transaction may commit (`checked`).
 final class RestoreLines: Sendable {
-    let queue = BoundedQueue<[[UInt8]]>(capacity: 3)
+    /// Inflated parts waiting for the applier (whole lines, each ending with a newline).
+    let queue: BoundedQueue<[UInt8]>
     private let verdict = Mutex<(any Error)?>(SyncRestoreIncomplete())
 
-    /// Queues the lines of one part (waits while three parts wait); throws once the applier stopped.
-    func put(_ lines: [[UInt8]]) throws { try queue.put(lines) }
+    init(depth: Int = 2) { queue = BoundedQueue(capacity: depth) }
+
+    /// Queues one inflated part (waits while `depth` parts wait); throws once the applier stopped.
+    func put(_ part: [UInt8]) throws { try queue.put(part) }
 
     /// The transfer ended: whole (`failure` nil) or not.
     func finish(failure: (any Error)?) {
@@ -25,33 +33,47 @@ final class RestoreLines: Sendable {
         if let e = verdict.withLock({ $0 }) { throw e }
     }
 
-    /// The lines in order, for the applier (ends early when the transfer failed).
+    /// The lines in order, without their newlines, for the applier (ends early when the transfer failed).
     var lines: Lines { Lines(queue: queue) }
 
     struct Lines: Sequence, IteratorProtocol {
-        let queue: BoundedQueue<[[UInt8]]>
-        var chunk: [[UInt8]] = []
-        var index = 0
+        let queue: BoundedQueue<[UInt8]>
+        var part: [UInt8] = []
+        var start = 0
 
         mutating func next() -> [UInt8]? {
-            while index >= chunk.count {
+            while start >= part.count {
                 guard let more = try? queue.take() else { return nil }
-                (chunk, index) = (more, 0)
+                (part, start) = (more, 0)
             }
-            defer { index += 1 }
-            return chunk[index]
+            let from = start
+            // Every part ends with a newline (checked as it arrived).
+            let end = part.withUnsafeBufferPointer { buf in
+                let p = memchr(buf.baseAddress! + from, 0x0A, buf.count - from)
+                return p.map { buf.baseAddress!.distance(to: $0.assumingMemoryBound(to: UInt8.self)) } ?? buf.count
+            }
+            start = end + 1
+            return Array(part[from..<end])
         }
     }
 
-    /// Splits a part (whole lines, each ending with a newline) into its lines, without the newlines.
-    static func split(_ part: [UInt8]) -> [[UInt8]] {
-        var out: [[UInt8]] = []
-        var start = 0
-        for i in part.indices where part[i] == 0x0A {
-            out.append(Array(part[start..<i]))
-            start = i + 1
+    /// How many newlines `part` holds.
+    static func lineCount(_ part: [UInt8]) -> Int {
+        part.withUnsafeBufferPointer { buf in
+            guard var p = buf.baseAddress.map(UnsafeRawPointer.init) else { return 0 }
+            let end = p + buf.count
+            var n = 0
+            while p < end, let hit = memchr(p, 0x0A, end - p) {
+                n += 1
+                p = UnsafeRawPointer(hit) + 1
+            }
+            return n
         }
-        return out
+    }
+
+    /// The first line of `part`, without its newline (the whole part when it holds none).
+    static func firstLine(_ part: [UInt8]) -> [UInt8] {
+        Array(part[..<(part.firstIndex(of: 0x0A) ?? part.endIndex)])
     }
 }
 

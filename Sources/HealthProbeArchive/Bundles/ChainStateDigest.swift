@@ -19,7 +19,17 @@ public enum ChainStateDigest {
     }
 
     /// The digest at observation `observationID` of this archive.
+    /// The lines are sorted by SQLite (a temporary b-tree), whose sorter may hold as much
+    /// memory as the page cache is allowed, on top of the cache: the cache is bounded to
+    /// `sorterKiB` meanwhile, as it is while deferred indexes are built (`DeferredIndexes`).
     public static func compute(_ db: Database, observationID obs: Int64) throws -> Result {
+        try db.withBoundedCache(kib: sorterKiB) { try digest(db, observationID: obs) }
+    }
+
+    /// The page cache (and so the sorter's memory) while the digest's lines are sorted, in KiB.
+    static let sorterKiB = 8 * 1024
+
+    private static func digest(_ db: Database, observationID obs: Int64) throws -> Result {
         guard let chain = try Int64.fetchOne(db, sql: "SELECT device_chain_id FROM observations WHERE id = ?", arguments: [obs]) else {
             throw ArchiveError(.notFound, "no observation \(obs)")
         }

@@ -30,6 +30,13 @@ extension Archive {
     public func applyRestored(lines: some Sequence<[UInt8]>, manifestHash: String, sequence: Int, chain: Int64,
                               expected: ChainStateDigest.Result, now: Double, bundleBytes: Int,
                               transferChecked: () throws -> Void = {}) throws {
+        // The writer's page cache held to `restoreCacheKiB` while the bundle is applied
+        // (as a server's replica is), restored after.
+        let saved = try writer.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA main.cache_size") } ?? -2000
+        if saved < -Self.restoreCacheKiB {
+            try writer.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA main.cache_size = -\(Self.restoreCacheKiB)") }
+        }
+        defer { try? writer.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA main.cache_size = \(saved)") } }
         _ = try BundleApplier.apply(self, lines: lines, manifestHash: manifestHash, now: now, indexes: .automatic(bundleBytes: bundleBytes)) { db, outcome in
             try transferChecked()
             guard case .applied(let observation, let applied) = outcome, applied == sequence else {
@@ -44,6 +51,10 @@ extension Archive {
                                            previous: row?.previousManifestHash, items: row?.itemCount ?? 0, now: now)
         }
     }
+
+    /// The page cache of a restore's apply, in KiB (a server's replica applies with 48 MiB):
+    /// a node's restore also holds the parts in flight and the threads that verify them.
+    static let restoreCacheKiB = 32 * 1024
 
     /// The last bundle this archive received from a restore, 0 when none; and whether
     /// it holds observations no restore made (an archive a restore must not touch).
