@@ -26,6 +26,18 @@ public enum LineSplitter {
         index = end
         return false
     }
+
+    /// How many newlines (LF bytes) `bytes` holds.
+    public static func newlines(in bytes: UnsafeBufferPointer<UInt8>) -> Int {
+        guard var p = bytes.baseAddress.map(UnsafeRawPointer.init) else { return 0 }
+        let end = p + bytes.count
+        var n = 0
+        while p < end, let hit = memchr(p, 0x0A, end - p) {
+            n += 1
+            p = UnsafeRawPointer(hit) + 1
+        }
+        return n
+    }
 }
 
 /// A line iterator that tells whether the last line it returned had no newline after

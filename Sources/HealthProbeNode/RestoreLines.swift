@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import HealthProbeArchive
+import HealthProbeCanonical
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -59,16 +60,7 @@ final class RestoreLines: Sendable {
 
     /// How many newlines `part` holds.
     static func lineCount(_ part: [UInt8]) -> Int {
-        part.withUnsafeBufferPointer { buf in
-            guard var p = buf.baseAddress.map(UnsafeRawPointer.init) else { return 0 }
-            let end = p + buf.count
-            var n = 0
-            while p < end, let hit = memchr(p, 0x0A, end - p) {
-                n += 1
-                p = UnsafeRawPointer(hit) + 1
-            }
-            return n
-        }
+        part.withUnsafeBufferPointer { LineSplitter.newlines(in: $0) }
     }
 
     /// The first line of `part`, without its newline (the whole part when it holds none).

@@ -1,4 +1,5 @@
 import Foundation
+import HealthProbeCanonical
 import HealthProbeProtocol
 import NIOCore
 
@@ -41,7 +42,7 @@ public final class QuarantineFile: @unchecked Sendable {
         try part.compressed.withUnsafeReadableBytes {
             try BundlePartCodec.inflate($0, declaredSize: part.declaredSize, into: &inflated)
         }
-        let newlines = inflated.withUnsafeBufferPointer { Self.newlines(in: $0) }
+        let newlines = inflated.withUnsafeBufferPointer { LineSplitter.newlines(in: $0) }
         if firstPart, let nl = inflated.prefix(Self.maxHeader + 1).firstIndex(of: 0x0A) { header = Array(inflated[..<nl]) }
         firstPart = false
         member.removeAll(keepingCapacity: true)
@@ -65,17 +66,5 @@ public final class QuarantineFile: @unchecked Sendable {
     /// Removes the file (a refused, applied or abandoned bundle).
     public func discard() {
         try? FileManager.default.removeItem(atPath: path)
-    }
-
-    /// How many LF bytes `bytes` holds.
-    static func newlines(in bytes: UnsafeBufferPointer<UInt8>) -> Int {
-        guard var p = bytes.baseAddress.map(UnsafeRawPointer.init) else { return 0 }
-        let end = p + bytes.count
-        var n = 0
-        while p < end, let hit = memchr(p, 0x0A, end - p) {
-            n += 1
-            p = UnsafeRawPointer(hit) + 1
-        }
-        return n
     }
 }

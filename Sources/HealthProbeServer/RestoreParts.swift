@@ -1,5 +1,6 @@
 import Foundation
 import HealthProbeArchive
+import HealthProbeCanonical
 import HealthProbeProtocol
 
 /// A kept bundle cut into `RESTORE_PART`s (Protocol/README.md section 8): whole lines,
@@ -63,7 +64,7 @@ final class RestoreParts: @unchecked Sendable {
             let member: (newlines: Int, size: Int, adler: UInt32, whole: Bool)?
             do {
                 member = try reader.nextMember { _, inflated in
-                    (QuarantineFile.newlines(in: inflated.bindMemory(to: UInt8.self)), inflated.count,
+                    (LineSplitter.newlines(in: inflated.bindMemory(to: UInt8.self)), inflated.count,
                      GzipParts.adler32(inflated), inflated.last == 0x0A)
                 }
             } catch let e as GzipParts.ReadError {
