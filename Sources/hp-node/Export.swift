@@ -1,9 +1,9 @@
 import ArgumentParser
-import Dispatch
 import Foundation
 import Synchronization
 import HealthProbeArchive
 import HealthProbeCLI
+import UnixSignals
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -49,31 +49,46 @@ struct Export: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var request = ExportRequest(kind: ExportKind(rawValue: kind)!)
-        request.at = at; request.from = from; request.to = to; request.types = type; request.asOf = asOf
-        request.dateFrom = try dateFrom.map { try parseDate($0, option: "--date-from") }
-        request.dateTo = try dateTo.map { try parseDate($0, option: "--date-to") }
-        request.includeRelationships = !noRelationships
-        request.includeMetadata = includeMetadata
+        var asked = ExportRequest(kind: ExportKind(rawValue: kind)!)
+        asked.at = at; asked.from = from; asked.to = to; asked.types = type; asked.asOf = asOf
+        asked.dateFrom = try dateFrom.map { try parseDate($0, option: "--date-from") }
+        asked.dateTo = try dateTo.map { try parseDate($0, option: "--date-to") }
+        asked.includeRelationships = !noRelationships
+        asked.includeMetadata = includeMetadata
+        let request = asked
         let node = try options.open()
-        let flag = CancelFlag()
-        signal(SIGINT, SIG_IGN)
-        let source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
-        source.setEventHandler { flag.set() }
-        source.resume()
-        defer { source.cancel(); signal(SIGINT, SIG_DFL) }
-        let progress = ProgressLine(label: "export", enabled: Output.stdoutIsTerminal && !options.json)
         Output.err("note: " + ProvenanceWarning.text)
+        // Ctrl-C sets the flag the exporter polls between items. The sequence is awaited
+        // until its handler is registered, so a signal that comes at once is not lost.
+        let flag = CancelFlag()
+        let interrupts = await UnixSignalsSequence(trapping: .sigint)
+        defer { signal(SIGINT, SIG_DFL) }
+        let showProgress = Output.stdoutIsTerminal && !options.json
         let result: ExportResult
         do {
-            result = try Exporter.run(node: node, request: request, out: out, overwrite: overwrite,
-                                      isCancelled: { flag.isSet }, progress: { progress.update(done: $0, total: nil, unit: "items") })
+            result = try await withThrowingTaskGroup(of: ExportResult?.self) { group in
+                group.addTask {
+                    for await _ in interrupts { flag.set() }
+                    return nil
+                }
+                group.addTask {
+                    try await StageThread.run(name: "export") {
+                        let progress = ProgressLine(label: "export", enabled: showProgress)
+                        defer { progress.finish() }
+                        return try Exporter.run(node: node, request: request, out: out, overwrite: overwrite,
+                                                isCancelled: { flag.isSet }, progress: { progress.update(done: $0, total: nil, unit: "items") })
+                    }
+                }
+                defer { group.cancelAll() }
+                while let next = try await group.next() {
+                    if let done = next { return done }
+                }
+                throw ArchiveError(.cancelled, "the export ended without a result")
+            }
         } catch let e as ArchiveError where e.code == .cancelled {
-            progress.finish()
             Output.err("export cancelled: no file was written")
             throw ExitCode(130)
         }
-        progress.finish()
         if options.json { try Output.json(result); return }
         print("export      \(result.exportID) (\(result.kind.rawValue))")
         print("file        \(result.path)")
