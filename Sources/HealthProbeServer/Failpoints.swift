@@ -13,4 +13,12 @@ enum Failpoints {
         FileManager.default.createFile(atPath: marker, contents: Data())
         Thread.sleep(forTimeInterval: 120)
     }
+
+    /// `HP_FAILPOINT_LISTEN_AFTER=SECONDS`: the sync listener starts that many seconds late
+    /// (a test sees what the server's other services do before it).
+    static let listenDelay: Double? = ProcessInfo.processInfo.environment["HP_FAILPOINT_LISTEN_AFTER"].flatMap(Double.init).flatMap { $0 > 0 && $0 <= 60 ? $0 : nil }
+
+    /// `HP_FAILPOINT_VERIFY_HOLD=SECONDS`: a verification waits that long once it has taken the
+    /// serving lock (or found it held), before it reads anything.
+    static let verifyHold: Double? = ProcessInfo.processInfo.environment["HP_FAILPOINT_VERIFY_HOLD"].flatMap(Double.init).flatMap { $0 > 0 && $0 <= 60 ? $0 : nil }
 }

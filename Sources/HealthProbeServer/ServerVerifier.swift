@@ -21,6 +21,7 @@ public enum ServerVerifier {
         // beside a running server it moves and deletes nothing: those files are the server's.
         let lock = store.lockIfNotServing()
         defer { withExtendedLifetime(lock) {} }
+        if let hold = Failpoints.verifyHold { Thread.sleep(forTimeInterval: hold) }
         let registry = try store.registry()
         return try chains.map {
             let report = try verify(store, chain: $0, mode: mode, subset: subset, serverRunning: lock == nil)

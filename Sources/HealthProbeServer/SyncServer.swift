@@ -52,9 +52,11 @@ public struct SyncServer: Sendable {
     /// Binds and serves until cancelled. `onBound` gets the bound port. Once
     /// serving ends, the apply threads stop: applies still waiting for one are
     /// abandoned (nothing of them stored) and their connections get an error.
-    public func run(host: String, port: Int, onBound: @Sendable (Int) -> Void = { _ in }) async throws {
+    /// `lock`: the serving lock when the caller took it already (`hp-server serve` takes it
+    /// before any of its services starts, so none of them can take it first); else `run` takes it.
+    public func run(host: String, port: Int, lock: FileLock? = nil, onBound: @Sendable (Int) -> Void = { _ in }) async throws {
         do {
-            try await serve(host: host, port: port, onBound: onBound)
+            try await serve(host: host, port: port, lock: lock, onBound: onBound)
         } catch {
             await applier.shutdown()
             throw error
@@ -62,10 +64,11 @@ public struct SyncServer: Sendable {
         await applier.shutdown()
     }
 
-    private func serve(host: String, port: Int, onBound: @Sendable (Int) -> Void) async throws {
+    private func serve(host: String, port: Int, lock held: FileLock?, onBound: @Sendable (Int) -> Void) async throws {
         try store.requireInitialized()
+        if let delay = Failpoints.listenDelay { try await Task.sleep(for: .seconds(delay)) }
         // One server per data directory; held until serving ends.
-        let lock = try store.lockServing()
+        let lock = try held ?? store.lockServing()
         defer { withExtendedLifetime(lock) {} }
         try FileManager.default.createDirectory(atPath: store.quarantineDirectory, withIntermediateDirectories: true)
         let swept = store.sweepQuarantine()

@@ -59,6 +59,10 @@ struct Serve: AsyncParsableCommand {
             return h
         }
         let logger = Logger(label: "healthprobe.server")
+        // The serving lock before any service starts: a scheduled verification or compaction
+        // that ran first would take it, and the listener would find it held.
+        try options.store.requireInitialized()
+        let servingLock = try options.store.lockServing()
         let serverMetrics = ServerMetrics()
         let server = try SyncServer(store: options.store, logger: logger,
                                     helloTimeout: .milliseconds(Int64((settings.helloTimeoutSeconds ?? 10) * 1000)),
@@ -69,7 +73,7 @@ struct Serve: AsyncParsableCommand {
         // What enrollment tokens from the web page carry: the advertised address, else the bound one.
         let boundAddress = NIOLockedValueBox(settings.advertise ?? listenAddress)
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: ListenerService {
-            try await server.run(host: host, port: port) { bound in
+            try await server.run(host: host, port: port, lock: servingLock) { bound in
                 if settings.advertise == nil { boundAddress.withLockedValue { $0 = "\(host):\(bound)" } }
                 announce("listening on \(host):\(bound)")
             }
@@ -115,6 +119,7 @@ struct Serve: AsyncParsableCommand {
         }
         let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
+        withExtendedLifetime(servingLock) {}
         logger.info("sync server stopped")
     }
 }
