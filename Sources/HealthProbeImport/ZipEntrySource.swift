@@ -8,8 +8,7 @@ import ZIPFoundation
 /// CRC-32 is computed with zlib's `crc32` (ZIPFoundation's own, byte at a time, cost 4%
 /// of an import's CPU) and checked against the entry's. A CRC mismatch or inflate error
 /// surfaces as an error from `read` before the end of data is reported.
-/// `@unchecked Sendable`: `current` and `offset` are used by the one reader calling `read`; the stage locks its own state.
-final class ZipEntrySource: ByteSource, @unchecked Sendable {
+final class ZipEntrySource: ByteSource {
     private let stage: ProducerStage<Data>
     private var current = Data()
     private var offset = 0

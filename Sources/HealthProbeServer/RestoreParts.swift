@@ -2,6 +2,7 @@ import Foundation
 import HealthProbeArchive
 import HealthProbeCanonical
 import HealthProbeProtocol
+import Synchronization
 
 /// A kept bundle cut into `RESTORE_PART`s (Protocol/README.md section 8): whole lines,
 /// each part at most 8 MiB uncompressed, compressed with zlib. The first pass (`init`)
@@ -14,22 +15,26 @@ import HealthProbeProtocol
 /// first pass computed; nothing is deflated again, and the second pass only reads.
 /// Any other file (a member ending inside a line, a bundle kept inflated) is cut anew
 /// and each part deflated.
-/// `@unchecked Sendable`: one connection's task uses it, one call at a time (each
-/// `next()` is awaited before the next), on the blocking-I/O threads.
-final class RestoreParts: @unchecked Sendable {
+final class RestoreParts: Sendable {
     let path: String
     let parts: Int
     let lines: Int
     let size: Int
     /// Sent member for member: each member's uncompressed size and Adler-32; nil when cut anew.
     private let members: [(size: Int, adler: UInt32)]?
-    private var memberReader: GzipParts.Lines?
-    private var reader: StoredBundleLines?
-    private var carried: [UInt8]?
-    private var index = 0
-    private var buffer: [UInt8] = []
-    private var compressed: [UInt8] = []
-    private lazy var compressor = BundlePartCodec.Compressor()
+    /// Where the second pass is, under one lock: a connection awaits each `next()` before
+    /// the next, so it is never contended, but the calls run on different pool threads.
+    private let cursor = Mutex(Cursor())
+
+    private struct Cursor {
+        var memberReader: GzipParts.Lines?
+        var reader: StoredBundleLines?
+        var carried: [UInt8]?
+        var index = 0
+        var buffer: [UInt8] = []
+        var compressed: [UInt8] = []
+        var compressor: BundlePartCodec.Compressor?
+    }
 
     init(path: String) throws {
         self.path = path
@@ -82,27 +87,33 @@ final class RestoreParts: @unchecked Sendable {
 
     /// The next part: its index, uncompressed size and zlib bytes; nil after the last.
     func next() throws -> (index: Int, size: Int, zlib: [UInt8])? {
-        if let members { return try nextMember(members) }
-        if reader == nil { reader = try StoredBundleLines(path: path) }
-        buffer.removeAll(keepingCapacity: true)
-        if let line = carried { append(line); carried = nil }
-        while let line = reader?.next() {
-            if !buffer.isEmpty && buffer.count + line.count + 1 > BundlePartCodec.maxPartSize { carried = line; break }
-            append(line)
+        let (path, parts, members) = (path, parts, members)
+        return try cursor.withLock { c throws -> (index: Int, size: Int, zlib: [UInt8])? in
+            if let members { return try Self.nextMember(&c, members, path: path) }
+            if c.reader == nil { c.reader = try StoredBundleLines(path: path) }
+            c.buffer.removeAll(keepingCapacity: true)
+            if let line = c.carried { Self.append(line, to: &c.buffer); c.carried = nil }
+            while let line = c.reader?.next() {
+                if !c.buffer.isEmpty && c.buffer.count + line.count + 1 > BundlePartCodec.maxPartSize { c.carried = line; break }
+                Self.append(line, to: &c.buffer)
+            }
+            guard !c.buffer.isEmpty else { return nil }
+            guard c.index < parts else { throw Self.damaged(path, "it changed while it was sent") }
+            if c.compressor == nil { c.compressor = BundlePartCodec.Compressor() }
+            let buffer = c.buffer
+            let n = try buffer.withUnsafeBytes { try c.compressor!.compress($0, into: &c.compressed) }
+            defer { c.index += 1 }
+            return (c.index, buffer.count, Array(c.compressed[0..<n]))
         }
-        guard !buffer.isEmpty else { return nil }
-        guard index < parts else { throw Self.damaged(path, "it changed while it was sent") }
-        let n = try buffer.withUnsafeBytes { try compressor.compress($0, into: &compressed) }
-        defer { index += 1 }
-        return (index, buffer.count, Array(compressed[0..<n]))
     }
 
     /// The next member read as it is kept and sent as its part's zlib stream.
-    private func nextMember(_ members: [(size: Int, adler: UInt32)]) throws -> (index: Int, size: Int, zlib: [UInt8])? {
-        if memberReader == nil { memberReader = try GzipParts.Lines(path: path) }
+    private static func nextMember(_ c: inout Cursor, _ members: [(size: Int, adler: UInt32)], path: String) throws -> (index: Int, size: Int, zlib: [UInt8])? {
+        if c.memberReader == nil { c.memberReader = try GzipParts.Lines(path: path) }
         let read: [UInt8]??
+        let index = c.index
         do {
-            read = try memberReader?.nextMember(inflating: false) { deflate, _ -> [UInt8]? in
+            read = try c.memberReader?.nextMember(inflating: false) { deflate, _ -> [UInt8]? in
                 index < members.count ? GzipParts.zlibStream(deflate: deflate, adler: members[index].adler) : nil
             }
         } catch let e as GzipParts.ReadError {
@@ -113,11 +124,11 @@ final class RestoreParts: @unchecked Sendable {
             return nil
         }
         guard let zlib = read else { throw Self.damaged(path, "it changed while it was sent") }
-        defer { index += 1 }
+        c.index += 1
         return (index, members[index].size, zlib)
     }
 
-    private func append(_ line: [UInt8]) {
+    private static func append(_ line: [UInt8], to buffer: inout [UInt8]) {
         buffer.append(contentsOf: line)
         buffer.append(0x0A)
     }
