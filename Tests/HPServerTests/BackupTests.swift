@@ -21,7 +21,7 @@ struct BackupTests {
         #expect(try hpServer(["init", "--data", data.path]).0 == 0)
         #expect(try hpNode(["--home", homeA.path, "capture", "--simulate", "--seed", "3", "--days", "20"]).0 == 0)
         #expect(try hpNode(["--home", homeA.path, "capture", "--simulate", "--seed", "3", "--days", "2"]).0 == 0)
-        #expect(try hpNode(["--home", homeB.path, "capture", "--simulate", "--seed", "4", "--days", "60"]).0 == 0)
+        #expect(try hpNode(["--home", homeB.path, "capture", "--simulate", "--seed", "4", "--days", "40"]).0 == 0)
         let chainA = try nodeChain(homeA.path), chainB = try nodeChain(homeB.path)
         let server = try ServerProcess(data: data.path)
         try enrollWithCLI(data: data.path, home: homeA.path, name: "anna-phone", port: server.port)
@@ -49,7 +49,9 @@ struct BackupTests {
         // One more with both syncs done: it holds everything.
         let last = backups.path + "/final"
         #expect(try hpServer(["backup", "--data", data.path, "--to", last]).0 == 0)
-        #expect(try hpServer(["verify", "--data", last, "--full"]).0 == 0)
+        // Quick here: the copies taken during the syncs were verified in full above, and the
+        // replicas rebuilt from this one are verified in full below.
+        #expect(try hpServer(["verify", "--data", last]).0 == 0)
         let refused = try hpServer(["backup", "--data", data.path, "--to", last])
         #expect(refused.0 != 0 && refused.2.contains("not empty"), "\(refused.2)")
 
