@@ -6,9 +6,9 @@ import HealthProbeProtocol
 /// The household's possibly shared sources in one pass over each chain, not one join per
 /// pair of chains: per type, every chain's visible strict fingerprints are read in the
 /// order of the type-and-fingerprint index (a page at a time), merged, and each
-/// fingerprint visible in several chains counts once for every pair of them. Work grows
-/// with the records of the chains shown, not with the square of their number; memory is
-/// a page per chain.
+/// fingerprint is counted once under the set of chains that hold it. Only at the end does
+/// each set's count go to the pairs inside it, so the work per record grows with the chains
+/// that hold it, not with their pairs; memory is a page per chain and one count per set.
 extension HouseholdSummary {
     /// Per pair of `chains` (in their order) and type: visible records of one whose strict
     /// fingerprint is visible in the other. The same answer as `identical` for every pair.
@@ -20,30 +20,44 @@ extension HouseholdSummary {
         for chain in chains {
             typeIDs.append(try store.readReplica(chain) { db in try SharedSourceQueries.typeIDs(db, type: type) })
         }
-        var counts: [Int: [Int: [String: Int]]] = [:]
+        var out: [SharedSources] = []
         let types = Set(typeIDs.flatMap(\.keys)).sorted()
+        var pairs: [Int: [String: Int]] = [:]  // i * chains.count + j (i < j) -> type -> records
         for t in types {
             let holders = chains.indices.filter { typeIDs[$0][t] != nil }
             guard holders.count >= 2 else { continue }
             var streams = try holders.map { i in try FingerprintStream(store: store, chain: chains[i], typeID: typeIDs[i][t]!, pageSize: page) }
+            // Fingerprints per set of holding streams (a bit per stream, `words` words a set).
+            let words = (streams.count + 63) / 64
+            var bySet: [[UInt64]: Int] = [:]
+            var set = [UInt64](repeating: 0, count: words)
+            var smallest = [UInt8](repeating: 0, count: 32)
             while true {
-                // The smallest fingerprint at the head of any stream, and every stream that holds it.
-                var smallest: [UInt8]?
-                for s in streams.indices { if let f = try streams[s].head(), smallest.map({ f.lexicographicallyPrecedes($0) }) ?? true { smallest = f } }
-                guard let f = smallest else { break }
-                var holding: [Int] = []
-                for s in streams.indices where try streams[s].head() == f {
-                    holding.append(holders[s])
+                // The smallest fingerprint at the head of any stream.
+                var found = false
+                for s in streams.indices {
+                    guard try streams[s].fill() else { continue }
+                    if !found || streams[s].head(lessThan: smallest) { streams[s].copyHead(to: &smallest); found = true }
+                }
+                guard found else { break }
+                // Every stream that holds it, each moved past it.
+                var holding = 0
+                for w in set.indices { set[w] = 0 }
+                for s in streams.indices where streams[s].headEquals(smallest) {
+                    set[s / 64] |= 1 << UInt64(s % 64)
+                    holding += 1
                     streams[s].advance()
                 }
-                guard holding.count >= 2 else { continue }
-                for a in holding.indices { for b in holding.indices where b > a { counts[holding[a], default: [:]][holding[b], default: [:]][t, default: 0] += 1 } }
+                if holding >= 2 { bySet[set, default: 0] += 1 }
+            }
+            for (members, n) in bySet {
+                let inSet = streams.indices.filter { members[$0 / 64] & (1 << UInt64($0 % 64)) != 0 }.map { holders[$0] }
+                for a in inSet.indices { for b in inSet.indices where b > a { pairs[inSet[a] * chains.count + inSet[b], default: [:]][t, default: 0] += n } }
             }
         }
-        var out: [SharedSources] = []
         for i in chains.indices {
             for j in chains.indices where j > i {
-                for (t, n) in (counts[i]?[j] ?? [:]).sorted(by: { $0.key < $1.key }) {
+                for (t, n) in (pairs[i * chains.count + j] ?? [:]).sorted(by: { $0.key < $1.key }) {
                     out.append(SharedSources(chains: [chains[i], chains[j]], typeIdentifier: t, identicalStrictFingerprints: n))
                 }
             }
@@ -53,14 +67,14 @@ extension HouseholdSummary {
 }
 
 /// One chain's visible strict fingerprints of one type, in index order, read a page at a
-/// time on one read-only connection held for the merge (not one opened per page).
+/// time into one flat buffer (32 bytes each) on one read-only connection held for the merge.
 struct FingerprintStream {
     let connection: DatabaseQueue
     let typeID: Int64
     let pageSize: Int
-    private var page: [[UInt8]] = []
+    private var page: [UInt8] = []
+    private var count = 0
     private var position = 0
-    private var lastPrefix: [UInt8]?
     private var exhausted = false
 
     init(store: ServerStore, chain: String, typeID: Int64, pageSize: Int) throws {
@@ -69,18 +83,36 @@ struct FingerprintStream {
         self.pageSize = max(1, pageSize)
     }
 
-    /// The current fingerprint (reading the next page when needed), nil at the end.
-    mutating func head() throws -> [UInt8]? {
-        if position < page.count { return page[position] }
-        guard !exhausted else { return nil }
-        let (typeID, after, limit) = (self.typeID, lastPrefix, pageSize)
-        page = try connection.read { db in
-            try SharedSourceQueries.visibleFingerprints(db, typeID: typeID, after: after, limit: limit)
+    /// Whether there is a current fingerprint (reading the next page when needed).
+    mutating func fill() throws -> Bool {
+        if position < count { return true }
+        guard !exhausted else { return false }
+        let after: [UInt8]? = count > 0 ? Array(page[(count - 1) * 32 ..< (count - 1) * 32 + 16]) : nil
+        let (typeID, limit) = (self.typeID, pageSize)
+        var next: [UInt8] = page
+        next.removeAll(keepingCapacity: true)
+        count = try connection.read { db in
+            try SharedSourceQueries.visibleFingerprints(db, typeID: typeID, after: after, limit: limit, into: &next)
         }
+        page = next
         position = 0
-        if page.count < pageSize { exhausted = true }
-        if let last = page.last { lastPrefix = Array(last.prefix(16)) }
-        return page.first
+        if count < pageSize { exhausted = true }
+        return count > 0
+    }
+
+    /// Whether the current fingerprint sorts before `other` (32 bytes). Call after `fill`.
+    func head(lessThan other: [UInt8]) -> Bool { compareHead(other) < 0 }
+
+    /// Whether the current fingerprint is `other`; false at the end.
+    func headEquals(_ other: [UInt8]) -> Bool { position < count && compareHead(other) == 0 }
+
+    func copyHead(to target: inout [UInt8]) {
+        let start = position * 32
+        for k in 0..<32 { target[k] = page[start + k] }
+    }
+
+    private func compareHead(_ other: [UInt8]) -> Int32 {
+        page.withUnsafeBufferPointer { p in other.withUnsafeBufferPointer { o in memcmp(p.baseAddress! + position * 32, o.baseAddress!, 32) } }
     }
 
     mutating func advance() { position += 1 }

@@ -9,7 +9,7 @@ struct HPBench: AsyncParsableCommand {
         commandName: "hp-bench",
         abstract: "Benchmarks for HealthProbe (build with -c release).",
         version: HealthProbeVersion.current,
-        subcommands: [CaptureBench.self, ImportBench.self, SyncBench.self, HouseholdBench.self, ApplyBench.self, NormalizeBench.self, AnalyzeBench.self, ExportBench.self, WebBench.self, IngestBench.self]
+        subcommands: [CaptureBench.self, ImportBench.self, SyncBench.self, HouseholdBench.self, ApplyBench.self, NormalizeBench.self, AnalyzeBench.self, ExportBench.self, WebBench.self, OverlapBench.self, IngestBench.self]
     )
 
     /// The process's settings first, then the command (`CommandMain`).

@@ -13,19 +13,31 @@ public enum SharedSourceQueries {
         return ids
     }
 
-    /// Up to `limit` visible strict fingerprints of type `typeID` in index (prefix)
-    /// order, after the 16-byte prefix `after`.
-    public static func visibleFingerprints(_ db: Database, typeID: Int64, after: [UInt8]?, limit: Int) throws -> [[UInt8]] {
+    /// Appends up to `limit` visible strict fingerprints of type `typeID`, in index (prefix)
+    /// order after the 16-byte prefix `after`, to `into`, each as its 32 bytes (no row or
+    /// array made per fingerprint); returns how many. A fingerprint of another length (a
+    /// damaged replica) is an error naming the check that finds it.
+    public static func visibleFingerprints(_ db: Database, typeID: Int64, after: [UInt8]?, limit: Int, into: inout [UInt8]) throws -> Int {
         let prefix = SampleIndexes.fingerprintPrefix("s.strict_fingerprint")
-        return try Row.fetchAll(db, sql: """
+        let rows = try Row.fetchCursor(db.cachedStatement(sql: """
             SELECT s.strict_fingerprint FROM samples s
             WHERE s.sample_type_id = ? AND (? IS NULL OR \(prefix) > ?)
               AND EXISTS (SELECT 1 FROM sample_visibility_ranges r WHERE r.sample_id = s.id AND r.last_observation_id IS NULL)
             ORDER BY \(prefix) LIMIT ?
-            """, arguments: [typeID, after.map { Data($0) }, after.map { Data($0) }, limit]).map { row -> [UInt8] in
-            let data: Data = row[0]
-            return Array(data)
+            """), arguments: [typeID, after.map { Data($0) }, after.map { Data($0) }, limit])
+        var n = 0
+        while let row = try rows.next() {
+            let ok = try row.withUnsafeData(atIndex: 0) { data -> Bool in
+                guard let data, data.count == 32 else { return false }
+                into.append(contentsOf: data)
+                return true
+            }
+            guard ok else {
+                throw ArchiveError(.invalidState, "a visible sample's strict fingerprint is not 32 bytes; run `hp-server verify --full`")
+            }
+            n += 1
         }
+        return n
     }
 
     /// Per type, visible records of this replica whose strict fingerprint is also
