@@ -250,6 +250,11 @@ public enum Dashboard {
         public var series: [TypeSeries]
         /// Pairs of chains with identical records of this type (possibly one source seen twice).
         public var overlaps: [Overlap]
+        /// When `overlaps` were counted (canonical UTC); nil while a first count is under way.
+        public var overlapsCountedAt: String?
+        /// Whether that count includes every chain's latest bundle (false: counted before a
+        /// later sync, and being counted again).
+        public var overlapsCurrent: Bool
     }
 
     public struct Overlap: Codable, Sendable, Equatable {

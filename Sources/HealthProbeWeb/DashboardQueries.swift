@@ -11,6 +11,7 @@ struct DashboardQueries: Sendable {
     let store: ServerStore
     let registry: DeviceRegistry
     let cache: ResultCache
+    var overlapAnswers = OverlapAnswers()
     /// Clock offsets beyond this many seconds are flagged.
     static let skewSeconds = 300.0
     static let timelinePage = 50
@@ -277,25 +278,52 @@ struct DashboardQueries: Sendable {
     /// A type across `chains`, each at its latest observation, with the pairs of them that
     /// hold identical records: the pairs of `householdOverlaps` whose both chains are shown.
     /// A pair's count involves only its two chains, so one merge over every chain of the
-    /// server answers every viewer (each sees only pairs of chains they may read).
+    /// server answers every viewer (each sees only pairs of chains they may read). The count
+    /// shown is the last one made (`shownOverlaps`): a page does not wait for a new count.
     func across(_ chains: [String], type: String, from: Double?, to: Double?) throws -> Dashboard.TypeAcross {
         let series = try chains.map { try self.series($0, type: type, at: nil, from: from, to: to) }.filter { !$0.days.isEmpty }
         let shown = Set(series.map(\.chain))
-        let overlaps = try householdOverlaps(type: type)
+        let key = try overlapKey(type: type)
+        let counted = try shownOverlaps(type: type, key: key)
+        let overlaps = (counted?.pairs ?? [])
             .filter { $0.identicalStrictFingerprints > 0 && $0.chains.allSatisfy(shown.contains) }
             .map { Dashboard.Overlap(chains: $0.chains, identicalRecords: $0.identicalStrictFingerprints) }
-        return Dashboard.TypeAcross(typeIdentifier: type, series: series, overlaps: overlaps)
+        return Dashboard.TypeAcross(typeIdentifier: type, series: series, overlaps: overlaps,
+                                    overlapsCountedAt: counted.flatMap { Self.text($0.countedAt) },
+                                    overlapsCurrent: counted?.key == key)
+    }
+
+    /// What the pages show of `type`'s overlaps: the last count; while the warmer runs, that
+    /// count even when a chain has synced since (the warmer counts again); without a count, or
+    /// without the warmer, a count made now, unless one is already being made (then nil).
+    func shownOverlaps(type: String, key: String) throws -> OverlapAnswers.Answer? {
+        if let last = overlapAnswers.answer(type), last.key == key || overlapAnswers.warmerRunning { return last }
+        try householdOverlaps(type: type)
+        return overlapAnswers.answer(type)
+    }
+
+    /// The chains of the server and each one's last received bundle: what a count is keyed by.
+    func overlapKey(type: String) throws -> String {
+        let chains = try store.chains()
+        return "overlaps|\(type)|" + (try chains.map { "\($0)@\(try latestSequence($0))" }).joined(separator: ",")
     }
 
     /// Per pair of the server's chains, the visible records of `type` they both hold: one
-    /// merge over every chain (`HouseholdSummary.overlaps`), cached until one of them
-    /// receives a bundle (the key names each chain's last sequence). `OverlapWarmer`
-    /// computes it ahead of the first view. Never returned to anyone as a whole.
-    func householdOverlaps(type: String) throws -> [HouseholdSummary.SharedSources] {
+    /// merge over every chain (`HouseholdSummary.overlaps`), counted again only when one of
+    /// them has received a bundle since (the key names each chain's last sequence), and never
+    /// twice at once (nil: another count of the type is under way). `OverlapWarmer` counts
+    /// ahead of the pages. Never returned to anyone as a whole.
+    @discardableResult
+    func householdOverlaps(type: String) throws -> [HouseholdSummary.SharedSources]? {
+        let key = try overlapKey(type: type)
+        if let last = overlapAnswers.answer(type), last.key == key { return last.pairs }
+        guard overlapAnswers.startCounting(type) else { return nil }
+        var answer: OverlapAnswers.Answer?
+        defer { overlapAnswers.finishCounting(type, answer) }
         let chains = try store.chains()
-        let sequences = try chains.map { try latestSequence($0) }
-        let key = "overlaps|\(type)|" + zip(chains, sequences).map { "\($0)@\($1)" }.joined(separator: ",")
-        return try cache.value(key) { try HouseholdSummary.overlaps(store, chains: chains, type: type) }
+        let started = Date().timeIntervalSince1970
+        answer = .init(key: key, countedAt: started, pairs: try HouseholdSummary.overlaps(store, chains: chains, type: type))
+        return answer?.pairs
     }
 
     /// Computes (or finds cached) `householdOverlaps` of every type two or more chains hold;
@@ -307,7 +335,7 @@ struct DashboardQueries: Sendable {
             for type in try store.readReplica(chain, { try SharedSourceQueries.typeIDs($0, type: nil) }).keys { holders[type, default: 0] += 1 }
         }
         let types = holders.filter { $0.value >= 2 }.keys.sorted()
-        for type in types { _ = try householdOverlaps(type: type) }
+        for type in types { try householdOverlaps(type: type) }
         return types.count
     }
 

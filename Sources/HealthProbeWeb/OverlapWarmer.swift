@@ -14,6 +14,8 @@ struct OverlapWarmer<C: Clock>: Service where C.Duration == Duration {
     let logger: Logger
 
     func run() async throws {
+        queries.overlapAnswers.setWarmerRunning(true)
+        defer { queries.overlapAnswers.setWarmerRunning(false) }
         while !Task.isShuttingDownGracefully {
             do {
                 let started = clock.now
@@ -28,8 +30,9 @@ struct OverlapWarmer<C: Clock>: Service where C.Duration == Duration {
 }
 
 extension WebServer {
-    /// The `Service` that computes the household's overlaps ahead of the pages, every `interval`.
-    public func overlapWarmer(every interval: Duration = .seconds(30)) -> some Service {
+    /// The `Service` that computes the household's overlaps ahead of the pages: every `interval` it
+    /// looks for chains that received a bundle (a cheap read) and counts their types again.
+    public func overlapWarmer(every interval: Duration = .seconds(10)) -> some Service {
         OverlapWarmer(queries: queries, interval: interval, clock: ContinuousClock(), logger: logger)
     }
 }

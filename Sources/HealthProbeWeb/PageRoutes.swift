@@ -1,5 +1,6 @@
 import Foundation
 import HealthProbeArchive
+import HealthProbeCanonical
 import HealthProbeServer
 import Hummingbird
 
@@ -73,8 +74,9 @@ extension WebServer {
             let metric = Chart.metric(try Params.query(request, "metric"), for: type)
             let range = try Params.chartRange(request)
             let across = try await across(person, type: type, range: range)
-            return pages.render("type", typeModel(type, across.series, overlaps: across.overlaps, metric: metric, chain: nil, at: nil, range: range),
-                                chrome: chrome(TypeCatalogue.name(type), person, context))
+            var model = typeModel(type, across.series, overlaps: across.overlaps, metric: metric, chain: nil, at: nil, range: range)
+            model.overlapNote = Self.overlapNote(across, now: Self.now())
+            return pages.render("type", model, chrome: chrome(TypeCatalogue.name(type), person, context))
         }
         router.get("/chains/{chain}/diff") { request, context in
             let person = try await access.person(context)
@@ -173,6 +175,16 @@ extension WebServer {
             let actor = Audit.Actor(name: person.name, via: via)
             if share { try registry.share(chain: chain, with: other, now: Self.now(), by: actor) } else { try registry.unshare(chain: chain, from: other, by: actor) }
         }
+    }
+
+    /// What the all-chains page says of its shared-records notes when they are not a count of
+    /// every chain's latest bundle: being counted for the first time, or counted before a sync.
+    static func overlapNote(_ across: Dashboard.TypeAcross, now: Double) -> String? {
+        guard across.series.count >= 2, !across.overlapsCurrent else { return nil }
+        guard let at = across.overlapsCountedAt, let counted = CanonicalDate.parse(at) else {
+            return "The records these devices may share are being counted; reload the page in a minute to see them."
+        }
+        return "Records shared between devices as counted \(ChainGlance.ago(now - counted)), before the latest sync; they are being counted again."
     }
 
     func typeModel(_ type: String, _ series: [Dashboard.TypeSeries], overlaps: [Dashboard.Overlap], metric: Chart.Metric,

@@ -68,7 +68,8 @@ public struct WebServer: Sendable {
 
     var access: Access { Access(registry: registry, store: store) }
     let cache = ResultCache()
-    var queries: DashboardQueries { DashboardQueries(store: store, registry: registry, cache: cache) }
+    let overlapAnswers = OverlapAnswers()
+    var queries: DashboardQueries { DashboardQueries(store: store, registry: registry, cache: cache, overlapAnswers: overlapAnswers) }
 
     /// The HTTPS application, a `Service` for the server's `ServiceGroup`. `onListening`
     /// gets the bound port (port 0 picks a free one).

@@ -25,7 +25,7 @@ struct HouseholdOverlapTests {
             let type = types[0].identifier
             #expect(try q.warmOverlaps() == 2, "both types are held by several chains")
 
-            let all = try q.householdOverlaps(type: type)
+            let all = try #require(try q.householdOverlaps(type: type))
             #expect(all == (try HouseholdSummary.overlaps(h.store, chains: try h.store.chains(), type: type)))
             let sharing = Set(all.filter { $0.identicalStrictFingerprints > 0 }.map { Set($0.chains) })
             #expect(sharing == [[annPhone, annWatch], [annPhone, catPhone], [annWatch, catPhone]])

@@ -8,6 +8,8 @@ enum TypePageTemplate {
         let unit: String?
         let panels: [Panel]
         let overlaps: [OverlapLine]
+        /// Said when the shared-records notes are not a count of every chain's latest bundle.
+        var overlapNote: String? = nil
         /// The metric shown, in words, and the others that fit the type.
         let metric: String
         let otherMetrics: [OtherMetric]
@@ -43,6 +45,7 @@ enum TypePageTemplate {
         <button type="submit">Show these days</button>
         </form>
         {{#hasLegend}}<ul class="legend" aria-label="States">{{/hasLegend}}{{#legend}}<li><span class="swatch {{css}}"></span>{{name}}</li>{{/legend}}{{#hasLegend}}</ul>{{/hasLegend}}
+        {{#overlapNote}}<p class="muted overlap-note">{{overlapNote}}</p>{{/overlapNote}}
         {{#overlaps}}<p class="alert overlap">{{names}} share {{identicalRecords}} identical record(s) of this type: possibly one source seen by two devices; do not add them up.</p>{{/overlaps}}
         <div class="side-by-side">
         {{#panels}}
