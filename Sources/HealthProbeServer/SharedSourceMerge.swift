@@ -7,8 +7,9 @@ import HealthProbeProtocol
 /// pair of chains: per type, every chain's visible strict fingerprints are read in the
 /// order of the type-and-fingerprint index (a page at a time), merged, and each
 /// fingerprint is counted once under the set of chains that hold it. Only at the end does
-/// each set's count go to the pairs inside it, so the work per record grows with the chains
-/// that hold it, not with their pairs; memory is a page per chain and one count per set.
+/// each set's count go to the pairs inside it: no step is taken per pair per record. Each
+/// fingerprint is compared with every chain's current head (a 32-byte compare, cheap beside
+/// reading the record); memory is a page per chain and one count per set.
 extension HouseholdSummary {
     /// Per pair of `chains` (in their order) and type: visible records of one whose strict
     /// fingerprint is visible in the other. The same answer as `identical` for every pair.
@@ -89,7 +90,9 @@ struct FingerprintStream {
         guard !exhausted else { return false }
         let after: [UInt8]? = count > 0 ? Array(page[(count - 1) * 32 ..< (count - 1) * 32 + 16]) : nil
         let (typeID, limit) = (self.typeID, pageSize)
-        var next: [UInt8] = page
+        // The page's buffer is reused: moved out (not shared), emptied, filled, moved back.
+        var next: [UInt8] = []
+        swap(&next, &page)
         next.removeAll(keepingCapacity: true)
         count = try connection.read { db in
             try SharedSourceQueries.visibleFingerprints(db, typeID: typeID, after: after, limit: limit, into: &next)

@@ -252,9 +252,11 @@ public enum Dashboard {
         public var overlaps: [Overlap]
         /// When `overlaps` were counted (canonical UTC); nil while a first count is under way.
         public var overlapsCountedAt: String?
-        /// Whether that count includes every chain's latest bundle (false: counted before a
-        /// later sync, and being counted again).
+        /// Whether that count includes the latest bundle of every chain shown (false: counted
+        /// before a later sync of one of them, and being counted again).
         public var overlapsCurrent: Bool
+        /// Whether the last attempt to count them again failed (the server's log says why).
+        public var overlapsCountFailed: Bool
     }
 
     public struct Overlap: Codable, Sendable, Equatable {

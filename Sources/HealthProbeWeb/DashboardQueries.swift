@@ -279,33 +279,53 @@ struct DashboardQueries: Sendable {
     /// hold identical records: the pairs of `householdOverlaps` whose both chains are shown.
     /// A pair's count involves only its two chains, so one merge over every chain of the
     /// server answers every viewer (each sees only pairs of chains they may read). The count
-    /// shown is the last one made (`shownOverlaps`): a page does not wait for a new count.
+    /// shown is the last one made (`shownOverlaps`): while the warmer runs, a page does not
+    /// wait for a count. Whether it is current is judged on the chains shown alone, so a
+    /// sync of a chain the viewer may not read changes nothing they see.
     func across(_ chains: [String], type: String, from: Double?, to: Double?) throws -> Dashboard.TypeAcross {
         let series = try chains.map { try self.series($0, type: type, at: nil, from: from, to: to) }.filter { !$0.days.isEmpty }
         let shown = Set(series.map(\.chain))
-        let key = try overlapKey(type: type)
-        let counted = try shownOverlaps(type: type, key: key)
+        // One chain shown has no pair: no count is needed (nor waited for).
+        guard shown.count >= 2 else {
+            return Dashboard.TypeAcross(typeIdentifier: type, series: series, overlaps: [], overlapsCountedAt: nil, overlapsCurrent: true, overlapsCountFailed: false)
+        }
+        let now = try overlapKey(type: type)
+        let counted = try shownOverlaps(type: type, key: now)
         let overlaps = (counted?.pairs ?? [])
             .filter { $0.identicalStrictFingerprints > 0 && $0.chains.allSatisfy(shown.contains) }
             .map { Dashboard.Overlap(chains: $0.chains, identicalRecords: $0.identicalStrictFingerprints) }
+        let current = counted.map { c in shown.allSatisfy { c.sequences[$0] != nil && c.sequences[$0] == now.sequences[$0] } } ?? false
         return Dashboard.TypeAcross(typeIdentifier: type, series: series, overlaps: overlaps,
                                     overlapsCountedAt: counted.flatMap { Self.text($0.countedAt) },
-                                    overlapsCurrent: counted?.key == key)
+                                    overlapsCurrent: current, overlapsCountFailed: overlapAnswers.lastCountFailed(type))
     }
 
-    /// What the pages show of `type`'s overlaps: the last count; while the warmer runs, that
-    /// count even when a chain has synced since (the warmer counts again); without a count, or
-    /// without the warmer, a count made now, unless one is already being made (then nil).
-    func shownOverlaps(type: String, key: String) throws -> OverlapAnswers.Answer? {
-        if let last = overlapAnswers.answer(type), last.key == key || overlapAnswers.warmerRunning { return last }
-        try householdOverlaps(type: type)
+    /// What the pages show of `type`'s overlaps. While the warmer runs: the last count, even
+    /// when a chain has synced since (the warmer counts again), and nil when there is none yet
+    /// (the page says they are being counted); a page never counts. Without the warmer: the
+    /// last count when it is current, else a count made now (nil when one is under way).
+    func shownOverlaps(type: String, key: OverlapKey) throws -> OverlapAnswers.Answer? {
+        let last = overlapAnswers.answer(type)
+        if overlapAnswers.warmerRunning { return last }
+        if let last, last.key == key.text { return last }
+        try householdOverlaps(type: type, key: key)
         return overlapAnswers.answer(type)
     }
 
-    /// The chains of the server and each one's last received bundle: what a count is keyed by.
-    func overlapKey(type: String) throws -> String {
+    /// The server's chains and each one's last received bundle: what a count is keyed by.
+    struct OverlapKey: Sendable {
+        let text: String
+        /// The chains in the server's order, and each one's last sequence.
+        let chains: [String]
+        let sequences: [String: Int]
+    }
+
+    func overlapKey(type: String) throws -> OverlapKey {
         let chains = try store.chains()
-        return "overlaps|\(type)|" + (try chains.map { "\($0)@\(try latestSequence($0))" }).joined(separator: ",")
+        var sequences: [String: Int] = [:]
+        for chain in chains { sequences[chain] = try latestSequence(chain) }
+        return OverlapKey(text: "overlaps|\(type)|" + chains.map { "\($0)@\(sequences[$0]!)" }.joined(separator: ","),
+                          chains: chains, sequences: sequences)
     }
 
     /// Per pair of the server's chains, the visible records of `type` they both hold: one
@@ -314,28 +334,41 @@ struct DashboardQueries: Sendable {
     /// twice at once (nil: another count of the type is under way). `OverlapWarmer` counts
     /// ahead of the pages. Never returned to anyone as a whole.
     @discardableResult
-    func householdOverlaps(type: String) throws -> [HouseholdSummary.SharedSources]? {
-        let key = try overlapKey(type: type)
-        if let last = overlapAnswers.answer(type), last.key == key { return last.pairs }
-        guard overlapAnswers.startCounting(type) else { return nil }
+    func householdOverlaps(type: String, key given: OverlapKey? = nil) throws -> [HouseholdSummary.SharedSources]? {
+        let key = try given ?? overlapKey(type: type)
+        switch overlapAnswers.startCounting(type, key: key.text) {
+        case .current(let answer): return answer.pairs
+        case .underWay: return nil
+        case .start: break
+        }
         var answer: OverlapAnswers.Answer?
         defer { overlapAnswers.finishCounting(type, answer) }
-        let chains = try store.chains()
         let started = Date().timeIntervalSince1970
-        answer = .init(key: key, countedAt: started, pairs: try HouseholdSummary.overlaps(store, chains: chains, type: type))
-        return answer?.pairs
+        let pairs = try HouseholdSummary.overlaps(store, chains: key.chains, type: type)
+        answer = .init(key: key.text, sequences: key.sequences, countedAt: started, pairs: pairs)
+        return pairs
     }
 
-    /// Computes (or finds cached) `householdOverlaps` of every type two or more chains hold;
-    /// returns how many types that was.
+    /// Computes (or finds current) `householdOverlaps` of every type two or more chains hold;
+    /// returns how many types that was. A type whose count fails is recorded as failed (the
+    /// page says so) and the others are counted all the same; the first error is thrown after.
     @discardableResult
     func warmOverlaps() throws -> Int {
         var holders: [String: Int] = [:]
+        var firstError: (any Error)?
         for chain in try store.chains() {
-            for type in try store.readReplica(chain, { try SharedSourceQueries.typeIDs($0, type: nil) }).keys { holders[type, default: 0] += 1 }
+            do {
+                for type in try store.readReplica(chain, { try SharedSourceQueries.typeIDs($0, type: nil) }).keys { holders[type, default: 0] += 1 }
+            } catch { firstError = firstError ?? error }
         }
         let types = holders.filter { $0.value >= 2 }.keys.sorted()
-        for type in types { try householdOverlaps(type: type) }
+        for type in types {
+            do { try householdOverlaps(type: type) } catch {
+                overlapAnswers.countFailed(type)
+                firstError = firstError ?? error
+            }
+        }
+        if let firstError { throw firstError }
         return types.count
     }
 

@@ -180,9 +180,14 @@ extension WebServer {
     /// What the all-chains page says of its shared-records notes when they are not a count of
     /// every chain's latest bundle: being counted for the first time, or counted before a sync.
     static func overlapNote(_ across: Dashboard.TypeAcross, now: Double) -> String? {
-        guard across.series.count >= 2, !across.overlapsCurrent else { return nil }
+        guard across.series.count >= 2, !across.overlapsCurrent || across.overlapsCountFailed else { return nil }
         guard let at = across.overlapsCountedAt, let counted = CanonicalDate.parse(at) else {
-            return "The records these devices may share are being counted; reload the page in a minute to see them."
+            return across.overlapsCountFailed
+                ? "The records these devices may share could not be counted; the server's log says why."
+                : "The records these devices may share are being counted; reload the page in a minute to see them."
+        }
+        if across.overlapsCountFailed {
+            return "Records shared between devices as counted \(ChainGlance.ago(now - counted)); counting them again failed, and the server's log says why."
         }
         return "Records shared between devices as counted \(ChainGlance.ago(now - counted)), before the latest sync; they are being counted again."
     }

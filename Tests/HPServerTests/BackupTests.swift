@@ -33,6 +33,8 @@ struct BackupTests {
         #expect(try hpNode(["--home", homeA.path, "capture", "--simulate", "--seed", "3", "--days", "1"]).0 == 0)
         let syncA = try launchTool("hp-node", ["--home", homeA.path, "sync"])
         var taken: [String] = []
+        // The first copy is begun while B's first sync still runs (else this tests nothing).
+        #expect(sync.isRunning, "B's sync ended before the first backup began")
         repeat {
             let target = backups.path + "/b\(taken.count)"
             let r = try hpServer(["backup", "--data", data.path, "--to", target, "--json"])

@@ -13,7 +13,7 @@ import HealthProbeTestSupport
 /// a page counts again itself.
 @Suite("Household overlaps: the count shown", .serialized)
 struct OverlapAnswersTests {
-    @Test("after a new chain syncs, the warmer's last count is shown as counted before the latest sync, then counted again; a type being counted is 'being counted', never counted twice; without the warmer a page counts again")
+    @Test("after a chain syncs, the warmer's last count is shown as counted before the latest sync (to those shown that chain), then counted again; a failed recount is said; with the warmer a page never counts; a type is never counted twice at once; without the warmer a page counts again")
     func lastCountShown() async throws {
         try await withHousehold { h in
             var h = h
@@ -37,29 +37,53 @@ struct OverlapAnswersTests {
             #expect(!stale.overlapsCurrent && stale.overlapsCountedAt == first.overlapsCountedAt)
             #expect(stale.overlaps == first.overlaps, "the last count, not a new one")
             #expect(PageRoutesNote.note(stale)?.contains("before the latest sync") == true)
+            // Someone shown only the two chains that did not sync sees a current count: another
+            // chain's sync is not theirs to see.
+            let theirs = try q.across([annPhone, annWatch], type: type, from: nil, to: nil)
+            #expect(theirs.overlapsCurrent && PageRoutesNote.note(theirs) == nil)
             // The warmer's next round counts again: every pair of the three.
             _ = try q.warmOverlaps()
             let again = try q.across([annPhone, annWatch, annTablet], type: type, from: nil, to: nil)
             #expect(again.overlapsCurrent && again.overlaps.count == 3)
+            // A failed count again: the older count stays, said to have failed to be counted again.
+            answers.countFailed(type)
+            let failed = try q.across([annPhone, annWatch, annTablet], type: type, from: nil, to: nil)
+            #expect(failed.overlapsCountFailed && failed.overlaps == again.overlaps)
+            #expect(PageRoutesNote.note(failed)?.contains("counting them again failed") == true)
 
-            // A type being counted is not counted a second time: the page says it is being counted.
+            // While the warmer runs, a page with no count yet neither counts nor waits: "being counted".
+            let fresh = OverlapAnswers()
+            fresh.setWarmerRunning(true)
+            let qf = DashboardQueries(store: h.store, registry: try h.store.registry(), cache: ResultCache(), overlapAnswers: fresh)
+            let notYet = try qf.across([annPhone, annWatch], type: type, from: nil, to: nil)
+            #expect(notYet.overlaps.isEmpty && notYet.overlapsCountedAt == nil && !notYet.overlapsCurrent)
+            #expect(fresh.answer(type) == nil, "the page counted")
+            #expect(PageRoutesNote.note(notYet)?.contains("being counted") == true)
+            // One chain shown has no pair: nothing to count or say.
+            let one = try qf.across([annPhone], type: type, from: nil, to: nil)
+            #expect(one.overlaps.isEmpty && one.overlapsCurrent && PageRoutesNote.note(one) == nil)
+
+            // A type being counted is not counted a second time, whoever asks.
             let busy = OverlapAnswers()
             let q2 = DashboardQueries(store: h.store, registry: try h.store.registry(), cache: ResultCache(), overlapAnswers: busy)
-            #expect(busy.startCounting(type))
-            #expect(!busy.startCounting(type))
+            let key = try q2.overlapKey(type: type)
+            guard case .start = busy.startCounting(type, key: key.text) else { Issue.record("the first caller may count"); return }
+            guard case .underWay = busy.startCounting(type, key: key.text) else { Issue.record("a second count started"); return }
             #expect(try q2.householdOverlaps(type: type) == nil)
             let counting = try q2.across([annPhone, annWatch], type: type, from: nil, to: nil)
             #expect(counting.overlaps.isEmpty && counting.overlapsCountedAt == nil && !counting.overlapsCurrent)
-            #expect(PageRoutesNote.note(counting)?.contains("being counted") == true)
             busy.finishCounting(type, nil)
+            // Once one is kept for the key, asking again finds it.
+            #expect(try q2.householdOverlaps(type: type)?.isEmpty == false)
+            guard case .current = busy.startCounting(type, key: key.text) else { Issue.record("the kept count was not found"); return }
 
             // Without the warmer, a page counts again itself when a chain has synced since.
             let alone = OverlapAnswers()
             let q3 = DashboardQueries(store: h.store, registry: try h.store.registry(), cache: ResultCache(), overlapAnswers: alone)
             _ = try q3.across([annPhone, annWatch], type: type, from: nil, to: nil)
             h.chains["cat-watch"] = try await h.sync(device: "cat-watch", person: "cat") { try $0.simulate(seed: 3, days: [5, 1], types: types) }
-            let fresh = try q3.across([annPhone, annWatch, h.chains["cat-watch"]!], type: type, from: nil, to: nil)
-            #expect(fresh.overlapsCurrent && fresh.overlaps.count == 3)
+            let recounted = try q3.across([annPhone, annWatch, h.chains["cat-watch"]!], type: type, from: nil, to: nil)
+            #expect(recounted.overlapsCurrent && recounted.overlaps.count == 3)
         }
     }
 }
