@@ -45,15 +45,14 @@ extension HouseholdSummary {
                 var holding = 0
                 for w in set.indices { set[w] = 0 }
                 for s in streams.indices where streams[s].headEquals(smallest) {
-                    set[s / 64] |= 1 << UInt64(s % 64)
+                    HolderSets.insert(s, into: &set)
                     holding += 1
                     streams[s].advance()
                 }
                 if holding >= 2 { bySet[set, default: 0] += 1 }
             }
-            for (members, n) in bySet {
-                let inSet = streams.indices.filter { members[$0 / 64] & (1 << UInt64($0 % 64)) != 0 }.map { holders[$0] }
-                for a in inSet.indices { for b in inSet.indices where b > a { pairs[inSet[a] * chains.count + inSet[b], default: [:]][t, default: 0] += n } }
+            for (pair, n) in HolderSets.pairs(bySet, holders: holders) {
+                pairs[pair.a * chains.count + pair.b, default: [:]][t, default: 0] += n
             }
         }
         for i in chains.indices {
@@ -62,6 +61,27 @@ extension HouseholdSummary {
                     out.append(SharedSources(chains: [chains[i], chains[j]], typeIdentifier: t, identicalStrictFingerprints: n))
                 }
             }
+        }
+        return out
+    }
+}
+
+/// Sets of streams as bits (`words` 64-bit words a set: stream s is bit s % 64 of word s / 64),
+/// and the pairs inside counted sets.
+enum HolderSets {
+    static func insert(_ stream: Int, into set: inout [UInt64]) { set[stream / 64] |= 1 << UInt64(stream % 64) }
+
+    static func contains(_ set: [UInt64], _ stream: Int) -> Bool { stream / 64 < set.count && set[stream / 64] & (1 << UInt64(stream % 64)) != 0 }
+
+    struct Pair: Hashable { let a: Int, b: Int }
+
+    /// For each set and its count, every pair (a < b, as `holders[stream]`) of streams in it
+    /// gets the count; a pair in several sets gets the sum.
+    static func pairs(_ bySet: [[UInt64]: Int], holders: [Int]) -> [Pair: Int] {
+        var out: [Pair: Int] = [:]
+        for (members, n) in bySet {
+            let inSet = holders.indices.filter { contains(members, $0) }.map { holders[$0] }
+            for a in inSet.indices { for b in inSet.indices where b > a { out[Pair(a: inSet[a], b: inSet[b]), default: 0] += n } }
         }
         return out
     }
