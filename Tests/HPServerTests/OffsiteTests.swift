@@ -117,24 +117,58 @@ struct OffsiteTests {
         let rebuilt = jsonDigest(try hpServer(["digest", "--data", restored, "--chain", chain, "--json"]).1)
         #expect(original != nil && rebuilt == original)
         #expect(try hpServer(["verify", "--data", restored, "--full"]).0 == 0)
-        // A damaged object is refused by its hash, never applied: an object at the chain's next
-        // sequence whose bytes are not those its key names. A new key, so the store never has
-        // to replace an object (SeaweedFS was seen to hang on replacing one written before it
-        // was killed, while new objects and reads went on).
-        let damaged = TempDir()
-        try Data("not a bundle\n".utf8).write(to: URL(fileURLWithPath: damaged.file("b")))
-        let kept = try await objects.list(prefix: "house/one/chains/").compactMap { OffsiteKeys.parseBundle(String($0.dropFirst("house/one/".count))) }
-        #expect(kept.count == 4 && Set(kept.map(\.chain)) == [chain], "\(kept)")
-        let next = objects.key(OffsiteKeys.bundle(chain: chain, sequence: kept.count + 1, sha256: String(repeating: "0", count: 64), gzip: true))
-        try await patiently(settings) { try await $0.put(key: next, file: damaged.file("b"), sha256: try FileHash.sha256(damaged.file("b"))) }
-        let refused = try hpServer(["restore", "--from", "s3://healthprobe/house/one", "--config", elsewhere.file("config.json"), "--data", elsewhere.path + "/again"])
-        #expect(refused.0 != 0 && refused.2.contains("SHA-256"), "\(refused.2)")
-
         let newServer = try ServerProcess(data: restored)
         #expect(try hpNode(["--home", home.path, "capture", "--simulate", "--seed", "5", "--days", "1"]).0 == 0)
         let on = try hpNode(["--home", home.path, "sync", "--server", "127.0.0.1:\(newServer.port)"])
         #expect(on.0 == 0, "\(on.2)")
         #expect(jsonDigest(try hpNode(["--home", home.path, "digest", "--json"]).1) == jsonDigest(try hpServer(["digest", "--data", restored, "--chain", chain, "--json"]).1))
+    }
+
+    @Test("an object in the bucket whose bytes are not those its key names is refused by its SHA-256 on restore")
+    func damagedObjectRefused() async throws {
+        let s3 = try SeaweedS3()
+        do { try await damagedObject(s3) } catch {
+            Issue.record("\(error)\n-- the store's log (end):\n\(s3.logTail())")
+        }
+    }
+
+    /// Its own store, never restarted: SeaweedFS was seen to hang on a PUT made after it was
+    /// killed and started again (on a new key as on a replaced one), while the server's own
+    /// uploads and every read went on; the outage test above puts nothing after its restart.
+    func damagedObject(_ s3: SeaweedS3) async throws {
+        let settings = ObjectStoreSettings(endpoint: s3.endpoint, bucket: "healthprobe", prefix: "house/three", region: "us-east-1",
+                                           accessKey: s3.accessKey, secretKey: s3.secretKey)
+        let objects = ObjectStore(settings: settings)
+        try await createBucket(settings)
+        let data = TempDir(), home = TempDir(), elsewhere = TempDir()
+        #expect(try hpServer(["init", "--data", data.path]).0 == 0)
+        let config = """
+            {"s3_endpoint": "\(s3.endpoint)", "s3_bucket": "healthprobe", "s3_prefix": "house/three", "s3_region": "us-east-1",
+             "s3_access_key": "\(s3.accessKey)", "s3_secret_key": "\(s3.secretKey)", "s3_snapshot_seconds": 5}
+            """
+        try config.write(toFile: data.file("config.json"), atomically: true, encoding: .utf8)
+        try config.write(toFile: elsewhere.file("config.json"), atomically: true, encoding: .utf8)
+        #expect(try hpNode(["--home", home.path, "capture", "--simulate", "--seed", "6", "--days", "3"]).0 == 0)
+        let chain = try nodeChain(home.path)
+        let server = try ServerProcess(data: data.path)
+        try enrollWithCLI(data: data.path, home: home.path, name: "anna-phone", port: server.port)
+        #expect(try hpNode(["--home", home.path, "sync"]).0 == 0)
+        try waitFor("the bundle uploaded") { let q = try queue(data.path); return q.all == 1 && q.pending == 0 }
+        let deadline = Date().addingTimeInterval(60)
+        while try await objects.list(prefix: "house/three/snapshots/").filter({ $0.contains("/server.sqlite-") }).isEmpty && Date() < deadline {
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        kill(server.process.processIdentifier, SIGTERM)
+        server.process.waitUntilExit()
+        // An object at the chain's next sequence, named with a hash its bytes do not have.
+        let damaged = TempDir()
+        try Data("not a bundle\n".utf8).write(to: URL(fileURLWithPath: damaged.file("b")))
+        let kept = try await objects.list(prefix: "house/three/chains/").compactMap { OffsiteKeys.parseBundle(String($0.dropFirst("house/three/".count))) }
+        #expect(kept.count == 1 && Set(kept.map(\.chain)) == [chain], "\(kept)")
+        let next = objects.key(OffsiteKeys.bundle(chain: chain, sequence: kept.count + 1, sha256: String(repeating: "0", count: 64), gzip: true))
+        try await patiently(settings) { try await $0.put(key: next, file: damaged.file("b"), sha256: try FileHash.sha256(damaged.file("b"))) }
+        let refused = try hpServer(["restore", "--from", "s3://healthprobe/house/three", "--config", elsewhere.file("config.json"), "--data", elsewhere.path + "/again"])
+        #expect(refused.0 != 0 && refused.2.contains("SHA-256"), "\(refused.2)")
     }
 
     @Test("registry snapshots in the bucket are pruned to the newest complete ones; an unfinished newer one and every bundle stay")
