@@ -38,31 +38,47 @@ struct OffsiteTests {
         throw TimedOut(what: what)
     }
 
+    /// The store's settings and the server config naming it, under `prefix` of bucket `healthprobe`.
+    func store(_ s3: SeaweedS3, prefix: String) -> (settings: ObjectStoreSettings, config: String) {
+        (ObjectStoreSettings(endpoint: s3.endpoint, bucket: "healthprobe", prefix: prefix, region: "us-east-1",
+                             accessKey: s3.accessKey, secretKey: s3.secretKey),
+         """
+         {"s3_endpoint": "\(s3.endpoint)", "s3_bucket": "healthprobe", "s3_prefix": "\(prefix)", "s3_region": "us-east-1",
+          "s3_access_key": "\(s3.accessKey)", "s3_secret_key": "\(s3.secretKey)", "s3_snapshot_seconds": 5}
+         """)
+    }
+
+    /// Runs `body` with a store of its own; a failure records the end of the store's own log.
+    func withStore(_ body: (SeaweedS3) async throws -> Void) async throws {
+        let s3 = try SeaweedS3()
+        do { try await body(s3) } catch {
+            Issue.record("\(error)\n-- the store's log (end):\n\(s3.logTail())")
+        }
+    }
+
+    /// Waits (at most 60 s) until more than `count` registry snapshots are under `prefix`.
+    func waitForSnapshots(_ objects: ObjectStore, prefix: String, moreThan count: Int) async throws {
+        let deadline = Date().addingTimeInterval(60)
+        while try await objects.list(prefix: prefix + "/snapshots/").filter({ $0.contains("/server.sqlite-") }).count <= count && Date() < deadline {
+            try await Task.sleep(for: .milliseconds(200))
+        }
+    }
+
     struct TimedOut: Error, CustomStringConvertible {
         let what: String
         var description: String { "timed out waiting for \(what)" }
     }
 
     @Test("accepted bundles reach a real S3 store (a backlog while it is down is drained); the data directory deleted, restore from the bucket gives equal digests and a node syncs on")
-    func uploadOutageAndRestoreFromBucket() async throws {
-        let s3 = try SeaweedS3()
-        do { try await uploadOutageAndRestore(s3) } catch {
-            Issue.record("\(error)\n-- the store's log (end):\n\(s3.logTail())")
-        }
-    }
+    func uploadOutageAndRestoreFromBucket() async throws { try await withStore(uploadOutageAndRestore) }
 
     func uploadOutageAndRestore(_ s3: SeaweedS3) async throws {
-        let settings = ObjectStoreSettings(endpoint: s3.endpoint, bucket: "healthprobe", prefix: "house/one", region: "us-east-1",
-                                           accessKey: s3.accessKey, secretKey: s3.secretKey)
+        let (settings, config) = store(s3, prefix: "house/one")
         let objects = ObjectStore(settings: settings)
         try await createBucket(settings)
 
         let data = TempDir(), home = TempDir(), elsewhere = TempDir()
         #expect(try hpServer(["init", "--data", data.path]).0 == 0)
-        let config = """
-            {"s3_endpoint": "\(s3.endpoint)", "s3_bucket": "healthprobe", "s3_prefix": "house/one", "s3_region": "us-east-1",
-             "s3_access_key": "\(s3.accessKey)", "s3_secret_key": "\(s3.secretKey)", "s3_snapshot_seconds": 5}
-            """
         try config.write(toFile: elsewhere.file("config.json"), atomically: true, encoding: .utf8)
         // A bundle kept before uploads were configured: the backfill queues it.
         #expect(try hpNode(["--home", home.path, "capture", "--simulate", "--seed", "5", "--days", "10"]).0 == 0)
@@ -100,10 +116,7 @@ struct OffsiteTests {
         #expect(try hpNode(["--home", home.path, "capture", "--simulate", "--seed", "5", "--days", "1"]).0 == 0)
         #expect(try hpNode(["--home", home.path, "sync", "--server", "127.0.0.1:\(server!.port)"]).0 == 0)
         try waitFor("the fourth bundle uploaded") { let q = try queue(data.path); return q.all == 4 && q.pending == 0 }
-        let deadline = Date().addingTimeInterval(60)
-        while try await objects.list(prefix: "house/one/snapshots/").filter({ $0.contains("/server.sqlite-") }).count <= before && Date() < deadline {
-            try await Task.sleep(for: .milliseconds(200))
-        }
+        try await waitForSnapshots(objects, prefix: "house/one", moreThan: before)
         let original = jsonDigest(try hpServer(["digest", "--data", data.path, "--chain", chain, "--json"]).1)
 
         // The machine is lost.
@@ -125,27 +138,17 @@ struct OffsiteTests {
     }
 
     @Test("an object in the bucket whose bytes are not those its key names is refused by its SHA-256 on restore")
-    func damagedObjectRefused() async throws {
-        let s3 = try SeaweedS3()
-        do { try await damagedObject(s3) } catch {
-            Issue.record("\(error)\n-- the store's log (end):\n\(s3.logTail())")
-        }
-    }
+    func damagedObjectRefused() async throws { try await withStore(damagedObject) }
 
     /// Its own store, never restarted: SeaweedFS was seen to hang on a PUT made after it was
     /// killed and started again (on a new key as on a replaced one), while the server's own
     /// uploads and every read went on; the outage test above puts nothing after its restart.
     func damagedObject(_ s3: SeaweedS3) async throws {
-        let settings = ObjectStoreSettings(endpoint: s3.endpoint, bucket: "healthprobe", prefix: "house/three", region: "us-east-1",
-                                           accessKey: s3.accessKey, secretKey: s3.secretKey)
+        let (settings, config) = store(s3, prefix: "house/three")
         let objects = ObjectStore(settings: settings)
         try await createBucket(settings)
         let data = TempDir(), home = TempDir(), elsewhere = TempDir()
         #expect(try hpServer(["init", "--data", data.path]).0 == 0)
-        let config = """
-            {"s3_endpoint": "\(s3.endpoint)", "s3_bucket": "healthprobe", "s3_prefix": "house/three", "s3_region": "us-east-1",
-             "s3_access_key": "\(s3.accessKey)", "s3_secret_key": "\(s3.secretKey)", "s3_snapshot_seconds": 5}
-            """
         try config.write(toFile: data.file("config.json"), atomically: true, encoding: .utf8)
         try config.write(toFile: elsewhere.file("config.json"), atomically: true, encoding: .utf8)
         #expect(try hpNode(["--home", home.path, "capture", "--simulate", "--seed", "6", "--days", "3"]).0 == 0)
@@ -154,10 +157,7 @@ struct OffsiteTests {
         try enrollWithCLI(data: data.path, home: home.path, name: "anna-phone", port: server.port)
         #expect(try hpNode(["--home", home.path, "sync"]).0 == 0)
         try waitFor("the bundle uploaded") { let q = try queue(data.path); return q.all == 1 && q.pending == 0 }
-        let deadline = Date().addingTimeInterval(60)
-        while try await objects.list(prefix: "house/three/snapshots/").filter({ $0.contains("/server.sqlite-") }).isEmpty && Date() < deadline {
-            try await Task.sleep(for: .milliseconds(200))
-        }
+        try await waitForSnapshots(objects, prefix: "house/three", moreThan: 0)
         kill(server.process.processIdentifier, SIGTERM)
         server.process.waitUntilExit()
         // An object at the chain's next sequence, named with a hash its bytes do not have.
@@ -174,8 +174,7 @@ struct OffsiteTests {
     @Test("registry snapshots in the bucket are pruned to the newest complete ones; an unfinished newer one and every bundle stay")
     func snapshotsPruned() async throws {
         let s3 = try SeaweedS3()
-        let settings = ObjectStoreSettings(endpoint: s3.endpoint, bucket: "healthprobe", prefix: "house/two", region: "us-east-1",
-                                           accessKey: s3.accessKey, secretKey: s3.secretKey)
+        let settings = store(s3, prefix: "house/two").settings
         let objects = ObjectStore(settings: settings)
         try await createBucket(settings)
         let data = TempDir()
