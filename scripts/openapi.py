@@ -5,6 +5,8 @@ import json
 def ref(n): return {"$ref": f"#/components/schemas/{n}"}
 S = lambda **p: {"type": "object", "properties": p, "required": list(p.keys()), "additionalProperties": False}
 def opt(schema): return {"anyOf": [schema, {"type": "null"}]}
+# A positive 64-bit id or sequence: the server parses these as Int64 and answers 400 beyond.
+pos_int = {"type": "integer", "format": "int64", "minimum": 1, "maximum": 9223372036854775807}
 string = {"type": "string"}; integer = {"type": "integer"}; number = {"type": "number"}; boolean = {"type": "boolean"}
 date = {"type": "string", "description": "ISO 8601 UTC with milliseconds"}
 hexhash = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
@@ -95,7 +97,7 @@ errors = {c: {"description": d, "content": {"application/json": {"schema": ref("
            ("405", "Method not allowed on this path"), ("409", "Already exists")]}
 chain_p = {"name": "chain", "in": "path", "required": True, "schema": hexhash, "description": "Device chain hash"}
 subject_p = {"name": "chain", "in": "path", "required": True, "schema": subject, "description": "Device chain hash, or `server` for the server-level alerts (admins only; others get 404)"}
-obs_p = {"name": "observation", "in": "path", "required": True, "schema": {"type": "integer", "minimum": 1}}
+obs_p = {"name": "observation", "in": "path", "required": True, "schema": pos_int}
 type_p = {"name": "type", "in": "path", "required": True, "schema": {"type": "string", "pattern": "^[A-Za-z0-9_:]{1,128}$"}}
 q = lambda n, s, req=False: {"name": n, "in": "query", "required": req, "schema": s}
 # A chart's time range: a preset counted back from today, or local dates (both inclusive); from/to win over range.
@@ -119,16 +121,16 @@ paths = {
    "delete": op("Sign out", [csrf], ok={"204": {"description": "Signed out"}})},
  "/api/v1/me": {"get": op("The signed-in person", ok=resp(ref("Me")))},
  "/api/v1/overview": {"get": op("Every chain the person may read, grouped by person", ok=resp(ref("Overview")))},
- "/api/v1/chains/{chain}": {"get": op("A chain: card, a page of its observation timeline, its types now", [chain_p, q("after", {"type": "integer", "minimum": 1})], ok=resp(ref("ChainPage")))},
+ "/api/v1/chains/{chain}": {"get": op("A chain: card, a page of its observation timeline, its types now", [chain_p, q("after", pos_int)], ok=resp(ref("ChainPage")))},
  "/api/v1/chains/{chain}/observations/{observation}": {"get": op("One observation's changes per type, classified against the previous observation", [chain_p, obs_p], ok=resp(ref("ObservationPage")))},
- "/api/v1/chains/{chain}/observations/{observation}/disappeared": {"get": op("A page of the records that disappeared at the observation: type name, the device's local time, value with unit, source, why", [chain_p, obs_p, q("type", {"type": "string", "pattern": "^[A-Za-z0-9_:]{1,128}$"}), q("after", {"type": "integer", "minimum": 1})], ok=resp(ref("DisappearedPage")))},
+ "/api/v1/chains/{chain}/observations/{observation}/disappeared": {"get": op("A page of the records that disappeared at the observation: type name, the device's local time, value with unit, source, why", [chain_p, obs_p, q("type", {"type": "string", "pattern": "^[A-Za-z0-9_:]{1,128}$"}), q("after", pos_int)], ok=resp(ref("DisappearedPage")))},
  "/api/v1/chains/{chain}/observations/{observation}/visible": {"get": op("A page of what was visible at the observation", [chain_p, obs_p, q("type", {"type": "string", "pattern": "^[A-Za-z0-9_:]{1,128}$"}), q("cursor", {"type": "string", "maxLength": 256}), q("from", local_date), q("to", local_date)], ok=resp(ref("VisiblePage")))},
- "/api/v1/chains/{chain}/types/{type}": {"get": op("A type's days in one chain, as of an observation (default: the latest), within a time range of the device's local days", [chain_p, type_p, q("at", {"type": "integer", "minimum": 1})] + range_ps, ok=resp(ref("TypeSeries")))},
+ "/api/v1/chains/{chain}/types/{type}": {"get": op("A type's days in one chain, as of an observation (default: the latest), within a time range of the device's local days", [chain_p, type_p, q("at", pos_int)] + range_ps, ok=resp(ref("TypeSeries")))},
  "/api/v1/types/{type}": {"get": op("A type's days in every chain the person may read, side by side, with overlaps, within a time range of each device's local days", [type_p] + range_ps, ok=resp(ref("TypeAcross")))},
- "/api/v1/chains/{chain}/diff": {"get": op("A page of the diff between two observations of the chain", [chain_p, q("from", {"type": "integer", "minimum": 1}, True), q("to", {"type": "integer", "minimum": 1}, True), q("kind", {"type": "string", "enum": ["appeared", "disappeared", "changed"]}), q("after", {"type": "integer", "minimum": 1})], ok=resp(ref("DiffPage")))},
+ "/api/v1/chains/{chain}/diff": {"get": op("A page of the diff between two observations of the chain", [chain_p, q("from", pos_int, True), q("to", pos_int, True), q("kind", {"type": "string", "enum": ["appeared", "disappeared", "changed"]}), q("after", pos_int)], ok=resp(ref("DiffPage")))},
  "/api/v1/chains/{chain}/export": {"get": op("A verifiable export of the chain at an observation (docs/export-format.md), made from the replica; X-HP-Manifest-Hash names its manifest hash",
-   [chain_p, q("kind", {"type": "string", "enum": ["records", "records_csv", "summary", "diff"]}, True), q("at", {"type": "integer", "minimum": 1}),
-    q("from", {"type": "integer", "minimum": 1}), q("to", {"type": "integer", "minimum": 1})],
+   [chain_p, q("kind", {"type": "string", "enum": ["records", "records_csv", "summary", "diff"]}, True), q("at", pos_int),
+    q("from", pos_int), q("to", pos_int)],
    ok={"200": {"description": "The export file (export_format_version 2: records carry display_name, display_unit, local_day and lateness_seconds; archive.capture names a capture's windows per type): JSON, or for records_csv a zip of the CSV, its relationships CSV and its manifest; a diff needs from and to", "headers": {"X-HP-Manifest-Hash": {"schema": hexhash}, "X-HP-Record-Count": {"schema": {"type": "string"}}},
                "content": {"application/json": {"schema": {"type": "object"}}, "application/zip": {"schema": {"type": "string", "format": "binary"}}}}})},
  "/api/v1/chains/{chain}/shares/{person}": {
@@ -142,7 +144,7 @@ paths = {
    body={"type": "object", "properties": {"hours": {"type": "integer", "minimum": 1, "maximum": 720}}, "required": ["hours"]})},
  "/api/v1/alerts/channels": {"get": op("The person's own alert channels (secrets only as a hint)", ok=resp(arr(ref("AlertChannel")))),
    "post": op("Add an alert channel for the person (a webhook without a secret gets a generated one)", [csrf], ok=resp(ref("AlertChannel"), "201", "Added"), body=ref("NewAlertChannel"))},
- "/api/v1/alerts/channels/{id}": {"delete": op("Remove one of the person's alert channels", [{"name": "id", "in": "path", "required": True, "schema": {"type": "integer", "minimum": 1}}, csrf],
+ "/api/v1/alerts/channels/{id}": {"delete": op("Remove one of the person's alert channels", [{"name": "id", "in": "path", "required": True, "schema": pos_int}, csrf],
    ok={"204": {"description": "Removed"}})},
  "/api/v1/admin/people": {"get": op("People (admin)", ok=resp(arr(ref("Person")))), "post": op("Add a person (admin)", [csrf], ok=resp(ref("Person"), "201", "Added"), body=ref("NewPerson"))},
  "/api/v1/admin/people/{person}": {"delete": op_id("removePerson", "Remove a person without devices (admin; the last admin stays: 409)", [{"name": "person", "in": "path", "required": True, "schema": name}, csrf], ok={"204": {"description": "Removed"}})},
@@ -154,7 +156,7 @@ paths = {
  "/api/v1/admin/verify": {"post": op("Verify every chain (admin)", [csrf], ok=resp(arr(ref("ChainReport"))), body=ref("VerifyRequest"))},
  "/api/v1/admin/audit": {"get": op("The audit log, newest first: every admin and sharing action from the web, the API and the CLI (admin)",
                                     [{"name": "limit", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 1, "maximum": 1000}},
-                                     {"name": "before", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 1}}],
+                                     {"name": "before", "in": "query", "required": False, "schema": pos_int}],
                                     ok=resp(arr(ref("AuditEntry"))))},
 }
 # A person created by POST is addressed by name, not id.

@@ -45,7 +45,7 @@ enum Params {
     /// A positive 64-bit id from a path parameter.
     static func id(_ context: WebContext, _ name: String) throws -> Int64 {
         guard let text = context.parameters.get(name), let v = Int64(text), v > 0 else {
-            throw WebError(.notFound, "\(name) must be a positive integer")
+            throw WebError(.notFound, "\(name) must be a positive integer no larger than 9223372036854775807")
         }
         return v
     }
@@ -53,7 +53,7 @@ enum Params {
     /// An optional positive id from the query.
     static func queryID(_ request: Request, _ name: String) throws -> Int64? {
         guard let text = request.uri.queryParameters[Substring(name)].map(String.init), !text.isEmpty else { return nil }
-        guard let v = Int64(text), v > 0 else { throw WebError(.badRequest, "\(name) must be a positive integer") }
+        guard let v = Int64(text), v > 0 else { throw WebError(.badRequest, "\(name) must be a positive integer no larger than 9223372036854775807") }
         return v
     }
 
