@@ -71,7 +71,7 @@ extension DashboardQueries {
 
     /// A page of the records that disappeared at observation `id`, of `type` when given.
     func disappeared(_ chain: String, id: Int64, type: String?, after: Int64?) throws -> Dashboard.DisappearedPage {
-        try store.readReplica(chain) { db in
+        try readers.read(chain) { db in
             guard try ObservationQueries.exists(db, id: id) else { throw WebError(.notFound, "no observation \(id) in this chain") }
             let zone = try LocalDays.of(db, observation: id)
             let rows = try DisappearedRecords.page(db, observation: id, type: type, after: after ?? 0, limit: Self.recordsPage + 1)

@@ -11,6 +11,7 @@ struct DashboardQueries: Sendable {
     let store: ServerStore
     let registry: DeviceRegistry
     let cache: ResultCache
+    let readers: ReplicaReaders
     var overlapAnswers = OverlapAnswers()
     /// Clock offsets beyond this many seconds are flagged.
     static let skewSeconds = 300.0
@@ -42,7 +43,7 @@ struct DashboardQueries: Sendable {
         let verification = try registry.verification(chain: chain)
         let events = try registry.eventCounts(chain: chain)
         struct Replica { var bundles = 0; var lastSync: Double?; var latest: ObservationRow?; var visible = 0; var types = 0 }
-        let r = try store.readReplica(chain) { db -> Replica in
+        let r = try readers.read(chain) { db -> Replica in
             var r = Replica()
             let log = try BundleLogRecord.receivedSummary(db)
             r.bundles = log.count
@@ -115,7 +116,7 @@ struct DashboardQueries: Sendable {
     /// A chain's page: its card, a page of its timeline (after observation `after`), its types now.
     func chainPage(_ chain: String, after: Int64?) throws -> Dashboard.ChainPage {
         let card = try self.card(chain)
-        return try store.readReplica(chain) { db in
+        return try readers.read(chain) { db in
             let rows = try ObservationQueries.list(db, afterID: after ?? 0, limit: Self.timelinePage + 1)
             let timeline = rows.prefix(Self.timelinePage).map {
                 Dashboard.TimelineRow(observationID: $0.id, observedAt: CanonicalDate.string($0.observedAt), status: $0.status, trigger: $0.triggerReason,
@@ -140,7 +141,7 @@ struct DashboardQueries: Sendable {
     }
 
     func classified(_ chain: String, id: Int64) throws -> Dashboard.ObservationPage {
-        try store.readReplica(chain) { db in
+        try readers.read(chain) { db in
             guard let row = try ObservationQueries.observedAtAndStatus(db, id: id) else {
                 throw WebError(.notFound, "no observation \(id) in this chain")
             }
@@ -184,7 +185,7 @@ struct DashboardQueries: Sendable {
             }
             after = c
         }
-        return try store.readReplica(chain) { db in
+        return try readers.read(chain) { db in
             guard try ObservationQueries.exists(db, id: id) else {
                 throw WebError(.notFound, "no observation \(id) in this chain")
             }
@@ -221,7 +222,7 @@ struct DashboardQueries: Sendable {
     func series(_ chain: String, type: String, at: Int64?, from: Double?, to: Double?) throws -> Dashboard.TypeSeries {
         let info = try registry.chainInfo(chain)
         let person = try registry.chainPerson(chain)
-        return try store.readReplica(chain) { db in
+        return try readers.read(chain) { db in
             guard let obs = try at ?? ObservationQueries.latestID(db) else {
                 return Dashboard.TypeSeries(chain: chain, chainShort: String(chain.prefix(12)), device: info.device, person: person, typeIdentifier: type,
                                             observationID: nil, clockOffsetSeconds: info.clockOffset, days: [])
@@ -358,7 +359,7 @@ struct DashboardQueries: Sendable {
         var firstError: (any Error)?
         for chain in try store.chains() {
             do {
-                for type in try store.readReplica(chain, { try SharedSourceQueries.typeIDs($0, type: nil) }).keys { holders[type, default: 0] += 1 }
+                for type in try readers.read(chain, { try SharedSourceQueries.typeIDs($0, type: nil) }).keys { holders[type, default: 0] += 1 }
             } catch { firstError = firstError ?? error }
         }
         let types = holders.filter { $0.value >= 2 }.keys.sorted()
@@ -373,11 +374,11 @@ struct DashboardQueries: Sendable {
     }
 
     /// The last bundle received for a chain: what a cached cross-chain answer is keyed by.
-    func latestSequence(_ chain: String) throws -> Int { try store.status(chain).0 }
+    func latestSequence(_ chain: String) throws -> Int { try readers.lastSequence(chain) }
 
     /// A page of the diff between two observations of a chain.
     func diff(_ chain: String, from: Int64, to: Int64, kind: DiffKind?, after: Int64?) throws -> Dashboard.DiffPage {
-        try store.readReplica(chain) { db in
+        try readers.read(chain) { db in
             let diff: ObservationDiff
             do { diff = try ObservationDiff.prepare(db, from: from, to: to) } catch let e as ArchiveError where e.code == .notFound {
                 throw WebError(.notFound, "both observations must belong to this chain")

@@ -48,6 +48,7 @@ public struct WebServer: Sendable {
     public init(store: ServerStore, settings: Settings = .init(), logger: Logger) throws {
         self.store = store
         self.registry = try store.registry()
+        self.readers = ReplicaReaders(store: store)
         self.settings = settings
         self.logger = logger
         self.pages = try Pages()
@@ -69,7 +70,9 @@ public struct WebServer: Sendable {
     var access: Access { Access(registry: registry, store: store) }
     let cache = ResultCache()
     let overlapAnswers = OverlapAnswers()
-    var queries: DashboardQueries { DashboardQueries(store: store, registry: registry, cache: cache, overlapAnswers: overlapAnswers) }
+    /// The replicas' read connections, kept open between requests.
+    let readers: ReplicaReaders
+    var queries: DashboardQueries { DashboardQueries(store: store, registry: registry, cache: cache, readers: readers, overlapAnswers: overlapAnswers) }
 
     /// The HTTPS application, a `Service` for the server's `ServiceGroup`. `onListening`
     /// gets the bound port (port 0 picks a free one).

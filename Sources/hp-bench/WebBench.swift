@@ -22,6 +22,8 @@ struct WebBench: AsyncParsableCommand {
     @Option(name: .long, help: "Samples per chain.") var samples: Int = 250_000
     @Option(name: .long, help: "Concurrent clients.") var clients: Int = 8
     @Option(name: .long, help: "Requests per client (cycling through the pages).") var requests: Int = 150
+    @Flag(name: .long, help: "Serve the household an earlier run with --keep left in --dir, rather than make one (--chains and --samples are then what it holds).")
+    var reuse = false
     @OptionGroup var bench: BenchOptions
 
     struct Result: Codable {
@@ -39,17 +41,27 @@ struct WebBench: AsyncParsableCommand {
         guard (1...64).contains(chains), (1...10_000_000).contains(samples), (1...256).contains(clients), (1...100_000).contains(requests) else {
             throw ValidationError("--chains 1...64, --samples 1...10000000, --clients 1...256, --requests 1...100000")
         }
+        if reuse, bench.dir.map({ !FileManager.default.fileExists(atPath: $0 + "/server") }) ?? true {
+            throw ValidationError("--reuse needs --dir naming the directory an earlier `hp-bench web --keep --dir DIR` left (DIR/server)")
+        }
     }
 
     func run() async throws {
         let root = bench.workDirectory("web")
-        defer { bench.cleanUp(root) }
-        var server = try BenchServer.start(data: root + "/server")
-        let registry = try server.store.registry()
+        defer { if !reuse { bench.cleanUp(root) } }
         let password = "bench-password-123"
-        try registry.addPerson(name: "admin", role: .admin, password: password, now: Date().timeIntervalSince1970, cost: 4)
+        var server: BenchServer
         var hashes: [String] = []
-        for i in 0..<chains {
+        if reuse {
+            let store = ServerStore(root: root + "/server")
+            hashes = try store.chains()
+            guard !hashes.isEmpty else { throw ValidationError("\(root)/server holds no chain") }
+            server = try BenchServer.launch(binary: try BenchServer.serverBinary(), store: store, web: false)
+        } else {
+            server = try BenchServer.start(data: root + "/server")
+            try server.store.registry().addPerson(name: "admin", role: .admin, password: password, now: Date().timeIntervalSince1970, cost: 4)
+        }
+        for i in reuse ? 0..<0 : 0..<chains {
             let home = ArchiveHome(root: root + "/node\(i)")
             let clock = ManualClock(1_750_000_000)
             try bench.captureHeartRate(home: home, clock: clock, count: samples, offset: 0)
@@ -113,7 +125,7 @@ struct WebBench: AsyncParsableCommand {
             results.append(Result(page: page.0, requests: ms.count, p50Ms: pct(0.5), p95Ms: pct(0.95), maxMs: ms.last ?? 0, coldMs: cold[i], serverPeakRssBytes: rss))
         }
         if bench.json { for r in results { try Output.jsonLine(r) }; return }
-        print("\(chains) chains x \(samples) samples, \(clients) clients, \(requests) requests each:")
+        print(reuse ? "the \(hashes.count) chains in \(root), \(clients) clients, \(requests) requests each:" : "\(chains) chains x \(samples) samples, \(clients) clients, \(requests) requests each:")
         for r in results {
             print(String(format: "%@: cold %.1f ms; %d requests, p50 %.1f ms, p95 %.1f ms, max %.1f ms", r.page, r.coldMs, r.requests, r.p50Ms, r.p95Ms, r.maxMs))
         }

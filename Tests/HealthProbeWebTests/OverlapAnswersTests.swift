@@ -22,7 +22,7 @@ struct OverlapAnswersTests {
             h.chains["ann-watch"] = try await h.sync(device: "ann-watch", person: "ann") { try $0.simulate(seed: 3, days: [5, 1], types: types) }
             let annPhone = h.chains["ann-phone"]!, annWatch = h.chains["ann-watch"]!
             let answers = OverlapAnswers()
-            let q = DashboardQueries(store: h.store, registry: try h.store.registry(), cache: ResultCache(), overlapAnswers: answers)
+            let q = DashboardQueries(store: h.store, registry: try h.store.registry(), cache: ResultCache(), readers: ReplicaReaders(store: h.store), overlapAnswers: answers)
             answers.setWarmerRunning(true)
             #expect(try q.warmOverlaps() >= 1)
             let first = try q.across([annPhone, annWatch], type: type, from: nil, to: nil)
@@ -54,7 +54,7 @@ struct OverlapAnswersTests {
             // While the warmer runs, a page with no count yet neither counts nor waits: "being counted".
             let fresh = OverlapAnswers()
             fresh.setWarmerRunning(true)
-            let qf = DashboardQueries(store: h.store, registry: try h.store.registry(), cache: ResultCache(), overlapAnswers: fresh)
+            let qf = DashboardQueries(store: h.store, registry: try h.store.registry(), cache: ResultCache(), readers: ReplicaReaders(store: h.store), overlapAnswers: fresh)
             let notYet = try qf.across([annPhone, annWatch], type: type, from: nil, to: nil)
             #expect(notYet.overlaps.isEmpty && notYet.overlapsCountedAt == nil && !notYet.overlapsCurrent)
             #expect(fresh.answer(type) == nil, "the page counted")
@@ -65,7 +65,7 @@ struct OverlapAnswersTests {
 
             // A type being counted is not counted a second time, whoever asks.
             let busy = OverlapAnswers()
-            let q2 = DashboardQueries(store: h.store, registry: try h.store.registry(), cache: ResultCache(), overlapAnswers: busy)
+            let q2 = DashboardQueries(store: h.store, registry: try h.store.registry(), cache: ResultCache(), readers: ReplicaReaders(store: h.store), overlapAnswers: busy)
             let key = try q2.overlapKey(type: type)
             guard case .start = busy.startCounting(type, key: key.text) else { Issue.record("the first caller may count"); return }
             guard case .underWay = busy.startCounting(type, key: key.text) else { Issue.record("a second count started"); return }
@@ -79,7 +79,7 @@ struct OverlapAnswersTests {
 
             // Without the warmer, a page counts again itself when a chain has synced since.
             let alone = OverlapAnswers()
-            let q3 = DashboardQueries(store: h.store, registry: try h.store.registry(), cache: ResultCache(), overlapAnswers: alone)
+            let q3 = DashboardQueries(store: h.store, registry: try h.store.registry(), cache: ResultCache(), readers: ReplicaReaders(store: h.store), overlapAnswers: alone)
             _ = try q3.across([annPhone, annWatch], type: type, from: nil, to: nil)
             h.chains["cat-watch"] = try await h.sync(device: "cat-watch", person: "cat") { try $0.simulate(seed: 3, days: [5, 1], types: types) }
             let recounted = try q3.across([annPhone, annWatch, h.chains["cat-watch"]!], type: type, from: nil, to: nil)
