@@ -69,6 +69,8 @@ public struct WebServer: Sendable {
 
     var access: Access { Access(registry: registry, store: store) }
     let cache = ResultCache()
+    /// Charts as drawn (SVG text, up to about 150 KB each for years of days).
+    let charts = ResultCache(capacity: 96)
     let overlapAnswers = OverlapAnswers()
     /// The replicas' read connections, kept open between requests.
     let readers: ReplicaReaders

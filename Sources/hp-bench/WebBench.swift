@@ -13,7 +13,8 @@ import NIOSSL
 /// observation, then 1,000 changes), synced to a release `hp-server`; then that server
 /// is restarted with the dashboard and `--clients` keep-alive HTTPS clients request the
 /// overview, a chain page, a type chart (one chain and all chains), the second observation
-/// classified, and a page of visible records, in turn. Reports p50/p95/max per page and the
+/// classified, and a page of visible records, in turn. Reports each page's first (cold) view,
+/// then, once the household's overlaps are counted (warm), p50/p95/max per page, and the
 /// server's peak RSS while serving (the restart keeps the sync phase out of it).
 struct WebBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "web", abstract: "Measure the web dashboard's latency under concurrent clients.")
@@ -35,6 +36,8 @@ struct WebBench: AsyncParsableCommand {
         /// The page's first answer after the server started (nothing cached, files cold in SQLite's cache).
         var coldMs: Double
         var serverPeakRssBytes: Int64
+        /// Seconds from the end of the cold views until the household's overlaps were counted.
+        var overlapsCountedAfterSeconds: Double
     }
 
     func validate() throws {
@@ -96,6 +99,18 @@ struct WebBench: AsyncParsableCommand {
             }
             return out
         }
+        // Warm: the overlap warmer's first count of the household (a merge over every chain) is
+        // made before the clients start; how long it took after the start is reported.
+        let warmStart = DispatchTime.now().uptimeNanoseconds
+        try await HTTPSClient.connect(port: webPort, cookie: session) { client in
+            while true {
+                let (status, body) = try await client.text("/api/v1/types/\(type)")
+                guard status == 200 else { throw ValidationError("/api/v1/types/\(type) answered \(status)") }
+                if hashes.count < 2 || body.contains("\"overlaps_counted_at\"") { return }
+                try await Task.sleep(for: .milliseconds(250))
+            }
+        }
+        let warmSeconds = Double(DispatchTime.now().uptimeNanoseconds - warmStart) / 1e9
         let requests = self.requests
         let latencies = try await withThrowingTaskGroup(of: [(Int, Double)].self) { group in
             for c in 0..<clients {
@@ -122,13 +137,14 @@ struct WebBench: AsyncParsableCommand {
         for (i, page) in pages.enumerated() {
             let ms = latencies.filter { $0.0 == i }.map(\.1).sorted()
             func pct(_ q: Double) -> Double { ms[min(ms.count - 1, Int((Double(ms.count) * q).rounded(.up)) - 1)] }
-            results.append(Result(page: page.0, requests: ms.count, p50Ms: pct(0.5), p95Ms: pct(0.95), maxMs: ms.last ?? 0, coldMs: cold[i], serverPeakRssBytes: rss))
+            results.append(Result(page: page.0, requests: ms.count, p50Ms: pct(0.5), p95Ms: pct(0.95), maxMs: ms.last ?? 0, coldMs: cold[i], serverPeakRssBytes: rss, overlapsCountedAfterSeconds: warmSeconds))
         }
         if bench.json { for r in results { try Output.jsonLine(r) }; return }
         print(reuse ? "the \(hashes.count) chains in \(root), \(clients) clients, \(requests) requests each:" : "\(chains) chains x \(samples) samples, \(clients) clients, \(requests) requests each:")
         for r in results {
             print(String(format: "%@: cold %.1f ms; %d requests, p50 %.1f ms, p95 %.1f ms, max %.1f ms", r.page, r.coldMs, r.requests, r.p50Ms, r.p95Ms, r.maxMs))
         }
+        print(String(format: "household overlaps counted %.1f s after the cold views (the clients started then)", warmSeconds))
         print(String(format: "server peak RSS while serving: %.1f MB", Double(rss) / 1_048_576))
     }
 }
@@ -147,6 +163,18 @@ enum HTTPSClient {
 
         /// Sends a request and reads the whole answer: status, headers, body bytes.
         mutating func send(_ method: HTTPMethod, _ path: String, body: String? = nil) async throws -> (Int, HTTPHeaders, Int) {
+            let (status, headers, count, _) = try await exchange(method, path, body: body, keep: false)
+            return (status, headers, count)
+        }
+
+        /// A GET's status and body text.
+        mutating func text(_ path: String) async throws -> (Int, String) {
+            let (status, _, _, bytes) = try await exchange(.GET, path, body: nil, keep: true)
+            return (status, String(decoding: bytes, as: UTF8.self))
+        }
+
+        /// Sends a request and reads the answer; the body's bytes are kept when `keep` (else only counted).
+        private mutating func exchange(_ method: HTTPMethod, _ path: String, body: String?, keep: Bool) async throws -> (Int, HTTPHeaders, Int, [UInt8]) {
             var head = HTTPRequestHead(version: .http1_1, method: method, uri: path)
             head.headers.add(name: "Host", value: "127.0.0.1:\(port)")
             if let cookie { head.headers.add(name: "Cookie", value: cookie) }
@@ -157,12 +185,14 @@ enum HTTPSClient {
             try await writer.write(.head(head))
             if let body { try await writer.write(.body(.byteBuffer(ByteBuffer(string: body)))) }
             try await writer.write(.end(nil))
-            var status = 0, headers = HTTPHeaders(), bytes = 0
+            var status = 0, headers = HTTPHeaders(), count = 0, bytes: [UInt8] = []
             while let part = try await iterator.next() {
                 switch part {
                 case .head(let h): status = Int(h.status.code); headers = h.headers
-                case .body(let b): bytes += b.readableBytes
-                case .end: return (status, headers, bytes)
+                case .body(var b):
+                    count += b.readableBytes
+                    if keep { bytes += b.readBytes(length: b.readableBytes) ?? [] }
+                case .end: return (status, headers, count, bytes)
                 }
             }
             throw ValidationError("the server closed the connection")
