@@ -338,7 +338,7 @@ let package = Package(
         // The web layer's tests: a real server over real TLS on 127.0.0.1, real replicas.
         .testTarget(
             name: "HealthProbeWebTests",
-            dependencies: [.product(name: "ZIPFoundation", package: "ZIPFoundation"), "HealthProbeWeb", "HealthProbeServer", "HealthProbeImport", "HealthProbeNode", "HealthProbeProtocol", "HealthProbeCanonical", "HealthProbeArchive",
+            dependencies: [.product(name: "ZIPFoundation", package: "ZIPFoundation"), .product(name: "Mustache", package: "swift-mustache"), "HealthProbeWeb", "HealthProbeServer", "HealthProbeImport", "HealthProbeNode", "HealthProbeProtocol", "HealthProbeCanonical", "HealthProbeArchive",
                            "HealthProbeSimulator", "HealthProbeTestSupport",
                            .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                            .product(name: "NIOSSL", package: "swift-nio-ssl"), .product(name: "GRDB", package: "GRDB.swift"),

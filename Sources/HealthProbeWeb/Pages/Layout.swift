@@ -31,9 +31,9 @@ struct Pages: Sendable {
 
     /// Renders `name` with `model` inside the layout.
     func render(_ name: String, _ model: Any, chrome: Chrome, status: HTTPResponse.Status = .ok) -> Response {
-        let body = library.render(model, withTemplate: name) ?? ""
+        let body = library.render(RenderTree.of(model), withTemplate: name) ?? ""
         struct Frame { let chrome: Chrome; let body: String }
-        let html = library.render(Frame(chrome: chrome, body: body), withTemplate: "layout") ?? ""
+        let html = library.render(RenderTree.of(Frame(chrome: chrome, body: body)), withTemplate: "layout") ?? ""
         var headers = HTTPFields()
         headers[.contentType] = "text/html; charset=utf-8"
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: html)))
