@@ -49,6 +49,7 @@ public struct WebServer: Sendable {
         self.store = store
         self.registry = try store.registry()
         self.readers = ReplicaReaders(store: store)
+        self.overlapAnswers = OverlapAnswers(file: store.root + "/cache/overlaps.json")
         self.settings = settings
         self.logger = logger
         self.pages = try Pages()
@@ -71,7 +72,8 @@ public struct WebServer: Sendable {
     let cache = ResultCache()
     /// Charts as drawn (SVG text, up to about 150 KB each for years of days).
     let charts = ResultCache(capacity: 96)
-    let overlapAnswers = OverlapAnswers()
+    /// Kept in the data directory's disposable cache, so a restart does not count again.
+    let overlapAnswers: OverlapAnswers
     /// The replicas' read connections, kept open between requests.
     let readers: ReplicaReaders
     var queries: DashboardQueries { DashboardQueries(store: store, registry: registry, cache: cache, readers: readers, overlapAnswers: overlapAnswers) }

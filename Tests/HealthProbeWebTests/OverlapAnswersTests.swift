@@ -86,6 +86,42 @@ struct OverlapAnswersTests {
             #expect(recounted.overlapsCurrent && recounted.overlaps.count == 3)
         }
     }
+
+    @Test("counts kept in the cache file outlive a restart: shown at once and current, so the warmer does not count again; a damaged file is ignored")
+    func keptAcrossRestart() async throws {
+        try await withHousehold { h in
+            var h = h
+            let types = [SimulatedType.all[1]]
+            let type = types[0].identifier
+            h.chains["ann-watch"] = try await h.sync(device: "ann-watch", person: "ann") { try $0.simulate(seed: 3, days: [5, 1], types: types) }
+            let shown = [h.chains["ann-phone"]!, h.chains["ann-watch"]!]
+            let file = h.store.root + "/cache/overlaps-test.json"
+            func queries(_ answers: OverlapAnswers) throws -> DashboardQueries {
+                DashboardQueries(store: h.store, registry: try h.store.registry(), cache: ResultCache(), readers: ReplicaReaders(store: h.store), overlapAnswers: answers)
+            }
+            let first = OverlapAnswers(file: file)
+            first.setWarmerRunning(true)
+            #expect(try queries(first).warmOverlaps() >= 1)
+            let counted = try queries(first).across(shown, type: type, from: nil, to: nil)
+            #expect(counted.overlapsCurrent && !counted.overlaps.isEmpty)
+
+            // A new server process on the same data directory.
+            let second = OverlapAnswers(file: file)
+            second.setWarmerRunning(true)
+            #expect(second.answer(type) == first.answer(type))
+            let afterRestart = try queries(second).across(shown, type: type, from: nil, to: nil)
+            #expect(afterRestart == counted, "shown at once, as counted before the restart")
+            guard case .current = second.startCounting(type, key: try queries(second).overlapKey(type: type).text) else {
+                Issue.record("the warmer would count again what the file holds"); return
+            }
+
+            // A damaged or foreign file is a cache miss, never an error.
+            for junk in ["{", "{\"\(type)\": {\"key\": \"k\", \"sequences\": {}, \"countedAt\": 1, \"pairs\": [{\"chains\": [\"a\"], \"typeIdentifier\": \"\(type)\", \"identicalStrictFingerprints\": -4}]}}"] {
+                try Data(junk.utf8).write(to: URL(fileURLWithPath: file))
+                #expect(OverlapAnswers(file: file).answer(type) == nil)
+            }
+        }
+    }
 }
 
 /// The page's note, as the all-chains route makes it.
