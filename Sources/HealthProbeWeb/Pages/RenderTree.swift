@@ -1,35 +1,59 @@
 import Mustache
 
-/// A page model as dictionaries and arrays, made with one reflection pass over it before
-/// rendering. The template engine otherwise reflects a struct again at each tag that names
-/// one of its members (and at each tag an inner section leaves to an outer one), listing
-/// all the members each time: that was a third of the server's time under load at
-/// household scale (`hp-bench web`, 12 chains of 1,000,000 samples), more than SQLite's.
-/// Lookups then behave as before: a nil member is absent, so a tag looks further out, as
-/// it did when reflection found nil.
+/// A page model made ready for the template engine, which otherwise reflects a struct again
+/// at each tag that names one of its members (and at each tag an inner section leaves to an
+/// outer one), listing all the members each time: that was a third of the server's time
+/// under load at household scale (`hp-bench web`, 12 chains of 1,000,000 samples), more
+/// than SQLite's. Here a struct is listed once, when a tag first names one of its members,
+/// and only the parts a template reaches are ever listed (a chart's thousand days, drawn
+/// already, are not). Lookups behave as before: a nil member is absent, so a tag looks
+/// further out, as it did when reflection found nil.
 enum RenderTree {
     /// The tree of `value` (the value itself when it is nil).
-    static func of(_ value: Any) -> Any { convert(value) ?? value }
+    static func of(_ value: Any) -> Any { wrap(value) ?? value }
 
     /// The tree of `value`; nil for a nil optional.
-    static func convert(_ value: Any) -> Any? {
+    static func wrap(_ value: Any) -> Any? {
+        if value is String || value is Bool || value is Int || value is Int64 || value is Double { return value }
         if value is MustacheParent || value is MustacheCustomRepresentation || value is MustacheLambda { return value }
         let mirror = Mirror(reflecting: value)
         switch mirror.displayStyle {
         case .optional:
             guard let wrapped = mirror.children.first?.value else { return nil }
-            return convert(wrapped)
+            return wrap(wrapped)
         case .collection where value is any MustacheSequence:
-            return mirror.children.map { of($0.value) }
+            return Elements(children: mirror.children)
         case .struct where !(value is CustomStringConvertible):
-            var members: [String: Any] = [:]
-            for child in mirror.children {
-                // A nil member is left out: the tag then looks further out, as with reflection.
-                if let label = child.label, let member = convert(child.value) { members[label] = member }
-            }
-            return members
+            return Node(mirror)
         default:
             return value
+        }
+    }
+
+    /// A struct whose members are listed once, at the first lookup.
+    final class Node: MustacheParent {
+        private let mirror: Mirror
+        private var members: [String: Any]?
+
+        init(_ mirror: Mirror) { self.mirror = mirror }
+
+        func child(named name: String) -> Any? {
+            if let members { return members[name] }
+            var made: [String: Any] = [:]
+            for child in mirror.children {
+                // A nil member is left out: the tag then looks further out, as with reflection.
+                if let label = child.label, let member = RenderTree.wrap(child.value) { made[label] = member }
+            }
+            members = made
+            return made[name]
+        }
+    }
+
+    /// An array's elements, each made ready as it is rendered.
+    struct Elements: MustacheSequence {
+        let children: Mirror.Children
+        func makeIterator() -> LazyMapSequence<Mirror.Children, Any>.Iterator {
+            children.lazy.map { RenderTree.of($0.value) }.makeIterator()
         }
     }
 }
