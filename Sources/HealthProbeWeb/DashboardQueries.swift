@@ -49,7 +49,9 @@ struct DashboardQueries: Sendable {
             r.bundles = log.count
             r.lastSync = log.lastRecordedAt
             if let last = try ObservationQueries.latestID(db) {
-                r.latest = try ObservationQueries.list(db, afterID: last - 1, limit: 1).first
+                // An observation's counts never change once applied; counting them reads its
+                // events (a million for a first capture of that size): counted once.
+                r.latest = try cache.value("observation-row|\(chain)|\(last)") { try ObservationQueries.list(db, afterID: last - 1, limit: 1).first }
                 let summaries = try AggregateQueries.summaries(db, at: last)
                 r.visible = summaries.reduce(0) { $0 + $1.visibleRecordCount }
                 r.types = summaries.count
@@ -117,7 +119,11 @@ struct DashboardQueries: Sendable {
     func chainPage(_ chain: String, after: Int64?) throws -> Dashboard.ChainPage {
         let card = try self.card(chain)
         return try readers.read(chain) { db in
-            let rows = try ObservationQueries.list(db, afterID: after ?? 0, limit: Self.timelinePage + 1)
+            // A page of the timeline changes only when an observation is added (a later id).
+            let latest = try ObservationQueries.latestID(db) ?? 0
+            let rows = try cache.value("timeline|\(chain)|\(after ?? 0)|\(latest)") {
+                try ObservationQueries.list(db, afterID: after ?? 0, limit: Self.timelinePage + 1)
+            }
             let timeline = rows.prefix(Self.timelinePage).map {
                 Dashboard.TimelineRow(observationID: $0.id, observedAt: CanonicalDate.string($0.observedAt), status: $0.status, trigger: $0.triggerReason,
                                       typeRuns: $0.typeRuns, appeared: $0.appeared, disappeared: $0.disappeared, changed: $0.changed)

@@ -20,7 +20,8 @@ final class ResultCache: Sendable {
     /// The cached value for `key`, else `make()`'s, kept.
     func value<T: Sendable>(_ key: String, _ make: () throws -> T) rethrows -> T {
         if let hit = state.withLockedValue({ s -> T? in
-            guard let v = s.values[key]?.value as? T else { return nil }
+            // The entry first: a missing one cast to an optional `T` would be a hit holding nil.
+            guard let entry = s.values[key], let v = entry.value as? T else { return nil }
             s.clock += 1
             s.values[key]?.used = s.clock
             return v

@@ -19,5 +19,10 @@ struct ResultCacheTests {
         #expect(made == 4)
         // A value of another type under the same key is not returned as this one.
         #expect(cache.value("a") { 7 } == 7)
+        // An optional value: a key never made is made (not taken for a kept nil), and a kept nil is kept.
+        var optionalMade = 0
+        func maybe(_ k: String, _ v: Int?) -> Int? { cache.value(k) { () -> Int? in optionalMade += 1; return v } }
+        #expect(maybe("o", 5) == 5 && optionalMade == 1)
+        #expect(maybe("n", nil) == nil && maybe("n", 9) == nil && optionalMade == 2)
     }
 }
