@@ -39,6 +39,9 @@ public final class ReplicaReaders: Sendable {
     let capacity: Int
     /// Readers per chain (the dashboard runs on as many cores).
     let readersPerChain: Int
+    /// Each connection's page cache, in KiB: a kept chain costs at most (readers + 1) times
+    /// this (a pool also holds a connection that only opens it); 32 chains, about 100 MB.
+    static let cacheKiB = 1024
 
     public init(store: ServerStore, capacity: Int = 32, readersPerChain: Int = 2) {
         self.store = store
@@ -52,14 +55,32 @@ public final class ReplicaReaders: Sendable {
         try pool(chainHash.lowercased()).read(body)
     }
 
-    /// The last received sequence of a chain (0 when it has no replica).
+    /// The last received sequence of a chain (0 when it has no replica, or when it was
+    /// discarded meanwhile: a refused first bundle).
     public func lastSequence(_ chainHash: String) throws -> Int {
-        guard FileManager.default.fileExists(atPath: store.replicaPath(chainHash.lowercased())) else { return 0 }
-        return try read(chainHash) { try BundleLogRecord.lastReceived($0)?.sequence ?? 0 }
+        do {
+            return try read(chainHash) { try BundleLogRecord.lastReceived($0)?.sequence ?? 0 }
+        } catch let e as ArchiveError where e.code == .notFound {
+            return 0
+        }
+    }
+
+    /// Closes the pools of replicas whose file is gone or was replaced (a refused first
+    /// bundle's chain is discarded, and nothing may read it again to find out). Called when
+    /// a pool is opened and by the dashboard's warmer every few seconds.
+    public func sweep() {
+        let kept = state.withLock { s in s.pools.map { ($0.key, $0.value.file) } }
+        let gone = kept.filter { chain, file in FileIdentity(store.replicaPath(chain)) != file }.map(\.0)
+        guard !gone.isEmpty else { return }
+        state.withLock { s in
+            for chain in gone where FileIdentity(store.replicaPath(chain)) != s.pools[chain]?.file { s.pools[chain] = nil }
+        }
     }
 
     /// How many chains have a pool open now.
     public var openCount: Int { state.withLock { $0.pools.count } }
+    /// The chains with a pool open now.
+    public var openChains: Set<String> { state.withLock { Set($0.pools.keys) } }
 
     private func pool(_ chain: String) throws -> DatabasePool {
         let path = store.replicaPath(chain)
@@ -73,6 +94,7 @@ public final class ReplicaReaders: Sendable {
             s.pools[chain]?.used = s.clock
             return e.pool
         }) { return kept }
+        sweep()
         // Opened outside the lock: two first reads of a chain may both open one; one is kept.
         let opened = try Self.open(path, readers: readersPerChain)
         return state.withLock { s in
@@ -89,11 +111,7 @@ public final class ReplicaReaders: Sendable {
     /// A read-only pool on a replica at this build's schema (an older one is refused, as
     /// `ServerStore.readReplica` does).
     static func open(_ path: String, readers: Int) throws -> DatabasePool {
-        var config = Configuration()
-        config.readonly = true
-        config.busyMode = .timeout(10)
-        config.maximumReaderCount = readers
-        let pool = try DatabasePool(path: path, configuration: config)
+        let pool = try DatabasePool(path: path, configuration: Archive.keptReaderConfiguration(readers: readers, cacheKiB: cacheKiB))
         let version = try pool.read(ArchiveMigrations.appliedVersion)
         guard version == ArchiveMigrations.latestVersion else {
             throw ArchiveError(.invalidState, "the replica at \(path) has schema version \(version) and this build reads \(ArchiveMigrations.latestVersion); start `hp-server serve` once (it migrates every replica before it listens)")

@@ -218,22 +218,22 @@ enum Chart {
         return String(format: "%.2f", v)
     }
 
-    /// Escapes text for XML and HTML.
+    /// Escapes text for XML and HTML, scalar by scalar (a quote followed by a combining mark
+    /// is one `Character` but still a quote to a parser).
     static func escape(_ s: String) -> String {
         // Most text has nothing to escape: it is returned as it is, without a copy.
         guard s.utf8.contains(where: { $0 == UInt8(ascii: "&") || $0 == UInt8(ascii: "<") || $0 == UInt8(ascii: ">") || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "'") }) else { return s }
-        var out = ""
-        out.reserveCapacity(s.utf8.count)
-        for c in s {
+        var out = String.UnicodeScalarView()
+        for c in s.unicodeScalars {
             switch c {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&#39;"
+            case "&": out.append(contentsOf: "&amp;".unicodeScalars)
+            case "<": out.append(contentsOf: "&lt;".unicodeScalars)
+            case ">": out.append(contentsOf: "&gt;".unicodeScalars)
+            case "\"": out.append(contentsOf: "&quot;".unicodeScalars)
+            case "'": out.append(contentsOf: "&#39;".unicodeScalars)
             default: out.append(c)
             }
         }
-        return out
+        return String(out)
     }
 }

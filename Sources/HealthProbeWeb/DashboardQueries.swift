@@ -361,6 +361,8 @@ struct DashboardQueries: Sendable {
     /// page says so) and the others are counted all the same; the first error is thrown after.
     @discardableResult
     func warmOverlaps() throws -> Int {
+        // Each round also closes kept connections to replicas discarded since.
+        readers.sweep()
         var holders: [String: Int] = [:]
         var firstError: (any Error)?
         for chain in try store.chains() {

@@ -208,7 +208,8 @@ extension WebServer {
             guard let obs = s.observationID else { return Chart.svg(s, metric: metric, span: span(s), compact: compact) }
             let b = range.bounds(s, now: now)
             let key = [s.chain, type, String(obs), metric.rawValue, b.from ?? "-", b.to ?? "-", compact ? "c" : "w",
-                       s.device ?? "-", s.person ?? "-", String(s.days.count), String(s.stateDays?.count ?? -1)].joined(separator: "|")
+                       s.device ?? "-", s.person ?? "-", String(s.days.count), s.days.first?.day ?? "-", s.days.last?.day ?? "-",
+                       String(s.stateDays?.count ?? -1), s.stateDays?.first?.day ?? "-", s.stateDays?.last?.day ?? "-"].joined(separator: "|")
             return charts.value(key) { Chart.svg(s, metric: metric, span: span(s), compact: compact) }
         }
         let keep = [at.map { "at=\($0)" }, "metric=\(metric.rawValue)"].compactMap { $0 }.joined(separator: "&")

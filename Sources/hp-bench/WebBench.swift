@@ -107,6 +107,9 @@ struct WebBench: AsyncParsableCommand {
                 let (status, body) = try await client.text("/api/v1/types/\(type)")
                 guard status == 200 else { throw ValidationError("/api/v1/types/\(type) answered \(status)") }
                 if hashes.count < 2 || body.contains("\"overlaps_counted_at\"") { return }
+                guard DispatchTime.now().uptimeNanoseconds - warmStart < 600_000_000_000 else {
+                    throw ValidationError("the household's overlaps were not counted within 10 minutes (see the server's log)")
+                }
                 try await Task.sleep(for: .milliseconds(250))
             }
         }

@@ -37,16 +37,27 @@ struct ReplicaReadersTests {
         #expect(try readers.read(chain, Self.typeCount) == empty + 5, "a commit made after the pool opened")
         #expect(readers.openCount == 1)
 
-        // Discarded (a refused first bundle) and made again: the new file, not the deleted one.
+        // Discarded (a refused first bundle) and made again before any read: the new file
+        // (another inode), not the deleted one the kept pool still holds open.
         try replica!.close()
         replica = nil
         store.discardChain(chain)
-        #expect(throws: ArchiveError.self) { try readers.read(chain, Self.typeCount) }
-        #expect(readers.openCount == 0, "the pool of a deleted replica is dropped")
         let again = try store.openReplica(chain)
         try Self.addTypes(again, 2)
+        #expect(readers.openCount == 1)
         #expect(try readers.read(chain, Self.typeCount) == empty + 2)
+        #expect(readers.openCount == 1, "the old pool was replaced")
         try again.close()
+
+        // Discarded for good: a read says not found, the last sequence is 0, and the warmer's
+        // sweep closes a kept pool that nothing reads again.
+        _ = try readers.read(chain, Self.typeCount)
+        store.discardChain(chain)
+        #expect(readers.openCount == 1)
+        readers.sweep()
+        #expect(readers.openCount == 0, "the pool of a deleted replica is closed")
+        #expect(throws: ArchiveError.self) { try readers.read(chain, Self.typeCount) }
+        #expect(try readers.lastSequence(chain) == 0)
     }
 
     @Test("no more chains are kept open than the capacity, least recently used closed first")
@@ -61,6 +72,10 @@ struct ReplicaReadersTests {
             #expect(readers.openCount <= 2)
         }
         #expect(readers.openCount == 2)
+        #expect(readers.openChains == Set(Self.chains[1...2]), "the least recently used went first")
+        _ = try readers.read(Self.chains[1], Self.typeCount)   // 1 is now more recent than 2
+        _ = try readers.read(Self.chains[0], Self.typeCount)
+        #expect(readers.openChains == [Self.chains[0], Self.chains[1]])
         #expect(try readers.lastSequence(Self.chains[2]) == 0, "a replica with no bundle received")
     }
 }

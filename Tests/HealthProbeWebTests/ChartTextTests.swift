@@ -17,5 +17,7 @@ struct ChartTextTests {
         #expect(Chart.escape("Heart rate: 5 Jun, 72 bpm") == "Heart rate: 5 Jun, 72 bpm")
         #expect(Chart.escape("a<b & \"c\" 'd'>") == "a&lt;b &amp; &quot;c&quot; &#39;d&#39;&gt;")
         #expect(Chart.escape("Zoë's ⌚ <3") == "Zoë&#39;s ⌚ &lt;3")
+        // A quote or bracket followed by a combining mark (one Character) is escaped all the same.
+        #expect(Chart.escape("a\"\u{301} b<\u{338}") == "a&quot;\u{301} b&lt;\u{338}")
     }
 }

@@ -14,20 +14,24 @@ enum RenderTree {
 
     /// The tree of `value`; nil for a nil optional.
     static func wrap(_ value: Any) -> Any? {
-        if value is String || value is Bool || value is Int || value is Int64 || value is Double { return value }
-        if value is MustacheParent || value is MustacheCustomRepresentation || value is MustacheLambda { return value }
+        // `as?` unwraps an optional: a member `String?` holding text comes out as the text.
+        if let v = value as? String { return v }
+        if let v = value as? Bool { return v }
+        if let v = value as? Int { return v }
+        if let v = value as? Int64 { return v }
+        if let v = value as? Double { return v }
+        if value is MustacheParent || value is MustacheCustomRepresentation || value is MustacheCustomRenderable || value is MustacheLambda { return value }
         let mirror = Mirror(reflecting: value)
-        switch mirror.displayStyle {
-        case .optional:
+        if mirror.displayStyle == .optional {
             guard let wrapped = mirror.children.first?.value else { return nil }
             return wrap(wrapped)
-        case .collection where value is any MustacheSequence:
-            return Elements(children: mirror.children)
-        case .struct where !(value is CustomStringConvertible):
-            return Node(mirror)
-        default:
-            return value
         }
+        // Arrays are listed element by element; other sequences (a set, a reversed array) and
+        // anything shown by its description are left to the engine, as they were.
+        if value is [Any] { return Elements(children: mirror.children) }
+        if value is any MustacheSequence || value is CustomStringConvertible || value is CustomDebugStringConvertible
+            || value is TextOutputStreamable { return value }
+        return mirror.displayStyle == .struct ? Node(mirror) : value
     }
 
     /// A struct whose members are listed once, at the first lookup.
@@ -49,11 +53,14 @@ enum RenderTree {
         }
     }
 
-    /// An array's elements, each made ready as it is rendered.
-    struct Elements: MustacheSequence {
+    /// An array's elements, each made ready as it is rendered. The engine's transforms on a
+    /// list (`count`, `empty`, `first`...) are the array's own.
+    struct Elements: MustacheSequence, MustacheTransformable {
         let children: Mirror.Children
         func makeIterator() -> LazyMapSequence<Mirror.Children, Any>.Iterator {
             children.lazy.map { RenderTree.of($0.value) }.makeIterator()
         }
+
+        func transform(_ name: String) -> Any? { Array(self).transform(name) }
     }
 }
