@@ -13,10 +13,13 @@ struct BenchServer {
     let store: ServerStore
 
     /// Initializes `data` and starts `hp-server serve` from the same build directory as this binary.
-    static func start(data: String, web: Bool = false) throws -> BenchServer {
+    static func start(data: String, web: Bool = false, config: [String: Any]? = nil) throws -> BenchServer {
         let binary = try serverBinary()
         let store = ServerStore(root: data)
         try store.create()
+        if let config {
+            try JSONSerialization.data(withJSONObject: config, options: [.sortedKeys]).write(to: URL(fileURLWithPath: data + "/config.json"))
+        }
         return try launch(binary: binary, store: store, web: web)
     }
 
@@ -31,10 +34,10 @@ struct BenchServer {
 
     /// `hp-server restore --from backup --data target` in its own process: its seconds and
     /// peak RSS (VmHWM, read every 20 ms while it runs).
-    static func rebuild(from backup: String, to target: String) throws -> (seconds: Double, peakRSS: Int64) {
+    static func rebuild(from backup: String, to target: String, config: String? = nil) throws -> (seconds: Double, peakRSS: Int64) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try serverBinary())
-        process.arguments = ["restore", "--data", target, "--from", backup]
+        process.arguments = ["restore", "--data", target, "--from", backup] + (config.map { ["--config", $0] } ?? [])
         process.standardOutput = FileHandle.nullDevice
         let started = DispatchTime.now().uptimeNanoseconds
         try process.run()

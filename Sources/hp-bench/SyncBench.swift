@@ -12,8 +12,9 @@ import HealthProbeProtocol
 /// (build, verify, send, the server's verify and apply), then the sync of a
 /// 1,000-change observation; then deletes the node's archive (keeping its keys, as
 /// `hp-node reset --keep-chain`) and measures `hp-node restore` of every bundle; last, the
-/// stopped server's data directory is rebuilt by `hp-server restore --from DIR`. Rates
-/// are compared with the node's first capture of the same samples in the same run.
+/// stopped server's data directory is rebuilt by `hp-server restore --from DIR`, and with
+/// `--s3-endpoint` from the bucket the server uploaded to as well. Rates are compared with
+/// the node's first capture of the same samples in the same run.
 struct SyncBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "sync", abstract: "Measure sync over TCP on 127.0.0.1.")
 
@@ -23,7 +24,24 @@ struct SyncBench: AsyncParsableCommand {
     @Option(name: .long, help: "Incremental syncs to run (each after its own 1,000-sample observation); the table shows each.")
     var rounds: Int = 1
 
+    @Option(name: .long, help: "An S3-compatible endpoint (http://HOST:PORT) the server also uploads every bundle to; the last phase then rebuilds from that bucket too. Keys from HP_BENCH_S3_ACCESS_KEY and HP_BENCH_S3_SECRET_KEY.")
+    var s3Endpoint: String?
+
+    @Option(name: .long, help: "The bucket for --s3-endpoint (made when missing); each run writes under a prefix of its own.")
+    var s3Bucket: String = "hp-bench"
+
     @OptionGroup var bench: BenchOptions
+
+    /// The server's `s3_*` config keys for `--s3-endpoint`, under a prefix of this run's own.
+    func objectStoreConfig() throws -> [String: Any]? {
+        guard let s3Endpoint else { return nil }
+        let env = ProcessInfo.processInfo.environment
+        guard let access = env["HP_BENCH_S3_ACCESS_KEY"], let secret = env["HP_BENCH_S3_SECRET_KEY"] else {
+            throw ValidationError("--s3-endpoint needs HP_BENCH_S3_ACCESS_KEY and HP_BENCH_S3_SECRET_KEY in the environment")
+        }
+        return ["s3_endpoint": s3Endpoint, "s3_bucket": s3Bucket, "s3_prefix": "sync-\(UUID().uuidString.prefix(8).lowercased())", "s3_region": "us-east-1",
+                "s3_access_key": access, "s3_secret_key": secret, "s3_snapshot_seconds": 1]
+    }
 
     struct Result: Codable {
         var phase: String
@@ -51,7 +69,13 @@ struct SyncBench: AsyncParsableCommand {
         let clock = ManualClock(1_750_000_000)
         Measure.resetPeakRSS()
         let (_, captureSeconds) = try await Self.time { try bench.captureHeartRate(home: home, clock: clock, count: samples, offset: 0) }
-        let server = try BenchServer.start(data: root + "/server")
+        let s3 = try objectStoreConfig()
+        if let s3 {
+            let settings = ObjectStoreSettings(endpoint: s3["s3_endpoint"] as! String, bucket: s3Bucket, prefix: s3["s3_prefix"] as! String, region: "us-east-1",
+                                               accessKey: s3["s3_access_key"] as! String, secretKey: s3["s3_secret_key"] as! String)
+            try await ObjectStore(settings: settings).createBucket()
+        }
+        let server = try BenchServer.start(data: root + "/server", config: s3)
         defer { server.stop() }
         let enrollment = try await server.enroll("bench")
         var results: [Result] = [Result(phase: "first_capture", samples: samples, seconds: captureSeconds, samplesPerSecond: Double(samples) / captureSeconds,
@@ -83,6 +107,8 @@ struct SyncBench: AsyncParsableCommand {
         results.append(Result(phase: "node_restore", samples: offset, seconds: restoreSeconds, samplesPerSecond: Double(offset) / restoreSeconds,
                               bytesOnWire: restored.bytesOnWire, uncompressedBytes: 0, compressionRatio: 0, ackSeconds: 0, buildSeconds: 0,
                               checkSeconds: 0, sendSeconds: 0, nodePeakRssBytes: Measure.peakRSS(), serverPeakRssBytes: server.peakRSS))
+        // With object storage: every bundle uploaded and a registry snapshot made, before the server stops.
+        if let s3 { try await Self.waitForUploads(server.store, s3) }
         // The server stops; its data directory, as a backup directory, is rebuilt by
         // `hp-server restore --from DIR` (every kept bundle verified and applied again).
         server.stop()
@@ -90,6 +116,14 @@ struct SyncBench: AsyncParsableCommand {
         results.append(Result(phase: "server_rebuild_from_directory", samples: offset, seconds: rebuilt.seconds, samplesPerSecond: Double(offset) / rebuilt.seconds,
                               bytesOnWire: 0, uncompressedBytes: 0, compressionRatio: 0, ackSeconds: 0, buildSeconds: 0, checkSeconds: 0, sendSeconds: 0,
                               nodePeakRssBytes: 0, serverPeakRssBytes: rebuilt.peakRSS))
+        if let s3 {
+            // Rebuilt again, from the bucket: `hp-server restore --from s3://BUCKET/PREFIX --config FILE`.
+            let rebuiltFromBucket = try BenchServer.rebuild(from: "s3://\(s3Bucket)/\(s3["s3_prefix"] as! String)", to: root + "/rebuilt-s3",
+                                                           config: root + "/server/config.json")
+            results.append(Result(phase: "server_rebuild_from_bucket", samples: offset, seconds: rebuiltFromBucket.seconds,
+                                  samplesPerSecond: Double(offset) / rebuiltFromBucket.seconds, bytesOnWire: 0, uncompressedBytes: 0, compressionRatio: 0,
+                                  ackSeconds: 0, buildSeconds: 0, checkSeconds: 0, sendSeconds: 0, nodePeakRssBytes: 0, serverPeakRssBytes: rebuiltFromBucket.peakRSS))
+        }
         if bench.json { for r in results { try Output.jsonLine(r) }; return }
         let capture = results[0].samplesPerSecond
         for r in results.dropFirst() where r.phase != "incremental_sync_1000_changes" {
@@ -100,6 +134,20 @@ struct SyncBench: AsyncParsableCommand {
                          r.phase, r.samples, r.seconds, r.samplesPerSecond, r.buildSeconds, r.checkSeconds, r.sendSeconds, r.ackSeconds, Double(r.bytesOnWire) / 1_048_576, Double(r.uncompressedBytes) / 1_048_576,
                          r.compressionRatio, Double(r.nodePeakRssBytes) / 1_048_576, Double(r.serverPeakRssBytes) / 1_048_576))
         }
+    }
+
+    /// Waits (up to 10 minutes) until the server has uploaded every bundle and a registry snapshot.
+    static func waitForUploads(_ store: ServerStore, _ s3: [String: Any]) async throws {
+        let settings = ObjectStoreSettings(endpoint: s3["s3_endpoint"] as! String, bucket: s3["s3_bucket"] as! String, prefix: s3["s3_prefix"] as! String,
+                                           region: "us-east-1", accessKey: s3["s3_access_key"] as! String, secretKey: s3["s3_secret_key"] as! String)
+        let objects = ObjectStore(settings: settings)
+        let deadline = Date().addingTimeInterval(600)
+        while Date() < deadline {
+            let counts = try store.registry().uploadCounts()
+            if counts.pending == 0, counts.uploaded > 0, !(try await objects.list(prefix: objects.key("snapshots/"))).isEmpty { return }
+            try await Task.sleep(for: .milliseconds(500))
+        }
+        throw ValidationError("the server had not uploaded every bundle and a snapshot to \(objects.location) within 10 minutes (see its log with HP_SQL_SLOW_MS set)")
     }
 
     static func time<T>(_ body: () async throws -> T) async rethrows -> (T, Double) {
