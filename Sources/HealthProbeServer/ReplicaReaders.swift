@@ -112,10 +112,7 @@ public final class ReplicaReaders: Sendable {
     /// `ServerStore.readReplica` does).
     static func open(_ path: String, readers: Int) throws -> DatabasePool {
         let pool = try DatabasePool(path: path, configuration: Archive.keptReaderConfiguration(readers: readers, cacheKiB: cacheKiB))
-        let version = try pool.read(ArchiveMigrations.appliedVersion)
-        guard version == ArchiveMigrations.latestVersion else {
-            throw ArchiveError(.invalidState, "the replica at \(path) has schema version \(version) and this build reads \(ArchiveMigrations.latestVersion); start `hp-server serve` once (it migrates every replica before it listens)")
-        }
+        try ServerStore.requireLatestSchema(pool, path: path)
         return pool
     }
 }

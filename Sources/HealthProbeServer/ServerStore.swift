@@ -214,11 +214,16 @@ extension ServerStore {
     /// (`hp-server serve` migrates every replica before it listens).
     static func readOnlyConnection(_ path: String) throws -> DatabaseQueue {
         let queue = try readOnlyQueue(path)
-        let version = try queue.read(ArchiveMigrations.appliedVersion)
+        try requireLatestSchema(queue, path: path)
+        return queue
+    }
+
+    /// Refuses a replica at an older schema: its columns would be read with this build's meaning.
+    static func requireLatestSchema(_ reader: some DatabaseReader, path: String) throws {
+        let version = try reader.read(ArchiveMigrations.appliedVersion)
         guard version == ArchiveMigrations.latestVersion else {
             throw ArchiveError(.invalidState, "the replica at \(path) has schema version \(version) and this build reads \(ArchiveMigrations.latestVersion); start `hp-server serve` once (it migrates every replica before it listens)")
         }
-        return queue
     }
 
     /// Brings every replica to this build's schema (each in its own transaction; a

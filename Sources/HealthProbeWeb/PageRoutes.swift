@@ -195,22 +195,18 @@ extension WebServer {
     func typeModel(_ type: String, _ series: [Dashboard.TypeSeries], overlaps: [Dashboard.Overlap], metric: Chart.Metric,
                    chain: String?, at: Int64?, range: ChartRange) -> TypePageTemplate.Model {
         let now = Self.now()
-        /// A panel spans its range's days when the range names both ends (a preset always does).
-        func span(_ s: Dashboard.TypeSeries) -> (String, String)? {
-            let b = range.bounds(s, now: now)
-            guard let f = b.from, let t = b.to else { return nil }
-            return (f, t)
-        }
         /// A panel's drawing, made once for its chain's observation, range and names (an
         /// observation's days never change), then kept: drawing was half the server's time
         /// under load at household scale (`hp-bench web`, 12 chains of 1,000,000 samples).
         func svg(_ s: Dashboard.TypeSeries, compact: Bool) -> String {
-            guard let obs = s.observationID else { return Chart.svg(s, metric: metric, span: span(s), compact: compact) }
             let b = range.bounds(s, now: now)
+            // A panel spans its range's days when the range names both ends (a preset always does).
+            let span = b.from.flatMap { f in b.to.map { (f, $0) } }
+            guard let obs = s.observationID else { return Chart.svg(s, metric: metric, span: span, compact: compact) }
             let key = [s.chain, type, String(obs), metric.rawValue, b.from ?? "-", b.to ?? "-", compact ? "c" : "w",
                        s.device ?? "-", s.person ?? "-", String(s.days.count), s.days.first?.day ?? "-", s.days.last?.day ?? "-",
                        String(s.stateDays?.count ?? -1), s.stateDays?.first?.day ?? "-", s.stateDays?.last?.day ?? "-"].joined(separator: "|")
-            return charts.value(key) { Chart.svg(s, metric: metric, span: span(s), compact: compact) }
+            return charts.value(key) { Chart.svg(s, metric: metric, span: span, compact: compact) }
         }
         let keep = [at.map { "at=\($0)" }, "metric=\(metric.rawValue)"].compactMap { $0 }.joined(separator: "&")
         return TypePageTemplate.Model(

@@ -32,15 +32,21 @@ struct SyncBench: AsyncParsableCommand {
 
     @OptionGroup var bench: BenchOptions
 
-    /// The server's `s3_*` config keys for `--s3-endpoint`, under a prefix of this run's own.
-    func objectStoreConfig() throws -> [String: Any]? {
+    /// The object store of `--s3-endpoint`, under a prefix of this run's own.
+    func objectStore() throws -> ObjectStoreSettings? {
         guard let s3Endpoint else { return nil }
         let env = ProcessInfo.processInfo.environment
         guard let access = env["HP_BENCH_S3_ACCESS_KEY"], let secret = env["HP_BENCH_S3_SECRET_KEY"] else {
             throw ValidationError("--s3-endpoint needs HP_BENCH_S3_ACCESS_KEY and HP_BENCH_S3_SECRET_KEY in the environment")
         }
-        return ["s3_endpoint": s3Endpoint, "s3_bucket": s3Bucket, "s3_prefix": "sync-\(UUID().uuidString.prefix(8).lowercased())", "s3_region": "us-east-1",
-                "s3_access_key": access, "s3_secret_key": secret, "s3_snapshot_seconds": 1]
+        return ObjectStoreSettings(endpoint: s3Endpoint, bucket: s3Bucket, prefix: "sync-\(UUID().uuidString.prefix(8).lowercased())", region: "us-east-1",
+                                   accessKey: access, secretKey: secret)
+    }
+
+    /// The server's `s3_*` config keys for `settings` (a registry snapshot every second).
+    static func config(_ settings: ObjectStoreSettings) -> [String: Any] {
+        ["s3_endpoint": settings.endpoint, "s3_bucket": settings.bucket, "s3_prefix": settings.prefix, "s3_region": settings.region,
+         "s3_access_key": settings.accessKey, "s3_secret_key": settings.secretKey, "s3_snapshot_seconds": 1]
     }
 
     struct Result: Codable {
@@ -69,13 +75,9 @@ struct SyncBench: AsyncParsableCommand {
         let clock = ManualClock(1_750_000_000)
         Measure.resetPeakRSS()
         let (_, captureSeconds) = try await Self.time { try bench.captureHeartRate(home: home, clock: clock, count: samples, offset: 0) }
-        let s3 = try objectStoreConfig()
-        if let s3 {
-            let settings = ObjectStoreSettings(endpoint: s3["s3_endpoint"] as! String, bucket: s3Bucket, prefix: s3["s3_prefix"] as! String, region: "us-east-1",
-                                               accessKey: s3["s3_access_key"] as! String, secretKey: s3["s3_secret_key"] as! String)
-            try await ObjectStore(settings: settings).createBucket()
-        }
-        let server = try BenchServer.start(data: root + "/server", config: s3)
+        let s3 = try objectStore()
+        if let s3 { try await ObjectStore(settings: s3).createBucket() }
+        let server = try BenchServer.start(data: root + "/server", config: s3.map(Self.config))
         defer { server.stop() }
         let enrollment = try await server.enroll("bench")
         var results: [Result] = [Result(phase: "first_capture", samples: samples, seconds: captureSeconds, samplesPerSecond: Double(samples) / captureSeconds,
@@ -118,7 +120,7 @@ struct SyncBench: AsyncParsableCommand {
                               nodePeakRssBytes: 0, serverPeakRssBytes: rebuilt.peakRSS))
         if let s3 {
             // Rebuilt again, from the bucket: `hp-server restore --from s3://BUCKET/PREFIX --config FILE`.
-            let rebuiltFromBucket = try BenchServer.rebuild(from: "s3://\(s3Bucket)/\(s3["s3_prefix"] as! String)", to: root + "/rebuilt-s3",
+            let rebuiltFromBucket = try BenchServer.rebuild(from: "s3://\(s3.bucket)/\(s3.prefix)", to: root + "/rebuilt-s3",
                                                            config: root + "/server/config.json")
             results.append(Result(phase: "server_rebuild_from_bucket", samples: offset, seconds: rebuiltFromBucket.seconds,
                                   samplesPerSecond: Double(offset) / rebuiltFromBucket.seconds, bytesOnWire: 0, uncompressedBytes: 0, compressionRatio: 0,
@@ -137,10 +139,8 @@ struct SyncBench: AsyncParsableCommand {
     }
 
     /// Waits (up to 10 minutes) until the server has uploaded every bundle and a registry snapshot.
-    static func waitForUploads(_ store: ServerStore, _ s3: [String: Any]) async throws {
-        let settings = ObjectStoreSettings(endpoint: s3["s3_endpoint"] as! String, bucket: s3["s3_bucket"] as! String, prefix: s3["s3_prefix"] as! String,
-                                           region: "us-east-1", accessKey: s3["s3_access_key"] as! String, secretKey: s3["s3_secret_key"] as! String)
-        let objects = ObjectStore(settings: settings)
+    static func waitForUploads(_ store: ServerStore, _ s3: ObjectStoreSettings) async throws {
+        let objects = ObjectStore(settings: s3)
         let deadline = Date().addingTimeInterval(600)
         while Date() < deadline {
             let counts = try store.registry().uploadCounts()

@@ -53,32 +53,32 @@ struct WebBench: AsyncParsableCommand {
         let root = bench.workDirectory("web")
         defer { if !reuse { bench.cleanUp(root) } }
         let password = "bench-password-123"
-        var server: BenchServer
         var hashes: [String] = []
+        let store: ServerStore
         if reuse {
-            let store = ServerStore(root: root + "/server")
+            store = ServerStore(root: root + "/server")
             hashes = try store.chains()
             guard !hashes.isEmpty else { throw ValidationError("\(root)/server holds no chain") }
-            server = try BenchServer.launch(binary: try BenchServer.serverBinary(), store: store, web: false)
         } else {
-            server = try BenchServer.start(data: root + "/server")
-            try server.store.registry().addPerson(name: "admin", role: .admin, password: password, now: Date().timeIntervalSince1970, cost: 4)
+            // The household is made through a server without the dashboard, then served by a new one.
+            let maker = try BenchServer.start(data: root + "/server")
+            defer { maker.stop() }
+            try maker.store.registry().addPerson(name: "admin", role: .admin, password: password, now: Date().timeIntervalSince1970, cost: 4)
+            for i in 0..<chains {
+                let home = ArchiveHome(root: root + "/node\(i)")
+                let clock = ManualClock(1_750_000_000)
+                try bench.captureHeartRate(home: home, clock: clock, count: samples, offset: 0)
+                clock.advance(3600)
+                try bench.captureHeartRate(home: home, clock: clock, count: 1000, offset: samples)
+                let enrollment = try await maker.enroll("phone\(i)")
+                let node = try home.open(clock: clock)
+                _ = try await SyncClient(node: node, outbox: root + "/outbox\(i)").sync(enrollment)
+                hashes.append(node.deviceChainHash)
+                FileHandle.standardError.write(Data("synced chain \(i + 1) of \(chains)\n".utf8))
+            }
+            store = maker.store
         }
-        for i in reuse ? 0..<0 : 0..<chains {
-            let home = ArchiveHome(root: root + "/node\(i)")
-            let clock = ManualClock(1_750_000_000)
-            try bench.captureHeartRate(home: home, clock: clock, count: samples, offset: 0)
-            clock.advance(3600)
-            try bench.captureHeartRate(home: home, clock: clock, count: 1000, offset: samples)
-            let enrollment = try await server.enroll("phone\(i)")
-            let node = try home.open(clock: clock)
-            _ = try await SyncClient(node: node, outbox: root + "/outbox\(i)").sync(enrollment)
-            hashes.append(node.deviceChainHash)
-            FileHandle.standardError.write(Data("synced chain \(i + 1) of \(chains)\n".utf8))
-        }
-        server.stop()
-        server = try BenchServer.launch(binary: URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
-                                            .appendingPathComponent("hp-server").path, store: server.store, web: true)
+        let server = try BenchServer.launch(binary: try BenchServer.serverBinary(), store: store, web: true)
         defer { server.stop() }
         guard let webPort = server.webPort else { throw ValidationError("hp-server did not report the dashboard's port") }
         let type = "HKQuantityTypeIdentifierHeartRate"

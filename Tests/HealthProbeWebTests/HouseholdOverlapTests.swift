@@ -21,7 +21,7 @@ struct HouseholdOverlapTests {
                 h.chains[device] = try await h.sync(device: device, person: person) { try $0.simulate(seed: 3, days: [5, 1], types: types) }
             }
             let (annPhone, annWatch, catPhone) = (h.chains["ann-phone"]!, h.chains["ann-watch"]!, h.chains["cat-phone"]!)
-            let q = DashboardQueries(store: h.store, registry: try h.store.registry(), cache: ResultCache(), readers: ReplicaReaders(store: h.store))
+            let q = try h.queries()
             let type = types[0].identifier
             #expect(try q.warmOverlaps() == 2, "both types are held by several chains")
 

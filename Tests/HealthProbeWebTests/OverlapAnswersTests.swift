@@ -13,16 +13,23 @@ import HealthProbeTestSupport
 /// a page counts again itself.
 @Suite("Household overlaps: the count shown", .serialized)
 struct OverlapAnswersTests {
+    /// The type every device here holds the same records of.
+    static let types = [SimulatedType.all[1]]
+
+    /// ann's watch syncs the records ann's phone holds too.
+    static func syncAnnWatch(_ h: inout Household) async throws {
+        h.chains["ann-watch"] = try await h.sync(device: "ann-watch", person: "ann") { try $0.simulate(seed: 3, days: [5, 1], types: types) }
+    }
+
     @Test("after a chain syncs, the warmer's last count is shown as counted before the latest sync (to those shown that chain), then counted again; a failed recount is said; with the warmer a page never counts; a type is never counted twice at once; without the warmer a page counts again")
     func lastCountShown() async throws {
         try await withHousehold { h in
             var h = h
-            let types = [SimulatedType.all[1]]
-            let type = types[0].identifier
-            h.chains["ann-watch"] = try await h.sync(device: "ann-watch", person: "ann") { try $0.simulate(seed: 3, days: [5, 1], types: types) }
+            let (types, type) = (Self.types, Self.types[0].identifier)
+            try await Self.syncAnnWatch(&h)
             let annPhone = h.chains["ann-phone"]!, annWatch = h.chains["ann-watch"]!
             let answers = OverlapAnswers()
-            let q = DashboardQueries(store: h.store, registry: try h.store.registry(), cache: ResultCache(), readers: ReplicaReaders(store: h.store), overlapAnswers: answers)
+            let q = try h.queries(answers)
             answers.setWarmerRunning(true)
             #expect(try q.warmOverlaps() >= 1)
             let first = try q.across([annPhone, annWatch], type: type, from: nil, to: nil)
@@ -54,7 +61,7 @@ struct OverlapAnswersTests {
             // While the warmer runs, a page with no count yet neither counts nor waits: "being counted".
             let fresh = OverlapAnswers()
             fresh.setWarmerRunning(true)
-            let qf = DashboardQueries(store: h.store, registry: try h.store.registry(), cache: ResultCache(), readers: ReplicaReaders(store: h.store), overlapAnswers: fresh)
+            let qf = try h.queries(fresh)
             let notYet = try qf.across([annPhone, annWatch], type: type, from: nil, to: nil)
             #expect(notYet.overlaps.isEmpty && notYet.overlapsCountedAt == nil && !notYet.overlapsCurrent)
             #expect(fresh.answer(type) == nil, "the page counted")
@@ -65,7 +72,7 @@ struct OverlapAnswersTests {
 
             // A type being counted is not counted a second time, whoever asks.
             let busy = OverlapAnswers()
-            let q2 = DashboardQueries(store: h.store, registry: try h.store.registry(), cache: ResultCache(), readers: ReplicaReaders(store: h.store), overlapAnswers: busy)
+            let q2 = try h.queries(busy)
             let key = try q2.overlapKey(type: type)
             guard case .start = busy.startCounting(type, key: key.text) else { Issue.record("the first caller may count"); return }
             guard case .underWay = busy.startCounting(type, key: key.text) else { Issue.record("a second count started"); return }
@@ -79,7 +86,7 @@ struct OverlapAnswersTests {
 
             // Without the warmer, a page counts again itself when a chain has synced since.
             let alone = OverlapAnswers()
-            let q3 = DashboardQueries(store: h.store, registry: try h.store.registry(), cache: ResultCache(), readers: ReplicaReaders(store: h.store), overlapAnswers: alone)
+            let q3 = try h.queries(alone)
             _ = try q3.across([annPhone, annWatch], type: type, from: nil, to: nil)
             h.chains["cat-watch"] = try await h.sync(device: "cat-watch", person: "cat") { try $0.simulate(seed: 3, days: [5, 1], types: types) }
             let recounted = try q3.across([annPhone, annWatch, h.chains["cat-watch"]!], type: type, from: nil, to: nil)
@@ -91,27 +98,23 @@ struct OverlapAnswersTests {
     func keptAcrossRestart() async throws {
         try await withHousehold { h in
             var h = h
-            let types = [SimulatedType.all[1]]
-            let type = types[0].identifier
-            h.chains["ann-watch"] = try await h.sync(device: "ann-watch", person: "ann") { try $0.simulate(seed: 3, days: [5, 1], types: types) }
+            let type = Self.types[0].identifier
+            try await Self.syncAnnWatch(&h)
             let shown = [h.chains["ann-phone"]!, h.chains["ann-watch"]!]
             let file = h.store.root + "/cache/overlaps-test.json"
-            func queries(_ answers: OverlapAnswers) throws -> DashboardQueries {
-                DashboardQueries(store: h.store, registry: try h.store.registry(), cache: ResultCache(), readers: ReplicaReaders(store: h.store), overlapAnswers: answers)
-            }
             let first = OverlapAnswers(file: file)
             first.setWarmerRunning(true)
-            #expect(try queries(first).warmOverlaps() >= 1)
-            let counted = try queries(first).across(shown, type: type, from: nil, to: nil)
+            #expect(try h.queries(first).warmOverlaps() >= 1)
+            let counted = try h.queries(first).across(shown, type: type, from: nil, to: nil)
             #expect(counted.overlapsCurrent && !counted.overlaps.isEmpty)
 
             // A new server process on the same data directory.
             let second = OverlapAnswers(file: file)
             second.setWarmerRunning(true)
             #expect(second.answer(type) == first.answer(type))
-            let afterRestart = try queries(second).across(shown, type: type, from: nil, to: nil)
+            let afterRestart = try h.queries(second).across(shown, type: type, from: nil, to: nil)
             #expect(afterRestart == counted, "shown at once, as counted before the restart")
-            guard case .current = second.startCounting(type, key: try queries(second).overlapKey(type: type).text) else {
+            guard case .current = second.startCounting(type, key: try h.queries(second).overlapKey(type: type).text) else {
                 Issue.record("the warmer would count again what the file holds"); return
             }
 

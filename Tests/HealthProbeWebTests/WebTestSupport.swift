@@ -161,6 +161,12 @@ func withHousehold(configure: (inout WebServer.Settings) -> Void = { _ in }, _ b
 }
 
 extension Household {
+    /// The dashboard's queries over this household's data directory, with caches and readers
+    /// of their own, and `answers` as the overlap counts (a server's in-process use).
+    func queries(_ answers: OverlapAnswers = OverlapAnswers()) throws -> DashboardQueries {
+        DashboardQueries(store: store, registry: try store.registry(), cache: ResultCache(), readers: ReplicaReaders(store: store), overlapAnswers: answers)
+    }
+
     /// Enrolls `device` for `person` and syncs what `capture` put in its new home's archive.
     func sync(device: String, person: String, _ capture: (TempHome) throws -> Void) async throws -> String {
         let registry = try store.registry()
