@@ -44,10 +44,17 @@ struct WebBench: AsyncParsableCommand {
         guard (1...64).contains(chains), (1...10_000_000).contains(samples), (1...256).contains(clients), (1...100_000).contains(requests) else {
             throw ValidationError("--chains 1...64, --samples 1...10000000, --clients 1...256, --requests 1...100000")
         }
+        // Client c's request r asks for page (r + c) % pageCount: clients + requests - 1 pages in all.
+        guard clients + requests > Self.pageCount else {
+            throw ValidationError("--clients \(clients) with --requests \(requests) leaves a page unrequested: give --requests \(Self.pageCount) or more")
+        }
         if reuse, bench.dir.map({ !FileManager.default.fileExists(atPath: $0 + "/server") }) ?? true {
             throw ValidationError("--reuse needs --dir naming the directory an earlier `hp-bench web --keep --dir DIR` left (DIR/server)")
         }
     }
+
+    /// The pages measured (`run`'s list).
+    static let pageCount = 8
 
     func run() async throws {
         let root = bench.workDirectory("web")
@@ -87,6 +94,7 @@ struct WebBench: AsyncParsableCommand {
                      ("observation_classified", "/chains/\(hashes[0])/observations/2"),
                      ("disappeared_page", "/api/v1/chains/\(hashes[0])/observations/2/disappeared"),
                      ("visible_page", "/chains/\(hashes[0])/observations/2/visible")]
+        guard pages.count == Self.pageCount else { throw ValidationError("WebBench.pageCount is \(Self.pageCount), the pages \(pages.count)") }
         let session = try await HTTPSClient.signIn(port: webPort, name: "admin", password: password)
         // Cold: each page once, in turn, before anything is cached.
         let cold = try await HTTPSClient.connect(port: webPort, cookie: session) { client in
