@@ -21,7 +21,7 @@ public final class SeaweedS3: @unchecked Sendable {
     public var endpoint: String { "http://127.0.0.1:\(ports[6])" }
 
     public init() throws {
-        ports = try (0..<8).map { _ in try freeLoopbackPort() }
+        ports = try freeLoopbackPorts(8)
         let config = #"{"identities":[{"name":"healthprobe","credentials":[{"accessKey":"\#(accessKey)","secretKey":"\#(secretKey)"}],"actions":["Admin","Read","Write","List","Tagging"]}]}"#
         try config.write(toFile: directory.file("s3.json"), atomically: true, encoding: .utf8)
         try start()
@@ -95,20 +95,29 @@ public final class SeaweedS3: @unchecked Sendable {
     }
 }
 
-/// A loopback port free a moment ago.
-public func freeLoopbackPort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var addr = sockaddr_in()
-    addr.sin_family = sa_family_t(AF_INET)
-    addr.sin_port = 0
-    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-    let bound = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    guard bound == 0, withUnsafeMutablePointer(to: &addr, { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }) == 0 else {
-        throw SeaweedDidNotStart(log: "no free loopback port (errno \(errno))")
+/// `count` distinct loopback ports free a moment ago: each socket stays bound until all are
+/// chosen (ports taken one at a time and released at once can repeat; a store whose S3 port
+/// was also its volume server's answered the S3 requests from the wrong server).
+public func freeLoopbackPorts(_ count: Int) throws -> [Int] {
+    var fds: [Int32] = []
+    defer { for fd in fds { close(fd) } }
+    var ports: [Int] = []
+    for _ in 0..<count {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw SeaweedDidNotStart(log: "no socket for a free loopback port (errno \(errno))") }
+        fds.append(fd)
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = 0
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        guard bound == 0, withUnsafeMutablePointer(to: &addr, { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }) == 0 else {
+            throw SeaweedDidNotStart(log: "no free loopback port (errno \(errno))")
+        }
+        ports.append(Int(UInt16(bigEndian: addr.sin_port)))
     }
-    return Int(UInt16(bigEndian: addr.sin_port))
+    return ports
 }
 
 /// SeaweedFS did not answer S3 in time.
