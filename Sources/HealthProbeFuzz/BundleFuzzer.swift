@@ -25,11 +25,18 @@ enum BundleFuzzer {
         guard all.count >= 2 else { return nil }
         let expected = manifestHash(header: all[0], items: all.dropFirst().dropLast(), trailer: all[all.count - 1])
         var verifier = BundleVerifier()
+        var items: [(line: [UInt8], item: BundleItem)] = []
         do {
-            for line in all { try verifier.feed(line) }
+            for line in all {
+                if case .item(let item) = try verifier.feed(line) { items.append((line, item)) }
+            }
             _ = try verifier.finish(expected: expected)
         } catch {
             return nil
+        }
+        // Accepted: each item, written again by its typed model, is the line it was decoded from.
+        for (line, item) in items where (try? item.canonicalBytes) != line {
+            return "a verified \(item.kind.rawValue) item does not write back to its own line"
         }
         // Accepted: its header parses the same way on its own.
         guard (try? BundleVerifier.header(all[0])) != nil else { return "a verified bundle's header is refused by BundleVerifier.header" }

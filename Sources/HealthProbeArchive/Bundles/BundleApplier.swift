@@ -68,30 +68,28 @@ public enum BundleApplier {
         var deferred: DeferredIndexes?
         var number = 0
         while let batch = try verified.next() {
-            for line in batch {
+            for decoded in batch {
                 number += 1
-                // The verifier parsed each line once (flat); the applier reads that.
-                guard state != nil else {
-                    guard case .object(let o) = line.value else { continue }
-                    let header = try BundleVerifier.parseHeader(o, line: 1)
+                switch decoded {
+                case .header(let header):
                     switch try State.begin(db, header: header, manifestHash: manifestHash, now: now) {
                     case .alreadyApplied(let sequence): return .alreadyApplied(sequence: sequence)
                     case .apply(let s):
                         state = s
                         if DeferredIndexes.worthDeferring(indexes, samplesBefore: s.samplesBefore) { deferred = try DeferredIndexes.drop(db) }
                     }
-                    continue
-                }
-                guard let k = line.find("kind") else { continue }  // the trailer
-                guard let r = line.plainRange(k), let kind = BundleItemKind(line.bytes, r) else {
-                    throw BundleError(.unknownKind, line: number, "line \(number): unknown item kind")
-                }
-                do {
-                    try state!.apply(kind, line, line: number, db: db)
-                } catch let e as ApplyError where e.line == nil {
-                    throw ApplyError(code: e.code, line: number, message: e.message)
-                } catch let e as DatabaseError where e.resultCode == .SQLITE_CONSTRAINT {
-                    throw BundleError(.reference, line: number, "line \(number): the \(kind.rawValue) item adds \(State.what(kind)) the replica (or the bundle) already holds")
+                case .item(let item):
+                    // The verifier put the header first.
+                    guard state != nil else { throw BundleError(.malformed, line: number, "line \(number): an item before the header") }
+                    do {
+                        try state!.apply(item, line: number, db: db)
+                    } catch let e as ApplyError where e.line == nil {
+                        throw ApplyError(code: e.code, line: number, message: e.message)
+                    } catch let e as DatabaseError where e.resultCode == .SQLITE_CONSTRAINT {
+                        throw BundleError(.reference, line: number, "line \(number): the \(item.kind.rawValue) item adds \(State.what(item.kind)) the replica (or the bundle) already holds")
+                    }
+                case .trailer:
+                    break
                 }
             }
         }
@@ -133,31 +131,30 @@ public enum BundleApplier {
         var sampleGuess: Int64 = 0
         /// Samples and versions this bundle inserted (its later lines name them).
         var inserted = InsertedRows()
-        /// The source revision, device and metadata a version line resolved last, by
-        /// the canonical bytes that named them: consecutive versions mostly share them.
-        var lastRevision = LastLookup(), lastDevice = LastLookup(), lastMetadata = LastLookup()
+        /// The source revision, device and metadata a version item resolved last, by
+        /// what named them: consecutive versions mostly share them.
+        var lastRevision = LastLookup<RevisionKey>(), lastDevice = LastLookup<Digest32>(), lastMetadata = LastLookup<Digest32>()
         let st: Statements
 
-        /// One remembered lookup: the key bytes and the id they resolved to (nil: none).
-        struct LastLookup {
-            private var key: [UInt8] = []
+        /// One remembered lookup: the key and the id it resolved to (nil: none).
+        struct LastLookup<Key: Equatable> {
+            private var key: Key?
             private var id: Int64?
-            private var valid = false
 
-            /// The id of the key at `range` of `bytes`: remembered when the key is the
-            /// last one's, else `resolve()`d and remembered.
-            mutating func id(_ bytes: [UInt8], _ range: Range<Int>, resolve: () throws -> Int64?) rethrows -> Int64? {
-                if valid && key.count == range.count
-                    && key.withUnsafeBufferPointer({ k in bytes.withUnsafeBufferPointer { memcmp(k.baseAddress!, $0.baseAddress! + range.lowerBound, range.count) == 0 } }) {
-                    return id
-                }
+            /// The id of `key`: remembered when it is the last one's, else `resolve()`d and remembered.
+            mutating func id(_ key: Key, resolve: () throws -> Int64?) rethrows -> Int64? {
+                if let last = self.key, last == key { return id }
                 let resolved = try resolve()
-                key.removeAll(keepingCapacity: true)
-                key.append(contentsOf: bytes[range])
+                self.key = key
                 id = resolved
-                valid = true
                 return resolved
             }
+        }
+
+        /// What names a version's source revision: its source and revision members.
+        struct RevisionKey: Equatable {
+            let source: BundleItem.PayloadSource
+            let revision: BundleItem.PayloadRevision
         }
 
         /// The hot statements, prepared once per bundle.
@@ -222,40 +219,14 @@ public enum BundleApplier {
                                 outcome: .applied(observationID: 0, sequence: header.sequence), st: try Statements(db)))
         }
 
-        /// A string member as a statement value: its bytes when it has no escapes.
-        static func text(_ l: FlatJSON, _ key: StaticString, in parent: Int32 = -1) -> FastStatement.Value {
-            guard let i = l.find(key, in: parent) else { return .text(nil) }
-            if let r = l.plainRange(i) { return .slice(l.bytes, r) }
-            return .text(l.string(at: i))
-        }
-        /// A kind member as its stored code (nil when absent or null). The verifier refused
-        /// any name the kind lacks; a name that still gets here is refused, never stored.
-        static func code<K: StoredCode>(_ l: FlatJSON, _ key: StaticString, _: K.Type) throws -> Int64? {
-            guard let i = l.find(key), l.type(i) == .string else { return nil }
-            let kind = l.plainRange(i).flatMap { K.named(l.bytes[$0]) } ?? l.string(at: i).flatMap { K(rawValue: $0) }
-            guard let kind else { throw ApplyError(code: .unresolved, message: "an event names a \(key) no HealthProbe archive stores") }
-            return kind.code
-        }
-        /// A hash member (64 lower-case hex digits) as a statement value: its stored 32 bytes.
-        static func hash(_ l: FlatJSON, _ key: StaticString, in parent: Int32 = -1) -> FastStatement.Value {
-            guard let i = l.find(key, in: parent) else { return .hash(nil) }
-            if let r = l.plainRange(i) { return .hashSlice(l.bytes, r) }
-            return .hash(l.string(at: i))
-        }
-        static func int(_ l: FlatJSON, _ key: StaticString, in parent: Int32 = -1) -> Int64? { l.number(key, in: parent).map { Int64($0) } }
+        /// Text as a statement value.
+        static func t(_ text: ItemText?) -> FastStatement.Value { .utf8(text?.utf8) }
 
-        /// The replica's id of the sample type named by string member `index`.
-        mutating func typeID(_ db: Database, _ l: FlatJSON, _ index: Int32?) throws -> Int64 {
-            guard let index, let r = l.plainRange(index) else {
-                guard let index, let name = l.string(at: index) else { throw ApplyError(code: .unresolved, message: "an item names no sample type") }
-                return try Self.typeID(db, name)
-            }
-            for t in typeIDs where t.name.count == r.count {
-                if t.name.withUnsafeBufferPointer({ a in l.bytes.withUnsafeBufferPointer { memcmp(a.baseAddress!, $0.baseAddress! + r.lowerBound, r.count) == 0 } }) { return t.id }
-            }
-            let name = Array(l.bytes[r])
-            let id = try Self.typeID(db, String(decoding: name, as: UTF8.self))
-            typeIDs.append((name, id))
+        /// The replica's id of the sample type named `name`.
+        mutating func typeID(_ db: Database, _ name: ItemText) throws -> Int64 {
+            for t in typeIDs where name.equals(t.name) { return t.id }
+            let id = try Self.typeID(db, name.string)
+            typeIDs.append((Array(name.utf8), id))
             return id
         }
 
@@ -264,34 +235,31 @@ public enum BundleApplier {
             return try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM sample_types WHERE type_identifier = ?"), arguments: [type])!
         }
 
-        /// The replica's row of the sample reference `key` (type and strict
-        /// fingerprint): first the guessed next rowid (checked), else the identity index.
-        mutating func sampleID(_ db: Database, _ l: FlatJSON, _ key: StaticString) throws -> Int64 {
-            let ref = l.object(key) ?? FlatJSON.nowhere
-            let t = try typeID(db, l, l.find("type", in: ref))
-            let fp = Self.hash(l, "strict_fingerprint", in: ref)
-            if case .hashSlice(let bytes, let r) = fp {
-                if let id = inserted.sample(type: t, fingerprint: Digest32(bytes, r)) { return id }
-                if sampleGuess > 0 {
-                    var hit = false
-                    try st.sampleByRowid.queryWhile(db, [.int(sampleGuess)]) { row in
-                        hit = row.int(0) == t && row.hashEquals(1, bytes, r)
-                        return false
-                    }
-                    if hit { sampleGuess += 1; return sampleGuess - 1 }
+        /// The replica's row of a sample reference (type and strict fingerprint):
+        /// first the guessed next rowid (checked), else the identity index.
+        mutating func sampleID(_ db: Database, _ ref: BundleItem.SampleReference) throws -> Int64 {
+            let t = try typeID(db, ref.type)
+            let fp = ref.strictFingerprint
+            if let id = inserted.sample(type: t, fingerprint: fp) { return id }
+            if sampleGuess > 0 {
+                var hit = false
+                try st.sampleByRowid.queryWhile(db, [.int(sampleGuess)]) { row in
+                    hit = row.int(0) == t && row.hashEquals(1, fp)
+                    return false
                 }
+                if hit { sampleGuess += 1; return sampleGuess - 1 }
             }
-            guard let id = try st.sampleByFingerprint.firstInt(db, [.int(t), fp]) else {
-                throw ApplyError(code: .unresolved, message: "an item refers to a sample the replica does not have (\(l.string("type", in: ref) ?? "?"))")
+            guard let id = try st.sampleByFingerprint.firstInt(db, [.int(t), .digest(fp)]) else {
+                throw ApplyError(code: .unresolved, message: "an item refers to a sample the replica does not have (\(ref.type.string))")
             }
             sampleGuess = id + 1
             return id
         }
 
-        func versionID(_ db: Database, _ l: FlatJSON, sample: Int64) throws -> Int64? {
-            guard let i = l.find("payload_hash"), l.type(i) == .string else { return nil }
-            if let r = l.plainRange(i), let id = inserted.version(sample: sample, payloadHash: Digest32(l.bytes, r)) { return id }
-            guard let id = try st.versionID.firstInt(db, [.int(sample), Self.hash(l, "payload_hash")]) else {
+        func versionID(_ db: Database, _ payloadHash: Digest32?, sample: Int64) throws -> Int64? {
+            guard let payloadHash else { return nil }
+            if let id = inserted.version(sample: sample, payloadHash: payloadHash) { return id }
+            guard let id = try st.versionID.firstInt(db, [.int(sample), .digest(payloadHash)]) else {
                 throw ApplyError(code: .unresolved, message: "an item refers to a payload version the replica does not have")
             }
             return id
@@ -310,112 +278,97 @@ public enum BundleApplier {
             }
         }
 
-        mutating func apply(_ kind: BundleItemKind, _ l: FlatJSON, line: Int, db: Database) throws {
+        mutating func apply(_ item: BundleItem, line: Int, db: Database) throws {
             let obs = observationID
-            func s(_ key: StaticString) -> String? { l.string(key) }
-            func d(_ key: StaticString) -> Double? { l.date(key) }
-            func i(_ key: StaticString) -> Int64? { Self.int(l, key) }
-            func t(_ key: StaticString, in parent: Int32 = -1) -> FastStatement.Value { Self.text(l, key, in: parent) }
-            switch kind {
-            case .event:
-                let sample = try sampleID(db, l, "sample")
-                let version = try versionID(db, l, sample: sample)
-                try st.insertEvent.run(db, [.int(obs), .int(sample), .int(version), .int(try Self.code(l, "event_kind", EventKind.self)),
-                                            .double(d("observed_at")), .int(try Self.code(l, "evidence_kind", EvidenceKind.self))])
-                return
-            case .rangeOpen:
-                let sample = try sampleID(db, l, "sample")
-                let version = try versionID(db, l, sample: sample)
-                try st.openRange.run(db, [.int(sample), .int(version), .int(obs), .double(d("first_seen_at"))])
-                return
-            case .version:
-                let sample = try sampleID(db, l, "sample")
-                let p = l.object("payload") ?? FlatJSON.nowhere
+            let t = Self.t
+            switch item {
+            case .event(let e):
+                let sample = try sampleID(db, e.sample)
+                let version = try versionID(db, e.payloadHash, sample: sample)
+                try st.insertEvent.run(db, [.int(obs), .int(sample), .int(version), .int(e.eventKind.code), .double(e.observedAt), .int(e.evidenceKind.code)])
+            case .rangeOpen(let r):
+                let sample = try sampleID(db, r.sample)
+                let version = try versionID(db, r.payloadHash, sample: sample)
+                try st.openRange.run(db, [.int(sample), .int(version), .int(obs), .double(r.firstSeenAt)])
+            case .version(let v):
+                let sample = try sampleID(db, v.sample)
+                let p = v.payload
                 var revision: Int64?
-                if let src = l.object("source", in: p) {
-                    let rev = l.object("source_revision", in: p)
-                    // The source and revision objects' canonical bytes (adjacent in key order) name both.
-                    let a = l.valueRange(src), b = rev.map { l.valueRange($0) } ?? a
-                    revision = try lastRevision.id(l.bytes, min(a.lowerBound, b.lowerBound)..<max(a.upperBound, b.upperBound)) {
-                        guard let sid = try st.source.firstInt(db, [t("name_hash", in: src), t("bundle_identifier", in: src)]) else { return nil }
-                        let r = rev ?? FlatJSON.nowhere
-                        return try st.revision.firstInt(db, [.int(sid), t("product_type", in: r), t("version", in: r), t("operating_system_version", in: r)])
+                if let src = p.source {
+                    let rev = p.sourceRevision ?? BundleItem.PayloadRevision()
+                    revision = try lastRevision.id(RevisionKey(source: src, revision: rev)) {
+                        guard let sid = try st.source.firstInt(db, [.hexText(src.nameHash), t(src.bundleIdentifier)]) else { return nil }
+                        return try st.revision.firstInt(db, [.int(sid), t(rev.productType), t(rev.version), t(rev.operatingSystemVersion)])
                     }
                     guard revision != nil else { throw ApplyError(code: .unresolved, message: "a version names a source revision the bundle and the replica do not have") }
                 }
-                let device = l.find("device_hash", in: p).flatMap { l.type($0) == .string ? $0 : nil }
-                let deviceID = try device.flatMap { d in try lastDevice.id(l.bytes, l.valueRange(d)) { try st.device.firstInt(db, [t("device_hash", in: p)]) } }
-                let meta = l.find("metadata_hash", in: p).flatMap { l.type($0) == .string ? $0 : nil }
-                let metadataID = try meta.flatMap { m in try lastMetadata.id(l.bytes, l.valueRange(m)) { try st.metadata.firstInt(db, [t("metadata_hash", in: p)]) } }
-                guard (device == nil) == (deviceID == nil) else { throw ApplyError(code: .unresolved, message: "a version names a device the bundle and the replica do not have") }
-                guard (meta == nil) == (metadataID == nil) else { throw ApplyError(code: .unresolved, message: "a version names metadata the bundle and the replica do not have") }
-                let payloadHash = Self.hash(l, "payload_hash")
-                try st.insertVersion.run(db, [.int(sample), payloadHash, .double(l.date("start_date", in: p)), .double(l.date("end_date", in: p)),
-                                              t("value_kind", in: p), .double(l.number("numeric_value", in: p)), t("unit", in: p),
-                                              .int(Self.int(l, "category_value", in: p)), .int(Self.int(l, "workout_activity_type", in: p)),
-                                              .double(l.number("duration_seconds", in: p)), .int(revision), .int(deviceID), .int(metadataID), .int(obs),
-                                              .double(l.date("creation_date", in: p))])
-                if case .hashSlice(let bytes, let r) = payloadHash {
-                    inserted.inserted(version: db.lastInsertedRowID, sample: sample, payloadHash: Digest32(bytes, r))
-                }
-                return
-            case .sample:
-                let type = try typeID(db, l, l.find("type_identifier"))
-                let fingerprint = Self.hash(l, "strict_fingerprint")
+                let deviceID = try p.deviceHash.flatMap { d in try lastDevice.id(d) { try st.device.firstInt(db, [.hexText(d)]) } }
+                let metadataID = try p.metadataHash.flatMap { m in try lastMetadata.id(m) { try st.metadata.firstInt(db, [.hexText(m)]) } }
+                guard (p.deviceHash == nil) == (deviceID == nil) else { throw ApplyError(code: .unresolved, message: "a version names a device the bundle and the replica do not have") }
+                guard (p.metadataHash == nil) == (metadataID == nil) else { throw ApplyError(code: .unresolved, message: "a version names metadata the bundle and the replica do not have") }
+                try st.insertVersion.run(db, [.int(sample), .digest(v.payloadHash), .double(p.startDate), .double(p.endDate),
+                                              .text(p.valueKind.rawValue), .double(p.numericValue), t(p.unit),
+                                              .int(p.categoryValue), .int(p.workoutActivityType),
+                                              .double(p.durationSeconds), .int(revision), .int(deviceID), .int(metadataID), .int(obs),
+                                              .double(p.creationDate)])
+                inserted.inserted(version: db.lastInsertedRowID, sample: sample, payloadHash: v.payloadHash)
+            case .sample(let s):
+                let type = try typeID(db, s.typeIdentifier)
                 // The same sample twice in one bundle, found by its line whatever the indexes do.
-                if case .hashSlice(let bytes, let r) = fingerprint, inserted.sample(type: type, fingerprint: Digest32(bytes, r)) != nil {
+                if inserted.sample(type: type, fingerprint: s.strictFingerprint) != nil {
                     throw BundleError(.reference, line: line, "line \(line): the sample item adds \(Self.what(.sample)) the bundle already holds")
                 }
-                try st.insertSample.run(db, [.int(type), Self.hash(l, "sample_uuid_hash"), fingerprint, Self.hash(l, "semantic_fingerprint"), t("fuzzy_key"),
-                                             .int(obs), .double(d("first_seen_at"))])
-                if case .hashSlice(let bytes, let r) = fingerprint {
-                    inserted.inserted(sample: db.lastInsertedRowID, type: type, fingerprint: Digest32(bytes, r))
-                }
-                return
-            case .observation:
+                try st.insertSample.run(db, [.int(type), .digest(s.sampleUUIDHash), .digest(s.strictFingerprint), .digest(s.semanticFingerprint), t(s.fuzzyKey),
+                                             .int(obs), .double(s.firstSeenAt)])
+                inserted.inserted(sample: db.lastInsertedRowID, type: type, fingerprint: s.strictFingerprint)
+            case .observation(let o):
                 // Observations follow one another in time: none is earlier than the chain's previous one.
                 if let previous = try Double.fetchOne(db.cachedStatement(sql: "SELECT max(observed_at) FROM observations WHERE device_chain_id = ?"), arguments: [chainID]),
-                   let at = d("observed_at"), at < previous {
-                    throw BundleError(.inconsistent, line: line, "line \(line): observation: observed_at \(CanonicalDate.string(at)) is before the previous observation's \(CanonicalDate.string(previous))")
+                   o.observedAt < previous {
+                    throw BundleError(.inconsistent, line: line, "line \(line): observation: observed_at \(CanonicalDate.string(o.observedAt)) is before the previous observation's \(CanonicalDate.string(previous))")
                 }
                 try db.cachedStatement(sql: """
                     INSERT INTO observations(device_chain_id, observed_at, started_at, ended_at, status, trigger_reason, app_version, os_version,
                         time_zone_identifier, time_zone_seconds_from_gmt, schema_version, selected_type_set_hash, notes, samples_before, versions_before)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT ifnull(max(id), 0) FROM samples), (SELECT ifnull(max(id), 0) FROM sample_versions))
-                    """).execute(arguments: [chainID, d("observed_at"), d("started_at"), d("ended_at"), s("status"), s("trigger_reason"), s("app_version"),
-                                             s("os_version"), s("time_zone_identifier"), i("time_zone_seconds_from_gmt"), i("schema_version"),
-                                             s("selected_type_set_hash"), s("notes")])
+                    """).execute(arguments: [chainID, o.observedAt, o.startedAt, o.endedAt, o.status.rawValue, o.triggerReason.rawValue, o.appVersion?.string,
+                                             o.osVersion?.string, o.timeZoneIdentifier?.string, o.timeZoneSecondsFromGMT, o.schemaVersion,
+                                             o.selectedTypeSetHash?.hex, o.notes?.string])
                 observationID = db.lastInsertedRowID
                 outcome = .applied(observationID: observationID, sequence: header.sequence)
-            case .sampleType:
-                let id = try typeID(db, l, l.find("type_identifier"))
-                try db.cachedStatement(sql: "UPDATE sample_types SET display_name = coalesce(display_name, ?), category = coalesce(category, ?) WHERE id = ?").execute(arguments: [s("display_name"), s("category"), id])
-            case .source:
-                try db.cachedStatement(sql: "INSERT OR IGNORE INTO sources(source_name_hash, bundle_identifier) VALUES (?, ?)").execute(arguments: [s("source_name_hash"), s("bundle_identifier")])
-            case .sourceRevision:
-                let src = l.object("source") ?? FlatJSON.nowhere
-                guard let sid = try st.source.firstInt(db, [t("source_name_hash", in: src), t("bundle_identifier", in: src)]) else {
+            case .sampleType(let k):
+                let id = try typeID(db, k.typeIdentifier)
+                try db.cachedStatement(sql: "UPDATE sample_types SET display_name = coalesce(display_name, ?), category = coalesce(category, ?) WHERE id = ?")
+                    .execute(arguments: [k.displayName?.string, k.category?.rawValue, id])
+            case .source(let s):
+                try db.cachedStatement(sql: "INSERT OR IGNORE INTO sources(source_name_hash, bundle_identifier) VALUES (?, ?)")
+                    .execute(arguments: [s.sourceNameHash?.hex, s.bundleIdentifier?.string])
+            case .sourceRevision(let r):
+                guard let sid = try st.source.firstInt(db, [.hexText(r.source.sourceNameHash), t(r.source.bundleIdentifier)]) else {
                     throw ApplyError(code: .unresolved, message: "a source revision's source is missing")
                 }
-                try db.cachedStatement(sql: "INSERT OR IGNORE INTO source_revisions(source_id, product_type, version, operating_system_version) VALUES (?, ?, ?, ?)").execute(arguments: [sid, s("product_type"), s("version"), s("operating_system_version")])
-            case .device:
+                try db.cachedStatement(sql: "INSERT OR IGNORE INTO source_revisions(source_id, product_type, version, operating_system_version) VALUES (?, ?, ?, ?)")
+                    .execute(arguments: [sid, r.productType?.string, r.version?.string, r.operatingSystemVersion?.string])
+            case .device(let d):
                 try db.cachedStatement(sql: """
                     INSERT OR IGNORE INTO hk_devices(device_hash, manufacturer_hash, model, hardware_version, firmware_version, software_version, local_identifier_hash, udi_hash)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                    """).execute(arguments: [s("device_hash"), s("manufacturer_hash"), s("model"), s("hardware_version"),
-                                             s("firmware_version"), s("software_version"), s("local_identifier_hash"), s("udi_hash")])
-            case .metadata:
-                try db.cachedStatement(sql: "INSERT OR IGNORE INTO metadata_blobs(metadata_hash, metadata_json) VALUES (?, ?)").execute(arguments: [s("metadata_hash"), s("metadata_json")])
-            case .rangeClose:
-                let sample = try sampleID(db, l, "sample")
-                let version = try versionID(db, l, sample: sample)
-                guard let seq = i("first_sequence"), seq < header.sequence else {
-                    throw ApplyError(code: .unresolved, message: "a closed range names first_sequence \(i("first_sequence") ?? 0), not an earlier observation of the chain")
+                    """).execute(arguments: [d.deviceHash.hex, d.manufacturerHash?.hex, d.model?.string, d.hardwareVersion?.string,
+                                             d.firmwareVersion?.string, d.softwareVersion?.string, d.localIdentifierHash?.hex, d.udiHash?.hex])
+            case .metadata(let m):
+                try db.cachedStatement(sql: "INSERT OR IGNORE INTO metadata_blobs(metadata_hash, metadata_json) VALUES (?, ?)")
+                    .execute(arguments: [m.metadataHash.hex, m.metadataJSON.string])
+            case .rangeClose(let r):
+                let sample = try sampleID(db, r.sample)
+                let version = try versionID(db, r.payloadHash, sample: sample)
+                let seq = r.firstSequence
+                guard seq < Int64(header.sequence) else {
+                    throw ApplyError(code: .unresolved, message: "a closed range names first_sequence \(seq), not an earlier observation of the chain")
                 }
                 guard let first = try st.firstObservation.firstInt(db, [.int(chainID), .int(seq - 1)]) else {
                     throw ApplyError(code: .unresolved, message: "a closed range names an observation the replica does not have")
                 }
-                let changed = try st.closeRange.run(db, [.int(obs), .double(d("last_seen_at")), .int(sample), .int(version), .int(first)])
+                let changed = try st.closeRange.run(db, [.int(obs), .double(r.lastSeenAt), .int(sample), .int(version), .int(first)])
                 guard changed == 1 else {
                     // Which rule: no such range, a range closed already, or one closed before it opened.
                     let range = try Row.fetchOne(db.cachedStatement(sql: """
@@ -427,28 +380,31 @@ public enum BundleApplier {
                     }
                     throw BundleError(.inconsistent, line: line, "line \(line): range_close: last_seen_at is before the range's first_seen_at (a range cannot close before it opened)")
                 }
-            case .relationship:
-                let source = try sampleID(db, l, "source"), target = try sampleID(db, l, "target")
-                let hash = s("metadata_hash")
-                let metadata = try hash.flatMap { try st.metadata.firstInt(db, [.text($0)]) }
-                guard (hash == nil) == (metadata == nil) else { throw ApplyError(code: .unresolved, line: line, message: "a relationship names metadata the bundle and the replica do not have") }
+            case .relationship(let x):
+                let source = try sampleID(db, x.source), target = try sampleID(db, x.target)
+                let metadata = try x.metadataHash.flatMap { try st.metadata.firstInt(db, [.hexText($0)]) }
+                guard (x.metadataHash == nil) == (metadata == nil) else {
+                    throw ApplyError(code: .unresolved, line: line, message: "a relationship names metadata the bundle and the replica do not have")
+                }
                 // A relationship is recorded once, by the observation that first saw it.
                 if try Bool.fetchOne(db.cachedStatement(sql: """
                     SELECT EXISTS (SELECT 1 FROM sample_relationships WHERE source_sample_id = ? AND target_sample_id = ? AND relationship_kind = ?)
-                    """), arguments: [source, target, s("relationship_kind")]) == true {
-                    throw BundleError(.reference, line: line, "line \(line): relationship: the replica (or the bundle) already holds this \(s("relationship_kind") ?? "") relationship")
+                    """), arguments: [source, target, x.relationshipKind.rawValue]) == true {
+                    throw BundleError(.reference, line: line, "line \(line): relationship: the replica (or the bundle) already holds this \(x.relationshipKind.rawValue) relationship")
                 }
-                try db.cachedStatement(sql: "INSERT INTO sample_relationships(observation_id, source_sample_id, target_sample_id, relationship_kind, metadata_id) VALUES (?, ?, ?, ?, ?)").execute(arguments: [obs, source, target, s("relationship_kind"), metadata])
-            case .typeRun:
-                let type = try typeID(db, l, l.find("type_identifier"))
-                func blob(_ key: StaticString) -> Data? { s(key).flatMap { Data(base64Encoded: $0) } }
+                try db.cachedStatement(sql: "INSERT INTO sample_relationships(observation_id, source_sample_id, target_sample_id, relationship_kind, metadata_id) VALUES (?, ?, ?, ?, ?)")
+                    .execute(arguments: [obs, source, target, x.relationshipKind.rawValue, metadata])
+            case .typeRun(let r):
+                let type = try typeID(db, r.typeIdentifier)
+                // The verifier checked each anchor is standard base64.
+                func blob(_ text: ItemText?) -> Data? { text.flatMap { Data(base64Encoded: Data($0.utf8)) } }
                 try db.cachedStatement(sql: """
                     INSERT INTO observation_type_runs(observation_id, sample_type_id, status, started_at, ended_at, anchor_before, anchor_after,
                         inserted_event_count, deleted_event_count, verified_visible_count, error_kind, error_message_hash, run_kind, rejected_record_count)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """).execute(arguments: [obs, type, s("status"), d("started_at"), d("ended_at"), blob("anchor_before"), blob("anchor_after"),
-                                             i("inserted_event_count") ?? 0, i("deleted_event_count") ?? 0, i("verified_visible_count"), s("error_kind"),
-                                             s("error_message_hash"), s("run_kind") ?? "full_scan", i("rejected_record_count") ?? 0])
+                    """).execute(arguments: [obs, type, r.status.rawValue, r.startedAt, r.endedAt, blob(r.anchorBefore), blob(r.anchorAfter),
+                                             r.insertedEventCount, r.deletedEventCount, r.verifiedVisibleCount, r.errorKind?.rawValue,
+                                             r.errorMessageHash?.hex, r.runKind.rawValue, r.rejectedRecordCount])
             }
         }
     }

@@ -140,10 +140,9 @@ public enum BundleItemSchema {
         return Field(f.name, sort(f.rule))
     }
 
-    /// Checks item `o` of `kind` against its schema, then the rules between its members (section 4.2).
+    /// Checks item `o` of `kind` against its schema (`BundleItem.decode` then reads it).
     static func check(_ kind: BundleItemKind, _ o: FlatJSON, line: Int) throws(BundleError) {
         try checkObject(o, parent: -1, fieldsByKind[kind.order], path: kind.rawValue, line: line)
-        try checkMeaning(kind, o, line: line)
     }
 
     /// `path` names the member for an error message; it is only built when one is thrown.
@@ -218,58 +217,6 @@ public enum BundleItemSchema {
         case .object(let fields):
             guard type == .object else { throw fail("must be an object") }
             try checkObject(o, parent: i, fields, path: path(), line: line)
-        }
-    }
-
-    /// The rules between members of one item (Protocol/bundles.md section 4.2).
-    private static func checkMeaning(_ kind: BundleItemKind, _ o: FlatJSON, line: Int) throws(BundleError) {
-        func fail(_ why: String) -> BundleError { BundleError(.field, line: line, "line \(line): \(kind.rawValue): \(why)") }
-        func startNotAfterEnd() throws(BundleError) {
-            if let x = o.date("started_at"), let y = o.date("ended_at"), y < x { throw fail("ended_at is before started_at") }
-        }
-        switch kind {
-        case .version:
-            // The payload names the sample's own type.
-            guard let p = o.object("payload"), let s = o.object("sample"), let a = o.find("type", in: p), let b = o.find("type", in: s),
-                  o.bytes[o.valueRange(a)].elementsEqual(o.bytes[o.valueRange(b)]) else {
-                throw fail("payload.type differs from sample.type")
-            }
-            // A source and its revision come together.
-            guard let src = o.find("source", in: p), let rev = o.find("source_revision", in: p), (o.type(src) == .null) == (o.type(rev) == .null) else {
-                throw fail("payload.source and payload.source_revision must both be null or both be objects")
-            }
-        case .event:
-            guard let k = o.find("event_kind"), let e = o.find("evidence_kind"), let h = o.find("payload_hash") else { return }
-            let hasVersion = o.type(h) != .null
-            if o.stringEquals(k, "appeared") || o.stringEquals(k, "representation_changed") {
-                guard o.stringEquals(e, "reported"), hasVersion else {
-                    throw fail("an appeared or representation_changed event has evidence_kind reported and a payload_hash")
-                }
-            } else if o.stringEquals(k, "disappeared") {
-                guard o.stringEquals(e, "full_scan_absent") || o.stringEquals(e, "hk_deleted_object") else {
-                    throw fail("a disappeared event has evidence_kind full_scan_absent or hk_deleted_object")
-                }
-            } else if o.stringEquals(k, "deleted_object") {
-                guard o.stringEquals(e, "hk_deleted_object"), !hasVersion else {
-                    throw fail("a deleted_object event has evidence_kind hk_deleted_object and payload_hash null")
-                }
-            }
-        case .typeRun:
-            if let s = o.find("status"), let e = o.find("error_kind"), o.type(e) != .null,
-               !(o.stringEquals(s, "failed") || o.stringEquals(s, "unauthorized")) {
-                throw fail("error_kind is set but status is not failed or unauthorized")
-            }
-            // A run that completed counted what it left visible; any other did not.
-            if let s = o.find("status"), let v = o.find("verified_visible_count") {
-                let completed = o.stringEquals(s, "completed") || o.stringEquals(s, "needs_review")
-                if completed && o.type(v) == .null { throw fail("verified_visible_count is null but status is \(o.string(at: s) ?? "")") }
-                if !completed && o.type(v) != .null { throw fail("verified_visible_count is set but status is \(o.string(at: s) ?? "") (only a completed or needs_review run counts)") }
-            }
-            try startNotAfterEnd()
-        case .observation:
-            try startNotAfterEnd()
-        case .sampleType, .source, .sourceRevision, .device, .metadata, .sample, .rangeOpen, .rangeClose, .relationship:
-            break
         }
     }
 

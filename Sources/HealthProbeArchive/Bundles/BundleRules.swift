@@ -8,16 +8,15 @@ import HealthProbeCanonical
 struct BundleRules {
     /// The header's sequence.
     var sequence = 0
-    /// The observation's `observed_at`, as its canonical bytes.
-    private var observedAt: [UInt8] = []
+    /// The observation's `observed_at`.
+    private var observedAt: Double?
     private var observationStatus: ObservationStatus?
 
     /// A type named by a `sample_type` item: its category, the events of its type
     /// counted so far, and its run's status once its `type_run` was read.
     private struct TypeState {
         var name: [UInt8]
-        /// The UTF-8 of its `category` (nil: `null`).
-        var category: [UInt8]?
+        var category: ValueKind?
         var inserted = 0
         var deleted = 0
         var run: TypeRunStatus?
@@ -28,66 +27,55 @@ struct BundleRules {
     private var last = -1
     private var runStatuses: [TypeRunStatus] = []
 
-    /// Checks item `o` of kind `kind` (its members already checked against the schema).
-    mutating func check(_ kind: BundleItemKind, _ o: FlatJSON, line: Int) throws(BundleError) {
-        func fail(_ why: String) -> BundleError { BundleError(.inconsistent, line: line, "line \(line): \(kind.rawValue): \(why)") }
-        switch kind {
-        case .observation:
-            if let i = o.find("observed_at"), let r = o.plainRange(i) { observedAt = Array(o.bytes[r]) }
-            observationStatus = o.string("status").flatMap(ObservationStatus.init(rawValue:))
-        case .sampleType:
-            let name = Self.text(o, o.find("type_identifier"))
+    /// Checks `item` (its members already checked: `BundleItem.decode`).
+    mutating func check(_ item: BundleItem, line: Int) throws(BundleError) {
+        func fail(_ why: String) -> BundleError { BundleError(.inconsistent, line: line, "line \(line): \(item.kind.rawValue): \(why)") }
+        switch item {
+        case .observation(let o):
+            observedAt = o.observedAt
+            observationStatus = o.status
+        case .sampleType(let t):
+            let name = Array(t.typeIdentifier.utf8)
             if let previous = types.last?.name, !previous.lexicographicallyPrecedes(name) {
                 throw BundleError(.order, line: line, "line \(line): sample_type items must be in increasing byte order of type_identifier, each type once")
             }
             index[name] = types.count
-            types.append(TypeState(name: name, category: o.find("category").flatMap { o.type($0) == .string ? Self.text(o, $0) : nil }))
-        case .sample:
-            guard find(o, o.find("type_identifier")) != nil else { throw fail("type_identifier names a type with no sample_type item") }
-            guard sameAsObservation(o, "first_seen_at") else { throw fail("first_seen_at differs from the observation's observed_at") }
-        case .version:
-            guard let t = find(o, o.object("sample").flatMap { o.find("type", in: $0) }) else {
-                throw fail("sample.type names a type with no sample_type item")
+            types.append(TypeState(name: name, category: t.category))
+        case .sample(let s):
+            guard find(s.typeIdentifier) != nil else { throw fail("type_identifier names a type with no sample_type item") }
+            guard s.firstSeenAt == observedAt else { throw fail("first_seen_at differs from the observation's observed_at") }
+        case .version(let v):
+            guard let t = find(v.sample.type) else { throw fail("sample.type names a type with no sample_type item") }
+            if let category = types[t].category, v.payload.valueKind != category {
+                throw fail("payload.value_kind differs from its type's sample_type category \(category.rawValue)")
             }
-            if let category = types[t].category {
-                let p = o.object("payload") ?? FlatJSON.nowhere
-                // Enumeration values have no escapes: compared byte for byte.
-                guard let v = o.find("value_kind", in: p), let r = o.plainRange(v), BundleItemSchema.equal(o.bytes, r, category) else {
-                    throw fail("payload.value_kind differs from its type's sample_type category \(String(decoding: category, as: UTF8.self))")
-                }
+        case .event(let e):
+            guard let t = find(e.sample.type) else { throw fail("sample.type names a type with no sample_type item") }
+            guard e.observedAt == observedAt else { throw fail("observed_at differs from the observation's observed_at") }
+            switch e.eventKind {
+            case .appeared, .representationChanged: types[t].inserted += 1
+            case .disappeared, .deletedObject: types[t].deleted += 1
             }
-        case .event:
-            guard let t = find(o, o.object("sample").flatMap { o.find("type", in: $0) }) else {
-                throw fail("sample.type names a type with no sample_type item")
-            }
-            guard sameAsObservation(o, "observed_at") else { throw fail("observed_at differs from the observation's observed_at") }
-            guard let k = o.find("event_kind") else { return }
-            if o.stringEquals(k, "appeared") || o.stringEquals(k, "representation_changed") { types[t].inserted += 1 } else { types[t].deleted += 1 }
-        case .rangeOpen:
-            guard sameAsObservation(o, "first_seen_at") else { throw fail("first_seen_at differs from the observation's observed_at") }
-        case .rangeClose:
+        case .rangeOpen(let r):
+            guard r.firstSeenAt == observedAt else { throw fail("first_seen_at differs from the observation's observed_at") }
+        case .rangeClose(let r):
             // Section 4.3: a rule between the item and its header.
-            if let first = o.number("first_sequence"), first >= Double(sequence) {
-                throw BundleError(.field, line: line, "line \(line): range_close: first_sequence \(Int64(first)) is not lower than the bundle's sequence \(sequence)")
+            if r.firstSequence >= Int64(sequence) {
+                throw BundleError(.field, line: line, "line \(line): range_close: first_sequence \(r.firstSequence) is not lower than the bundle's sequence \(sequence)")
             }
-            if let i = o.find("last_seen_at"), let r = o.plainRange(i), !observedAt.isEmpty,
-               observedAt.lexicographicallyPrecedes(o.bytes[r]) {
-                throw fail("last_seen_at is after the observation's observed_at")
-            }
-        case .typeRun:
-            guard let t = find(o, o.find("type_identifier")) else { throw fail("type_identifier names a type with no sample_type item") }
+            if let observedAt, r.lastSeenAt > observedAt { throw fail("last_seen_at is after the observation's observed_at") }
+        case .typeRun(let run):
+            guard let t = find(run.typeIdentifier) else { throw fail("type_identifier names a type with no sample_type item") }
             guard types[t].run == nil else { throw fail("a second type_run of \(Self.printable(types[t].name))") }
-            let status = o.string("status").flatMap(TypeRunStatus.init(rawValue:)) ?? .running
-            types[t].run = status
-            runStatuses.append(status)
-            let inserted = o.number("inserted_event_count") ?? -1, deleted = o.number("deleted_event_count") ?? -1
-            guard inserted == Double(types[t].inserted) else {
-                throw fail("inserted_event_count \(Int64(inserted)) is not the \(types[t].inserted) appeared and representation_changed events of its type")
+            types[t].run = run.status
+            runStatuses.append(run.status)
+            guard run.insertedEventCount == Int64(types[t].inserted) else {
+                throw fail("inserted_event_count \(run.insertedEventCount) is not the \(types[t].inserted) appeared and representation_changed events of its type")
             }
-            guard deleted == Double(types[t].deleted) else {
-                throw fail("deleted_event_count \(Int64(deleted)) is not the \(types[t].deleted) disappeared and deleted_object events of its type")
+            guard run.deletedEventCount == Int64(types[t].deleted) else {
+                throw fail("deleted_event_count \(run.deletedEventCount) is not the \(types[t].deleted) disappeared and deleted_object events of its type")
             }
-            if status == .unauthorized && types[t].inserted + types[t].deleted > 0 {
+            if run.status == .unauthorized && types[t].inserted + types[t].deleted > 0 {
                 throw fail("an unauthorized run read nothing, but its type has events")
             }
         case .source, .sourceRevision, .device, .metadata, .relationship:
@@ -113,29 +101,12 @@ struct BundleRules {
     /// end a capture abandoned, reverted or stopped whatever its runs did.
     static let derived: Set<ObservationStatus> = [.completed, .needsReview, .partialUnauthorized, .partialFailed]
 
-    /// Whether date member `key` is the observation's `observed_at`, byte for byte.
-    private func sameAsObservation(_ o: FlatJSON, _ key: StaticString) -> Bool {
-        guard let i = o.find(key), let r = o.plainRange(i) else { return false }
-        return BundleItemSchema.equal(o.bytes, r, observedAt)
-    }
-
-    /// The position in `types` of the type named by string member `i`.
-    private mutating func find(_ o: FlatJSON, _ i: Int32?) -> Int? {
-        guard let i else { return nil }
-        if let r = o.plainRange(i) {
-            if last >= 0, BundleItemSchema.equal(o.bytes, r, types[last].name) { return last }
-            guard let t = index[Array(o.bytes[r])] else { return nil }
-            last = t
-            return t
-        }
-        return o.string(at: i).flatMap { index[Array($0.utf8)] }
-    }
-
-    /// The UTF-8 of string member `i` (escapes resolved).
-    private static func text(_ o: FlatJSON, _ i: Int32?) -> [UInt8] {
-        guard let i else { return [] }
-        if let r = o.plainRange(i) { return Array(o.bytes[r]) }
-        return Array((o.string(at: i) ?? "").utf8)
+    /// The position in `types` of the type named `name`.
+    private mutating func find(_ name: ItemText) -> Int? {
+        if last >= 0, name.equals(types[last].name) { return last }
+        guard let t = index[Array(name.utf8)] else { return nil }
+        last = t
+        return t
     }
 
     private static func printable(_ name: [UInt8]) -> String { BundleItemSchema.printable(String(decoding: name, as: UTF8.self)) }

@@ -53,10 +53,10 @@ public struct BundleVerifier {
 
     public init() {}
 
-    /// Feeds the next line (without its newline); returns it parsed (flat: its
-    /// members' byte ranges, no values built).
+    /// Feeds the next line (without its newline); returns it decoded: the header, an
+    /// item with its typed payload, or the trailer.
     @discardableResult
-    public mutating func feed(_ bytes: [UInt8]) throws(BundleError) -> FlatJSON {
+    public mutating func feed(_ bytes: [UInt8]) throws(BundleError) -> BundleLine {
         line += 1
         guard !done else { throw BundleError(.malformed, line: line, "data after the trailer") }
         let flat: FlatJSON
@@ -72,7 +72,7 @@ public struct BundleVerifier {
             do { manifest = try ManifestHasher(header: header!) } catch {
                 throw BundleError(.malformed, line: line, "header cannot be hashed")
             }
-            return flat
+            return .header(header!)
         }
         guard let kindIndex = flat.find("kind") else {
             // The trailer.
@@ -86,7 +86,7 @@ public struct BundleVerifier {
             do { manifestHash = try manifest.take()!.finish() } catch {
                 throw BundleError(.malformed, line: line, "trailer cannot be hashed")
             }
-            return flat
+            return .trailer(trailer)
         }
         // The kind's position found from its bytes (no string built for it).
         guard let r = flat.plainRange(kindIndex), let kind = BundleItemKind(flat.bytes, r) else {
@@ -97,12 +97,11 @@ public struct BundleVerifier {
             throw BundleError(.order, line: line, "line \(line): a \(kind.rawValue) item is out of order (Protocol/bundles.md, item order)")
         }
         self.kind = kind
-        try BundleItemSchema.check(kind, flat, line: line)
-        try Self.checkContent(kind, flat, line: line)
-        try rules.check(kind, flat, line: line)
+        let item = try BundleItem.decode(flat, kind: kind, line: line)
+        try rules.check(item, line: line)
         manifest!.add(itemHash: ArchiveHasher.sha256Digest(.item, bytes), kind: kind)
         itemCount += 1
-        return flat
+        return .item(item)
     }
 
     /// The lines ended; `unterminated` when the last one had no newline after it
@@ -113,7 +112,7 @@ public struct BundleVerifier {
 
     /// Feeds every line of `lines` and ends them (`endOfLines`): a source that tells
     /// whether its last line ended with a newline (`LineEndReporting`) is held to it.
-    public mutating func feed<S: Sequence<[UInt8]>>(all lines: S, each: (FlatJSON) throws -> Void = { _ in }) throws {
+    public mutating func feed<S: Sequence<[UInt8]>>(all lines: S, each: (BundleLine) throws -> Void = { _ in }) throws {
         var iterator = lines.makeIterator()
         while let bytes = iterator.next() { try each(try feed(bytes)) }
         try endOfLines(unterminated: (iterator as? any LineEndReporting)?.lastLineUnterminated ?? false)
@@ -172,29 +171,11 @@ public struct BundleVerifier {
         guard (prev == nil) == (sequence == 1) else { throw fail("previous_manifest_hash must be null exactly when sequence is 1") }
         return BundleHeader(deviceChainHash: chain, sequence: Int(sequence), observationId: observation, previousManifestHash: prev)
     }
+}
 
-    /// The hashes an item carries over its own content: a metadata item's hash
-    /// of its JSON text, a version's payload hash of its payload's canonical bytes.
-    static func checkContent(_ kind: BundleItemKind, _ o: FlatJSON, line: Int) throws(BundleError) {
-        switch kind {
-        case .metadata:
-            guard let json = o.string("metadata_json"), let hash = o.string("metadata_hash") else {
-                throw BundleError(.malformed, line: line, "line \(line): metadata item lacks metadata_json or metadata_hash")
-            }
-            guard ArchiveHasher.sha256(.metadata, json) == hash else {
-                throw BundleError(.metadataHash, line: line, "line \(line): metadata_hash does not match metadata_json")
-            }
-        case .version:
-            guard let payload = o.object("payload"), let h = o.find("payload_hash"), let r = o.plainRange(h),
-                  let hash = Digest32(o.bytes, r) else {
-                throw BundleError(.malformed, line: line, "line \(line): version item lacks payload or payload_hash")
-            }
-            let computed = o.bytes.withUnsafeBytes { ArchiveHasher.sha256Digest(.payload, buffer: UnsafeRawBufferPointer(rebasing: $0[o.valueRange(payload)])) }
-            guard computed == hash else {
-                throw BundleError(.payloadHash, line: line, "line \(line): payload_hash does not match the payload")
-            }
-        case .observation, .sampleType, .source, .sourceRevision, .device, .sample, .event, .rangeOpen, .rangeClose, .relationship, .typeRun:
-            break
-        }
-    }
+/// One line of a bundle as the verifier decoded it.
+public enum BundleLine: Sendable {
+    case header(BundleHeader)
+    case item(BundleItem)
+    case trailer(BundleTrailer)
 }

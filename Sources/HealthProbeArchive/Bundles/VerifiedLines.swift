@@ -3,13 +3,13 @@ import HealthProbeCanonical
 
 /// The first stage of applying a bundle: a `ProducerStage` reads the bundle's lines
 /// and runs them through a `BundleVerifier` (canonical parse, item and payload hashes),
-/// handing the decoded lines over in batches while the caller applies the previous
+/// handing the decoded lines (typed items: `BundleLine`) over in batches while the caller applies the previous
 /// ones to SQLite. At most `depth` batches wait, so memory stays bounded whatever the
 /// bundle's size. A verification error is delivered in order: after every line that
 /// verified before it.
 final class VerifiedLines: Sendable {
     static let batchSize = 256
-    private let stage: ProducerStage<[FlatJSON]>
+    private let stage: ProducerStage<[BundleLine]>
     /// The verifier once every line went through it (set on the stage's thread before it ends).
     private let result = Result()
 
@@ -24,11 +24,11 @@ final class VerifiedLines: Sendable {
         let source = UncheckedBox(lines)
         stage = ProducerStage(name: "healthprobe.bundle.verify", depth: depth) { emit in
             var verifier = BundleVerifier()
-            var batch: [FlatJSON] = []
+            var batch: [BundleLine] = []
             batch.reserveCapacity(Self.batchSize)
             do {
-                try verifier.feed(all: source.value) { flat in
-                    batch.append(flat)
+                try verifier.feed(all: source.value) { decoded in
+                    batch.append(decoded)
                     if batch.count == Self.batchSize {
                         try emit(batch)
                         batch.removeAll(keepingCapacity: true)
@@ -46,7 +46,7 @@ final class VerifiedLines: Sendable {
 
     /// The next batch of verified lines, in order; nil after the last. Throws the
     /// verification error once every line before it was handed out.
-    func next() throws -> [FlatJSON]? { try stage.next() }
+    func next() throws -> [BundleLine]? { try stage.next() }
 
     /// Waits for the verifying thread to end and returns its verifier (after
     /// `next` returned nil: every line was read and verified).

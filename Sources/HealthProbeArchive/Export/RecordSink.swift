@@ -8,25 +8,16 @@ import HealthProbeCanonical
 /// type's sorted statement runs); a `ConsumerStage` hashes them in the spec's
 /// order, feeds the manifest and writes the file, a few batches in flight.
 /// A reader submits a type's batches once that type's turn came: the type before it ended.
-// `@unchecked Sendable`: `manifest`, `byType` and `count` are written only on the stage's thread and read after `finish` waited for it; `gates` and `typeCount` are set in `drain` before the helper starts; the rest is a `Mutex` or immutable.
-final class RecordSink: @unchecked Sendable {
+/// The manifest, counts and file belong to a `Writer` that lives on the stage's
+/// thread until `finish` joined it; the readers share only `Turns`, which is `Sendable`.
+final class RecordSink {
+    /// The manifest, the items by type and their count, once `drain` returned.
     private(set) var manifest: ExportManifestHasher
     private(set) var byType: [String: Int] = [:]
     private(set) var count = 0
     private let output: ExportOutput
-    /// Non-nil for the CSV export (the export id of every row).
-    private let csvExportID: String?
-    /// `export_id,` as bytes.
+    /// `export_id,` as bytes, for the CSV export (the export id of every row).
     private let csvPrefix: [UInt8]?
-    /// Hashes and writes the batches, in the order they are submitted (made in `init`).
-    private var stage: ConsumerStage<RecordBatch>!
-    private let failure = FirstError()
-    /// Type `i`'s turn came once `gates[i]` holds an element: the reader of type `i - 1` puts
-    /// it when that type ended (`gates[0]` is open; `gates[typeCount]` opens after the last).
-    private var gates: [BoundedQueue<Void>] = []
-    private var typeCount = 0
-    /// The next type a reader may claim, and the items submitted so far.
-    private let tally = Mutex((nextType: 0, submitted: 0))
     static let batchSize = 512
     /// Each reader's page cache during the export, which also sizes SQLite's
     /// in-memory sort runs: two readers sort at once.
@@ -37,87 +28,128 @@ final class RecordSink: @unchecked Sendable {
         self.batchSize = batchSize
         self.manifest = manifest
         self.output = output
-        self.csvExportID = csvExportID
         csvPrefix = csvExportID.map { Array((CSV.field($0) + ",").utf8) }
-        stage = ConsumerStage(name: "healthprobe.export.sink", depth: 4) { [unowned self] batch in try consume(batch) }
-    }
-
-    /// Records the first error; a reader waiting for its turn throws it.
-    private func fail(_ error: any Error) {
-        guard failure.record(error) else { return }
-        for gate in gates { gate.cancel(error) }
     }
 
     /// Streams every item of `source` through the sink, reading on the calling
     /// thread and on `helper`'s connection; rethrows the first error.
     func drain(_ source: RecordItems, helper: ExportHelper?, isCancelled: () -> Bool, progress: (Int) -> Void) throws {
         if isCancelled() { throw Exporter.cancelled }
+        let writer = Writer(manifest: manifest, output: output, csvPrefix: csvPrefix)
+        // The writer moves to the stage's thread, and is read here again once `finish` joined it.
+        let stage = ConsumerStage<RecordBatch>(name: "healthprobe.export.sink", depth: 4) { batch in try writer.consume(batch) }
         let typeRows = try source.typeRows()
-        typeCount = typeRows.count
-        gates = (0...typeCount).map { _ in BoundedQueue<Void>(capacity: 1) }
-        try? gates[0].put(())
+        let turns = Turns(typeCount: typeRows.count, stage: stage, batchSize: batchSize)
         let shared = UncheckedBox((source, typeRows))
-        helper?.offer { [self] db in
+        helper?.offer { db in
             do {
-                try work(try shared.value.0.reading(db), shared.value.1, isCancelled: { false }, progress: { _ in })
-            } catch { fail(error) }
+                try turns.work(try shared.value.0.reading(db), shared.value.1, isCancelled: { false }, progress: { _ in })
+            } catch { turns.fail(error) }
         }
-        do { try work(source, typeRows, isCancelled: isCancelled, progress: progress) } catch { fail(error) }
-        _ = try? gates[typeCount].take()  // the last type ended, or a failure
-        do { try stage.finish() } catch { fail(error) }
-        try failure.check()
+        do { try turns.work(source, typeRows, isCancelled: isCancelled, progress: progress) } catch { turns.fail(error) }
+        turns.awaitLast()
+        do { try stage.finish() } catch { turns.fail(error) }
+        try turns.failure.check()
+        manifest = writer.manifest
+        byType = writer.byType
+        count = writer.count
     }
 
-    /// Claims types one after another and submits their batches in turn, with
-    /// the reader's page cache bounded to `cacheKiB`.
-    private func work(_ source: RecordItems, _ typeRows: [(Int64, String)], isCancelled: () -> Bool, progress: (Int) -> Void) throws {
-        try source.db.withBoundedCache(kib: Self.cacheKiB) {
-            while let type = claim() {
-                var turn = false
-                try source.forEach(typeIndex: type, of: typeRows, batchSize: batchSize) { batch in
-                    if isCancelled() { throw Exporter.cancelled }
-                    if !turn { try awaitTurn(type); turn = true }
-                    let total = try submit(batch)
-                    if total / 8192 != (total - batch.items.count) / 8192 { progress(total) }
+    /// What the readers share: whose turn it is, the next type to claim, the first error, the stage.
+    final class Turns: Sendable {
+        /// Type `i`'s turn came once `gates[i]` holds an element: the reader of type `i - 1` puts
+        /// it when that type ended (`gates[0]` is open; `gates[typeCount]` opens after the last).
+        private let gates: [BoundedQueue<Void>]
+        private let typeCount: Int
+        /// The next type a reader may claim, and the items submitted so far.
+        private let tally = Mutex((nextType: 0, submitted: 0))
+        let failure = FirstError()
+        private let stage: ConsumerStage<RecordBatch>
+        private let batchSize: Int
+
+        init(typeCount: Int, stage: ConsumerStage<RecordBatch>, batchSize: Int) {
+            self.typeCount = typeCount
+            self.stage = stage
+            self.batchSize = batchSize
+            gates = (0...typeCount).map { _ in BoundedQueue<Void>(capacity: 1) }
+            try? gates[0].put(())
+        }
+
+        /// Records the first error; a reader waiting for its turn throws it.
+        func fail(_ error: any Error) {
+            guard failure.record(error) else { return }
+            for gate in gates { gate.cancel(error) }
+        }
+
+        /// Waits until the last type ended, or a failure.
+        func awaitLast() { _ = try? gates[typeCount].take() }
+
+        /// Claims types one after another and submits their batches in turn, with
+        /// the reader's page cache bounded to `cacheKiB`.
+        func work(_ source: RecordItems, _ typeRows: [(Int64, String)], isCancelled: () -> Bool, progress: (Int) -> Void) throws {
+            try source.db.withBoundedCache(kib: RecordSink.cacheKiB) {
+                while let type = claim() {
+                    var turn = false
+                    try source.forEach(typeIndex: type, of: typeRows, batchSize: batchSize) { batch in
+                        if isCancelled() { throw Exporter.cancelled }
+                        if !turn { try awaitTurn(type); turn = true }
+                        let total = try submit(batch)
+                        if total / 8192 != (total - batch.items.count) / 8192 { progress(total) }
+                    }
+                    if !turn { try awaitTurn(type) }
+                    try? gates[type + 1].put(())
                 }
-                if !turn { try awaitTurn(type) }
-                try? gates[type + 1].put(())
             }
         }
-    }
 
-    private func claim() -> Int? {
-        guard failure.error == nil else { return nil }
-        return tally.withLock { p in
-            guard p.nextType < typeCount else { return nil }
-            p.nextType += 1
-            return p.nextType - 1
+        private func claim() -> Int? {
+            guard failure.error == nil else { return nil }
+            return tally.withLock { p in
+                guard p.nextType < typeCount else { return nil }
+                p.nextType += 1
+                return p.nextType - 1
+            }
+        }
+
+        /// Waits for `type`'s turn (or a failure, which it throws).
+        private func awaitTurn(_ type: Int) throws {
+            if try gates[type].take() == nil { throw failure.error ?? CancellationError() }
+        }
+
+        /// Queues `batch` of the type whose turn it is for hashing and writing;
+        /// returns the number of items submitted so far.
+        private func submit(_ batch: RecordBatch) throws -> Int {
+            try failure.check()
+            let total = tally.withLock { p in
+                p.submitted += batch.items.count
+                return p.submitted
+            }
+            do { try stage.submit(batch) } catch {
+                fail(error)
+                throw error
+            }
+            return total
         }
     }
+}
 
-    /// Waits for `type`'s turn (or a failure, which it throws).
-    private func awaitTurn(_ type: Int) throws {
-        if try gates[type].take() == nil { throw failure.error ?? CancellationError() }
-    }
+/// Hashes and writes the batches, on the sink's stage thread only.
+private final class Writer {
+    var manifest: ExportManifestHasher
+    var byType: [String: Int] = [:]
+    var count = 0
+    let output: ExportOutput
+    let csvPrefix: [UInt8]?
 
-    /// Queues `batch` of the type whose turn it is for hashing and writing;
-    /// returns the number of items submitted so far.
-    private func submit(_ batch: RecordBatch) throws -> Int {
-        try failure.check()
-        let total = tally.withLock { p in
-            p.submitted += batch.items.count
-            return p.submitted
-        }
-        do { try stage.submit(batch) } catch {
-            fail(error)
-            throw error
-        }
-        return total
+    init(manifest: ExportManifestHasher, output: ExportOutput, csvPrefix: [UInt8]?) {
+        self.manifest = manifest
+        self.output = output
+        self.csvPrefix = csvPrefix
     }
 
     private static let itemHashKey = Array(",\"item_hash\":\"".utf8)
 
-    private func consume(_ batch: RecordBatch) throws {
+    func consume(_ batch: RecordBatch) throws {
         try batch.bytes.withUnsafeBytes { bytes in
             for item in batch.items {
                 if let id = csvPrefix {

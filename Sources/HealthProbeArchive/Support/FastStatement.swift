@@ -29,6 +29,10 @@ struct FastStatement {
         case hashSlice([UInt8], Range<Int>)
         /// A hash held inline, bound as its 32 bytes.
         case digest(Digest32?)
+        /// Text given as its UTF-8 bytes (a bundle item's `ItemText`).
+        case utf8(ArraySlice<UInt8>?)
+        /// A hash held inline, bound as its 64 lower-case hex digits (a column that stores hashes as text).
+        case hexText(Digest32?)
     }
 
     func bind(_ values: [Value]) {
@@ -63,6 +67,23 @@ struct FastStatement {
             case .digest(let d):
                 if let d {
                     d.withUnsafeBytes { _ = sqlite3_bind_blob(raw, idx, $0.baseAddress, 32, Self.transient) }
+                } else { sqlite3_bind_null(raw, idx) }
+            case .utf8(let x):
+                if let x {
+                    x.withUnsafeBufferPointer { buf in
+                        if let base = buf.baseAddress {
+                            _ = sqlite3_bind_text(raw, idx, UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self), Int32(buf.count), Self.transient)
+                        } else {
+                            _ = sqlite3_bind_text(raw, idx, "", 0, Self.transient)  // empty text, not NULL
+                        }
+                    }
+                } else { sqlite3_bind_null(raw, idx) }
+            case .hexText(let d):
+                if let d {
+                    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64) { out in
+                        d.writeHex(to: out.baseAddress!)
+                        _ = sqlite3_bind_text(raw, idx, UnsafeRawPointer(out.baseAddress!).assumingMemoryBound(to: CChar.self), 64, Self.transient)
+                    }
                 } else { sqlite3_bind_null(raw, idx) }
             }
         }

@@ -19,13 +19,20 @@ struct VerifiedLinesTests {
         let all = try lines()
         #expect(all.count > 3 * VerifiedLines.batchSize, "the bundle spans several batches")
         let verified = VerifiedLines(all)
-        var out: [FlatJSON] = []
+        var out: [BundleLine] = []
         while let batch = try verified.next() {
             #expect(batch.count <= VerifiedLines.batchSize)
             out += batch
         }
         #expect(out.count == all.count)
-        for (flat, line) in zip(out, all) { #expect(try flat.bytes == line && flat.value == JSONParser.parse(line)) }
+        // Each decoded line, written again by its typed model, is the line that came in.
+        for (decoded, line) in zip(out, all) {
+            switch decoded {
+            case .header(let h): #expect(try CanonicalJSON.encode(h.json) == line)
+            case .item(let item): #expect(try item.canonicalBytes == line)
+            case .trailer(let t): #expect(try CanonicalJSON.encode(t.json) == line)
+            }
+        }
         #expect(verified.finish().itemCount == all.count - 2)
     }
 
