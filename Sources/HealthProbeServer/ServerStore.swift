@@ -259,9 +259,10 @@ extension ServerStore {
     /// every check passes). `bundleBytes`, the bundle's size inflated (the file's
     /// size when nil), decides whether the replica's indexes are built after the
     /// items. `kept` gives the chain's replica when the caller keeps replicas open.
-    /// `sequence`, when given, is the one the bundle was announced with (`BUNDLE_BEGIN`):
-    /// its header must say the same, or nothing is stored.
-    public func apply(file path: String, manifestHash: String, sequence announced: Int? = nil, now: Double, bundleBytes: Int? = nil,
+    /// `sequence`, when given, is the one the bundle was announced with (`BUNDLE_BEGIN`, or
+    /// its place in a backup): its header must say the same, or nothing is stored.
+    /// `manifestHash` nil takes the hash the verification computes (`BundleApplier.apply`).
+    public func apply(file path: String, manifestHash: String?, sequence announced: Int? = nil, now: Double, bundleBytes: Int? = nil,
                       replica kept: ((String) throws -> Archive)? = nil) throws -> (chain: String, outcome: BundleApplier.Outcome) {
         var lines = try StoredBundleLines(path: path)
         guard let first = lines.next() else { throw lines.failure ?? BundleError(.malformed, line: 1, "the bundle is empty") }
@@ -269,7 +270,7 @@ extension ServerStore {
         let header = try BundleVerifier.header(first)
         let chain = header.deviceChainHash, sequence = header.sequence
         if let announced, announced != sequence {
-            throw BundleError(.malformed, line: 1, "line 1: the header's sequence \(sequence) is not the sequence \(announced) BUNDLE_BEGIN announced")
+            throw BundleError(.malformed, line: 1, "line 1: the header's sequence \(sequence) is not \(announced), the sequence the bundle came as (its BUNDLE_BEGIN's, or its place in a backup)")
         }
         let replica = try kept?(chain) ?? openReplica(chain)
         // Kept first under an `.incoming` name, promoted only once the apply committed:

@@ -216,7 +216,7 @@ struct ChainBindingTests {
             let e = try await server.enroll("a")
             let reply = try await server.raw(try wire([try authFrame(e)] + Self.bundleFrames(lines, hash: hash, announcing: 2)), until: "\"sequence\"")
             let text = String(decoding: reply, as: UTF8.self)
-            #expect(text.contains("bundle_invalid") && text.contains("BUNDLE_BEGIN announced"), "\(text)")
+            #expect(text.contains("bundle_invalid") && text.contains("is not 2, the sequence the bundle came as (its BUNDLE_BEGIN's"), "\(text)")
             #expect(try server.store.chains().isEmpty)
         }
     }

@@ -34,10 +34,10 @@ struct RestoreTests {
         await #expect { try await ServerRestore.run(from: DirectoryRestoreSource(path: backup.path + "/b"), to: target.path + "/r") } throws: { "\($0)".contains("not empty") }
     }
 
-    @Test("an altered bundle, a missing one, a damaged registry and a wrong recorded digest are each refused by name")
+    @Test("an altered bundle, a missing one, one in another's place, a damaged registry and a wrong recorded digest are each refused by name")
     func hostile() async throws {
         let fm = FileManager.default
-        for damage in ["altered", "missing", "registry", "digest"] {
+        for damage in ["altered", "missing", "swapped", "registry", "digest"] {
             let (_, backup, chain, _) = try backedUp()
             let b = ServerStore(root: backup.path + "/b")
             let needle: String
@@ -48,6 +48,12 @@ struct RestoreTests {
                 bytes[bytes.count / 2] ^= 0x20
                 try bytes.write(to: URL(fileURLWithPath: path))
                 needle = "sequence 2"
+            case "swapped":
+                // Bundle 2's bytes where bundle 1 belongs: each verifies, but not in that place.
+                let first = try #require(b.storedBundlePath(chain, sequence: 1)), second = try #require(b.storedBundlePath(chain, sequence: 2))
+                try fm.removeItem(atPath: first)
+                try fm.copyItem(atPath: second, toPath: first)
+                needle = "the header's sequence 2 is not 1"
             case "missing":
                 try fm.removeItem(atPath: try #require(b.storedBundlePath(chain, sequence: 1)))
                 needle = "sequence 1 is missing"

@@ -44,8 +44,10 @@ public enum BundleApplier {
 
     /// Applies the bundle given as lines (header, items, trailer) with its manifest hash.
     /// Lines are verified on a second thread while the previous ones are applied.
+    /// `manifestHash` nil takes the hash the verification computes (a rebuild, whose bundles
+    /// come without one): the replica must then hold no bundle at the bundle's sequence.
     /// `beforeCommit` runs inside the transaction once the bundle is applied; what it throws rolls everything back.
-    public static func apply(_ replica: Archive, lines: some Sequence<[UInt8]>, manifestHash: String, now: Double,
+    public static func apply(_ replica: Archive, lines: some Sequence<[UInt8]>, manifestHash: String?, now: Double,
                              indexes: IndexMode = .maintained,
                              beforeCommit: (Database, Outcome) throws -> Void = { _, _ in }) throws -> Outcome {
         let verified = VerifiedLines(lines)
@@ -63,7 +65,7 @@ public enum BundleApplier {
         }
     }
 
-    private static func applyVerified(_ db: Database, _ verified: VerifiedLines, manifestHash: String, now: Double, indexes: IndexMode) throws -> Outcome {
+    private static func applyVerified(_ db: Database, _ verified: VerifiedLines, manifestHash: String?, now: Double, indexes: IndexMode) throws -> Outcome {
         var state: State?
         var deferred: DeferredIndexes?
         var number = 0
@@ -101,6 +103,7 @@ public enum BundleApplier {
         }
         var verifier = verified.finish()
         _ = try verifier.finish(expected: manifestHash, previousManifestHash: .some(s.previousLogged))
+        guard let computed = verifier.manifestHash else { throw BundleError(.malformed, line: nil, "the bundle ends before its trailer (truncated)") }
         // The replica's aggregates are derived here, never carried in bundles.
         try Aggregates.update(db, observationID: s.observationID, now: now)
         // What the bundle touched must pass the replica's own checks, or nothing is stored.
@@ -112,7 +115,7 @@ public enum BundleApplier {
         try db.cachedStatement(sql: """
             INSERT INTO bundle_log(device_chain_id, sequence, observation_id, manifest_hash, previous_manifest_hash, item_count, direction, recorded_at)
             VALUES (?, ?, ?, ?, ?, ?, 'received', ?)
-            """).execute(arguments: [s.chainID, s.header.sequence, s.observationID, manifestHash, s.header.previousManifestHash, verifier.itemCount, now])
+            """).execute(arguments: [s.chainID, s.header.sequence, s.observationID, computed, s.header.previousManifestHash, verifier.itemCount, now])
         return s.outcome
     }
 
@@ -198,11 +201,14 @@ public enum BundleApplier {
             case apply(State)
         }
 
-        static func begin(_ db: Database, header: BundleHeader, manifestHash: String, now: Double) throws -> Begin {
+        static func begin(_ db: Database, header: BundleHeader, manifestHash: String?, now: Double) throws -> Begin {
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO device_chains(device_chain_hash, created_at, recovered_from_keychain) VALUES (?, ?, 0)").execute(arguments: [header.deviceChainHash, now])
             let chainID = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM device_chains WHERE device_chain_hash = ?"), arguments: [header.deviceChainHash])!
             if let logged = try String.fetchOne(db.cachedStatement(sql: "SELECT manifest_hash FROM bundle_log WHERE device_chain_id = ? AND direction = 'received' AND sequence = ?"),
                                                 arguments: [chainID, header.sequence]) {
+                guard let manifestHash else {
+                    throw ApplyError(code: .divergence, message: "chain \(header.deviceChainHash.prefix(16)) already has a bundle at sequence \(header.sequence) (stored \(logged.prefix(16))); a bundle given without its manifest hash is applied only where none is")
+                }
                 guard logged == manifestHash else {
                     throw ApplyError(code: .divergence, message: "chain \(header.deviceChainHash.prefix(16)) already has a different bundle at sequence \(header.sequence) (stored \(logged.prefix(16)), received \(manifestHash.prefix(16))): refused as divergence")
                 }

@@ -76,19 +76,15 @@ public enum ServerRestore {
             defer { try? FileManager.default.removeItem(atPath: file) }
             try await source.fetch(b, to: file)
             bytes += DataDirectory.size(file)
-            // The manifest hash from the bytes as they are (no parse); the apply verifies every
-            // line once, the chain link to the bundle before included, and must arrive at that hash.
+            // Verified once, as it is applied: the bundles come without their manifest hashes, so
+            // the apply takes the one its verification computes; the chain link to the bundle
+            // before is checked all the same. Its header must name this chain and sequence
+            // before anything is applied.
             do {
-                let lines = try StoredBundleLines(path: file)
-                let written = WrittenManifestHash.compute(lines: lines)
-                if let failure = lines.failure { throw failure }
-                guard let written else { throw BundleError(.malformed, line: nil, "the bundle ends before its trailer (truncated)") }
-                let header = try BundleVerifier.header(written.header)
-                guard header.deviceChainHash == chain, header.sequence == b.sequence else {
-                    throw ArchiveError(.invalidInput, "its header names chain \(header.deviceChainHash.prefix(16)) sequence \(header.sequence)")
-                }
-                let (_, outcome) = try store.apply(file: file, manifestHash: written.manifestHash, sequence: b.sequence, now: now,
-                                                   replica: { _ in replica })
+                let (_, outcome) = try store.apply(file: file, manifestHash: nil, sequence: b.sequence, now: now, replica: { named in
+                    guard named == chain else { throw ArchiveError(.invalidInput, "its header names chain \(named.prefix(16))") }
+                    return replica
+                })
                 guard case .applied = outcome else {
                     throw ArchiveError(.invalidInput, "it was taken for one applied before")
                 }
