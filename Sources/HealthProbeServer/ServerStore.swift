@@ -284,8 +284,13 @@ extension ServerStore {
             let rest = Prepended(first: first, rest: lines)
             let outcome: BundleApplier.Outcome
             do {
+                // Damage after the trailer's line (a member that does not check, bytes after the last)
+                // ends the lines as cleanly as the file's end: refused before anything is committed.
                 outcome = try BundleApplier.apply(replica, lines: rest, manifestHash: manifestHash, now: now, indexes: .automatic(bundleBytes: bytes),
-                                                  beforeCommit: { _, _ in Failpoints.beforeCommit() })
+                                                  beforeCommit: { _, _ in
+                                                      if let damage = rest.rest.failure { throw damage }
+                                                      Failpoints.beforeCommit()
+                                                  })
             } catch {
                 // Lines that ended at a damaged member: say so rather than "truncated".
                 throw rest.rest.failure ?? error

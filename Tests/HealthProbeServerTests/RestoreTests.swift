@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import HealthProbeArchive
 @testable import HealthProbeServer
+import HealthProbeProtocol
 import HealthProbeTestSupport
 
 /// `hp-server restore` trusts nothing in a backup: each damage is refused, named, and
@@ -34,10 +35,10 @@ struct RestoreTests {
         await #expect { try await ServerRestore.run(from: DirectoryRestoreSource(path: backup.path + "/b"), to: target.path + "/r") } throws: { "\($0)".contains("not empty") }
     }
 
-    @Test("an altered bundle, a missing one, one in another's place, a damaged registry and a wrong recorded digest are each refused by name")
+    @Test("an altered bundle, one with bytes after its last member, a missing one, one in another's place, a damaged registry and a wrong recorded digest are each refused by name")
     func hostile() async throws {
         let fm = FileManager.default
-        for damage in ["altered", "missing", "swapped", "registry", "digest"] {
+        for damage in ["altered", "trailing", "missing", "swapped", "registry", "digest"] {
             let (_, backup, chain, _) = try backedUp()
             let b = ServerStore(root: backup.path + "/b")
             let needle: String
@@ -48,6 +49,19 @@ struct RestoreTests {
                 bytes[bytes.count / 2] ^= 0x20
                 try bytes.write(to: URL(fileURLWithPath: path))
                 needle = "sequence 2"
+            case "trailing":
+                // Kept as the server keeps what it receives (gzip members), every line and the
+                // trailer intact, then junk after the last member.
+                let plain = try #require(b.storedBundlePath(chain, sequence: 2))
+                let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: plain)))
+                var kept: [UInt8] = []
+                let zlib = try BundlePartCodec.compress(bytes)
+                try zlib.withUnsafeBytes { z in try bytes.withUnsafeBytes { try GzipParts.appendMember(zlib: z, inflated: $0, to: &kept) } }
+                try fm.removeItem(atPath: plain)
+                let path = b.bundlePath(chain, sequence: 2, gzip: true)
+                try Data(kept + [UInt8](repeating: 0x41, count: 64)).write(to: URL(fileURLWithPath: path))
+                #expect(GzipParts.isGzip(path) && b.storedBundlePath(chain, sequence: 2) == path)
+                needle = "the kept bundle is damaged at byte"
             case "swapped":
                 // Bundle 2's bytes where bundle 1 belongs: each verifies, but not in that place.
                 let first = try #require(b.storedBundlePath(chain, sequence: 1)), second = try #require(b.storedBundlePath(chain, sequence: 2))

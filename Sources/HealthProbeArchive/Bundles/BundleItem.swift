@@ -6,7 +6,7 @@ import HealthProbeCanonical
 /// (`decode(_:kind:line:)`, after `BundleItemSchema` checked its members), the
 /// verifier's rules check (`BundleRules`) and the applier stores. Hashes are
 /// `Digest32`s, dates Unix seconds, closed sets their enums; text stays the UTF-8
-/// it arrived as (`ItemText`), so a decoded item builds no `String`s.
+/// it arrived as (`ItemText`): a decoded item builds no `String`, unless a text has escapes.
 public indirect enum BundleItem: Sendable {
     case observation(Observation)
     case sampleType(SampleType)
@@ -192,7 +192,8 @@ public indirect enum BundleItem: Sendable {
 }
 
 /// Text of a bundle item as its UTF-8 bytes: a slice of the line it was decoded
-/// from (no copy), or the bytes a builder read from the archive.
+/// from (no copy; a text with escapes is decoded into bytes of its own), or the bytes
+/// a builder read from the archive.
 public struct ItemText: Sendable, Hashable {
     public let utf8: ArraySlice<UInt8>
 

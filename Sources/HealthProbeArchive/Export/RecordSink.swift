@@ -9,7 +9,8 @@ import HealthProbeCanonical
 /// order, feeds the manifest and writes the file, a few batches in flight.
 /// A reader submits a type's batches once that type's turn came: the type before it ended.
 /// The manifest, counts and file belong to a `Writer` that lives on the stage's
-/// thread until `finish` joined it; the readers share only `Turns`, which is `Sendable`.
+/// thread until `finish` joined it; the readers share `Turns`, which is `Sendable`, and
+/// the source and its types (moved whole to the helper's connection, in an `UncheckedBox`).
 final class RecordSink {
     /// The manifest, the items by type and their count, once `drain` returned.
     private(set) var manifest: ExportManifestHasher

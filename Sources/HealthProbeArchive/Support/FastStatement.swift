@@ -20,13 +20,9 @@ struct FastStatement {
         case double(Double?)
         case text(String?)
         case blob([UInt8]?)
-        /// Text: the UTF-8 bytes `range` of `bytes` (bound without building a `String`).
-        case slice([UInt8], Range<Int>)
         /// A hash given as 64 lower-case hex digits, bound as its 32 stored bytes
         /// (`StoredHash`); anything else binds as text, which matches no stored hash.
         case hash(String?)
-        /// `hash`, from the UTF-8 bytes `range` of `bytes`.
-        case hashSlice([UInt8], Range<Int>)
         /// A hash held inline, bound as its 32 bytes.
         case digest(Digest32?)
         /// Text given as its UTF-8 bytes (a bundle item's `ItemText`).
@@ -50,10 +46,6 @@ struct FastStatement {
                         _ = sqlite3_bind_text(raw, idx, UnsafeRawPointer(buf.baseAddress!).assumingMemoryBound(to: CChar.self), Int32(buf.count), Self.transient)
                     }
                 } else { sqlite3_bind_null(raw, idx) }
-            case .slice(let bytes, let r):
-                bytes.withUnsafeBufferPointer { buf in
-                    _ = sqlite3_bind_text(raw, idx, UnsafeRawPointer(buf.baseAddress! + r.lowerBound).assumingMemoryBound(to: CChar.self), Int32(r.count), Self.transient)
-                }
             case .blob(let x):
                 if let x {
                     x.withUnsafeBytes { buf in _ = sqlite3_bind_blob(raw, idx, buf.baseAddress, Int32(buf.count), Self.transient) }
@@ -62,8 +54,6 @@ struct FastStatement {
                 if var x {
                     x.withUTF8 { bindHash(idx, $0) }
                 } else { sqlite3_bind_null(raw, idx) }
-            case .hashSlice(let bytes, let r):
-                bytes.withUnsafeBufferPointer { buf in bindHash(idx, UnsafeBufferPointer(rebasing: buf[r])) }
             case .digest(let d):
                 if let d {
                     d.withUnsafeBytes { _ = sqlite3_bind_blob(raw, idx, $0.baseAddress, 32, Self.transient) }
@@ -174,13 +164,6 @@ struct FastStatement {
         guard sqlite3_column_type(raw, col) == SQLITE_BLOB, let p = sqlite3_column_blob(raw, col),
               sqlite3_column_bytes(raw, col) == 32 else { return false }
         return digest.withUnsafeBytes { memcmp($0.baseAddress!, p, 32) == 0 }
-    }
-
-    /// Whether a stored hash column holds the hash whose hex digits are `range` of `bytes`
-    /// (false when they are not 64 lower-case hex digits).
-    func hashEquals(_ col: Int32, _ bytes: [UInt8], _ range: Range<Int>) -> Bool {
-        guard let digest = Digest32(bytes, range) else { return false }
-        return hashEquals(col, digest)
     }
 
     /// Compares a text column with `s` without allocating.

@@ -16,8 +16,4 @@ extension StoredCode {
         "CASE \(column)" + allCases.map { " WHEN \($0.code) THEN '\($0.rawValue)'" }.joined() + " END"
     }
 
-    /// The kind named by `utf8` bytes (a bundle's value), or nil.
-    public static func named(_ utf8: some Sequence<UInt8>) -> Self? {
-        allCases.first { $0.rawValue.utf8.elementsEqual(utf8) }
-    }
 }
