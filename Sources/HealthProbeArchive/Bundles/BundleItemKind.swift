@@ -45,12 +45,7 @@ public enum BundleItemKind: String, CaseIterable, Sendable, Comparable {
     /// name (no string is built); nil for any other text.
     public init?(_ bytes: [UInt8], _ range: Range<Int>) {
         guard !range.isEmpty, range.lowerBound >= 0, range.upperBound <= bytes.count,
-              let found = bytes.withUnsafeBufferPointer({ b -> BundleItemKind? in
-                  let start = b.baseAddress! + range.lowerBound
-                  return Self.names.firstIndex { name in
-                      name.count == range.count && name.withUnsafeBufferPointer { memcmp(start, $0.baseAddress!, range.count) == 0 }
-                  }.map { Self.inOrder[$0] }
-              }) else { return nil }
+              let found = Self.item(named: bytes[range]) else { return nil }
         self = found
     }
 
@@ -59,9 +54,6 @@ public enum BundleItemKind: String, CaseIterable, Sendable, Comparable {
         guard let k = o.find("kind"), let r = o.plainRange(k) else { return nil }
         self.init(o.bytes, r)
     }
-
-    /// The UTF-8 of each kind's name, in item order.
-    static let names: [[UInt8]] = inOrder.map { Array($0.rawValue.utf8) }
-    /// `allCases`, made once (the synthesized property builds a new array at each call).
-    static let inOrder = allCases
 }
+
+extension BundleItemKind: ItemName { static let itemNames = makeItemNames() }
