@@ -17,14 +17,22 @@ public final class SeaweedS3: @unchecked Sendable {
     public let directory = TempDir()
     public private(set) var process: Process?
     /// Ports: master, master gRPC, volume, volume gRPC, filer, filer gRPC, S3, S3 gRPC.
-    let ports: [Int]
+    private(set) var ports: [Int]
     public var endpoint: String { "http://127.0.0.1:\(ports[6])" }
 
     public init() throws {
         ports = try freeLoopbackPorts(8)
         let config = #"{"identities":[{"name":"healthprobe","credentials":[{"accessKey":"\#(accessKey)","secretKey":"\#(secretKey)"}],"actions":["Admin","Read","Write","List","Tagging"]}]}"#
         try config.write(toFile: directory.file("s3.json"), atomically: true, encoding: .utf8)
-        try start()
+        // A port free when chosen can be bound by another process before weed binds it; the
+        // first start then fails saying so, and new ports are chosen (the data is still empty).
+        var attempt = 1
+        while true {
+            do { try start(); return } catch let error as SeaweedDidNotStart where attempt < 3 && error.log.contains("address already in use") {
+                attempt += 1
+                ports = try freeLoopbackPorts(8)
+            }
+        }
     }
 
     /// Starts the server (again, after `stop`, on the same ports and data) and waits until S3 answers.
@@ -98,19 +106,34 @@ public final class SeaweedS3: @unchecked Sendable {
 /// `count` distinct loopback ports free a moment ago: each socket stays bound until all are
 /// chosen (ports taken one at a time and released at once can repeat; a store whose S3 port
 /// was also its volume server's answered the S3 requests from the wrong server).
+///
+/// They are chosen below the kernel's ephemeral range (`ip_local_port_range`), so the port a
+/// test server is given is never the one the kernel hands the next `bind(0)` or outgoing
+/// connection of another test running beside it (a store once failed to start with "address
+/// already in use" for that reason). Where that range leaves no room, the kernel chooses.
 public func freeLoopbackPorts(_ count: Int) throws -> [Int] {
     var fds: [Int32] = []
     defer { for fd in fds { close(fd) } }
     var ports: [Int] = []
-    for _ in 0..<count {
+    var below = belowEphemeralPorts()
+    var tries = 0
+    while ports.count < count {
+        var candidate = 0
+        if let range = below, range.count >= count * 4 {
+            tries += 1
+            if tries > count * 20 { below = nil; continue }
+            candidate = Int.random(in: range)
+            if ports.contains(candidate) { continue }
+        }
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw SeaweedDidNotStart(log: "no socket for a free loopback port (errno \(errno))") }
-        fds.append(fd)
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = 0
+        addr.sin_port = in_port_t(UInt16(candidate).bigEndian)
         addr.sin_addr.s_addr = inet_addr("127.0.0.1")
         let bound = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        if bound != 0 && candidate != 0 { close(fd); continue }  // taken: another candidate
+        fds.append(fd)
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         guard bound == 0, withUnsafeMutablePointer(to: &addr, { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }) == 0 else {
             throw SeaweedDidNotStart(log: "no free loopback port (errno \(errno))")
@@ -118,6 +141,15 @@ public func freeLoopbackPorts(_ count: Int) throws -> [Int] {
         ports.append(Int(UInt16(bigEndian: addr.sin_port)))
     }
     return ports
+}
+
+/// Ports from 10000 up to the start of the kernel's ephemeral range, or nil when it cannot be
+/// read or starts too low to leave room.
+func belowEphemeralPorts() -> ClosedRange<Int>? {
+    guard let text = try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8),
+          let low = text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }).first.flatMap({ Int($0) }),
+          low > 10_000 + 1 else { return nil }
+    return 10_000...(low - 1)
 }
 
 /// SeaweedFS did not answer S3 in time.
