@@ -123,7 +123,8 @@ extension BundleItem {
 }
 
 extension BundleItem.Payload {
-    /// The payload's canonical JSON: the bytes its `payload_hash` covers.
+    /// The payload's canonical JSON: the bytes its `payload_hash` covers, the document
+    /// `SampleEncoding.payload` writes at capture (whose hash every received bundle is checked against).
     func write(to w: inout CanonicalJSONWriter) throws(HashingError) {
         w.beginObject()
         w.field("category_value", categoryValue.map(Int.init))

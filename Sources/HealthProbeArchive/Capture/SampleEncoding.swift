@@ -4,7 +4,10 @@ import HealthProbeCanonical
 /// fingerprint (documented byte for byte in docs/hashing.md).
 public enum SampleEncoding {
     /// Canonical payload JSON: every stored field of the version.
-    /// Keys in RFC 8785 order.
+    /// Keys in RFC 8785 order. `BundleItem.Payload.write(to:)` writes the same document from
+    /// a received version item (typed text and hashes, no `String`s); a bundle is verified by
+    /// hashing that one against the `payload_hash` this one gave, so any difference between
+    /// the two refuses every bundle a test syncs. Kept apart for the capture's hot path.
     public static func payload(_ n: NormalizedSample) throws(HashingError) -> [UInt8] {
         var w = CanonicalJSONWriter(capacity: 512)
         w.beginObject()
