@@ -57,9 +57,9 @@ struct BackupTests {
         let refused = try hpServer(["backup", "--data", data.path, "--to", last])
         #expect(refused.0 != 0 && refused.2.contains("not empty"), "\(refused.2)")
 
-        // Restore on "a new machine".
+        // Restore on "a new machine", both chains at once.
         let restored = restoredParent.path + "/data"
-        let r = try hpServer(["restore", "--from", last, "--data", restored, "--json"])
+        let r = try hpServer(["restore", "--from", last, "--data", restored, "--jobs", "2", "--json"])
         #expect(r.0 == 0, "\(r.2)")
         let report = try JSONSerialization.jsonObject(with: Data(r.1.utf8)) as? [String: Any]
         let chains = report?["chains"] as? [[String: Any]] ?? []
@@ -73,6 +73,8 @@ struct BackupTests {
         #expect(try hpServer(["verify", "--data", restored, "--full"]).0 == 0)
         let again = try hpServer(["restore", "--from", last, "--data", restored])
         #expect(again.0 != 0 && again.2.contains("not empty"), "\(again.2)")
+        let noJobs = try hpServer(["restore", "--from", last, "--data", restoredParent.path + "/other", "--jobs", "0"])
+        #expect(noJobs.0 != 0 && noJobs.2.contains("--jobs must be 1 to 64"), "\(noJobs.2)")
 
         // The old machine is gone; A syncs on to the restored server with its enrollment.
         kill(server.process.processIdentifier, SIGTERM)
