@@ -35,10 +35,10 @@ struct RestoreTests {
         await #expect { try await ServerRestore.run(from: DirectoryRestoreSource(path: backup.path + "/b"), to: target.path + "/r") } throws: { "\($0)".contains("not empty") }
     }
 
-    @Test("an altered bundle, one with bytes after its last member, a missing one, one in another's place, a damaged registry and a wrong recorded digest are each refused by name")
+    @Test("an altered bundle (the first, or a later one), one with bytes after its last member, a missing one, one in another's place, a damaged registry and a wrong recorded digest are each refused by name")
     func hostile() async throws {
         let fm = FileManager.default
-        for damage in ["altered", "trailing", "missing", "swapped", "registry", "digest"] {
+        for damage in ["altered", "first", "trailing", "missing", "swapped", "registry", "digest"] {
             let (_, backup, chain, _) = try backedUp()
             let b = ServerStore(root: backup.path + "/b")
             let needle: String
@@ -49,6 +49,13 @@ struct RestoreTests {
                 bytes[bytes.count / 2] ^= 0x20
                 try bytes.write(to: URL(fileURLWithPath: path))
                 needle = "sequence 2"
+            case "first":
+                // Refused while the next bundle is fetched: that fetch ends and its file goes too.
+                let path = try #require(b.storedBundlePath(chain, sequence: 1))
+                var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+                bytes[bytes.count / 2] ^= 0x20
+                try bytes.write(to: URL(fileURLWithPath: path))
+                needle = "sequence 1"
             case "trailing":
                 // Kept as the server keeps what it receives (gzip members), every line and the
                 // trailer intact, then junk after the last member.
@@ -84,6 +91,8 @@ struct RestoreTests {
             let target = TempDir()
             await #expect { try await ServerRestore.run(from: DirectoryRestoreSource(path: b.root), to: target.path + "/r") } throws: { "\($0)".contains(needle) }
             #expect(!fm.fileExists(atPath: target.path + "/r/healthprobe-server"), "\(damage): a failed restore is not a data directory")
+            let left = (try? fm.contentsOfDirectory(atPath: target.path + "/r/quarantine")) ?? []
+            #expect(left.isEmpty, "\(damage): fetched bundles left behind: \(left)")
         }
     }
 }

@@ -8,7 +8,8 @@ import NIOPosix
 /// identity come from the backup's snapshot (devices sync on without enrolling again);
 /// every replica is rebuilt by applying its stored bundles in order, each verified
 /// as the server verifies a bundle on receipt. Chains are rebuilt `jobs` at a time (each
-/// into its own replica file), one bundle of each on disk at a time.
+/// into its own replica file), at most two bundles of each on disk at a time (the one applied
+/// and the next, fetched meanwhile).
 public enum ServerRestore {
     public struct Chain: Sendable, Codable, Equatable {
         public var chain: String
@@ -77,7 +78,16 @@ public enum ServerRestore {
         return error is BundleError || error is BundleApplier.ApplyError || error is GzipParts.ReadError || error is HashingError
     }
 
-    /// Applies one chain's bundles, 1...n in order, to a new replica.
+    /// Fetches `bundle` to `path`; what a failed fetch wrote is removed.
+    static func fetchOrRemove(_ bundle: RestoreSourceBundle, from source: some RestoreSource, to path: String) async throws {
+        do { try await source.fetch(bundle, to: path) } catch {
+            try? FileManager.default.removeItem(atPath: path)
+            throw error
+        }
+    }
+
+    /// Applies one chain's bundles, 1...n in order, to a new replica, fetching each next one
+    /// while the one before is applied.
     static func rebuild(_ chain: String, bundles: [RestoreSourceBundle], from source: some RestoreSource, into store: ServerStore,
                         expected: String?, now: Double) async throws -> (Chain, Int) {
         let where_ = "chain \(chain.prefix(16)) in \(source.location)"
@@ -89,11 +99,22 @@ public enum ServerRestore {
         var closed = false
         defer { if !closed { try? replica.close() } }
         var bytes = 0
-        for b in bundles {
-            let file = store.quarantineDirectory + "/restore-\(UUID().uuidString)"
+        /// A new file in the quarantine directory for a fetched bundle.
+        func newFile() -> String { store.quarantineDirectory + "/restore-\(UUID().uuidString)" }
+        var fetched = newFile()
+        try await fetchOrRemove(bundles[0], from: source, to: fetched)
+        for (i, b) in bundles.enumerated() {
+            let file = fetched
             defer { try? FileManager.default.removeItem(atPath: file) }
-            try await source.fetch(b, to: file)
             bytes += DataDirectory.size(file)
+            // The next bundle is fetched while this one is applied (two on disk at most).
+            let following = i + 1 < bundles.count ? bundles[i + 1] : nil, followingFile = newFile()
+            var taken = false
+            // Declared before the fetch: on leaving, the fetch is cancelled and awaited first, then this runs.
+            defer { if !taken { try? FileManager.default.removeItem(atPath: followingFile) } }
+            async let prefetched: Void = {
+                if let following { try await fetchOrRemove(following, from: source, to: followingFile) }
+            }()
             // Verified once, as it is applied: the bundles come without their manifest hashes, so
             // the apply takes the one its verification computes; the chain link to the bundle
             // before is checked all the same. Its header must name this chain and sequence
@@ -112,6 +133,8 @@ public enum ServerRestore {
             } catch let error where Self.refuses(error) {
                 throw ArchiveError(.invalidInput, "\(where_): sequence \(b.sequence) (\(b.reference)) is refused: \(error)", cause: error)
             }
+            try await prefetched
+            (fetched, taken) = (followingFile, true)
         }
         let state = try await NIOThreadPool.singleton.runIfActive {
             let state = try replica.chainStateAfterReceived(sequence: bundles.count)
