@@ -64,6 +64,7 @@ struct BackupTests {
         let report = try JSONSerialization.jsonObject(with: Data(r.1.utf8)) as? [String: Any]
         let chains = report?["chains"] as? [[String: Any]] ?? []
         #expect(chains.count == 2)
+        #expect(chains.map { $0["chain"] as? String ?? "" } == [chainA, chainB].sorted(), "the report lists chains in order")
         for c in chains { #expect(c["digest"] as? String != nil && c["digest"] as? String == c["expected_digest"] as? String) }
         for chain in [chainA, chainB] {
             let original = jsonDigest(try hpServer(["digest", "--data", data.path, "--chain", chain, "--json"]).1)
@@ -75,6 +76,20 @@ struct BackupTests {
         #expect(again.0 != 0 && again.2.contains("not empty"), "\(again.2)")
         let noJobs = try hpServer(["restore", "--from", last, "--data", restoredParent.path + "/other", "--jobs", "0"])
         #expect(noJobs.0 != 0 && noJobs.2.contains("--jobs must be 1 to 64"), "\(noJobs.2)")
+        // One chain's bundle altered: with both chains rebuilt at once, the restore is refused
+        // naming that chain, and leaves neither a data directory nor a fetched bundle.
+        let damaged = backups.path + "/damaged"
+        try FileManager.default.copyItem(atPath: last, toPath: damaged)
+        let bundles = damaged + "/chains/" + chainB + "/bundles"
+        let first = bundles + "/" + (try #require(try FileManager.default.contentsOfDirectory(atPath: bundles).sorted().first))
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: first))
+        bytes[bytes.count / 2] ^= 0x20
+        try bytes.write(to: URL(fileURLWithPath: first))
+        let refusedTarget = restoredParent.path + "/refused"
+        let refusedRestore = try hpServer(["restore", "--from", damaged, "--data", refusedTarget, "--jobs", "2"])
+        #expect(refusedRestore.0 != 0 && refusedRestore.2.contains("chain \(chainB.prefix(16))") && refusedRestore.2.contains("sequence 1 ("), "\(refusedRestore.2)")
+        #expect(!FileManager.default.fileExists(atPath: refusedTarget + "/healthprobe-server"))
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: refusedTarget + "/quarantine")) ?? []).isEmpty)
 
         // The old machine is gone; A syncs on to the restored server with its enrollment.
         kill(server.process.processIdentifier, SIGTERM)

@@ -10,5 +10,7 @@ struct FreePortsTests {
         let ports = try freeLoopbackPorts(1000)
         #expect(ports.count == 1000 && Set(ports).count == 1000)
         #expect(ports.allSatisfy { (1...65535).contains($0) })
+        // Below the kernel's ephemeral range where it leaves room (Linux: 32768 and up by default).
+        if let below = belowEphemeralPorts() { #expect(ports.allSatisfy(below.contains), "\(ports.filter { !below.contains($0) }.prefix(5))") }
     }
 }

@@ -25,12 +25,13 @@ public final class SeaweedS3: @unchecked Sendable {
         let config = #"{"identities":[{"name":"healthprobe","credentials":[{"accessKey":"\#(accessKey)","secretKey":"\#(secretKey)"}],"actions":["Admin","Read","Write","List","Tagging"]}]}"#
         try config.write(toFile: directory.file("s3.json"), atomically: true, encoding: .utf8)
         // A port free when chosen can be bound by another process before weed binds it; the
-        // first start then fails saying so, and new ports are chosen (the data is still empty).
+        // start then fails saying so, and starts again on new ports with its data removed.
         var attempt = 1
         while true {
             do { try start(); return } catch let error as SeaweedDidNotStart where attempt < 3 && error.log.contains("address already in use") {
                 attempt += 1
                 ports = try freeLoopbackPorts(8)
+                try? FileManager.default.removeItem(atPath: directory.file("data"))
             }
         }
     }
@@ -47,9 +48,9 @@ public final class SeaweedS3: @unchecked Sendable {
                        "-s3", "-s3.port=\(ports[6])", "-s3.port.grpc=\(ports[7])", "-s3.port.iceberg=0", "-s3.port.lance=0",
                        "-s3.config=\(directory.file("s3.json"))"]
         let log = directory.file("weed.log")
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        if !FileManager.default.fileExists(atPath: log) { _ = FileManager.default.createFile(atPath: log, contents: nil) }
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
-        handle.seekToEndOfFile()
+        let logStart = Int(handle.seekToEndOfFile())
         p.standardOutput = handle
         p.standardError = handle
         try p.run()
@@ -60,7 +61,9 @@ public final class SeaweedS3: @unchecked Sendable {
             if Self.answers(port: ports[6]) { usleep(500_000); return }
             usleep(200_000)
         }
-        let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        // What this start wrote (an earlier start's lines stay before it).
+        let written = (FileManager.default.contents(atPath: log) ?? Data()).dropFirst(logStart)
+        let text = String(decoding: written, as: UTF8.self)
         stop()
         throw SeaweedDidNotStart(log: String(text.suffix(1500)))
     }
@@ -110,7 +113,8 @@ public final class SeaweedS3: @unchecked Sendable {
 /// They are chosen below the kernel's ephemeral range (`ip_local_port_range`), so the port a
 /// test server is given is never the one the kernel hands the next `bind(0)` or outgoing
 /// connection of another test running beside it (a store once failed to start with "address
-/// already in use" for that reason). Where that range leaves no room, the kernel chooses.
+/// already in use" for that reason). Where that range leaves no room or cannot be read (no
+/// `/proc`), the kernel chooses.
 public func freeLoopbackPorts(_ count: Int) throws -> [Int] {
     var fds: [Int32] = []
     defer { for fd in fds { close(fd) } }
@@ -145,7 +149,7 @@ public func freeLoopbackPorts(_ count: Int) throws -> [Int] {
 
 /// Ports from 10000 up to the start of the kernel's ephemeral range, or nil when it cannot be
 /// read or starts too low to leave room.
-func belowEphemeralPorts() -> ClosedRange<Int>? {
+public func belowEphemeralPorts() -> ClosedRange<Int>? {
     guard let text = try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8),
           let low = text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }).first.flatMap({ Int($0) }),
           low > 10_000 + 1 else { return nil }

@@ -2,7 +2,6 @@ import Foundation
 import HealthProbeArchive
 import HealthProbeProtocol
 import HealthProbeCanonical
-import NIOPosix
 
 /// `hp-server restore`: a new data directory from a backup. The registry and the TLS
 /// identity come from the backup's snapshot (devices sync on without enrolling again);
@@ -29,7 +28,8 @@ public enum ServerRestore {
 
     /// Rebuilds a data directory at `target` (absent or empty) from `source`, `jobs` chains at
     /// a time (each apply takes about a core and a half and up to about 150 MB at a million
-    /// samples; with more than one job, the first chain refused stops the others).
+    /// samples; with more than one job, the first chain refused stops the others once the
+    /// bundle each is applying ends).
     public static func run(from source: some RestoreSource, to target: String, jobs: Int = 1,
                            now: Double = Date().timeIntervalSince1970) async throws -> Report {
         let started = ContinuousClock.now
@@ -120,8 +120,9 @@ public enum ServerRestore {
             // before is checked all the same. Its header must name this chain and sequence
             // before anything is applied.
             do {
-                // Blocking SQLite work: on NIO's blocking-I/O threads, never Swift's cooperative ones.
-                let (_, outcome) = try await NIOThreadPool.singleton.runIfActive {
+                // The apply (seconds to minutes of blocking SQLite work) on a thread of its own,
+                // so that `jobs` chains apply at once whatever the cores and pools.
+                let (_, outcome) = try await StageThread.run(name: "healthprobe.rebuild.apply") {
                     try store.apply(file: file, manifestHash: nil, sequence: b.sequence, now: now, replica: { named in
                         guard named == chain else { throw ArchiveError(.invalidInput, "its header names chain \(named.prefix(16))") }
                         return replica
@@ -136,7 +137,7 @@ public enum ServerRestore {
             try await prefetched
             (fetched, taken) = (followingFile, true)
         }
-        let state = try await NIOThreadPool.singleton.runIfActive {
+        let state = try await StageThread.run(name: "healthprobe.rebuild.digest") {
             let state = try replica.chainStateAfterReceived(sequence: bundles.count)
             try replica.checkpointAndClose()
             return state
