@@ -15,8 +15,8 @@ import NIOPosix
 /// transaction commits), and logs it as sent, so the node then captures and syncs on
 /// as the same chain. Run again after any failure, it resumes after the last bundle
 /// applied. It trusts nothing the server sends: a bundle that fails a check is
-/// refused and nothing of it stored. Each bundle is applied on a blocking-I/O thread while
-/// its parts arrive, a few parts in flight.
+/// refused and nothing of it stored. Each bundle is applied on a thread of its own while
+/// its parts arrive, a few parts in flight; the next is asked for while it is applied.
 public struct NodeRestore {
     public struct Report: Sendable, Codable, Equatable {
         /// Bundles the archive held before (a restore resumed).
@@ -66,13 +66,32 @@ public struct NodeRestore {
             var report = Report(hadSequence: progress.lastSequence, restored: 0, lastSequence: status.lastSequence, visibleRecords: 0,
                                 chainStateDigest: nil, bytesOnWire: 0, seconds: 0)
             var sequence = progress.lastSequence
-            while sequence < status.lastSequence {
-                sequence += 1
-                let state = try await fetchAndApply(&session, sequence: sequence, report: &report)
-                (report.visibleRecords, report.chainStateDigest) = (state.visibleCount, state.digest)
-                report.restored += 1
-                onProgress(sequence, status.lastSequence)
-                logger.info("bundle restored", metadata: ["sync.sequence": "\(sequence)"])
+            // Each bundle is asked for once the last part of the one before has arrived, so the
+            // server works out the next chain state while this node applies and checks the
+            // last one; a bundle's apply starts only once the one before has committed.
+            try await withThrowingTaskGroup(of: Void.self) { applies in
+                /// The bundle received whole whose apply may still run, and the chain state after it.
+                var applying: (sequence: Int, state: ChainStateDigest.Result)?
+                while sequence < status.lastSequence {
+                    sequence += 1
+                    let bundle: RestoreBundle
+                    do { bundle = try await requestBundle(&session, sequence: sequence) } catch {
+                        // A refusal of the bundle before wins: it came first.
+                        if applying != nil { try await applies.next() }
+                        throw error
+                    }
+                    if let done = applying {
+                        try await applies.next()
+                        restored(done, last: status.lastSequence, into: &report)
+                        applying = nil
+                    }
+                    let state = try await receiveAndApply(&session, bundle, sequence: sequence, applies: &applies, report: &report)
+                    applying = (sequence, state)
+                }
+                if let done = applying {
+                    try await applies.next()
+                    restored(done, last: status.lastSequence, into: &report)
+                }
             }
             if report.restored == 0, sequence > 0 {
                 let state = try archive.chainStateAfterReceived(sequence: sequence)
@@ -83,38 +102,54 @@ public struct NodeRestore {
         }
     }
 
-    /// Asks for the bundle at `sequence` and applies it while its parts arrive (each
-    /// checked before it is inflated, the whole checked before the apply may commit);
-    /// returns the chain state after it (the server's, and now this archive's).
-    func fetchAndApply(_ session: inout SyncSession, sequence: Int, report: inout Report) async throws -> ChainStateDigest.Result {
+    /// Counts a bundle whose apply committed.
+    func restored(_ done: (sequence: Int, state: ChainStateDigest.Result), last: Int, into report: inout Report) {
+        (report.visibleRecords, report.chainStateDigest) = (done.state.visibleCount, done.state.digest)
+        report.restored += 1
+        onProgress(done.sequence, last)
+        logger.info("bundle restored", metadata: ["sync.sequence": "\(done.sequence)"])
+    }
+
+    /// Asks for the bundle at `sequence`: its `RESTORE_BUNDLE`, checked to be that bundle.
+    func requestBundle(_ session: inout SyncSession, sequence: Int) async throws -> RestoreBundle {
         let request = try SyncFrame.json(.restoreRequest, .object(["device_chain_hash": .string(node.deviceChainHash), "sequence": .int(sequence)]))
         let reply = try await session.request(request)
         guard case .restoreBundle(let bundle) = reply else { throw SyncSession.unexpected(reply, expected: .restoreBundle) }
         guard bundle.sequence == sequence else {
             throw SyncProtocolError(.malformedFrame, "RESTORE_BUNDLE.sequence: \(bundle.sequence) is not the sequence asked for (\(sequence))")
         }
+        return bundle
+    }
+
+    /// Applies `bundle` (in `applies`, on a thread of its own) while its parts arrive, each
+    /// checked before it is inflated, the whole checked before the apply may commit; returns
+    /// once every part arrived, with the chain state the server says follows it (the apply
+    /// checks this archive's against it before it commits). A transfer that fails ends the
+    /// apply first, and the applier's own refusal wins when it stopped the transfer.
+    func receiveAndApply(_ session: inout SyncSession, _ bundle: RestoreBundle, sequence: Int,
+                         applies: inout ThrowingTaskGroup<Void, any Error>, report: inout Report) async throws -> ChainStateDigest.Result {
         let expected = ChainStateDigest.Result(digest: bundle.chainStateDigest, visibleCount: bundle.visibleCount)
         let handoff = RestoreLines()
         let target = ArchiveHandle(node.archive)
         let (chain, now, size, hash) = (node.deviceChainID, node.clock.now(), bundle.uncompressedSize, bundle.manifestHash)
-        // The apply runs on a thread of its own while the parts arrive (structured: awaited below);
-        // not on NIO's pool, whose threads the hand-off may hold while they wait for it.
-        async let applied: Void = Self.onOwnThread {
-            defer { handoff.queue.cancel(); target.release() }
-            try target.archive?.applyRestored(lines: handoff.lines, manifestHash: hash, sequence: sequence, chain: chain, expected: expected,
-                                              now: now, bundleBytes: size, transferChecked: handoff.checked)
+        // Not on NIO's pool, whose threads the hand-off may hold while they wait for it.
+        applies.addTask {
+            try await Self.onOwnThread {
+                defer { handoff.queue.cancel(); target.release() }
+                try target.archive?.applyRestored(lines: handoff.lines, manifestHash: hash, sequence: sequence, chain: chain, expected: expected,
+                                                  now: now, bundleBytes: size, transferChecked: handoff.checked)
+            }
         }
         do {
             try await receive(&session, bundle, sequence: sequence, into: handoff, report: &report)
             handoff.finish(failure: nil)
         } catch {
             handoff.finish(failure: error)
-            do { try await applied } catch let stopped where error is CancellationError {
+            do { try await applies.next() } catch let stopped where error is CancellationError {
                 throw stopped  // the applier refused a line first: its reason, not the hand-off's
             } catch {}
             throw error
         }
-        try await applied
         return expected
     }
 

@@ -137,6 +137,39 @@ struct NodeRestoreTests {
         }
     }
 
+    @Test("of three kept bundles, the first or the second altered: the node refuses that one by its own verification while the next is already asked for; the bundles before it stay, nothing after it is stored", arguments: [1, 2])
+    func alteredAmongSeveral(altered: Int) async throws {
+        let data = TempDir()
+        let home = TempHome()
+        try simulate(home, days: 2)
+        try simulate(home, days: 3)
+        try simulate(home, days: 4)
+        try await withServer(data) { server in
+            let e = try await server.enroll("phone")
+            _ = try await Self.sync(home, e)
+            let chain = try home.open().deviceChainHash
+            #expect(try server.store.storedBundlePath(chain, sequence: 3) != nil)
+            let path = try #require(server.store.storedBundlePath(chain, sequence: altered))
+            var lines = Array(try StoredBundleLines(path: path))
+            let i = try #require(lines.lastIndex { String(decoding: $0, as: UTF8.self).contains("\"numeric_value\":") })
+            var text = String(decoding: lines[i], as: UTF8.self)
+            let range = try #require(text.range(of: "\"numeric_value\":"))
+            text.insert("1", at: range.upperBound)
+            lines[i] = Array(text.utf8)
+            try FileManager.default.removeItem(atPath: path)
+            try Data(lines.flatMap { $0 + [0x0A] }).write(to: URL(fileURLWithPath: server.store.bundlePath(chain, sequence: altered, gzip: false)))
+
+            try home.home.reset(newChain: false)
+            await #expect { _ = try await Self.restore(home, e) } throws: { error in "\(error)".contains("hash") }
+            let archive = try Archive.open(path: home.home.archivePath, mode: .readOnly)
+            let rows = try await archive.writer.read { db in
+                [try Int.fetchOne(db, sql: "SELECT count(*) FROM observations"), try Int.fetchOne(db, sql: "SELECT count(DISTINCT sequence) FROM bundle_log"),
+                 try Int.fetchOne(db, sql: "SELECT max(sequence) FROM bundle_log") ?? 0]
+            }
+            #expect(rows == [altered - 1, altered - 1, altered - 1], "the bundles before the altered one, and only they")
+        }
+    }
+
     @Test("a kept bundle altered on the server is refused by the node's own verification: nothing of it is stored")
     func alteredBundleRefused() async throws {
         let data = TempDir()
