@@ -76,8 +76,11 @@ public struct NodeRestore {
                     sequence += 1
                     let bundle: RestoreBundle
                     do { bundle = try await requestBundle(&session, sequence: sequence) } catch {
-                        // A refusal of the bundle before wins: it came first.
-                        if applying != nil { try await applies.next() }
+                        // A refusal of the bundle before wins: it came first. Committed, it is counted.
+                        if let done = applying {
+                            try await applies.next()
+                            restored(done, last: status.lastSequence, into: &report)
+                        }
                         throw error
                     }
                     if let done = applying {

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import GRDB
 import NIOCore
 import Testing
@@ -128,6 +129,50 @@ struct HostileRestoreTests {
             let report = try await NodeRestore(node: try f.target.open()).restore(e)
             #expect(report.restored == 1 && report.chainStateDigest == f.state.digest)
             #expect(try await f.stored() == [1, 2], "one observation; logged as received and as sent")
+        }
+    }
+
+    @Test("bundle 2 is asked for while bundle 1 is checked; when bundle 1 is refused, its refusal is the one named whatever the reply to 2 (another sequence, not_found, an honest bundle), and nothing is stored")
+    func refusalBeforeTheNextReply() async throws {
+        let f = try Fixture()
+        let other = String(repeating: "b", count: 64)
+        let asked = Mutex<[Int]>([])
+        /// A chain at 2 whose bundle 1 carries a chain state other than its own (refused once
+        /// all its parts arrived, when the node checks its state before commit); `second` answers 2.
+        func answer(_ second: [SyncFrame]) -> HostileServer.Answer {
+            let (chain, manifest, first) = (f.chain, f.hash, f.frames(digest: other))
+            return { m, _ in
+                switch m {
+                case .chainStatusRequest:
+                    return [try! .json(.chainStatus, .object(["device_chain_hash": .string(chain), "last_sequence": .int(2), "last_manifest_hash": .string(manifest)]))]
+                case .restoreRequest(let r):
+                    asked.withLock { $0.append(r.sequence) }
+                    return r.sequence == 1 ? first : second
+                default: return HostileServer.honest(m, nil)
+                }
+            }
+        }
+        let notFound = try SyncFrame.json(.error, .object(["code": .string("not_found"), "message": .string("no such bundle")]))
+        let cases: [(String, [SyncFrame])] = [
+            ("another sequence", f.frames(sequence: 3)),
+            ("not_found", [notFound]),
+            ("bundle 1 again", f.frames()),
+        ]
+        try await HostileServer.with { server in
+            let e = server.enrollment()
+            for (name, second) in cases {
+                asked.withLock { $0 = [] }
+                server.answer(answer(second))
+                do {
+                    _ = try await NodeRestore(node: try f.target.open()).restore(e)
+                    Issue.record("\(name): accepted")
+                } catch {
+                    #expect("\(error)".contains("is not the server's"), "\(name): \(error)")
+                }
+                let (requests, stored) = (asked.withLock { $0 }, try await f.stored())
+                #expect(requests == [1, 2], "\(name): bundle 2 was asked for before bundle 1's refusal")
+                #expect(stored == [0, 0], "\(name) stored something")
+            }
         }
     }
 }
