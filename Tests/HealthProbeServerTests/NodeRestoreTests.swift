@@ -27,6 +27,21 @@ struct NodeRestoreTests {
         try await SyncClient(node: try home.open(), outbox: home.root + "/outbox").sync(e)
     }
 
+    /// The kept bundle at `sequence` rewritten as plain lines with one value changed: in its
+    /// first line holding a numeric value, or its `last`.
+    static func alterValue(_ store: ServerStore, _ chain: String, sequence: Int, last: Bool) throws {
+        let path = try #require(store.storedBundlePath(chain, sequence: sequence))
+        var lines = Array(try StoredBundleLines(path: path))
+        let holds: ([UInt8]) -> Bool = { String(decoding: $0, as: UTF8.self).contains("\"numeric_value\":") }
+        let i = try #require(last ? lines.lastIndex(where: holds) : lines.firstIndex(where: holds))
+        var text = String(decoding: lines[i], as: UTF8.self)
+        let range = try #require(text.range(of: "\"numeric_value\":"))
+        text.insert("1", at: range.upperBound)
+        lines[i] = Array(text.utf8)
+        try FileManager.default.removeItem(atPath: path)
+        try Data(lines.flatMap { $0 + [0x0A] }).write(to: URL(fileURLWithPath: store.bundlePath(chain, sequence: sequence, gzip: false)))
+    }
+
     @Test("a node reset with --keep-chain restores every observation (the chain state equal to the original's and the server's at each), then captures and syncs on as the same chain; run again, it has nothing to do")
     func resetRestoresAndSyncsOn() async throws {
         let data = TempDir()
@@ -149,15 +164,7 @@ struct NodeRestoreTests {
             _ = try await Self.sync(home, e)
             let chain = try home.open().deviceChainHash
             #expect(try server.store.storedBundlePath(chain, sequence: 3) != nil)
-            let path = try #require(server.store.storedBundlePath(chain, sequence: altered))
-            var lines = Array(try StoredBundleLines(path: path))
-            let i = try #require(lines.lastIndex { String(decoding: $0, as: UTF8.self).contains("\"numeric_value\":") })
-            var text = String(decoding: lines[i], as: UTF8.self)
-            let range = try #require(text.range(of: "\"numeric_value\":"))
-            text.insert("1", at: range.upperBound)
-            lines[i] = Array(text.utf8)
-            try FileManager.default.removeItem(atPath: path)
-            try Data(lines.flatMap { $0 + [0x0A] }).write(to: URL(fileURLWithPath: server.store.bundlePath(chain, sequence: altered, gzip: false)))
+            try Self.alterValue(server.store, chain, sequence: altered, last: true)
 
             try home.home.reset(newChain: false)
             await #expect { _ = try await Self.restore(home, e) } throws: { error in "\(error)".contains("hash") }
@@ -179,16 +186,7 @@ struct NodeRestoreTests {
             let e = try await server.enroll("phone")
             _ = try await Self.sync(home, e)
             let chain = try home.open().deviceChainHash
-            // The kept bundle rewritten as plain lines with one value changed.
-            let path = try #require(server.store.storedBundlePath(chain, sequence: 1))
-            var lines = Array(try StoredBundleLines(path: path))
-            let i = try #require(lines.firstIndex { String(decoding: $0, as: UTF8.self).contains("\"numeric_value\":") })
-            var text = String(decoding: lines[i], as: UTF8.self)
-            let range = try #require(text.range(of: "\"numeric_value\":"))
-            text.insert("1", at: range.upperBound)
-            lines[i] = Array(text.utf8)
-            try FileManager.default.removeItem(atPath: path)
-            try Data(lines.flatMap { $0 + [0x0A] }).write(to: URL(fileURLWithPath: server.store.bundlePath(chain, sequence: 1, gzip: false)))
+            try Self.alterValue(server.store, chain, sequence: 1, last: false)
 
             try home.home.reset(newChain: false)
             await #expect { _ = try await Self.restore(home, e) } throws: { error in "\(error)".contains("hash") }

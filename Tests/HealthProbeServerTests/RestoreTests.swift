@@ -43,19 +43,14 @@ struct RestoreTests {
             let b = ServerStore(root: backup.path + "/b")
             let needle: String
             switch damage {
-            case "altered":
-                let path = try #require(b.storedBundlePath(chain, sequence: 2))
+            case "altered", "first":
+                // The first is refused while the next bundle is fetched: that fetch ends and its file goes too.
+                let sequence = damage == "first" ? 1 : 2
+                let path = try #require(b.storedBundlePath(chain, sequence: sequence))
                 var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
                 bytes[bytes.count / 2] ^= 0x20
                 try bytes.write(to: URL(fileURLWithPath: path))
-                needle = "sequence 2"
-            case "first":
-                // Refused while the next bundle is fetched: that fetch ends and its file goes too.
-                let path = try #require(b.storedBundlePath(chain, sequence: 1))
-                var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
-                bytes[bytes.count / 2] ^= 0x20
-                try bytes.write(to: URL(fileURLWithPath: path))
-                needle = "sequence 1 ("
+                needle = "sequence \(sequence) ("
             case "trailing":
                 // Kept as the server keeps what it receives (gzip members), every line and the
                 // trailer intact, then junk after the last member.
