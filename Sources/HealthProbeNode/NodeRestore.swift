@@ -72,29 +72,28 @@ public struct NodeRestore {
             try await withThrowingTaskGroup(of: Void.self) { applies in
                 /// The bundle received whole whose apply may still run, and the chain state after it.
                 var applying: (sequence: Int, state: ChainStateDigest.Result)?
+                /// Waits for that apply to commit (or throws its refusal) and counts the bundle.
+                func settle() async throws {
+                    guard let done = applying else { return }
+                    try await applies.next()
+                    (report.visibleRecords, report.chainStateDigest) = (done.state.visibleCount, done.state.digest)
+                    report.restored += 1
+                    onProgress(done.sequence, status.lastSequence)
+                    logger.info("bundle restored", metadata: ["sync.sequence": "\(done.sequence)"])
+                    applying = nil
+                }
                 while sequence < status.lastSequence {
                     sequence += 1
                     let bundle: RestoreBundle
                     do { bundle = try await requestBundle(&session, sequence: sequence) } catch {
                         // A refusal of the bundle before wins: it came first. Committed, it is counted.
-                        if let done = applying {
-                            try await applies.next()
-                            restored(done, last: status.lastSequence, into: &report)
-                        }
+                        try await settle()
                         throw error
                     }
-                    if let done = applying {
-                        try await applies.next()
-                        restored(done, last: status.lastSequence, into: &report)
-                        applying = nil
-                    }
-                    let state = try await receiveAndApply(&session, bundle, sequence: sequence, applies: &applies, report: &report)
-                    applying = (sequence, state)
+                    try await settle()
+                    applying = (sequence, try await receiveAndApply(&session, bundle, sequence: sequence, applies: &applies, report: &report))
                 }
-                if let done = applying {
-                    try await applies.next()
-                    restored(done, last: status.lastSequence, into: &report)
-                }
+                try await settle()
             }
             if report.restored == 0, sequence > 0 {
                 let state = try archive.chainStateAfterReceived(sequence: sequence)
@@ -103,14 +102,6 @@ public struct NodeRestore {
             report.seconds = (ContinuousClock.now - started).seconds
             return report
         }
-    }
-
-    /// Counts a bundle whose apply committed.
-    func restored(_ done: (sequence: Int, state: ChainStateDigest.Result), last: Int, into report: inout Report) {
-        (report.visibleRecords, report.chainStateDigest) = (done.state.visibleCount, done.state.digest)
-        report.restored += 1
-        onProgress(done.sequence, last)
-        logger.info("bundle restored", metadata: ["sync.sequence": "\(done.sequence)"])
     }
 
     /// Asks for the bundle at `sequence`: its `RESTORE_BUNDLE`, checked to be that bundle.
