@@ -24,10 +24,13 @@ struct BenchServer {
     }
 
     /// `hp-server` beside this binary.
-    static func serverBinary() throws -> String {
-        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("hp-server").path
+    static func serverBinary() throws -> String { try sibling("hp-server") }
+
+    /// The release executable `name` beside this binary.
+    static func sibling(_ name: String) throws -> String {
+        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent(name).path
         guard FileManager.default.isExecutableFile(atPath: binary) else {
-            throw ValidationError("\(binary) is missing: build it first (swift build -c release --product hp-server)")
+            throw ValidationError("\(binary) is missing: build it first (swift build -c release --product \(name))")
         }
         return binary
     }
@@ -35,10 +38,23 @@ struct BenchServer {
     /// `hp-server restore --from backup --data target` in its own process: its seconds and
     /// peak RSS (VmHWM, read every 20 ms while it runs).
     static func rebuild(from backup: String, to target: String, config: String? = nil) throws -> (seconds: Double, peakRSS: Int64) {
+        let run = try measured(try serverBinary(), ["restore", "--data", target, "--from", backup] + (config.map { ["--config", $0] } ?? []))
+        return (run.seconds, run.peakRSS)
+    }
+
+    /// `binary arguments` in its own process, as a user runs it: its seconds, peak RSS
+    /// (VmHWM, read every 20 ms while it runs) and standard output; throws unless it exits 0.
+    static func measured(_ binary: String, _ arguments: [String]) throws -> (seconds: Double, peakRSS: Int64, output: Data) {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: try serverBinary())
-        process.arguments = ["restore", "--data", target, "--from", backup] + (config.map { ["--config", $0] } ?? [])
-        process.standardOutput = FileHandle.nullDevice
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = arguments
+        // Standard output into a file (a pipe nobody reads while it runs could fill and stop the process).
+        let path = NSTemporaryDirectory() + "hp-bench-\(UUID().uuidString).out"
+        guard FileManager.default.createFile(atPath: path, contents: nil), let output = FileHandle(forUpdatingAtPath: path) else {
+            throw ValidationError("cannot create \(path)")
+        }
+        defer { try? output.close(); try? FileManager.default.removeItem(atPath: path) }
+        process.standardOutput = output
         let started = DispatchTime.now().uptimeNanoseconds
         try process.run()
         var peak: Int64 = 0
@@ -48,8 +64,12 @@ struct BenchServer {
         }
         process.waitUntilExit()
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
-        guard process.terminationStatus == 0 else { throw ValidationError("hp-server restore --from \(backup) failed (exit \(process.terminationStatus))") }
-        return (seconds, peak)
+        let name = (binary as NSString).lastPathComponent
+        guard process.terminationStatus == 0 else {
+            throw ValidationError("\(name) \(arguments.prefix(3).joined(separator: " ")) failed (exit \(process.terminationStatus))")
+        }
+        try output.seek(toOffset: 0)
+        return (seconds, peak, try output.readToEnd() ?? Data())
     }
 
     /// Web port, when started with the dashboard (`--web`).

@@ -11,7 +11,8 @@ import HealthProbeProtocol
 /// release `hp-server` in its own process on 127.0.0.1 (TLS, an enrolled device); measures the first sync end to end
 /// (build, verify, send, the server's verify and apply), then the sync of a
 /// 1,000-change observation; then deletes the node's archive (keeping its keys, as
-/// `hp-node reset --keep-chain`) and measures `hp-node restore` of every bundle; last, the
+/// `hp-node reset --keep-chain`) and measures `hp-node restore` of every bundle (the release
+/// binary in its own process); last, the
 /// stopped server's data directory is rebuilt by `hp-server restore --from DIR`, and with
 /// `--s3-endpoint` from the bucket the server uploaded to as well. Rates are compared with
 /// the node's first capture of the same samples in the same run.
@@ -101,14 +102,21 @@ struct SyncBench: AsyncParsableCommand {
                                   buildSeconds: report.buildSeconds, checkSeconds: report.checkSeconds, sendSeconds: report.sendSeconds,
                                   nodePeakRssBytes: Measure.peakRSS(), serverPeakRssBytes: server.peakRSS))
         }
-        // The node loses its archive, keeps its keys, and restores every bundle from the server.
+        // The node loses its archive, keeps its keys and enrollment, and restores every bundle
+        // from the server: `hp-node restore` in a process of its own, as a user runs it, so
+        // its peak RSS is the restore's alone (not this process's, which holds the capture's).
+        try enrollment.save(home.keyStore)
         try home.reset(newChain: false)
-        Measure.resetPeakRSS()
-        let restoring = try home.open(clock: clock)
-        let (restored, restoreSeconds) = try await Self.time { try await NodeRestore(node: restoring).restore(enrollment) }
-        results.append(Result(phase: "node_restore", samples: offset, seconds: restoreSeconds, samplesPerSecond: Double(offset) / restoreSeconds,
+        let restore = try BenchServer.measured(try BenchServer.sibling("hp-node"), ["--home", home.root, "--json", "restore"])
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        let restored = try decoder.decode(NodeRestore.Report.self, from: restore.output)
+        guard restored.lastSequence == phases.count, restored.restored == phases.count else {
+            throw ValidationError("hp-node restore restored \(restored.restored) of \(restored.lastSequence) bundles; \(phases.count) were synced")
+        }
+        results.append(Result(phase: "node_restore", samples: offset, seconds: restore.seconds, samplesPerSecond: Double(offset) / restore.seconds,
                               bytesOnWire: restored.bytesOnWire, uncompressedBytes: 0, compressionRatio: 0, ackSeconds: 0, buildSeconds: 0,
-                              checkSeconds: 0, sendSeconds: 0, nodePeakRssBytes: Measure.peakRSS(), serverPeakRssBytes: server.peakRSS))
+                              checkSeconds: 0, sendSeconds: 0, nodePeakRssBytes: restore.peakRSS, serverPeakRssBytes: server.peakRSS))
         // With object storage: every bundle uploaded and a registry snapshot made, before the server stops.
         if let s3 { try await Self.waitForUploads(server.store, s3) }
         // The server stops; its data directory, as a backup directory, is rebuilt by
