@@ -71,14 +71,14 @@ public struct SyncClient {
         var report = Report(serverHadSequence: serverSeq, sent: 0, alreadyApplied: 0, lastSequence: serverSeq, bytesOnWire: 0, uncompressedBytes: 0)
         guard serverSeq <= observations.count else {
             try await reportDivergence(&session, at: observations.count, observations: observations, report: &report, buffer: &partBuffer)
-            throw SyncProtocolError(.divergence, "the server holds \(serverSeq) bundles of this chain but this node has only \(observations.count) observations (was this node reset or reinstalled?); the server keeps the chain's history and refuses a different one: an administrator compares the chains (hp-server chains)")
+            throw SyncProtocolError(.divergence, "the server holds \(serverSeq) bundles of this chain but this node has only \(observations.count) observations (was this node reset or reinstalled?); the server keeps the chain's history and refuses a different one. To bring that history back here: `hp-node reset --yes-delete-archive --keep-chain` (it deletes what this node captured since), then `hp-node restore`, then capture again; otherwise an administrator compares the chains (hp-server chains)")
         }
         var previous: String?
         if serverSeq > 0 {
             previous = try await manifestHash(upTo: serverSeq, observations: observations)
             guard previous == serverHash else {
                 try await reportDivergence(&session, at: serverSeq, observations: observations, report: &report, buffer: &partBuffer)
-                throw SyncProtocolError(.divergence, "the server's bundle \(serverSeq) of this chain differs from this node's (was this node reset or reinstalled?); the server keeps the chain's history and refuses a different one: an administrator compares the chains (hp-server chains)")
+                throw SyncProtocolError(.divergence, "the server's bundle \(serverSeq) of this chain differs from this node's (was this node reset or reinstalled?); the server keeps the chain's history and refuses a different one. To bring that history back here: `hp-node reset --yes-delete-archive --keep-chain` (it deletes what this node captured since), then `hp-node restore`, then capture again; otherwise an administrator compares the chains (hp-server chains)")
             }
         }
         for seq in (serverSeq + 1)..<(observations.count + 1) where seq > serverSeq {

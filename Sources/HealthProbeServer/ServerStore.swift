@@ -16,6 +16,7 @@ public struct ServerStore: Sendable {
     /// Creates the data directory: chains, the registry, and the TLS identity
     /// (kept when it exists, so running it again changes nothing).
     public func create(now: Date = Date()) throws {
+        try UnfinishedRestore.refuse(root)
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         try FileManager.default.createDirectory(atPath: chainsDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         if (try? ServerIdentity.load(directory: tlsDirectory)) == nil {
@@ -53,6 +54,7 @@ public struct ServerStore: Sendable {
     }
 
     public func requireInitialized() throws {
+        try UnfinishedRestore.refuse(root)
         guard FileManager.default.fileExists(atPath: root + "/healthprobe-server") else {
             throw ArchiveError(.notFound, "\(root) is not a HealthProbe server data directory; run `hp-server init --data \(root)` first")
         }

@@ -81,5 +81,16 @@ struct ServerRestoreCommand: AsyncParsableCommand {
         print(t.render())
         print("restored \(report.target) from \(report.source): \(report.chains.count) chain(s), \(report.bundleBytes) bundle bytes applied, \(String(format: "%.2f", report.seconds)) s")
         print("next: hp-server verify --data \(report.target) --full, then start hp-server serve on it")
+        print(configAdvice)
+    }
+
+    /// What to do about the settings: a restore writes no config.json. The server's new home
+    /// needs the old one; a drill's copy must not have its s3_* keys, or it uploads its registry
+    /// into the live bucket, where a later restore takes it for the newest.
+    var configAdvice: String {
+        let old = from.hasPrefix("s3://") ? (config ?? "the old server's config.json") : from + "/config.json"
+        let source = from.hasPrefix("s3://") || FileManager.default.fileExists(atPath: from + "/config.json") ? old : "the old server's config.json, if it had one,"
+        return "settings: none were restored. As the server's new home, copy \(source) to \(data)/config.json first; "
+            + "as a drill, leave it out (or remove its s3_* and backup_to keys): with them this copy would upload its registry to the live bucket"
     }
 }

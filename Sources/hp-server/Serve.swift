@@ -107,7 +107,7 @@ struct Serve: AsyncParsableCommand {
         if let directory = settings.backupTo {
             let backup = BackupService<ContinuousClock>.Settings(directory: directory, interval: .seconds((settings.backupIntervalHours ?? 24) * 3600), keep: settings.backupKeep ?? 7)
             services.append(.init(service: BackupService(store: options.store, settings: backup, clock: ContinuousClock(),
-                                                         now: { Date().timeIntervalSince1970 }, logger: Logger(label: "healthprobe.backup"))))
+                                                         now: { Date().timeIntervalSince1970 }, logger: Logger(label: "healthprobe.backup"), metrics: serverMetrics)))
         }
         if let objectStore = settings.objectStore {
             var offsite = OffsiteService<ContinuousClock>.Settings()
@@ -115,7 +115,7 @@ struct Serve: AsyncParsableCommand {
             if let k = settings.s3KeepSnapshots { offsite.keepSnapshots = k }
             let uploader = OffsiteUploader(store: options.store, registry: try options.store.registry(), objects: ObjectStore(settings: objectStore))
             services.append(.init(service: OffsiteService(uploader: uploader, settings: offsite, clock: ContinuousClock(),
-                                                          now: { Date().timeIntervalSince1970 }, logger: Logger(label: "healthprobe.offsite"))))
+                                                          now: { Date().timeIntervalSince1970 }, logger: Logger(label: "healthprobe.offsite"), metrics: serverMetrics)))
         }
         let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()

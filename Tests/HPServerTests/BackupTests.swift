@@ -77,7 +77,7 @@ struct BackupTests {
         let noJobs = try hpServer(["restore", "--from", last, "--data", restoredParent.path + "/other", "--jobs", "0"])
         #expect(noJobs.0 != 0 && noJobs.2.contains("--jobs must be 1 to 64"), "\(noJobs.2)")
         // One chain's bundle altered: with both chains rebuilt at once, the restore is refused
-        // naming that chain, and leaves neither a data directory nor a fetched bundle.
+        // naming that chain, and leaves nothing behind.
         let damaged = backups.path + "/damaged"
         try FileManager.default.copyItem(atPath: last, toPath: damaged)
         let bundles = damaged + "/chains/" + chainB + "/bundles"
@@ -88,8 +88,31 @@ struct BackupTests {
         let refusedTarget = restoredParent.path + "/refused"
         let refusedRestore = try hpServer(["restore", "--from", damaged, "--data", refusedTarget, "--jobs", "2"])
         #expect(refusedRestore.0 != 0 && refusedRestore.2.contains("chain \(chainB.prefix(16))") && refusedRestore.2.contains("sequence 1 ("), "\(refusedRestore.2)")
-        #expect(!FileManager.default.fileExists(atPath: refusedTarget + "/healthprobe-server"))
-        #expect(((try? FileManager.default.contentsOfDirectory(atPath: refusedTarget + "/quarantine")) ?? []).isEmpty)
+        // Nothing of it is left (no marker, no fetched bundle, no registry): the same command can run again.
+        #expect(!FileManager.default.fileExists(atPath: refusedTarget), "a refused restore leaves \(String(describing: try? FileManager.default.contentsOfDirectory(atPath: refusedTarget)))")
+        try FileManager.default.createDirectory(atPath: refusedTarget, withIntermediateDirectories: false)
+        let refusedIntoEmpty = try hpServer(["restore", "--from", damaged, "--data", refusedTarget])
+        #expect(refusedIntoEmpty.0 != 0)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: refusedTarget).isEmpty, "a refused restore into an empty directory leaves it empty")
+
+        // A restore killed inside its first apply: no command takes what it left for a data
+        // directory (half its chains would pass every check), not even `init`; removed, it runs again.
+        let killed = restoredParent.path + "/killed", inside = restoredParent.path + "/inside-the-apply"
+        let restore = try launchTool("hp-server", ["restore", "--from", last, "--data", killed], environment: ["HP_FAILPOINT_BEFORE_COMMIT": inside])
+        let deadline = Date().addingTimeInterval(60)
+        while !FileManager.default.fileExists(atPath: inside) && Date() < deadline && restore.isRunning { usleep(2_000) }
+        #expect(FileManager.default.fileExists(atPath: inside), "the restore never reached its first commit")
+        kill(restore.processIdentifier, SIGKILL)
+        restore.waitUntilExit()
+        for args in [["verify", "--data", killed], ["chains", "--data", killed], ["init", "--data", killed],
+                     ["restore", "--from", last, "--data", killed]] {
+            let r = try hpServer(args)
+            #expect(r.0 != 0 && r.2.contains("holds a restore that did not finish") && r.2.contains("rm -r \(killed)"), "\(args[0]): \(r.2)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: killed + "/healthprobe-server"), "init made a data directory of a half restore")
+        try FileManager.default.removeItem(atPath: killed)
+        #expect(try hpServer(["restore", "--from", last, "--data", killed]).0 == 0)
+        #expect(jsonDigest(try hpServer(["digest", "--data", killed, "--chain", chainB, "--json"]).1) == jsonDigest(try hpServer(["digest", "--data", data.path, "--chain", chainB, "--json"]).1))
 
         // The old machine is gone; A syncs on to the restored server with its enrollment.
         kill(server.process.processIdentifier, SIGTERM)

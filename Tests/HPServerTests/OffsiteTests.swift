@@ -105,7 +105,8 @@ struct OffsiteTests {
         // A restart while the backlog waits: the queue is in the registry.
         kill(server!.process.processIdentifier, SIGTERM)
         server!.process.waitUntilExit()
-        server = try ServerProcess(data: data.path)
+        let metricsPort = try #require(try freeLoopbackPorts(1).first)
+        server = try ServerProcess(data: data.path, arguments: ["--metrics", "127.0.0.1:\(metricsPort)"])
         #expect(try queue(data.path).pending == 2)
         try s3.start()
         try waitFor("the backlog drained", seconds: 120) { let q = try queue(data.path); return q.all == 3 && q.pending == 0 }
@@ -117,6 +118,12 @@ struct OffsiteTests {
         #expect(try hpNode(["--home", home.path, "sync", "--server", "127.0.0.1:\(server!.port)"]).0 == 0)
         try waitFor("the fourth bundle uploaded") { let q = try queue(data.path); return q.all == 4 && q.pending == 0 }
         try await waitForSnapshots(objects, prefix: "house/one", moreThan: before)
+        // What an administrator watches: the uploads, the queue, when the last upload and snapshot were.
+        try waitFor("the metrics to show the queue empty") {
+            let m = try loopbackHTTPGet(port: metricsPort, path: "/metrics")
+            return m.contains(#"hp_server_offsite_uploads_total{result="uploaded"} 3"#) && m.contains("hp_server_offsite_pending 0")
+                && m.contains("hp_server_offsite_last_upload_timestamp_seconds ") && m.contains("hp_server_offsite_last_snapshot_timestamp_seconds ")
+        }
         let original = jsonDigest(try hpServer(["digest", "--data", data.path, "--chain", chain, "--json"]).1)
 
         // The machine is lost.
@@ -125,8 +132,14 @@ struct OffsiteTests {
         server = nil
         try FileManager.default.removeItem(atPath: data.path)
         let restored = elsewhere.path + "/data"
+        // A mistyped prefix is named as the one given, and leaves nothing: the right one then runs into the same directory.
+        let mistyped = try hpServer(["restore", "--from", "s3://healthprobe/house/on", "--config", elsewhere.file("config.json"), "--data", restored])
+        #expect(mistyped.0 != 0 && mistyped.2.contains("holds no complete registry snapshot") && mistyped.2.contains("s3://BUCKET/PREFIX"), "\(mistyped.2)")
+        #expect(!FileManager.default.fileExists(atPath: restored))
         let r = try hpServer(["restore", "--from", "s3://healthprobe/house/one", "--config", elsewhere.file("config.json"), "--data", restored, "--json"])
         #expect(r.0 == 0, "\(r.2)")
+        let left = try FileManager.default.contentsOfDirectory(atPath: restored).filter { $0.contains("download") || $0.hasPrefix("restore-") }
+        #expect(left.isEmpty, "the restore left \(left)")
         let rebuilt = jsonDigest(try hpServer(["digest", "--data", restored, "--chain", chain, "--json"]).1)
         #expect(original != nil && rebuilt == original)
         #expect(try hpServer(["verify", "--data", restored, "--full"]).0 == 0)
@@ -169,6 +182,7 @@ struct OffsiteTests {
         try await patiently(settings) { try await $0.put(key: next, file: damaged.file("b"), sha256: try FileHash.sha256(damaged.file("b"))) }
         let refused = try hpServer(["restore", "--from", "s3://healthprobe/house/three", "--config", elsewhere.file("config.json"), "--data", elsewhere.path + "/again"])
         #expect(refused.0 != 0 && refused.2.contains("SHA-256"), "\(refused.2)")
+        #expect(!FileManager.default.fileExists(atPath: elsewhere.path + "/again"), "a refused restore leaves nothing")
     }
 
     @Test("registry snapshots in the bucket are pruned to the newest complete ones; an unfinished newer one and every bundle stay")

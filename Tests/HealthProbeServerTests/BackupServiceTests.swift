@@ -7,14 +7,15 @@ import HealthProbeTestSupport
 
 @Suite("Scheduled backups")
 struct BackupServiceTests {
-    @Test("every interval a backup into a dated directory, the newest `keep` kept; a target in use is refused")
+    @Test("every interval a backup into a dated directory, the newest `keep` kept and each counted in the metrics; a target in use is refused")
     func scheduled() async throws {
         let data = TempDir(), backups = TempDir()
         let store = ServerStore(root: data.path)
         try store.create()
         let time = NIOLockedValueBox(1_795_927_204.0)
+        let metrics = ServerMetrics()
         let service = BackupService(store: store, settings: .init(directory: backups.path + "/sets", interval: .milliseconds(50), keep: 2),
-                                    clock: ContinuousClock(), now: { time.withLockedValue { $0 += 1; return $0 } }, logger: Logger(label: "test"))
+                                    clock: ContinuousClock(), now: { time.withLockedValue { $0 += 1; return $0 } }, logger: Logger(label: "test"), metrics: metrics)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await service.run() }
             let deadline = Date().addingTimeInterval(30)
@@ -23,6 +24,11 @@ struct BackupServiceTests {
             }
             group.cancelAll()
         }
+        // Counted for the administrator's monitoring, with the time of the last one.
+        let text = metrics.text()
+        let written = text.split(separator: "\n").first { $0.hasPrefix(#"hp_server_backups_total{result="written"} "#) }
+        #expect(written.flatMap { Int($0.split(separator: " ").last ?? "") }.map { $0 >= 2 } == true, "\(text)")
+        #expect(text.contains("hp_server_backup_last_written_timestamp_seconds 1795927"), "\(text)")
         for _ in 0..<3 { _ = try service.backupOnce() }
         let kept = try FileManager.default.contentsOfDirectory(atPath: backups.path + "/sets").sorted()
         #expect(kept.count == 2)

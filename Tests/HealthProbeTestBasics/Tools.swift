@@ -48,11 +48,12 @@ public func runTool(_ name: String, _ args: [String], stdin: String? = nil) thro
 }
 
 /// Starts a built tool with `args` and its output discarded, without waiting: for
-/// tests that signal it while it works.
-public func launchTool(_ name: String, _ args: [String]) throws -> Process {
+/// tests that signal it while it works. `environment` is added to this process's.
+public func launchTool(_ name: String, _ args: [String], environment: [String: String] = [:]) throws -> Process {
     let p = Process()
     p.executableURL = try toolURL(name)
     p.arguments = args
+    if !environment.isEmpty { p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
     p.standardOutput = FileHandle.nullDevice
     p.standardError = FileHandle.nullDevice
     try p.run()

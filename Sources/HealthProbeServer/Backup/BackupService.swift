@@ -24,8 +24,10 @@ public struct BackupService<C: Clock>: Service where C.Duration == Duration {
     let clock: C
     let now: @Sendable () -> Double
     let logger: Logger
+    let metrics: ServerMetrics?
 
-    public init(store: ServerStore, settings: Settings, clock: C, now: @escaping @Sendable () -> Double, logger: Logger) {
+    public init(store: ServerStore, settings: Settings, clock: C, now: @escaping @Sendable () -> Double, logger: Logger, metrics: ServerMetrics? = nil) {
+        self.metrics = metrics
         self.store = store
         self.settings = settings
         self.clock = clock
@@ -41,8 +43,10 @@ public struct BackupService<C: Clock>: Service where C.Duration == Duration {
                 let report = try await NIOThreadPool.singleton.runIfActive { [self] in try backupOnce() }
                 logger.info("backup written", metadata: ["target": "\(report.target)", "chains": "\(report.chains.count)",
                                                          "seconds": "\(String(format: "%.1f", report.seconds))"])
+                metrics?.backup(ok: true, now: now())
             } catch {
                 logger.error("scheduled backup failed", metadata: ["directory": "\(settings.directory)", "error": "\(error)"])
+                metrics?.backup(ok: false, now: now())
             }
         }
     }

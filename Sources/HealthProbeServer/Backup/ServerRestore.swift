@@ -33,9 +33,34 @@ public enum ServerRestore {
     public static func run(from source: some RestoreSource, to target: String, jobs: Int = 1,
                            now: Double = Date().timeIntervalSince1970) async throws -> Report {
         let started = ContinuousClock.now
+        try UnfinishedRestore.refuse(target)
         try DataDirectory.requireEmpty(target, what: "restore target")
+        let existed = FileManager.default.fileExists(atPath: target)
+        try PrivateFiles.makeDirectory(target)
+        // First: a restore stopped before its end leaves this, and nothing takes the directory for a data directory.
+        try UnfinishedRestore.begin(target, source: source.location, now: now)
+        do {
+            let report = try await rebuild(from: source, to: target, jobs: jobs, now: now, started: started)
+            // Last: only a complete restore is a data directory `hp-server serve` takes.
+            try Data("healthprobe server data directory\n".utf8).write(to: URL(fileURLWithPath: target + "/healthprobe-server"))
+            try UnfinishedRestore.end(target)
+            return report
+        } catch {
+            // Refused or failed: what this restore wrote goes, so the same command can run again.
+            let fm = FileManager.default
+            if existed {
+                for name in (try? fm.contentsOfDirectory(atPath: target)) ?? [] { try? fm.removeItem(atPath: target + "/" + name) }
+            } else {
+                try? fm.removeItem(atPath: target)
+            }
+            throw error
+        }
+    }
+
+    /// The restore into the empty directory `target`, once its unfinished-restore file is written.
+    static func rebuild(from source: some RestoreSource, to target: String, jobs: Int, now: Double, started: ContinuousClock.Instant) async throws -> Report {
         let store = ServerStore(root: target)
-        for dir in [target, store.chainsDirectory, store.tlsDirectory, store.quarantineDirectory] { try PrivateFiles.makeDirectory(dir) }
+        for dir in [store.chainsDirectory, store.tlsDirectory, store.quarantineDirectory] { try PrivateFiles.makeDirectory(dir) }
         try await source.fetchRegistryAndIdentity(registry: store.registryPath, tls: store.tlsDirectory)
         let registry = try DeviceRegistry(path: store.registryPath)
         let problems = try registry.quickCheck()
@@ -67,8 +92,6 @@ public enum ServerRestore {
         let chains = rebuilt.compactMap { $0?.0 }
         let bytes = rebuilt.reduce(0) { $0 + ($1?.1 ?? 0) }
         try? FileManager.default.removeItem(atPath: store.quarantineDirectory)
-        // Last: only a complete restore is a data directory `hp-server serve` takes.
-        try Data("healthprobe server data directory\n".utf8).write(to: URL(fileURLWithPath: target + "/healthprobe-server"))
         return Report(source: source.location, target: target, chains: chains, bundleBytes: bytes, seconds: (ContinuousClock.now - started).seconds)
     }
 

@@ -24,13 +24,14 @@ public struct ObjectStoreRestoreSource: RestoreSource {
             }
         }
         guard let time = registries.keys.filter({ identities[$0] != nil }).max(), let (key, sha) = registries[time] else {
-            throw ArchiveError(.notFound, "\(location) holds no complete registry snapshot (snapshots/<time>/server.sqlite-<sha256> with tls/); check s3_bucket and s3_prefix")
+            throw ArchiveError(.notFound, "\(location) holds no complete registry snapshot (snapshots/<time>/server.sqlite-<sha256> with tls/); check the bucket and prefix given as s3://BUCKET/PREFIX: the old server's s3_bucket and s3_prefix")
         }
         for (fileKey, name, fileSha) in identities[time] ?? [] {
             try await download(fileKey, sha256: fileSha, to: tls + "/" + name, maxBytes: 1 << 20)
         }
         let downloaded = registry + ".download"
-        defer { try? FileManager.default.removeItem(atPath: downloaded) }
+        // With the files SQLite may have made beside it when it read it.
+        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: downloaded + suffix) } }
         try await download(key, sha256: sha, to: downloaded, maxBytes: 1 << 32)
         try DeviceRegistry.snapshot(ofFile: downloaded, to: registry)
     }

@@ -29,8 +29,11 @@ public struct OffsiteService<C: Clock>: Service where C.Duration == Duration {
     let clock: C
     let now: @Sendable () -> Double
     let logger: Logger
+    let metrics: ServerMetrics?
 
-    public init(uploader: OffsiteUploader, settings: Settings = Settings(), clock: C, now: @escaping @Sendable () -> Double, logger: Logger) {
+    public init(uploader: OffsiteUploader, settings: Settings = Settings(), clock: C, now: @escaping @Sendable () -> Double, logger: Logger,
+                metrics: ServerMetrics? = nil) {
+        self.metrics = metrics
         self.uploader = uploader
         self.settings = settings
         self.clock = clock
@@ -52,13 +55,20 @@ public struct OffsiteService<C: Clock>: Service where C.Duration == Duration {
                     logger.debug("offsite backfill queued the stored bundles not queued", metadata: ["chains": "\(chains)"])
                 }
                 let (uploaded, failed) = await round()
-                if uploaded > 0 { snapshotDue = true }
+                let registry = uploader.registry
+                let pending = try? await OffsiteUploader.blocking { try registry.pendingUploadCount() }
+                metrics?.offsiteRound(uploaded: uploaded, failed: failed, pending: pending, now: now())
+                if uploaded > 0 {
+                    snapshotDue = true
+                    logger.info("offsite bundles uploaded", metadata: ["bundles": "\(uploaded)", "pending": "\(pending.map(String.init) ?? "?")"])
+                }
                 if failed > 0 { pause = settings.retryInterval }
                 if snapshotDue, failed == 0, lastSnapshot.map({ $0.duration(to: clock.now) >= settings.snapshotInterval }) ?? true {
                     let key = try await uploader.snapshot(now: now())
                     lastSnapshot = clock.now
                     snapshotDue = false
                     logger.info("offsite registry snapshot uploaded", metadata: ["key": "\(key)"])
+                    metrics?.offsiteSnapshot(now: now())
                     // Never fatal: a snapshot that could not be deleted now is deleted after the next one.
                     do {
                         let deleted = try await uploader.pruneSnapshots(keep: settings.keepSnapshots)

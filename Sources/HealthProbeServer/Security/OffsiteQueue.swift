@@ -73,6 +73,13 @@ extension DeviceRegistry {
         }
     }
 
+    /// Bundles not uploaded yet (through the pending index: cheap however many were uploaded).
+    public func pendingUploadCount() throws -> Int {
+        try database.read { db in
+            try Int.fetchOne(db, sql: "SELECT count(*) FROM offsite_uploads INDEXED BY offsite_uploads_pending WHERE uploaded_at IS NULL") ?? 0
+        }
+    }
+
     public func uploadCounts() throws -> OffsiteQueue.Counts {
         try database.read { db in
             let r = try Row.fetchOne(db, sql: """
