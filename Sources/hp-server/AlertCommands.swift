@@ -117,7 +117,7 @@ struct AlertCommand: AsyncParsableCommand {
     struct Target: ParsableArguments {
         @Option(name: .long, help: "The person acting (must be allowed to read the chain).") var person: String
         @Option(name: .long, help: "Chain hash or a unique prefix of it; `server` for the server-level alerts.") var chain: String
-        @Option(name: .long, help: "silent, refused, verification_failed, loss_found, disk_space_low, certificate_expiring or delivery_failing.") var condition: String
+        @Option(name: .long, help: "silent, refused, verification_failed, loss_found, disk_space_low, certificate_expiring, delivery_failing or backup_failing.") var condition: String
 
         func validate() throws {
             guard AlertCondition(rawValue: condition) != nil else {

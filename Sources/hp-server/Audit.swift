@@ -6,7 +6,7 @@ import HealthProbeServer
 struct AuditCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "audit",
-        abstract: "Every admin and sharing action, newest first: who, what, on whom, when, from the web, the API or this CLI.")
+        abstract: "Every admin and sharing action, newest first: who, what, on whom, when, from the web, the API, this CLI or a device (a restore token redeemed).")
     @OptionGroup var options: DataOptions
     @Option(name: .long, help: "How many entries (1 to 1000).") var limit = 100
 

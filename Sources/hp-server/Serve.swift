@@ -98,7 +98,11 @@ struct Serve: AsyncParsableCommand {
         // Alerts: evaluated every minute, delivered through the registry's outbox (docs/alerts.md).
         var alertSettings = AlertService<ContinuousClock>.Settings()
         if let webAddress = web ?? settings.webListen { alertSettings.pageBase = "https://\(webAddress)" }
-        alertSettings.server = settings.alerts.serverConditions(dataDirectory: options.data, certificateFile: options.store.certificatePath)
+        var serverConditions = settings.alerts.serverConditions(dataDirectory: options.data, certificateFile: options.store.certificatePath)
+        serverConditions.startedAt = Date().timeIntervalSince1970
+        serverConditions.scheduledBackups = settings.backupTo.map { ($0, Double((settings.backupIntervalHours ?? 24) * 3600)) }
+        serverConditions.offsiteUploads = settings.objectStore != nil
+        alertSettings.server = serverConditions
         alertSettings.verify = settings.alerts.scheduledVerify(store: options.store)
         services.append(.init(service: AlertService(registry: try options.store.registry(), sender: .shared(smtp: settings.smtp), settings: alertSettings,
                                                     clock: ContinuousClock(), now: { Date().timeIntervalSince1970 }, logger: Logger(label: "healthprobe.alerts"), metrics: serverMetrics,

@@ -120,7 +120,7 @@ struct NodeRestoreTests {
             }
             try old.home.reset(newChain: false)
             await #expect { _ = try await Self.restore(old, e) } throws: { ($0 as? SyncProtocolError)?.code == .forbidden }
-            #expect(try registry.audit(limit: 20).contains { $0.action == .chainTransfer && $0.target == chain && $0.detail.contains("old-phone") })
+            #expect(try registry.audit(limit: 20).contains { $0.action == .chainTransfer && $0.via == .device && $0.target == chain && $0.detail.contains("old-phone") })
         }
     }
 

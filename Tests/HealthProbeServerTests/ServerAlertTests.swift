@@ -73,4 +73,68 @@ struct ServerAlertTests {
         #expect(got.keys.sorted() == ["ann"], "bob and cat never hear of the server")
         try await receiver.stop()
     }
+
+    @Test("backups failing: no scheduled backup for two intervals and an hour, or a bundle a day away from object storage; told to the admin only; resolved by a backup and by the upload")
+    func backupsFailing() async throws {
+        let dir = TempDir(), backups = TempDir()
+        let receiver = AlertReceiver()
+        try await receiver.start()
+        let (r, secrets) = try AlertTests().household(dir, receiver: receiver)
+        let store = ServerStore(root: dir.path + "/data")
+        try store.create()
+        let t0 = Date().timeIntervalSince1970.rounded()
+        let time = NIOLockedValueBox(t0)
+        var conditions = ServerConditions(dataDirectory: dir.path, certificateFile: nil)
+        conditions.space = { _ in (50_000_000_000, 100_000_000_000) }
+        conditions.scheduledBackups = (backups.path, 3600)
+        conditions.startedAt = t0
+        conditions.offsiteUploads = true
+        var s = AlertService<ContinuousClock>.Settings()
+        s.server = conditions
+        s.conditions = AlertConditions(defaultCadence: 1e9, grace: 0)
+        let alerts = AlertService(registry: r, sender: .shared, settings: s, clock: ContinuousClock(), now: { time.withLockedValue { $0 } },
+                                  logger: Logger(label: "test.alerts"))
+        #expect(try alerts.evaluate().events.isEmpty)
+        // The first backup is due an hour after the start; three hours without one fire.
+        time.withLockedValue { $0 = t0 + 3 * 3600 - 60 }
+        #expect(try alerts.evaluate().events.isEmpty, "not yet two intervals and an hour")
+        time.withLockedValue { $0 = t0 + 3 * 3600 + 60 }
+        let fired = try alerts.evaluate()
+        #expect(fired.events.map(\.condition) == [.backupFailing] && fired.events.map(\.event) == [.fired] && fired.queued == 1)
+        #expect(try await alerts.deliver().delivered == 1)
+        let got = try AlertTests().checkedDeliveries(receiver, secrets: secrets)
+        #expect(got.keys.sorted() == ["ann"], "the admin only")
+        let detail = try #require((got["ann"]?.first?["events"] as? [[String: Any]])?.first?["detail"] as? String)
+        #expect(detail.contains("no scheduled backup was written in \(backups.path)") && detail.contains("every 1 hour(s)"), "\(detail)")
+        // A backup written: resolved.
+        var made = 0
+        func backUp() throws {
+            made += 1
+            _ = try ServerBackup.run(store, to: backups.path + "/b\(made)", now: time.withLockedValue { $0 })
+        }
+        try backUp()
+        time.withLockedValue { $0 += 60 }
+        let resolved = try alerts.evaluate()
+        #expect(resolved.events.map(\.condition) == [.backupFailing] && resolved.events.map(\.event) == [.resolved])
+
+        // A bundle queued for object storage a day and a minute ago, still waiting (the scheduled
+        // backups going on meanwhile): fired again.
+        let queuedAt = time.withLockedValue { $0 }
+        try r.enqueueUploads(chain: String(repeating: "a", count: 64), sequences: [1], now: queuedAt)
+        time.withLockedValue { $0 += 86_400 - 60 }
+        try backUp()
+        #expect(try !alerts.evaluate().events.contains { $0.condition == .backupFailing && $0.event == .fired }, "not yet a day")
+        time.withLockedValue { $0 += 120 }
+        try backUp()
+        let waiting = try alerts.evaluate()
+        #expect(waiting.events.contains { $0.condition == .backupFailing && $0.event == .fired })
+        let state = try #require(try r.alertStates(for: try r.person(named: "ann")).first { $0.condition == .backupFailing })
+        #expect(state.detail.contains("is still not in object storage"), "\(state.detail)")
+        #expect(try r.alertStates(for: try #require(try r.person(named: "bob"))).isEmpty)
+        try r.markUploaded(chain: String(repeating: "a", count: 64), sequence: 1, sha256: String(repeating: "0", count: 64), key: "k", now: queuedAt + 86_500)
+        time.withLockedValue { $0 += 60 }
+        #expect(try alerts.evaluate().events.contains { $0.condition == .backupFailing && $0.event == .resolved })
+        #expect(try alerts.evaluate().events.isEmpty)
+        try await receiver.stop()
+    }
 }

@@ -8,7 +8,7 @@ public final class ServerProcess {
     public let process = Process()
     public let port: Int
 
-    /// Starts the server and waits (at most `timeout` seconds) for the line naming its port.
+    /// Starts the server and waits (at most `timeout` seconds) for the line naming its sync port.
     /// A server that exits, prints something else, or stays silent is an error, never a hang.
     /// `environment` is added to this process's for the server alone (a failpoint, say).
     public init(data: String, arguments: [String] = [], environment: [String: String] = [:], timeout: Double = 60) throws {
@@ -27,7 +27,11 @@ public final class ServerProcess {
         var text = ""
         let deadline = Date().addingTimeInterval(timeout)
         var buffer = [UInt8](repeating: 0, count: 4096)
-        while !text.contains("\n") {
+        // The sync listener's line: other services (metrics, the web pages) may announce theirs first.
+        func listening() -> Substring? {
+            text.split(separator: "\n").first { $0.hasPrefix("listening on ") && text.contains($0 + "\n") }
+        }
+        while listening() == nil {
             let left = deadline.timeIntervalSinceNow
             guard left > 0 else { break }
             var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
@@ -36,8 +40,7 @@ public final class ServerProcess {
             if n <= 0 { break }
             text += String(decoding: buffer[0..<n], as: UTF8.self)
         }
-        let words = text.split(separator: ":")
-        guard text.contains("\n"), let p = words.last.flatMap({ Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }) else {
+        guard let line = listening(), let p = line.split(separator: ":").last.flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) }) else {
             if process.isRunning { kill(process.processIdentifier, SIGKILL) }
             process.waitUntilExit()
             let stderr = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""

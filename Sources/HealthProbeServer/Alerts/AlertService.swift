@@ -81,7 +81,8 @@ public struct AlertService<C: Clock>: Service where C.Duration == Duration {
         var keys = chains
         if let server = settings.server {
             keys.append(AlertCondition.serverKey)
-            findings += server.findings(now: t, oldestFailingMessage: try registry.oldestFailingAlertMessage())
+            findings += server.findings(now: t, oldestFailingMessage: try registry.oldestFailingAlertMessage(),
+                                        oldestPendingUpload: server.offsiteUploads ? try registry.oldestPendingUpload() : nil)
         } else {
             evaluated.subtract(AlertCondition.allCases.filter(\.isServerLevel))
         }

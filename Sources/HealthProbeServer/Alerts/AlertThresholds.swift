@@ -5,7 +5,7 @@ import HealthProbeCanonical
 /// The server-level thresholds and the verification schedule: the `alerts` object of the
 /// config file (docs/alerts.md). Every key is optional, defaults as documented, each range-checked.
 /// `{"disk_free_gib": 1, "disk_free_percent": 5, "certificate_warning_days": 14,
-///   "delivery_failing_hours": 24, "verify_quick_hours": 24, "verify_full_hours": 168}`
+///   "delivery_failing_hours": 24, "backup_failing_hours": 24, "verify_quick_hours": 24, "verify_full_hours": 168}`
 public struct AlertThresholds: Sendable, Equatable {
     /// `disk_space_low` when less than this many GiB are free (0: only the percentage counts)...
     public var diskFreeGiB: Double = 1
@@ -15,6 +15,8 @@ public struct AlertThresholds: Sendable, Equatable {
     public var certificateWarningDays: Double = 14
     /// `delivery_failing` when a message has waited this many hours after a failed attempt.
     public var deliveryFailingHours: Double = 24
+    /// `backup_failing` when a bundle has waited this many hours for object storage.
+    public var backupFailingHours: Double = 24
     /// Scheduled `verify --quick` of each chain every this many hours...
     public var verifyQuickHours: Double = 24
     /// ...and `--full` every this many (at least `verify_quick_hours`).
@@ -26,6 +28,7 @@ public struct AlertThresholds: Sendable, Equatable {
          ("disk_free_percent", \.diskFreePercent, 0...50),
          ("certificate_warning_days", \.certificateWarningDays, 1...365),
          ("delivery_failing_hours", \.deliveryFailingHours, 1...720),
+         ("backup_failing_hours", \.backupFailingHours, 1...720),
          ("verify_quick_hours", \.verifyQuickHours, 1...720),
          ("verify_full_hours", \.verifyFullHours, 1...8760)]
     }
@@ -42,6 +45,7 @@ public struct AlertThresholds: Sendable, Equatable {
         c.minimumFreeFraction = diskFreePercent / 100
         c.certificateWarning = certificateWarningDays * 86400
         c.deliveryFailingAfter = deliveryFailingHours * 3600
+        c.offsiteFailingAfter = backupFailingHours * 3600
         return c
     }
 

@@ -3,8 +3,9 @@ import HealthProbeCanonical
 import X509
 
 /// Server-level conditions, told to admins only: the data directory's disk nearly full, the
-/// server's TLS certificate expiring, alert messages undelivered for too long. Reads the file
-/// system and the certificate; the outbox's oldest failing message comes from the registry.
+/// server's TLS certificate expiring, alert messages undelivered for too long, backups that
+/// stopped. Reads the file system and the certificate; the outbox's oldest failing message
+/// and the oldest bundle waiting for object storage come from the registry.
 public struct ServerConditions: Sendable {
     /// Free and total bytes of a file system.
     public typealias Space = (free: Int64, total: Int64)
@@ -20,6 +21,15 @@ public struct ServerConditions: Sendable {
     public var certificateWarning: Double = 14 * 86400
     /// Failing when a message has waited undelivered, after a failed attempt, this long.
     public var deliveryFailingAfter: Double = 86400
+    /// Scheduled backups (`backup_to`, `backup_interval_hours` in seconds); nil: none configured.
+    /// Failing when the newest complete one is older than two intervals and an hour.
+    public var scheduledBackups: (directory: String, interval: Double)?
+    /// When the server started: its first scheduled backup is due one interval later.
+    public var startedAt: Double = 0
+    /// Whether bundles are copied to object storage (`s3_*`): only then does a waiting one count.
+    public var offsiteUploads = false
+    /// Failing when a bundle has waited this long for object storage.
+    public var offsiteFailingAfter: Double = 86400
     /// How free space is read (injected in tests).
     public var space: @Sendable (String) -> Space? = ServerConditions.fileSystemSpace
 
@@ -29,7 +39,8 @@ public struct ServerConditions: Sendable {
     }
 
     /// The conditions firing at `now`, keyed by `AlertCondition.serverKey`.
-    public func findings(now: Double, oldestFailingMessage: Double?) -> [AlertFinding] {
+    /// `oldestPendingUpload`: when the bundle waiting longest for object storage was queued.
+    public func findings(now: Double, oldestFailingMessage: Double?, oldestPendingUpload: Double? = nil) -> [AlertFinding] {
         var out: [AlertFinding] = []
         func finding(_ c: AlertCondition, _ detail: String) {
             out.append(AlertFinding(chain: AlertCondition.serverKey, condition: c, detail: detail, page: "/admin"))
@@ -53,7 +64,37 @@ public struct ServerConditions: Sendable {
         if let oldest = oldestFailingMessage, now - oldest > deliveryFailingAfter {
             finding(.deliveryFailing, "a message has waited undelivered since \(Self.day(oldest)) (the server's log says why)")
         }
+        var backups: [String] = []
+        if let (directory, interval) = scheduledBackups, interval > 0 {
+            let newest = Self.newestBackup(in: directory)
+            if now - (newest ?? startedAt) > 2 * interval + 3600 {
+                backups.append(newest.map { "the newest scheduled backup in \(directory) was written at \(Self.day($0)); one is due every \(Self.hours(interval))" }
+                               ?? "no scheduled backup was written in \(directory) since the server started at \(Self.day(startedAt)); one is due every \(Self.hours(interval))")
+            }
+        }
+        if offsiteUploads, let oldest = oldestPendingUpload, now - oldest > offsiteFailingAfter {
+            backups.append("a bundle accepted at \(Self.day(oldest)) is still not in object storage")
+        }
+        if !backups.isEmpty { finding(.backupFailing, backups.joined(separator: "; ") + " (the server's log says why)") }
         return out
+    }
+
+    /// When the newest complete backup in `directory` was made (the `created_at` of its
+    /// manifest, which is written last); nil when it holds none.
+    static func newestBackup(in directory: String) -> Double? {
+        let fm = FileManager.default
+        return ((try? fm.contentsOfDirectory(atPath: directory)) ?? []).compactMap { name -> Double? in
+            let manifest = directory + "/" + name + "/" + ServerBackup.manifestName
+            guard let size = (try? fm.attributesOfItem(atPath: manifest))?[.size] as? Int, size < 1 << 24,
+                  let data = fm.contents(atPath: manifest),
+                  let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else { return nil }
+            return (object["created_at"] as? NSNumber)?.doubleValue
+        }.filter(\.isFinite).max()
+    }
+
+    static func hours(_ seconds: Double) -> String {
+        let h = seconds / 3600
+        return h == h.rounded() ? "\(Int(h)) hour(s)" : String(format: "%.1f hours", h)
     }
 
     /// The end of a PEM certificate's validity (Unix seconds), nil if unreadable.

@@ -18,12 +18,14 @@ public enum AlertCondition: String, Sendable, Codable, CaseIterable {
     case certificateExpiring = "certificate_expiring"
     /// Server-level, for admins: an alert message has not been delivered for over a day.
     case deliveryFailing = "delivery_failing"
+    /// Server-level, for admins: scheduled backups stopped, or bundles wait too long for object storage.
+    case backupFailing = "backup_failing"
 
     /// Where server-level alerts are kept in place of a chain hash (only admins read it).
     public static let serverKey = "server"
 
     /// Whether the condition is about the server rather than a chain.
-    public var isServerLevel: Bool { [.diskSpaceLow, .certificateExpiring, .deliveryFailing].contains(self) }
+    public var isServerLevel: Bool { [.diskSpaceLow, .certificateExpiring, .deliveryFailing, .backupFailing].contains(self) }
 
     /// The condition in words, for people.
     public var words: String {
@@ -35,6 +37,7 @@ public enum AlertCondition: String, Sendable, Codable, CaseIterable {
         case .diskSpaceLow: "disk space low"
         case .certificateExpiring: "TLS certificate expiring"
         case .deliveryFailing: "alert delivery failing"
+        case .backupFailing: "backups failing"
         }
     }
 }

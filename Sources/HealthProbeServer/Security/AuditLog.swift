@@ -8,7 +8,8 @@ import GRDB
 public enum Audit {
     /// Who acted, and through which door.
     public struct Actor: Sendable, Equatable {
-        public enum Via: String, Sendable, Codable { case web, api, cli }
+        /// `device`: a device itself, over the sync protocol (a restore token redeemed).
+        public enum Via: String, Sendable, Codable { case web, api, cli, device }
         public var name: String
         public var via: Via
 

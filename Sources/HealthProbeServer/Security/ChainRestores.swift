@@ -30,7 +30,7 @@ public enum ChainRestores {
             ON CONFLICT(device_chain_hash) DO UPDATE SET device_id = excluded.device_id, bound_at = excluded.bound_at
             """, arguments: [chain, id, now])
         try db.execute(sql: "DELETE FROM chain_restores WHERE device_id = ?", arguments: [id])
-        try Audit.record(db, Audit.Actor(name: name, via: .cli), .chainTransfer, target: chain, detail: "from \(previous ?? "no device") to \(name)")
+        try Audit.record(db, Audit.Actor(name: name, via: .device), .chainTransfer, target: chain, detail: "from \(previous ?? "no device") to \(name)")
     }
 }
 

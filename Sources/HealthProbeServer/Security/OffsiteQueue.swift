@@ -73,6 +73,13 @@ extension DeviceRegistry {
         }
     }
 
+    /// When the bundle waiting longest for its upload was queued (nil: none waits).
+    public func oldestPendingUpload() throws -> Double? {
+        try database.read { db in
+            try Double.fetchOne(db, sql: "SELECT min(queued_at) FROM offsite_uploads INDEXED BY offsite_uploads_pending WHERE uploaded_at IS NULL")
+        }
+    }
+
     /// Bundles not uploaded yet (through the pending index: cheap however many were uploaded).
     public func pendingUploadCount() throws -> Int {
         try database.read { db in
