@@ -102,8 +102,17 @@ struct NodeRestoreTests {
                 _ = try registry.issueRestoreToken(name: "x", chain: chain, person: try registry.personForEnrollment("bo"), now: Date().timeIntervalSince1970)
             }
             let secret = try registry.issueRestoreToken(name: "new-phone", chain: chain, person: nil, now: Date().timeIntervalSince1970)
+            // A second token for the same chain, issued before the first is redeemed: once the first
+            // moved the chain, the second is refused and takes nothing.
+            let second = try registry.issueRestoreToken(name: "other-phone", chain: chain, person: nil, now: Date().timeIntervalSince1970 - 1)
             let token = EnrollmentToken(address: "127.0.0.1:\(server.port)", fingerprint: server.fingerprint, name: "new-phone", secret: secret)
             let e2 = try await SyncClient.enroll(token: token, clientTime: Date().timeIntervalSince1970)
+            let stale = EnrollmentToken(address: "127.0.0.1:\(server.port)", fingerprint: server.fingerprint, name: "other-phone", secret: second)
+            await #expect { _ = try await SyncClient.enroll(token: stale, clientTime: Date().timeIntervalSince1970) } throws: { error in
+                "\(error)".contains("issued before its chain moved to another device")
+            }
+            #expect(try registry.devices().first { $0.name == "new-phone" }?.chains == [chain])
+            #expect(try registry.devices().first { $0.name == "other-phone" }?.chains.isEmpty == true)
             let report = try await Self.restore(new, e2)
             #expect(report.restored == 1 && report.lastSequence == 1)
             #expect(try Self.states(try new.open()) == original)

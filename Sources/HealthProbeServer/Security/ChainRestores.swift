@@ -20,11 +20,19 @@ public enum ChainRestores {
     }
 
     /// Moves the chain a pending restore names to device `id` (called while it redeems its token).
+    /// A token issued before the chain last moved (another replacement's token redeemed since)
+    /// is refused: it was meant to replace a device that no longer holds the chain, and must
+    /// not take it from the one that does.
     static func transfer(_ db: Database, to id: Int64, name: String, now: Double) throws {
-        guard let chain = try String.fetchOne(db, sql: "SELECT device_chain_hash FROM chain_restores WHERE device_id = ?", arguments: [id]) else { return }
-        let previous = try String.fetchOne(db, sql: """
-            SELECT d.name FROM chain_owners o JOIN devices d ON d.id = o.device_id WHERE o.device_chain_hash = ?
+        guard let restore = try Row.fetchOne(db, sql: "SELECT device_chain_hash, issued_at FROM chain_restores WHERE device_id = ?", arguments: [id]) else { return }
+        let chain: String = restore["device_chain_hash"], issuedAt: Double = restore["issued_at"]
+        let owner = try Row.fetchOne(db, sql: """
+            SELECT d.name, o.bound_at FROM chain_owners o JOIN devices d ON d.id = o.device_id WHERE o.device_chain_hash = ?
             """, arguments: [chain])
+        if let bound: Double = owner?["bound_at"], bound > issuedAt {
+            throw DeviceRegistry.AuthError(.unauthorized, "this restore token was issued before its chain moved to another device; ask the administrator for a new one (hp-server enroll --restore-chain)")
+        }
+        let previous: String? = owner?["name"]
         try db.execute(sql: """
             INSERT INTO chain_owners(device_chain_hash, device_id, bound_at) VALUES (?, ?, ?)
             ON CONFLICT(device_chain_hash) DO UPDATE SET device_id = excluded.device_id, bound_at = excluded.bound_at
