@@ -88,7 +88,8 @@ schemas = {
  "AuditEntry": optional_keys(S(id=integer, at=number, actor=string, via={"type": "string", "enum": ["web", "api", "cli", "device"]},
                  action={"type": "string", "enum": ["person.add", "person.role", "person.password", "person.remove", "device.token", "device.revoke",
                                                     "device.give", "chain.share", "chain.unshare", "verify",
-                                                    "alert.channel.add", "alert.channel.remove", "alert.ack", "alert.snooze"]}, target=string, detail=string), ["target"]),
+                                                    "alert.channel.add", "alert.channel.remove", "alert.ack", "alert.snooze",
+                                                    "chain.restore_token", "chain.transfer", "server.adopt"]}, target=string, detail=string), ["target"]),
 }
 def resp(schema, code="200", desc="OK"):
     return {code: {"description": desc, "content": {"application/json": {"schema": schema}}}}

@@ -41,12 +41,15 @@ struct ServerRestoreCommand: AsyncParsableCommand {
             replica is rebuilt by applying its stored bundles in order, each verified as the server verifies a bundle \
             it receives. From a directory, each chain's rebuilt digest must equal the one the backup recorded. \
             --from s3://BUCKET/PREFIX reads what `serve` uploaded; the endpoint, region and keys come from the s3_* \
-            keys of --config (the old server's config.json). --data must be new or empty.
+            keys of --config (the old server's config.json). --data must be new or empty. \
+            The result is a copy (a drill's) until `hp-server adopt` or --new-home: it serves and verifies, but takes no \
+            scheduled backup and uploads nothing to object storage, whatever its config says.
             """)
     @Option(name: .long, help: "The new data directory (new or empty).") var data: String
     @Option(name: .long, help: "A backup directory, or s3://BUCKET[/PREFIX].") var from: String
     @Option(name: .long, help: "A config file whose s3_* keys reach the object store (for --from s3://...).") var config: String?
     @Option(name: .long, help: "Chains rebuilt at once (each takes about a core and a half, and up to about 150 MB at a million samples).") var jobs: Int = 1
+    @Flag(name: .long, help: "This is the server's new home: scheduled backups and uploads to object storage run as configured (else they wait for `hp-server adopt`).") var newHome = false
     @Flag(name: .long, help: "Print JSON for tools instead of tables.") var json = false
 
     func validate() throws {
@@ -69,9 +72,9 @@ struct ServerRestoreCommand: AsyncParsableCommand {
             }
             let objects = ObjectStore(settings: ObjectStoreSettings(endpoint: base.endpoint, bucket: String(parts[0]), prefix: parts.count > 1 ? String(parts[1]) : "",
                                                                     region: base.region, accessKey: base.accessKey, secretKey: base.secretKey))
-            report = try await ServerRestore.run(from: ObjectStoreRestoreSource(objects: objects), to: data, jobs: jobs)
+            report = try await ServerRestore.run(from: ObjectStoreRestoreSource(objects: objects), to: data, jobs: jobs, newHome: newHome)
         } else {
-            report = try await ServerRestore.run(from: DirectoryRestoreSource(path: from), to: data, jobs: jobs)
+            report = try await ServerRestore.run(from: DirectoryRestoreSource(path: from), to: data, jobs: jobs, newHome: newHome)
         }
         if json { try Output.json(report); return }
         var t = TextTable(["chain", "bundles", "digest", "backup's digest"], rightAligned: [1])
@@ -84,13 +87,43 @@ struct ServerRestoreCommand: AsyncParsableCommand {
         print(configAdvice)
     }
 
-    /// What to do about the settings: a restore writes no config.json. The server's new home
-    /// needs the old one; a drill's copy must not have its s3_* keys, or it uploads its registry
-    /// into the live bucket, where a later restore takes it for the newest.
+    /// What to do next about the settings and the copy: a restore writes no config.json, and
+    /// unless --new-home its result takes no scheduled backup and uploads nothing until adopted.
     var configAdvice: String {
         let old = from.hasPrefix("s3://") ? (config ?? "the old server's config.json") : from + "/config.json"
         let source = from.hasPrefix("s3://") || FileManager.default.fileExists(atPath: from + "/config.json") ? old : "the old server's config.json, if it had one,"
-        return "settings: none were restored. As the server's new home, copy \(source) to \(data)/config.json first; "
-            + "as a drill, leave it out (or remove its s3_* and backup_to keys): with them this copy would upload its registry to the live bucket"
+        if newHome { return "settings: none were restored; copy \(source) to \(data)/config.json before serving" }
+        return "settings: none were restored. On the server's new home, copy \(source) to \(data)/config.json, then run `hp-server adopt --data \(data)`: "
+            + "until then this is a copy that takes no scheduled backup and uploads nothing to object storage (a drill leaves it so)"
+    }
+}
+
+struct ServerAdoptCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "adopt",
+        abstract: "Make a restored data directory the server's home: scheduled backups and uploads to object storage resume.",
+        discussion: """
+            `hp-server restore` makes a copy that takes no scheduled backup and uploads nothing, so that a restore \
+            drill can never write into the live server's backups or bucket. Run this once on the server's new \
+            machine (with `serve` running or not: it takes effect within seconds). Not for a drill's copy.
+            """)
+    @OptionGroup var options: DataOptions
+
+    struct Report: Codable {
+        var data: String
+        /// False when it was not a copy waiting to be adopted.
+        var adopted: Bool
+        /// What it was restored from, and when.
+        var restored: String?
+    }
+
+    func run() throws {
+        try options.store.requireInitialized()
+        let from = RestoredCopy.paused(options.data)
+        let adopted = try RestoredCopy.adopt(options.data)
+        if adopted { try options.store.registry().recordAudit(.cli, .adopt, target: nil, detail: from ?? "") }
+        if options.json { try Output.json(Report(data: options.data, adopted: adopted, restored: from)); return }
+        print(adopted ? "adopted \(options.data) (\(from ?? "restored")): scheduled backups and uploads to object storage run as its config.json says"
+                      : "\(options.data) is not a restored copy waiting to be adopted: its backups and uploads already run as configured")
     }
 }

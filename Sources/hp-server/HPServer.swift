@@ -13,7 +13,7 @@ struct HPServer: AsyncParsableCommand {
         abstract: "The household server: per-chain replicas of device archives.",
         discussion: "Start with `hp-server init --data DIR`, add people with `hp-server person add`, issue a token per device with `hp-server enroll --person P`, then `hp-server serve` (add `--web HOST:PORT` for the dashboard). Sync runs over TLS pinned by the certificate fingerprint in each token. docs/operations.md covers install, backup, verify and upgrade.",
         version: HealthProbeVersion.current,
-        subcommands: [Init.self, PersonCommand.self, Enroll.self, Revoke.self, Devices.self, Serve.self, Apply.self, Chains.self, Bundles.self, Digest.self, ServerVerify.self, ServerCompact.self, ServerBackupCommand.self, ServerRestoreCommand.self, HouseholdCommand.self, AuditCommand.self, AlertCommand.self]
+        subcommands: [Init.self, PersonCommand.self, Enroll.self, Revoke.self, Devices.self, Serve.self, Apply.self, Chains.self, Bundles.self, Digest.self, ServerVerify.self, ServerCompact.self, ServerBackupCommand.self, ServerRestoreCommand.self, ServerAdoptCommand.self, HouseholdCommand.self, AuditCommand.self, AlertCommand.self]
     )
 
     /// The process's settings first, then the command (`CommandMain`).

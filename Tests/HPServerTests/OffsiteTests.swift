@@ -69,7 +69,7 @@ struct OffsiteTests {
         var description: String { "timed out waiting for \(what)" }
     }
 
-    @Test("accepted bundles reach a real S3 store (a backlog while it is down is drained); the data directory deleted, restore from the bucket gives equal digests and a node syncs on")
+    @Test("accepted bundles reach a real S3 store (a backlog while it is down is drained); the data directory deleted, restore from the bucket gives equal digests and a node syncs on; the restored copy uploads nothing until adopted")
     func uploadOutageAndRestoreFromBucket() async throws { try await withStore(uploadOutageAndRestore) }
 
     func uploadOutageAndRestore(_ s3: SeaweedS3) async throws {
@@ -143,11 +143,24 @@ struct OffsiteTests {
         let rebuilt = jsonDigest(try hpServer(["digest", "--data", restored, "--chain", chain, "--json"]).1)
         #expect(original != nil && rebuilt == original)
         #expect(try hpServer(["verify", "--data", restored, "--full"]).0 == 0)
+        // The old config given to the copy: it serves, but puts nothing into the bucket until adopted
+        // (a drill's copy must never make its registry the bucket's newest snapshot).
+        try config.write(toFile: restored + "/config.json", atomically: true, encoding: .utf8)
         let newServer = try ServerProcess(data: restored)
+        let snapshotsBefore = try await objects.list(prefix: "house/one/snapshots/").filter { $0.contains("/server.sqlite-") }.count
         #expect(try hpNode(["--home", home.path, "capture", "--simulate", "--seed", "5", "--days", "1"]).0 == 0)
         let on = try hpNode(["--home", home.path, "sync", "--server", "127.0.0.1:\(newServer.port)"])
         #expect(on.0 == 0, "\(on.2)")
         #expect(jsonDigest(try hpNode(["--home", home.path, "digest", "--json"]).1) == jsonDigest(try hpServer(["digest", "--data", restored, "--chain", chain, "--json"]).1))
+        sleep(8)  // longer than s3_snapshot_seconds and two upload rounds
+        #expect(try queue(restored).pending == 1, "the copy's new bundle waits")
+        #expect(try await objects.list(prefix: "house/one/snapshots/").filter { $0.contains("/server.sqlite-") }.count == snapshotsBefore)
+        let adopted = try hpServer(["adopt", "--data", restored])
+        #expect(adopted.0 == 0 && adopted.1.contains("adopted"), "\(adopted.2)")
+        try waitFor("the copy's bundle uploaded once adopted") { try queue(restored).pending == 0 }
+        try await waitForSnapshots(objects, prefix: "house/one", moreThan: snapshotsBefore)
+        #expect(try hpServer(["audit", "--data", restored]).1.contains("server.adopt"))
+        withExtendedLifetime(newServer) {}
     }
 
     @Test("an object in the bucket whose bytes are not those its key names is refused by its SHA-256 on restore")

@@ -7,7 +7,7 @@ import HealthProbeTestSupport
 
 @Suite("Scheduled backups")
 struct BackupServiceTests {
-    @Test("every interval a backup into a dated directory, the newest `keep` kept and each counted in the metrics; a target in use is refused")
+    @Test("every interval a backup into a dated directory, the newest `keep` kept and each counted in the metrics; a target in use is refused; a restored copy writes none")
     func scheduled() async throws {
         let data = TempDir(), backups = TempDir()
         let store = ServerStore(root: data.path)
@@ -41,5 +41,14 @@ struct BackupServiceTests {
             #expect(try ServerVerifier.run(ServerStore(root: backups.path + "/sets/\(name)"), mode: .quick).isEmpty)
         }
         #expect { try ServerBackup.run(store, to: backups.path + "/sets/" + kept[0]) } throws: { "\($0)".contains("not empty") }
+
+        // A restored copy not adopted writes none (a drill's copy must not fill the live backups).
+        try RestoredCopy.mark(data.path, source: "elsewhere", now: 0)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await service.run() }
+            try await Task.sleep(for: .milliseconds(600))
+            group.cancelAll()
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: backups.path + "/sets").sorted() == kept)
     }
 }

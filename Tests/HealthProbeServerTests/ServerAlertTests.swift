@@ -74,7 +74,7 @@ struct ServerAlertTests {
         try await receiver.stop()
     }
 
-    @Test("backups failing: no scheduled backup for two intervals and an hour, or a bundle a day away from object storage; told to the admin only; resolved by a backup and by the upload")
+    @Test("backups failing: no scheduled backup for two intervals and an hour, a bundle a day away from object storage, or a restored copy not adopted; told to the admin only; each resolves")
     func backupsFailing() async throws {
         let dir = TempDir(), backups = TempDir()
         let receiver = AlertReceiver()
@@ -135,6 +135,18 @@ struct ServerAlertTests {
         time.withLockedValue { $0 += 60 }
         #expect(try alerts.evaluate().events.contains { $0.condition == .backupFailing && $0.event == .resolved })
         #expect(try alerts.evaluate().events.isEmpty)
+
+        // A restored copy not adopted: its backups and uploads wait, and the admin is told how to resume them.
+        try RestoredCopy.mark(dir.path, source: "/var/backups/healthprobe/x", now: time.withLockedValue { $0 })
+        time.withLockedValue { $0 += 60 }
+        try backUp()
+        let paused = try alerts.evaluate()
+        #expect(paused.events.map(\.condition) == [.backupFailing] && paused.events.map(\.event) == [.fired])
+        let pausedState = try #require(try r.alertStates(for: try r.person(named: "ann")).first { $0.condition == .backupFailing })
+        #expect(pausedState.detail.contains("restored from /var/backups/healthprobe/x") && pausedState.detail.contains("hp-server adopt --data \(dir.path)"), "\(pausedState.detail)")
+        #expect(try RestoredCopy.adopt(dir.path))
+        time.withLockedValue { $0 += 60 }
+        #expect(try alerts.evaluate().events.map(\.event) == [.resolved])
         try await receiver.stop()
     }
 }

@@ -65,6 +65,9 @@ public struct ServerConditions: Sendable {
             finding(.deliveryFailing, "a message has waited undelivered since \(Self.day(oldest)) (the server's log says why)")
         }
         var backups: [String] = []
+        if scheduledBackups != nil || offsiteUploads, let notice = RestoredCopy.notice(dataDirectory, "scheduled backups and uploads are") {
+            backups.append(notice)
+        }
         if let (directory, interval) = scheduledBackups, interval > 0 {
             let newest = Self.newestBackup(in: directory)
             if now - (newest ?? startedAt) > 2 * interval + 3600 {

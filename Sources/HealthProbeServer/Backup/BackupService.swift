@@ -39,6 +39,10 @@ public struct BackupService<C: Clock>: Service where C.Duration == Duration {
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             do { try await cancelWhenGracefulShutdown { try await clock.sleep(for: settings.interval) } } catch { break }
             if Task.isShuttingDownGracefully { break }
+            if let notice = RestoredCopy.notice(store.root, "scheduled backups") {
+                logger.warning("\(notice)")
+                continue
+            }
             do {
                 let report = try await NIOThreadPool.singleton.runIfActive { [self] in try backupOnce() }
                 logger.info("backup written", metadata: ["target": "\(report.target)", "chains": "\(report.chains.count)",

@@ -24,13 +24,16 @@ public enum ServerRestore {
         public var chains: [Chain]
         public var bundleBytes: Int
         public var seconds: Double
+        /// True: a copy that takes no scheduled backup and uploads nothing until `hp-server adopt`.
+        public var copy = false
     }
 
     /// Rebuilds a data directory at `target` (absent or empty) from `source`, `jobs` chains at
     /// a time (each apply takes about a core and a half and up to about 150 MB at a million
     /// samples; with more than one job, the first chain refused stops the others once the
     /// bundle each is applying ends).
-    public static func run(from source: some RestoreSource, to target: String, jobs: Int = 1,
+    /// Unless `newHome`, the result is a paused copy (`RestoredCopy`) until `hp-server adopt`.
+    public static func run(from source: some RestoreSource, to target: String, jobs: Int = 1, newHome: Bool = false,
                            now: Double = Date().timeIntervalSince1970) async throws -> Report {
         let started = ContinuousClock.now
         try UnfinishedRestore.refuse(target)
@@ -40,7 +43,9 @@ public enum ServerRestore {
         // First: a restore stopped before its end leaves this, and nothing takes the directory for a data directory.
         try UnfinishedRestore.begin(target, source: source.location, now: now)
         do {
-            let report = try await rebuild(from: source, to: target, jobs: jobs, now: now, started: started)
+            var report = try await rebuild(from: source, to: target, jobs: jobs, now: now, started: started)
+            if !newHome { try RestoredCopy.mark(target, source: source.location, now: now) }
+            report.copy = !newHome
             // Last: only a complete restore is a data directory `hp-server serve` takes.
             try Data("healthprobe server data directory\n".utf8).write(to: URL(fileURLWithPath: target + "/healthprobe-server"))
             try UnfinishedRestore.end(target)

@@ -45,8 +45,19 @@ public struct OffsiteService<C: Clock>: Service where C.Duration == Duration {
         var lastBackfill: C.Instant?
         var snapshotDue = true
         var lastSnapshot: C.Instant?
+        var pausedLogged = false
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             var pause = settings.pollInterval
+            // A restored copy not adopted: nothing goes to the bucket (looked at every round,
+            // so `hp-server adopt` takes effect while serving).
+            if let notice = RestoredCopy.notice(uploader.store.root, "uploads to object storage") {
+                if !pausedLogged { logger.warning("\(notice)") }
+                pausedLogged = true
+                do { try await cancelWhenGracefulShutdown { try await clock.sleep(for: settings.pollInterval) } } catch { break }
+                continue
+            }
+            if pausedLogged { logger.notice("uploads to object storage resume: the data directory was adopted") }
+            pausedLogged = false
             do {
                 if lastBackfill.map({ $0.duration(to: clock.now) >= settings.backfillInterval }) ?? true {
                     let (uploader, t) = (uploader, now())

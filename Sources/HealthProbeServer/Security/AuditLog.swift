@@ -41,6 +41,8 @@ public enum Audit {
         case alertSnooze = "alert.snooze"
         case chainRestoreToken = "chain.restore_token"
         case chainTransfer = "chain.transfer"
+        /// A restored data directory made the server's home (`hp-server adopt`).
+        case adopt = "server.adopt"
     }
 
     public struct Entry: Sendable, Codable, Equatable {

@@ -1,0 +1,41 @@
+import Foundation
+import HealthProbeArchive
+import HealthProbeCanonical
+
+/// A data directory `hp-server restore` made is a copy until an administrator says it is
+/// the server's new home (`hp-server adopt`): until then it writes no scheduled backup and
+/// uploads nothing to object storage, even with the old server's `config.json`. A restore
+/// drill's copy given the live config would otherwise put its (older) registry into the live
+/// bucket as the newest snapshot, which a later restore would take, bringing back devices
+/// revoked since.
+public enum RestoredCopy {
+    static let fileName = "restored-copy"
+
+    static func path(_ root: String) -> String { root + "/" + fileName }
+
+    /// Marks `root` as a copy restored from `source` at `now`.
+    static func mark(_ root: String, source: String, now: Double) throws {
+        let text = "restored from \(source) at \(CanonicalDate.string(now)). Scheduled backups and uploads to object storage are paused until `hp-server adopt --data DIR` on the server's new home; a drill's copy leaves them paused.\n"
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path(root)))
+        try DeviceRegistry.syncFile(path(root))
+    }
+
+    /// What `root` was restored from and when, while it is an unadopted copy; nil otherwise.
+    public static func paused(_ root: String) -> String? {
+        guard let text = try? String(contentsOfFile: path(root), encoding: .utf8) else { return nil }
+        guard let cut = text.range(of: ". Scheduled") else { return String(text.prefix(300)) }
+        return String(text[..<cut.lowerBound].prefix(300))
+    }
+
+    /// Makes `root` the server's home: backups and uploads resume. Returns false when it was not a paused copy.
+    public static func adopt(_ root: String) throws -> Bool {
+        guard FileManager.default.fileExists(atPath: path(root)) else { return false }
+        try FileManager.default.removeItem(atPath: path(root))
+        return true
+    }
+
+    /// The sentence for logs and alerts while `root` is a paused copy.
+    static func notice(_ root: String, _ what: String) -> String? {
+        paused(root).map { "\(what) paused: this data directory was \($0); on the server's new home run `hp-server adopt --data \(root)`" }
+    }
+}
