@@ -56,10 +56,11 @@ struct OffsiteTests {
         }
     }
 
-    /// Waits (at most 60 s) until more than `count` registry snapshots are under `prefix`.
+    /// Waits (at most 60 s, then throws) until more than `count` registry snapshots are under `prefix`.
     func waitForSnapshots(_ objects: ObjectStore, prefix: String, moreThan count: Int) async throws {
         let deadline = Date().addingTimeInterval(60)
-        while try await objects.list(prefix: prefix + "/snapshots/").filter({ $0.contains("/server.sqlite-") }).count <= count && Date() < deadline {
+        while try await objects.list(prefix: prefix + "/snapshots/").filter({ $0.contains("/server.sqlite-") }).count <= count {
+            guard Date() < deadline else { throw TimedOut(what: "a registry snapshot after the \(count) under \(prefix)") }
             try await Task.sleep(for: .milliseconds(200))
         }
     }

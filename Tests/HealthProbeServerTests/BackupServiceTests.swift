@@ -42,13 +42,20 @@ struct BackupServiceTests {
         }
         #expect { try ServerBackup.run(store, to: backups.path + "/sets/" + kept[0]) } throws: { "\($0)".contains("not empty") }
 
-        // A restored copy not adopted writes none (a drill's copy must not fill the live backups).
+        // A restored copy not adopted writes none (a drill's copy must not fill the live backups):
+        // two intervals counted as paused, and no backup more.
         try RestoredCopy.mark(data.path, source: "elsewhere", now: 0)
+        func paused() -> Int {
+            metrics.text().split(separator: "\n").first { $0.hasPrefix(#"hp_server_backups_total{result="paused"} "#) }
+                .flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
+        }
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await service.run() }
-            try await Task.sleep(for: .milliseconds(600))
+            let deadline = Date().addingTimeInterval(150)
+            while Date() < deadline, paused() < 2 { try await Task.sleep(for: .milliseconds(50)) }
             group.cancelAll()
         }
+        #expect(paused() >= 2)
         #expect(try FileManager.default.contentsOfDirectory(atPath: backups.path + "/sets").sorted() == kept)
     }
 }

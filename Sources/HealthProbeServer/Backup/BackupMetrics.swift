@@ -15,6 +15,11 @@ extension ServerMetrics {
         }
     }
 
+    /// A scheduled backup not taken: the data directory is a copy not adopted (`RestoredCopy`).
+    func backupPaused() {
+        registry.makeCounter(descriptor: Self.backupsName, labels: [("result", "paused")]).increment()
+    }
+
     /// An upload round: bundles uploaded and failed, the bundles still queued, at Unix time `now`.
     func offsiteRound(uploaded: Int, failed: Int, pending: Int?, now: Double) {
         registry.makeCounter(descriptor: Self.offsiteUploadsName, labels: [("result", "uploaded")]).increment(by: Int64(uploaded))

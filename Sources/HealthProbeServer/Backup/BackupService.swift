@@ -41,6 +41,7 @@ public struct BackupService<C: Clock>: Service where C.Duration == Duration {
             if Task.isShuttingDownGracefully { break }
             if let notice = RestoredCopy.notice(store.root, "scheduled backups") {
                 logger.warning("\(notice)")
+                metrics?.backupPaused()
                 continue
             }
             do {

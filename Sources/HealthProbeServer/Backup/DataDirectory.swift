@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import HealthProbeArchive
 
 /// Checks on directories that backups and restores write into.
@@ -14,6 +17,32 @@ enum DataDirectory {
         if !entries.isEmpty {
             throw ArchiveError(.invalidState, "the \(what) \(path) is not empty (\(entries.count) entries); give a new or empty directory, nothing was written")
         }
+    }
+
+    /// Writes the new marker file `root/name` holding `text`, synced to disk. Refused when it
+    /// exists (`existsAlready`); a file half written is removed again.
+    static func writeMarker(_ root: String, _ name: String, _ text: String) throws {
+        let path = root + "/" + name
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            if errno == EEXIST { throw MarkerExists(path: path) }
+            throw ArchiveError(.storage, "cannot create \(path) (errno \(errno)); is the directory writable and the disk not full?")
+        }
+        var ok = false
+        defer {
+            close(fd)
+            if !ok { unlink(path) }
+        }
+        let bytes = Array(text.utf8)
+        guard write(fd, bytes, bytes.count) == bytes.count, fsync(fd) == 0 else {
+            throw ArchiveError(.storage, "cannot write \(path) (errno \(errno)); is the disk full?")
+        }
+        ok = true
+    }
+
+    /// `writeMarker` found the file there.
+    struct MarkerExists: Error {
+        let path: String
     }
 
     /// A file's size in bytes (0 when unreadable).

@@ -15,14 +15,20 @@ public enum RestoredCopy {
 
     /// Marks `root` as a copy restored from `source` at `now`.
     static func mark(_ root: String, source: String, now: Double) throws {
-        let text = "restored from \(source) at \(CanonicalDate.string(now)). Scheduled backups and uploads to object storage are paused until `hp-server adopt --data DIR` on the server's new home; a drill's copy leaves them paused.\n"
-        try Data(text.utf8).write(to: URL(fileURLWithPath: path(root)))
-        try DeviceRegistry.syncFile(path(root))
+        try mark(root, what: "restored from \(source) at \(CanonicalDate.string(now))")
+    }
+
+    /// Marks `root` as a copy: `what` says which ("restored from ...", "a backup of ...").
+    static func mark(_ root: String, what: String) throws {
+        let text = "\(what). Scheduled backups and uploads to object storage are paused until `hp-server adopt --data DIR` on the server's new home; a drill's copy leaves them paused.\n"
+        try DataDirectory.writeMarker(root, fileName, text)
     }
 
     /// What `root` was restored from and when, while it is an unadopted copy; nil otherwise.
+    /// The file's presence decides (an unreadable one pauses all the same).
     public static func paused(_ root: String) -> String? {
-        guard let text = try? String(contentsOfFile: path(root), encoding: .utf8) else { return nil }
+        guard FileManager.default.fileExists(atPath: path(root)) else { return nil }
+        guard let text = try? String(contentsOfFile: path(root), encoding: .utf8) else { return "restored (\(fileName) cannot be read)" }
         guard let cut = text.range(of: ". Scheduled") else { return String(text.prefix(300)) }
         return String(text[..<cut.lowerBound].prefix(300))
     }
@@ -36,6 +42,6 @@ public enum RestoredCopy {
 
     /// The sentence for logs and alerts while `root` is a paused copy.
     static func notice(_ root: String, _ what: String) -> String? {
-        paused(root).map { "\(what) paused: this data directory was \($0); on the server's new home run `hp-server adopt --data \(root)`" }
+        paused(root).map { "\(what) paused: this data directory is a copy (\($0)); on the server's new home run `hp-server adopt --data \(root)`" }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import HealthProbeArchive
+import HealthProbeCanonical
 import HealthProbeProtocol
 
 /// `hp-server backup`: a consistent copy of a data directory taken while it is
@@ -47,6 +48,8 @@ public enum ServerBackup {
         }
         let config = store.root + "/config.json"
         if FileManager.default.fileExists(atPath: config) { try PrivateFiles.copySynced(config, to: target + "/config.json") }
+        // Served as it is (a drill), the copy holds the live config: it must not upload or back up.
+        try RestoredCopy.mark(target, what: "a backup of \(store.root) taken at \(CanonicalDate.string(now))")
         var chains: [Chain] = []
         var bundleBytes = 0, replicaBytes = 0
         for chain in try store.chains() {

@@ -41,7 +41,14 @@ public enum ServerRestore {
         let existed = FileManager.default.fileExists(atPath: target)
         try PrivateFiles.makeDirectory(target)
         // First: a restore stopped before its end leaves this, and nothing takes the directory for a data directory.
-        try UnfinishedRestore.begin(target, source: source.location, now: now)
+        do { try UnfinishedRestore.begin(target, source: source.location, now: now) } catch {
+            // Not begun (another restore began first, or the disk refused): a directory this one
+            // made goes only while empty (another restore's is not).
+            if !existed, (try? FileManager.default.contentsOfDirectory(atPath: target))?.isEmpty == true {
+                try? FileManager.default.removeItem(atPath: target)
+            }
+            throw error
+        }
         do {
             var report = try await rebuild(from: source, to: target, jobs: jobs, now: now, started: started)
             if !newHome { try RestoredCopy.mark(target, source: source.location, now: now) }
@@ -51,15 +58,28 @@ public enum ServerRestore {
             try UnfinishedRestore.end(target)
             return report
         } catch {
-            // Refused or failed: what this restore wrote goes, so the same command can run again.
-            let fm = FileManager.default
-            if existed {
-                for name in (try? fm.contentsOfDirectory(atPath: target)) ?? [] { try? fm.removeItem(atPath: target + "/" + name) }
-            } else {
-                try? fm.removeItem(atPath: target)
-            }
+            removeWritten(target, existed: existed)
             throw error
         }
+    }
+
+    /// The entries a restore writes into its target (besides `UnfinishedRestore`'s file).
+    static let written = ["chains", "cache", "tls", "quarantine", "server.sqlite", "server.sqlite-wal", "server.sqlite-shm", "server.sqlite.download",
+                          "server.sqlite.download-wal", "server.sqlite.download-shm", RestoredCopy.fileName, "healthprobe-server"]
+
+    /// Refused or failed: what this restore wrote goes, so the same command can run again. Only
+    /// its own entries (a config.json copied in meanwhile stays); the unfinished-restore file last,
+    /// and only once everything else went, so a half directory never loses it; then the
+    /// directory itself when the restore made it and it is empty.
+    static func removeWritten(_ target: String, existed: Bool) {
+        let fm = FileManager.default
+        var left = false
+        for name in written where fm.fileExists(atPath: target + "/" + name) {
+            do { try fm.removeItem(atPath: target + "/" + name) } catch { left = true }
+        }
+        guard !left else { return }
+        try? fm.removeItem(atPath: UnfinishedRestore.path(target))
+        if !existed, (try? fm.contentsOfDirectory(atPath: target))?.isEmpty == true { try? fm.removeItem(atPath: target) }
     }
 
     /// The restore into the empty directory `target`, once its unfinished-restore file is written.

@@ -11,11 +11,13 @@ enum UnfinishedRestore {
 
     static func path(_ root: String) -> String { root + "/" + fileName }
 
-    /// Writes the file (synced) naming the source and when the restore began.
+    /// Writes the file (synced) naming the source and when the restore began; refused when
+    /// another restore wrote it first (two restores into one directory).
     static func begin(_ root: String, source: String, now: Double) throws {
-        let text = "hp-server restore from \(source), begun \(CanonicalDate.string(now)), has not finished. Remove this directory and run the restore again.\n"
-        try Data(text.utf8).write(to: URL(fileURLWithPath: path(root)))
-        try DeviceRegistry.syncFile(path(root))
+        let text = "hp-server restore from \(source), begun \(CanonicalDate.string(now)), has not finished. Unless it is still running, empty this directory and run the restore again.\n"
+        do { try DataDirectory.writeMarker(root, fileName, text) } catch is DataDirectory.MarkerExists {
+            try refuse(root)
+        }
     }
 
     /// Removes the file once the restore is complete.
@@ -29,6 +31,7 @@ enum UnfinishedRestore {
         // The time it began, from the file's own text (none when it cannot be read).
         let text = (try? String(contentsOfFile: path(root), encoding: .utf8)) ?? ""
         let begun = text.range(of: ", begun ").map { " (begun " + text[$0.upperBound...].prefix(24) + ")" } ?? ""
-        throw ArchiveError(.invalidState, "\(root) holds a restore that did not finish\(begun): some of its chains may be missing or short. Remove the directory (rm -r \(root)) and run `hp-server restore` again")
+        throw ArchiveError(.invalidState, "\(root) holds a restore that is still running or did not finish\(begun): some of its chains may be missing or short. "
+                           + "If no restore is running, empty the directory, keeping it (find \(root)/ -mindepth 1 -delete), and run `hp-server restore` again")
     }
 }
