@@ -35,6 +35,27 @@ struct RestoreTests {
         await #expect { try await ServerRestore.run(from: DirectoryRestoreSource(path: backup.path + "/b"), to: target.path + "/r") } throws: { "\($0)".contains("not empty") }
     }
 
+    @Test("a second restore into a directory another has begun is refused and removes nothing of it; a refused restore removes only what it wrote, its marker last")
+    func concurrentAndKept() async throws {
+        let (_, backup, _, _) = try backedUp()
+        let target = TempDir()
+        // Another restore has begun here (its marker written, created exclusively).
+        try UnfinishedRestore.begin(target.path, source: "another", now: 0)
+        #expect { try UnfinishedRestore.begin(target.path, source: "this one", now: 1) } throws: { "\($0)".contains("still running or did not finish") }
+        await #expect { try await ServerRestore.run(from: DirectoryRestoreSource(path: backup.path + "/b"), to: target.path) } throws: {
+            "\($0)".contains("still running or did not finish")
+        }
+        #expect(try String(contentsOfFile: UnfinishedRestore.path(target.path), encoding: .utf8).contains("from another"), "the other's marker stays")
+        // A refused restore removes what it wrote, its marker last, and leaves the rest: the
+        // config an administrator copied in meanwhile, and the directory they made.
+        let other = TempDir()
+        try UnfinishedRestore.begin(other.path, source: "this", now: 0)
+        for dir in ["chains/abc", "tls", "cache"] { try FileManager.default.createDirectory(atPath: other.path + "/" + dir, withIntermediateDirectories: true) }
+        for file in ["server.sqlite", "server.sqlite-wal", "config.json"] { try Data("x".utf8).write(to: URL(fileURLWithPath: other.path + "/" + file)) }
+        ServerRestore.removeWritten(other.path, existed: true)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: other.path) == ["config.json"])
+    }
+
     @Test("an altered bundle (the first, or a later one), one with bytes after its last member, a missing one, one in another's place, a damaged registry and a wrong recorded digest are each refused by name")
     func hostile() async throws {
         let fm = FileManager.default

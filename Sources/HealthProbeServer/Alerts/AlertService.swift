@@ -102,7 +102,9 @@ public struct AlertService<C: Clock>: Service where C.Duration == Duration {
             guard let mode = try registry.dueVerification(chain: chain, now: now(), quickEvery: v.quickEvery, fullEvery: v.fullEvery) else { continue }
             let store = v.store
             do {
-                _ = try await NIOThreadPool.singleton.runIfActive { try ServerVerifier.run(store, chain: chain, mode: mode) }
+                // A full verification reads a whole replica (minutes at a million samples): on a thread
+                // of its own, never holding one of NIO's few shared threads the sync sessions need.
+                _ = try await StageThread.run(name: "healthprobe.verify") { try ServerVerifier.run(store, chain: chain, mode: mode) }
             } catch {
                 logger.warning("scheduled verification failed to run", metadata: ["chain": "\(chain.prefix(12))", "mode": "\(mode.rawValue)", "error": "\(error)"])
             }

@@ -1,12 +1,11 @@
 import Foundation
 import HealthProbeArchive
 import Logging
-import NIOPosix
 import ServiceLifecycle
 
 /// Scheduled backups (config `backup_to`): every `interval` a backup into
-/// `<directory>/<UTC time>`, keeping the newest `keep`. Runs on a thread of its own
-/// pool, never on Swift's cooperative threads; the first one after one interval.
+/// `<directory>/<UTC time>`, keeping the newest `keep`. Each runs on a thread of its own,
+/// never on Swift's cooperative threads nor NIO's shared pool; the first one after one interval.
 public struct BackupService<C: Clock>: Service where C.Duration == Duration {
     public struct Settings: Sendable {
         public var directory: String
@@ -45,7 +44,9 @@ public struct BackupService<C: Clock>: Service where C.Duration == Duration {
                 continue
             }
             do {
-                let report = try await NIOThreadPool.singleton.runIfActive { [self] in try backupOnce() }
+                // A backup copies every replica (seconds to minutes): on a thread of its own, never
+                // on NIO's small shared pool, whose threads the sync sessions' registry work needs.
+                let report = try await StageThread.run(name: "healthprobe.backup") { [self] in try backupOnce() }
                 logger.info("backup written", metadata: ["target": "\(report.target)", "chains": "\(report.chains.count)",
                                                          "seconds": "\(String(format: "%.1f", report.seconds))"])
                 metrics?.backup(ok: true, now: now())
