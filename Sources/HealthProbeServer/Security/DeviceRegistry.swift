@@ -208,7 +208,7 @@ public final class DeviceRegistry: Sendable {
             try Int64.fetchOne(db.cachedStatement(sql: "SELECT device_id FROM chain_owners WHERE device_chain_hash = ?"), arguments: [chain])
         }
         if let owner, owner != identity.id {
-            throw AuthError(.forbidden, "this device's credential does not own chain \(chain.prefix(16)); a device writes only the chains it created")
+            throw AuthError(.forbidden, "this device's credential does not own chain \(chain.prefix(16)): another device holds it (a replacement device may have taken it over with a restore token); a device reads and writes only the chains it holds. An administrator sees who holds it with `hp-server devices`")
         }
     }
 
@@ -227,7 +227,7 @@ public final class DeviceRegistry: Sendable {
             let bound = db.changesCount > 0
             let owner = try Int64.fetchOne(db.cachedStatement(sql: "SELECT device_id FROM chain_owners WHERE device_chain_hash = ?"), arguments: [chain])
             guard owner == identity.id else {
-                throw AuthError(.forbidden, "this device's credential does not own chain \(chain.prefix(16)); a device writes only the chains it created")
+                throw AuthError(.forbidden, "this device's credential does not own chain \(chain.prefix(16)): another device holds it (a replacement device may have taken it over with a restore token); a device reads and writes only the chains it holds. An administrator sees who holds it with `hp-server devices`")
             }
             return bound
         }
