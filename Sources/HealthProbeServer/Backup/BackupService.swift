@@ -38,22 +38,28 @@ public struct BackupService<C: Clock>: Service where C.Duration == Duration {
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             do { try await cancelWhenGracefulShutdown { try await clock.sleep(for: settings.interval) } } catch { break }
             if Task.isShuttingDownGracefully { break }
-            if let notice = RestoredCopy.notice(store.root, "scheduled backups") {
-                logger.warning("\(notice)")
-                metrics?.backupPaused()
-                continue
-            }
-            do {
-                // A backup copies every replica (seconds to minutes): on a thread of its own, never
-                // on NIO's small shared pool, whose threads the sync sessions' registry work needs.
-                let report = try await StageThread.run(name: "healthprobe.backup") { [self] in try backupOnce() }
-                logger.info("backup written", metadata: ["target": "\(report.target)", "chains": "\(report.chains.count)",
-                                                         "seconds": "\(String(format: "%.1f", report.seconds))"])
-                metrics?.backup(ok: true, now: now())
-            } catch {
-                logger.error("scheduled backup failed", metadata: ["directory": "\(settings.directory)", "error": "\(error)"])
-                metrics?.backup(ok: false, now: now())
-            }
+            await tick()
+        }
+    }
+
+    /// One interval's work: a backup (logged and counted, a failure too), or none while the
+    /// data directory is a copy not adopted (counted as paused).
+    public func tick() async {
+        if let notice = RestoredCopy.notice(store.root, "scheduled backups") {
+            logger.warning("\(notice)")
+            metrics?.backupPaused()
+            return
+        }
+        do {
+            // A backup copies every replica (seconds to minutes): on a thread of its own, never
+            // on NIO's small shared pool, whose threads the sync sessions' registry work needs.
+            let report = try await StageThread.run(name: "healthprobe.backup") { [self] in try backupOnce() }
+            logger.info("backup written", metadata: ["target": "\(report.target)", "chains": "\(report.chains.count)",
+                                                     "seconds": "\(String(format: "%.1f", report.seconds))"])
+            metrics?.backup(ok: true, now: now())
+        } catch {
+            logger.error("scheduled backup failed", metadata: ["directory": "\(settings.directory)", "error": "\(error)"])
+            metrics?.backup(ok: false, now: now())
         }
     }
 
