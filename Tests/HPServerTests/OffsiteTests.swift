@@ -125,6 +125,10 @@ struct OffsiteTests {
             return m.contains(#"hp_server_offsite_uploads_total{result="uploaded"} 3"#) && m.contains("hp_server_offsite_pending 0")
                 && m.contains("hp_server_offsite_last_upload_timestamp_seconds ") && m.contains("hp_server_offsite_last_snapshot_timestamp_seconds ")
         }
+        // A registry change with no bundle after it (a person added) reaches the bucket too.
+        let beforePerson = try await objects.list(prefix: "house/one/snapshots/").filter { $0.contains("/server.sqlite-") }.count
+        #expect(try hpServer(["person", "add", "bob", "--role", "member", "--data", data.path]).0 == 0)
+        try await waitForSnapshots(objects, prefix: "house/one", moreThan: beforePerson)
         let original = jsonDigest(try hpServer(["digest", "--data", data.path, "--chain", chain, "--json"]).1)
 
         // The machine is lost.
@@ -144,6 +148,7 @@ struct OffsiteTests {
         let rebuilt = jsonDigest(try hpServer(["digest", "--data", restored, "--chain", chain, "--json"]).1)
         #expect(original != nil && rebuilt == original)
         #expect(try hpServer(["verify", "--data", restored, "--full"]).0 == 0)
+        #expect(try hpServer(["person", "list", "--data", restored]).1.contains("bob"), "the registry change after the last bundle was restored")
         // The old config given to the copy: it serves, but puts nothing into the bucket until adopted
         // (a drill's copy must never make its registry the bucket's newest snapshot).
         try config.write(toFile: restored + "/config.json", atomically: true, encoding: .utf8)

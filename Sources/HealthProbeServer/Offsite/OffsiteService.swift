@@ -6,7 +6,7 @@ import ServiceLifecycle
 /// Drains the upload queue in the background: no device's acknowledgement waits
 /// for object storage. At start (and every `backfillInterval`) it backfills the queue,
 /// and it uploads a registry snapshot; then it uploads queued bundles in order, and after a round that
-/// uploaded any, a new snapshot (at most one per `snapshotInterval`). A failure
+/// uploaded any, or once the registry changed (`changeMark`), a new snapshot (at most one per `snapshotInterval`). A failure
 /// leaves the bundle queued and is retried after `retryInterval`.
 public struct OffsiteService<C: Clock>: Service where C.Duration == Duration {
     public struct Settings: Sendable {
@@ -45,6 +45,9 @@ public struct OffsiteService<C: Clock>: Service where C.Duration == Duration {
         var lastBackfill: C.Instant?
         var snapshotDue = true
         var lastSnapshot: C.Instant?
+        /// The registry's change mark when the last snapshot was taken: a revocation or an
+        /// enrollment with no bundle after it must reach the bucket too.
+        var snapshotMark: String?
         var pausedLogged = false
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             var pause = settings.pollInterval
@@ -73,10 +76,13 @@ public struct OffsiteService<C: Clock>: Service where C.Duration == Duration {
                     snapshotDue = true
                     logger.info("offsite bundles uploaded", metadata: ["bundles": "\(uploaded)", "pending": "\(pending.map(String.init) ?? "?")"])
                 }
+                let mark = try? await OffsiteUploader.blocking { try registry.changeMark() }
+                if let mark, mark != snapshotMark { snapshotDue = true }
                 if failed > 0 { pause = settings.retryInterval }
                 if snapshotDue, failed == 0, lastSnapshot.map({ $0.duration(to: clock.now) >= settings.snapshotInterval }) ?? true {
                     let key = try await uploader.snapshot(now: now())
                     lastSnapshot = clock.now
+                    snapshotMark = mark
                     snapshotDue = false
                     logger.info("offsite registry snapshot uploaded", metadata: ["key": "\(key)"])
                     metrics?.offsiteSnapshot(now: now())

@@ -95,6 +95,18 @@ extension DeviceRegistry {
     }
 
     /// Records an action that is not itself a registry change (a verification run).
+    /// Changes when the registry changed in a way a restore must not lose: an audited action
+    /// (people, tokens, revocations, shares, transfers) or a device enrolled. Compared between
+    /// registry snapshots for object storage; cheap (a key's maximum and a small table).
+    public func changeMark() throws -> String {
+        try database.read { db in
+            let r = try Row.fetchOne(db, sql: """
+                SELECT (SELECT max(id) FROM audit_log), (SELECT max(enrolled_at) FROM devices), (SELECT count(*) FROM devices)
+                """)
+            return "\(r?[0] as Int64? ?? 0):\(r?[1] as Double? ?? 0):\(r?[2] as Int64? ?? 0)"
+        }
+    }
+
     public func recordAudit(_ actor: Audit.Actor, _ action: Audit.Action, target: String?, detail: String) throws {
         try database.write { db in try Audit.record(db, actor, action, target: target, detail: detail) }
     }
