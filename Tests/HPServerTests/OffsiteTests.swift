@@ -29,11 +29,13 @@ struct OffsiteTests {
 
     func createBucket(_ settings: ObjectStoreSettings) async throws { try await patiently(settings) { try await $0.createBucket() } }
 
-    func waitFor(_ what: String, seconds: Double = 90, _ condition: () throws -> Bool) throws {
+    /// Polls `condition` every 200 ms (a suspension, never holding one of Swift's few
+    /// cooperative threads the other tests' servers need) until it holds, or throws.
+    func waitFor(_ what: String, seconds: Double = 90, _ condition: () throws -> Bool) async throws {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             if (try? condition()) == true { return }
-            usleep(200_000)
+            try await Task.sleep(for: .milliseconds(200))
         }
         throw TimedOut(what: what)
     }
@@ -91,7 +93,7 @@ struct OffsiteTests {
         unconfigured.process.waitUntilExit()
         try config.write(toFile: data.file("config.json"), atomically: true, encoding: .utf8)
         var server: ServerProcess? = try ServerProcess(data: data.path)
-        try waitFor("the first bundle uploaded") { let q = try queue(data.path); return q.all == 1 && q.pending == 0 }
+        try await waitFor("the first bundle uploaded") { let q = try queue(data.path); return q.all == 1 && q.pending == 0 }
 
         // The store goes down: syncs are acknowledged all the same, the bundles wait in the queue.
         s3.stop()
@@ -101,7 +103,7 @@ struct OffsiteTests {
             #expect(try hpNode(["--home", home.path, "sync", "--server", "127.0.0.1:\(server!.port)"]).0 == 0)
             #expect(Date().timeIntervalSince(started) < 30, "a sync waited for the object store")
         }
-        try waitFor("a failed upload attempt") { try queue(data.path).failedAttempts > 0 }
+        try await waitFor("a failed upload attempt") { try queue(data.path).failedAttempts > 0 }
         #expect(try queue(data.path).pending == 2)
         // A restart while the backlog waits: the queue is in the registry.
         kill(server!.process.processIdentifier, SIGTERM)
@@ -110,17 +112,17 @@ struct OffsiteTests {
         server = try ServerProcess(data: data.path, arguments: ["--metrics", "127.0.0.1:\(metricsPort)"])
         #expect(try queue(data.path).pending == 2)
         try s3.start()
-        try waitFor("the backlog drained", seconds: 120) { let q = try queue(data.path); return q.all == 3 && q.pending == 0 }
+        try await waitFor("the backlog drained", seconds: 120) { let q = try queue(data.path); return q.all == 3 && q.pending == 0 }
         let bundleKeys = try await objects.list(prefix: "house/one/chains/")
         #expect(bundleKeys.count == 3)
         // A snapshot after the last upload (the registry written last).
         let before = try await objects.list(prefix: "house/one/snapshots/").filter { $0.contains("/server.sqlite-") }.count
         #expect(try hpNode(["--home", home.path, "capture", "--simulate", "--seed", "5", "--days", "1"]).0 == 0)
         #expect(try hpNode(["--home", home.path, "sync", "--server", "127.0.0.1:\(server!.port)"]).0 == 0)
-        try waitFor("the fourth bundle uploaded") { let q = try queue(data.path); return q.all == 4 && q.pending == 0 }
+        try await waitFor("the fourth bundle uploaded") { let q = try queue(data.path); return q.all == 4 && q.pending == 0 }
         try await waitForSnapshots(objects, prefix: "house/one", moreThan: before)
         // What an administrator watches: the uploads, the queue, when the last upload and snapshot were.
-        try waitFor("the metrics to show the queue empty") {
+        try await waitFor("the metrics to show the queue empty") {
             let m = try loopbackHTTPGet(port: metricsPort, path: "/metrics")
             return m.contains(#"hp_server_offsite_uploads_total{result="uploaded"} 3"#) && m.contains("hp_server_offsite_pending 0")
                 && m.contains("hp_server_offsite_last_upload_timestamp_seconds ") && m.contains("hp_server_offsite_last_snapshot_timestamp_seconds ")
@@ -158,12 +160,12 @@ struct OffsiteTests {
         let on = try hpNode(["--home", home.path, "sync", "--server", "127.0.0.1:\(newServer.port)"])
         #expect(on.0 == 0, "\(on.2)")
         #expect(jsonDigest(try hpNode(["--home", home.path, "digest", "--json"]).1) == jsonDigest(try hpServer(["digest", "--data", restored, "--chain", chain, "--json"]).1))
-        sleep(8)  // longer than s3_snapshot_seconds and two upload rounds
+        try await Task.sleep(for: .seconds(8))  // longer than s3_snapshot_seconds and two upload rounds
         #expect(try queue(restored).pending == 1, "the copy's new bundle waits")
         #expect(try await objects.list(prefix: "house/one/snapshots/").filter { $0.contains("/server.sqlite-") }.count == snapshotsBefore)
         let adopted = try hpServer(["adopt", "--data", restored])
         #expect(adopted.0 == 0 && adopted.1.contains("adopted"), "\(adopted.2)")
-        try waitFor("the copy's bundle uploaded once adopted") { try queue(restored).pending == 0 }
+        try await waitFor("the copy's bundle uploaded once adopted") { try queue(restored).pending == 0 }
         try await waitForSnapshots(objects, prefix: "house/one", moreThan: snapshotsBefore)
         #expect(try hpServer(["audit", "--data", restored]).1.contains("server.adopt"))
         withExtendedLifetime(newServer) {}
@@ -188,7 +190,7 @@ struct OffsiteTests {
         let server = try ServerProcess(data: data.path)
         try enrollWithCLI(data: data.path, home: home.path, name: "anna-phone", port: server.port)
         #expect(try hpNode(["--home", home.path, "sync"]).0 == 0)
-        try waitFor("the bundle uploaded") { let q = try queue(data.path); return q.all == 1 && q.pending == 0 }
+        try await waitFor("the bundle uploaded") { let q = try queue(data.path); return q.all == 1 && q.pending == 0 }
         try await waitForSnapshots(objects, prefix: "house/three", moreThan: 0)
         kill(server.process.processIdentifier, SIGTERM)
         server.process.waitUntilExit()
