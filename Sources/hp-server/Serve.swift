@@ -100,7 +100,9 @@ struct Serve: AsyncParsableCommand {
         if let webAddress = web ?? settings.webListen { alertSettings.pageBase = "https://\(webAddress)" }
         var serverConditions = settings.alerts.serverConditions(dataDirectory: options.data, certificateFile: options.store.certificatePath)
         serverConditions.startedAt = Date().timeIntervalSince1970
-        serverConditions.scheduledBackups = settings.backupTo.map { ($0, Double((settings.backupIntervalHours ?? 24) * 3600)) }
+        // One interval for the schedule and for the alert that watches it.
+        let backupSeconds = (settings.backupIntervalHours ?? 24) * 3600
+        serverConditions.scheduledBackups = settings.backupTo.map { ($0, backupSeconds) }
         serverConditions.offsiteUploads = settings.objectStore != nil
         alertSettings.server = serverConditions
         alertSettings.verify = settings.alerts.scheduledVerify(store: options.store)
@@ -109,7 +111,7 @@ struct Serve: AsyncParsableCommand {
                                                     lossScan: LossScan(store: options.store))))
         // Backups (docs/operations.md): scheduled copies, and bundles off the machine.
         if let directory = settings.backupTo {
-            let backup = BackupService<ContinuousClock>.Settings(directory: directory, interval: .seconds((settings.backupIntervalHours ?? 24) * 3600), keep: settings.backupKeep ?? 7)
+            let backup = BackupService<ContinuousClock>.Settings(directory: directory, interval: .seconds(backupSeconds), keep: settings.backupKeep ?? 7)
             services.append(.init(service: BackupService(store: options.store, settings: backup, clock: ContinuousClock(),
                                                          now: { Date().timeIntervalSince1970 }, logger: Logger(label: "healthprobe.backup"), metrics: serverMetrics)))
         }

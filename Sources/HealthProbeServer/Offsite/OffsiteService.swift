@@ -69,14 +69,14 @@ public struct OffsiteService<C: Clock>: Service where C.Duration == Duration {
                     logger.debug("offsite backfill queued the stored bundles not queued", metadata: ["chains": "\(chains)"])
                 }
                 let (uploaded, failed) = await round()
+                // The queue's length (metrics) and the registry's change mark (snapshots), in one hop to the pool.
                 let registry = uploader.registry
-                let pending = try? await OffsiteUploader.blocking { try registry.pendingUploadCount() }
+                let (pending, mark) = (try? await OffsiteUploader.blocking { (try? registry.pendingUploadCount(), try? registry.changeMark()) }) ?? (nil, nil)
                 metrics?.offsiteRound(uploaded: uploaded, failed: failed, pending: pending, now: now())
                 if uploaded > 0 {
                     snapshotDue = true
                     logger.info("offsite bundles uploaded", metadata: ["bundles": "\(uploaded)", "pending": "\(pending.map(String.init) ?? "?")"])
                 }
-                let mark = try? await OffsiteUploader.blocking { try registry.changeMark() }
                 if let mark, mark != snapshotMark { snapshotDue = true }
                 if failed > 0 { pause = settings.retryInterval }
                 if snapshotDue, failed == 0, lastSnapshot.map({ $0.duration(to: clock.now) >= settings.snapshotInterval }) ?? true {

@@ -94,7 +94,6 @@ extension DeviceRegistry {
         }
     }
 
-    /// Records an action that is not itself a registry change (a verification run).
     /// Changes when the registry changed in a way a restore must not lose: an audited action
     /// (people, tokens, revocations, shares, transfers) or a device enrolled. Compared between
     /// registry snapshots for object storage; cheap (a key's maximum and a small table).
@@ -107,6 +106,7 @@ extension DeviceRegistry {
         }
     }
 
+    /// Records an action that is not itself a registry change (a verification run).
     public func recordAudit(_ actor: Audit.Actor, _ action: Audit.Action, target: String?, detail: String) throws {
         try database.write { db in try Audit.record(db, actor, action, target: target, detail: detail) }
     }
