@@ -20,7 +20,7 @@ enum DataDirectory {
     }
 
     /// Writes the new marker file `root/name` holding `text`, synced to disk. Refused when it
-    /// exists (`existsAlready`); a file half written is removed again.
+    /// exists (`MarkerExists`); a file half written is removed again.
     static func writeMarker(_ root: String, _ name: String, _ text: String) throws {
         let path = root + "/" + name
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
