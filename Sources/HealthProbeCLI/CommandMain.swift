@@ -1,5 +1,6 @@
 import ArgumentParser
 import HealthProbeArchive
+import HealthProbeCanonical
 
 /// An executable's `main`: the process's settings first (`ProcessSettings`), before any
 /// thread or connection exists, then the command line parsed and run as
@@ -15,7 +16,33 @@ public enum CommandMain {
                 try command.run()
             }
         } catch {
+            if let failure = JSONFailure(error, root: root, arguments: Array(CommandLine.arguments.dropFirst())) { try? Output.json(failure) }
             root.exit(withError: error)
         }
+    }
+}
+
+/// A failed command's error as JSON on stdout, for a command line with `--json`:
+/// tools then read one JSON document whether the command worked or not. The text
+/// goes to stderr as without `--json`; the exit status is the same.
+struct JSONFailure: Encodable, Equatable {
+    struct Detail: Encodable, Equatable {
+        /// The error's stable code (`not_found`, `unauthorized`...), when it has one; `validation`
+        /// for a command line refused by the parser or the command's own checks (exit status 64).
+        let code: String?
+        let message: String
+        let exitCode: Int32
+    }
+    let error: Detail
+
+    /// Nil when `arguments` (without the executable) ask for no JSON before a `--`, or when
+    /// the command printed its own result already: a check that found problems exits
+    /// non-zero (`ExitCode`), as do help and `--version` (zero).
+    init?<Root: ParsableCommand>(_ error: any Error, root: Root.Type, arguments: [String]) {
+        guard arguments.prefix(while: { $0 != "--" }).contains("--json"), !(error is ExitCode) else { return nil }
+        let exit = root.exitCode(for: error)
+        guard !exit.isSuccess else { return nil }
+        let code = (error as? any CodedError)?.codeName ?? (exit == .validationFailure ? "validation" : nil)
+        self.error = Detail(code: code, message: root.message(for: error), exitCode: exit.rawValue)
     }
 }

@@ -15,6 +15,7 @@ public struct ImportError: CodedError {
         case storage
     }
     public let code: Code
+    public var codeName: String? { code.rawValue }
     public let message: String
     public let cause: (any Error)?
 

@@ -34,6 +34,7 @@ public struct SyncProtocolError: CodedError, Equatable {
         }
     }
     public let code: Code
+    public var codeName: String? { code.rawValue }
     public let message: String
     public var cause: (any Error)? { nil }
 

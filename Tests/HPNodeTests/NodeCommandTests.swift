@@ -146,4 +146,35 @@ struct NodeCommandTests {
         #expect(!p.isRunning)
         #expect(p.terminationStatus == 0)
     }
+
+    @Test("with --json a failure is one JSON object on stdout (code, message, exit status), the text still on stderr; help and checks that print their own result add none")
+    func jsonFailures() throws {
+        let home = TempDir()
+        #expect(try hpNode(["--home", home.path, "init"]).0 == 0)
+        func failure(_ stdout: String) throws -> [String: Any]? {
+            try (JSONSerialization.jsonObject(with: Data(stdout.utf8)) as? [String: Any])?["error"] as? [String: Any]
+        }
+        let missing = try hpNode(["--home", home.path, "--json", "verify-bundle", home.file("no-such-bundle")])
+        #expect(missing.0 == 1)
+        #expect(missing.2.contains("no-such-bundle"))
+        let error = try failure(missing.1)
+        #expect(error?["code"] as? String == "not_found")
+        #expect((error?["message"] as? String)?.contains("no-such-bundle") == true)
+        #expect(error?["exit_code"] as? Int == 1)
+        // Refused by the command's own checks, or by the parser: the code is `validation`, the status ArgumentParser's 64.
+        for args in [["--home", home.path, "--json", "reset"], ["observations", "--home", home.path, "--json", "--no-such-option"]] {
+            let refused = try hpNode(args)
+            #expect(refused.0 == 64)
+            let e = try failure(refused.1)
+            #expect(e?["code"] as? String == "validation")
+            #expect(e?["exit_code"] as? Int == 64)
+            #expect(refused.2.contains(e?["message"] as? String ?? "-"))
+        }
+        // Without --json, nothing on stdout.
+        #expect(try hpNode(["--home", home.path, "reset"]).1.isEmpty)
+        // Help is no failure.
+        let help = try hpNode(["--home", home.path, "--json", "status", "--help"])
+        #expect(help.0 == 0)
+        #expect(!help.1.contains("\"error\""))
+    }
 }

@@ -18,6 +18,7 @@ public enum BundleApplier {
     public struct ApplyError: CodedError {
         public enum Code: String, Sendable { case divergence, outOfOrder = "out_of_order", unresolved }
         public let code: Code
+        public var codeName: String? { code.rawValue }
         public let message: String
         public var cause: (any Error)? { nil }
         /// The line of the item that could not be applied (1-based: line 1 is the header).

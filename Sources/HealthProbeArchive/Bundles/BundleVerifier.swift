@@ -19,6 +19,7 @@ public struct BundleError: CodedError, Equatable {
         case inconsistent
     }
     public let code: Code
+    public var codeName: String? { code.rawValue }
     public let message: String
     public var cause: (any Error)? { nil }
     public let line: Int?

@@ -20,6 +20,7 @@ public struct ArchiveError: CodedError {
     }
 
     public let code: Code
+    public var codeName: String? { code.rawValue }
     public let message: String
     public let cause: (any Error)?
 

@@ -18,6 +18,7 @@ public final class DeviceRegistry: Sendable {
         /// (the last admin, a person who has devices, a device already revoked).
         public enum Code: String, Sendable { case unauthorized, forbidden, invalidName = "invalid_name", duplicate, notFound = "not_found", conflict }
         public let code: Code
+        public var codeName: String? { code.rawValue }
         public let message: String
         public var cause: (any Error)? { nil }
         public init(_ code: Code, _ message: String) { self.code = code; self.message = message }
