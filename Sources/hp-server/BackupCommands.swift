@@ -101,10 +101,11 @@ struct ServerRestoreCommand: AsyncParsableCommand {
 struct ServerAdoptCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "adopt",
-        abstract: "Make a restored data directory the server's home: scheduled backups and uploads to object storage resume.",
+        abstract: "Make a restored or copied data directory the server's home: scheduled backups and uploads to object storage resume.",
         discussion: """
             `hp-server restore` makes a copy that takes no scheduled backup and uploads nothing, so that a restore \
-            drill can never write into the live server's backups or bucket. Run this once on the server's new \
+            drill can never write into the live server's backups or bucket; so does a data directory copied \
+            another way (tar, cp -a, rsync, a move to another disk). Run this once on the server's new \
             machine (with `serve` running or not: it takes effect within seconds). Not for a drill's copy.
             """)
     @OptionGroup var options: DataOptions
@@ -113,7 +114,7 @@ struct ServerAdoptCommand: ParsableCommand {
         var data: String
         /// False when it was not a copy waiting to be adopted.
         var adopted: Bool
-        /// What it was restored from, and when.
+        /// What it was restored or copied from (and when, for a restore).
         var restored: String?
     }
 
@@ -124,6 +125,6 @@ struct ServerAdoptCommand: ParsableCommand {
         if adopted { try options.store.registry().recordAudit(.cli, .adopt, target: nil, detail: from ?? "") }
         if options.json { try Output.json(Report(data: options.data, adopted: adopted, restored: from)); return }
         print(adopted ? "adopted \(options.data) (\(from ?? "restored")): scheduled backups and uploads to object storage run as its config.json says"
-                      : "\(options.data) is not a restored copy waiting to be adopted: its backups and uploads already run as configured")
+                      : "\(options.data) is not a copy waiting to be adopted: its backups and uploads already run as configured")
     }
 }

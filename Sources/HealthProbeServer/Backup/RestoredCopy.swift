@@ -2,7 +2,8 @@ import Foundation
 import HealthProbeArchive
 import HealthProbeCanonical
 
-/// A data directory `hp-server restore` made is a copy until an administrator says it is
+/// A data directory `hp-server restore` made (or one copied from another directory:
+/// `HomeDirectory`) is a copy until an administrator says it is
 /// the server's new home (`hp-server adopt`): until then it writes no scheduled backup and
 /// uploads nothing to object storage, even with the old server's `config.json`. A restore
 /// drill's copy given the live config would otherwise put its (older) registry into the live
@@ -24,20 +25,23 @@ public enum RestoredCopy {
         try DataDirectory.writeMarker(root, fileName, text)
     }
 
-    /// What `root` was restored from and when, while it is an unadopted copy; nil otherwise.
-    /// The file's presence decides (an unreadable one pauses all the same).
+    /// What `root` was restored or copied from, while it is an unadopted copy; nil otherwise.
+    /// A restore's file decides by its presence (an unreadable one pauses all the same); without
+    /// it, a directory whose home record names another directory is a copy too (`HomeDirectory`).
     public static func paused(_ root: String) -> String? {
-        guard FileManager.default.fileExists(atPath: path(root)) else { return nil }
+        guard FileManager.default.fileExists(atPath: path(root)) else { return HomeDirectory.copiedFrom(root) }
         guard let text = try? String(contentsOfFile: path(root), encoding: .utf8) else { return "restored (\(fileName) cannot be read)" }
         guard let cut = text.range(of: ". Scheduled") else { return String(text.prefix(300)) }
         return String(text[..<cut.lowerBound].prefix(300))
     }
 
-    /// Makes `root` the server's home: backups and uploads resume. Returns false when it was not a paused copy.
+    /// Makes `root` the server's home: its directory is recorded as the home (`HomeDirectory`)
+    /// and backups and uploads resume. Returns false when it was not a paused copy.
     public static func adopt(_ root: String) throws -> Bool {
-        guard FileManager.default.fileExists(atPath: path(root)) else { return false }
-        try FileManager.default.removeItem(atPath: path(root))
-        return true
+        let wasPaused = paused(root) != nil
+        try HomeDirectory.record(root)
+        if FileManager.default.fileExists(atPath: path(root)) { try FileManager.default.removeItem(atPath: path(root)) }
+        return wasPaused
     }
 
     /// The sentence for logs and alerts while `root` is a paused copy.

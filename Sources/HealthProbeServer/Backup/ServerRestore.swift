@@ -51,7 +51,7 @@ public enum ServerRestore {
         }
         do {
             var report = try await rebuild(from: source, to: target, jobs: jobs, now: now, started: started)
-            if !newHome { try RestoredCopy.mark(target, source: source.location, now: now) }
+            if newHome { try HomeDirectory.record(target) } else { try RestoredCopy.mark(target, source: source.location, now: now) }
             report.copy = !newHome
             // Last: only a complete restore is a data directory `hp-server serve` takes.
             try Data("healthprobe server data directory\n".utf8).write(to: URL(fileURLWithPath: target + "/healthprobe-server"))
@@ -65,7 +65,8 @@ public enum ServerRestore {
 
     /// The entries a restore writes into its target (besides `UnfinishedRestore`'s file).
     static let written = ["chains", "cache", "tls", "quarantine", "server.sqlite", "server.sqlite-wal", "server.sqlite-shm", "server.sqlite.download",
-                          "server.sqlite.download-wal", "server.sqlite.download-shm", RestoredCopy.fileName, "healthprobe-server"]
+                          "server.sqlite.download-wal", "server.sqlite.download-shm", RestoredCopy.fileName, HomeDirectory.fileName,
+                          HomeDirectory.fileName + ".new", "healthprobe-server"]
 
     /// Refused or failed: what this restore wrote goes, so the same command can run again. Only
     /// its own entries (a config.json copied in meanwhile stays); the unfinished-restore file last,
