@@ -149,4 +149,27 @@ struct ServerAlertTests {
         #expect(try alerts.evaluate().events.map(\.event) == [.resolved])
         try await receiver.stop()
     }
+
+    @Test("the newest backup counts from when it was complete: a backup that began long ago but finished lately is not late; manifests without finished_at count from created_at")
+    func backupCountsFromItsEnd() throws {
+        let dir = TempDir()
+        func manifest(_ name: String, _ fields: [String: Double]) throws {
+            try FileManager.default.createDirectory(atPath: dir.file(name), withIntermediateDirectories: true)
+            try JSONSerialization.data(withJSONObject: fields).write(to: URL(fileURLWithPath: dir.file(name) + "/" + ServerBackup.manifestName))
+        }
+        try manifest("old", ["created_at": 1_000])
+        #expect(ServerConditions.newestBackup(in: dir.path) == 1_000)
+        try manifest("long", ["created_at": 900, "finished_at": 9_000])
+        #expect(ServerConditions.newestBackup(in: dir.path) == 9_000)
+        // A directory still being written (no manifest yet) counts for nothing.
+        try FileManager.default.createDirectory(atPath: dir.file("writing"), withIntermediateDirectories: true)
+        #expect(ServerConditions.newestBackup(in: dir.path) == 9_000)
+        // What ServerBackup writes: the end after the beginning.
+        let data = TempDir()
+        let store = ServerStore(root: data.path)
+        try store.create()
+        let report = try ServerBackup.run(store, to: dir.file("real"), now: 20_000)
+        #expect(report.createdAt == 20_000 && (report.finishedAt ?? 0) >= 20_000)
+        #expect(ServerConditions.newestBackup(in: dir.path) == report.finishedAt)
+    }
 }

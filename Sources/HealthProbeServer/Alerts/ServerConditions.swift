@@ -82,8 +82,9 @@ public struct ServerConditions: Sendable {
         return out
     }
 
-    /// When the newest complete backup in `directory` was made (the `created_at` of its
-    /// manifest, which is written last); nil when it holds none.
+    /// When the newest complete backup in `directory` was complete (the `finished_at` of its
+    /// manifest, which is written last; `created_at` in older ones); nil when it holds none.
+    /// Counted from the end, a backup that runs long is not taken for a late one.
     static func newestBackup(in directory: String) -> Double? {
         let fm = FileManager.default
         return ((try? fm.contentsOfDirectory(atPath: directory)) ?? []).compactMap { name -> Double? in
@@ -91,7 +92,7 @@ public struct ServerConditions: Sendable {
             guard let size = (try? fm.attributesOfItem(atPath: manifest))?[.size] as? Int, size < 1 << 24,
                   let data = fm.contents(atPath: manifest),
                   let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else { return nil }
-            return (object["created_at"] as? NSNumber)?.doubleValue
+            return ((object["finished_at"] ?? object["created_at"]) as? NSNumber)?.doubleValue
         }.filter(\.isFinite).max()
     }
 

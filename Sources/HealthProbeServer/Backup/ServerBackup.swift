@@ -23,7 +23,10 @@ public enum ServerBackup {
 
     public struct Report: Sendable, Codable {
         public var target: String
+        /// When the backup began (its registry and replicas are as they were then, or later).
         public var createdAt: Double
+        /// When it was complete (`createdAt` plus its duration); absent in backups made before 2026-11-30.
+        public var finishedAt: Double?
         public var chains: [Chain]
         public var bundleBytes: Int
         public var replicaBytes: Int
@@ -61,8 +64,9 @@ public enum ServerBackup {
         // The registry last: every chain copied above has its owner in it.
         try store.registry().snapshot(to: copy.registryPath)
         let registryBytes = DataDirectory.size(copy.registryPath)
-        let report = Report(target: target, createdAt: now, chains: chains, bundleBytes: bundleBytes, replicaBytes: replicaBytes,
-                            registryBytes: registryBytes, seconds: (ContinuousClock.now - started).seconds)
+        let seconds = (ContinuousClock.now - started).seconds
+        let report = Report(target: target, createdAt: now, finishedAt: now + seconds, chains: chains, bundleBytes: bundleBytes, replicaBytes: replicaBytes,
+                            registryBytes: registryBytes, seconds: seconds)
         let encoder = JSONEncoder()
         encoder.keyEncodingStrategy = .convertToSnakeCase
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
