@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import HealthProbeArchive
 import HealthProbeCanonical
 
@@ -16,7 +17,7 @@ public enum CommandMain {
                 try command.run()
             }
         } catch {
-            if let failure = JSONFailure(error, root: root, arguments: Array(CommandLine.arguments.dropFirst())) { try? Output.json(failure) }
+            if let failure = JSONFailure(error, root: root, arguments: Array(CommandLine.arguments.dropFirst())) { failure.write() }
             root.exit(withError: error)
         }
     }
@@ -27,11 +28,20 @@ public enum CommandMain {
 /// goes to stderr as without `--json`; the exit status is the same.
 struct JSONFailure: Encodable, Equatable {
     struct Detail: Encodable, Equatable {
-        /// The error's stable code (`not_found`, `unauthorized`...), when it has one; `validation`
-        /// for a command line refused by the parser or the command's own checks (exit status 64).
+        /// The error's stable code (`not_found`, `unauthorized`...), null when it has none;
+        /// `validation` for a command line refused by the parser or the command's own checks (exit status 64).
         let code: String?
         let message: String
         let exitCode: Int32
+
+        enum CodingKeys: String, CodingKey { case code, message, exitCode = "exit_code" }
+
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(code, forKey: .code)  // null when none: the member is always there
+            try c.encode(message, forKey: .message)
+            try c.encode(exitCode, forKey: .exitCode)
+        }
     }
     let error: Detail
 
@@ -44,5 +54,16 @@ struct JSONFailure: Encodable, Equatable {
         guard !exit.isSuccess else { return nil }
         let code = (error as? any CodedError)?.codeName ?? (exit == .validationFailure ? "validation" : nil)
         self.error = Detail(code: code, message: root.message(for: error), exitCode: exit.rawValue)
+    }
+
+    /// One line of JSON on stdout (also a line of a command's JSON Lines output), written with
+    /// the throwing `write(contentsOf:)`: a stdout that is closed, full or a closed pipe loses
+    /// it, never the error text on stderr that follows, nor the exit status.
+    func write() {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(self) else { return }
+        signal(SIGPIPE, SIG_IGN)
+        try? FileHandle.standardOutput.write(contentsOf: data + Data("\n".utf8))
     }
 }

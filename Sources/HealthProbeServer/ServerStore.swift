@@ -25,15 +25,15 @@ public struct ServerStore: Sendable {
         _ = try DeviceRegistry(path: registryPath)
         let marker = root + "/healthprobe-server"
         if !FileManager.default.fileExists(atPath: marker) {
-            try HomeDirectory.recordIfMissing(root)
+            try HomeDirectory.refresh(root)
             try Data("healthprobe server data directory\n".utf8).write(to: URL(fileURLWithPath: marker))
         }
     }
 
-    /// Records the data directory's home when it has none yet (`HomeDirectory`): `serve` on a
-    /// directory set up before homes were recorded.
-    public func recordHomeIfMissing() throws {
-        try HomeDirectory.recordIfMissing(root)
+    /// Records the data directory's home when it has none yet (`serve` on a directory set up
+    /// before homes were recorded), or its new path after a move within its file system (`HomeDirectory`).
+    public func refreshHome() throws {
+        try HomeDirectory.refresh(root)
     }
 
     public var tlsDirectory: String { root + "/tls" }

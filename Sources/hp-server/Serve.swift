@@ -63,7 +63,7 @@ struct Serve: AsyncParsableCommand {
         // that ran first would take it, and the listener would find it held.
         try options.store.requireInitialized()
         let servingLock = try options.store.lockServing()
-        try options.store.recordHomeIfMissing()
+        try options.store.refreshHome()
         let serverMetrics = ServerMetrics()
         let server = try SyncServer(store: options.store, logger: logger,
                                     helloTimeout: .milliseconds(Int64((settings.helloTimeoutSeconds ?? 10) * 1000)),

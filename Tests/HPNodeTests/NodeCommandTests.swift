@@ -147,7 +147,7 @@ struct NodeCommandTests {
         #expect(p.terminationStatus == 0)
     }
 
-    @Test("with --json a failure is one JSON object on stdout (code, message, exit status), the text still on stderr; help and checks that print their own result add none")
+    @Test("with --json a failure is one JSON object on stdout (code, message, exit status), the text still on stderr, in hp-node and hp-server; help and commands that print their own result add none; an unwritable stdout loses only the JSON")
     func jsonFailures() throws {
         let home = TempDir()
         #expect(try hpNode(["--home", home.path, "init"]).0 == 0)
@@ -176,5 +176,32 @@ struct NodeCommandTests {
         let help = try hpNode(["--home", home.path, "--json", "status", "--help"])
         #expect(help.0 == 0)
         #expect(!help.1.contains("\"error\""))
+        // A command that printed its own result and exits non-zero adds no error: an import
+        // with rejected records prints its report and exits 3.
+        try SyntheticExport(records: 20).writeXML(to: home.file("ok.xml"))
+        var text = try String(contentsOfFile: home.file("ok.xml"), encoding: .utf8)
+        let firstRecord = text.range(of: "<Record")!.upperBound
+        text = text.replacingOccurrences(of: "value=\"", with: "value=\"?", options: [], range: text.range(of: "value=\"", range: firstRecord..<text.endIndex))
+        try text.write(toFile: home.file("bad.xml"), atomically: true, encoding: .utf8)
+        let rejected = try hpNode(["--home", home.path, "--json", "import", home.file("bad.xml")])
+        #expect(rejected.0 == 3)
+        let report = try JSONSerialization.jsonObject(with: Data(rejected.1.utf8)) as? [String: Any]
+        #expect(report != nil && report?["error"] == nil, "\(rejected.1)")
+        // hp-server does the same.
+        let server = try hpServer(["chains", "--data", home.file("no-server"), "--json"])
+        #expect(server.0 == 1)
+        #expect(try failure(server.1)?["code"] as? String == "not_found")
+        // A stdout that cannot be written (a full disk) loses the JSON, never the text or the status.
+        let full = Process()
+        full.executableURL = try toolURL("hp-node")
+        full.arguments = ["--home", home.path, "--json", "verify-bundle", home.file("no-such-bundle")]
+        full.standardOutput = try #require(FileHandle(forWritingAtPath: "/dev/full"))
+        let err = Pipe()
+        full.standardError = err
+        try full.run()
+        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        full.waitUntilExit()
+        #expect(full.terminationStatus == 1 && full.terminationReason == .exit)
+        #expect(stderr.contains("no-such-bundle"), "\(stderr)")
     }
 }

@@ -161,6 +161,11 @@ struct ServerAlertTests {
         #expect(ServerConditions.newestBackup(in: dir.path) == 1_000)
         try manifest("long", ["created_at": 900, "finished_at": 9_000])
         #expect(ServerConditions.newestBackup(in: dir.path) == 9_000)
+        // A null finished_at falls back to created_at.
+        let other = TempDir()
+        try FileManager.default.createDirectory(atPath: other.file("null"), withIntermediateDirectories: true)
+        try Data(#"{"created_at": 9500, "finished_at": null}"#.utf8).write(to: URL(fileURLWithPath: other.file("null") + "/" + ServerBackup.manifestName))
+        #expect(ServerConditions.newestBackup(in: other.path) == 9_500)
         // A directory still being written (no manifest yet) counts for nothing.
         try FileManager.default.createDirectory(atPath: dir.file("writing"), withIntermediateDirectories: true)
         #expect(ServerConditions.newestBackup(in: dir.path) == 9_000)
@@ -169,7 +174,7 @@ struct ServerAlertTests {
         let store = ServerStore(root: data.path)
         try store.create()
         let report = try ServerBackup.run(store, to: dir.file("real"), now: 20_000)
-        #expect(report.createdAt == 20_000 && (report.finishedAt ?? 0) >= 20_000)
+        #expect(report.createdAt == 20_000 && report.finishedAt == 20_000 + report.seconds)
         #expect(ServerConditions.newestBackup(in: dir.path) == report.finishedAt)
     }
 }

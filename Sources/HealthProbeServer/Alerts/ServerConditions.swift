@@ -92,7 +92,7 @@ public struct ServerConditions: Sendable {
             guard let size = (try? fm.attributesOfItem(atPath: manifest))?[.size] as? Int, size < 1 << 24,
                   let data = fm.contents(atPath: manifest),
                   let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else { return nil }
-            return ((object["finished_at"] ?? object["created_at"]) as? NSNumber)?.doubleValue
+            return ((object["finished_at"] as? NSNumber) ?? (object["created_at"] as? NSNumber))?.doubleValue
         }.filter(\.isFinite).max()
     }
 

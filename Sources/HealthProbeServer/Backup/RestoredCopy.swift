@@ -38,10 +38,13 @@ public enum RestoredCopy {
     /// Makes `root` the server's home: its directory is recorded as the home (`HomeDirectory`)
     /// and backups and uploads resume. Returns false when it was not a paused copy.
     public static func adopt(_ root: String) throws -> Bool {
-        let wasPaused = paused(root) != nil
+        guard paused(root) != nil else {
+            try HomeDirectory.refresh(root)
+            return false
+        }
         try HomeDirectory.record(root)
         if FileManager.default.fileExists(atPath: path(root)) { try FileManager.default.removeItem(atPath: path(root)) }
-        return wasPaused
+        return true
     }
 
     /// The sentence for logs and alerts while `root` is a paused copy.
