@@ -21,7 +21,7 @@ struct BackupTests {
         #expect(try hpServer(["init", "--data", data.path]).0 == 0)
         #expect(try hpNode(["--home", homeA.path, "capture", "--simulate", "--seed", "3", "--days", "20"]).0 == 0)
         #expect(try hpNode(["--home", homeA.path, "capture", "--simulate", "--seed", "3", "--days", "2"]).0 == 0)
-        #expect(try hpNode(["--home", homeB.path, "capture", "--simulate", "--seed", "4", "--days", "40"]).0 == 0)
+        #expect(try hpNode(["--home", homeB.path, "capture", "--simulate", "--seed", "4", "--days", "20"]).0 == 0)
         let chainA = try nodeChain(homeA.path), chainB = try nodeChain(homeB.path)
         let server = try ServerProcess(data: data.path)
         try enrollWithCLI(data: data.path, home: homeA.path, name: "anna-phone", port: server.port)
@@ -29,18 +29,21 @@ struct BackupTests {
         #expect(try hpNode(["--home", homeA.path, "sync"]).0 == 0)
 
         // Backups while B's large first sync runs (and A syncs more).
-        let sync = try launchTool("hp-node", ["--home", homeB.path, "sync"])
         #expect(try hpNode(["--home", homeA.path, "capture", "--simulate", "--seed", "3", "--days", "1"]).0 == 0)
-        let syncA = try launchTool("hp-node", ["--home", homeA.path, "sync"])
+        let sync = try launchTool("hp-node", ["--home", homeB.path, "sync"])
         var taken: [String] = []
-        // The first copy is begun while B's first sync still runs (else this tests nothing).
-        #expect(sync.isRunning, "B's sync ended before the first backup began")
-        repeat {
+        func backUp() throws {
             let target = backups.path + "/b\(taken.count)"
             let r = try hpServer(["backup", "--data", data.path, "--to", target, "--json"])
             #expect(r.0 == 0, "\(r.2)")
             taken.append(target)
-        } while (sync.isRunning || syncA.isRunning) && taken.count < 3
+        }
+        // The first copy is begun while B's first sync still runs (else this tests nothing):
+        // at once, before A's sync starts beside it.
+        #expect(sync.isRunning, "B's sync ended before the first backup began")
+        try backUp()
+        let syncA = try launchTool("hp-node", ["--home", homeA.path, "sync"])
+        while (sync.isRunning || syncA.isRunning) && taken.count < 3 { try backUp() }
         sync.waitUntilExit()
         syncA.waitUntilExit()
         #expect(sync.terminationStatus == 0 && syncA.terminationStatus == 0)

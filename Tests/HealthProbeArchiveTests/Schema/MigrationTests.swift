@@ -6,7 +6,7 @@ import HealthProbeSimulator
 import Testing
 @testable import HealthProbeArchive
 
-/// Schemas 8, 9 and 10 on an archive of 80,000 samples that was at schema 7: the
+/// Schemas 8, 9 and 10 on an archive of 32,000 samples that was at schema 7: the
 /// chain-state digest of every observation and the manifest hash of the record
 /// exports equal before and after; a migration that fails leaves the schema-7
 /// archive as it was. (`ArchiveFixtureV8Tests` does the same for an archive the
@@ -14,7 +14,7 @@ import Testing
 @Suite("Migrations 7 to 10", .serialized)
 struct MigrationTests {
     static let types = ["HeartRate", "StepCount", "RespiratoryRate", "OxygenSaturation"].map { SampleTypeDescriptor("HKQuantityTypeIdentifier" + $0) }
-    static let perType = 20_000
+    static let perType = 8_000
 
     static func sample(_ t: Int, _ i: Int, edited: Bool) -> CapturedSample? {
         let h = SplitMix.hash(UInt64(t), UInt64(i), 8)
@@ -26,7 +26,7 @@ struct MigrationTests {
                                                        version: "10.1", operatingSystemVersion: "10.1"))
     }
 
-    /// 80,000 samples in one observation, then one type again with 1% edited and 1% deleted.
+    /// 32,000 samples in one observation, then one type again with 1% edited and 1% deleted.
     static func capture(_ node: NodeArchive) throws {
         for (edited, types) in [(false, Array(types.indices)), (true, [0])] {
             let session = try CaptureSession.begin(node, context: ObservationContext(triggerReason: .benchmark, selectedTypes: types.map { Self.types[$0].identifier }))
@@ -309,7 +309,7 @@ struct MigrationTests {
         }
     }
 
-    @Test("80,000 samples: digests and export manifest hashes equal across migrations 8 to 15; hashes become blobs")
+    @Test("32,000 samples (two pages a type): digests and export manifest hashes equal across migrations 8 to 15; hashes become blobs")
     func migrates() throws {
         let t = TempHome(), dir = TempDir()
         try Self.capture(try t.open())
