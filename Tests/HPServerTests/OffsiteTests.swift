@@ -171,6 +171,44 @@ struct OffsiteTests {
         withExtendedLifetime(newServer) {}
     }
 
+    @Test("two servers writing one bucket (a copy no home check caught): the one that finds a newer snapshot it did not write pauses its uploads and says so, until adopted; adopted, it takes the bucket over")
+    func secondWriterPauses() async throws { try await withStore(secondWriter) }
+
+    func secondWriter(_ s3: SeaweedS3) async throws {
+        let (settings, config) = store(s3, prefix: "house/four")
+        let objects = ObjectStore(settings: settings)
+        try await createBucket(settings)
+        let data = TempDir()
+        #expect(try hpServer(["init", "--data", data.path]).0 == 0)
+        try config.write(toFile: data.file("config.json"), atomically: true, encoding: .utf8)
+        let server = try ServerProcess(data: data.path)
+        try await waitForSnapshots(objects, prefix: "house/four", moreThan: 0)
+        // Another server (a disk image of this one served elsewhere) writes a newer snapshot.
+        let other = TempDir()
+        try Data("another server's registry".utf8).write(to: URL(fileURLWithPath: other.file("registry")))
+        let foreign = OffsiteKeys.snapshot(at: Date().timeIntervalSince1970 + 2)
+        try await patiently(settings) {
+            try await $0.put(key: objects.key(foreign) + "/server.sqlite-" + (try FileHash.sha256(other.file("registry"))), file: other.file("registry"),
+                             sha256: try FileHash.sha256(other.file("registry")))
+        }
+        func complete() async throws -> Int { try await objects.list(prefix: "house/four/snapshots/").filter { $0.contains("/server.sqlite-") }.count }
+        let before = try await complete()
+        // A registry change makes a snapshot due: the server finds the other's and pauses instead.
+        #expect(try hpServer(["person", "add", "bob", "--role", "member", "--data", data.path]).0 == 0)
+        try await waitFor("the server to pause for the other writer", seconds: 60) { RestoredCopy.paused(data.path) != nil }
+        let why = try #require(RestoredCopy.paused(data.path))
+        #expect(why.contains("another server wrote the newest registry snapshot") && why.contains(String(foreign.dropFirst("snapshots/".count))), "\(why)")
+        try await Task.sleep(for: .seconds(6))  // longer than s3_snapshot_seconds
+        #expect(try await complete() == before, "a paused server wrote a snapshot")
+        // Adopted, it takes the bucket over: its next snapshot goes in, and it stays unpaused.
+        let adopted = try hpServer(["adopt", "--data", data.path, "--json"])
+        #expect(adopted.0 == 0 && adopted.1.contains("\"adopted\" : true") && adopted.1.contains("another server"), "\(adopted.1) \(adopted.2)")
+        #expect(try hpServer(["person", "add", "cem", "--role", "member", "--data", data.path]).0 == 0)
+        try await waitForSnapshots(objects, prefix: "house/four", moreThan: before)
+        #expect(RestoredCopy.paused(data.path) == nil)
+        withExtendedLifetime(server) {}
+    }
+
     @Test("an object in the bucket whose bytes are not those its key names is refused by its SHA-256 on restore")
     func damagedObjectRefused() async throws { try await withStore(damagedObject) }
 

@@ -29,7 +29,7 @@ public enum RestoredCopy {
     /// A restore's file decides by its presence (an unreadable one pauses all the same); without
     /// it, a directory whose home record names another directory is a copy too (`HomeDirectory`).
     public static func paused(_ root: String) -> String? {
-        guard FileManager.default.fileExists(atPath: path(root)) else { return HomeDirectory.copiedFrom(root) }
+        guard FileManager.default.fileExists(atPath: path(root)) else { return SnapshotWriters.conflict(root) ?? HomeDirectory.copiedFrom(root) }
         guard let text = try? String(contentsOfFile: path(root), encoding: .utf8) else { return "restored (\(fileName) cannot be read)" }
         guard let cut = text.range(of: ". Scheduled") else { return String(text.prefix(300)) }
         return String(text[..<cut.lowerBound].prefix(300))
@@ -43,6 +43,10 @@ public enum RestoredCopy {
             return false
         }
         try HomeDirectory.record(root)
+        // The adopted server takes the bucket over: its next snapshot is checked against none.
+        try DeviceRegistry(path: root + "/server.sqlite").forgetOffsiteSnapshots()
+        let conflict = root + "/" + SnapshotWriters.conflictFileName
+        if FileManager.default.fileExists(atPath: conflict) { try FileManager.default.removeItem(atPath: conflict) }
         if FileManager.default.fileExists(atPath: path(root)) { try FileManager.default.removeItem(atPath: path(root)) }
         return true
     }

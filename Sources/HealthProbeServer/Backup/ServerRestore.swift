@@ -51,7 +51,13 @@ public enum ServerRestore {
         }
         do {
             var report = try await rebuild(from: source, to: target, jobs: jobs, now: now, started: started)
-            if newHome { try HomeDirectory.record(target) } else { try RestoredCopy.mark(target, source: source.location, now: now) }
+            if newHome {
+                try HomeDirectory.record(target)
+                // The new home takes the bucket over (its registry names the old server's snapshots).
+                try DeviceRegistry(path: target + "/server.sqlite").forgetOffsiteSnapshots()
+            } else {
+                try RestoredCopy.mark(target, source: source.location, now: now)
+            }
             report.copy = !newHome
             // Last: only a complete restore is a data directory `hp-server serve` takes.
             try Data("healthprobe server data directory\n".utf8).write(to: URL(fileURLWithPath: target + "/healthprobe-server"))

@@ -80,6 +80,13 @@ public struct OffsiteService<C: Clock>: Service where C.Duration == Duration {
                 if let mark, mark != snapshotMark { snapshotDue = true }
                 if failed > 0 { pause = settings.retryInterval }
                 if snapshotDue, failed == 0, lastSnapshot.map({ $0.duration(to: clock.now) >= settings.snapshotInterval }) ?? true {
+                    // Another server wrote the bucket's newest snapshot: this one pauses (one of the two is a copy).
+                    if let foreign = try await uploader.foreignNewestSnapshot() {
+                        try SnapshotWriters.markConflict(uploader.store.root, name: foreign, location: uploader.objects.location + "/" + uploader.objects.key(""))
+                        logger.error("another server wrote the newest registry snapshot in the bucket; uploads and backups pause until `hp-server adopt` on the server's home",
+                                     metadata: ["snapshot": "\(foreign)"])
+                        continue
+                    }
                     let key = try await uploader.snapshot(now: now())
                     lastSnapshot = clock.now
                     snapshotMark = mark

@@ -41,7 +41,10 @@ public struct OffsiteUploader: Sendable {
 
     /// Uploads the TLS identity and a registry snapshot under `snapshots/<time>/`, the registry last.
     public func snapshot(now: Double) async throws -> String {
+        let name = OffsiteKeys.snapshot(at: now).dropFirst("snapshots/".count)
         let directory = objects.key(OffsiteKeys.snapshot(at: now))
+        // Recorded first: a snapshot uploaded but not recorded would be taken for another server's.
+        try await Self.blocking { [registry] in try registry.recordOffsiteSnapshot(String(name), now: now) }
         try PrivateFiles.makeDirectory(store.root + "/cache")
         let file = store.root + "/cache/offsite-snapshot-\(UUID().uuidString).sqlite"
         defer { try? FileManager.default.removeItem(atPath: file) }
@@ -63,11 +66,7 @@ public struct OffsiteUploader: Sendable {
     /// how many snapshots were deleted. Bundles are never deleted.
     public func pruneSnapshots(keep: Int) async throws -> Int {
         let base = objects.key("snapshots/")
-        var groups: [String: [String]] = [:]
-        for key in try await objects.list(prefix: base) {
-            guard let name = key.dropFirst(base.count).split(separator: "/", maxSplits: 1).first else { continue }
-            groups[String(name), default: []].append(key)
-        }
+        let groups = try await snapshotGroups()
         let complete = groups.filter { $0.value.contains { $0.dropFirst(base.count).contains("/server.sqlite-") } }.keys.sorted()
         guard complete.count > keep, keep >= 1 else { return 0 }
         // Everything before the oldest snapshot kept goes, complete or not (a newer unfinished one may be in progress).
@@ -81,6 +80,34 @@ public struct OffsiteUploader: Sendable {
             }
         }
         return doomed.count
+    }
+
+    /// The snapshot directories' names under `snapshots/`, each with its keys.
+    func snapshotGroups() async throws -> [String: [String]] {
+        let base = objects.key("snapshots/")
+        var groups: [String: [String]] = [:]
+        for key in try await objects.list(prefix: base) {
+            guard let name = key.dropFirst(base.count).split(separator: "/", maxSplits: 1).first else { continue }
+            groups[String(name), default: []].append(key)
+        }
+        return groups
+    }
+
+    /// The newest complete snapshot in the bucket when this server neither wrote it nor found
+    /// it there when it began writing (`SnapshotWriters`); nil otherwise. With none known (the
+    /// first snapshot from here, or the first since `adopt`), every snapshot in the bucket is
+    /// taken as known: this server takes the bucket over.
+    public func foreignNewestSnapshot() async throws -> String? {
+        let known = try await Self.blocking { [registry] in try registry.offsiteSnapshots() }
+        let base = objects.key("snapshots/")
+        let complete = try await snapshotGroups().filter { $0.value.contains { $0.dropFirst(base.count).contains("/server.sqlite-") } }.keys
+        guard !known.isEmpty else {
+            let found = Array(complete)
+            try await Self.blocking { [registry] in try registry.recordFoundSnapshots(found) }
+            return nil
+        }
+        guard let newest = complete.max(), !known.contains(newest) else { return nil }
+        return newest
     }
 
     /// File and SQLite work on a thread of NIO's pool, never on Swift's cooperative threads.
