@@ -106,7 +106,9 @@ struct ServerAdoptCommand: ParsableCommand {
             `hp-server restore` makes a copy that takes no scheduled backup and uploads nothing, so that a restore \
             drill can never write into the live server's backups or bucket; so does a data directory copied \
             another way (tar, cp -a, rsync, a move to another disk). Run this once on the server's new \
-            machine (with `serve` running or not: it takes effect within seconds). Not for a drill's copy.
+            machine (with `serve` running or not: it takes effect within seconds). Not for a drill's copy. \
+            When two servers write one bucket prefix, both pause their uploads: stop the copy, then run this \
+            on the live server, which takes the prefix over.
             """)
     @OptionGroup var options: DataOptions
 

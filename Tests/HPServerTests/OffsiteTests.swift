@@ -50,6 +50,13 @@ struct OffsiteTests {
          """)
     }
 
+    /// A new bucket's settings, config and client, under `prefix` of the store `s3`.
+    func freshBucket(_ s3: SeaweedS3, prefix: String) async throws -> (settings: ObjectStoreSettings, config: String, objects: ObjectStore) {
+        let (settings, config) = store(s3, prefix: prefix)
+        try await createBucket(settings)
+        return (settings, config, ObjectStore(settings: settings))
+    }
+
     /// Runs `body` with a store of its own; a failure records the end of the store's own log.
     func withStore(_ body: (SeaweedS3) async throws -> Void) async throws {
         let s3 = try SeaweedS3()
@@ -76,9 +83,7 @@ struct OffsiteTests {
     func uploadOutageAndRestoreFromBucket() async throws { try await withStore(uploadOutageAndRestore) }
 
     func uploadOutageAndRestore(_ s3: SeaweedS3) async throws {
-        let (settings, config) = store(s3, prefix: "house/one")
-        let objects = ObjectStore(settings: settings)
-        try await createBucket(settings)
+        let (_, config, objects) = try await freshBucket(s3, prefix: "house/one")
 
         let data = TempDir(), home = TempDir(), elsewhere = TempDir()
         #expect(try hpServer(["init", "--data", data.path]).0 == 0)
@@ -171,42 +176,64 @@ struct OffsiteTests {
         withExtendedLifetime(newServer) {}
     }
 
-    @Test("two servers writing one bucket (a copy no home check caught): the one that finds a newer snapshot it did not write pauses its uploads and says so, until adopted; adopted, it takes the bucket over")
+    @Test("two servers writing one bucket prefix (a copy no home check caught): both pause, whichever wrote first, and say which to stop; adopted, the live one takes the prefix over and the copy stays paused; a new server pointed at the prefix pauses instead of taking it over")
     func secondWriterPauses() async throws { try await withStore(secondWriter) }
 
     func secondWriter(_ s3: SeaweedS3) async throws {
-        let (settings, config) = store(s3, prefix: "house/four")
-        let objects = ObjectStore(settings: settings)
-        try await createBucket(settings)
-        let data = TempDir()
-        #expect(try hpServer(["init", "--data", data.path]).0 == 0)
-        try config.write(toFile: data.file("config.json"), atomically: true, encoding: .utf8)
-        let server = try ServerProcess(data: data.path)
-        try await waitForSnapshots(objects, prefix: "house/four", moreThan: 0)
-        // Another server (a disk image of this one served elsewhere) writes a newer snapshot.
-        let other = TempDir()
-        try Data("another server's registry".utf8).write(to: URL(fileURLWithPath: other.file("registry")))
-        let foreign = OffsiteKeys.snapshot(at: Date().timeIntervalSince1970 + 2)
-        try await patiently(settings) {
-            try await $0.put(key: objects.key(foreign) + "/server.sqlite-" + (try FileHash.sha256(other.file("registry"))), file: other.file("registry"),
-                             sha256: try FileHash.sha256(other.file("registry")))
-        }
+        let (_, config, objects) = try await freshBucket(s3, prefix: "house/four")
+        let dir = TempDir()
+        let live = dir.file("live"), copy = dir.file("copy"), fresh = dir.file("fresh")
+        #expect(try hpServer(["init", "--data", live]).0 == 0)
+        try config.write(toFile: live + "/config.json", atomically: true, encoding: .utf8)
         func complete() async throws -> Int { try await objects.list(prefix: "house/four/snapshots/").filter { $0.contains("/server.sqlite-") }.count }
+        var liveServer = try ServerProcess(data: live)
+        try await waitForSnapshots(objects, prefix: "house/four", moreThan: 0)
+        // A disk image of the live disk, served elsewhere: its home record is its own, as an image's would be.
+        kill(liveServer.process.processIdentifier, SIGTERM)
+        liveServer.process.waitUntilExit()
+        let cp = Process()
+        cp.executableURL = URL(fileURLWithPath: "/bin/cp")
+        cp.arguments = ["-a", live, copy]
+        try cp.run()
+        cp.waitUntilExit()
+        try HomeDirectory.record(copy)
+        #expect(RestoredCopy.paused(copy) == nil)
         let before = try await complete()
-        // A registry change makes a snapshot due: the server finds the other's and pauses instead.
-        #expect(try hpServer(["person", "add", "bob", "--role", "member", "--data", data.path]).0 == 0)
-        try await waitFor("the server to pause for the other writer", seconds: 60) { RestoredCopy.paused(data.path) != nil }
-        let why = try #require(RestoredCopy.paused(data.path))
-        #expect(why.contains("another server wrote the newest registry snapshot") && why.contains(String(foreign.dropFirst("snapshots/".count))), "\(why)")
-        try await Task.sleep(for: .seconds(6))  // longer than s3_snapshot_seconds
-        #expect(try await complete() == before, "a paused server wrote a snapshot")
-        // Adopted, it takes the bucket over: its next snapshot goes in, and it stays unpaused.
-        let adopted = try hpServer(["adopt", "--data", data.path, "--json"])
-        #expect(adopted.0 == 0 && adopted.1.contains("\"adopted\" : true") && adopted.1.contains("another server"), "\(adopted.1) \(adopted.2)")
-        #expect(try hpServer(["person", "add", "cem", "--role", "member", "--data", data.path]).0 == 0)
+        liveServer = try ServerProcess(data: live)
         try await waitForSnapshots(objects, prefix: "house/four", moreThan: before)
-        #expect(RestoredCopy.paused(data.path) == nil)
-        withExtendedLifetime(server) {}
+        let copyServer = try ServerProcess(data: copy)
+        // The copy finds the live server's newer snapshot and marks the prefix; the live server sees the mark: both pause.
+        try await waitFor("both servers to pause", seconds: 60) { RestoredCopy.paused(live) != nil && RestoredCopy.paused(copy) != nil }
+        let texts = [RestoredCopy.paused(live) ?? "", RestoredCopy.paused(copy) ?? ""]
+        #expect(texts.contains { $0.contains("is not this server's") } && texts.contains { $0.contains("found a second writer") }, "\(texts)")
+        #expect(texts.allSatisfy { $0.contains("Stop the copy (do not adopt it)") }, "\(texts)")
+        #expect(try await objects.list(prefix: "house/four/writer-conflict").count == 1)
+        // Uploads pause, scheduled backups do not (the live server's own must go on).
+        #expect(RestoredCopy.paused(live, bucket: false) == nil)
+        let paused = try await complete()
+        #expect(try hpServer(["person", "add", "bob", "--role", "member", "--data", live]).0 == 0)
+        try await Task.sleep(for: .seconds(7))  // longer than s3_snapshot_seconds
+        #expect(try await complete() == paused, "a paused server wrote a snapshot")
+
+        // Adopted, the live server takes the prefix over; the copy stays paused.
+        let adopted = try hpServer(["adopt", "--data", live, "--json"])
+        #expect(adopted.0 == 0 && adopted.1.contains("\"adopted\" : true"), "\(adopted.1) \(adopted.2)")
+        try await waitForSnapshots(objects, prefix: "house/four", moreThan: paused)
+        #expect(RestoredCopy.paused(live) == nil)
+        #expect(try await objects.list(prefix: "house/four/writer-conflict").isEmpty)
+        #expect(try hpServer(["person", "add", "cem", "--role", "member", "--data", live]).0 == 0)
+        try await waitForSnapshots(objects, prefix: "house/four", moreThan: paused + 1)
+        #expect(RestoredCopy.paused(live) == nil, "the live server paused again after taking the prefix over")
+        #expect(RestoredCopy.paused(copy) != nil)
+
+        // A new server given the live one's config pauses instead of taking the prefix over.
+        #expect(try hpServer(["init", "--data", fresh]).0 == 0)
+        try config.write(toFile: fresh + "/config.json", atomically: true, encoding: .utf8)
+        let freshServer = try ServerProcess(data: fresh)
+        try await waitFor("the new server to pause", seconds: 30) { RestoredCopy.paused(fresh) != nil }
+        #expect(RestoredCopy.paused(fresh)?.contains("this server did not write (another server's prefix)") == true, "\(RestoredCopy.paused(fresh) ?? "")")
+        #expect(RestoredCopy.paused(live) == nil)
+        withExtendedLifetime((liveServer, copyServer, freshServer)) {}
     }
 
     @Test("an object in the bucket whose bytes are not those its key names is refused by its SHA-256 on restore")
@@ -216,9 +243,7 @@ struct OffsiteTests {
     /// killed and started again (on a new key as on a replaced one), while the server's own
     /// uploads and every read went on; the outage test above puts nothing after its restart.
     func damagedObject(_ s3: SeaweedS3) async throws {
-        let (settings, config) = store(s3, prefix: "house/three")
-        let objects = ObjectStore(settings: settings)
-        try await createBucket(settings)
+        let (settings, config, objects) = try await freshBucket(s3, prefix: "house/three")
         let data = TempDir(), home = TempDir(), elsewhere = TempDir()
         #expect(try hpServer(["init", "--data", data.path]).0 == 0)
         try config.write(toFile: data.file("config.json"), atomically: true, encoding: .utf8)

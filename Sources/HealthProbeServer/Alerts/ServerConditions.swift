@@ -65,7 +65,7 @@ public struct ServerConditions: Sendable {
             finding(.deliveryFailing, "a message has waited undelivered since \(Self.day(oldest)) (the server's log says why)")
         }
         var backups: [String] = []
-        if scheduledBackups != nil || offsiteUploads, let notice = RestoredCopy.notice(dataDirectory, "scheduled backups and uploads are") {
+        if scheduledBackups != nil || offsiteUploads, let notice = RestoredCopy.notice(dataDirectory, "scheduled backups and uploads are", bucket: offsiteUploads) {
             backups.append(notice)
         }
         if let (directory, interval) = scheduledBackups, interval > 0 {

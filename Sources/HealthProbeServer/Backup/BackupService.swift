@@ -45,7 +45,7 @@ public struct BackupService<C: Clock>: Service where C.Duration == Duration {
     /// One interval's work: a backup (logged and counted, a failure too), or none while the
     /// data directory is a copy not adopted (counted as paused).
     public func tick() async {
-        if let notice = RestoredCopy.notice(store.root, "scheduled backups") {
+        if let notice = RestoredCopy.notice(store.root, "scheduled backups", bucket: false) {
             logger.warning("\(notice)")
             metrics?.backupPaused()
             return

@@ -28,8 +28,11 @@ public enum RestoredCopy {
     /// What `root` was restored or copied from, while it is an unadopted copy; nil otherwise.
     /// A restore's file decides by its presence (an unreadable one pauses all the same); without
     /// it, a directory whose home record names another directory is a copy too (`HomeDirectory`).
-    public static func paused(_ root: String) -> String? {
-        guard FileManager.default.fileExists(atPath: path(root)) else { return SnapshotWriters.conflict(root) ?? HomeDirectory.copiedFrom(root) }
+    /// `bucket`: also a second writer found in the bucket prefix (`SnapshotWriters`), which pauses uploads, not backups.
+    public static func paused(_ root: String, bucket: Bool = true) -> String? {
+        guard FileManager.default.fileExists(atPath: path(root)) else {
+            return (bucket ? SnapshotWriters.conflict(root) : nil) ?? HomeDirectory.copiedFrom(root)
+        }
         guard let text = try? String(contentsOfFile: path(root), encoding: .utf8) else { return "restored (\(fileName) cannot be read)" }
         guard let cut = text.range(of: ". Scheduled") else { return String(text.prefix(300)) }
         return String(text[..<cut.lowerBound].prefix(300))
@@ -42,17 +45,19 @@ public enum RestoredCopy {
             try HomeDirectory.refresh(root)
             return false
         }
-        try HomeDirectory.record(root)
-        // The adopted server takes the bucket over: its next snapshot is checked against none.
+        // The bucket prefix first (a serving server looks every round): the old names go, the
+        // conflict file goes and a takeover is asked for; then the home; the restore's mark last.
         try DeviceRegistry(path: root + "/server.sqlite").forgetOffsiteSnapshots()
-        let conflict = root + "/" + SnapshotWriters.conflictFileName
-        if FileManager.default.fileExists(atPath: conflict) { try FileManager.default.removeItem(atPath: conflict) }
+        try SnapshotWriters.requestTakeover(root)
+        try HomeDirectory.record(root)
         if FileManager.default.fileExists(atPath: path(root)) { try FileManager.default.removeItem(atPath: path(root)) }
         return true
     }
 
     /// The sentence for logs and alerts while `root` is a paused copy.
-    static func notice(_ root: String, _ what: String) -> String? {
-        paused(root).map { "\(what) paused: this data directory is a copy (\($0)); on the server's new home run `hp-server adopt --data \(root)`" }
+    static func notice(_ root: String, _ what: String, bucket: Bool = true) -> String? {
+        // A second writer's text says itself what is paused and what to do.
+        if bucket, !FileManager.default.fileExists(atPath: path(root)), let conflict = SnapshotWriters.conflict(root) { return conflict }
+        return paused(root, bucket: false).map { "\(what) paused: this data directory is a copy (\($0)); on the server's new home run `hp-server adopt --data \(root)`" }
     }
 }

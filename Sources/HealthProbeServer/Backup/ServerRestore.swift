@@ -53,8 +53,9 @@ public enum ServerRestore {
             var report = try await rebuild(from: source, to: target, jobs: jobs, now: now, started: started)
             if newHome {
                 try HomeDirectory.record(target)
-                // The new home takes the bucket over (its registry names the old server's snapshots).
+                // The new home takes the bucket prefix over (its registry names the old server's snapshots).
                 try DeviceRegistry(path: target + "/server.sqlite").forgetOffsiteSnapshots()
+                try SnapshotWriters.requestTakeover(target)
             } else {
                 try RestoredCopy.mark(target, source: source.location, now: now)
             }
@@ -72,7 +73,7 @@ public enum ServerRestore {
     /// The entries a restore writes into its target (besides `UnfinishedRestore`'s file).
     static let written = ["chains", "cache", "tls", "quarantine", "server.sqlite", "server.sqlite-wal", "server.sqlite-shm", "server.sqlite.download",
                           "server.sqlite.download-wal", "server.sqlite.download-shm", RestoredCopy.fileName, HomeDirectory.fileName,
-                          HomeDirectory.fileName + ".new", "healthprobe-server"]
+                          HomeDirectory.fileName + ".new", SnapshotWriters.takeoverFileName, "healthprobe-server"]
 
     /// Refused or failed: what this restore wrote goes, so the same command can run again. Only
     /// its own entries (a config.json copied in meanwhile stays); the unfinished-restore file last,

@@ -9,12 +9,12 @@ public struct ObjectStoreRestoreSource: RestoreSource {
 
     public init(objects: ObjectStore) { self.objects = objects }
 
-    public func fetchRegistryAndIdentity(registry: String, tls: String) async throws {
-        let base = objects.key("snapshots/")
-        // snapshots/<time>/server.sqlite-<sha> and snapshots/<time>/tls/<name>-<sha>, grouped by time.
-        var registries: [String: (String, String)] = [:]
-        var identities: [String: [(String, String, String)]] = [:]
-        for key in try await objects.list(prefix: base) {
+    /// The registry snapshots among `keys` (listed under `base`, the prefix's `snapshots/`):
+    /// `snapshots/<time>/server.sqlite-<sha>` and `snapshots/<time>/tls/<name>-<sha>`, grouped by time.
+    static func snapshots(_ keys: [String], base: String) -> (registries: [String: (key: String, sha: String)], identities: [String: [(key: String, name: String, sha: String)]]) {
+        var registries: [String: (key: String, sha: String)] = [:]
+        var identities: [String: [(key: String, name: String, sha: String)]] = [:]
+        for key in keys {
             let parts = key.dropFirst(base.count).split(separator: "/", omittingEmptySubsequences: false)
             if parts.count == 2, let (name, sha) = OffsiteKeys.parseHashed(parts[1]), name == "server.sqlite" {
                 registries[String(parts[0])] = (key, sha)
@@ -23,6 +23,18 @@ public struct ObjectStoreRestoreSource: RestoreSource {
                 identities[String(parts[0]), default: []].append((key, name, sha))
             }
         }
+        return (registries, identities)
+    }
+
+    /// The times of the complete snapshots among `keys`: a registry and its TLS identity (what a restore takes).
+    static func completeSnapshots(_ keys: [String], base: String) -> [String] {
+        let (registries, identities) = snapshots(keys, base: base)
+        return registries.keys.filter { identities[$0] != nil }.sorted()
+    }
+
+    public func fetchRegistryAndIdentity(registry: String, tls: String) async throws {
+        let base = objects.key("snapshots/")
+        let (registries, identities) = Self.snapshots(try await objects.list(prefix: base), base: base)
         guard let time = registries.keys.filter({ identities[$0] != nil }).max(), let (key, sha) = registries[time] else {
             throw ArchiveError(.notFound, "\(location) holds no complete registry snapshot (snapshots/<time>/server.sqlite-<sha256> with tls/); check the bucket and prefix given as s3://BUCKET/PREFIX: the old server's s3_bucket and s3_prefix")
         }

@@ -49,6 +49,8 @@ public struct OffsiteService<C: Clock>: Service where C.Duration == Duration {
         /// enrollment with no bundle after it must reach the bucket too.
         var snapshotMark: String?
         var pausedLogged = false
+        /// When the prefix was last checked for a second writer (`SnapshotWriters`).
+        var lastCheck: C.Instant?
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             var pause = settings.pollInterval
             // A restored copy not adopted: nothing goes to the bucket (looked at every round,
@@ -62,6 +64,13 @@ public struct OffsiteService<C: Clock>: Service where C.Duration == Duration {
             if pausedLogged { logger.notice("uploads to object storage resume: the data directory was adopted") }
             pausedLogged = false
             do {
+                // The prefix is checked for a second writer before the first upload, every
+                // snapshot interval and before each snapshot, and taken over when `adopt` asked.
+                let takeover = SnapshotWriters.takeoverRequested(uploader.store.root)
+                if takeover || lastCheck.map({ $0.duration(to: clock.now) >= settings.snapshotInterval }) ?? true {
+                    guard try await mayWrite(takeover: takeover) else { throw SecondWriter() }
+                    lastCheck = clock.now
+                }
                 if lastBackfill.map({ $0.duration(to: clock.now) >= settings.backfillInterval }) ?? true {
                     let (uploader, t) = (uploader, now())
                     let chains = try await OffsiteUploader.blocking { try uploader.backfill(now: t) }
@@ -80,13 +89,8 @@ public struct OffsiteService<C: Clock>: Service where C.Duration == Duration {
                 if let mark, mark != snapshotMark { snapshotDue = true }
                 if failed > 0 { pause = settings.retryInterval }
                 if snapshotDue, failed == 0, lastSnapshot.map({ $0.duration(to: clock.now) >= settings.snapshotInterval }) ?? true {
-                    // Another server wrote the bucket's newest snapshot: this one pauses (one of the two is a copy).
-                    if let foreign = try await uploader.foreignNewestSnapshot() {
-                        try SnapshotWriters.markConflict(uploader.store.root, name: foreign, location: uploader.objects.location + "/" + uploader.objects.key(""))
-                        logger.error("another server wrote the newest registry snapshot in the bucket; uploads and backups pause until `hp-server adopt` on the server's home",
-                                     metadata: ["snapshot": "\(foreign)"])
-                        continue
-                    }
+                    guard try await mayWrite(takeover: false) else { throw SecondWriter() }
+                    lastCheck = clock.now
                     let key = try await uploader.snapshot(now: now())
                     lastSnapshot = clock.now
                     snapshotMark = mark
@@ -101,6 +105,8 @@ public struct OffsiteService<C: Clock>: Service where C.Duration == Duration {
                         logger.warning("offsite snapshots could not be pruned", metadata: ["error": "\(error)"])
                     }
                 }
+            } catch is SecondWriter {
+                // Paused: the next round finds `offsite-conflict` and waits for `adopt`.
             } catch {
                 pause = settings.retryInterval
                 logger.error("offsite round failed; retrying", metadata: ["error": "\(error)"])
@@ -108,6 +114,31 @@ public struct OffsiteService<C: Clock>: Service where C.Duration == Duration {
             let wait = pause
             do { try await cancelWhenGracefulShutdown { try await clock.sleep(for: wait) } } catch { break }
         }
+    }
+
+    /// `mayWrite` found a second writer: this round uploads nothing.
+    struct SecondWriter: Error {}
+
+    /// Checks the prefix (`OffsiteUploader.checkBucket`): true when this server may write it;
+    /// false after pausing it (`offsite-conflict`, saying why and what to do).
+    func mayWrite(takeover: Bool) async throws -> Bool {
+        let root = uploader.store.root
+        let location = uploader.objects.location + (uploader.objects.settings.prefix.isEmpty ? "" : "/" + uploader.objects.settings.prefix)
+        let why: String
+        switch try await uploader.checkBucket(takeover: takeover, now: now()) {
+        case .ok:
+            return true
+        case .tookOver(let snapshots):
+            try SnapshotWriters.takeoverDone(root)
+            if takeover { logger.notice("the bucket prefix was taken over, as `hp-server adopt` asked", metadata: ["snapshots": "\(snapshots)"]) }
+            return true
+        case .foreign(let newest, let ours): why = SnapshotWriters.foreignText(location: location, newest: newest, ours: ours)
+        case .marked: why = SnapshotWriters.markedText(location: location)
+        case .occupied(let snapshots): why = SnapshotWriters.occupiedText(location: location, count: snapshots)
+        }
+        try SnapshotWriters.markConflict(root, why.replacingOccurrences(of: "--data DIR", with: "--data \(root)"))
+        logger.error("\(why.replacingOccurrences(of: "--data DIR", with: "--data \(root)"))")
+        return false
     }
 
     /// Uploads queued bundles until the queue is empty or one fails. Returns (uploaded, failed).

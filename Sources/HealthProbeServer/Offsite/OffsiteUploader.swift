@@ -93,21 +93,45 @@ public struct OffsiteUploader: Sendable {
         return groups
     }
 
-    /// The newest complete snapshot in the bucket when this server neither wrote it nor found
-    /// it there when it began writing (`SnapshotWriters`); nil otherwise. With none known (the
-    /// first snapshot from here, or the first since `adopt`), every snapshot in the bucket is
-    /// taken as known: this server takes the bucket over.
-    public func foreignNewestSnapshot() async throws -> String? {
-        let known = try await Self.blocking { [registry] in try registry.offsiteSnapshots() }
+    /// What `checkBucket` found in the prefix.
+    public enum BucketCheck: Sendable, Equatable {
+        /// This server may write: the newest snapshot is one it knows (or the prefix holds none).
+        case ok
+        /// Taken over: the conflict object removed, every snapshot there taken as known.
+        case tookOver(snapshots: Int)
+        /// The newest complete snapshot is not this server's: `writer-conflict` put, this server pauses.
+        case foreign(newest: String, ours: String)
+        /// Another server found a second writer here (`writer-conflict`): this server pauses.
+        case marked
+        /// The prefix holds snapshots, none known: another server's prefix; this server pauses.
+        case occupied(snapshots: Int)
+    }
+
+    /// Whether this server may write the prefix (`SnapshotWriters`). `takeover`: `adopt` asked
+    /// for it. A server with no names recorded takes over an empty prefix, or one it uploaded
+    /// bundles to before names were recorded (an upgrade).
+    public func checkBucket(takeover: Bool, now: Double) async throws -> BucketCheck {
+        let conflictKey = objects.key(SnapshotWriters.conflictKey)
+        let marked = try await objects.list(prefix: conflictKey).contains(conflictKey)
         let base = objects.key("snapshots/")
-        let complete = try await snapshotGroups().filter { $0.value.contains { $0.dropFirst(base.count).contains("/server.sqlite-") } }.keys
-        guard !known.isEmpty else {
-            let found = Array(complete)
-            try await Self.blocking { [registry] in try registry.recordFoundSnapshots(found) }
-            return nil
+        let complete = ObjectStoreRestoreSource.completeSnapshots(try await objects.list(prefix: base), base: base)
+        let registry = self.registry
+        let (known, uploadedBefore) = try await Self.blocking { (try registry.offsiteSnapshots(), try registry.uploadedBefore()) }
+        if takeover || (known.isEmpty && !marked && (complete.isEmpty || uploadedBefore)) {
+            if marked { try await objects.delete(key: conflictKey) }
+            try await Self.blocking { try registry.recordFoundSnapshots(complete, now: now) }
+            return .tookOver(snapshots: complete.count)
         }
-        guard let newest = complete.max(), !known.contains(newest) else { return nil }
-        return newest
+        if marked { return .marked }
+        guard let ours = known.max() else { return .occupied(snapshots: complete.count) }
+        guard let newest = complete.last, !known.contains(newest), newest > ours else { return .ok }
+        let file = store.root + "/cache/writer-conflict-\(UUID().uuidString)"
+        try PrivateFiles.makeDirectory(store.root + "/cache")
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        try Data("a second server writes to this prefix: snapshot \(newest) is not the one who found it (its newest is \(ours)); `hp-server adopt` on the live server takes the prefix over\n".utf8)
+            .write(to: URL(fileURLWithPath: file))
+        try await objects.put(key: conflictKey, file: file, sha256: try FileHash.sha256(file))
+        return .foreign(newest: newest, ours: ours)
     }
 
     /// File and SQLite work on a thread of NIO's pool, never on Swift's cooperative threads.

@@ -1,14 +1,17 @@
 import Foundation
 import GRDB
 
-/// Which registry snapshots in the bucket this data directory wrote (the names of their
-/// `snapshots/<time>/` directories), recorded before each is uploaded, and which it found
-/// there when it began. Before the next, the newest complete snapshot in the bucket must be
-/// one of them: one it did not write means
-/// another server writes into the same prefix, one of them a copy that no home check caught
-/// (a disk image or a snapshot of the live disk served elsewhere). The one that finds it
-/// pauses its uploads and backups (`offsite-conflict`, `RestoredCopy.paused`) until
-/// `hp-server adopt`, which forgets the names: the adopted server takes the bucket over.
+/// Which server writes a bucket prefix. Each records in its registry the names of the
+/// registry snapshots it wrote (`snapshots/<time>/`, before each upload) and of those it
+/// found when it took the prefix over. Before its first upload, every snapshot interval and
+/// each snapshot, it checks the prefix (`OffsiteUploader.checkBucket`): a newest complete
+/// snapshot it does not know, newer than every one it knows, means a second server writes
+/// there, one of them a copy no home check caught (a disk image of the live disk served
+/// elsewhere). The one that finds it puts `writer-conflict` into the prefix, and every server
+/// of the prefix that sees that object pauses its uploads (`offsite-conflict` in its data
+/// directory), so the copy stops too, whichever wrote first. `hp-server adopt` on the live
+/// server asks for a takeover (`offsite-takeover`): its service removes the object, takes
+/// every snapshot there as known, and uploads again. The copy stays paused.
 public enum SnapshotWriters {
     /// Registry migration "v12 offsite snapshots".
     static func migrate(_ db: Database) throws {
@@ -20,28 +23,63 @@ public enum SnapshotWriters {
             """)
     }
 
-    /// The names kept: enough to recognize this server's snapshots however many are kept in the bucket.
+    /// The names kept: more than the snapshots kept in the bucket (`keepSnapshots`, 48).
     static let kept = 100
-
-    /// The conflict file in the data directory while uploads and backups are paused for it.
+    /// In the data directory: uploads are paused for a second writer (its text says why).
     static let conflictFileName = "offsite-conflict"
+    /// In the data directory: `adopt` asked for the prefix to be taken over.
+    static let takeoverFileName = "offsite-takeover"
+    /// In the bucket, under the prefix: a server found a second writer; every writer pauses.
+    static let conflictKey = "writer-conflict"
 
-    /// Pauses `root`: the newest snapshot `name` in `location` was written by another server.
-    static func markConflict(_ root: String, name: String, location: String) throws {
-        let text = "another server wrote the newest registry snapshot in \(location) (\(name)), after this one's last: two servers share the bucket, one of them a copy\n"
-        try? FileManager.default.removeItem(atPath: root + "/" + conflictFileName)
-        try DataDirectory.writeMarker(root, conflictFileName, text)
+    /// Pauses `root`'s uploads, saying why.
+    static func markConflict(_ root: String, _ why: String) throws {
+        let path = root + "/" + conflictFileName
+        if FileManager.default.fileExists(atPath: path) { try FileManager.default.removeItem(atPath: path) }
+        try DataDirectory.writeMarker(root, conflictFileName, why + "\n")
     }
 
-    /// Why `root` is paused for a bucket conflict; nil when it is not.
-    static func conflict(_ root: String) -> String? {
+    /// Why `root`'s uploads are paused for a second writer; nil when they are not.
+    public static func conflict(_ root: String) -> String? {
         let path = root + "/" + conflictFileName
         guard FileManager.default.fileExists(atPath: path) else { return nil }
-        guard let handle = FileHandle(forReadingAtPath: path), let data = try? handle.read(upToCount: 600) else {
-            return "another server writes into the same bucket (\(conflictFileName) cannot be read)"
+        guard let handle = FileHandle(forReadingAtPath: path), let data = try? handle.read(upToCount: 1000) else {
+            return "a second server writes to this server's bucket prefix (\(conflictFileName) cannot be read)"
         }
         try? handle.close()
-        return String(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines).prefix(500))
+        return String(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines).prefix(900))
+    }
+
+    /// `adopt`: uploads resume, and the service takes the prefix over at its next round.
+    static func requestTakeover(_ root: String) throws {
+        let conflict = root + "/" + conflictFileName
+        if FileManager.default.fileExists(atPath: conflict) { try FileManager.default.removeItem(atPath: conflict) }
+        if !takeoverRequested(root) {
+            try DataDirectory.writeMarker(root, takeoverFileName, "`hp-server adopt` asked for the bucket prefix to be taken over at the next upload round\n")
+        }
+    }
+
+    static func takeoverRequested(_ root: String) -> Bool { FileManager.default.fileExists(atPath: root + "/" + takeoverFileName) }
+
+    static func takeoverDone(_ root: String) throws {
+        let path = root + "/" + takeoverFileName
+        if FileManager.default.fileExists(atPath: path) { try FileManager.default.removeItem(atPath: path) }
+    }
+
+    /// The texts for `offsite-conflict`: what was found, and what to do.
+    static func foreignText(location: String, newest: String, ours: String) -> String {
+        "uploads to \(location) are paused: its newest registry snapshot (\(newest)) is not this server's (this server's newest is \(ours)), "
+            + "so a second server writes there, one of the two a copy. Stop the copy (do not adopt it); on the live server run `hp-server adopt --data DIR` to take the prefix over"
+    }
+
+    static func markedText(location: String) -> String {
+        "uploads to \(location) are paused: a server writing there found a second writer (\(conflictKey)), one of the two a copy. "
+            + "Stop the copy (do not adopt it); on the live server run `hp-server adopt --data DIR` to take the prefix over"
+    }
+
+    static func occupiedText(location: String, count: Int) -> String {
+        "uploads to \(location) are paused: it holds \(count) registry snapshot(s) this server did not write (another server's prefix). "
+            + "Give this server an s3_prefix of its own; or, if it replaces that server, run `hp-server adopt --data DIR` to take the prefix over"
     }
 }
 
@@ -50,27 +88,33 @@ extension DeviceRegistry {
     public func recordOffsiteSnapshot(_ name: String, now: Double) throws {
         try database.write { db in
             try db.execute(sql: "INSERT OR REPLACE INTO offsite_snapshots(name, written_at) VALUES (?, ?)", arguments: [name, now])
-            try db.execute(sql: "DELETE FROM offsite_snapshots WHERE name NOT IN (SELECT name FROM offsite_snapshots ORDER BY written_at DESC, name DESC LIMIT ?)",
+            try db.execute(sql: "DELETE FROM offsite_snapshots WHERE name NOT IN (SELECT name FROM offsite_snapshots ORDER BY name DESC LIMIT ?)",
                            arguments: [SnapshotWriters.kept])
         }
     }
 
-    /// Records the snapshots found in the bucket when this server takes it over (the first
-    /// snapshot from here, or the first since `adopt`), as known: dated 0, they are forgotten
-    /// before any this server wrote.
-    public func recordFoundSnapshots(_ names: [String]) throws {
+    /// Records the snapshots found in the prefix when this server took it over, as known.
+    public func recordFoundSnapshots(_ names: [String], now: Double) throws {
         try database.write { db in
-            for name in names { try db.execute(sql: "INSERT OR IGNORE INTO offsite_snapshots(name, written_at) VALUES (?, 0)", arguments: [name]) }
+            for name in names { try db.execute(sql: "INSERT OR IGNORE INTO offsite_snapshots(name, written_at) VALUES (?, ?)", arguments: [name, now]) }
+            try db.execute(sql: "DELETE FROM offsite_snapshots WHERE name NOT IN (SELECT name FROM offsite_snapshots ORDER BY name DESC LIMIT ?)",
+                           arguments: [SnapshotWriters.kept])
         }
     }
 
-    /// The snapshots this server wrote or found when it took the bucket over (their names), `SnapshotWriters.kept` at most.
+    /// The snapshots this server wrote or found when it took the prefix over (their names).
     public func offsiteSnapshots() throws -> Set<String> {
         try database.read { db in Set(try String.fetchAll(db, sql: "SELECT name FROM offsite_snapshots")) }
     }
 
-    /// Forgets them (`adopt`, `restore --new-home`): the next snapshot takes the bucket over.
+    /// Forgets them (`adopt`, `restore --new-home`, with a takeover).
     public func forgetOffsiteSnapshots() throws {
         try database.write { db in try db.execute(sql: "DELETE FROM offsite_snapshots") }
+    }
+
+    /// Whether any bundle was ever uploaded from this registry (a server that wrote its prefix
+    /// before snapshot names were recorded).
+    public func uploadedBefore() throws -> Bool {
+        try database.read { db in try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM offsite_uploads WHERE uploaded_at IS NOT NULL)") ?? false }
     }
 }
