@@ -66,10 +66,16 @@ public struct OffsiteService<C: Clock>: Service where C.Duration == Duration {
             do {
                 // The prefix is checked for a second writer before the first upload, every
                 // snapshot interval and before each snapshot, and taken over when `adopt` asked.
+                // A check that fails (the store down) does not stop the round: its uploads fail and are
+                // counted as they were; the check before a snapshot must succeed.
                 let takeover = SnapshotWriters.takeoverRequested(uploader.store.root)
                 if takeover || lastCheck.map({ $0.duration(to: clock.now) >= settings.snapshotInterval }) ?? true {
-                    guard try await mayWrite(takeover: takeover) else { throw SecondWriter() }
-                    lastCheck = clock.now
+                    do {
+                        guard try await mayWrite(takeover: takeover) else { throw SecondWriter() }
+                        lastCheck = clock.now
+                    } catch let error where !(error is SecondWriter) {
+                        logger.warning("the bucket prefix could not be checked for a second writer; tried again next round", metadata: ["error": "\(error)"])
+                    }
                 }
                 if lastBackfill.map({ $0.duration(to: clock.now) >= settings.backfillInterval }) ?? true {
                     let (uploader, t) = (uploader, now())
@@ -128,16 +134,17 @@ public struct OffsiteService<C: Clock>: Service where C.Duration == Duration {
         switch try await uploader.checkBucket(takeover: takeover, now: now()) {
         case .ok:
             return true
-        case .tookOver(let snapshots):
+        case .tookOver(let snapshots, let implicit):
             try SnapshotWriters.takeoverDone(root)
-            if takeover { logger.notice("the bucket prefix was taken over, as `hp-server adopt` asked", metadata: ["snapshots": "\(snapshots)"]) }
+            logger.notice(implicit ? "this server writes the bucket prefix (empty, or holding snapshots of its own identity)"
+                                   : "the bucket prefix was taken over, as `hp-server adopt` asked", metadata: ["snapshots": "\(snapshots)"])
             return true
         case .foreign(let newest, let ours): why = SnapshotWriters.foreignText(location: location, newest: newest, ours: ours)
-        case .marked: why = SnapshotWriters.markedText(location: location)
+        case .marked(let takenOver): why = SnapshotWriters.markedText(location: location, takenOver: takenOver)
         case .occupied(let snapshots): why = SnapshotWriters.occupiedText(location: location, count: snapshots)
         }
-        try SnapshotWriters.markConflict(root, why.replacingOccurrences(of: "--data DIR", with: "--data \(root)"))
-        logger.error("\(why.replacingOccurrences(of: "--data DIR", with: "--data \(root)"))")
+        try SnapshotWriters.markConflict(root, why)
+        logger.error("\(why)")
         return false
     }
 

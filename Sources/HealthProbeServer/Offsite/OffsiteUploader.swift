@@ -97,40 +97,93 @@ public struct OffsiteUploader: Sendable {
     public enum BucketCheck: Sendable, Equatable {
         /// This server may write: the newest snapshot is one it knows (or the prefix holds none).
         case ok
-        /// Taken over: the conflict object removed, every snapshot there taken as known.
-        case tookOver(snapshots: Int)
+        /// Taken over: `writer-conflict` says so with this server's new takeover id, every snapshot there is known.
+        case tookOver(snapshots: Int, implicit: Bool)
         /// The newest complete snapshot is not this server's: `writer-conflict` put, this server pauses.
         case foreign(newest: String, ours: String)
-        /// Another server found a second writer here (`writer-conflict`): this server pauses.
-        case marked
-        /// The prefix holds snapshots, none known: another server's prefix; this server pauses.
+        /// `writer-conflict` says a second writer was found, or that another server took the prefix over: this server pauses.
+        case marked(takenOver: Bool)
+        /// The prefix holds snapshots, none this server's: another server's prefix; this server pauses.
         case occupied(snapshots: Int)
     }
 
-    /// Whether this server may write the prefix (`SnapshotWriters`). `takeover`: `adopt` asked
-    /// for it. A server with no names recorded takes over an empty prefix, or one it uploaded
-    /// bundles to before names were recorded (an upgrade).
-    public func checkBucket(takeover: Bool, now: Double) async throws -> BucketCheck {
-        let conflictKey = objects.key(SnapshotWriters.conflictKey)
-        let marked = try await objects.list(prefix: conflictKey).contains(conflictKey)
-        let base = objects.key("snapshots/")
-        let complete = ObjectStoreRestoreSource.completeSnapshots(try await objects.list(prefix: base), base: base)
-        let registry = self.registry
-        let (known, uploadedBefore) = try await Self.blocking { (try registry.offsiteSnapshots(), try registry.uploadedBefore()) }
-        if takeover || (known.isEmpty && !marked && (complete.isEmpty || uploadedBefore)) {
-            if marked { try await objects.delete(key: conflictKey) }
-            try await Self.blocking { try registry.recordFoundSnapshots(complete, now: now) }
-            return .tookOver(snapshots: complete.count)
-        }
-        if marked { return .marked }
-        guard let ours = known.max() else { return .occupied(snapshots: complete.count) }
-        guard let newest = complete.last, !known.contains(newest), newest > ours else { return .ok }
-        let file = store.root + "/cache/writer-conflict-\(UUID().uuidString)"
+    /// What `writer-conflict` holds: `conflict` (a second writer found), or `taken_over` by the
+    /// server holding `takeover_id` (a random id made by that takeover, in its registry alone:
+    /// a copy made before it does not hold it). Overwritten, never deleted: a key needs no
+    /// delete permission, and a copy that looks late still finds it.
+    struct WriterMark: Codable, Equatable {
+        var state: String
+        var takeoverID: String?
+        var at: Double
+        enum CodingKeys: String, CodingKey { case state, takeoverID = "takeover_id", at }
+    }
+
+    /// Reads `writer-conflict`; nil when there is none. One that does not parse counts as a conflict.
+    func writerMark() async throws -> WriterMark? {
+        let key = objects.key(SnapshotWriters.conflictKey)
+        guard try await objects.list(prefix: key).contains(key) else { return nil }
         try PrivateFiles.makeDirectory(store.root + "/cache")
+        let file = store.root + "/cache/writer-conflict-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: file) }
-        try Data("a second server writes to this prefix: snapshot \(newest) is not the one who found it (its newest is \(ours)); `hp-server adopt` on the live server takes the prefix over\n".utf8)
-            .write(to: URL(fileURLWithPath: file))
-        try await objects.put(key: conflictKey, file: file, sha256: try FileHash.sha256(file))
+        try await objects.get(key: key, to: file, maxBytes: 4096)
+        let data = (try? Data(contentsOf: URL(fileURLWithPath: file))) ?? Data()
+        return (try? JSONDecoder().decode(WriterMark.self, from: data)) ?? WriterMark(state: "conflict", takeoverID: nil, at: 0)
+    }
+
+    func putWriterMark(_ mark: WriterMark) async throws {
+        try PrivateFiles.makeDirectory(store.root + "/cache")
+        let file = store.root + "/cache/writer-conflict-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        try encoder.encode(mark).write(to: URL(fileURLWithPath: file))
+        try await objects.put(key: objects.key(SnapshotWriters.conflictKey), file: file, sha256: try FileHash.sha256(file))
+    }
+
+    /// Whether a complete snapshot among `keys` carries the TLS identity in `tlsDirectory` (the
+    /// files' hashes in its keys): a prefix this server wrote before names were recorded.
+    static func holdsOwnIdentity(_ keys: [String], base: String, tlsDirectory: String) throws -> Bool {
+        let own = Set(try FileManager.default.contentsOfDirectory(atPath: tlsDirectory).filter { !$0.hasPrefix(".") }
+            .map { "\($0)-\(try FileHash.sha256(tlsDirectory + "/" + $0))" })
+        let (registries, identities) = ObjectStoreRestoreSource.snapshots(keys, base: base)
+        return registries.keys.contains { time in
+            guard let files = identities[time], !files.isEmpty else { return false }
+            return Set(files.map { "\($0.name)-\($0.sha)" }) == own
+        }
+    }
+
+    /// Whether this server may write the prefix (`SnapshotWriters`). `takeover`: `adopt` asked
+    /// for it. A server with no names recorded takes over an empty prefix, or one holding a
+    /// snapshot of its own TLS identity (written before names were recorded: an upgrade).
+    public func checkBucket(takeover: Bool, now: Double) async throws -> BucketCheck {
+        let mark = try await writerMark()
+        let base = objects.key("snapshots/")
+        let keys = try await objects.list(prefix: base)
+        let complete = ObjectStoreRestoreSource.completeSnapshots(keys, base: base)
+        let registry = self.registry
+        let (known, takeoverID) = try await Self.blocking { (try registry.offsiteSnapshots(), try registry.offsiteTakeoverID()) }
+        var implicit = false
+        if !takeover, known.isEmpty, mark == nil {
+            let tls = store.tlsDirectory
+            if complete.isEmpty { implicit = true } else { implicit = try await Self.blocking { try Self.holdsOwnIdentity(keys, base: base, tlsDirectory: tls) } }
+        }
+        if takeover || implicit {
+            // A takeover is said in the prefix (so a copy finds it however late it looks) only when it ends a conflict.
+            if takeover, mark != nil {
+                let id = UUID().uuidString.lowercased()
+                try await Self.blocking { try registry.setOffsiteTakeoverID(id) }
+                try await putWriterMark(WriterMark(state: "taken_over", takeoverID: id, at: now))
+            }
+            try await Self.blocking { try registry.recordFoundSnapshots(complete, now: now) }
+            return .tookOver(snapshots: complete.count, implicit: implicit)
+        }
+        if known.isEmpty { return .occupied(snapshots: complete.count) }
+        if let mark {
+            if mark.state != "taken_over" { return .marked(takenOver: false) }
+            if mark.takeoverID == nil || mark.takeoverID != takeoverID { return .marked(takenOver: true) }
+        }
+        guard let ours = known.max(), let newest = complete.last, !known.contains(newest), newest > ours else { return .ok }
+        try await putWriterMark(WriterMark(state: "conflict", takeoverID: nil, at: now))
         return .foreign(newest: newest, ours: ours)
     }
 

@@ -10,8 +10,9 @@ import GRDB
 /// elsewhere). The one that finds it puts `writer-conflict` into the prefix, and every server
 /// of the prefix that sees that object pauses its uploads (`offsite-conflict` in its data
 /// directory), so the copy stops too, whichever wrote first. `hp-server adopt` on the live
-/// server asks for a takeover (`offsite-takeover`): its service removes the object, takes
-/// every snapshot there as known, and uploads again. The copy stays paused.
+/// server asks for a takeover (`offsite-takeover`): its service overwrites the object with
+/// `taken_over` and an id only it holds, takes every snapshot there as known, and uploads
+/// again; a server that finds the object naming another id pauses, however late it looks.
 public enum SnapshotWriters {
     /// Registry migration "v12 offsite snapshots".
     static func migrate(_ db: Database) throws {
@@ -20,6 +21,10 @@ public enum SnapshotWriters {
                 name TEXT PRIMARY KEY,
                 written_at REAL NOT NULL
             ) WITHOUT ROWID;
+            CREATE TABLE offsite_writer (
+                id INTEGER PRIMARY KEY CHECK (id = 1),
+                takeover_id TEXT
+            );
             """)
     }
 
@@ -52,11 +57,12 @@ public enum SnapshotWriters {
 
     /// `adopt`: uploads resume, and the service takes the prefix over at its next round.
     static func requestTakeover(_ root: String) throws {
-        let conflict = root + "/" + conflictFileName
-        if FileManager.default.fileExists(atPath: conflict) { try FileManager.default.removeItem(atPath: conflict) }
+        // The request first: a round between the two sees it, never neither.
         if !takeoverRequested(root) {
             try DataDirectory.writeMarker(root, takeoverFileName, "`hp-server adopt` asked for the bucket prefix to be taken over at the next upload round\n")
         }
+        let conflict = root + "/" + conflictFileName
+        if FileManager.default.fileExists(atPath: conflict) { try FileManager.default.removeItem(atPath: conflict) }
     }
 
     static func takeoverRequested(_ root: String) -> Bool { FileManager.default.fileExists(atPath: root + "/" + takeoverFileName) }
@@ -72,8 +78,9 @@ public enum SnapshotWriters {
             + "so a second server writes there, one of the two a copy. Stop the copy (do not adopt it); on the live server run `hp-server adopt --data DIR` to take the prefix over"
     }
 
-    static func markedText(location: String) -> String {
-        "uploads to \(location) are paused: a server writing there found a second writer (\(conflictKey)), one of the two a copy. "
+    static func markedText(location: String, takenOver: Bool) -> String {
+        (takenOver ? "uploads to \(location) are paused: another server took the prefix over after a second writer was found there (\(conflictKey)), so this one is taken for the copy. "
+                   : "uploads to \(location) are paused: a server writing there found a second writer (\(conflictKey)), one of the two a copy. ")
             + "Stop the copy (do not adopt it); on the live server run `hp-server adopt --data DIR` to take the prefix over"
     }
 
@@ -107,14 +114,17 @@ extension DeviceRegistry {
         try database.read { db in Set(try String.fetchAll(db, sql: "SELECT name FROM offsite_snapshots")) }
     }
 
+    /// The id of this server's last takeover of its prefix (`writer-conflict` names it); nil before any.
+    public func offsiteTakeoverID() throws -> String? {
+        try database.read { db in try String.fetchOne(db, sql: "SELECT takeover_id FROM offsite_writer WHERE id = 1") }
+    }
+
+    func setOffsiteTakeoverID(_ id: String) throws {
+        try database.write { db in try db.execute(sql: "INSERT OR REPLACE INTO offsite_writer(id, takeover_id) VALUES (1, ?)", arguments: [id]) }
+    }
+
     /// Forgets them (`adopt`, `restore --new-home`, with a takeover).
     public func forgetOffsiteSnapshots() throws {
         try database.write { db in try db.execute(sql: "DELETE FROM offsite_snapshots") }
-    }
-
-    /// Whether any bundle was ever uploaded from this registry (a server that wrote its prefix
-    /// before snapshot names were recorded).
-    public func uploadedBefore() throws -> Bool {
-        try database.read { db in try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM offsite_uploads WHERE uploaded_at IS NOT NULL)") ?? false }
     }
 }
