@@ -211,6 +211,8 @@ struct OffsiteTests {
         let texts = [RestoredCopy.paused(live) ?? "", RestoredCopy.paused(copy) ?? ""]
         #expect(texts.contains { $0.contains("is not this server's") } && texts.contains { $0.contains("found a second writer") }, "\(texts)")
         #expect(texts.allSatisfy { $0.contains("Stop the copy (do not adopt it)") }, "\(texts)")
+        // Each names itself, and the one that learned of the other from the prefix names it too (host and data directory).
+        #expect(texts.contains { $0.contains(":" + live) && $0.contains(":" + copy) }, "\(texts)")
         #expect(try await objects.list(prefix: "house/four/writer-conflict").count == 1)
         // Uploads pause, scheduled backups do not (the live server's own must go on).
         #expect(RestoredCopy.paused(live, bucket: false) == nil)

@@ -139,9 +139,9 @@ public struct OffsiteService<C: Clock>: Service where C.Duration == Duration {
             logger.notice(implicit ? "this server writes the bucket prefix (empty, or holding snapshots of its own identity)"
                                    : "the bucket prefix was taken over, as `hp-server adopt` asked", metadata: ["snapshots": "\(snapshots)"])
             return true
-        case .foreign(let newest, let ours): why = SnapshotWriters.foreignText(location: location, newest: newest, ours: ours)
-        case .marked(let takenOver): why = SnapshotWriters.markedText(location: location, takenOver: takenOver)
-        case .occupied(let snapshots): why = SnapshotWriters.occupiedText(location: location, count: snapshots)
+        case .foreign(let newest, let ours): why = SnapshotWriters.foreignText(location: location, newest: newest, ours: ours, me: uploader.writerName)
+        case .marked(let takenOver, let by): why = SnapshotWriters.markedText(location: location, takenOver: takenOver, by: by, me: uploader.writerName)
+        case .occupied(let snapshots): why = SnapshotWriters.occupiedText(location: location, count: snapshots, me: uploader.writerName)
         }
         try SnapshotWriters.markConflict(root, why)
         logger.error("\(why)")

@@ -101,8 +101,8 @@ public struct OffsiteUploader: Sendable {
         case tookOver(snapshots: Int, implicit: Bool)
         /// The newest complete snapshot is not this server's: `writer-conflict` put, this server pauses.
         case foreign(newest: String, ours: String)
-        /// `writer-conflict` says a second writer was found, or that another server took the prefix over: this server pauses.
-        case marked(takenOver: Bool)
+        /// `writer-conflict` says a second writer was found, or that another server took the prefix over (`by` it): this server pauses.
+        case marked(takenOver: Bool, by: String?)
         /// The prefix holds snapshots, none this server's: another server's prefix; this server pauses.
         case occupied(snapshots: Int)
     }
@@ -115,8 +115,13 @@ public struct OffsiteUploader: Sendable {
         var state: String
         var takeoverID: String?
         var at: Double
-        enum CodingKeys: String, CodingKey { case state, takeoverID = "takeover_id", at }
+        /// The host name and data directory of the server that wrote it, for the administrator.
+        var by: String?
+        enum CodingKeys: String, CodingKey { case state, takeoverID = "takeover_id", at, by }
     }
+
+    /// This server, as a mark and the messages name it: host name and data directory.
+    var writerName: String { "\(ProcessInfo.processInfo.hostName):\(store.root)" }
 
     /// Reads `writer-conflict`; nil when there is none. One that does not parse counts as a conflict.
     func writerMark() async throws -> WriterMark? {
@@ -127,7 +132,7 @@ public struct OffsiteUploader: Sendable {
         defer { try? FileManager.default.removeItem(atPath: file) }
         try await objects.get(key: key, to: file, maxBytes: 4096)
         let data = (try? Data(contentsOf: URL(fileURLWithPath: file))) ?? Data()
-        return (try? JSONDecoder().decode(WriterMark.self, from: data)) ?? WriterMark(state: "conflict", takeoverID: nil, at: 0)
+        return (try? JSONDecoder().decode(WriterMark.self, from: data)) ?? WriterMark(state: "conflict", takeoverID: nil, at: 0, by: nil)
     }
 
     func putWriterMark(_ mark: WriterMark) async throws {
@@ -172,18 +177,18 @@ public struct OffsiteUploader: Sendable {
             if takeover, mark != nil {
                 let id = UUID().uuidString.lowercased()
                 try await Self.blocking { try registry.setOffsiteTakeoverID(id) }
-                try await putWriterMark(WriterMark(state: "taken_over", takeoverID: id, at: now))
+                try await putWriterMark(WriterMark(state: "taken_over", takeoverID: id, at: now, by: writerName))
             }
             try await Self.blocking { try registry.recordFoundSnapshots(complete, now: now) }
             return .tookOver(snapshots: complete.count, implicit: implicit)
         }
         if known.isEmpty { return .occupied(snapshots: complete.count) }
         if let mark {
-            if mark.state != "taken_over" { return .marked(takenOver: false) }
-            if mark.takeoverID == nil || mark.takeoverID != takeoverID { return .marked(takenOver: true) }
+            if mark.state != "taken_over" { return .marked(takenOver: false, by: mark.by) }
+            if mark.takeoverID == nil || mark.takeoverID != takeoverID { return .marked(takenOver: true, by: mark.by) }
         }
         guard let ours = known.max(), let newest = complete.last, !known.contains(newest), newest > ours else { return .ok }
-        try await putWriterMark(WriterMark(state: "conflict", takeoverID: nil, at: now))
+        try await putWriterMark(WriterMark(state: "conflict", takeoverID: nil, at: now, by: writerName))
         return .foreign(newest: newest, ours: ours)
     }
 

@@ -73,19 +73,20 @@ public enum SnapshotWriters {
     }
 
     /// The texts for `offsite-conflict`: what was found, and what to do.
-    static func foreignText(location: String, newest: String, ours: String) -> String {
-        "uploads to \(location) are paused: its newest registry snapshot (\(newest)) is not this server's (this server's newest is \(ours)), "
+    static func foreignText(location: String, newest: String, ours: String, me: String) -> String {
+        "uploads to \(location) are paused on \(me): its newest registry snapshot (snapshots/\(newest)) is not this server's (this server's newest is \(ours)), "
             + "so a second server writes there, one of the two a copy. Stop the copy (do not adopt it); on the live server run `hp-server adopt --data DIR` to take the prefix over"
     }
 
-    static func markedText(location: String, takenOver: Bool) -> String {
-        (takenOver ? "uploads to \(location) are paused: another server took the prefix over after a second writer was found there (\(conflictKey)), so this one is taken for the copy. "
-                   : "uploads to \(location) are paused: a server writing there found a second writer (\(conflictKey)), one of the two a copy. ")
+    static func markedText(location: String, takenOver: Bool, by: String?, me: String) -> String {
+        let who = by.map { " (\(String($0.prefix(300))))" } ?? ""
+        return (takenOver ? "uploads to \(location) are paused on \(me): another server took the prefix over\(who) after a second writer was found there (\(conflictKey)), so this one is taken for the copy. "
+                          : "uploads to \(location) are paused on \(me): a server writing there\(who) found a second writer (\(conflictKey)), one of the two a copy. ")
             + "Stop the copy (do not adopt it); on the live server run `hp-server adopt --data DIR` to take the prefix over"
     }
 
-    static func occupiedText(location: String, count: Int) -> String {
-        "uploads to \(location) are paused: it holds \(count) registry snapshot(s) this server did not write (another server's prefix). "
+    static func occupiedText(location: String, count: Int, me: String) -> String {
+        "uploads to \(location) are paused on \(me): it holds \(count) registry snapshot(s) this server did not write (another server's prefix). "
             + "Give this server an s3_prefix of its own; or, if it replaces that server, run `hp-server adopt --data DIR` to take the prefix over"
     }
 }
