@@ -100,6 +100,9 @@ public struct ObjectStore: Sendable {
     /// `endpoint/bucket`, for messages (never the keys).
     public var location: String { "\(settings.endpoint)/\(settings.bucket)" }
 
+    /// `endpoint/bucket/prefix` (without a prefix, `location`), for messages.
+    public var prefixLocation: String { location + (settings.prefix.isEmpty ? "" : "/" + settings.prefix) }
+
     func send(_ method: String, key: String?, query: [(String, String)] = [], payloadHash: String = SigV4.emptyPayloadHash,
               body: HTTPClientRequest.Body? = nil, timeout: TimeAmount? = nil) async throws -> HTTPClientResponse {
         guard let endpoint = URL(string: settings.endpoint), let scheme = endpoint.scheme, let host = endpoint.host else {

@@ -5,7 +5,7 @@ import HealthProbeArchive
 /// every chain's bundles, each object's hash checked against its key when read.
 public struct ObjectStoreRestoreSource: RestoreSource {
     let objects: ObjectStore
-    public var location: String { objects.location + (objects.settings.prefix.isEmpty ? "" : "/" + objects.settings.prefix) }
+    public var location: String { objects.prefixLocation }
 
     public init(objects: ObjectStore) { self.objects = objects }
 

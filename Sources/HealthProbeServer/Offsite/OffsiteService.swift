@@ -129,7 +129,7 @@ public struct OffsiteService<C: Clock>: Service where C.Duration == Duration {
     /// false after pausing it (`offsite-conflict`, saying why and what to do).
     func mayWrite(takeover: Bool) async throws -> Bool {
         let root = uploader.store.root
-        let location = uploader.objects.location + (uploader.objects.settings.prefix.isEmpty ? "" : "/" + uploader.objects.settings.prefix)
+        let location = uploader.objects.prefixLocation
         let why: String
         switch try await uploader.checkBucket(takeover: takeover, now: now()) {
         case .ok:
