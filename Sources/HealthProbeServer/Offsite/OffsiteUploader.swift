@@ -66,7 +66,11 @@ public struct OffsiteUploader: Sendable {
     /// how many snapshots were deleted. Bundles are never deleted.
     public func pruneSnapshots(keep: Int) async throws -> Int {
         let base = objects.key("snapshots/")
-        let groups = try await snapshotGroups()
+        var groups: [String: [String]] = [:]
+        for key in try await objects.list(prefix: base) {
+            guard let name = key.dropFirst(base.count).split(separator: "/", maxSplits: 1).first else { continue }
+            groups[String(name), default: []].append(key)
+        }
         let complete = groups.filter { $0.value.contains { $0.dropFirst(base.count).contains("/server.sqlite-") } }.keys.sorted()
         guard complete.count > keep, keep >= 1 else { return 0 }
         // Everything before the oldest snapshot kept goes, complete or not (a newer unfinished one may be in progress).
@@ -80,17 +84,6 @@ public struct OffsiteUploader: Sendable {
             }
         }
         return doomed.count
-    }
-
-    /// The snapshot directories' names under `snapshots/`, each with its keys.
-    func snapshotGroups() async throws -> [String: [String]] {
-        let base = objects.key("snapshots/")
-        var groups: [String: [String]] = [:]
-        for key in try await objects.list(prefix: base) {
-            guard let name = key.dropFirst(base.count).split(separator: "/", maxSplits: 1).first else { continue }
-            groups[String(name), default: []].append(key)
-        }
-        return groups
     }
 
     /// What `checkBucket` found in the prefix.
