@@ -69,10 +69,12 @@ public struct OffsiteService<C: Clock>: Service where C.Duration == Duration {
                 // A check that fails (the store down) does not stop the round: its uploads fail and are
                 // counted as they were; the check before a snapshot must succeed.
                 let takeover = SnapshotWriters.takeoverRequested(uploader.store.root)
+                var checkedThisRound = false
                 if takeover || lastCheck.map({ $0.duration(to: clock.now) >= settings.snapshotInterval }) ?? true {
                     do {
                         guard try await mayWrite(takeover: takeover) else { throw SecondWriter() }
                         lastCheck = clock.now
+                        checkedThisRound = true
                     } catch let error where !(error is SecondWriter) {
                         logger.warning("the bucket prefix could not be checked for a second writer; tried again next round", metadata: ["error": "\(error)"])
                     }
@@ -95,8 +97,11 @@ public struct OffsiteService<C: Clock>: Service where C.Duration == Duration {
                 if let mark, mark != snapshotMark { snapshotDue = true }
                 if failed > 0 { pause = settings.retryInterval }
                 if snapshotDue, failed == 0, lastSnapshot.map({ $0.duration(to: clock.now) >= settings.snapshotInterval }) ?? true {
-                    guard try await mayWrite(takeover: false) else { throw SecondWriter() }
-                    lastCheck = clock.now
+                    // Checked before it: at the round's start (this round's uploads came after), or now.
+                    if !checkedThisRound {
+                        guard try await mayWrite(takeover: false) else { throw SecondWriter() }
+                        lastCheck = clock.now
+                    }
                     let key = try await uploader.snapshot(now: now())
                     lastSnapshot = clock.now
                     snapshotMark = mark
