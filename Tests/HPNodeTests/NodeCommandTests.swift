@@ -32,14 +32,20 @@ struct NodeCommandTests {
         #expect(FileManager.default.fileExists(atPath: home.path + "/keys/archive-secret"))
     }
 
-    @Test("import exit statuses: 0 archived, 3 archived with rejected elements, 1 unusable file")
-    func importStatuses() throws {
-        let home = TempDir(), dir = TempDir()
-        try SyntheticExport(records: 50).writeXML(to: dir.file("ok.xml"))
+    /// `ok.xml`, a synthetic export of `records` records, and `bad.xml`, the same with the
+    /// first record's value made unreadable (one rejected element), in `dir`.
+    static func writeExports(records: Int, into dir: TempDir) throws {
+        try SyntheticExport(records: records).writeXML(to: dir.file("ok.xml"))
         var text = try String(contentsOfFile: dir.file("ok.xml"), encoding: .utf8)
         let firstRecord = text.range(of: "<Record")!.upperBound
         text = text.replacingOccurrences(of: "value=\"", with: "value=\"?", options: [], range: text.range(of: "value=\"", range: firstRecord..<text.endIndex))
         try text.write(toFile: dir.file("bad.xml"), atomically: true, encoding: .utf8)
+    }
+
+    @Test("import exit statuses: 0 archived, 3 archived with rejected elements, 1 unusable file")
+    func importStatuses() throws {
+        let home = TempDir(), dir = TempDir()
+        try Self.writeExports(records: 50, into: dir)
         try Data("PK\u{3}\u{4}truncated".utf8).write(to: URL(fileURLWithPath: dir.file("broken.zip")))
         #expect(try hpNode(["--home", home.path, "import", dir.file("ok.xml")]).0 == 0)
         let again = try hpNode(["--home", home.path, "import", dir.file("ok.xml")])
@@ -178,11 +184,7 @@ struct NodeCommandTests {
         #expect(!help.1.contains("\"error\""))
         // A command that printed its own result and exits non-zero adds no error: an import
         // with rejected records prints its report and exits 3.
-        try SyntheticExport(records: 20).writeXML(to: home.file("ok.xml"))
-        var text = try String(contentsOfFile: home.file("ok.xml"), encoding: .utf8)
-        let firstRecord = text.range(of: "<Record")!.upperBound
-        text = text.replacingOccurrences(of: "value=\"", with: "value=\"?", options: [], range: text.range(of: "value=\"", range: firstRecord..<text.endIndex))
-        try text.write(toFile: home.file("bad.xml"), atomically: true, encoding: .utf8)
+        try Self.writeExports(records: 20, into: home)
         let rejected = try hpNode(["--home", home.path, "--json", "import", home.file("bad.xml")])
         #expect(rejected.0 == 3)
         let report = try JSONSerialization.jsonObject(with: Data(rejected.1.utf8)) as? [String: Any]
