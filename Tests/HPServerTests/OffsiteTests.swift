@@ -194,11 +194,7 @@ struct OffsiteTests {
         // snapshots carry its own TLS identity, so it goes on writing there without a word.
         try DeviceRegistry(path: live + "/server.sqlite").forgetOffsiteSnapshots()
         // A disk image of the live disk, served elsewhere: its home record is its own, as an image's would be.
-        let cp = Process()
-        cp.executableURL = URL(fileURLWithPath: "/bin/cp")
-        cp.arguments = ["-a", live, copy]
-        try cp.run()
-        cp.waitUntilExit()
+        try copyDirectory(live, copy)
         try HomeDirectory.record(copy)
         #expect(RestoredCopy.paused(copy) == nil)
         let before = try await complete()

@@ -6,16 +6,6 @@ import HealthProbeTestSupport
 
 @Suite("A data directory's home")
 struct HomeDirectoryTests {
-    /// Runs `/bin/cp -a FROM TO`, as an administrator copies a live data directory.
-    func copy(_ from: String, _ to: String) throws {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/bin/cp")
-        p.arguments = ["-a", from, to]
-        try p.run()
-        p.waitUntilExit()
-        #expect(p.terminationStatus == 0)
-    }
-
     /// `root`'s real path (symlinks resolved), as the record holds it.
     func real(_ root: String) -> String? { HomeDirectory.current(root)?.path }
 
@@ -39,7 +29,7 @@ struct HomeDirectoryTests {
         try ServerStore(root: moved).refreshHome()
         #expect(HomeDirectory.recorded(moved)?.path == real(moved))
 
-        try copy(moved, copied)
+        try copyDirectory(moved, copied)
         let why = try #require(RestoredCopy.paused(copied))
         #expect(why.contains("copied or moved from \(real(moved) ?? "-")"), "\(why)")
         #expect(RestoredCopy.paused(moved) == nil)
