@@ -37,14 +37,16 @@ struct BenchServer {
 
     /// `hp-server restore --from backup --data target` in its own process: its seconds and
     /// peak RSS (VmHWM, read every 20 ms while it runs).
-    static func rebuild(from backup: String, to target: String, config: String? = nil) throws -> (seconds: Double, peakRSS: Int64) {
+    static func rebuild(from backup: String, to target: String, config: String? = nil) throws -> (seconds: Double, peakRSS: Int64, cpuSeconds: Double) {
         let run = try measured(try serverBinary(), ["restore", "--data", target, "--from", backup] + (config.map { ["--config", $0] } ?? []))
-        return (run.seconds, run.peakRSS)
+        return (run.seconds, run.peakRSS, run.cpuSeconds)
     }
 
     /// `binary arguments` in its own process, as a user runs it: its seconds, peak RSS
     /// (VmHWM, read every 20 ms while it runs) and standard output; throws unless it exits 0.
-    static func measured(_ binary: String, _ arguments: [String]) throws -> (seconds: Double, peakRSS: Int64, output: Data) {
+    /// `cpuSeconds`: the process's user and system time, from the children's usage
+    /// (`RUSAGE_CHILDREN`) before and after it was waited for.
+    static func measured(_ binary: String, _ arguments: [String]) throws -> (seconds: Double, peakRSS: Int64, cpuSeconds: Double, output: Data) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = arguments
@@ -56,6 +58,7 @@ struct BenchServer {
         defer { try? output.close(); try? FileManager.default.removeItem(atPath: path) }
         process.standardOutput = output
         let started = DispatchTime.now().uptimeNanoseconds
+        let cpuBefore = Measure.childrenCPUSeconds()
         try process.run()
         var peak: Int64 = 0
         while process.isRunning {
@@ -69,7 +72,7 @@ struct BenchServer {
             throw ValidationError("\(name) \(arguments.prefix(3).joined(separator: " ")) failed (exit \(process.terminationStatus))")
         }
         try output.seek(toOffset: 0)
-        return (seconds, peak, try output.readToEnd() ?? Data())
+        return (seconds, peak, Measure.childrenCPUSeconds() - cpuBefore, try output.readToEnd() ?? Data())
     }
 
     /// Web port, when started with the dashboard (`--web`).

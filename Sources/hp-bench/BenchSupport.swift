@@ -66,6 +66,18 @@ enum Measure {
         return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
+    /// CPU time (user + system) of this process's children that have ended and been waited for.
+    static func childrenCPUSeconds() -> Double {
+        var usage = rusage()
+        #if canImport(Glibc)
+        let children = __rusage_who_t(RUSAGE_CHILDREN.rawValue)
+        #else
+        let children = RUSAGE_CHILDREN
+        #endif
+        guard getrusage(children, &usage) == 0 else { return 0 }
+        return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6 + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+    }
+
     private static func statusField(_ name: String, process: String = "self") -> Int64 {
         guard let text = try? String(contentsOfFile: "/proc/\(process)/status", encoding: .utf8) else { return 0 }
         for line in text.split(separator: "\n") where line.hasPrefix(name) {

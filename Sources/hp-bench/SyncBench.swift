@@ -67,6 +67,13 @@ struct SyncBench: AsyncParsableCommand {
         var nodePeakRssBytes: Int64
         /// The server process's peak since it started (VmHWM).
         var serverPeakRssBytes: Int64
+        /// CPU seconds (user + system) the phase used: the node's (this process, or
+        /// `hp-node restore`'s) and the server's (its `serve` process, or `hp-server restore`).
+        var nodeCpuSeconds: Double = 0
+        var serverCpuSeconds: Double = 0
+        /// The shortest wall time this machine's cores allow for that CPU:
+        /// (node + server CPU) / cores.
+        var cpuFloorSeconds: Double = 0
     }
 
     func run() async throws {
@@ -75,6 +82,7 @@ struct SyncBench: AsyncParsableCommand {
         let home = ArchiveHome(root: root + "/node")
         let clock = ManualClock(1_750_000_000)
         Measure.resetPeakRSS()
+        let captureCPU = Measure.cpuSeconds(pid: getpid())
         let (_, captureSeconds) = try await Self.time { try bench.captureHeartRate(home: home, clock: clock, count: samples, offset: 0) }
         let s3 = try objectStore()
         if let s3 { try await ObjectStore(settings: s3).createBucket() }
@@ -83,7 +91,8 @@ struct SyncBench: AsyncParsableCommand {
         let enrollment = try await server.enroll("bench")
         var results: [Result] = [Result(phase: "first_capture", samples: samples, seconds: captureSeconds, samplesPerSecond: Double(samples) / captureSeconds,
                                         bytesOnWire: 0, uncompressedBytes: 0, compressionRatio: 0, ackSeconds: 0, buildSeconds: 0, checkSeconds: 0,
-                                        sendSeconds: 0, nodePeakRssBytes: Measure.peakRSS(), serverPeakRssBytes: 0)]
+                                        sendSeconds: 0, nodePeakRssBytes: Measure.peakRSS(), serverPeakRssBytes: 0)
+                                        .cpu(node: Measure.cpuSeconds(pid: getpid()) - captureCPU, server: 0)]
         let phases = [("first_sync", samples)] + (0..<max(rounds, 1)).map { _ in ("incremental_sync_1000_changes", 1000) }
         var offset = samples
         for (phase, count) in phases {
@@ -94,19 +103,22 @@ struct SyncBench: AsyncParsableCommand {
             }
             Measure.resetPeakRSS()
             let node = try home.open(clock: clock)
+            let nodeCPU = Measure.cpuSeconds(pid: getpid()), serverCPU = server.cpuSeconds
             let (report, seconds) = try await Self.time { try await SyncClient(node: node, outbox: root + "/outbox").sync(enrollment) }
             results.append(Result(phase: phase, samples: count, seconds: seconds, samplesPerSecond: Double(count) / seconds,
                                   bytesOnWire: report.bytesOnWire, uncompressedBytes: report.uncompressedBytes,
                                   compressionRatio: Double(report.uncompressedBytes) / Double(max(report.bytesOnWire, 1)),
                                   ackSeconds: report.ackSeconds.last ?? 0,
                                   buildSeconds: report.buildSeconds, checkSeconds: report.checkSeconds, sendSeconds: report.sendSeconds,
-                                  nodePeakRssBytes: Measure.peakRSS(), serverPeakRssBytes: server.peakRSS))
+                                  nodePeakRssBytes: Measure.peakRSS(), serverPeakRssBytes: server.peakRSS)
+                .cpu(node: Measure.cpuSeconds(pid: getpid()) - nodeCPU, server: server.cpuSeconds - serverCPU))
         }
         // The node loses its archive, keeps its keys and enrollment, and restores every bundle
         // from the server: `hp-node restore` in a process of its own, as a user runs it, so
         // its peak RSS is the restore's alone (not this process's, which holds the capture's).
         try enrollment.save(home.keyStore)
         try home.reset(newChain: false)
+        let restoreServerCPU = server.cpuSeconds
         let restore = try BenchServer.measured(try BenchServer.sibling("hp-node"), ["--home", home.root, "--json", "restore"])
         let decoder = JSONDecoder()
         decoder.keyDecodingStrategy = .convertFromSnakeCase
@@ -116,7 +128,8 @@ struct SyncBench: AsyncParsableCommand {
         }
         results.append(Result(phase: "node_restore", samples: offset, seconds: restore.seconds, samplesPerSecond: Double(offset) / restore.seconds,
                               bytesOnWire: restored.bytesOnWire, uncompressedBytes: 0, compressionRatio: 0, ackSeconds: 0, buildSeconds: 0,
-                              checkSeconds: 0, sendSeconds: 0, nodePeakRssBytes: restore.peakRSS, serverPeakRssBytes: server.peakRSS))
+                              checkSeconds: 0, sendSeconds: 0, nodePeakRssBytes: restore.peakRSS, serverPeakRssBytes: server.peakRSS)
+            .cpu(node: restore.cpuSeconds, server: server.cpuSeconds - restoreServerCPU))
         // With object storage: every bundle uploaded and a registry snapshot made, before the server stops.
         if let s3 { try await Self.waitForUploads(server.store, s3) }
         // The server stops; its data directory, as a backup directory, is rebuilt by
@@ -125,19 +138,23 @@ struct SyncBench: AsyncParsableCommand {
         let rebuilt = try BenchServer.rebuild(from: root + "/server", to: root + "/rebuilt")
         results.append(Result(phase: "server_rebuild_from_directory", samples: offset, seconds: rebuilt.seconds, samplesPerSecond: Double(offset) / rebuilt.seconds,
                               bytesOnWire: 0, uncompressedBytes: 0, compressionRatio: 0, ackSeconds: 0, buildSeconds: 0, checkSeconds: 0, sendSeconds: 0,
-                              nodePeakRssBytes: 0, serverPeakRssBytes: rebuilt.peakRSS))
+                              nodePeakRssBytes: 0, serverPeakRssBytes: rebuilt.peakRSS).cpu(node: 0, server: rebuilt.cpuSeconds))
         if let s3 {
             // Rebuilt again, from the bucket: `hp-server restore --from s3://BUCKET/PREFIX --config FILE`.
             let rebuiltFromBucket = try BenchServer.rebuild(from: "s3://\(s3.bucket)/\(s3.prefix)", to: root + "/rebuilt-s3",
                                                            config: root + "/server/config.json")
             results.append(Result(phase: "server_rebuild_from_bucket", samples: offset, seconds: rebuiltFromBucket.seconds,
                                   samplesPerSecond: Double(offset) / rebuiltFromBucket.seconds, bytesOnWire: 0, uncompressedBytes: 0, compressionRatio: 0,
-                                  ackSeconds: 0, buildSeconds: 0, checkSeconds: 0, sendSeconds: 0, nodePeakRssBytes: 0, serverPeakRssBytes: rebuiltFromBucket.peakRSS))
+                                  ackSeconds: 0, buildSeconds: 0, checkSeconds: 0, sendSeconds: 0, nodePeakRssBytes: 0, serverPeakRssBytes: rebuiltFromBucket.peakRSS)
+                .cpu(node: 0, server: rebuiltFromBucket.cpuSeconds))
         }
         if bench.json { for r in results { try Output.jsonLine(r) }; return }
         let capture = results[0].samplesPerSecond
         for r in results.dropFirst() where r.phase != "incremental_sync_1000_changes" {
-            print(String(format: "%@ at %.2fx the first capture's rate", r.phase, r.samplesPerSecond / capture))
+            // The CPU floor bounds the ratio this machine allows however well the work overlaps.
+            print(String(format: "%@ at %.2fx the first capture's rate (CPU: node %.1f s + server %.1f s; on %d cores at best %.1f s, %.2fx)",
+                         r.phase, r.samplesPerSecond / capture, r.nodeCpuSeconds, r.serverCpuSeconds, Result.cores, r.cpuFloorSeconds,
+                         r.cpuFloorSeconds > 0 ? results[0].seconds / r.cpuFloorSeconds * Double(r.samples) / Double(results[0].samples) : 0))
         }
         for r in results {
             print(String(format: "%@: %d samples in %.2f s = %.0f samples/s (node build %.2f s, part checks %.2f s of send %.2f s; server verify+apply after the end %.2f s); %.1f MB on the wire for %.1f MB of bundles (%.1fx); peak RSS node %.1f MB, server %.1f MB",
@@ -162,5 +179,19 @@ struct SyncBench: AsyncParsableCommand {
         let start = DispatchTime.now().uptimeNanoseconds
         let r = try await body()
         return (r, Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
+    }
+}
+
+extension SyncBench.Result {
+    /// Cores this machine has (the CPU floor's divisor).
+    static let cores = max(ProcessInfo.processInfo.activeProcessorCount, 1)
+
+    /// This result with the CPU its node and server used, and the wall-time floor that CPU sets.
+    func cpu(node: Double, server: Double) -> Self {
+        var r = self
+        r.nodeCpuSeconds = node
+        r.serverCpuSeconds = server
+        r.cpuFloorSeconds = (node + server) / Double(Self.cores)
+        return r
     }
 }
