@@ -26,7 +26,7 @@ public enum CommandMain {
 /// A failed command's error as JSON on stdout, for a command line with `--json`:
 /// tools then read one JSON document whether the command worked or not. The text
 /// goes to stderr as without `--json`; the exit status is the same.
-struct JSONFailure: Encodable, Equatable {
+public struct JSONFailure: Encodable, Equatable {
     struct Detail: Encodable, Equatable {
         /// The error's stable code (`not_found`, `unauthorized`...), null when it has none;
         /// `validation` for a command line refused by the parser or the command's own checks (exit status 64).
@@ -54,6 +54,17 @@ struct JSONFailure: Encodable, Equatable {
         guard !exit.isSuccess else { return nil }
         let code = (error as? any CodedError)?.codeName ?? (exit == .validationFailure ? "validation" : nil)
         self.error = Detail(code: code, message: root.message(for: error), exitCode: exit.rawValue)
+    }
+
+    init(code: String?, message: String, exitCode: Int32) {
+        error = Detail(code: code, message: message, exitCode: exitCode)
+    }
+
+    /// For a command that ends itself with `ExitCode(status)` after saying why on stderr
+    /// (an interrupted export: 130): the same JSON line, when the command line has `--json`.
+    public static func exiting(_ status: Int32, code: String, message: String, json: Bool) -> ExitCode {
+        if json { JSONFailure(code: code, message: message, exitCode: status).write() }
+        return ExitCode(status)
     }
 
     /// One line of JSON on stdout (also a line of a command's JSON Lines output), written with

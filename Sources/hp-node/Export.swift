@@ -87,7 +87,7 @@ struct Export: AsyncParsableCommand {
             }
         } catch let e as ArchiveError where e.code == .cancelled {
             Output.err("export cancelled: no file was written")
-            throw ExitCode(130)
+            throw JSONFailure.exiting(130, code: "cancelled", message: "export cancelled: no file was written", json: options.json)
         }
         if options.json { try Output.json(result); return }
         print("export      \(result.exportID) (\(result.kind.rawValue))")

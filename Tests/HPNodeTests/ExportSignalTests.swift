@@ -5,7 +5,7 @@ import HealthProbeTestSupport
 
 @Suite("hp-node export and SIGINT", .blocksOnTools)
 struct ExportSignalTests {
-    @Test("SIGINT during an export: exit 130, no file left, the export recorded as cancelled, the archive verifies")
+    @Test("SIGINT during an export: exit 130, no file left, the export recorded as cancelled (with --json, said as JSON), the archive verifies")
     func interrupt() throws {
         let home = TempDir()
         // Enough records that the export is still running when the signal arrives.
@@ -13,8 +13,10 @@ struct ExportSignalTests {
         let out = home.file("records.json")
         let p = Process()
         p.executableURL = try toolURL("hp-node")
-        p.arguments = ["--home", home.path, "export", "--kind", "observation_records_json", "--out", out]
-        p.standardOutput = FileHandle.nullDevice
+        p.arguments = ["--home", home.path, "export", "--kind", "observation_records_json", "--out", out, "--json"]
+        let stdout = home.file("stdout.json")
+        #expect(FileManager.default.createFile(atPath: stdout, contents: nil))
+        p.standardOutput = try #require(FileHandle(forWritingAtPath: stdout))
         p.standardError = FileHandle.nullDevice
         try p.run()
         // The partial file appears once the export (and its signal handler) runs.
@@ -23,6 +25,8 @@ struct ExportSignalTests {
         kill(p.processIdentifier, SIGINT)
         p.waitUntilExit()
         #expect(p.terminationStatus == 130)
+        let line = try String(contentsOfFile: stdout, encoding: .utf8)
+        #expect(line == #"{"error":{"code":"cancelled","exit_code":130,"message":"export cancelled: no file was written"}}"# + "\n", "\(line)")
         #expect(!FileManager.default.fileExists(atPath: out))
         #expect(!FileManager.default.fileExists(atPath: out + ".partial"))
         let archive = try rawQueue(home.path + "/archive/HealthProbeArchive.sqlite")
