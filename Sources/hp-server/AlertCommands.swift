@@ -8,7 +8,7 @@ struct AlertCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "alert",
         abstract: "Alerts: channels per person (webhook, ntfy, email), list, acknowledge and snooze alerts.",
-        discussion: "The server evaluates every chain each minute while `hp-server serve` runs (docs/alerts.md).",
+        discussion: "The server evaluates every chain each minute (`alerts.evaluate_seconds` in the config file) while `hp-server serve` runs (docs/alerts.md).",
         subcommands: [Channel.self, List.self, Ack.self, Snooze.self, Quiet.self, Cadence.self])
 
     struct Channel: AsyncParsableCommand {

@@ -96,8 +96,9 @@ struct Serve: AsyncParsableCommand {
             // The household's cross-chain overlaps, computed ahead of the first view.
             services.append(.init(service: webServer.overlapWarmer()))
         }
-        // Alerts: evaluated every minute, delivered through the registry's outbox (docs/alerts.md).
+        // Alerts: evaluated every minute (`alerts.evaluate_seconds`), delivered through the registry's outbox (docs/alerts.md).
         var alertSettings = AlertService<ContinuousClock>.Settings()
+        alertSettings.interval = .milliseconds(Int64((settings.alerts.evaluateSeconds * 1000).rounded()))
         if let webAddress = web ?? settings.webListen { alertSettings.pageBase = "https://\(webAddress)" }
         var serverConditions = settings.alerts.serverConditions(dataDirectory: options.data, certificateFile: options.store.certificatePath)
         serverConditions.startedAt = Date().timeIntervalSince1970

@@ -22,7 +22,7 @@ struct AlertThresholdsTests {
         #expect(try load("{}").alerts == AlertThresholds())
         let d = AlertThresholds()
         #expect(d.diskFreeGiB == 1 && d.diskFreePercent == 5 && d.certificateWarningDays == 14 && d.deliveryFailingHours == 24
-                && d.verifyQuickHours == 24 && d.verifyFullHours == 168)
+                && d.verifyQuickHours == 24 && d.verifyFullHours == 168 && d.evaluateSeconds == 60)
         let defaults = d.serverConditions(dataDirectory: "/x", certificateFile: nil)
         let today = ServerConditions(dataDirectory: "/x", certificateFile: nil)
         #expect(defaults.minimumFreeBytes == today.minimumFreeBytes && defaults.minimumFreeFraction == today.minimumFreeFraction
@@ -36,6 +36,7 @@ struct AlertThresholdsTests {
         let v = c.alerts.scheduledVerify(store: ServerStore(root: "/x"))
         #expect(v.quickEvery == 12 * 3600 && v.fullEvery == 72 * 3600)
         #expect(try load(#"{"alerts": {"disk_free_gib": 0, "disk_free_percent": 0}}"#).alerts.diskFreeGiB == 0, "0 turns one test off")
+        #expect(try load(#"{"alerts": {"evaluate_seconds": 5}}"#).alerts.evaluateSeconds == 5)
 
         for (text, needle) in [
             (#"{"alerts": {"disk_free_gib": 1025}}"#, #""alerts.disk_free_gib" must be a number from 0 to 1024"#),
@@ -48,6 +49,8 @@ struct AlertThresholdsTests {
             (#"{"alerts": {"verify_full_hours": 9000}}"#, #""alerts.verify_full_hours" must be a number from 1 to 8760"#),
             (#"{"alerts": {"verify_full_hours": true}}"#, #""alerts.verify_full_hours" must be a number from 1 to 8760"#),
             (#"{"alerts": {"verify_quick_hours": 48, "verify_full_hours": 24}}"#, #""alerts.verify_full_hours" (24) must be at least "alerts.verify_quick_hours" (48)"#),
+            (#"{"alerts": {"evaluate_seconds": 4}}"#, #""alerts.evaluate_seconds" must be a number from 5 to 3600"#),
+            (#"{"alerts": {"evaluate_seconds": 3601}}"#, #""alerts.evaluate_seconds" must be a number from 5 to 3600"#),
             (#"{"alerts": {"disk_free": 1}}"#, #"unknown key "alerts.disk_free""#),
             (#"{"alerts": [1]}"#, #""alerts" must be a JSON object"#),
         ] {

@@ -245,12 +245,13 @@ class Dashboard(unittest.TestCase):
             channels = d.find_elements(By.CSS_SELECTOR, "table.channels tbody tr[data-channel]")
             self.assertEqual([r.find_element(By.CSS_SELECTOR, "td.target").text for r in channels], ["https://hooks.example/ann"])
             self.assertNotIn("ann-browser-secret-0123456789", d.page_source)
-            # The server evaluates once a minute: the tablet's loss is on the page by the next round.
+            # The server evaluates every 5 s here (`alerts.evaluate_seconds`; a minute by
+            # default): the tablet's loss is on the page by the next round.
             def loss_row(d):
                 d.get(WEB + "/alerts")
                 rows = d.find_elements(By.CSS_SELECTOR, f"table.alerts tbody tr[data-alert=loss_found][data-chain='{CHAINS['ann-tablet']}'].firing")
                 return rows[0] if rows else False
-            row = WebDriverWait(d, 100, poll_frequency=3).until(loss_row)
+            row = WebDriverWait(d, 45, poll_frequency=2).until(loss_row)
             self.assertIn("ann-tablet", row.text)
             self.assertIn("Steps: 3 records lost", row.text)
             submit(d, row.find_element(By.XPATH, ".//button[text()='Acknowledge']"))

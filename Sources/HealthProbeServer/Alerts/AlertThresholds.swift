@@ -5,7 +5,8 @@ import HealthProbeCanonical
 /// The server-level thresholds and the verification schedule: the `alerts` object of the
 /// config file (docs/alerts.md). Every key is optional, defaults as documented, each range-checked.
 /// `{"disk_free_gib": 1, "disk_free_percent": 5, "certificate_warning_days": 14,
-///   "delivery_failing_hours": 24, "backup_failing_hours": 24, "verify_quick_hours": 24, "verify_full_hours": 168}`
+///   "delivery_failing_hours": 24, "backup_failing_hours": 24, "verify_quick_hours": 24, "verify_full_hours": 168,
+///   "evaluate_seconds": 60}`
 public struct AlertThresholds: Sendable, Equatable {
     /// `disk_space_low` when less than this many GiB are free (0: only the percentage counts)...
     public var diskFreeGiB: Double = 1
@@ -21,6 +22,8 @@ public struct AlertThresholds: Sendable, Equatable {
     public var verifyQuickHours: Double = 24
     /// ...and `--full` every this many (at least `verify_quick_hours`).
     public var verifyFullHours: Double = 168
+    /// Every chain's conditions are evaluated, and what is due delivered, every this many seconds.
+    public var evaluateSeconds: Double = 60
 
     /// Each key, its property and its allowed range.
     public static var settings: [(key: String, path: WritableKeyPath<AlertThresholds, Double>, range: ClosedRange<Double>)] {
@@ -30,7 +33,8 @@ public struct AlertThresholds: Sendable, Equatable {
          ("delivery_failing_hours", \.deliveryFailingHours, 1...720),
          ("backup_failing_hours", \.backupFailingHours, 1...720),
          ("verify_quick_hours", \.verifyQuickHours, 1...720),
-         ("verify_full_hours", \.verifyFullHours, 1...8760)]
+         ("verify_full_hours", \.verifyFullHours, 1...8760),
+         ("evaluate_seconds", \.evaluateSeconds, 5...3600)]
     }
     public static var keys: Set<String> { Set(settings.map(\.key)) }
 
