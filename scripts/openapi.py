@@ -44,11 +44,13 @@ schemas = {
  "ObservationPage": optional_keys(S(loss_types=arr(string), loss_type_names=string, has_loss=boolean, chain=hexhash, observation_id=integer, observed_at=date, status=string, previous_observation_id=integer,
                  changes=arr(ref("TypeChange")), many_types_shifting=boolean, capture_window=string, late_types=arr(ref("LateType"))), ["previous_observation_id", "capture_window"]),
  "LateType": S(type_identifier=string, type_name=string, late_seconds=number, words=string),
- "VisibleRecord": S(type_identifier=string, start=date, end=date, value=string, payload_hash=hexhash, visible_since=integer),
+ "VisibleRecord": optional_keys(S(type_identifier=string, type_name=string, start=date, local_start={"type": "string", "description": "the start in the device's local time, YYYY-MM-DD HH:mm"},
+                                  end=date, value=string, payload_hash=hexhash, visible_since=integer), ["type_name", "local_start"]),
  "DisappearedRow": optional_keys(S(sample_id=integer, type_identifier=string, type_name=string, local_time=string, start=date, value=string, source=string,
                                     evidence={"type": "string", "enum": ["reported", "full_scan_absent", "hk_deleted_object"]}, why=string), ["source"]),
  "DisappearedPage": optional_keys(S(chain=hexhash, observation_id=integer, type_identifier=string, zone=string, records=arr(ref("DisappearedRow")), next_after=integer), ["type_identifier", "next_after"]),
- "VisiblePage": optional_keys(S(chain=hexhash, observation_id=integer, type_identifier=string, records=arr(ref("VisibleRecord")), next=string), ["type_identifier", "next"]),
+ "VisiblePage": optional_keys(S(chain=hexhash, observation_id=integer, type_identifier=string, records=arr(ref("VisibleRecord")), next=string,
+                                zone={"type": "string", "description": "the time zone local times are in"}), ["type_identifier", "next", "zone"]),
  "Day": optional_keys(S(day=string, start=number, records=integer, value_sum=number, value_max=number, source_revisions=integer), ["value_sum", "value_max"]),
  "StateTime": S(value=integer, name=string, seconds=number, spans_others=boolean),
  "StateDay": S(day=string, start=number, records=integer, states=arr(ref("StateTime"))),
@@ -100,6 +102,8 @@ chain_p = {"name": "chain", "in": "path", "required": True, "schema": hexhash, "
 subject_p = {"name": "chain", "in": "path", "required": True, "schema": subject, "description": "Device chain hash, or `server` for the server-level alerts (admins only; others get 404)"}
 obs_p = {"name": "observation", "in": "path", "required": True, "schema": pos_int}
 type_p = {"name": "type", "in": "path", "required": True, "schema": {"type": "string", "pattern": "^[A-Za-z0-9_:]{1,128}$"}}
+# An empty optional query value counts as absent (an HTML form's "all types" sends `type=`).
+type_q = {"type": "string", "pattern": "^([A-Za-z0-9_:]{1,128})?$", "description": "a HealthKit type identifier; empty: all types"}
 q = lambda n, s, req=False: {"name": n, "in": "query", "required": req, "schema": s}
 # A chart's time range: a preset counted back from today, or local dates (both inclusive); from/to win over range.
 local_date = {"type": "string", "format": "date", "description": "a local date YYYY-MM-DD of the device"}
@@ -124,15 +128,15 @@ paths = {
  "/api/v1/overview": {"get": op("Every chain the person may read, grouped by person", ok=resp(ref("Overview")))},
  "/api/v1/chains/{chain}": {"get": op("A chain: card, a page of its observation timeline, its types now", [chain_p, q("after", pos_int)], ok=resp(ref("ChainPage")))},
  "/api/v1/chains/{chain}/observations/{observation}": {"get": op("One observation's changes per type, classified against the previous observation", [chain_p, obs_p], ok=resp(ref("ObservationPage")))},
- "/api/v1/chains/{chain}/observations/{observation}/disappeared": {"get": op("A page of the records that disappeared at the observation: type name, the device's local time, value with unit, source, why", [chain_p, obs_p, q("type", {"type": "string", "pattern": "^[A-Za-z0-9_:]{1,128}$"}), q("after", pos_int)], ok=resp(ref("DisappearedPage")))},
- "/api/v1/chains/{chain}/observations/{observation}/visible": {"get": op("A page of what was visible at the observation", [chain_p, obs_p, q("type", {"type": "string", "pattern": "^[A-Za-z0-9_:]{1,128}$"}), q("cursor", {"type": "string", "maxLength": 256}), q("from", local_date), q("to", local_date)], ok=resp(ref("VisiblePage")))},
+ "/api/v1/chains/{chain}/observations/{observation}/disappeared": {"get": op("A page of the records that disappeared at the observation: type name, the device's local time, value with unit, source, why", [chain_p, obs_p, q("type", type_q), q("after", pos_int)], ok=resp(ref("DisappearedPage")))},
+ "/api/v1/chains/{chain}/observations/{observation}/visible": {"get": op("A page of what was visible at the observation", [chain_p, obs_p, q("type", type_q), q("cursor", {"type": "string", "pattern": "^([1-9][0-9]{0,17}:[0-9a-f]{64})?$", "description": "a page's `next`: where the next page starts (a type and a sample's fingerprint); empty: the first page"}), q("from", local_date), q("to", local_date)], ok=resp(ref("VisiblePage")))},
  "/api/v1/chains/{chain}/types/{type}": {"get": op("A type's days in one chain, as of an observation (default: the latest), within a time range of the device's local days", [chain_p, type_p, q("at", pos_int)] + range_ps, ok=resp(ref("TypeSeries")))},
  "/api/v1/types/{type}": {"get": op("A type's days in every chain the person may read, side by side, with overlaps, within a time range of each device's local days", [type_p] + range_ps, ok=resp(ref("TypeAcross")))},
  "/api/v1/chains/{chain}/diff": {"get": op("A page of the diff between two observations of the chain", [chain_p, q("from", pos_int, True), q("to", pos_int, True), q("kind", {"type": "string", "enum": ["appeared", "disappeared", "changed"]}), q("after", pos_int)], ok=resp(ref("DiffPage")))},
  "/api/v1/chains/{chain}/export": {"get": op("A verifiable export of the chain at an observation (docs/export-format.md), made from the replica; X-HP-Manifest-Hash names its manifest hash",
    [chain_p, q("kind", {"type": "string", "enum": ["records", "records_csv", "summary", "diff"]}, True), q("at", pos_int),
     q("from", pos_int), q("to", pos_int)],
-   ok={"200": {"description": "The export file (export_format_version 2: records carry display_name, display_unit, local_day and lateness_seconds; archive.capture names a capture's windows per type): JSON, or for records_csv a zip of the CSV, its relationships CSV and its manifest; a diff needs from and to", "headers": {"X-HP-Manifest-Hash": {"schema": hexhash}, "X-HP-Record-Count": {"schema": {"type": "string"}}},
+   ok={"200": {"description": "The export file (export_format_version 2: records carry display_name, display_unit, local_day and lateness_seconds; archive.capture names a capture's windows per type): JSON, or for records_csv a zip of the CSV, its relationships CSV and its manifest; a diff is from `from` to `to`, which default to the observation before `to` and to the latest observation (the latest change)", "headers": {"X-HP-Manifest-Hash": {"schema": hexhash}, "X-HP-Record-Count": {"schema": {"type": "string"}}},
                "content": {"application/json": {"schema": {"type": "object"}}, "application/zip": {"schema": {"type": "string", "format": "binary"}}}}})},
  "/api/v1/chains/{chain}/shares/{person}": {
    "put": op("Share the chain with a person (admins; members for their own chains)", [chain_p, {"name": "person", "in": "path", "required": True, "schema": name}, csrf], ok=resp(ref("Share"))),

@@ -40,10 +40,9 @@ extension WebServer {
                 var export = ExportRequest(kind: kind.kind)
                 export.at = try Params.queryID(request, "at")
                 if kind == .diff {
-                    guard let from = try Params.queryID(request, "from"), let to = try Params.queryID(request, "to") else {
-                        throw WebError(.badRequest, "a diff download needs from and to: two observation numbers of this chain")
-                    }
-                    (export.from, export.to) = (min(from, to), max(from, to))
+                    // Either may be left out: `to` is then the latest observation, `from` the one before `to`.
+                    let from = try Params.queryID(request, "from"), to = try Params.queryID(request, "to")
+                    if let from, let to { (export.from, export.to) = (min(from, to), max(from, to)) } else { (export.from, export.to) = (from, to) }
                 }
                 let label = [name, export.at.map { "at-\($0)" }, export.from.map { "\($0)-to-\(export.to ?? $0)" }].compactMap { $0 }.joined(separator: "-")
                 return try await download(chain, export, label: label, context)

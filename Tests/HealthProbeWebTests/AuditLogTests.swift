@@ -23,6 +23,8 @@ struct AuditLogTests {
             let bob = h.chains["bob-phone"]!
             #expect(try await b.request("POST", "/chains/\(bob)/shares", body: "csrf=\(b.csrf!)&person=cat&action=share").status == 303)
             #expect(try await b.request("DELETE", "/api/v1/chains/\(bob)/shares/cat", headers: [("X-CSRF-Token", b.csrf!)]).status == 200)
+            // A share that is not there (any more) is not found; nothing is recorded for it.
+            #expect(try await b.request("DELETE", "/api/v1/chains/\(bob)/shares/cat", headers: [("X-CSRF-Token", b.csrf!)]).status == 404)
             // A refused change records nothing.
             #expect(try await a.request("POST", "/admin/people/bob/role", body: "csrf=\(csrf)&role=viewer").status == 409)
             let entries = try h.store.registry().audit(limit: 10)

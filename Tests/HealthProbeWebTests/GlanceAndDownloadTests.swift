@@ -73,7 +73,7 @@ struct GlanceAndDownloadTests {
         }
     }
 
-    @Test("downloads: CSV zipped with its relationships and manifest verifies; a diff verifies; a diff without bounds is a 400")
+    @Test("downloads: CSV zipped with its relationships and manifest verifies; a diff verifies; a diff without bounds is the latest change")
     func downloads() async throws {
         try await withHousehold { h in
             let ann = h.chains["ann-phone"]!
@@ -99,8 +99,20 @@ struct GlanceAndDownloadTests {
             try Data(diff.bytes).write(to: URL(fileURLWithPath: diffPath))
             let checked = try ExportVerifier.verify(path: diffPath)
             #expect(checked.ok && checked.kind == "observation_diff_json", "\(checked.problems)")
-            let missing = try await a.request("GET", "/api/v1/chains/\(ann)/export?kind=diff&from=1")
-            #expect(missing.status == 400 && missing.body.contains("from and to"))
+            // Unnamed, `to` is the latest observation and `from` the one before it: the latest change.
+            /// The observations an export's header names (`archive.from_observation_id`, `to_observation_id`).
+            func span(_ body: String) -> [Int] {
+                let export = (try? JSONSerialization.jsonObject(with: Data(body.utf8))) as? [String: Any]
+                let archive = export?["archive"] as? [String: Any]
+                return ["from_observation_id", "to_observation_id"].compactMap { archive?[$0] as? Int }
+            }
+            #expect(span(diff.body) == [1, 2], "\(diff.body.prefix(400))")
+            let latest = try await a.request("GET", "/api/v1/chains/\(ann)/export?kind=diff")
+            #expect(latest.status == 200 && span(latest.body) == [1, 2], "\(latest.status) \(latest.body.prefix(400))")
+            let onlyTo = try await a.request("GET", "/api/v1/chains/\(ann)/export?kind=diff&to=2")
+            #expect(onlyTo.status == 200 && span(onlyTo.body) == [1, 2])
+            let first = try await a.request("GET", "/api/v1/chains/\(ann)/export?kind=diff&to=1")
+            #expect(first.status == 404 && first.body.contains("is the chain's first"), "\(first.status) \(first.body)")
             let bad = try await a.request("GET", "/api/v1/chains/\(ann)/export?kind=pdf")
             #expect(bad.status == 400 && bad.body.contains("records_csv"))
             // Someone who may not read the chain gets nothing.

@@ -34,6 +34,17 @@ struct RecordFilterTests {
             let html = try await a.request("GET", "/chains/\(ann)/observations/2/visible?type=\(type)&from=\(day)&to=\(day)").body
             #expect(html.contains("value=\"\(type)\" selected") && html.contains("name=\"from\" value=\"\(day)\""))
             #expect(try await a.request("GET", "/chains/\(ann)/observations/2/visible?from=2025-13-01").status == 400)
+            // An empty type or cursor counts as absent (a form's "all types" sends `type=`), as
+            // docs/openapi.json says; a cursor is a position, so one of the right form starts a
+            // page wherever it points, and one of another form is refused.
+            let unfiltered = try await a.request("GET", "/api/v1/chains/\(ann)/observations/2/visible?type=&cursor=")
+            let plain = try await a.request("GET", "/api/v1/chains/\(ann)/observations/2/visible").body
+            #expect(unfiltered.status == 200 && unfiltered.body == plain)
+            let anywhere = try await a.request("GET", "/api/v1/chains/\(ann)/observations/2/visible?cursor=1:" + String(repeating: "0", count: 64))
+            #expect(anywhere.status == 200, "\(anywhere.status) \(anywhere.body.prefix(200))")
+            for bad in ["0:" + String(repeating: "0", count: 64), "1:00", "1:" + String(repeating: "A", count: 64)] {
+                #expect(try await a.request("GET", "/api/v1/chains/\(ann)/observations/2/visible?cursor=\(bad)").status == 400, "\(bad)")
+            }
         }
     }
 }

@@ -90,6 +90,11 @@ public enum ObservationQueries {
         try Int64.fetchOne(db, sql: "SELECT max(id) FROM observations WHERE device_chain_id = ?", arguments: [chainID])
     }
 
+    /// The chain's observation just before `id`, if any.
+    public static func previousObservationID(_ db: Database, chainID: Int64, before id: Int64) throws -> Int64? {
+        try Int64.fetchOne(db, sql: "SELECT max(id) FROM observations WHERE device_chain_id = ? AND id < ?", arguments: [chainID, id])
+    }
+
     /// How many observations a chain has.
     public static func count(_ db: Database, chainID: Int64) throws -> Int {
         try Int.fetchOne(db, sql: "SELECT count(*) FROM observations WHERE device_chain_id = ?", arguments: [chainID]) ?? 0

@@ -245,8 +245,14 @@ public enum Exporter {
             s.formatVersion = r.formatVersion
             switch r.kind {
             case .observationDiffJSON:
-                guard let f = r.from, let t = r.to else { throw ArchiveError(.invalidInput, "observation_diff_json needs --from A --to B") }
-                try check(f, "--from"); try check(t, "--to")
+                // Unnamed, `to` is the latest observation (at `asOf`) and `from` the one before `to`:
+                // the latest change (the dashboard's API; the CLI names both).
+                let t = r.to ?? min(latest, asOf)
+                try check(t, "--to")
+                guard let f = try r.from ?? ObservationQueries.previousObservationID(db, chainID: chainID, before: t) else {
+                    throw ArchiveError(.notFound, "observation \(t) is the chain's first: there is no earlier one to compare it with")
+                }
+                try check(f, "--from")
                 s.from = f; s.to = t
             case .archiveManifestJSON:
                 s.from = try Int64.fetchOne(db, sql: "SELECT min(id) FROM observations WHERE device_chain_id = ?", arguments: [chainID])

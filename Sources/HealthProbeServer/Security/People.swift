@@ -225,7 +225,7 @@ extension DeviceRegistry {
         try database.write { db in
             let pid = try Self.personID(db, person)
             try db.execute(sql: "DELETE FROM chain_shares WHERE device_chain_hash = ? AND person_id = ?", arguments: [chain, pid])
-            guard db.changesCount == 1 else { throw AuthError(.invalidName, "chain \(chain.prefix(16)) is not shared with \(person)") }
+            guard db.changesCount == 1 else { throw AuthError(.notFound, "chain \(chain.prefix(16)) is not shared with \(person)") }
             try Audit.record(db, actor, .chainUnshare, target: chain, detail: "from \(person)")
         }
     }
