@@ -44,7 +44,14 @@ extension WebServer {
                     let from = try Params.queryID(request, "from"), to = try Params.queryID(request, "to")
                     if let from, let to { (export.from, export.to) = (min(from, to), max(from, to)) } else { (export.from, export.to) = (from, to) }
                 }
-                let label = [name, export.at.map { "at-\($0)" }, export.from.map { "\($0)-to-\(export.to ?? $0)" }].compactMap { $0 }.joined(separator: "-")
+                // The file's name says the span asked for: a bound left out is the latest, or the one before `to`.
+                let span: String? = switch (export.from, export.to) {
+                case let (from?, to?): "\(from)-to-\(to)"
+                case let (from?, nil): "\(from)-to-latest"
+                case let (nil, to?): "to-\(to)"
+                case (nil, nil): kind == .diff ? "latest" : nil
+                }
+                let label = [name, export.at.map { "at-\($0)" }, span].compactMap { $0 }.joined(separator: "-")
                 return try await download(chain, export, label: label, context)
             }
         }

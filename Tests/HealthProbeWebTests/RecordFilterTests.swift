@@ -42,7 +42,8 @@ struct RecordFilterTests {
             #expect(unfiltered.status == 200 && unfiltered.body == plain)
             let anywhere = try await a.request("GET", "/api/v1/chains/\(ann)/observations/2/visible?cursor=1:" + String(repeating: "0", count: 64))
             #expect(anywhere.status == 200, "\(anywhere.status) \(anywhere.body.prefix(200))")
-            for bad in ["0:" + String(repeating: "0", count: 64), "1:00", "1:" + String(repeating: "A", count: 64)] {
+            for bad in ["0:" + String(repeating: "0", count: 64), "01:" + String(repeating: "0", count: 64), "+1:" + String(repeating: "0", count: 64),
+                        "1:00", "1:" + String(repeating: "A", count: 64), ":" + String(repeating: "0", count: 64)] {
                 #expect(try await a.request("GET", "/api/v1/chains/\(ann)/observations/2/visible?cursor=\(bad)").status == 400, "\(bad)")
             }
         }

@@ -49,10 +49,13 @@ public enum PointInTime {
         /// `"<type id>:<fingerprint>"`, for command lines.
         public var token: String { "\(typeID):\(fingerprint)" }
         public init(typeID: Int64, fingerprint: String) { self.typeID = typeID; self.fingerprint = fingerprint }
-        /// Nil unless `token` is `<type id>:` and 64 lower-case hex digits.
+        /// Nil unless `token` is a type id (1 to 18 ASCII digits, no leading zero), `:` and
+        /// 64 lower-case hex digits: exactly what `token` writes (docs/openapi.json says the same).
         public init?(token: String) {
-            let parts = token.split(separator: ":", maxSplits: 1)
-            guard parts.count == 2, let t = Int64(parts[0]), ArchiveHasher.isLowerHex(parts[1].utf8) else { return nil }
+            let parts = token.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts.count == 2, (1...18).contains(parts[0].utf8.count), parts[0].utf8.first != UInt8(ascii: "0"),
+                  parts[0].utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
+                  let t = Int64(parts[0]), ArchiveHasher.isLowerHex(parts[1].utf8) else { return nil }
             typeID = t
             fingerprint = String(parts[1])
         }
