@@ -27,11 +27,17 @@ public func fixedKeyHome() throws -> TempHome {
 /// not, as a test wants): item hashes, trailer counts and manifest hash all
 /// recomputed, so that only the content differs from a valid bundle.
 public func rebundle(header: [UInt8], items: [[UInt8]]) throws -> ([[UInt8]], String) {
+    try rebundle(header: header, items: items, kinds: items.map { item in
+        if case .object(let o)? = try? JSONParser.parse(item), case .string(let k)? = o["kind"] { return k }
+        return "?"
+    })
+}
+
+/// `rebundle` with each item's kind given (`?` for none), so that no item is parsed again.
+func rebundle(header: [UInt8], items: [[UInt8]], kinds: [String]) throws -> ([[UInt8]], String) {
     var counts: [String: Int] = [:]
     var manifest = header + [0x0A]
-    for item in items {
-        let kind: String
-        if case .object(let o)? = try? JSONParser.parse(item), case .string(let k)? = o["kind"] { kind = k } else { kind = "?" }
+    for (item, kind) in zip(items, kinds) {
         counts[kind, default: 0] += 1
         manifest += Array(ArchiveHasher.sha256(.item, item).utf8) + [0x0A]
     }
@@ -44,18 +50,24 @@ public func rebundle(header: [UInt8], items: [[UInt8]]) throws -> ([[UInt8]], St
 /// (with its line index, 1 = the first item) and returns what replaces it: itself
 /// changed, nothing (dropped), or more than one item. Item hashes, counts and the
 /// manifest hash are recomputed, and a changed version's `payload_hash` too when
-/// `rehashPayload` is set.
+/// `rehashPayload` is set. An item `edit` returns as it was keeps its bytes.
 public func editedBundle(_ lines: [[UInt8]], rehashPayload: Bool = true,
                          _ edit: (Int, [String: JSONValue]) throws -> [[String: JSONValue]]) throws -> ([[UInt8]], String) {
-    var items: [[UInt8]] = []
+    var items: [[UInt8]] = [], kinds: [String] = []
+    func kind(_ o: [String: JSONValue]) -> String { if case .string(let k)? = o["kind"] { k } else { "?" } }
     for (i, line) in lines.enumerated().dropFirst().dropLast() {
         guard case .object(let o) = try JSONParser.parse(line) else { continue }
-        for var changed in try edit(i, o) {
+        let edited = try edit(i, o)
+        if edited.count == 1, edited[0] == o {
+            items.append(line); kinds.append(kind(o))
+            continue
+        }
+        for var changed in edited {
             if rehashPayload, changed != o, let p = changed["payload"], changed["kind"] == .string("version") {
                 changed["payload_hash"] = .string(try ArchiveHasher.sha256(.payload, json: p))
             }
-            items.append(try CanonicalJSON.encode(.object(changed)))
+            items.append(try CanonicalJSON.encode(.object(changed))); kinds.append(kind(changed))
         }
     }
-    return try rebundle(header: lines[0], items: items)
+    return try rebundle(header: lines[0], items: items, kinds: kinds)
 }
