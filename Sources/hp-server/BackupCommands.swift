@@ -98,7 +98,7 @@ struct ServerRestoreCommand: AsyncParsableCommand {
     }
 }
 
-struct ServerAdoptCommand: ParsableCommand {
+struct ServerAdoptCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "adopt",
         abstract: "Make a restored or copied data directory the server's home: scheduled backups and uploads to object storage resume.",
@@ -108,7 +108,8 @@ struct ServerAdoptCommand: ParsableCommand {
             another way (tar, cp -a, rsync, a move to another disk). Run this once on the server's new \
             machine (with `serve` running or not: it takes effect within seconds). Not for a drill's copy. \
             When two servers write one bucket prefix, both pause their uploads: stop the copy, then run this \
-            on the live server, which takes the prefix over.
+            on the live server, which takes the prefix over (also when it has not paused yet: this looks at \
+            the prefix of its config.json).
             """)
     @OptionGroup var options: DataOptions
 
@@ -118,15 +119,41 @@ struct ServerAdoptCommand: ParsableCommand {
         var adopted: Bool
         /// What it was restored or copied from (and when, for a restore).
         var restored: String?
+        /// Not a copy, but its bucket prefix named a second writer it had not answered: the
+        /// takeover was asked for (nil without object storage, or when the prefix could not be read).
+        var tookOverPrefix: Bool?
+        /// Why the bucket prefix could not be looked at.
+        var prefixError: String?
     }
 
-    func run() throws {
+    func run() async throws {
         try options.store.requireInitialized()
         let from = RestoredCopy.paused(options.data)
         let adopted = try RestoredCopy.adopt(options.data)
         if adopted { try options.store.registry().recordAudit(.cli, .adopt, target: nil, detail: from ?? "") }
-        if options.json { try Output.json(Report(data: options.data, adopted: adopted, restored: from)); return }
-        print(adopted ? "adopted \(options.data) (\(from ?? "restored")): scheduled backups and uploads to object storage run as its config.json says"
-                      : "\(options.data) is not a copy waiting to be adopted: its backups and uploads already run as configured")
+        var report = Report(data: options.data, adopted: adopted, restored: from)
+        // Not a copy: a second writer may have marked the prefix before this server looked.
+        if !adopted, let settings = try ServerConfig.load(dataDirectory: options.data).objectStore {
+            do {
+                report.tookOverPrefix = try await RestoredCopy.answerWriterMark(options.store, objects: ObjectStore(settings: settings))
+                if report.tookOverPrefix == true {
+                    try options.store.registry().recordAudit(.cli, .adopt, target: nil, detail: "the bucket prefix, marked by a second writer")
+                }
+            } catch {
+                report.prefixError = "\(error)"
+            }
+        }
+        if options.json { try Output.json(report); return }
+        if adopted {
+            print("adopted \(options.data) (\(from ?? "restored")): scheduled backups and uploads to object storage run as its config.json says")
+        } else if report.tookOverPrefix == true {
+            print("\(options.data) is not a copy, but its bucket prefix names a second writer (\(SnapshotWriters.conflictKey)) it had not seen yet: "
+                  + "it takes the prefix over at its next upload round (while serving, within seconds). Stop the other server if it is still running")
+        } else {
+            print("\(options.data) is not a copy waiting to be adopted: its backups and uploads already run as configured")
+            if let e = report.prefixError {
+                Output.err("note: its bucket prefix could not be looked at for a second writer (\(e)); if one was reported, run this again once the store answers")
+            }
+        }
     }
 }

@@ -176,7 +176,7 @@ struct OffsiteTests {
         withExtendedLifetime(newServer) {}
     }
 
-    @Test("two servers writing one bucket prefix (a copy no home check caught): both pause, whichever wrote first, and say which to stop; adopted, the live one takes the prefix over and the copy stays paused; a new server pointed at the prefix pauses instead of taking it over")
+    @Test("two servers writing one bucket prefix (a copy no home check caught): both pause, whichever wrote first, and say which to stop; adopted, the live one takes the prefix over and the copy stays paused; a new server pointed at the prefix pauses instead of taking it over; adopt run on the live server before it looked takes the prefix over all the same")
     func secondWriterPauses() async throws { try await withStore(secondWriter) }
 
     func secondWriter(_ s3: SeaweedS3) async throws {
@@ -244,6 +244,36 @@ struct OffsiteTests {
         try await waitFor("the copy to pause again", seconds: 30) { RestoredCopy.paused(copy) != nil }
         #expect(RestoredCopy.paused(copy)?.contains("another server took the prefix over") == true, "\(RestoredCopy.paused(copy) ?? "")")
         #expect(RestoredCopy.paused(live) == nil)
+
+        // `adopt` run on the live server before it has looked at the prefix since a second writer
+        // marked it (the copy's message says to run it there): it asks for the takeover all the
+        // same, and the server, started again, takes the prefix over without pausing first.
+        kill(copyServer.process.processIdentifier, SIGTERM)
+        copyServer.process.waitUntilExit()
+        kill(liveServer.process.processIdentifier, SIGTERM)
+        liveServer.process.waitUntilExit()
+        let answered = try hpServer(["adopt", "--data", live, "--json"])
+        #expect(answered.0 == 0 && answered.1.contains("\"adopted\" : false") && answered.1.contains("\"took_over_prefix\" : false"), "its own takeover is in the prefix: \(answered.1)")
+        let mark = dir.file("mark.json")
+        try #"{"at":1,"by":"elsewhere:/copy","state":"conflict"}"#.write(toFile: mark, atomically: false, encoding: .utf8)
+        try await objects.put(key: "house/four/" + SnapshotWriters.conflictKey, file: mark, sha256: try FileHash.sha256(mark))
+        let early = try hpServer(["adopt", "--data", live, "--json"])
+        #expect(early.0 == 0 && early.1.contains("\"adopted\" : false") && early.1.contains("\"took_over_prefix\" : true"), "\(early.1) \(early.2)")
+        #expect(SnapshotWriters.takeoverRequested(live))
+        let takenBefore = try await complete()
+        liveServer = try ServerProcess(data: live)
+        try await waitForSnapshots(objects, prefix: "house/four", moreThan: takenBefore)
+        #expect(RestoredCopy.paused(live) == nil && !SnapshotWriters.takeoverRequested(live))
+        let back = dir.file("mark-back.json")
+        try await objects.get(key: "house/four/" + SnapshotWriters.conflictKey, to: back, maxBytes: 4096)
+        #expect(try String(contentsOfFile: back, encoding: .utf8).contains("\"taken_over\""), "the prefix says the live server took it over")
+        // A store that does not answer: adopt still ends well, and says it could not look.
+        let lone = dir.file("lone")
+        #expect(try hpServer(["init", "--data", lone]).0 == 0)
+        let deadPort = try freeLoopbackPorts(1)[0]
+        try config.replacingOccurrences(of: s3.endpoint, with: "http://127.0.0.1:\(deadPort)").write(toFile: lone + "/config.json", atomically: false, encoding: .utf8)
+        let unreachable = try hpServer(["adopt", "--data", lone])
+        #expect(unreachable.0 == 0 && unreachable.1.contains("is not a copy") && unreachable.2.contains("could not be looked at for a second writer"), "\(unreachable.1) \(unreachable.2)")
         withExtendedLifetime((liveServer, copyServer, freshServer)) {}
     }
 

@@ -54,6 +54,17 @@ public enum RestoredCopy {
         return true
     }
 
+    /// `adopt` of a data directory that is no copy, whose server has not looked at its bucket
+    /// prefix since a second writer marked it (it looks every `s3_snapshot_seconds`): the
+    /// takeover is asked for all the same, as for a paused one. False when the prefix holds no
+    /// mark this server has not answered; throws when the prefix cannot be read.
+    public static func answerWriterMark(_ store: ServerStore, objects: ObjectStore) async throws -> Bool {
+        let uploader = OffsiteUploader(store: store, registry: try store.registry(), objects: objects)
+        guard try await uploader.unansweredWriterMark() else { return false }
+        try SnapshotWriters.requestTakeover(store.root)
+        return true
+    }
+
     /// The sentence for logs and alerts while `root` is a paused copy.
     static func notice(_ root: String, _ what: String, bucket: Bool = true) -> String? {
         // A second writer's text says itself what is paused and what to do.

@@ -128,6 +128,15 @@ public struct OffsiteUploader: Sendable {
         return (try? JSONDecoder().decode(WriterMark.self, from: data)) ?? WriterMark(state: "conflict", takeoverID: nil, at: 0, by: nil)
     }
 
+    /// Whether `writer-conflict` names a second writer this server has not answered with a
+    /// takeover of its own: a conflict, or another server's takeover.
+    public func unansweredWriterMark() async throws -> Bool {
+        guard let mark = try await writerMark() else { return false }
+        guard mark.state == "taken_over" else { return true }
+        let ours = try await Self.blocking { [registry] in try registry.offsiteTakeoverID() }
+        return mark.takeoverID == nil || mark.takeoverID != ours
+    }
+
     func putWriterMark(_ mark: WriterMark) async throws {
         try PrivateFiles.makeDirectory(store.root + "/cache")
         let file = store.root + "/cache/writer-conflict-\(UUID().uuidString)"

@@ -35,7 +35,7 @@ public enum SnapshotWriters {
     /// In the data directory: `adopt` asked for the prefix to be taken over.
     static let takeoverFileName = "offsite-takeover"
     /// In the bucket, under the prefix: a server found a second writer; every writer pauses.
-    static let conflictKey = "writer-conflict"
+    public static let conflictKey = "writer-conflict"
 
     /// Pauses `root`'s uploads, saying why.
     static func markConflict(_ root: String, _ why: String) throws {
