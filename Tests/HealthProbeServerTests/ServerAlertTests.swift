@@ -74,7 +74,7 @@ struct ServerAlertTests {
         try await receiver.stop()
     }
 
-    @Test("backups failing: no scheduled backup for two intervals and an hour, a bundle a day away from object storage, or a restored copy not adopted; told to the admin only; each resolves")
+    @Test("backups failing: no scheduled backup for two intervals and an hour, a bundle or a due registry snapshot a day away from object storage, or a restored copy not adopted; told to the admin only; each resolves")
     func backupsFailing() async throws {
         let dir = TempDir(), backups = TempDir()
         let receiver = AlertReceiver()
@@ -135,6 +135,24 @@ struct ServerAlertTests {
         time.withLockedValue { $0 += 60 }
         #expect(try alerts.evaluate().events.contains { $0.condition == .backupFailing && $0.event == .resolved })
         #expect(try alerts.evaluate().events.isEmpty)
+
+        // Every bundle uploaded, but a registry snapshot due for a day that never arrived (a key
+        // that may not list the prefix, say): the people, devices and credentials are not off
+        // this machine. Fired after a day, resolved when one arrives.
+        try r.markOffsiteSnapshotDue(now: time.withLockedValue { $0 })
+        try r.markOffsiteSnapshotDue(now: time.withLockedValue { $0 } + 3600)  // the earliest is kept
+        time.withLockedValue { $0 += 86_400 - 60 }
+        try backUp()
+        #expect(try !alerts.evaluate().events.contains { $0.condition == .backupFailing && $0.event == .fired }, "not yet a day")
+        time.withLockedValue { $0 += 120 }
+        try backUp()
+        #expect(try alerts.evaluate().events.contains { $0.condition == .backupFailing && $0.event == .fired })
+        let snapshotState = try #require(try r.alertStates(for: try r.person(named: "ann")).first { $0.condition == .backupFailing })
+        #expect(snapshotState.detail.contains("no registry snapshot (people, devices, credentials) has reached object storage"), "\(snapshotState.detail)")
+        try r.clearOffsiteSnapshotDue()
+        #expect(try r.offsiteSnapshotDueSince() == nil)
+        time.withLockedValue { $0 += 60 }
+        #expect(try alerts.evaluate().events.contains { $0.condition == .backupFailing && $0.event == .resolved })
 
         // A restored copy not adopted: its backups and uploads wait, and the admin is told how to resume them.
         try RestoredCopy.mark(dir.path, source: "/var/backups/healthprobe/x", now: time.withLockedValue { $0 })

@@ -82,7 +82,8 @@ public struct AlertService<C: Clock>: Service where C.Duration == Duration {
         if let server = settings.server {
             keys.append(AlertCondition.serverKey)
             findings += server.findings(now: t, oldestFailingMessage: try registry.oldestFailingAlertMessage(),
-                                        oldestPendingUpload: server.offsiteUploads ? try registry.oldestPendingUpload() : nil)
+                                        oldestPendingUpload: server.offsiteUploads ? try registry.oldestPendingUpload() : nil,
+                                        snapshotDueSince: server.offsiteUploads ? try registry.offsiteSnapshotDueSince() : nil)
         } else {
             evaluated.subtract(AlertCondition.allCases.filter(\.isServerLevel))
         }

@@ -40,7 +40,8 @@ public struct ServerConditions: Sendable {
 
     /// The conditions firing at `now`, keyed by `AlertCondition.serverKey`.
     /// `oldestPendingUpload`: when the bundle waiting longest for object storage was queued.
-    public func findings(now: Double, oldestFailingMessage: Double?, oldestPendingUpload: Double? = nil) -> [AlertFinding] {
+    /// `snapshotDueSince`: since when a registry snapshot has been due without reaching the bucket.
+    public func findings(now: Double, oldestFailingMessage: Double?, oldestPendingUpload: Double? = nil, snapshotDueSince: Double? = nil) -> [AlertFinding] {
         var out: [AlertFinding] = []
         func finding(_ c: AlertCondition, _ detail: String) {
             out.append(AlertFinding(chain: AlertCondition.serverKey, condition: c, detail: detail, page: "/admin"))
@@ -77,6 +78,9 @@ public struct ServerConditions: Sendable {
         }
         if offsiteUploads, let oldest = oldestPendingUpload, now - oldest > offsiteFailingAfter {
             backups.append("a bundle accepted at \(Self.day(oldest)) is still not in object storage")
+        }
+        if offsiteUploads, let since = snapshotDueSince, now - since > offsiteFailingAfter {
+            backups.append("no registry snapshot (people, devices, credentials) has reached object storage since one was due at \(Self.day(since))")
         }
         if !backups.isEmpty { finding(.backupFailing, backups.joined(separator: "; ") + " (the server's log says why)") }
         return out

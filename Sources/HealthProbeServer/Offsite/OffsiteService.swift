@@ -44,6 +44,8 @@ public struct OffsiteService<C: Clock>: Service where C.Duration == Duration {
     public func run() async throws {
         var lastBackfill: C.Instant?
         var snapshotDue = true
+        /// Whether the registry says since when a snapshot is due (`backup_failing` reads it).
+        var dueRecorded = false
         var lastSnapshot: C.Instant?
         /// The registry's change mark when the last snapshot was taken: a revocation or an
         /// enrollment with no bundle after it must reach the bucket too.
@@ -64,6 +66,13 @@ public struct OffsiteService<C: Clock>: Service where C.Duration == Duration {
             if pausedLogged { logger.notice("uploads to object storage resume: the data directory was adopted") }
             pausedLogged = false
             do {
+                // Since when a snapshot is due, in the registry for `backup_failing`: at once when
+                // the server starts (before anything waits on the store), and when one falls due.
+                if snapshotDue, !dueRecorded {
+                    let (registry, t) = (uploader.registry, now())
+                    try await OffsiteUploader.blocking { try registry.markOffsiteSnapshotDue(now: t) }
+                    dueRecorded = true
+                }
                 // The prefix is checked for a second writer before the first upload, every
                 // snapshot interval and before each snapshot, and taken over when `adopt` asked.
                 // A check that fails (the store down) does not stop the round: its uploads fail and are
@@ -95,6 +104,11 @@ public struct OffsiteService<C: Clock>: Service where C.Duration == Duration {
                     logger.info("offsite bundles uploaded", metadata: ["bundles": "\(uploaded)", "pending": "\(pending.map(String.init) ?? "?")"])
                 }
                 if let mark, mark != snapshotMark { snapshotDue = true }
+                if snapshotDue, !dueRecorded {
+                    let t = now()
+                    try await OffsiteUploader.blocking { try registry.markOffsiteSnapshotDue(now: t) }
+                    dueRecorded = true
+                }
                 if failed > 0 { pause = settings.retryInterval }
                 if snapshotDue, failed == 0, lastSnapshot.map({ $0.duration(to: clock.now) >= settings.snapshotInterval }) ?? true {
                     // Checked before it: at the round's start (this round's uploads came after), or now.
@@ -106,6 +120,8 @@ public struct OffsiteService<C: Clock>: Service where C.Duration == Duration {
                     lastSnapshot = clock.now
                     snapshotMark = mark
                     snapshotDue = false
+                    try await OffsiteUploader.blocking { try registry.clearOffsiteSnapshotDue() }
+                    dueRecorded = false
                     logger.info("offsite registry snapshot uploaded", metadata: ["key": "\(key)"])
                     metrics?.offsiteSnapshot(now: now())
                     // Never fatal: a snapshot that could not be deleted now is deleted after the next one.

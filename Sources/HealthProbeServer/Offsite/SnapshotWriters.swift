@@ -28,6 +28,17 @@ public enum SnapshotWriters {
             """)
     }
 
+    /// Registry migration "v13 offsite snapshot due": since when a registry snapshot has been
+    /// due and none reached the bucket (one row while one is due; none after one arrived).
+    static func migrateDue(_ db: Database) throws {
+        try db.execute(sql: """
+            CREATE TABLE offsite_snapshot_due (
+                id INTEGER PRIMARY KEY CHECK (id = 1),
+                since REAL NOT NULL
+            );
+            """)
+    }
+
     /// The names kept: more than the snapshots kept in the bucket (`keepSnapshots`, 48).
     static let kept = 100
     /// In the data directory: uploads are paused for a second writer (its text says why).
@@ -124,8 +135,24 @@ extension DeviceRegistry {
         try database.write { db in try db.execute(sql: "INSERT OR REPLACE INTO offsite_writer(id, takeover_id) VALUES (1, ?)", arguments: [id]) }
     }
 
-    /// Forgets them (`adopt`, `restore --new-home`, with a takeover).
+    /// A registry snapshot is due from `now` (the earliest time is kept until one arrives).
+    public func markOffsiteSnapshotDue(now: Double) throws {
+        try database.write { db in try db.execute(sql: "INSERT OR IGNORE INTO offsite_snapshot_due(id, since) VALUES (1, ?)", arguments: [now]) }
+    }
+
+    /// A snapshot reached the bucket: none is due.
+    public func clearOffsiteSnapshotDue() throws {
+        try database.write { db in try db.execute(sql: "DELETE FROM offsite_snapshot_due") }
+    }
+
+    /// Since when a registry snapshot has been due without reaching the bucket; nil when none is.
+    public func offsiteSnapshotDueSince() throws -> Double? {
+        try database.read { db in try Double.fetchOne(db, sql: "SELECT since FROM offsite_snapshot_due WHERE id = 1") }
+    }
+
+    /// Forgets them, and since when the old home owed the bucket a snapshot (`adopt`,
+    /// `restore --new-home`, with a takeover): the new home owes one from its own start.
     public func forgetOffsiteSnapshots() throws {
-        try database.write { db in try db.execute(sql: "DELETE FROM offsite_snapshots") }
+        try database.write { db in try db.execute(sql: "DELETE FROM offsite_snapshots; DELETE FROM offsite_snapshot_due") }
     }
 }

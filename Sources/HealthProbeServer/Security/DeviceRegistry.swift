@@ -115,6 +115,7 @@ public final class DeviceRegistry: Sendable {
         m.registerMigration("v10 chain restores") { db in try ChainRestores.migrate(db) }
         m.registerMigration("v11 quiet hours zone") { db in try QuietHours.migrate(db) }
         m.registerMigration("v12 offsite snapshots") { db in try SnapshotWriters.migrate(db) }
+        m.registerMigration("v13 offsite snapshot due") { db in try SnapshotWriters.migrateDue(db) }
         return m
     }
 
