@@ -119,10 +119,14 @@ struct ServerAdoptCommand: AsyncParsableCommand {
         var adopted: Bool
         /// What it was restored or copied from (and when, for a restore).
         var restored: String?
-        /// Not a copy, but its bucket prefix named a second writer it had not answered: the
-        /// takeover was asked for (nil without object storage, or when the prefix could not be read).
-        var tookOverPrefix: Bool?
-        /// Why the bucket prefix could not be looked at.
+        /// Not a copy, but its bucket prefix holds a second writer's conflict mark it had not
+        /// seen yet: the takeover was asked for (nil without object storage, or when the
+        /// prefix could not be read).
+        var takeoverRequested: Bool?
+        /// Not a copy, and another server took its bucket prefix over: this server pauses at
+        /// its next check (the server named here wrote the takeover).
+        var takenOverBy: String?
+        /// Why the bucket prefix (or config.json) could not be read.
         var prefixError: String?
     }
 
@@ -133,22 +137,37 @@ struct ServerAdoptCommand: AsyncParsableCommand {
         if adopted { try options.store.registry().recordAudit(.cli, .adopt, target: nil, detail: from ?? "") }
         var report = Report(data: options.data, adopted: adopted, restored: from)
         // Not a copy: a second writer may have marked the prefix before this server looked.
-        if !adopted, let settings = try ServerConfig.load(dataDirectory: options.data).objectStore {
+        var state: OffsiteUploader.WriterMarkState?
+        if !adopted {
             do {
-                report.tookOverPrefix = try await RestoredCopy.answerWriterMark(options.store, objects: ObjectStore(settings: settings))
-                if report.tookOverPrefix == true {
-                    try options.store.registry().recordAudit(.cli, .adopt, target: nil, detail: "the bucket prefix, marked by a second writer")
+                if let settings = try ServerConfig.load(dataDirectory: options.data).objectStore {
+                    state = try await RestoredCopy.answerWriterMark(options.store, objects: ObjectStore(settings: settings, timeout: .seconds(10)))
                 }
             } catch {
                 report.prefixError = "\(error)"
             }
         }
+        switch state {
+        case .conflict?:
+            report.takeoverRequested = true
+            try options.store.registry().recordAudit(.cli, .adopt, target: nil, detail: "the bucket prefix, marked by a second writer")
+        case .takenOverByAnother(let by)?:
+            report.takeoverRequested = false
+            report.takenOverBy = by ?? "another server"
+        case .none?:
+            report.takeoverRequested = false
+        case nil:
+            break
+        }
         if options.json { try Output.json(report); return }
         if adopted {
             print("adopted \(options.data) (\(from ?? "restored")): scheduled backups and uploads to object storage run as its config.json says")
-        } else if report.tookOverPrefix == true {
-            print("\(options.data) is not a copy, but its bucket prefix names a second writer (\(SnapshotWriters.conflictKey)) it had not seen yet: "
+        } else if case .conflict(let by)? = state {
+            print("\(options.data) is not a copy, but its bucket prefix holds a second writer's mark (\(SnapshotWriters.conflictKey), written by \(by ?? "a server")) that it had not seen yet: "
                   + "it takes the prefix over at its next upload round (while serving, within seconds). Stop the other server if it is still running")
+        } else if case .takenOverByAnother(let by)? = state {
+            print("\(options.data) is not a copy waiting to be adopted, and another server (\(by ?? "unnamed")) took its bucket prefix over: nothing was changed. "
+                  + "This server pauses its uploads at its next check. If this is the live server and that one the copy, stop the copy, then run this again once this one has paused")
         } else {
             print("\(options.data) is not a copy waiting to be adopted: its backups and uploads already run as configured")
             if let e = report.prefixError {

@@ -106,6 +106,7 @@ struct Serve: AsyncParsableCommand {
         let backupSeconds = (settings.backupIntervalHours ?? 24) * 3600
         serverConditions.scheduledBackups = settings.backupTo.map { ($0, backupSeconds) }
         serverConditions.offsiteUploads = settings.objectStore != nil
+        serverConditions.offsiteSnapshotInterval = settings.s3SnapshotSeconds ?? 300
         alertSettings.server = serverConditions
         alertSettings.verify = settings.alerts.scheduledVerify(store: options.store)
         services.append(.init(service: AlertService(registry: try options.store.registry(), sender: .shared(smtp: settings.smtp), settings: alertSettings,

@@ -35,6 +35,7 @@ public func rebundle(header: [UInt8], items: [[UInt8]]) throws -> ([[UInt8]], St
 
 /// `rebundle` with each item's kind given (`?` for none), so that no item is parsed again.
 func rebundle(header: [UInt8], items: [[UInt8]], kinds: [String]) throws -> ([[UInt8]], String) {
+    precondition(items.count == kinds.count, "one kind per item")
     var counts: [String: Int] = [:]
     var manifest = header + [0x0A]
     for (item, kind) in zip(items, kinds) {

@@ -30,6 +30,9 @@ public struct ServerConditions: Sendable {
     public var offsiteUploads = false
     /// Failing when a bundle has waited this long for object storage.
     public var offsiteFailingAfter: Double = 86400
+    /// The shortest time between two registry snapshots (`s3_snapshot_seconds`): a snapshot
+    /// due may wait that long on a server that works.
+    public var offsiteSnapshotInterval: Double = 300
     /// How free space is read (injected in tests).
     public var space: @Sendable (String) -> Space? = ServerConditions.fileSystemSpace
 
@@ -79,7 +82,10 @@ public struct ServerConditions: Sendable {
         if offsiteUploads, let oldest = oldestPendingUpload, now - oldest > offsiteFailingAfter {
             backups.append("a bundle accepted at \(Self.day(oldest)) is still not in object storage")
         }
-        if offsiteUploads, let since = snapshotDueSince, now - since > offsiteFailingAfter {
+        // Counted after the interval a working server may wait, and not in the first interval after
+        // a start (a server stopped long with one due takes it at its start).
+        if offsiteUploads, let since = snapshotDueSince, now - since > offsiteFailingAfter + offsiteSnapshotInterval,
+           now - startedAt > offsiteSnapshotInterval + 300 {
             backups.append("no registry snapshot (people, devices, credentials) has reached object storage since one was due at \(Self.day(since))")
         }
         if !backups.isEmpty { finding(.backupFailing, backups.joined(separator: "; ") + " (the server's log says why)") }

@@ -55,14 +55,16 @@ public enum RestoredCopy {
     }
 
     /// `adopt` of a data directory that is no copy, whose server has not looked at its bucket
-    /// prefix since a second writer marked it (it looks every `s3_snapshot_seconds`): the
-    /// takeover is asked for all the same, as for a paused one. False when the prefix holds no
-    /// mark this server has not answered; throws when the prefix cannot be read.
-    public static func answerWriterMark(_ store: ServerStore, objects: ObjectStore) async throws -> Bool {
+    /// prefix since a second writer marked it (it looks every `s3_snapshot_seconds`): for a
+    /// conflict, the takeover is asked for all the same, as for a paused server. Another
+    /// server's takeover is only returned: this one is the copy, or the takeover was a mistake
+    /// to be undone once this one has paused (adopt then takes it back). Throws when the
+    /// prefix cannot be read.
+    public static func answerWriterMark(_ store: ServerStore, objects: ObjectStore) async throws -> OffsiteUploader.WriterMarkState {
         let uploader = OffsiteUploader(store: store, registry: try store.registry(), objects: objects)
-        guard try await uploader.unansweredWriterMark() else { return false }
-        try SnapshotWriters.requestTakeover(store.root)
-        return true
+        let state = try await uploader.writerMarkState()
+        if case .conflict = state { try SnapshotWriters.requestTakeover(store.root) }
+        return state
     }
 
     /// The sentence for logs and alerts while `root` is a paused copy.

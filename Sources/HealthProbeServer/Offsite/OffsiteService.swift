@@ -63,7 +63,10 @@ public struct OffsiteService<C: Clock>: Service where C.Duration == Duration {
                 do { try await cancelWhenGracefulShutdown { try await clock.sleep(for: settings.pollInterval) } } catch { break }
                 continue
             }
-            if pausedLogged { logger.notice("uploads to object storage resume: the data directory was adopted") }
+            if pausedLogged {
+                logger.notice("uploads to object storage resume: the data directory was adopted")
+                dueRecorded = false  // adopt forgot the old home's (`forgetOffsiteSnapshots`)
+            }
             pausedLogged = false
             do {
                 // Since when a snapshot is due, in the registry for `backup_failing`: at once when
@@ -119,9 +122,9 @@ public struct OffsiteService<C: Clock>: Service where C.Duration == Duration {
                     let key = try await uploader.snapshot(now: now())
                     lastSnapshot = clock.now
                     snapshotMark = mark
-                    snapshotDue = false
                     try await OffsiteUploader.blocking { try registry.clearOffsiteSnapshotDue() }
                     dueRecorded = false
+                    snapshotDue = false
                     logger.info("offsite registry snapshot uploaded", metadata: ["key": "\(key)"])
                     metrics?.offsiteSnapshot(now: now())
                     // Never fatal: a snapshot that could not be deleted now is deleted after the next one.

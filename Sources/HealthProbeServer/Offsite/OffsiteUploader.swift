@@ -128,13 +128,16 @@ public struct OffsiteUploader: Sendable {
         return (try? JSONDecoder().decode(WriterMark.self, from: data)) ?? WriterMark(state: "conflict", takeoverID: nil, at: 0, by: nil)
     }
 
-    /// Whether `writer-conflict` names a second writer this server has not answered with a
-    /// takeover of its own: a conflict, or another server's takeover.
-    public func unansweredWriterMark() async throws -> Bool {
-        guard let mark = try await writerMark() else { return false }
-        guard mark.state == "taken_over" else { return true }
+    /// What `writer-conflict` says to a server that has not paused: nothing, a conflict (a
+    /// second writer was found, no server took the prefix over since), or another server's
+    /// takeover (this one will pause at its next check); `by` names the server that wrote it.
+    public enum WriterMarkState: Sendable, Equatable { case none, conflict(by: String?), takenOverByAnother(by: String?) }
+
+    public func writerMarkState() async throws -> WriterMarkState {
+        guard let mark = try await writerMark() else { return .none }
+        guard mark.state == "taken_over" else { return .conflict(by: mark.by) }
         let ours = try await Self.blocking { [registry] in try registry.offsiteTakeoverID() }
-        return mark.takeoverID == nil || mark.takeoverID != ours
+        return mark.takeoverID != nil && mark.takeoverID == ours ? .none : .takenOverByAnother(by: mark.by)
     }
 
     func putWriterMark(_ mark: WriterMark) async throws {

@@ -55,10 +55,12 @@ public enum SnapshotWriters {
         try DataDirectory.writeMarker(root, conflictFileName, why + "\n")
     }
 
-    /// Why `root`'s uploads are paused for a second writer; nil when they are not.
+    /// Why `root`'s uploads are paused for a second writer; nil when they are not, or when
+    /// `adopt` asked for a takeover since (a round that was checking while adopt ran may have
+    /// written the file after adopt removed it: the request wins).
     public static func conflict(_ root: String) -> String? {
         let path = root + "/" + conflictFileName
-        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        guard FileManager.default.fileExists(atPath: path), !takeoverRequested(root) else { return nil }
         guard let handle = FileHandle(forReadingAtPath: path), let data = try? handle.read(upToCount: 1000) else {
             return "a second server writes to this server's bucket prefix (\(conflictFileName) cannot be read)"
         }
