@@ -113,6 +113,9 @@ struct ServerAdoptCommand: AsyncParsableCommand {
             """)
     @OptionGroup var options: DataOptions
 
+    @Option(name: .long, help: "The config file `serve` reads, for its bucket prefix (JSON; default <data>/config.json).")
+    var config: String?
+
     struct Report: Codable {
         var data: String
         /// False when it was not a copy waiting to be adopted.
@@ -140,7 +143,7 @@ struct ServerAdoptCommand: AsyncParsableCommand {
         var state: OffsiteUploader.WriterMarkState?
         if !adopted {
             do {
-                if let settings = try ServerConfig.load(dataDirectory: options.data).objectStore {
+                if let settings = try ServerConfig.load(dataDirectory: options.data, path: config).objectStore {
                     state = try await RestoredCopy.answerWriterMark(options.store, objects: ObjectStore(settings: settings, timeout: .seconds(10)))
                 }
             } catch {

@@ -278,6 +278,10 @@ struct OffsiteTests {
         try config.replacingOccurrences(of: s3.endpoint, with: "http://127.0.0.1:\(deadPort)").write(toFile: lone + "/config.json", atomically: false, encoding: .utf8)
         let unreachable = try hpServer(["adopt", "--data", lone])
         #expect(unreachable.0 == 0 && unreachable.1.contains("is not a copy") && unreachable.2.contains("could not be looked at for a second writer"), "\(unreachable.1) \(unreachable.2)")
+        // The config `serve` is given with --config is the one adopt reads with --config: the live
+        // server's prefix, with its own takeover there now.
+        let elsewhere = try hpServer(["adopt", "--data", lone, "--config", live + "/config.json", "--json"])
+        #expect(elsewhere.0 == 0 && elsewhere.1.contains("\"taken_over_by\""), "another server's takeover is named: \(elsewhere.1) \(elsewhere.2)")
         withExtendedLifetime((liveServer, copyServer, freshServer)) {}
     }
 
