@@ -45,8 +45,7 @@ public struct OffsiteUploader: Sendable {
         let directory = objects.key(OffsiteKeys.snapshot(at: now))
         // Recorded first: a snapshot uploaded but not recorded would be taken for another server's.
         try await Self.blocking { [registry] in try registry.recordOffsiteSnapshot(String(name), now: now) }
-        try PrivateFiles.makeDirectory(store.root + "/cache")
-        let file = store.root + "/cache/offsite-snapshot-\(UUID().uuidString).sqlite"
+        let file = try scratchFile("offsite-snapshot", suffix: ".sqlite")
         defer { try? FileManager.default.removeItem(atPath: file) }
         for name in try FileManager.default.contentsOfDirectory(atPath: store.tlsDirectory).sorted() where !name.hasPrefix(".") {
             let path = store.tlsDirectory + "/" + name
@@ -111,6 +110,18 @@ public struct OffsiteUploader: Sendable {
         /// The host name and data directory of the server that wrote it, for the administrator.
         var by: String?
         enum CodingKeys: String, CodingKey { case state, takeoverID = "takeover_id", at, by }
+
+        /// What it says to the server whose last takeover id is `ours`: its own takeover says nothing.
+        func meaning(ours: String?) -> WriterMarkState {
+            guard state == "taken_over" else { return .conflict(by: by) }
+            return takeoverID != nil && takeoverID == ours ? .none : .takenOverByAnother(by: by)
+        }
+    }
+
+    /// A new path in the data directory's cache for a file of the moment (the caller removes it).
+    func scratchFile(_ name: String, suffix: String = "") throws -> String {
+        try PrivateFiles.makeDirectory(store.root + "/cache")
+        return store.root + "/cache/\(name)-\(UUID().uuidString)\(suffix)"
     }
 
     /// This server, as a mark and the messages name it: host name and data directory.
@@ -120,8 +131,7 @@ public struct OffsiteUploader: Sendable {
     func writerMark() async throws -> WriterMark? {
         let key = objects.key(SnapshotWriters.conflictKey)
         guard try await objects.list(prefix: key).contains(key) else { return nil }
-        try PrivateFiles.makeDirectory(store.root + "/cache")
-        let file = store.root + "/cache/writer-conflict-\(UUID().uuidString)"
+        let file = try scratchFile("writer-conflict")
         defer { try? FileManager.default.removeItem(atPath: file) }
         try await objects.get(key: key, to: file, maxBytes: 4096)
         let data = (try? Data(contentsOf: URL(fileURLWithPath: file))) ?? Data()
@@ -135,14 +145,11 @@ public struct OffsiteUploader: Sendable {
 
     public func writerMarkState() async throws -> WriterMarkState {
         guard let mark = try await writerMark() else { return .none }
-        guard mark.state == "taken_over" else { return .conflict(by: mark.by) }
-        let ours = try await Self.blocking { [registry] in try registry.offsiteTakeoverID() }
-        return mark.takeoverID != nil && mark.takeoverID == ours ? .none : .takenOverByAnother(by: mark.by)
+        return mark.meaning(ours: try await Self.blocking { [registry] in try registry.offsiteTakeoverID() })
     }
 
     func putWriterMark(_ mark: WriterMark) async throws {
-        try PrivateFiles.makeDirectory(store.root + "/cache")
-        let file = store.root + "/cache/writer-conflict-\(UUID().uuidString)"
+        let file = try scratchFile("writer-conflict")
         defer { try? FileManager.default.removeItem(atPath: file) }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
@@ -188,9 +195,10 @@ public struct OffsiteUploader: Sendable {
             return .tookOver(snapshots: complete.count, implicit: implicit)
         }
         if known.isEmpty { return .occupied(snapshots: complete.count) }
-        if let mark {
-            if mark.state != "taken_over" { return .marked(takenOver: false, by: mark.by) }
-            if mark.takeoverID == nil || mark.takeoverID != takeoverID { return .marked(takenOver: true, by: mark.by) }
+        switch mark?.meaning(ours: takeoverID) {
+        case .conflict(let by)?: return .marked(takenOver: false, by: by)
+        case .takenOverByAnother(let by)?: return .marked(takenOver: true, by: by)
+        case .none?, nil: break
         }
         guard let ours = known.max(), let newest = complete.last, !known.contains(newest), newest > ours else { return .ok }
         try await putWriterMark(WriterMark(state: "conflict", takeoverID: nil, at: now, by: writerName))
