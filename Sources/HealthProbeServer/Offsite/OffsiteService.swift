@@ -47,6 +47,13 @@ public struct OffsiteService<C: Clock>: Service where C.Duration == Duration {
         /// Whether the registry says since when a snapshot is due (`backup_failing` reads it).
         var dueRecorded = false
         var lastSnapshot: C.Instant?
+        /// Records in the registry since when a snapshot is due, once while it is (`backup_failing` reads it).
+        func recordDue() async throws {
+            guard snapshotDue, !dueRecorded else { return }
+            let (registry, t) = (uploader.registry, now())
+            try await OffsiteUploader.blocking { try registry.markOffsiteSnapshotDue(now: t) }
+            dueRecorded = true
+        }
         /// The registry's change mark when the last snapshot was taken: a revocation or an
         /// enrollment with no bundle after it must reach the bucket too.
         var snapshotMark: String?
@@ -69,13 +76,8 @@ public struct OffsiteService<C: Clock>: Service where C.Duration == Duration {
             }
             pausedLogged = false
             do {
-                // Since when a snapshot is due, in the registry for `backup_failing`: at once when
-                // the server starts (before anything waits on the store), and when one falls due.
-                if snapshotDue, !dueRecorded {
-                    let (registry, t) = (uploader.registry, now())
-                    try await OffsiteUploader.blocking { try registry.markOffsiteSnapshotDue(now: t) }
-                    dueRecorded = true
-                }
+                // At once when the server starts (before anything waits on the store), and when one falls due below.
+                try await recordDue()
                 // The prefix is checked for a second writer before the first upload, every
                 // snapshot interval and before each snapshot, and taken over when `adopt` asked.
                 // A check that fails (the store down) does not stop the round: its uploads fail and are
@@ -107,11 +109,7 @@ public struct OffsiteService<C: Clock>: Service where C.Duration == Duration {
                     logger.info("offsite bundles uploaded", metadata: ["bundles": "\(uploaded)", "pending": "\(pending.map(String.init) ?? "?")"])
                 }
                 if let mark, mark != snapshotMark { snapshotDue = true }
-                if snapshotDue, !dueRecorded {
-                    let t = now()
-                    try await OffsiteUploader.blocking { try registry.markOffsiteSnapshotDue(now: t) }
-                    dueRecorded = true
-                }
+                try await recordDue()
                 if failed > 0 { pause = settings.retryInterval }
                 if snapshotDue, failed == 0, lastSnapshot.map({ $0.duration(to: clock.now) >= settings.snapshotInterval }) ?? true {
                     // Checked before it: at the round's start (this round's uploads came after), or now.
