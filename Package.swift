@@ -332,7 +332,8 @@ let package = Package(
                            .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
                            .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOTestUtils", package: "swift-nio"),
                            .product(name: "NIOConcurrencyHelpers", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
-                           .product(name: "GRDB", package: "GRDB.swift"), .product(name: "NIOSSL", package: "swift-nio-ssl")],
+                           .product(name: "GRDB", package: "GRDB.swift"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                           .product(name: "AsyncHTTPClient", package: "async-http-client")],
             swiftSettings: strict
         ),
         // The web layer's tests: a real server over real TLS on 127.0.0.1, real replicas.

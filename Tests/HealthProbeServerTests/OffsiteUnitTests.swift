@@ -1,4 +1,8 @@
+import AsyncHTTPClient
 import Foundation
+import HealthProbeArchive
+import NIOCore
+import NIOHTTP1
 import Testing
 @testable import HealthProbeServer
 import HealthProbeTestSupport
@@ -56,5 +60,26 @@ struct OffsiteUnitTests {
             try text.write(toFile: dir.file("config.json"), atomically: true, encoding: .utf8)
             #expect { try ServerConfig.load(dataDirectory: dir.path) } throws: { "\($0)".contains(needle) }
         }
+    }
+
+    @Test("a store that refuses connections fails each request with the refusal at once, not at the request's 30 s deadline")
+    func refusedStoreFailsFast() async throws {
+        let port = try freeLoopbackPorts(1)[0]
+        let objects = ObjectStore(settings: ObjectStoreSettings(endpoint: "http://127.0.0.1:\(port)", bucket: "b", prefix: "p", region: "r", accessKey: "a", secretKey: "s"))
+        let error = await #expect(throws: ArchiveError.self) { try await objects.delete(key: objects.key("x")) }
+        #expect(error?.cause.map { "\($0)" }?.contains("refused") == true, "\(String(describing: error))")
+        // Timed on a thread of its own: the whole suite's load can hold up an await for minutes.
+        // Retried, a request to a refused port would take the connect timeout (5 s), or with
+        // AsyncHTTPClient's defaults its whole deadline (30 s).
+        let request = try HTTPClient.Request(url: "http://127.0.0.1:\(port)/b/p/x", method: .DELETE)
+        let took: Duration = await withCheckedContinuation { (done: CheckedContinuation<Duration, Never>) in
+            Thread.detachNewThread {
+                let started = ContinuousClock.now
+                let response = ObjectStore.client.execute(request: request, deadline: NIODeadline.now() + .seconds(30))
+                _ = try? response.wait()
+                done.resume(returning: started.duration(to: .now))
+            }
+        }
+        #expect(took < .seconds(3), "a request to a refused port took \(took)")
     }
 }

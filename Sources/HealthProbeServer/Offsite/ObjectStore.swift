@@ -16,12 +16,26 @@ public struct ObjectStore: Sendable {
 
     /// `timeout`: how long a request may take to be answered (a store that is down fails
     /// a request after it); a put gets one more second per MiB of its body.
-    public init(settings: ObjectStoreSettings, client: HTTPClient = .shared, timeout: TimeAmount = .seconds(30)) {
+    public init(settings: ObjectStoreSettings, client: HTTPClient = ObjectStore.client, timeout: TimeAmount = .seconds(30)) {
         self.settings = settings
         self.client = client
         self.timeout = timeout
         signer = SigV4(accessKey: settings.accessKey, secretKey: settings.secretKey, region: settings.region)
     }
+
+    /// The process's client for object stores (never shut down, as `HTTPClient.shared`):
+    /// - a connection refused or not made within 5 s fails the request at once, where
+    ///   AsyncHTTPClient's default retries it until the request's own deadline (the first
+    ///   round of a server whose store was down waited 30 s for each request);
+    /// - no redirect is followed: a signed request goes only where it was signed for;
+    /// - no body is decompressed: the bytes hashed are the bytes stored.
+    public static let client: HTTPClient = {
+        var pool = HTTPClient.Configuration.ConnectionPool(idleTimeout: .seconds(60))
+        pool.retryConnectionEstablishment = false
+        let configuration = HTTPClient.Configuration(redirectConfiguration: .disallow, timeout: .init(connect: .seconds(5)), connectionPool: pool,
+                                                     decompression: .disabled)
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }()
 
     /// The key of `name` under the configured prefix.
     public func key(_ name: String) -> String { settings.prefix.isEmpty ? name : settings.prefix + "/" + name }
