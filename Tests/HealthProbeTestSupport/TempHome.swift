@@ -20,6 +20,14 @@ public final class TempHome {
 
     public func open() throws -> NodeArchive { try home.open(clock: clock) }
 
+    /// A new home holding a copy of this one's files, for a test that damages or changes
+    /// many copies of one history (no connection may be open on this home meanwhile).
+    public func copy() throws -> TempHome {
+        let copy = TempHome()
+        try FileManager.default.copyItem(atPath: root, toPath: copy.root)
+        return copy
+    }
+
     /// Captures one simulated observation per entry of `days` (that many days
     /// each), in order, with the simulator's `seed` and `types` (all when nil).
     public func simulate(seed: UInt64, days: [Int], types: [SimulatedType]? = nil) throws {

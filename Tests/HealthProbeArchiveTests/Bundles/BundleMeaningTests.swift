@@ -212,32 +212,35 @@ struct BundleMeaningTests {
             let text = lines.0.map { String(decoding: $0, as: UTF8.self) }
             return text.contains { $0.contains("\"kind\":\"range_close\"") } && text.contains { $0.contains("\"event_kind\":\"disappeared\"") }
         }, "the simulated chain has a disappearance")
-        for c in Self.cases {
-            let target = c.closing ? closing : 0
-            var done = false
-            let (lines, hash) = try editedBundle(bundles[target].0) { _, o in
-                guard !done, o["kind"] == .string(c.kind), c.matches(o) else { return [o] }
-                done = true
-                return c.change(o)
-            }
-            #expect(done, "\(c.name): the bundle has no item to change")
+        // One replica per bundle changed, refusing every case in turn: each refusal must leave
+        // it as it was, so the cases after it, and the real bundle at the end, meet the same replica.
+        for target in [0, closing] {
             let dir = TempDir()
             let replica = try Archive.open(path: dir.file("replica.sqlite"))
             try replica.prepareForApplies()
             for b in bundles[..<target] { _ = try BundleApplier.apply(replica, lines: b.0, manifestHash: b.1, now: 1) }
             let before = try Self.counts(replica), indexesBefore = try Self.indexes(replica)
-            do {
-                _ = try BundleApplier.apply(replica, lines: lines, manifestHash: hash, now: 1, indexes: indexes)
-                Issue.record("\(c.name): applied")
-            } catch {
-                #expect(Self.code(error) == c.code, "\(c.name): \(error)")
+            for c in Self.cases where (c.closing ? closing : 0) == target {
+                var done = false
+                let (lines, hash) = try editedBundle(bundles[target].0) { _, o in
+                    guard !done, o["kind"] == .string(c.kind), c.matches(o) else { return [o] }
+                    done = true
+                    return c.change(o)
+                }
+                #expect(done, "\(c.name): the bundle has no item to change")
+                do {
+                    _ = try BundleApplier.apply(replica, lines: lines, manifestHash: hash, now: 1, indexes: indexes)
+                    Issue.record("\(c.name): applied")
+                } catch {
+                    #expect(Self.code(error) == c.code, "\(c.name): \(error)")
+                }
+                #expect(try Self.counts(replica) == before, "\(c.name): something was stored")
+                #expect(try Self.indexes(replica) == indexesBefore, "\(c.name): the refusal left the indexes changed")
             }
-            #expect(try Self.counts(replica) == before, "\(c.name): something was stored")
-            #expect(try Self.indexes(replica) == indexesBefore, "\(c.name): the refusal left the indexes changed")
             let outcome = try BundleApplier.apply(replica, lines: bundles[target].0, manifestHash: bundles[target].1, now: 1, indexes: indexes)
-            #expect(outcome == .applied(observationID: Int64(target + 1), sequence: target + 1), "\(c.name)")
+            #expect(outcome == .applied(observationID: Int64(target + 1), sequence: target + 1), "bundle \(target + 1) after the refusals")
             let problems = try ArchiveVerifier.databaseChecks(replica, mode: .full).filter { $0.status == .problem }
-            #expect(problems.isEmpty, "\(c.name): \(problems)")
+            #expect(problems.isEmpty, "bundle \(target + 1) after the refusals: \(problems)")
         }
     }
 

@@ -84,8 +84,9 @@ struct IntegrityTests {
             ("row_bounds", "UPDATE observations SET versions_before = versions_before + 1 WHERE id = 1", "is at or below observation 1's versions_before"),
             ("export_manifests", "UPDATE export_manifests SET manifest_hash = (CASE WHEN substr(manifest_hash, 1, 1) = '0' THEN '1' ELSE '0' END) || substr(manifest_hash, 2)", "differs from recorded"),
         ]
+        let (original, _) = try home()
         for (check, sql, expected) in cases {
-            let (t, _) = try home()
+            let t = try original.copy()
             try damage(t, sql)
             let found = try problems(t)
             #expect(found[check]?.contains(expected) == true, "\(check) after `\(sql.prefix(60))`: \(found)")
