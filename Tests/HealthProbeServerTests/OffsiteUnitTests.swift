@@ -1,6 +1,8 @@
 import AsyncHTTPClient
 import Foundation
 import HealthProbeArchive
+import HealthProbeProtocol
+import Logging
 import NIOCore
 import NIOHTTP1
 import Testing
@@ -81,5 +83,45 @@ struct OffsiteUnitTests {
             }
         }
         #expect(took < .seconds(3), "a request to a refused port took \(took)")
+    }
+
+    @Test("while a registry snapshot is due and the store refuses, the time served adds up in the registry; a stopped server adds nothing, a restarted one from its own start")
+    func servedWhileDue() async throws {
+        let dir = TempDir()
+        let store = ServerStore(root: dir.path + "/data")
+        try store.create()
+        let port = try freeLoopbackPorts(1)[0]
+        let objects = ObjectStore(settings: ObjectStoreSettings(endpoint: "http://127.0.0.1:\(port)", bucket: "b", prefix: "p", region: "r", accessKey: "a", secretKey: "s"))
+        var settings = OffsiteService<ContinuousClock>.Settings()
+        (settings.pollInterval, settings.retryInterval, settings.servedCountInterval) = (.milliseconds(50), .milliseconds(50), .milliseconds(100))
+        var quiet = Logger(label: "test.offsite")
+        quiet.logLevel = .critical  // a failed round per 50 ms
+        let service = OffsiteService(uploader: OffsiteUploader(store: store, registry: try store.registry(), objects: objects), settings: settings,
+                                     clock: ContinuousClock(), now: { Date().timeIntervalSince1970 }, logger: quiet)
+        let registry = try store.registry()
+        /// Runs the service until the time served while the snapshot is due passed `served`
+        /// (the suite's load may hold a round up for long); how long it ran.
+        func serve(past served: Double) async throws -> Double {
+            let started = ContinuousClock.now
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await service.run() }
+                let deadline = ContinuousClock.now + .seconds(120)
+                while try (registry.offsiteSnapshotDue()?.served ?? 0) <= served {
+                    guard ContinuousClock.now < deadline else { Issue.record("served while due never passed \(served) s"); break }
+                    try await Task.sleep(for: .milliseconds(50))
+                }
+                group.cancelAll()
+                try await group.waitForAll()
+            }
+            return started.duration(to: .now).seconds
+        }
+        let first = try await serve(past: 0.3)
+        let due = try #require(try registry.offsiteSnapshotDue(), "no snapshot could reach the store: one is due")
+        #expect(due.served <= first, "served \(due.served) s in a run of \(first) s")
+        try await Task.sleep(for: .seconds(1))  // stopped
+        let second = try await serve(past: due.served + 0.3)
+        let again = try #require(try registry.offsiteSnapshotDue())
+        #expect(again.since == due.since, "the earliest time is kept")
+        #expect(again.served - due.served <= second, "served \(again.served - due.served) s more in a run of \(second) s")
     }
 }

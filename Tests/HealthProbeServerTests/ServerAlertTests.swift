@@ -136,20 +136,29 @@ struct ServerAlertTests {
         #expect(try alerts.evaluate().events.contains { $0.condition == .backupFailing && $0.event == .resolved })
         #expect(try alerts.evaluate().events.isEmpty)
 
-        // Every bundle uploaded, but a registry snapshot due for a day that never arrived (a key
-        // that may not list the prefix, say): the people, devices and credentials are not off
-        // this machine. Fired after a day and the snapshot interval (a working server may wait
-        // that long for its next snapshot: 300 s by default), resolved when one arrives.
+        // Every bundle uploaded, but a registry snapshot due that never arrived (a key that may
+        // not list the prefix, say): the people, devices and credentials are not off this machine.
+        // Counted in the time the server served while it was due: days stopped are not (a server
+        // started again takes one at its start); many short runs (a server that keeps crashing
+        // and restarting) add up as one long one. Fired after a day and the snapshot interval of
+        // serving (a working server may wait that long: 300 s by default), resolved when one arrives.
         try r.markOffsiteSnapshotDue(now: time.withLockedValue { $0 })
         try r.markOffsiteSnapshotDue(now: time.withLockedValue { $0 } + 3600)  // the earliest is kept
-        time.withLockedValue { $0 += 86_400 + 300 - 60 }
+        try r.countOffsiteSnapshotDue(served: 600)
+        time.withLockedValue { $0 += 3 * 86_400 }  // stopped for three days
         try backUp()
-        #expect(try !alerts.evaluate().events.contains { $0.condition == .backupFailing && $0.event == .fired }, "not yet a day and an interval")
-        time.withLockedValue { $0 += 120 }
+        #expect(try !alerts.evaluate().events.contains { $0.condition == .backupFailing && $0.event == .fired }, "three days stopped are not serving")
+        for _ in 0..<95 { try r.countOffsiteSnapshotDue(served: 900) }  // 95 runs of 15 minutes: 86,100 s of serving
+        time.withLockedValue { $0 += 60 }
+        try backUp()
+        #expect(try !alerts.evaluate().events.contains { $0.condition == .backupFailing && $0.event == .fired }, "not yet a day and an interval of serving")
+        try r.countOffsiteSnapshotDue(served: 900)  // 87,000 s
+        time.withLockedValue { $0 += 60 }
         try backUp()
         #expect(try alerts.evaluate().events.contains { $0.condition == .backupFailing && $0.event == .fired })
         let snapshotState = try #require(try r.alertStates(for: try r.person(named: "ann")).first { $0.condition == .backupFailing })
         #expect(snapshotState.detail.contains("no registry snapshot (people, devices, credentials) has reached object storage"), "\(snapshotState.detail)")
+        #expect(snapshotState.detail.contains("(24.2 hours of serving since)"), "\(snapshotState.detail)")
         try r.clearOffsiteSnapshotDue()
         #expect(try r.offsiteSnapshotDueSince() == nil)
         time.withLockedValue { $0 += 60 }

@@ -83,7 +83,7 @@ public struct AlertService<C: Clock>: Service where C.Duration == Duration {
             keys.append(AlertCondition.serverKey)
             findings += server.findings(now: t, oldestFailingMessage: try registry.oldestFailingAlertMessage(),
                                         oldestPendingUpload: server.offsiteUploads ? try registry.oldestPendingUpload() : nil,
-                                        snapshotDueSince: server.offsiteUploads ? try registry.offsiteSnapshotDueSince() : nil)
+                                        snapshotDue: server.offsiteUploads ? try registry.offsiteSnapshotDue() : nil)
         } else {
             evaluated.subtract(AlertCondition.allCases.filter(\.isServerLevel))
         }

@@ -43,8 +43,10 @@ public struct ServerConditions: Sendable {
 
     /// The conditions firing at `now`, keyed by `AlertCondition.serverKey`.
     /// `oldestPendingUpload`: when the bundle waiting longest for object storage was queued.
-    /// `snapshotDueSince`: since when a registry snapshot has been due without reaching the bucket.
-    public func findings(now: Double, oldestFailingMessage: Double?, oldestPendingUpload: Double? = nil, snapshotDueSince: Double? = nil) -> [AlertFinding] {
+    /// `snapshotDue`: since when a registry snapshot has been due without reaching the bucket,
+    /// and for how many seconds of that the server was serving.
+    public func findings(now: Double, oldestFailingMessage: Double?, oldestPendingUpload: Double? = nil,
+                         snapshotDue: (since: Double, served: Double)? = nil) -> [AlertFinding] {
         var out: [AlertFinding] = []
         func finding(_ c: AlertCondition, _ detail: String) {
             out.append(AlertFinding(chain: AlertCondition.serverKey, condition: c, detail: detail, page: "/admin"))
@@ -82,11 +84,12 @@ public struct ServerConditions: Sendable {
         if offsiteUploads, let oldest = oldestPendingUpload, now - oldest > offsiteFailingAfter {
             backups.append("a bundle accepted at \(Self.day(oldest)) is still not in object storage")
         }
-        // Counted after the interval a working server may wait, and not in the first interval after
-        // a start (a server stopped long with one due takes it at its start).
-        if offsiteUploads, let since = snapshotDueSince, now - since > offsiteFailingAfter + offsiteSnapshotInterval,
-           now - startedAt > offsiteSnapshotInterval + 300 {
-            backups.append("no registry snapshot (people, devices, credentials) has reached object storage since one was due at \(Self.day(since))")
+        // Counted in the time the server was serving (a server stopped long with one due takes it
+        // at its start; one that restarts often adds up its runs), after the interval a working
+        // server may wait.
+        if offsiteUploads, let due = snapshotDue, due.served > offsiteFailingAfter + offsiteSnapshotInterval {
+            backups.append("no registry snapshot (people, devices, credentials) has reached object storage since one was due at \(Self.day(due.since))"
+                           + String(format: " (%.1f hours of serving since)", due.served / 3600))
         }
         if !backups.isEmpty { finding(.backupFailing, backups.joined(separator: "; ") + " (the server's log says why)") }
         return out

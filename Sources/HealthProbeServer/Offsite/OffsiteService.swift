@@ -1,5 +1,6 @@
 import Foundation
 import HealthProbeArchive
+import HealthProbeProtocol
 import Logging
 import ServiceLifecycle
 
@@ -20,6 +21,9 @@ public struct OffsiteService<C: Clock>: Service where C.Duration == Duration {
         public var snapshotInterval: Duration = .seconds(300)
         /// Complete registry snapshots kept in the bucket; older ones are deleted after each new one.
         public var keepSnapshots = 48
+        /// How often the time served while a snapshot is due is added up in the registry
+        /// (`backup_failing` reads it): a run shorter than this adds nothing.
+        public var servedCountInterval: Duration = .seconds(15)
         public var batch = 32
         public init() {}
     }
@@ -46,13 +50,25 @@ public struct OffsiteService<C: Clock>: Service where C.Duration == Duration {
         var snapshotDue = true
         /// Whether the registry says since when a snapshot is due (`backup_failing` reads it).
         var dueRecorded = false
+        /// Since when this run's serving while a snapshot is due has not been added up yet.
+        var servedUncounted: C.Instant?
         var lastSnapshot: C.Instant?
-        /// Records in the registry since when a snapshot is due, once while it is (`backup_failing` reads it).
+        /// Records in the registry since when a snapshot is due, once while it is, and adds up
+        /// the time this run served while it is, every `servedCountInterval` (`backup_failing` reads both).
         func recordDue() async throws {
-            guard snapshotDue, !dueRecorded else { return }
-            let (registry, t) = (uploader.registry, now())
-            try await OffsiteUploader.blocking { try registry.markOffsiteSnapshotDue(now: t) }
-            dueRecorded = true
+            guard snapshotDue else { return }
+            let registry = uploader.registry
+            if !dueRecorded {
+                let t = now()
+                try await OffsiteUploader.blocking { try registry.markOffsiteSnapshotDue(now: t) }
+                dueRecorded = true
+                servedUncounted = clock.now
+            } else if let from = servedUncounted, from.duration(to: clock.now) >= settings.servedCountInterval {
+                let to = clock.now
+                let seconds = from.duration(to: to).seconds
+                try await OffsiteUploader.blocking { try registry.countOffsiteSnapshotDue(served: seconds) }
+                servedUncounted = to
+            }
         }
         /// The registry's change mark when the last snapshot was taken: a revocation or an
         /// enrollment with no bundle after it must reach the bucket too.
@@ -73,6 +89,7 @@ public struct OffsiteService<C: Clock>: Service where C.Duration == Duration {
             if pausedLogged {
                 logger.notice("uploads to object storage resume: the data directory was adopted")
                 dueRecorded = false  // adopt forgot the old home's (`forgetOffsiteSnapshots`)
+                servedUncounted = nil
             }
             pausedLogged = false
             do {
@@ -122,6 +139,7 @@ public struct OffsiteService<C: Clock>: Service where C.Duration == Duration {
                     snapshotMark = mark
                     try await OffsiteUploader.blocking { try registry.clearOffsiteSnapshotDue() }
                     dueRecorded = false
+                    servedUncounted = nil
                     snapshotDue = false
                     logger.info("offsite registry snapshot uploaded", metadata: ["key": "\(key)"])
                     metrics?.offsiteSnapshot(now: now())
@@ -141,6 +159,11 @@ public struct OffsiteService<C: Clock>: Service where C.Duration == Duration {
             }
             let wait = pause
             do { try await cancelWhenGracefulShutdown { try await clock.sleep(for: wait) } } catch { break }
+        }
+        // A server that stops adds what it served since the last count (one killed loses that much).
+        if let from = servedUncounted {
+            let (registry, seconds) = (uploader.registry, from.duration(to: clock.now).seconds)
+            try? await OffsiteUploader.blocking { try registry.countOffsiteSnapshotDue(served: seconds) }
         }
     }
 

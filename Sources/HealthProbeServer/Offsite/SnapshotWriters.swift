@@ -39,6 +39,13 @@ public enum SnapshotWriters {
             """)
     }
 
+    /// Registry migration "v14 offsite snapshot due served": how many seconds the server has
+    /// been serving while the snapshot was due (its downtime not counted), so that a server
+    /// that restarts often is told of a snapshot that never arrives as one that runs on is.
+    static func migrateDueServed(_ db: Database) throws {
+        try db.execute(sql: "ALTER TABLE offsite_snapshot_due ADD COLUMN served REAL NOT NULL DEFAULT 0")
+    }
+
     /// The names kept: more than the snapshots kept in the bucket (`keepSnapshots`, 48).
     static let kept = 100
     /// In the data directory: uploads are paused for a second writer (its text says why).
@@ -147,10 +154,21 @@ extension DeviceRegistry {
         try database.write { db in try db.execute(sql: "DELETE FROM offsite_snapshot_due") }
     }
 
-    /// Since when a registry snapshot has been due without reaching the bucket; nil when none is.
-    public func offsiteSnapshotDueSince() throws -> Double? {
-        try database.read { db in try Double.fetchOne(db, sql: "SELECT since FROM offsite_snapshot_due WHERE id = 1") }
+    /// The server served `seconds` more while a snapshot was due (nothing when none is).
+    public func countOffsiteSnapshotDue(served seconds: Double) throws {
+        try database.write { db in try db.execute(sql: "UPDATE offsite_snapshot_due SET served = served + ? WHERE id = 1", arguments: [seconds]) }
     }
+
+    /// Since when a registry snapshot has been due without reaching the bucket, and for how
+    /// many seconds of that the server was serving; nil when none is due.
+    public func offsiteSnapshotDue() throws -> (since: Double, served: Double)? {
+        try database.read { db in
+            try Row.fetchOne(db, sql: "SELECT since, served FROM offsite_snapshot_due WHERE id = 1").map { ($0["since"], $0["served"]) }
+        }
+    }
+
+    /// Since when a registry snapshot has been due without reaching the bucket; nil when none is.
+    public func offsiteSnapshotDueSince() throws -> Double? { try offsiteSnapshotDue()?.since }
 
     /// Forgets them, and since when the old home owed the bucket a snapshot (`adopt`,
     /// `restore --new-home`, with a takeover): the new home owes one from its own start.

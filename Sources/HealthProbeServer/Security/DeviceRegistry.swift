@@ -116,6 +116,7 @@ public final class DeviceRegistry: Sendable {
         m.registerMigration("v11 quiet hours zone") { db in try QuietHours.migrate(db) }
         m.registerMigration("v12 offsite snapshots") { db in try SnapshotWriters.migrate(db) }
         m.registerMigration("v13 offsite snapshot due") { db in try SnapshotWriters.migrateDue(db) }
+        m.registerMigration("v14 offsite snapshot due served") { db in try SnapshotWriters.migrateDueServed(db) }
         return m
     }
 
