@@ -122,8 +122,7 @@ struct BackupTests {
         #expect(jsonDigest(try hpServer(["digest", "--data", killed, "--chain", chainB, "--json"]).1) == jsonDigest(try hpServer(["digest", "--data", data.path, "--chain", chainB, "--json"]).1))
 
         // The old machine is gone; A syncs on to the restored server with its enrollment.
-        kill(server.process.processIdentifier, SIGTERM)
-        server.process.waitUntilExit()
+        server.stop()
         let newServer = try ServerProcess(data: restored)
         #expect(try hpNode(["--home", homeA.path, "capture", "--simulate", "--seed", "3", "--days", "1"]).0 == 0)
         let on = try hpNode(["--home", homeA.path, "sync", "--server", "127.0.0.1:\(newServer.port)"])

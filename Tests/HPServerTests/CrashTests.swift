@@ -43,8 +43,7 @@ struct CrashTests {
         let again = try ServerProcess(data: data.path)
         let sync = try hpNode(["--home", home.path, "sync", "--server", "127.0.0.1:\(again.port)"])
         #expect(sync.0 == 0, "\(sync.2)")
-        kill(again.process.processIdentifier, SIGTERM)
-        again.process.waitUntilExit()
+        again.stop()
         func digest(_ s: String) -> String? { (try? JSONSerialization.jsonObject(with: Data(s.utf8)) as? [String: Any])?["digest"] as? String }
         let nodeDigest = digest(try hpNode(["--home", home.path, "digest", "--at", "1", "--json"]).1)
         let serverDigest = digest(try hpServer(["digest", "--data", data.path, "--chain", String(chain.prefix(12)), "--at", "1", "--json"]).1)

@@ -94,8 +94,7 @@ struct OffsiteTests {
         let unconfigured = try ServerProcess(data: data.path)
         try enrollWithCLI(data: data.path, home: home.path, name: "anna-phone", port: unconfigured.port)
         #expect(try hpNode(["--home", home.path, "sync"]).0 == 0)
-        kill(unconfigured.process.processIdentifier, SIGTERM)
-        unconfigured.process.waitUntilExit()
+        unconfigured.stop()
         try config.write(toFile: data.file("config.json"), atomically: true, encoding: .utf8)
         var server: ServerProcess? = try ServerProcess(data: data.path)
         try await waitFor("the first bundle uploaded") { let q = try queue(data.path); return q.all == 1 && q.pending == 0 }
@@ -111,8 +110,7 @@ struct OffsiteTests {
         try await waitFor("a failed upload attempt") { try queue(data.path).failedAttempts > 0 }
         #expect(try queue(data.path).pending == 2)
         // A restart while the backlog waits: the queue is in the registry.
-        kill(server!.process.processIdentifier, SIGTERM)
-        server!.process.waitUntilExit()
+        server!.stop()
         let metricsPort = try #require(try freeLoopbackPorts(1).first)
         server = try ServerProcess(data: data.path, arguments: ["--metrics", "127.0.0.1:\(metricsPort)"])
         #expect(try queue(data.path).pending == 2)
@@ -192,8 +190,7 @@ struct OffsiteTests {
         func complete() async throws -> Int { try await objects.list(prefix: "house/four/snapshots/").filter { $0.contains("/server.sqlite-") }.count }
         var liveServer = try ServerProcess(data: live)
         try await waitForSnapshots(objects, prefix: "house/four", moreThan: 0)
-        kill(liveServer.process.processIdentifier, SIGTERM)
-        liveServer.process.waitUntilExit()
+        liveServer.stop()
         // As a release before snapshot names were recorded leaves it: none recorded. The prefix's
         // snapshots carry its own TLS identity, so it goes on writing there without a word.
         try DeviceRegistry(path: live + "/server.sqlite").forgetOffsiteSnapshots()
@@ -241,8 +238,7 @@ struct OffsiteTests {
         #expect(RestoredCopy.paused(live) == nil)
         // The copy started again without its pause (one that never saw the conflict): the prefix
         // says another server took it over, so it pauses, however late it looks.
-        kill(copyServer.process.processIdentifier, SIGTERM)
-        copyServer.process.waitUntilExit()
+        copyServer.stop()
         try FileManager.default.removeItem(atPath: copy + "/" + SnapshotWriters.conflictFileName)
         copyServer = try ServerProcess(data: copy)
         try await waitFor("the copy to pause again", seconds: 30) { RestoredCopy.paused(copy) != nil }
@@ -252,10 +248,8 @@ struct OffsiteTests {
         // `adopt` run on the live server before it has looked at the prefix since a second writer
         // marked it (the copy's message says to run it there): it asks for the takeover all the
         // same, and the server, started again, takes the prefix over without pausing first.
-        kill(copyServer.process.processIdentifier, SIGTERM)
-        copyServer.process.waitUntilExit()
-        kill(liveServer.process.processIdentifier, SIGTERM)
-        liveServer.process.waitUntilExit()
+        copyServer.stop()
+        liveServer.stop()
         let answered = try hpServer(["adopt", "--data", live, "--json"])
         #expect(answered.0 == 0 && answered.1.contains("\"adopted\" : false") && answered.1.contains("\"takeover_requested\" : false"), "its own takeover is in the prefix: \(answered.1)")
         let mark = dir.file("mark.json")
@@ -304,8 +298,7 @@ struct OffsiteTests {
         #expect(try hpNode(["--home", home.path, "sync"]).0 == 0)
         try await waitFor("the bundle uploaded") { let q = try queue(data.path); return q.all == 1 && q.pending == 0 }
         try await waitForSnapshots(objects, prefix: "house/three", moreThan: 0)
-        kill(server.process.processIdentifier, SIGTERM)
-        server.process.waitUntilExit()
+        server.stop()
         // An object at the chain's next sequence, named with a hash its bytes do not have.
         let damaged = TempDir()
         try Data("not a bundle\n".utf8).write(to: URL(fileURLWithPath: damaged.file("b")))

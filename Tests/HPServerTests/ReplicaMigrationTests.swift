@@ -22,7 +22,7 @@ struct ReplicaMigrationTests {
 
     @Test("summary refuses the old replica and names serve; serve migrates it before it listens; then summary reads it")
     func serveMigrates() throws {
-        let (data, chain, replica) = try Self.schema8Replica()
+        let (data, _, replica) = try Self.schema8Replica()
         let refused = try hpServer(["summary", "--data", data.path, "--json"])
         #expect(refused.0 != 0 && refused.2.contains("hp-server serve"), "\(refused.2)")
         #expect(try ArchiveFixtureV8.schemaVersion(replica) == 8)

@@ -16,8 +16,7 @@ struct ServingLockTests {
         let first = try ServerProcess(data: data.path)
         try enrollWithCLI(data: data.path, home: home.path, name: "anna-phone", port: first.port)
         #expect(try hpNode(["--home", home.path, "sync"]).0 == 0)
-        kill(first.process.processIdentifier, SIGTERM)
-        first.process.waitUntilExit()
+        first.stop()
         let registry = try rawQueue(data.path + "/server.sqlite")
         let before = try registry.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM verifications") ?? 0 }
 

@@ -49,6 +49,12 @@ public final class ServerProcess {
         port = p
     }
 
+    /// Stops the server as a supervisor does (SIGTERM: a graceful shutdown) and waits for it to exit.
+    public func stop() {
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+    }
+
     deinit {
         if process.isRunning {
             kill(process.processIdentifier, SIGKILL)
