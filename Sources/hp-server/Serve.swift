@@ -111,7 +111,7 @@ struct Serve: AsyncParsableCommand {
         alertSettings.verify = settings.alerts.scheduledVerify(store: options.store)
         services.append(.init(service: AlertService(registry: try options.store.registry(), sender: .shared(smtp: settings.smtp), settings: alertSettings,
                                                     clock: ContinuousClock(), now: { Date().timeIntervalSince1970 }, logger: Logger(label: "healthprobe.alerts"), metrics: serverMetrics,
-                                                    lossScan: LossScan(store: options.store))))
+                                                    lossScan: LossScan(store: options.store, limit: LossScan.limit(roundSeconds: settings.alerts.evaluateSeconds)))))
         // Backups (docs/operations.md): scheduled copies, and bundles off the machine.
         if let directory = settings.backupTo {
             let backup = BackupService<ContinuousClock>.Settings(directory: directory, interval: .seconds(backupSeconds), keep: settings.backupKeep ?? 7)

@@ -138,4 +138,11 @@ struct AlertLossTests {
         try r.acknowledgeAlert(chain: chain, condition: .lossFound, person: ann, now: 202, firedAt: again.firedAt)
         #expect(try r.alertStates(for: ann).first { $0.condition == .lossFound }?.acknowledgedBy == "ann")
     }
+
+    @Test("the loss scan classifies 20 observations a chain for each minute between rounds, never fewer than 20")
+    func lossScanLimit() {
+        #expect(LossScan.limit(roundSeconds: 5) == 20 && LossScan.limit(roundSeconds: 60) == 20)
+        #expect(LossScan.limit(roundSeconds: 90) == 30 && LossScan.limit(roundSeconds: 3600) == 1200)
+        #expect(LossScan.limit(roundSeconds: .infinity) == 20 && LossScan.limit(roundSeconds: .nan) == 20)
+    }
 }

@@ -41,6 +41,14 @@ public struct LossScan: Sendable {
         self.limit = limit
     }
 
+    /// The limit for rounds `roundSeconds` apart (`alerts.evaluate_seconds`, 5 to 3600): 20 for
+    /// each minute between them, so that a long interval keeps up as the default does, and never
+    /// fewer than 20.
+    public static func limit(roundSeconds: Double) -> Int {
+        guard roundSeconds.isFinite, roundSeconds > 60 else { return 20 }
+        return Int((min(roundSeconds, 86_400) / 3).rounded(.up))
+    }
+
     /// Classifies the observations after `after` (nil: a chain not seen before, of which only
     /// the latest observation is examined). Nil when the chain has no replica or nothing new.
     public func scan(chain: String, after: Int64?) throws -> Result? {
