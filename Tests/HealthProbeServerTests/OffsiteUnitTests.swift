@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import GRDB
 import HealthProbeArchive
 import HealthProbeProtocol
 import Logging
@@ -82,7 +83,7 @@ struct OffsiteUnitTests {
                 done.resume(returning: started.duration(to: .now))
             }
         }
-        #expect(took < .seconds(3), "a request to a refused port took \(took)")
+        #expect(took < .seconds(4), "a request to a refused port took \(took)")
     }
 
     @Test("while a registry snapshot is due and the store refuses, the time served adds up in the registry; a stopped server adds nothing, a restarted one from its own start")
@@ -105,7 +106,7 @@ struct OffsiteUnitTests {
             let started = ContinuousClock.now
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await service.run() }
-                let deadline = ContinuousClock.now + .seconds(120)
+                let deadline = ContinuousClock.now + .seconds(600)
                 while try (registry.offsiteSnapshotDue()?.served ?? 0) <= served {
                     guard ContinuousClock.now < deadline else { Issue.record("served while due never passed \(served) s"); break }
                     try await Task.sleep(for: .milliseconds(50))
@@ -123,5 +124,18 @@ struct OffsiteUnitTests {
         let again = try #require(try registry.offsiteSnapshotDue())
         #expect(again.since == due.since, "the earliest time is kept")
         #expect(again.served - due.served <= second, "served \(again.served - due.served) s more in a run of \(second) s")
+    }
+
+    @Test("upgrading a registry whose snapshot has been due for two days keeps those days as served, so an alert firing before the upgrade stays")
+    func dueServedUpgrade() throws {
+        let dir = TempDir()
+        let path = dir.path + "/server.sqlite"
+        let queue = try DatabaseQueue(path: path)
+        try DeviceRegistry.migrator.migrate(queue, upTo: "v13 offsite snapshot due")
+        let since = Date().timeIntervalSince1970 - 2 * 86_400
+        try queue.write { db in try db.execute(sql: "INSERT INTO offsite_snapshot_due(id, since) VALUES (1, ?)", arguments: [since]) }
+        try queue.close()
+        let due = try #require(try DeviceRegistry(path: path).offsiteSnapshotDue())
+        #expect(due.since == since && abs(due.served - 2 * 86_400) < 120, "\(due)")
     }
 }

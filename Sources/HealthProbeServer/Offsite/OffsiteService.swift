@@ -53,6 +53,13 @@ public struct OffsiteService<C: Clock>: Service where C.Duration == Duration {
         /// Since when this run's serving while a snapshot is due has not been added up yet.
         var servedUncounted: C.Instant?
         var lastSnapshot: C.Instant?
+        /// Adds the time served since the last count, here (one short write, done also when the
+        /// task is cancelled, which the thread pool would refuse), and stops counting.
+        func countServed() {
+            guard let from = servedUncounted else { return }
+            try? uploader.registry.countOffsiteSnapshotDue(served: from.duration(to: clock.now).seconds)
+            servedUncounted = nil
+        }
         /// Records in the registry since when a snapshot is due, once while it is, and adds up
         /// the time this run served while it is, every `servedCountInterval` (`backup_failing` reads both).
         func recordDue() async throws {
@@ -83,6 +90,7 @@ public struct OffsiteService<C: Clock>: Service where C.Duration == Duration {
             if let notice = RestoredCopy.notice(uploader.store.root, "uploads to object storage") {
                 if !pausedLogged { logger.warning("\(notice)") }
                 pausedLogged = true
+                countServed()  // a pause has its own alert: its time is not counted
                 do { try await cancelWhenGracefulShutdown { try await clock.sleep(for: settings.pollInterval) } } catch { break }
                 continue
             }
@@ -161,10 +169,7 @@ public struct OffsiteService<C: Clock>: Service where C.Duration == Duration {
             do { try await cancelWhenGracefulShutdown { try await clock.sleep(for: wait) } } catch { break }
         }
         // A server that stops adds what it served since the last count (one killed loses that much).
-        if let from = servedUncounted {
-            let (registry, seconds) = (uploader.registry, from.duration(to: clock.now).seconds)
-            try? await OffsiteUploader.blocking { try registry.countOffsiteSnapshotDue(served: seconds) }
-        }
+        countServed()
     }
 
     /// `mayWrite` found a second writer: this round uploads nothing.

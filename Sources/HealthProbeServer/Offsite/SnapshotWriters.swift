@@ -42,8 +42,13 @@ public enum SnapshotWriters {
     /// Registry migration "v14 offsite snapshot due served": how many seconds the server has
     /// been serving while the snapshot was due (its downtime not counted), so that a server
     /// that restarts often is told of a snapshot that never arrives as one that runs on is.
+    /// A snapshot already due keeps the time v13 counted (all of it since it fell due), so an
+    /// alert firing before the upgrade does not resolve at it.
     static func migrateDueServed(_ db: Database) throws {
-        try db.execute(sql: "ALTER TABLE offsite_snapshot_due ADD COLUMN served REAL NOT NULL DEFAULT 0")
+        try db.execute(sql: """
+            ALTER TABLE offsite_snapshot_due ADD COLUMN served REAL NOT NULL DEFAULT 0;
+            UPDATE offsite_snapshot_due SET served = max(0, CAST(strftime('%s', 'now') AS REAL) - since);
+            """)
     }
 
     /// The names kept: more than the snapshots kept in the bucket (`keepSnapshots`, 48).
