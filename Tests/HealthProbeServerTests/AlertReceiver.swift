@@ -5,7 +5,7 @@ import NIOHTTP1
 import NIOPosix
 
 /// A real HTTP receiver on 127.0.0.1 for alert tests: records every request's headers and
-/// body, and answers 503 while `down` is set.
+/// body, and answers 503 while `down` is set (or what `answer` says).
 final class AlertReceiver: @unchecked Sendable {
     struct Received: Sendable {
         var path: String
@@ -15,6 +15,8 @@ final class AlertReceiver: @unchecked Sendable {
 
     let received = NIOLockedValueBox<[Received]>([])
     let down = NIOLockedValueBox(false)
+    /// When set, every request is answered with this status and these headers (a redirect, say).
+    let answer = NIOLockedValueBox<(HTTPResponseStatus, [(String, String)])?>(nil)
     private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     private var channel: Channel?
     var port: Int { channel?.localAddress?.port ?? 0 }
@@ -56,7 +58,10 @@ final class AlertReceiver: @unchecked Sendable {
                 }
                 var h = HTTPHeaders()
                 h.add(name: "Content-Length", value: "0")
-                context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: isDown ? .serviceUnavailable : .noContent, headers: h))), promise: nil)
+                let answer = receiver.answer.withLockedValue { $0 }
+                for (name, value) in answer?.1 ?? [] { h.add(name: name, value: value) }
+                let status = answer?.0 ?? (isDown ? .serviceUnavailable : .noContent)
+                context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: h))), promise: nil)
                 context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
             }
         }

@@ -138,4 +138,25 @@ struct OffsiteUnitTests {
         let due = try #require(try DeviceRegistry(path: path).offsiteSnapshotDue())
         #expect(due.since == since && abs(due.served - 2 * 86_400) < 120, "\(due)")
     }
+
+    @Test("a redirect is not followed; the error names the bucket's region, or the endpoint the store sends to, as the setting to change")
+    func redirectNamesTheFix() async throws {
+        let receiver = AlertReceiver()
+        try await receiver.start()
+        let objects = ObjectStore(settings: ObjectStoreSettings(endpoint: "http://127.0.0.1:\(receiver.port)", bucket: "b", prefix: "p", region: "us-east-1",
+                                                                accessKey: "a", secretKey: "s"))
+        let answers: [([(String, String)], String)] = [
+            ([("x-amz-bucket-region", "eu-west-1"), ("Location", "https://b.s3.eu-west-1.amazonaws.com/p/x")], "the bucket is in region eu-west-1: set s3_region"),
+            ([("Location", "http://127.0.0.1:\(receiver.port + 1)/b/p/x")], "sends the request to http://127.0.0.1:\(receiver.port + 1): set s3_endpoint"),
+            ([("x-amz-bucket-region", "eu-west-1; see <b>")], "answered with a redirect, which is not followed"),
+        ]
+        for (headers, expected) in answers {
+            receiver.answer.withLockedValue { $0 = (.movedPermanently, headers) }
+            let before = receiver.received.withLockedValue { $0.count }
+            let error = await #expect(throws: ArchiveError.self) { try await objects.delete(key: objects.key("x")) }
+            #expect(error.map { "\($0)" }?.contains(expected) == true, "\(String(describing: error))")
+            #expect(receiver.received.withLockedValue { $0.count } == before + 1, "one request, no redirect followed")
+        }
+        try await receiver.stop()
+    }
 }
