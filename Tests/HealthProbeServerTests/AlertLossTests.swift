@@ -139,10 +139,10 @@ struct AlertLossTests {
         #expect(try r.alertStates(for: ann).first { $0.condition == .lossFound }?.acknowledgedBy == "ann")
     }
 
-    @Test("the loss scan classifies 20 observations a chain for each minute between rounds, never fewer than 20")
+    @Test("the loss scan classifies 20 observations a chain for each minute between rounds, from 20 to 100")
     func lossScanLimit() {
         #expect(LossScan.limit(roundSeconds: 5) == 20 && LossScan.limit(roundSeconds: 60) == 20)
-        #expect(LossScan.limit(roundSeconds: 90) == 30 && LossScan.limit(roundSeconds: 3600) == 1200)
+        #expect(LossScan.limit(roundSeconds: 90) == 30 && LossScan.limit(roundSeconds: 300) == 100 && LossScan.limit(roundSeconds: 3600) == 100)
         #expect(LossScan.limit(roundSeconds: .infinity) == 20 && LossScan.limit(roundSeconds: .nan) == 20)
     }
 }

@@ -148,6 +148,10 @@ struct OffsiteUnitTests {
         let answers: [([(String, String)], String)] = [
             ([("x-amz-bucket-region", "eu-west-1"), ("Location", "https://b.s3.eu-west-1.amazonaws.com/p/x")], "the bucket is in region eu-west-1: set s3_region"),
             ([("Location", "http://127.0.0.1:\(receiver.port + 1)/b/p/x")], "sends the request to http://127.0.0.1:\(receiver.port + 1): set s3_endpoint"),
+            // Followed, this would be a second request to the receiver.
+            ([("Location", "http://127.0.0.1:\(receiver.port)/b/elsewhere")], "sends the request to http://127.0.0.1:\(receiver.port): set s3_endpoint"),
+            // A bucket in the host name is not an endpoint these path-style requests can use.
+            ([("Location", "https://b.s3.eu-west-1.amazonaws.com/p/x")], "answered with a redirect, which is not followed: set s3_endpoint to the bucket's own path-style endpoint"),
             ([("x-amz-bucket-region", "eu-west-1; see <b>")], "answered with a redirect, which is not followed"),
         ]
         for (headers, expected) in answers {

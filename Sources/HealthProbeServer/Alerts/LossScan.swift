@@ -42,11 +42,11 @@ public struct LossScan: Sendable {
     }
 
     /// The limit for rounds `roundSeconds` apart (`alerts.evaluate_seconds`, 5 to 3600): 20 for
-    /// each minute between them, so that a long interval keeps up as the default does, and never
-    /// fewer than 20.
+    /// each minute between them, so that a longer interval keeps up as the default does, from 20
+    /// to 100 (a round classifies in one job on the thread pool the sync sessions share).
     public static func limit(roundSeconds: Double) -> Int {
         guard roundSeconds.isFinite, roundSeconds > 60 else { return 20 }
-        return Int((min(roundSeconds, 86_400) / 3).rounded(.up))
+        return min(100, Int((min(roundSeconds, 86_400) / 3).rounded(.up)))
     }
 
     /// Classifies the observations after `after` (nil: a chain not seen before, of which only

@@ -143,15 +143,15 @@ public struct ObjectStore: Sendable {
         guard !(200..<300).contains(response.status.code) else { return }
         let body = try? await response.body.collect(upTo: 64 << 10)
         let text = body.map { String(decoding: $0.readableBytesView, as: UTF8.self) } ?? ""
-        let code = ListResult.element("Code", in: text) ?? "no error code"
-        let hint = Self.hint(response)
+        let code = ListResult.element("Code", in: text).flatMap(Self.printable) ?? "no error code"
+        let hint = hint(response)
         throw ArchiveError(.storage, "object storage \(location) answered \(response.status.code) (\(code)) to \(what) \(key); \(hint)")
     }
 
     /// What to check for a failed answer. A redirect is not followed (a signed request goes only
     /// where it was signed for): a bucket in another region names it (`x-amz-bucket-region`),
     /// else the store's `Location` names the endpoint to use (its scheme and host only).
-    static func hint(_ response: HTTPClientResponse) -> String {
+    func hint(_ response: HTTPClientResponse) -> String {
         switch response.status.code {
         case 403: return "check s3_access_key and s3_secret_key"
         case 404: return "check s3_bucket (it must exist) and s3_prefix"
@@ -159,10 +159,13 @@ public struct ObjectStore: Sendable {
             if let region = response.headers.first(name: "x-amz-bucket-region").flatMap(Self.printable) {
                 return "the bucket is in region \(region): set s3_region to it, and s3_endpoint to that region's endpoint"
             }
-            if let location = response.headers.first(name: "location").flatMap({ URL(string: $0) }), let host = location.host.flatMap(Self.printable) {
-                return "the store sends the request to \(location.scheme ?? "https")://\(host)\(location.port.map { ":\($0)" } ?? ""): set s3_endpoint to it"
+            // Only a path-style location (`/BUCKET/...`, as requests are made) names an endpoint to use.
+            if let location = response.headers.first(name: "location").flatMap({ URL(string: $0) }),
+               let scheme = location.scheme, ["http", "https"].contains(scheme), let host = location.host.flatMap(Self.printable),
+               location.path.hasPrefix("/" + settings.bucket + "/") || location.path == "/" + settings.bucket {
+                return "the store sends the request to \(scheme)://\(host)\(location.port.map { ":\($0)" } ?? ""): set s3_endpoint to it"
             }
-            return "the store answered with a redirect, which is not followed: set s3_endpoint to the bucket's own endpoint"
+            return "the store answered with a redirect, which is not followed: set s3_endpoint to the bucket's own path-style endpoint (and s3_region to its region)"
         default: return "see the object store's log"
         }
     }
