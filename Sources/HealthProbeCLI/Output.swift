@@ -46,12 +46,17 @@ public enum Output {
     static let printableDates: Range<Double> = -62_167_219_200..<253_402_300_800
 }
 
-/// A single, rewritten progress line on a terminal; silent otherwise.
-public final class ProgressLine {
+/// A single, rewritten progress line on a terminal; silent otherwise. Safe to call from
+/// concurrent tasks (a restore's chains report as they apply).
+/// `@unchecked Sendable`: `last` and `shown`, the only mutable state, and the writes are under `lock`.
+public final class ProgressLine: @unchecked Sendable {
     private let enabled: Bool
     private let start = Date()
     private var last = Date.distantPast
+    /// Whether a line is on the terminal for `finish` to clear.
+    private var shown = false
     private let label: String
+    private let lock = NSLock()
 
     public init(label: String, enabled: Bool = Output.stdoutIsTerminal) {
         self.label = label
@@ -61,6 +66,8 @@ public final class ProgressLine {
     /// Reports `done` of `total` (if known) units; `fraction` overrides the percentage (e.g. bytes read).
     public func update(done: Int, total: Int?, unit: String = "records", fraction: Double? = nil) {
         guard enabled else { return }
+        lock.lock()
+        defer { lock.unlock() }
         let now = Date()
         guard now.timeIntervalSince(last) >= 0.2 else { return }
         last = now
@@ -72,18 +79,26 @@ public final class ProgressLine {
             text += String(format: ", %.1f%%, ETA %.0fs", min(f, 1) * 100, max(eta, 0))
         }
         FileHandle.standardOutput.write(Data(("\r\u{1B}[K" + text).utf8))
+        shown = true
     }
 
     /// Shows `text` after the label and the seconds so far (a step without counts).
     public func step(_ text: String) {
         guard enabled else { return }
+        lock.lock()
+        defer { lock.unlock() }
         let elapsed = Date().timeIntervalSince(start)
         FileHandle.standardOutput.write(Data(("\r\u{1B}[K" + String(format: "%@: %@ (%.0fs)", label, text, elapsed)).utf8))
+        shown = true
     }
 
-    /// Clears the line.
+    /// Clears the line, if one is shown (calling it again does nothing).
     public func finish() {
         guard enabled else { return }
+        lock.lock()
+        defer { lock.unlock() }
+        guard shown else { return }
+        shown = false
         FileHandle.standardOutput.write(Data("\r\u{1B}[K".utf8))
     }
 }

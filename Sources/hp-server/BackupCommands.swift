@@ -64,6 +64,9 @@ struct ServerRestoreCommand: AsyncParsableCommand {
 
     func run() async throws {
         let report: ServerRestore.Report
+        let line = ProgressLine(label: "restoring", enabled: Output.stdoutIsTerminal && !json)
+        let progress: @Sendable (Int, Int) -> Void = { line.update(done: $0, total: $1, unit: "bundles") }
+        defer { line.finish() }  // also when it fails: the error goes on a line of its own
         if from.hasPrefix("s3://") {
             let parts = from.dropFirst(5).split(separator: "/", maxSplits: 1)
             let settings = try ServerConfig.load(dataDirectory: data, path: config)
@@ -72,10 +75,11 @@ struct ServerRestoreCommand: AsyncParsableCommand {
             }
             let objects = ObjectStore(settings: ObjectStoreSettings(endpoint: base.endpoint, bucket: String(parts[0]), prefix: parts.count > 1 ? String(parts[1]) : "",
                                                                     region: base.region, accessKey: base.accessKey, secretKey: base.secretKey))
-            report = try await ServerRestore.run(from: ObjectStoreRestoreSource(objects: objects), to: data, jobs: jobs, newHome: newHome)
+            report = try await ServerRestore.run(from: ObjectStoreRestoreSource(objects: objects), to: data, jobs: jobs, newHome: newHome, progress: progress)
         } else {
-            report = try await ServerRestore.run(from: DirectoryRestoreSource(path: from), to: data, jobs: jobs, newHome: newHome)
+            report = try await ServerRestore.run(from: DirectoryRestoreSource(path: from), to: data, jobs: jobs, newHome: newHome, progress: progress)
         }
+        line.finish()
         if json { try Output.json(report); return }
         var t = TextTable(["chain", "bundles", "digest", "backup's digest"], rightAligned: [1])
         for c in report.chains {

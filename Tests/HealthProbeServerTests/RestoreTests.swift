@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import HealthProbeArchive
 @testable import HealthProbeServer
@@ -29,8 +30,11 @@ struct RestoreTests {
         let (_, backup, chain, report) = try backedUp()
         #expect(report.chains.map(\.chain) == [chain] && report.chains[0].bundles == 2)
         let target = TempDir()
-        let restored = try await ServerRestore.run(from: DirectoryRestoreSource(path: backup.path + "/b"), to: target.path + "/r")
+        let told = Mutex<[[Int]]>([])
+        let restored = try await ServerRestore.run(from: DirectoryRestoreSource(path: backup.path + "/b"), to: target.path + "/r",
+                                                   progress: { applied, of in told.withLock { $0.append([applied, of]) } })
         #expect(restored.chains.count == 1 && restored.chains[0].digest == report.chains[0].digest && restored.chains[0].digest != nil)
+        #expect(told.withLock { $0 } == [[1, 2], [2, 2]], "progress after each bundle applied, of all the chains' bundles")
         #expect(try ServerVerifier.run(ServerStore(root: target.path + "/r"), mode: .full).allSatisfy(\.ok))
         await #expect { try await ServerRestore.run(from: DirectoryRestoreSource(path: backup.path + "/b"), to: target.path + "/r") } throws: { "\($0)".contains("not empty") }
     }

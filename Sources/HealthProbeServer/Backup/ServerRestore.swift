@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import HealthProbeArchive
 import HealthProbeProtocol
 import HealthProbeCanonical
@@ -33,8 +34,11 @@ public enum ServerRestore {
     /// samples; with more than one job, the first chain refused stops the others once the
     /// bundle each is applying ends).
     /// Unless `newHome`, the result is a paused copy (`RestoredCopy`) until `hp-server adopt`.
+    /// `progress` is told the bundles applied so far of all the chains' bundles, after each one
+    /// (from the chains' tasks: `jobs` of them may call it at once).
     public static func run(from source: some RestoreSource, to target: String, jobs: Int = 1, newHome: Bool = false,
-                           now: Double = Date().timeIntervalSince1970) async throws -> Report {
+                           now: Double = Date().timeIntervalSince1970,
+                           progress: (@Sendable (_ applied: Int, _ of: Int) -> Void)? = nil) async throws -> Report {
         let started = ContinuousClock.now
         try UnfinishedRestore.refuse(target)
         try DataDirectory.requireEmpty(target, what: "restore target")
@@ -50,7 +54,7 @@ public enum ServerRestore {
             throw error
         }
         do {
-            var report = try await rebuild(from: source, to: target, jobs: jobs, now: now, started: started)
+            var report = try await rebuild(from: source, to: target, jobs: jobs, now: now, started: started, progress: progress)
             if newHome {
                 try HomeDirectory.record(target)
                 // The new home takes the bucket prefix over (its registry names the old server's snapshots).
@@ -91,7 +95,8 @@ public enum ServerRestore {
     }
 
     /// The restore into the empty directory `target`, once its unfinished-restore file is written.
-    static func rebuild(from source: some RestoreSource, to target: String, jobs: Int, now: Double, started: ContinuousClock.Instant) async throws -> Report {
+    static func rebuild(from source: some RestoreSource, to target: String, jobs: Int, now: Double, started: ContinuousClock.Instant,
+                        progress: (@Sendable (Int, Int) -> Void)?) async throws -> Report {
         let store = ServerStore(root: target)
         for dir in [store.chainsDirectory, store.tlsDirectory, store.quarantineDirectory] { try PrivateFiles.makeDirectory(dir) }
         try await source.fetchRegistryAndIdentity(registry: store.registryPath, tls: store.tlsDirectory)
@@ -106,13 +111,15 @@ public enum ServerRestore {
         let expected = try await source.expectedDigests()
         let listed = try await source.bundles().sorted(by: { $0.key < $1.key })
         var rebuilt: [(Chain, Int)?] = Array(repeating: nil, count: listed.count)
+        let applied = progress.map { AppliedCount(total: listed.reduce(0) { $0 + $1.value.count }, progress: $0) }
         try await withThrowingTaskGroup(of: (Int, Chain, Int).self) { group in
             var next = 0
             func startNext() {
                 let (i, (chain, bundles)) = (next, listed[next])
                 next += 1
                 group.addTask {
-                    let (entry, chainBytes) = try await rebuild(chain, bundles: bundles, from: source, into: store, expected: expected[chain], now: now)
+                    let (entry, chainBytes) = try await rebuild(chain, bundles: bundles, from: source, into: store, expected: expected[chain], now: now,
+                                                                applied: applied)
                     return (i, entry, chainBytes)
                 }
             }
@@ -126,6 +133,21 @@ public enum ServerRestore {
         let bytes = rebuilt.reduce(0) { $0 + ($1?.1 ?? 0) }
         try? FileManager.default.removeItem(atPath: store.quarantineDirectory)
         return Report(source: source.location, target: target, chains: chains, bundleBytes: bytes, seconds: (ContinuousClock.now - started).seconds)
+    }
+
+    /// Bundles applied so far of all the chains' bundles, told to `progress` after each one
+    /// (the chains' tasks add at once).
+    final class AppliedCount: Sendable {
+        private let count = Mutex(0)
+        let total: Int
+        let progress: @Sendable (Int, Int) -> Void
+
+        init(total: Int, progress: @escaping @Sendable (Int, Int) -> Void) {
+            self.total = total
+            self.progress = progress
+        }
+
+        func add() { progress(count.withLock { $0 += 1; return $0 }, total) }
     }
 
     /// Whether `error` is the bundle's fault (its bytes, a check it fails), not the disk's or the database's.
@@ -145,7 +167,7 @@ public enum ServerRestore {
     /// Applies one chain's bundles, 1...n in order, to a new replica, fetching each next one
     /// while the one before is applied.
     static func rebuild(_ chain: String, bundles: [RestoreSourceBundle], from source: some RestoreSource, into store: ServerStore,
-                        expected: String?, now: Double) async throws -> (Chain, Int) {
+                        expected: String?, now: Double, applied: AppliedCount? = nil) async throws -> (Chain, Int) {
         let where_ = "chain \(chain.prefix(16)) in \(source.location)"
         for (i, b) in bundles.enumerated() where b.sequence != i + 1 {
             throw ArchiveError(.invalidInput, "\(where_): sequence \(i + 1) is missing (found \(b.sequence) next); the chain cannot be rebuilt past it. Restore from another backup, or from object storage")
@@ -190,6 +212,7 @@ public enum ServerRestore {
             } catch let error where Self.refuses(error) {
                 throw ArchiveError(.invalidInput, "\(where_): sequence \(b.sequence) (\(b.reference)) is refused: \(error)", cause: error)
             }
+            applied?.add()
             try await prefetched
             (fetched, taken) = (followingFile, true)
         }
