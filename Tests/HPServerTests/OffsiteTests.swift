@@ -116,7 +116,7 @@ struct OffsiteTests {
         #expect(try queue(data.path).pending == 2)
         // A server that starts owes the bucket a registry snapshot; while none can be made, the
         // registry says since when (`backup_failing` reads it).
-        try await waitFor("a registry snapshot recorded as due") { try DeviceRegistry(path: data.file("server.sqlite")).offsiteSnapshotDueSince() != nil }
+        try await waitFor("a registry snapshot recorded as due") { try DeviceRegistry(path: data.file("server.sqlite")).offsiteSnapshotDue() != nil }
         try s3.start()
         try await waitFor("the backlog drained", seconds: 120) { let q = try queue(data.path); return q.all == 3 && q.pending == 0 }
         let bundleKeys = try await objects.list(prefix: "house/one/chains/")
@@ -127,7 +127,7 @@ struct OffsiteTests {
         #expect(try hpNode(["--home", home.path, "sync", "--server", "127.0.0.1:\(server!.port)"]).0 == 0)
         try await waitFor("the fourth bundle uploaded") { let q = try queue(data.path); return q.all == 4 && q.pending == 0 }
         try await waitForSnapshots(objects, prefix: "house/one", moreThan: before)
-        try await waitFor("no snapshot due once one arrived") { try DeviceRegistry(path: data.file("server.sqlite")).offsiteSnapshotDueSince() == nil }
+        try await waitFor("no snapshot due once one arrived") { try DeviceRegistry(path: data.file("server.sqlite")).offsiteSnapshotDue() == nil }
         // What an administrator watches: the uploads, the queue, when the last upload and snapshot were.
         try await waitFor("the metrics to show the queue empty") {
             let m = try loopbackHTTPGet(port: metricsPort, path: "/metrics")

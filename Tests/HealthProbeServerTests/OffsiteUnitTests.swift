@@ -97,9 +97,9 @@ struct OffsiteUnitTests {
         (settings.pollInterval, settings.retryInterval, settings.servedCountInterval) = (.milliseconds(50), .milliseconds(50), .milliseconds(100))
         var quiet = Logger(label: "test.offsite")
         quiet.logLevel = .critical  // a failed round per 50 ms
-        let service = OffsiteService(uploader: OffsiteUploader(store: store, registry: try store.registry(), objects: objects), settings: settings,
-                                     clock: ContinuousClock(), now: { Date().timeIntervalSince1970 }, logger: quiet)
         let registry = try store.registry()
+        let service = OffsiteService(uploader: OffsiteUploader(store: store, registry: registry, objects: objects), settings: settings,
+                                     clock: ContinuousClock(), now: { Date().timeIntervalSince1970 }, logger: quiet)
         /// Runs the service until the time served while the snapshot is due passed `served`
         /// (the suite's load may hold a round up for long); how long it ran.
         func serve(past served: Double) async throws -> Double {

@@ -160,7 +160,7 @@ struct ServerAlertTests {
         #expect(snapshotState.detail.contains("no registry snapshot (people, devices, credentials) has reached object storage"), "\(snapshotState.detail)")
         #expect(snapshotState.detail.contains("(24.2 hours of serving since)"), "\(snapshotState.detail)")
         try r.clearOffsiteSnapshotDue()
-        #expect(try r.offsiteSnapshotDueSince() == nil)
+        #expect(try r.offsiteSnapshotDue() == nil)
         time.withLockedValue { $0 += 60 }
         #expect(try alerts.evaluate().events.contains { $0.condition == .backupFailing && $0.event == .resolved })
 

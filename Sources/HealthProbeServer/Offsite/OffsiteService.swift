@@ -48,9 +48,8 @@ public struct OffsiteService<C: Clock>: Service where C.Duration == Duration {
     public func run() async throws {
         var lastBackfill: C.Instant?
         var snapshotDue = true
-        /// Whether the registry says since when a snapshot is due (`backup_failing` reads it).
-        var dueRecorded = false
-        /// Since when this run's serving while a snapshot is due has not been added up yet.
+        /// Since when this run's serving while a snapshot is due has not been added up yet; nil
+        /// until this run recorded in the registry that one is due (`backup_failing` reads both).
         var servedUncounted: C.Instant?
         var lastSnapshot: C.Instant?
         /// Adds the time served since the last count, here (one short write, done also when the
@@ -65,17 +64,17 @@ public struct OffsiteService<C: Clock>: Service where C.Duration == Duration {
         func recordDue() async throws {
             guard snapshotDue else { return }
             let registry = uploader.registry
-            if !dueRecorded {
+            guard let from = servedUncounted else {
                 let t = now()
                 try await OffsiteUploader.blocking { try registry.markOffsiteSnapshotDue(now: t) }
-                dueRecorded = true
                 servedUncounted = clock.now
-            } else if let from = servedUncounted, from.duration(to: clock.now) >= settings.servedCountInterval {
-                let to = clock.now
-                let seconds = from.duration(to: to).seconds
-                try await OffsiteUploader.blocking { try registry.countOffsiteSnapshotDue(served: seconds) }
-                servedUncounted = to
+                return
             }
+            let to = clock.now
+            guard from.duration(to: to) >= settings.servedCountInterval else { return }
+            let seconds = from.duration(to: to).seconds
+            try await OffsiteUploader.blocking { try registry.countOffsiteSnapshotDue(served: seconds) }
+            servedUncounted = to
         }
         /// The registry's change mark when the last snapshot was taken: a revocation or an
         /// enrollment with no bundle after it must reach the bucket too.
@@ -96,8 +95,7 @@ public struct OffsiteService<C: Clock>: Service where C.Duration == Duration {
             }
             if pausedLogged {
                 logger.notice("uploads to object storage resume: the data directory was adopted")
-                dueRecorded = false  // adopt forgot the old home's (`forgetOffsiteSnapshots`)
-                servedUncounted = nil
+                servedUncounted = nil  // adopt forgot the old home's (`forgetOffsiteSnapshots`): recorded again
             }
             pausedLogged = false
             do {
@@ -146,7 +144,6 @@ public struct OffsiteService<C: Clock>: Service where C.Duration == Duration {
                     lastSnapshot = clock.now
                     snapshotMark = mark
                     try await OffsiteUploader.blocking { try registry.clearOffsiteSnapshotDue() }
-                    dueRecorded = false
                     servedUncounted = nil
                     snapshotDue = false
                     logger.info("offsite registry snapshot uploaded", metadata: ["key": "\(key)"])

@@ -172,9 +172,6 @@ extension DeviceRegistry {
         }
     }
 
-    /// Since when a registry snapshot has been due without reaching the bucket; nil when none is.
-    public func offsiteSnapshotDueSince() throws -> Double? { try offsiteSnapshotDue()?.since }
-
     /// Forgets them, and since when the old home owed the bucket a snapshot (`adopt`,
     /// `restore --new-home`, with a takeover): the new home owes one from its own start.
     public func forgetOffsiteSnapshots() throws {
