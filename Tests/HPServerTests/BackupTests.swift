@@ -7,6 +7,18 @@ func jsonDigest(_ text: String) -> String? {
     (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])?["digest"] as? String
 }
 
+/// A new data directory at `data` whose server received one simulated capture of `days` days
+/// from a node at `home` enrolled as `name`, then stopped; returns the node's chain hash.
+func dataWithOneSync(data: String, home: String, name: String, seed: Int, days: Int) throws -> String {
+    #expect(try hpServer(["init", "--data", data]).0 == 0)
+    #expect(try hpNode(["--home", home, "capture", "--simulate", "--seed", "\(seed)", "--days", "\(days)"]).0 == 0)
+    let server = try ServerProcess(data: data)
+    try enrollWithCLI(data: data, home: home, name: name, port: server.port)
+    #expect(try hpNode(["--home", home, "sync"]).0 == 0)
+    server.stop()
+    return try nodeChain(home)
+}
+
 /// A node's chain hash (`hp-node status --json`).
 func nodeChain(_ home: String) throws -> String {
     let status = try JSONSerialization.jsonObject(with: Data(try hpNode(["--home", home, "status", "--json"]).1.utf8)) as? [String: Any]
@@ -115,13 +127,7 @@ struct BackupTests {
     @Test("a restore killed inside its first apply leaves what no command takes for a data directory, not even init; emptied as the message says, it runs again")
     func restoreKilledInsideItsApply() throws {
         let data = TempDir(), home = TempDir(), backups = TempDir(), restoredParent = TempDir()
-        #expect(try hpServer(["init", "--data", data.path]).0 == 0)
-        #expect(try hpNode(["--home", home.path, "capture", "--simulate", "--seed", "4", "--days", "5"]).0 == 0)
-        let chain = try nodeChain(home.path)
-        let server = try ServerProcess(data: data.path)
-        try enrollWithCLI(data: data.path, home: home.path, name: "ben-watch", port: server.port)
-        #expect(try hpNode(["--home", home.path, "sync"]).0 == 0)
-        server.stop()
+        let chain = try dataWithOneSync(data: data.path, home: home.path, name: "ben-watch", seed: 4, days: 5)
         let last = backups.path + "/final"
         #expect(try hpServer(["backup", "--data", data.path, "--to", last]).0 == 0)
 

@@ -15,15 +15,9 @@ struct OffsiteTests: OffsiteSupport {
         let (_, config, objects) = try await freshBucket(s3, prefix: "house/one")
 
         let data = TempDir(), home = TempDir(), elsewhere = TempDir()
-        #expect(try hpServer(["init", "--data", data.path]).0 == 0)
         try config.write(toFile: elsewhere.file("config.json"), atomically: true, encoding: .utf8)
         // A bundle kept before uploads were configured: the backfill queues it.
-        #expect(try hpNode(["--home", home.path, "capture", "--simulate", "--seed", "5", "--days", "10"]).0 == 0)
-        let chain = try nodeChain(home.path)
-        let unconfigured = try ServerProcess(data: data.path)
-        try enrollWithCLI(data: data.path, home: home.path, name: "anna-phone", port: unconfigured.port)
-        #expect(try hpNode(["--home", home.path, "sync"]).0 == 0)
-        unconfigured.stop()
+        let chain = try dataWithOneSync(data: data.path, home: home.path, name: "anna-phone", seed: 5, days: 10)
         try config.write(toFile: data.file("config.json"), atomically: true, encoding: .utf8)
         var server: ServerProcess? = try ServerProcess(data: data.path)
         try await waitFor("the first bundle uploaded") { let q = try queue(data.path); return q.all == 1 && q.pending == 0 }
