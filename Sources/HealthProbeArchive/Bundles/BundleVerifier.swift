@@ -58,15 +58,22 @@ public struct BundleVerifier {
     /// item with its typed payload, or the trailer.
     @discardableResult
     public mutating func feed(_ bytes: [UInt8]) throws(BundleError) -> BundleLine {
+        try feed(Self.decode(bytes, line: line + 1))
+    }
+
+    /// Feeds the next line as `decode` worked it out (on any thread, `line` the next
+    /// line's number): the same checks, in the same order, as `feed(_ bytes:)`.
+    @discardableResult
+    public mutating func feed(_ decoded: DecodedLine) throws(BundleError) -> BundleLine {
         line += 1
         guard !done else { throw BundleError(.malformed, line: line, "data after the trailer") }
-        let flat: FlatJSON
-        do { flat = try JSONParser.flat(bytes) } catch {
-            guard (try? JSONParser.parse(bytes)) != nil else { throw BundleError(.malformed, line: line, "line \(line) is not JSON (\(error))") }
-            throw BundleError(.notCanonical, line: line, "line \(line) is not in canonical JSON form (RFC 8785): \(error)")
-        }
-        guard flat.isObject else { throw BundleError(.malformed, line: line, "line \(line) is not a JSON object") }
-        if header == nil {
+        precondition(decoded.line == line, "a decoded line fed out of order")
+        switch decoded.content {
+        case .failed(let error):
+            throw error
+        case .notObject:
+            throw BundleError(.malformed, line: line, "line \(line) is not a JSON object")
+        case .plain(let flat) where header == nil:
             guard case .object(let o) = flat.value else { throw BundleError(.malformed, line: line, "line \(line) is not a JSON object") }
             header = try Self.parseHeader(o, line: line)
             rules.sequence = header!.sequence
@@ -74,8 +81,10 @@ public struct BundleVerifier {
                 throw BundleError(.malformed, line: line, "header cannot be hashed")
             }
             return .header(header!)
-        }
-        guard let kindIndex = flat.find("kind") else {
+        case _ where header == nil:
+            // An item where the header belongs: its members are not a header's.
+            throw Self.headerMembers(line: line)
+        case .plain(let flat):
             // The trailer.
             guard itemCount > 0 else { throw BundleError(.order, line: line, "line \(line): the bundle has no observation item") }
             let trailer = manifest!.trailer
@@ -88,21 +97,60 @@ public struct BundleVerifier {
                 throw BundleError(.malformed, line: line, "trailer cannot be hashed")
             }
             return .trailer(trailer)
+        case .unknownKind:
+            throw BundleError(.unknownKind, line: line, "line \(line): unknown item kind")
+        case .item(let kind, let decodedItem, let itemHash):
+            guard kind >= self.kind, (kind == .observation) == (line == 2) else {
+                if line == 2 { throw BundleError(.order, line: line, "line 2: the first item must be the observation") }
+                throw BundleError(.order, line: line, "line \(line): a \(kind.rawValue) item is out of order (Protocol/bundles.md, item order)")
+            }
+            self.kind = kind
+            let item = try decodedItem.get()
+            try rules.check(item, line: line)
+            manifest!.add(itemHash: itemHash, kind: kind)
+            itemCount += 1
+            return .item(item)
         }
+    }
+
+    /// A line worked out on its own, before the lines around it are known: parsed
+    /// (canonical form checked), its kind read, its item decoded and hashed. Lines can be
+    /// decoded on several threads at once; `feed(_ decoded:)` then checks them in order.
+    public struct DecodedLine: Sendable {
+        /// The line's number (1-based: line 1 is the header).
+        public let line: Int
+        let content: Content
+
+        enum Content: Sendable {
+            /// Not JSON, or not in canonical form.
+            case failed(BundleError)
+            case notObject
+            /// Line 1 (the header), or a line without a kind (the trailer).
+            case plain(FlatJSON)
+            case unknownKind
+            /// An item: its kind, its typed item or why it is not one, and its item hash.
+            case item(BundleItemKind, Result<BundleItem, BundleError>, Digest32)
+        }
+    }
+
+    /// Works out line number `line` (its bytes without the newline) as far as it can alone.
+    public static func decode(_ bytes: [UInt8], line: Int) -> DecodedLine {
+        let flat: FlatJSON
+        do { flat = try JSONParser.flat(bytes) } catch {
+            guard (try? JSONParser.parse(bytes)) != nil else {
+                return DecodedLine(line: line, content: .failed(BundleError(.malformed, line: line, "line \(line) is not JSON (\(error))")))
+            }
+            return DecodedLine(line: line, content: .failed(BundleError(.notCanonical, line: line, "line \(line) is not in canonical JSON form (RFC 8785): \(error)")))
+        }
+        guard flat.isObject else { return DecodedLine(line: line, content: .notObject) }
+        guard line > 1, let kindIndex = flat.find("kind") else { return DecodedLine(line: line, content: .plain(flat)) }
         // The kind's position found from its bytes (no string built for it).
         guard let r = flat.plainRange(kindIndex), let kind = BundleItemKind(flat.bytes, r) else {
-            throw BundleError(.unknownKind, line: line, "line \(line): unknown item kind")
+            return DecodedLine(line: line, content: .unknownKind)
         }
-        guard kind >= self.kind, (kind == .observation) == (line == 2) else {
-            if line == 2 { throw BundleError(.order, line: line, "line 2: the first item must be the observation") }
-            throw BundleError(.order, line: line, "line \(line): a \(kind.rawValue) item is out of order (Protocol/bundles.md, item order)")
-        }
-        self.kind = kind
-        let item = try BundleItem.decode(flat, kind: kind, line: line)
-        try rules.check(item, line: line)
-        manifest!.add(itemHash: ArchiveHasher.sha256Digest(.item, bytes), kind: kind)
-        itemCount += 1
-        return .item(item)
+        let item: Result<BundleItem, BundleError>
+        do throws(BundleError) { item = .success(try BundleItem.decode(flat, kind: kind, line: line)) } catch { item = .failure(error) }
+        return DecodedLine(line: line, content: .item(kind, item, ArchiveHasher.sha256Digest(.item, bytes)))
     }
 
     /// The lines ended; `unterminated` when the last one had no newline after it
@@ -141,6 +189,11 @@ public struct BundleVerifier {
         return try parseHeader(o, line: 1)
     }
 
+    /// A header whose members are not exactly the five a header has.
+    static func headerMembers(line: Int) -> BundleError {
+        BundleError(.malformed, line: line, "header: must have exactly bundle_format, device_chain_hash, observation_id, previous_manifest_hash and sequence")
+    }
+
     /// Sequences and observation ids: 1 to 2^53 - 1, the range the frames carry
     /// (Protocol/README.md section 2.1): every integer in it is exact in JSON.
     public static let sequences: ClosedRange<Int64> = 1...((1 << 53) - 1)
@@ -148,7 +201,7 @@ public struct BundleVerifier {
     static func parseHeader(_ o: [String: JSONValue], line: Int) throws(BundleError) -> BundleHeader {
         func fail(_ why: String) -> BundleError { BundleError(.malformed, line: line, "header: \(why)") }
         guard Set(o.keys) == ["bundle_format", "device_chain_hash", "observation_id", "previous_manifest_hash", "sequence"] else {
-            throw fail("must have exactly bundle_format, device_chain_hash, observation_id, previous_manifest_hash and sequence")
+            throw headerMembers(line: line)
         }
         guard case .number(let f)? = o["bundle_format"], f == 1 else { throw fail("bundle_format must be 1") }
         guard case .string(let chain)? = o["device_chain_hash"], ArchiveHasher.isLowerHex(chain.utf8) else {

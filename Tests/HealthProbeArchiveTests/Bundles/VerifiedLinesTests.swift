@@ -5,7 +5,7 @@ import HealthProbeCanonical
 @testable import HealthProbeSimulator
 import HealthProbeTestSupport
 
-@Suite("Verifying bundle lines on a second thread")
+@Suite("Verifying bundle lines on threads beside the apply")
 struct VerifiedLinesTests {
     func lines() throws -> [[UInt8]] {
         let t = TempHome()
@@ -45,6 +45,47 @@ struct VerifiedLinesTests {
         var delivered = 0
         #expect { while let batch = try verified.next() { delivered += batch.count } } throws: { ($0 as? BundleError)?.code == .notCanonical }
         #expect(delivered == bad)
+    }
+
+    @Test("every committed bundle vector gives, decoded on two threads, what the one-line-at-a-time verifier gives: the same lines, error, line and manifest hash")
+    func vectorsAsOneThread() throws {
+        let dir = vectorURL("bundles")
+        let files = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".jsonl") }.sorted()
+        #expect(files.count >= 30)
+        for file in files {
+            let path = dir.appendingPathComponent(file).path
+            // One line at a time.
+            var single = BundleVerifier()
+            var singleLines = 0
+            var singleError: BundleError?
+            do { try single.feed(all: try FileLines(path: path)) { _ in singleLines += 1 } } catch let e as BundleError { singleError = e }
+            // Batches dealt to the decoding threads, taken back in order.
+            let verified = VerifiedLines(try FileLines(path: path))
+            var lines = 0
+            var error: BundleError?
+            do { while let batch = try verified.next() { lines += batch.count } } catch let e as BundleError { error = e }
+            #expect(lines == singleLines, "\(file)")
+            #expect(error?.code == singleError?.code && error?.line == singleError?.line, "\(file): \(String(describing: error)) against \(String(describing: singleError))")
+            if error == nil {
+                #expect(verified.finish().manifestHash == single.manifestHash, "\(file)")
+            } else {
+                verified.cancel()
+            }
+        }
+    }
+
+    @Test("an error in any batch, whichever thread decoded it, comes after exactly the lines before it")
+    func errorInEachDecoder() throws {
+        let all = try lines()
+        for bad in [1, VerifiedLines.batchSize - 1, VerifiedLines.batchSize, VerifiedLines.batchSize + 3, VerifiedLines.batchSize * 3 + 1, all.count - 1] {
+            var edited = all
+            edited[bad] = Array("{\"kind\":\"sample\"} ".utf8)  // not JSON's canonical form
+            let verified = VerifiedLines(edited)
+            var delivered = 0
+            #expect { while let batch = try verified.next() { delivered += batch.count } } throws: { ($0 as? BundleError)?.line == bad + 1 }
+            #expect(delivered == bad, "line \(bad + 1)")
+            verified.cancel()
+        }
     }
 
     @Test("stopping early ends the verifying thread (no hang, however many lines are left)")
