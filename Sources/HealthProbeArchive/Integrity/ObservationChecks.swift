@@ -17,21 +17,28 @@ public enum ObservationChecks {
         // Every statement is driven by what the observation touched (CROSS JOIN fixes
         // the loop order; INDEXED BY the lookups): an incremental bundle's checks must
         // not scan a replica of a million samples.
-        // The samples the observation touched: an event, a range opened or closed.
-        try db.ensureTempTable(TempTable.touchedSamples)
-        try db.cachedStatement(sql: "DELETE FROM temp.hp_touched_samples").execute()
-        // Three inserts, not one of a UNION: the table's key removes the repeats without
-        // a temporary b-tree of the union besides it.
-        for sql in ["SELECT sample_id FROM sample_observation_events WHERE observation_id = ?",
-                    "SELECT sample_id FROM sample_visibility_ranges WHERE first_observation_id = ?",
-                    "SELECT sample_id FROM sample_visibility_ranges WHERE last_observation_id = ?"] {
-            try db.cachedStatement(sql: "INSERT OR IGNORE INTO temp.hp_touched_samples " + sql).execute(arguments: [obs])
+        // The samples the observation touched: an event, a range opened or closed. When the
+        // replica held no sample before it (a chain's first bundle), every sample, event and
+        // range it holds is the observation's: the tables are walked whole instead, as `ArchiveVerifier`
+        // walks them (at a million samples, the temporary table's three inserts took about 0.6 s).
+        let whole = samplesAfter <= 0
+        if !whole {
+            try db.ensureTempTable(TempTable.touchedSamples)
+            try db.cachedStatement(sql: "DELETE FROM temp.hp_touched_samples").execute()
+            // Three inserts, not one of a UNION: the table's key removes the repeats without
+            // a temporary b-tree of the union besides it.
+            for sql in ["SELECT sample_id FROM sample_observation_events WHERE observation_id = ?",
+                        "SELECT sample_id FROM sample_visibility_ranges WHERE first_observation_id = ?",
+                        "SELECT sample_id FROM sample_visibility_ranges WHERE last_observation_id = ?"] {
+                try db.cachedStatement(sql: "INSERT OR IGNORE INTO temp.hp_touched_samples " + sql).execute(arguments: [obs])
+            }
         }
 
         // 1. Their ranges equal the rebuild from their events (ArchiveVerifier check 6),
         // 2. and each has at most one open range: both sides walked in sample order, each
         //    sample rebuilt in memory (`RangeRebuild`), nothing sorted by SQLite.
-        let rebuild = try RangeRebuild.compare(db, events: FastStatement(db, Self.touchedEvents), stored: FastStatement(db, Self.touchedRanges), arguments: [])
+        let rebuild = try RangeRebuild.compare(db, events: FastStatement(db, whole ? RangeRebuild.allEvents : Self.touchedEvents),
+                                               stored: FastStatement(db, whole ? RangeRebuild.allRanges : Self.touchedRanges), arguments: [])
         problems += rebuild.ranges + rebuild.openRanges
         // No range closes where it opened.
         for r in try Row.fetchAll(db.cachedStatement(sql: """

@@ -9,9 +9,12 @@ import Testing
 struct ObservationChecksTests {
     /// The problems of the latest observation after `damage`, rolled back afterwards.
     /// `recountLimit` 0 checks every summary against its previous one (the large-type path).
-    func problems(_ node: NodeArchive, _ damage: String, recountLimit: Int = .max, samplesAfter: Int64 = 0) throws -> [String] {
+    /// `samplesAfter` nil: the observation's own (only the samples it touched are walked);
+    /// 0: every sample counted as added (the tables walked whole, as for a chain's first bundle).
+    func problems(_ node: NodeArchive, _ damage: String, recountLimit: Int = .max, samplesAfter given: Int64? = 0) throws -> [String] {
         try node.archive.writer.write { db -> [String] in
             let obs = try Int64.fetchOne(db, sql: "SELECT max(id) FROM observations")!
+            let samplesAfter = try given ?? Int64.fetchOne(db, sql: "SELECT samples_before FROM observations WHERE id = ?", arguments: [obs])!
             var out: [String] = []
             _ = try db.inSavepoint {
                 if !damage.isEmpty { try db.execute(sql: damage, arguments: [obs]) }
@@ -30,11 +33,18 @@ struct ObservationChecksTests {
         """
     }
 
-    @Test("a real archive is clean; a summary, its hash and a range that disagree with the ranges are found", arguments: [Int.max, 0])
-    func findsDamage(recountLimit: Int) throws {
+    @Test("a real archive is clean; a summary, its hash and a range that disagree with the ranges are found, walking the touched samples or the whole tables",
+          arguments: [Int.max, 0], [false, true])
+    func findsDamage(recountLimit: Int, whole: Bool) throws {
         let home = TempHome()
         try home.simulate(seed: 3, days: [4, 2])
         let t = try home.open()
+        let samplesAfter: Int64? = whole ? 0 : nil
+        let before = try t.archive.writer.read { try Int64.fetchOne($0, sql: "SELECT samples_before FROM observations ORDER BY id DESC LIMIT 1") } ?? 0
+        #expect(before > 0, "the latest observation follows samples of an earlier one")
+        func problems(_ node: NodeArchive, _ damage: String, recountLimit: Int) throws -> [String] {
+            try self.problems(node, damage, recountLimit: recountLimit, samplesAfter: samplesAfter)
+        }
         #expect(try problems(t, "", recountLimit: recountLimit) == [])
         let recount = try problems(t, summary("visible_record_count = visible_record_count + 1"), recountLimit: recountLimit)
         let expected = recountLimit == 0 ? "the ranges opened and closed since gives" : "ranges say"
