@@ -24,7 +24,7 @@ final class VerifiedLines: Sendable {
     private let ordered = Ordered()
 
     /// Lines cut from the source, numbered from `firstLine`.
-    private struct RawBatch: @unchecked Sendable {
+    private struct RawBatch: Sendable {
         let firstLine: Int
         let lines: [[UInt8]]
     }
