@@ -242,13 +242,16 @@ public enum BundleApplier {
             return try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM sample_types WHERE type_identifier = ?"), arguments: [type])!
         }
 
-        /// The replica's row of a sample reference (type and strict fingerprint):
-        /// first the guessed next rowid (checked), else the identity index.
+        /// The replica's row of a sample reference (type and strict fingerprint): first
+        /// the guessed next rowid, checked (in memory when it is in the run of samples this
+        /// bundle inserted, else in SQL); then the samples this bundle inserted; else the
+        /// identity index. Each way is exact, so the order changes only the cost.
         mutating func sampleID(_ db: Database, _ ref: BundleItem.SampleReference) throws -> Int64 {
             let t = try typeID(db, ref.type)
             let fp = ref.strictFingerprint
-            if let id = inserted.sample(type: t, fingerprint: fp) { return id }
-            if sampleGuess > 0 {
+            if inserted.inRun(sampleGuess) {
+                if let id = inserted.sample(at: sampleGuess, type: t, fingerprint: fp) { sampleGuess = id + 1; return id }
+            } else if sampleGuess > 0 {
                 var hit = false
                 try st.sampleByRowid.queryWhile(db, [.int(sampleGuess)]) { row in
                     hit = row.int(0) == t && row.hashEquals(1, fp)
@@ -256,6 +259,7 @@ public enum BundleApplier {
                 }
                 if hit { sampleGuess += 1; return sampleGuess - 1 }
             }
+            if let id = inserted.sample(type: t, fingerprint: fp) { sampleGuess = id + 1; return id }
             guard let id = try st.sampleByFingerprint.firstInt(db, [.int(t), .digest(fp)]) else {
                 throw ApplyError(code: .unresolved, message: "an item refers to a sample the replica does not have (\(ref.type.string))")
             }

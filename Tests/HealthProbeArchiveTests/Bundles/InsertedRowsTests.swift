@@ -58,4 +58,62 @@ struct InsertedRowsTests {
         #expect(rows.sample(type: 1, fingerprint: Self.hash(Self.hashA)) == 1)
         #expect(rows.sample(type: 2, fingerprint: Self.hash(Self.hashA)) == nil)
     }
+    @Test("the run of consecutive rowids answers a guessed rowid only for its exact key")
+    func run() {
+        var rows = InsertedRows()
+        let a = Self.hash(Self.hashA), b = Self.hash(Self.hashB)
+        rows.inserted(sample: 10, type: 1, fingerprint: a)
+        rows.inserted(sample: 11, type: 1, fingerprint: b)
+        #expect(rows.inRun(10) && rows.inRun(11))
+        #expect(!rows.inRun(9) && !rows.inRun(12) && !rows.inRun(0))
+        #expect(rows.sample(at: 10, type: 1, fingerprint: a) == 10)
+        #expect(rows.sample(at: 11, type: 1, fingerprint: b) == 11)
+        #expect(rows.sample(at: 10, type: 1, fingerprint: b) == nil, "another fingerprint at that rowid")
+        #expect(rows.sample(at: 10, type: 2, fingerprint: a) == nil, "another type at that rowid")
+        #expect(rows.sample(at: 10, type: 1, fingerprint: nil) == nil)
+        #expect(rows.sample(at: 12, type: 1, fingerprint: a) == nil, "past the run")
+        // A miss at the guessed rowid is still found by its key, wherever it is.
+        #expect(rows.sample(type: 1, fingerprint: b) == 11)
+        // Versions of the run's samples are kept by slot, exact on the payload hash.
+        rows.inserted(version: 40, sample: 11, payloadHash: a)
+        #expect(rows.version(sample: 11, payloadHash: a) == 40)
+        #expect(rows.version(sample: 11, payloadHash: b) == nil)
+        #expect(rows.version(sample: 10, payloadHash: a) == nil, "no version of that sample yet")
+        rows.inserted(version: 41, sample: 11, payloadHash: b)
+        #expect(rows.version(sample: 11, payloadHash: b) == 41, "the sample's newest version")
+        #expect(rows.version(sample: 11, payloadHash: a) == nil)
+        // A version of a sample outside the run, as before.
+        rows.inserted(version: 42, sample: 3, payloadHash: a)
+        #expect(rows.version(sample: 3, payloadHash: a) == 42)
+    }
+
+    @Test("a gap in the rowids ends the run; what follows is found by key alone")
+    func gapEndsRun() {
+        var rows = InsertedRows()
+        let a = Self.hash(Self.hashA), b = Self.hash(Self.hashB)
+        rows.inserted(sample: 5, type: 1, fingerprint: a)
+        rows.inserted(sample: 7, type: 1, fingerprint: b)
+        #expect(rows.inRun(5) && !rows.inRun(6) && !rows.inRun(7))
+        #expect(rows.sample(at: 7, type: 1, fingerprint: b) == nil)
+        #expect(rows.sample(type: 1, fingerprint: b) == 7)
+        // Nothing joins the run once it ended, even a rowid that would follow it.
+        rows.inserted(sample: 6, type: 2, fingerprint: a)
+        #expect(!rows.inRun(6))
+        #expect(rows.sample(type: 2, fingerprint: a) == 6)
+        // A sample without a fingerprint is not remembered, and ends the run too.
+        var other = InsertedRows()
+        other.inserted(sample: 1, type: 1, fingerprint: a)
+        other.inserted(sample: 2, type: 1, fingerprint: nil)
+        other.inserted(sample: 3, type: 1, fingerprint: b)
+        #expect(other.inRun(1) && !other.inRun(2) && !other.inRun(3))
+        #expect(other.sample(type: 1, fingerprint: b) == 3)
+    }
+
+    @Test("the run stops at the limit with the rest")
+    func runBounded() {
+        var rows = InsertedRows(limit: 2)
+        for i in 1...3 { rows.inserted(sample: Int64(i), type: Int64(i), fingerprint: Self.hash(Self.hashA)) }
+        #expect(rows.inRun(1) && rows.inRun(2) && !rows.inRun(3))
+        #expect(rows.sample(at: 3, type: 3, fingerprint: Self.hash(Self.hashA)) == nil)
+    }
 }
