@@ -133,6 +133,8 @@ public enum BundleApplier {
         /// The rowid the next sample reference most likely names: items of each kind
         /// follow the sender's row order, which is the order samples were inserted in.
         var sampleGuess: Int64 = 0
+        /// The same for version references (event and range lines, in the versions' order).
+        var versionGuess: Int64 = 0
         /// Samples and versions this bundle inserted (its later lines name them).
         var inserted = InsertedRows()
         /// The source revision, device and metadata a version item resolved last, by
@@ -163,12 +165,13 @@ public enum BundleApplier {
 
         /// The hot statements, prepared once per bundle.
         struct Statements {
-            let sampleByRowid, sampleByFingerprint, versionID, source, revision, device, metadata: FastStatement
+            let sampleByRowid, sampleByFingerprint, versionByRowid, versionID, source, revision, device, metadata: FastStatement
             let insertSample, insertVersion, insertEvent, openRange, closeRange, firstObservation: FastStatement
 
             init(_ db: Database) throws {
                 sampleByRowid = try FastStatement(db, "SELECT sample_type_id, strict_fingerprint FROM samples WHERE id = ?")
                 sampleByFingerprint = try FastStatement(db, "SELECT id FROM samples WHERE sample_type_id = ?1 AND \(SampleIndexes.fingerprintMatches("strict_fingerprint", "?2"))")
+                versionByRowid = try FastStatement(db, "SELECT sample_id, payload_hash FROM sample_versions WHERE id = ?")
                 versionID = try FastStatement(db, SampleIndexes.versionByPayload)
                 source = try FastStatement(db, "SELECT id FROM sources WHERE ifnull(source_name_hash, '') = ifnull(?, '') AND ifnull(bundle_identifier, '') = ifnull(?, '')")
                 revision = try FastStatement(db, """
@@ -267,12 +270,24 @@ public enum BundleApplier {
             return id
         }
 
-        func versionID(_ db: Database, _ payloadHash: Digest32?, sample: Int64) throws -> Int64? {
+        /// The replica's version of `sample` with `payloadHash`: first the versions this bundle
+        /// inserted (in memory), then the guessed next version rowid, checked (one lookup by
+        /// rowid, read in order, where the payload index costs two), else that index.
+        mutating func versionID(_ db: Database, _ payloadHash: Digest32?, sample: Int64) throws -> Int64? {
             guard let payloadHash else { return nil }
-            if let id = inserted.version(sample: sample, payloadHash: payloadHash) { return id }
+            if let id = inserted.version(sample: sample, payloadHash: payloadHash) { versionGuess = id + 1; return id }
+            if versionGuess > 0 {
+                var hit = false
+                try st.versionByRowid.queryWhile(db, [.int(versionGuess)]) { row in
+                    hit = row.int(0) == sample && row.hashEquals(1, payloadHash)
+                    return false
+                }
+                if hit { versionGuess += 1; return versionGuess - 1 }
+            }
             guard let id = try st.versionID.firstInt(db, [.int(sample), .digest(payloadHash)]) else {
                 throw ApplyError(code: .unresolved, message: "an item refers to a payload version the replica does not have")
             }
+            versionGuess = id + 1
             return id
         }
 
