@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import HealthProbeCanonical
 import Testing
 @testable import HealthProbeArchive
 import HealthProbeTestSupport
@@ -20,5 +21,34 @@ struct ChainStateDigestTests {
             #expect(cacheAfter == -64 * 1024, "the writer's own cache size once the digest is computed")
         }
         #expect(ChainStateDigest.sorterKiB <= 8 * 1024)
+    }
+    @Test("the digest equals its definition written out: the visible samples sorted by type identifier and whole strict fingerprint, one canonical line each, at every observation")
+    func equalsDefinition() throws {
+        let t = TempHome()
+        try t.simulate(seed: 9, days: [5, 3, 2])
+        let node = try t.open()
+        try node.archive.writer.read { db in
+            let types = try Int.fetchOne(db, sql: "SELECT count(DISTINCT sample_type_id) FROM samples") ?? 0
+            #expect(types > 2, "several types, whose ids are not in their identifiers' order")
+            for obs in try Int64.fetchAll(db, sql: "SELECT id FROM observations ORDER BY id") {
+                let rows = try Row.fetchAll(db, sql: """
+                    SELECT st.type_identifier AS type, lower(hex(s.strict_fingerprint)) AS fp,
+                           nullif(lower(hex(s.sample_uuid_hash)), '') AS uuid, nullif(lower(hex(v.payload_hash)), '') AS payload
+                    FROM sample_visibility_ranges r JOIN samples s ON s.id = r.sample_id JOIN sample_types st ON st.id = s.sample_type_id
+                    LEFT JOIN sample_versions v ON v.id = r.version_id
+                    WHERE r.first_observation_id <= ?1 AND (r.last_observation_id IS NULL OR r.last_observation_id > ?1)
+                    ORDER BY st.type_identifier, s.strict_fingerprint
+                    """, arguments: [obs])
+                var stream = SHA256Stream(domain: .chainState)
+                func json(_ text: String?) -> String { text.map { "\"\($0)\"" } ?? "null" }
+                for r in rows {
+                    let line = "{\"payload_hash\":\(json(r["payload"])),\"sample_uuid_hash\":\(json(r["uuid"])),\"strict_fingerprint\":\(json(r["fp"])),\"type\":\(json(r["type"]))}\n"
+                    stream.update(Array(line.utf8))
+                }
+                let computed = try ChainStateDigest.compute(db, observationID: obs)
+                #expect(computed == ChainStateDigest.Result(digest: stream.finalize(), visibleCount: rows.count), "observation \(obs)")
+                #expect(rows.count > 0)
+            }
+        }
     }
 }
