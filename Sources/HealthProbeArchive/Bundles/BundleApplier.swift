@@ -48,14 +48,16 @@ public enum BundleApplier {
     /// `manifestHash` nil takes the hash the verification computes (a rebuild, whose bundles
     /// come without one): the replica must then hold no bundle at the bundle's sequence.
     /// `beforeCommit` runs inside the transaction once the bundle is applied; what it throws rolls everything back.
+    /// `remembered`: the samples and versions this bundle inserts that are kept in memory for its
+    /// later lines (`InsertedRows`); tests pass 0 to find every one through SQL.
     public static func apply(_ replica: Archive, lines: some Sequence<[UInt8]>, manifestHash: String?, now: Double,
-                             indexes: IndexMode = .maintained,
+                             indexes: IndexMode = .maintained, remembered: Int = InsertedRows.defaultLimit,
                              beforeCommit: (Database, Outcome) throws -> Void = { _, _ in }) throws -> Outcome {
         let verified = VerifiedLines(lines)
         defer { verified.cancel() }
         do {
             return try replica.writer.write { db in
-                let outcome = try applyVerified(db, verified, manifestHash: manifestHash, now: now, indexes: indexes)
+                let outcome = try applyVerified(db, verified, manifestHash: manifestHash, now: now, indexes: indexes, remembered: remembered)
                 try beforeCommit(db, outcome)
                 return outcome
             }
@@ -66,7 +68,8 @@ public enum BundleApplier {
         }
     }
 
-    private static func applyVerified(_ db: Database, _ verified: VerifiedLines, manifestHash: String?, now: Double, indexes: IndexMode) throws -> Outcome {
+    private static func applyVerified(_ db: Database, _ verified: VerifiedLines, manifestHash: String?, now: Double, indexes: IndexMode,
+                                      remembered: Int) throws -> Outcome {
         var state: State?
         var deferred: DeferredIndexes?
         var number = 0
@@ -75,7 +78,7 @@ public enum BundleApplier {
                 number += 1
                 switch decoded {
                 case .header(let header):
-                    switch try State.begin(db, header: header, manifestHash: manifestHash, now: now) {
+                    switch try State.begin(db, header: header, manifestHash: manifestHash, now: now, remembered: remembered) {
                     case .alreadyApplied(let sequence): return .alreadyApplied(sequence: sequence)
                     case .apply(let s):
                         state = s
@@ -136,7 +139,7 @@ public enum BundleApplier {
         /// The same for version references (event and range lines, in the versions' order).
         var versionGuess: Int64 = 0
         /// Samples and versions this bundle inserted (its later lines name them).
-        var inserted = InsertedRows()
+        var inserted: InsertedRows
         /// The source revision, device and metadata a version item resolved last, by
         /// what named them: consecutive versions mostly share them.
         var lastRevision = LastLookup<RevisionKey>(), lastDevice = LastLookup<Digest32>(), lastMetadata = LastLookup<Digest32>()
@@ -205,7 +208,7 @@ public enum BundleApplier {
             case apply(State)
         }
 
-        static func begin(_ db: Database, header: BundleHeader, manifestHash: String?, now: Double) throws -> Begin {
+        static func begin(_ db: Database, header: BundleHeader, manifestHash: String?, now: Double, remembered: Int) throws -> Begin {
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO device_chains(device_chain_hash, created_at, recovered_from_keychain) VALUES (?, ?, 0)").execute(arguments: [header.deviceChainHash, now])
             let chainID = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM device_chains WHERE device_chain_hash = ?"), arguments: [header.deviceChainHash])!
             if let logged = try String.fetchOne(db.cachedStatement(sql: "SELECT manifest_hash FROM bundle_log WHERE device_chain_id = ? AND direction = 'received' AND sequence = ?"),
@@ -226,7 +229,8 @@ public enum BundleApplier {
             }
             let samplesBefore = try Int64.fetchOne(db.cachedStatement(sql: "SELECT ifnull(max(id), 0) FROM samples")) ?? 0
             return .apply(State(header: header, chainID: chainID, previousLogged: last?["manifest_hash"], samplesBefore: samplesBefore,
-                                outcome: .applied(observationID: 0, sequence: header.sequence), st: try Statements(db)))
+                                outcome: .applied(observationID: 0, sequence: header.sequence), inserted: InsertedRows(limit: remembered),
+                                st: try Statements(db)))
         }
 
         /// Text as a statement value.

@@ -4,8 +4,9 @@ import HealthProbeCanonical
 /// The samples and versions one bundle inserted, by the keys its later lines
 /// name them with, so an event or range line finds its rows without a query.
 /// Exact: the keys are the replica's unique keys (type and strict fingerprint;
-/// sample and payload hash). Bounded: past `limit` entries nothing more is
-/// remembered and lookups fall back to SQL.
+/// sample and payload hash). Bounded: past `limit` samples nothing more is remembered
+/// (the run's versions are kept in its slots, other versions up to `limit` more) and
+/// lookups fall back to SQL.
 ///
 /// Two ways in. The samples a bundle inserts get consecutive rowids, and its version,
 /// event and range lines name them in that order: while they do, the run of samples
@@ -13,7 +14,10 @@ import HealthProbeCanonical
 /// `version(sample:)` by the same slot), with no hashing and memory read in order; at
 /// 300,000 samples the hash tables' lookups had taken a fifth of the applying
 /// thread. The hash tables answer whatever else a bundle names, in any order.
-struct InsertedRows {
+public struct InsertedRows {
+    /// Samples remembered by default (each run slot 80 bytes, besides the hash tables).
+    public static let defaultLimit = 100_000
+
     struct SampleKey: Hashable {
         let type: Int64
         let fingerprint: Digest32
@@ -28,7 +32,7 @@ struct InsertedRows {
     private var run: [(key: SampleKey, versionHash: Digest32, versionID: Int64)] = []
     private var firstInRun: Int64 = 0
 
-    init(limit: Int = 100_000) { self.limit = limit }
+    init(limit: Int = defaultLimit) { self.limit = max(limit, 0) }
 
     mutating func inserted(sample id: Int64, type: Int64, fingerprint: Digest32?) {
         guard let fingerprint, samples.count < limit else { return }

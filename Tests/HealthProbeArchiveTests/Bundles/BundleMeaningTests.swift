@@ -278,6 +278,40 @@ struct BundleMeaningTests {
         #expect(try BundleApplier.apply(replica, lines: bundles[1].0, manifestHash: bundles[1].1, now: 1, indexes: indexes) == .applied(observationID: 2, sequence: 2))
     }
 
+    @Test("an event naming another sample with the version the applier guesses next is refused as unresolved, in memory and past it: a version is its sample's and its whole payload hash's",
+          arguments: [100_000, 0])
+    func eventNamingAnotherSamplesVersion(remembered: Int) throws {
+        let (home, bundles) = try Self.chain()
+        defer { withExtendedLifetime(home) {} }
+        var events: [Object] = []
+        for line in bundles[0].0 {
+            if case .object(let o) = try JSONParser.parse(line), o["kind"] == .string("event") { events.append(o) }
+        }
+        try #require(events.count > 3 && events[1]["sample"] != events[2]["sample"] && events[1]["payload_hash"] != .null)
+        // The second event names the third's sample, keeping its own payload hash: the version
+        // guessed after the first event's is the second's own, of another sample.
+        var seen = 0
+        let (lines, hash) = try editedBundle(bundles[0].0) { _, o in
+            guard o["kind"] == .string("event") else { return [o] }
+            defer { seen += 1 }
+            guard seen == 1 else { return [o] }
+            var changed = o
+            changed["sample"] = events[2]["sample"]
+            return [changed]
+        }
+        let dir = TempDir()
+        let replica = try Archive.open(path: dir.file("replica.sqlite"))
+        try replica.prepareForApplies()
+        do {
+            _ = try BundleApplier.apply(replica, lines: lines, manifestHash: hash, now: 1, remembered: remembered)
+            Issue.record("applied")
+        } catch {
+            #expect(Self.code(error) == "unresolved", "\(error)")
+        }
+        #expect(try Self.counts(replica) == [0, 0, 0, 0, 0, 0])
+        #expect(try BundleApplier.apply(replica, lines: bundles[0].0, manifestHash: bundles[0].1, now: 1, remembered: remembered) == .applied(observationID: 1, sequence: 1))
+    }
+
     @Test("a header with a sequence or id no integer holds, or a broken chain link, is malformed: no trap, nothing stored")
     func hostileHeaders() throws {
         let (home, bundles) = try Self.chain()

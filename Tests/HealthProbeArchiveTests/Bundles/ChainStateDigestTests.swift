@@ -29,7 +29,7 @@ struct ChainStateDigestTests {
         let node = try t.open()
         try node.archive.writer.read { db in
             let types = try Int.fetchOne(db, sql: "SELECT count(DISTINCT sample_type_id) FROM samples") ?? 0
-            #expect(types > 2, "several types, whose ids are not in their identifiers' order")
+            #expect(types > 2, "several types")
             for obs in try Int64.fetchAll(db, sql: "SELECT id FROM observations ORDER BY id") {
                 let rows = try Row.fetchAll(db, sql: """
                     SELECT st.type_identifier AS type, lower(hex(s.strict_fingerprint)) AS fp,

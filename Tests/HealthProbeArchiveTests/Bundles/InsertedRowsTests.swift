@@ -58,12 +58,23 @@ struct InsertedRowsTests {
         #expect(rows.sample(type: 1, fingerprint: Self.hash(Self.hashA)) == 1)
         #expect(rows.sample(type: 2, fingerprint: Self.hash(Self.hashA)) == nil)
     }
+
+    static let a = hash(hashA), b = hash(hashB)
+    /// A's digits but the last: equal in their first 16 bytes (all an index holds) and more.
+    static let nearA = hash(String(hashA.dropLast()) + "e")
+
+    /// Samples of type 1 inserted as rowids `first` (fingerprint A) and `second` (fingerprint B).
+    static func two(_ first: Int64, _ second: Int64) -> InsertedRows {
+        var rows = InsertedRows()
+        rows.inserted(sample: first, type: 1, fingerprint: a)
+        rows.inserted(sample: second, type: 1, fingerprint: b)
+        return rows
+    }
+
     @Test("the run of consecutive rowids answers a guessed rowid only for its exact key")
     func run() {
-        var rows = InsertedRows()
-        let a = Self.hash(Self.hashA), b = Self.hash(Self.hashB)
-        rows.inserted(sample: 10, type: 1, fingerprint: a)
-        rows.inserted(sample: 11, type: 1, fingerprint: b)
+        var rows = Self.two(10, 11)
+        let (a, b) = (Self.a, Self.b)
         #expect(rows.inRun(10) && rows.inRun(11))
         #expect(!rows.inRun(9) && !rows.inRun(12) && !rows.inRun(0))
         #expect(rows.sample(at: 10, type: 1, fingerprint: a) == 10)
@@ -71,6 +82,9 @@ struct InsertedRowsTests {
         #expect(rows.sample(at: 10, type: 1, fingerprint: b) == nil, "another fingerprint at that rowid")
         #expect(rows.sample(at: 10, type: 2, fingerprint: a) == nil, "another type at that rowid")
         #expect(rows.sample(at: 10, type: 1, fingerprint: nil) == nil)
+        #expect(Self.nearA != nil && Self.nearA != a)
+        #expect(rows.sample(at: 10, type: 1, fingerprint: Self.nearA) == nil, "a fingerprint that differs in its last digit")
+        #expect(rows.sample(type: 1, fingerprint: Self.nearA) == nil)
         #expect(rows.sample(at: 12, type: 1, fingerprint: a) == nil, "past the run")
         // A miss at the guessed rowid is still found by its key, wherever it is.
         #expect(rows.sample(type: 1, fingerprint: b) == 11)
@@ -78,7 +92,9 @@ struct InsertedRowsTests {
         rows.inserted(version: 40, sample: 11, payloadHash: a)
         #expect(rows.version(sample: 11, payloadHash: a) == 40)
         #expect(rows.version(sample: 11, payloadHash: b) == nil)
+        #expect(rows.version(sample: 11, payloadHash: Self.nearA) == nil, "a payload hash that differs in its last digit")
         #expect(rows.version(sample: 10, payloadHash: a) == nil, "no version of that sample yet")
+        #expect(rows.version(sample: 10, payloadHash: Digest32.zero) == nil, "nor one of hash zero (an empty slot's)")
         rows.inserted(version: 41, sample: 11, payloadHash: b)
         #expect(rows.version(sample: 11, payloadHash: b) == 41, "the sample's newest version")
         #expect(rows.version(sample: 11, payloadHash: a) == nil)
@@ -89,10 +105,8 @@ struct InsertedRowsTests {
 
     @Test("a gap in the rowids ends the run; what follows is found by key alone")
     func gapEndsRun() {
-        var rows = InsertedRows()
-        let a = Self.hash(Self.hashA), b = Self.hash(Self.hashB)
-        rows.inserted(sample: 5, type: 1, fingerprint: a)
-        rows.inserted(sample: 7, type: 1, fingerprint: b)
+        var rows = Self.two(5, 7)
+        let (a, b) = (Self.a, Self.b)
         #expect(rows.inRun(5) && !rows.inRun(6) && !rows.inRun(7))
         #expect(rows.sample(at: 7, type: 1, fingerprint: b) == nil)
         #expect(rows.sample(type: 1, fingerprint: b) == 7)
