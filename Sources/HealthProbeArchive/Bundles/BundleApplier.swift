@@ -256,16 +256,10 @@ public enum BundleApplier {
         mutating func sampleID(_ db: Database, _ ref: BundleItem.SampleReference) throws -> Int64 {
             let t = try typeID(db, ref.type)
             let fp = ref.strictFingerprint
-            if inserted.inRun(sampleGuess) {
-                if let id = inserted.sample(at: sampleGuess, type: t, fingerprint: fp) { sampleGuess = id + 1; return id }
-            } else if sampleGuess > 0 {
-                var hit = false
-                try st.sampleByRowid.queryWhile(db, [.int(sampleGuess)]) { row in
-                    hit = row.int(0) == t && row.hashEquals(1, fp)
-                    return false
-                }
-                if hit { sampleGuess += 1; return sampleGuess - 1 }
-            }
+            let guess = sampleGuess
+            let guessHolds = try inserted.inRun(guess) ? inserted.sample(at: guess, type: t, fingerprint: fp) != nil
+                : guess > 0 && st.sampleByRowid.firstRowMatches(db, [.int(guess)], { $0.int(0) == t && $0.hashEquals(1, fp) })
+            if guessHolds { sampleGuess = guess + 1; return guess }
             if let id = inserted.sample(type: t, fingerprint: fp) { sampleGuess = id + 1; return id }
             guard let id = try st.sampleByFingerprint.firstInt(db, [.int(t), .digest(fp)]) else {
                 throw ApplyError(code: .unresolved, message: "an item refers to a sample the replica does not have (\(ref.type.string))")
@@ -280,13 +274,10 @@ public enum BundleApplier {
         mutating func versionID(_ db: Database, _ payloadHash: Digest32?, sample: Int64) throws -> Int64? {
             guard let payloadHash else { return nil }
             if let id = inserted.version(sample: sample, payloadHash: payloadHash) { versionGuess = id + 1; return id }
-            if versionGuess > 0 {
-                var hit = false
-                try st.versionByRowid.queryWhile(db, [.int(versionGuess)]) { row in
-                    hit = row.int(0) == sample && row.hashEquals(1, payloadHash)
-                    return false
-                }
-                if hit { versionGuess += 1; return versionGuess - 1 }
+            let guess = versionGuess
+            if guess > 0, try st.versionByRowid.firstRowMatches(db, [.int(guess)], { $0.int(0) == sample && $0.hashEquals(1, payloadHash) }) {
+                versionGuess = guess + 1
+                return guess
             }
             guard let id = try st.versionID.firstInt(db, [.int(sample), .digest(payloadHash)]) else {
                 throw ApplyError(code: .unresolved, message: "an item refers to a payload version the replica does not have")

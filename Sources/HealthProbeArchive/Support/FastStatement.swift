@@ -181,6 +181,13 @@ struct FastStatement {
         return n == range.count && bytes.withUnsafeBufferPointer { memcmp($0.baseAddress! + range.lowerBound, p, n) == 0 }
     }
 
+    /// Whether the first row passes `matches` (false without a row): a guessed row checked.
+    func firstRowMatches(_ db: Database, _ values: [Value], _ matches: (FastStatement) -> Bool) throws -> Bool {
+        var hit = false
+        try queryWhile(db, values) { row in hit = matches(row); return false }
+        return hit
+    }
+
     /// The first column of the first row as an integer (nil without a row).
     func firstInt(_ db: Database, _ values: [Value]) throws -> Int64? {
         var id: Int64?
