@@ -22,6 +22,7 @@ struct ChainStateDigestTests {
         }
         #expect(ChainStateDigest.sorterKiB <= 8 * 1024)
     }
+
     @Test("the digest equals its definition written out: the visible samples sorted by type identifier and whole strict fingerprint, one canonical line each, at every observation")
     func equalsDefinition() throws {
         let t = TempHome()
@@ -45,10 +46,47 @@ struct ChainStateDigestTests {
                     let line = "{\"payload_hash\":\(json(r["payload"])),\"sample_uuid_hash\":\(json(r["uuid"])),\"strict_fingerprint\":\(json(r["fp"])),\"type\":\(json(r["type"]))}\n"
                     stream.update(Array(line.utf8))
                 }
-                let computed = try ChainStateDigest.compute(db, observationID: obs)
-                #expect(computed == ChainStateDigest.Result(digest: stream.finalize(), visibleCount: rows.count), "observation \(obs)")
+                let expected = ChainStateDigest.Result(digest: stream.finalize(), visibleCount: rows.count)
+                #expect(try ChainStateDigest.compute(db, observationID: obs) == expected, "observation \(obs)")
+                // Rows handed to the hashing thread one at a time, and a few hundred bytes at a time.
+                for chunkBytes in [1, 300] {
+                    #expect(try ChainStateDigest.compute(db, observationID: obs, chunkBytes: chunkBytes) == expected, "observation \(obs), \(chunkBytes)-byte chunks")
+                }
                 #expect(rows.count > 0)
             }
         }
+    }
+
+    @Test("a row's absent and empty stored values become the definition's null and empty text; PRAGMA threads is restored after the digest")
+    func absentAndEmptyFields() throws {
+        var chunk = DigestLines.Chunk(capacity: 64)
+        let fingerprint: [UInt8] = [0x0A, 0xFF]
+        "T".utf8CString.withUnsafeBytes { chunk.append(UnsafeRawBufferPointer(rebasing: $0.dropLast())) }
+        fingerprint.withUnsafeBytes { chunk.append($0) }
+        chunk.append(nil)
+        chunk.append(nil)
+        chunk.append(UnsafeRawBufferPointer(start: nil, count: 0))  // an empty type: empty text
+        chunk.append(UnsafeRawBufferPointer(start: nil, count: 0))  // no fingerprint: empty text
+        [UInt8](repeating: 0xAB, count: 2).withUnsafeBytes { chunk.append($0) }
+        chunk.append(nil)
+        let lines = DigestLines()
+        lines.add(chunk.bytes)
+        var stream = SHA256Stream(domain: .chainState)
+        stream.update(Array("""
+            {"payload_hash":null,"sample_uuid_hash":null,"strict_fingerprint":"0aff","type":"T"}
+            {"payload_hash":null,"sample_uuid_hash":"abab","strict_fingerprint":"","type":""}
+
+            """.utf8))
+        #expect(lines.finalize() == stream.finalize())
+
+        let t = TempHome()
+        try t.simulate(seed: 5, days: [2])
+        let node = try t.open()
+        let threads = try node.archive.writer.write { db in
+            try db.execute(sql: "PRAGMA threads = 1")
+            _ = try ChainStateDigest.compute(db, observationID: 1)
+            return try Int.fetchOne(db, sql: "PRAGMA threads")
+        }
+        #expect(threads == 1)
     }
 }
