@@ -45,7 +45,7 @@ enum FrameFuzzer {
                 machine.bundleOpened(file)
             case .writePart(let file, let part):
                 do {
-                    let (newlines, last) = try file.write(part)
+                    let (newlines, last, _) = try file.write(part)
                     machine.partWritten(newlines: newlines, lastByte: last)
                 } catch {
                     guard error is SyncProtocolError else { return "a part failed with a non-protocol error: \(error)" }

@@ -123,7 +123,7 @@ public struct NodeRestore {
     func receiveAndApply(_ session: inout SyncSession, _ bundle: RestoreBundle, sequence: Int,
                          applies: inout ThrowingTaskGroup<Void, any Error>, report: inout Report) async throws -> ChainStateDigest.Result {
         let expected = ChainStateDigest.Result(digest: bundle.chainStateDigest, visibleCount: bundle.visibleCount)
-        let handoff = RestoreLines()
+        let handoff = ArrivingLines(depth: 2)
         let target = ArchiveHandle(node.archive)
         let (chain, now, size, hash) = (node.deviceChainID, node.clock.now(), bundle.uncompressedSize, bundle.manifestHash)
         // Not on NIO's pool, whose threads the hand-off may hold while they wait for it.
@@ -148,7 +148,7 @@ public struct NodeRestore {
     }
 
     /// Receives the `RESTORE_PART`s `bundle` declared, checks each, and hands their lines on.
-    func receive(_ session: inout SyncSession, _ bundle: RestoreBundle, sequence: Int, into handoff: RestoreLines, report: inout Report) async throws {
+    func receive(_ session: inout SyncSession, _ bundle: RestoreBundle, sequence: Int, into handoff: ArrivingLines, report: inout Report) async throws {
         var (received, lines) = (0, 0)
         var inflated: [UInt8] = []
         for index in 0..<bundle.parts {
@@ -166,13 +166,13 @@ public struct NodeRestore {
             }
             report.bytesOnWire += part.compressed.readableBytes + 13
             received += inflated.count
-            lines += RestoreLines.lineCount(inflated)
+            lines += ArrivingLines.lineCount(inflated)
             guard lines <= bundle.itemCount + 2 else {
                 throw SyncProtocolError(.malformedFrame, "RESTORE_BUNDLE declared \(bundle.itemCount) items; the bundle holds more")
             }
             if index == 0 {
                 // Only this node's own chain, at the sequence asked for (the applier checks the rest).
-                let header = try BundleVerifier.header(RestoreLines.firstLine(inflated))
+                let header = try BundleVerifier.header(ArrivingLines.firstLine(inflated))
                 guard header.deviceChainHash == node.deviceChainHash, header.sequence == sequence else {
                     throw SyncProtocolError(.malformedFrame, "the restored bundle's header names chain \(header.deviceChainHash.prefix(16))... sequence \(header.sequence), not this node's chain at \(sequence)")
                 }

@@ -42,6 +42,8 @@ public struct SyncClient {
     public var onBuilt: (String) throws -> Void = { _ in }
     /// How long to wait for any answer of the server.
     public var replyTimeout: TimeAmount = SyncSession.replyTimeout
+    /// The largest part of a bundle before deflating (tests send many small parts).
+    public var partSize = BundlePartCodec.maxPartSize
 
     public init(node: NodeArchive, outbox: String, logger: Logger = Archive.silentLogger) {
         self.node = node
@@ -111,8 +113,9 @@ public struct SyncClient {
         let link = previous
         let building = ContinuousClock.now
         // Built straight into deflated parts (a second thread deflates while the next part is built).
+        let partSize = self.partSize
         let written = try await node.archive.readSnapshot { db in
-            try OutboxBundle.write(db, observationID: obs, previousManifestHash: link, to: file)
+            try OutboxBundle.write(db, observationID: obs, previousManifestHash: link, to: file, partSize: partSize)
         }
         let (hash, items, size, parts) = (written.manifestHash, written.trailer.itemCount, written.size, written.parts)
         try onBuilt(file)

@@ -26,6 +26,10 @@ actor ApplyQueue {
     /// Chains applied to since their last checkpoint, with the bytes of the bundles applied since.
     private var unchecked: [String: Int] = [:]
     private var waiting: [String: [CheckedContinuation<Void, Never>]] = [:]
+    /// The apply threads, and the applies running while their bundle arrives: each holds a
+    /// thread meanwhile, so at most all threads but one do (`beginArriving`).
+    let threads: Int
+    private var arriving = 0
 
     /// After applying a bundle of this many bytes or more the server returns the
     /// allocator's free memory to the system (a million-sample bundle left about
@@ -34,6 +38,7 @@ actor ApplyQueue {
 
     init(store: ServerStore, keptReplicas: Int, threads: Int = ServerConfig.defaultApplyThreads, deferredCheckpointBytes: Int = 16 << 20) {
         self.store = store
+        self.threads = max(1, threads)
         self.deferredCheckpointBytes = deferredCheckpointBytes
         replicas = ReplicaCache(capacity: keptReplicas)
         pool = NIOThreadPool(numberOfThreads: max(1, threads))
@@ -132,9 +137,41 @@ actor ApplyQueue {
     /// Chains applied to and not yet checkpointed (tests).
     func uncheckedChains() -> Set<String> { Set(unchecked.keys) }
 
+    /// Whether a bundle may be applied while it arrives (then `endArriving` once it is):
+    /// true while fewer than all apply threads but one are held that way.
+    func beginArriving() -> Bool {
+        guard arriving < threads - 1 else { return false }
+        arriving += 1
+        return true
+    }
+    func endArriving() { arriving -= 1 }
+
     /// Verifies and applies the bundle at `path` (of `chain`, `bytes` long) once no other apply of that chain runs.
     /// `sequence`, when given, is the one `BUNDLE_BEGIN` announced: the bundle's header must say it.
     nonisolated func apply(chain: String, path: String, manifestHash: String, sequence: Int? = nil, bytes: Int, at now: Double) async throws -> BundleApplier.Outcome {
+        let store = self.store
+        return try await run(chain: chain, manifestHash: manifestHash, bytes: bytes) { replica in
+            try store.apply(file: path, manifestHash: manifestHash, sequence: sequence, now: now, bundleBytes: bytes, replica: replica).outcome
+        }
+    }
+
+    /// Verifies and applies a bundle of `chain` while it arrives (`lines`; its parts written
+    /// to `path` meanwhile), once no other apply of that chain runs; see `ServerStore.apply(arriving:)`.
+    /// Call only after `beginArriving` returned true.
+    nonisolated func apply(chain: String, arriving lines: ArrivingLines, header: BundleHeader, path: String, manifestHash: String,
+                           sequence: Int, bytes: Int, at now: Double) async throws -> BundleApplier.Outcome {
+        let store = self.store
+        return try await run(chain: chain, manifestHash: manifestHash, bytes: bytes) { replica in
+            // The applier has stopped: parts still arriving are not handed over.
+            defer { lines.queue.cancel() }
+            return try store.apply(arriving: lines.lines, header: header, file: path, manifestHash: manifestHash, sequence: sequence,
+                                   now: now, bundleBytes: bytes, transferChecked: lines.checked, replica: replica)
+        }
+    }
+
+    /// Runs `work` on an apply thread in the chain's turn, with the chain's kept replica.
+    private nonisolated func run(chain: String, manifestHash: String, bytes: Int,
+                                 _ work: @escaping @Sendable (_ replica: @escaping (String) throws -> Archive) throws -> BundleApplier.Outcome) async throws -> BundleApplier.Outcome {
         await began()
         await acquire(chain)
         let replicas = self.replicas, store = self.store
@@ -142,9 +179,7 @@ actor ApplyQueue {
         let existed = FileManager.default.fileExists(atPath: store.replicaPath(chain))
         do {
             let outcome = try await pool.runIfActive {
-                let outcome = try store.apply(file: path, manifestHash: manifestHash, sequence: sequence, now: now, bundleBytes: bytes) { chain in
-                    try replicas.replica(chain) { try store.openReplica(chain) }
-                }.outcome
+                let outcome = try work { chain in try replicas.replica(chain) { try store.openReplica(chain) } }
                 // A large bundle leaves the allocator holding its buffers; hand them back.
                 if bytes >= Self.trimAfterBytes { Heap.trim() }
                 return outcome

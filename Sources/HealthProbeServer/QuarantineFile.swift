@@ -45,9 +45,10 @@ public final class QuarantineFile: Sendable {
     deinit { state.withLock { s in if s.open { try? s.handle.close() } } }
 
     /// Inflates `part` (exactly its declared size, or an error) and appends its
-    /// member; returns how many LF bytes it held and its last byte.
-    public func write(_ part: BundlePart) throws -> (newlines: Int, lastByte: UInt8?) {
-        try state.withLock { s throws -> (newlines: Int, lastByte: UInt8?) in
+    /// member; returns how many LF bytes it held and its last byte, and with `pieces`
+    /// its inflated bytes copied in pieces of at most that many bytes (cut anywhere).
+    public func write(_ part: BundlePart, pieces: Int? = nil) throws -> (newlines: Int, lastByte: UInt8?, pieces: [[UInt8]]) {
+        try state.withLock { s throws -> (newlines: Int, lastByte: UInt8?, pieces: [[UInt8]]) in
             try part.compressed.withUnsafeReadableBytes {
                 try BundlePartCodec.inflate($0, declaredSize: part.declaredSize, into: &s.inflated)
             }
@@ -62,7 +63,9 @@ public final class QuarantineFile: Sendable {
             do { try s.handle.write(contentsOf: s.member) } catch {
                 throw SyncProtocolError(.storage, "the server cannot write its quarantine file (disk full?)")
             }
-            return (newlines, s.inflated.last)
+            guard let size = pieces.map({ max($0, 1) }) else { return (newlines, s.inflated.last, []) }
+            let copies = stride(from: 0, to: s.inflated.count, by: size).map { Array(s.inflated[$0..<min($0 + size, s.inflated.count)]) }
+            return (newlines, s.inflated.last, copies)
         }
     }
 

@@ -47,6 +47,12 @@ public struct ServerMetrics: Sendable {
         }
         applySeconds.recordNanoseconds(Int64(seconds * 1e9))
     }
+    /// A bundle's apply while it arrived ended: `applied` (or found applied already),
+    /// `refused`, `stalled` (applied again from its file), `abandoned` (the connection ended).
+    func arrivingApply(ended how: String) {
+        registry.makeCounter(descriptor: Self.name("arriving_applies", "total", "Bundles applied while their parts arrived, by how the apply ended."),
+                             labels: [("ended", how)]).increment()
+    }
     func refused(code: String) {
         registry.makeCounter(descriptor: Self.bundlesName, labels: [("result", "refused_" + code)]).increment()
     }

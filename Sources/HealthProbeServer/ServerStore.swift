@@ -312,6 +312,38 @@ extension ServerStore {
         }
     }
 
+    /// Verifies and applies a bundle while its parts still arrive (`lines`, header first, as
+    /// `ArrivingLines` hands them over), in one transaction, as `apply(file:)` does. The parts
+    /// are written meanwhile to the quarantine file at `path`, which is kept as the bundle
+    /// only once the transfer ended whole (`transferChecked`, called before the commit: it
+    /// throws otherwise, and nothing is stored). `header` is the bundle's first line, decoded.
+    public func apply(arriving lines: ArrivingLines.Lines, header: BundleHeader, file path: String, manifestHash: String, sequence announced: Int,
+                      now: Double, bundleBytes: Int, transferChecked: () throws -> Void,
+                      replica kept: ((String) throws -> Archive)? = nil) throws -> BundleApplier.Outcome {
+        let chain = header.deviceChainHash, sequence = header.sequence
+        guard announced == sequence else {
+            throw BundleError(.malformed, line: 1, "line 1: the header's sequence \(sequence) is not \(announced), the sequence the bundle came as (its BUNDLE_BEGIN's, or its place in a backup)")
+        }
+        let replica = try kept?(chain) ?? openReplica(chain)
+        try recoverIncoming(chain, replica: replica, sequences: [sequence - 1, sequence])
+        var incoming: String?
+        do {
+            let outcome = try BundleApplier.apply(replica, lines: lines, manifestHash: manifestHash, now: now, indexes: .automatic(bundleBytes: bundleBytes),
+                                                  beforeCommit: { _, outcome in
+                                                      guard case .applied = outcome else { return }
+                                                      // The file is whole only once the transfer is: kept (and synced) then.
+                                                      try transferChecked()
+                                                      incoming = try keep(file: path, chain: chain, sequence: sequence, gzip: true)
+                                                      Failpoints.beforeCommit()
+                                                  })
+            if case .applied = outcome, let incoming { try promote(incoming) }
+            return outcome
+        } catch {
+            if let incoming { try? FileManager.default.removeItem(atPath: incoming) }
+            throw error
+        }
+    }
+
     /// Promotes `.incoming` bundle files whose sequence the replica's log holds
     /// (the apply committed before a crash), and deletes the others.
     /// `sequences` limits the look to those files; nil lists the directory.

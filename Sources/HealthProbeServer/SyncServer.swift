@@ -29,12 +29,20 @@ public struct SyncServer: Sendable {
     public let metrics: ServerMetrics
     /// Whether accepted bundles are queued for object storage (`OffsiteService` uploads them).
     public let offsiteUploads: Bool
+    /// A bundle of at least this many parts is verified and applied while its parts arrive
+    /// (when an apply thread can be spared), rather than once `BUNDLE_END` came.
+    public let arrivingParts: Int
+    /// How long such an apply waits for the next part; past it, it stops and the bundle is
+    /// applied from its quarantine file once `BUNDLE_END` came, as a smaller one is.
+    public let arrivingPartWait: Duration
 
     /// A server for an initialized data directory (its TLS identity and registry).
     public init(store: ServerStore, logger: Logger = Archive.silentLogger, helloTimeout: TimeAmount = .seconds(10),
                 idleTimeout: TimeAmount = .seconds(120), throttle: AuthThrottle = AuthThrottle(),
                 metrics: ServerMetrics = ServerMetrics(), keptReplicas: Int = ServerConfig.defaultKeptReplicas,
-                applyThreads: Int = ServerConfig.defaultApplyThreads, offsiteUploads: Bool = false, now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) throws {
+                applyThreads: Int = ServerConfig.defaultApplyThreads, offsiteUploads: Bool = false,
+                arrivingParts: Int = 2, arrivingPartWait: Duration = .seconds(30),
+                now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) throws {
         try store.requireInitialized()
         self.store = store
         self.logger = logger
@@ -43,6 +51,8 @@ public struct SyncServer: Sendable {
         self.now = now
         self.metrics = metrics
         self.offsiteUploads = offsiteUploads
+        self.arrivingParts = max(1, arrivingParts)
+        self.arrivingPartWait = arrivingPartWait
         registry = try store.registry()
         tls = try store.identity().serverContext()
         self.throttle = SharedAuthThrottle(throttle)
@@ -90,7 +100,11 @@ public struct SyncServer: Sendable {
                     try channel.pipeline.syncOperations.addHandler(SyncTimeoutHandler(hello: hello, idle: idle))
                     let arrivals = FrameArrivals()
                     try channel.pipeline.syncOperations.addHandler(FrameArrivals.Counter(arrivals))
-                    return Accepted(channel: try NIOAsyncChannel<SyncInbound, SyncOutbound>(wrappingChannelSynchronously: channel), arrivals: arrivals)
+                    // At most two frames (each up to 16 MiB) wait to be read: NIO's default of ten let a
+                    // connection whose bundle is being applied hold about 50 MB more (docs/restore-measurements.md).
+                    let waiting = NIOAsyncChannel<SyncInbound, SyncOutbound>.Configuration(backPressureStrategy: .init(lowWatermark: 1, highWatermark: 2))
+                    return Accepted(channel: try NIOAsyncChannel<SyncInbound, SyncOutbound>(wrappingChannelSynchronously: channel, configuration: waiting),
+                                    arrivals: arrivals)
                 }
             }
         onBound(server.channel.localAddress?.port ?? port)
@@ -123,11 +137,23 @@ public struct SyncServer: Sendable {
         var refusedAny = false
         var endedCleanly = false
         var clockOffset: Double?
+        /// A bundle being applied while it arrived when the connection ended.
+        var abandoned: ArrivingApply?
         do {
             try await connection.executeThenClose { inbound, outbound in
                 var messages = inbound.makeAsyncIterator()
                 // Messages read so far; `arrivals` counts those that arrived.
                 var read = 0
+                // The apply of a bundle while it arrives runs beside the messages (one at a time).
+                try await withThrowingTaskGroup(of: ArrivingApply.Ended.self) { applies in
+                var arriving: ArrivingApply?
+                // However the messages end, an apply still waiting for parts gets no more.
+                defer {
+                    if let a = arriving {
+                        a.lines.finish(failure: ArrivingLines.Incomplete())
+                        abandoned = a
+                    }
+                }
                 do {
                     while true {
                         let message: SyncInbound
@@ -198,13 +224,30 @@ public struct SyncServer: Sendable {
                             }
                             machine.bundleOpened(file)
                         case .writePart(let file, let part):
+                            // The first part of a large bundle may start its apply (with its header).
+                            let handOver = arriving != nil || (part.index == 0 && Self.begin(of: machine).map { $0.parts >= arrivingParts } == true)
                             // Inflating and writing a part is CPU and file work: off the cooperative threads.
-                            let (newlines, last) = try await offload { try file.write(part) }
+                            let (newlines, last, pieces) = try await offload { try file.write(part, pieces: handOver ? Self.arrivingPiece : nil) }
                             machine.partWritten(newlines: newlines, lastByte: last)
                             metrics.received(bytes: part.compressed.readableBytes + 8)
+                            if arriving == nil, handOver, case .receiving(let session, let transfer) = machine.state {
+                                arriving = await startArriving(transfer, session: session, in: &applies)
+                            }
+                            if let a = arriving, !pieces.isEmpty {
+                                // Waits while the applier is behind (the usual case), so on a thread of its own rather
+                                // than one of NIO's pool, which every session's short blocking calls share; throws once
+                                // the applier stopped (its outcome says why).
+                                _ = try? await StageThread.run(name: "healthprobe.sync.hand-over") { for piece in pieces { try a.lines.put(piece) } }
+                            }
                         case .applyBundle(let session, let transfer):
                             transfer.file.finish()
-                            let reply = await finish(transfer, session: session)
+                            var arrived: ArrivingApply.Ended?
+                            if let a = arriving {
+                                a.lines.finish(failure: nil)
+                                arrived = try await applies.next()
+                                arriving = nil
+                            }
+                            let reply = await finish(transfer, session: session, arrived: arrived)
                             if reply.kind == .error { refusedAny = true }
                             transfer.file.discard()
                             // A frame that arrived before the reply was sent (the client did not wait).
@@ -220,9 +263,18 @@ public struct SyncServer: Sendable {
                     let e = Self.protocolError(error)
                     try? await outbound.write(.frame(.error(e)))
                 }
+                }
             }
         } catch {
             logger.debug("connection ended", metadata: ["sync.error": "\(error)"])
+        }
+        // Its apply has ended (the group waited for it) with nothing stored; the chain it bound, it binds no more.
+        if let a = abandoned {
+            metrics.arrivingApply(ended: "abandoned")
+            if a.bound {
+                let device = a.device, chain = a.chain
+                _ = try? await offload { try registry.release(device, chain: chain) }
+            }
         }
         // A bundle still being received when the connection ended is never applied.
         let open = machine.closed()
@@ -356,31 +408,89 @@ public struct SyncServer: Sendable {
         try await NIOThreadPool.singleton.runIfActive(body)
     }
 
-    /// Authorizes, verifies and applies a received bundle; the reply to send.
-    func finish(_ transfer: ServerSessionStateMachine.Transfer, session: ServerSessionStateMachine.Session) async -> SyncFrame {
+    /// A part is handed to its apply in pieces of this many bytes, at most `ArrivingLines`'
+    /// depth of them waiting: a few MB held, not a few 8 MiB parts.
+    static let arrivingPiece = 1 << 20
+
+    /// The `BUNDLE_BEGIN` of the bundle being received, if one is.
+    static func begin(of machine: ServerSessionStateMachine) -> BundleBegin? {
+        guard case .receiving(_, let transfer) = machine.state else { return nil }
+        return transfer.begin
+    }
+
+    /// Starts applying the bundle being received while its parts arrive, when an apply
+    /// thread can be spared and its header names a chain this device may send: the chain
+    /// is claimed as `finish` would claim it. Nil otherwise (it is applied once it is whole).
+    func startArriving(_ transfer: ServerSessionStateMachine.Transfer, session: ServerSessionStateMachine.Session,
+                       in applies: inout ThrowingTaskGroup<ArrivingApply.Ended, any Error>) async -> ArrivingApply? {
+        let device = session.identity, begin = transfer.begin, path = transfer.file.path
+        guard let first = transfer.file.header, let header = try? BundleVerifier.header(first) else { return nil }
+        let chain = header.deviceChainHash
+        guard await applier.beginArriving() else { return nil }
+        guard let bound = try? await offload({
+            try requireActive(device)
+            return try Self.mapAuth { try registry.claim(device, chain: chain, now: now()) }
+        }) else {
+            await applier.endArriving()
+            return nil
+        }
+        let a = ArrivingApply(lines: ArrivingLines(depth: 4, partWait: arrivingPartWait), device: device, chain: chain, bound: bound)
+        let (applier, lines, t) = (self.applier, a.lines, now())
+        applies.addTask {
+            let started = ContinuousClock.now
+            let result: Result<BundleApplier.Outcome, any Error>
+            do {
+                result = .success(try await applier.apply(chain: chain, arriving: lines, header: header, path: path, manifestHash: begin.manifestHash,
+                                                          sequence: begin.sequence, bytes: begin.uncompressedSize, at: t))
+            } catch {
+                result = .failure(error)
+            }
+            await applier.endArriving()
+            return ArrivingApply.Ended(apply: a, result: result, seconds: (ContinuousClock.now - started).seconds)
+        }
+        return a
+    }
+
+    /// Authorizes, verifies and applies a received bundle; the reply to send. `arrived`: the
+    /// outcome of its apply while it arrived, if it had one; one that stalled is applied again, from the file.
+    func finish(_ transfer: ServerSessionStateMachine.Transfer, session: ServerSessionStateMachine.Session,
+                arrived: ArrivingApply.Ended? = nil) async -> SyncFrame {
         let device = session.identity, clockOffset = session.clockOffset
         let begin = transfer.begin
         var chain: String?
         var bound = false
         let path = transfer.file.path
         do {
-            // The header kept as the first part arrived, else read back from the file.
+            let outcome: BundleApplier.Outcome
             let c: String
-            if let header = transfer.file.header {
-                c = try BundleVerifier.header(header).deviceChainHash
+            if let arrived {
+                (c, bound) = (arrived.apply.chain, arrived.apply.bound)
+                chain = c
             } else {
-                c = try await offload { try ServerStore.peekChain(file: path) }
+                // The header kept as the first part arrived, else read back from the file.
+                if let header = transfer.file.header {
+                    c = try BundleVerifier.header(header).deviceChainHash
+                } else {
+                    c = try await offload { try ServerStore.peekChain(file: path) }
+                }
+                chain = c
             }
-            chain = c
-            bound = try await offload {
-                try requireActive(device)
-                return try Self.mapAuth { try registry.claim(device, chain: c, now: now()) }
+            if let arrived { metrics.arrivingApply(ended: arrived.apply.lines.stalled ? "stalled" : (try? arrived.result.get()) == nil ? "refused" : "applied") }
+            if let arrived, !arrived.apply.lines.stalled {
+                outcome = try arrived.result.get()
+                metrics.bundle(outcome: outcome, seconds: arrived.seconds)
+            } else {
+                let claimed = try await offload {
+                    try requireActive(device)
+                    return try Self.mapAuth { try registry.claim(device, chain: c, now: now()) }
+                }
+                bound = bound || claimed
+                let started = ContinuousClock.now
+                outcome = try await applier.apply(chain: c, path: path, manifestHash: begin.manifestHash, sequence: begin.sequence,
+                                                  bytes: begin.uncompressedSize, at: now())
+                metrics.bundle(outcome: outcome, seconds: (ContinuousClock.now - started).seconds)
             }
-            let started = ContinuousClock.now
-            let outcome = try await applier.apply(chain: c, path: path, manifestHash: begin.manifestHash, sequence: begin.sequence,
-                                                   bytes: begin.uncompressedSize, at: now())
             bound = false  // applied: the binding stands, whatever fails after this
-            metrics.bundle(outcome: outcome, seconds: (ContinuousClock.now - started).seconds)
             let queue = offsiteUploads
             try await offload {
                 try registry.recordSync(chain: c, now: now(), clockOffset: clockOffset)

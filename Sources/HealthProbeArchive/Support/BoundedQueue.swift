@@ -47,6 +47,21 @@ public final class BoundedQueue<Element>: @unchecked Sendable {
         return nil
     }
 
+    /// `take`, waiting until `deadline` at most: throws `WaitExpired` when none came by then.
+    public func take(waitingUntil deadline: Date) throws -> Element? {
+        condition.lock()
+        defer { condition.unlock() }
+        while count == 0 && !closed && cancelReason == nil {
+            if !condition.wait(until: deadline), count == 0 && !closed && cancelReason == nil { throw WaitExpired() }
+        }
+        if let e = removeFirst() { return e }
+        if cancelReason == nil, let failure { throw failure }
+        return nil
+    }
+
+    /// Nothing came before the deadline of `take(waitingUntil:)`.
+    public struct WaitExpired: Error {}
+
     /// The next element if one waits now, without waiting; nil otherwise (also once
     /// cancelled). Never throws: a `close(failure:)` error is left for `take`.
     public func poll() -> Element? {

@@ -1,0 +1,126 @@
+import Foundation
+import Synchronization
+import HealthProbeCanonical
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The lines of a bundle that is still arriving, handed from the connection (which
+/// receives, checks and inflates each part) to the thread applying them, a part at a
+/// time: the bundle is applied while it arrives, never held whole in memory. A part
+/// moves as its inflated bytes (one buffer, given back to the system when freed), or in
+/// pieces of them, and is cut into lines on the applying side, so at most `depth` wait.
+/// A line that a piece leaves unfinished goes on in the next, as in the bundle's bytes.
+/// The connection says whether the transfer ended whole (`finish`) before the applier's
+/// transaction may commit (`checked`). With `partWait`, the applier waits that long at
+/// most for the next part: past it the lines end, the transfer counts as stalled
+/// (`stalled`), and `checked` refuses.
+/// Used by a node's restore (`RESTORE_PART`s) and by a server receiving `BUNDLE_PART`s.
+public final class ArrivingLines: Sendable {
+    /// Inflated parts waiting for the applier.
+    public let queue: BoundedQueue<[UInt8]>
+    private let verdict = Mutex<(any Error)?>(Incomplete())
+    private let stall = Mutex(false)
+    private let partWait: Duration?
+
+    public init(depth: Int = 2, partWait: Duration? = nil) {
+        queue = BoundedQueue(capacity: depth)
+        self.partWait = partWait
+    }
+
+    /// Queues one inflated part (waits while `depth` parts wait); throws once the applier stopped.
+    public func put(_ part: [UInt8]) throws { try queue.put(part) }
+
+    /// The transfer ended: whole (`failure` nil) or not.
+    public func finish(failure: (any Error)?) {
+        verdict.withLock { $0 = failure }
+        queue.close(failure: failure)
+    }
+
+    /// Throws unless the transfer ended whole.
+    public func checked() throws {
+        if stalled { throw Stalled() }
+        if let e = verdict.withLock({ $0 }) { throw e }
+    }
+
+    /// Whether the lines ended because no part came within `partWait`.
+    public var stalled: Bool { stall.withLock { $0 } }
+
+    /// The lines in order, without their newlines, for the applier (they end early when
+    /// the transfer failed or stalled).
+    public var lines: Lines { Lines(owner: self) }
+
+    /// The next part, nil at the end (or when none came in time: then `stalled`).
+    fileprivate func nextPart() -> [UInt8]? {
+        guard let partWait else { return try? queue.take() }
+        let seconds = Double(partWait.components.seconds) + Double(partWait.components.attoseconds) / 1e18
+        do {
+            return try queue.take(waitingUntil: Date(timeIntervalSinceNow: seconds))
+        } catch is BoundedQueue<[UInt8]>.WaitExpired {
+            stall.withLock { $0 = true }
+            queue.cancel(Stalled())
+            return nil
+        } catch {
+            return nil
+        }
+    }
+
+    public struct Lines: Sequence, IteratorProtocol, LineEndReporting {
+        let owner: ArrivingLines
+        var part: [UInt8] = []
+        var start = 0
+        /// The end of a line the part before left unfinished.
+        var carried: [UInt8] = []
+        public private(set) var lastLineUnterminated = false
+
+        public mutating func next() -> [UInt8]? {
+            while start >= part.count {
+                guard let more = owner.nextPart() else {
+                    guard !carried.isEmpty else { return nil }
+                    lastLineUnterminated = true
+                    defer { carried = [] }
+                    return carried
+                }
+                (part, start) = (more, 0)
+            }
+            let from = start
+            let newline = part.withUnsafeBufferPointer { buf in
+                memchr(buf.baseAddress! + from, 0x0A, buf.count - from).map { buf.baseAddress!.distance(to: $0.assumingMemoryBound(to: UInt8.self)) }
+            }
+            guard let end = newline else {
+                // Unfinished here: it goes on in the next part.
+                carried += part[from...]
+                start = part.count
+                return next()
+            }
+            start = end + 1
+            guard carried.isEmpty else {
+                defer { carried = [] }
+                return carried + part[from..<end]
+            }
+            return Array(part[from..<end])
+        }
+    }
+
+    /// How many newlines `part` holds.
+    public static func lineCount(_ part: [UInt8]) -> Int {
+        part.withUnsafeBufferPointer { LineSplitter.newlines(in: $0) }
+    }
+
+    /// The first line of `part`, without its newline (the whole part when it holds none).
+    public static func firstLine(_ part: [UInt8]) -> [UInt8] {
+        Array(part[..<(part.firstIndex(of: 0x0A) ?? part.endIndex)])
+    }
+
+    /// The applier's transaction stops here when the bundle did not arrive whole.
+    public struct Incomplete: Error, CustomStringConvertible {
+        public init() {}
+        public var description: String { "the bundle did not arrive whole; nothing of it was kept" }
+    }
+
+    /// No part came within `partWait`.
+    public struct Stalled: Error, CustomStringConvertible {
+        public init() {}
+        public var description: String { "the bundle's next part did not come in time; nothing of it was kept" }
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+import Testing
+@testable import HealthProbeArchive
+
+@Suite("A bundle's lines as its parts arrive: inflated parts to the applier's lines")
+struct ArrivingLinesTests {
+    /// Parts of whole lines, each ending with a newline (an empty line among them).
+    static let parts: [[UInt8]] = [Array("{\"a\":1}\n{\"b\":2}\n".utf8), Array("\n{\"c\":3}\n".utf8), Array("{\"d\":4}\n".utf8)]
+    static let lines: [[UInt8]] = ["{\"a\":1}", "{\"b\":2}", "", "{\"c\":3}", "{\"d\":4}"].map { Array($0.utf8) }
+
+    @Test("the applier reads every line of every part in order, without newlines; the transfer ended whole")
+    func linesInOrder() throws {
+        let handoff = ArrivingLines(depth: 1)
+        let producer = Thread {
+            for part in Self.parts { try? handoff.put(part) }
+            handoff.finish(failure: nil)
+        }
+        producer.start()
+        var iterator = handoff.lines
+        var read: [[UInt8]] = []
+        while let line = iterator.next() { read.append(line) }
+        #expect(read == Self.lines)
+        #expect(!iterator.lastLineUnterminated)
+        try handoff.checked()
+    }
+
+    @Test("a line a part leaves unfinished goes on in the next parts, as in the bundle's bytes; an unfinished last line is reported")
+    func linesAcrossParts() throws {
+        let bytes = Array("{\"a\":1}\n{\"b\":22}\n\n{\"c\":3}".utf8)
+        // Every way of cutting the bytes in three.
+        for i in 0...bytes.count {
+            for j in i...bytes.count {
+                let handoff = ArrivingLines(depth: 4)
+                for part in [bytes[..<i], bytes[i..<j], bytes[j...]] where !part.isEmpty { try handoff.put(Array(part)) }
+                handoff.finish(failure: nil)
+                var iterator = handoff.lines
+                var read: [[UInt8]] = []
+                while let line = iterator.next() { read.append(line) }
+                #expect(read == ["{\"a\":1}", "{\"b\":22}", "", "{\"c\":3}"].map { Array($0.utf8) }, "cut at \(i) and \(j)")
+                #expect(iterator.lastLineUnterminated, "cut at \(i) and \(j)")
+            }
+        }
+    }
+
+    @Test("a transfer that failed ends the lines after the parts that arrived, and checked() throws its error")
+    func failedTransfer() throws {
+        struct Lost: Error {}
+        let handoff = ArrivingLines(depth: 4)
+        try handoff.put(Self.parts[0])
+        handoff.finish(failure: Lost())
+        #expect(Array(handoff.lines) == Array(Self.lines.prefix(2)))
+        #expect(throws: Lost.self) { try handoff.checked() }
+        #expect(!handoff.stalled)
+    }
+
+    @Test("before the transfer ends, checked() refuses: nothing may commit")
+    func incompleteUntilFinished() throws {
+        let handoff = ArrivingLines()
+        #expect(throws: ArrivingLines.Incomplete.self) { try handoff.checked() }
+    }
+
+    @Test("with a part wait, lines end when no part comes in time: stalled, checked() refuses, and the sender's next put throws")
+    func stalledTransfer() throws {
+        let handoff = ArrivingLines(depth: 4, partWait: .milliseconds(200))
+        try handoff.put(Self.parts[0])
+        let started = Date()
+        #expect(Array(handoff.lines) == Array(Self.lines.prefix(2)))
+        #expect(Date().timeIntervalSince(started) >= 0.19)
+        #expect(handoff.stalled)
+        #expect(throws: ArrivingLines.Stalled.self) { try handoff.checked() }
+        #expect(throws: ArrivingLines.Stalled.self) { try handoff.put(Self.parts[1]) }
+        // Finished whole afterwards, it still counts as stalled: its lines were cut short.
+        handoff.finish(failure: nil)
+        #expect(throws: ArrivingLines.Stalled.self) { try handoff.checked() }
+    }
+
+    @Test("a part that comes within the part wait is read; the wait starts again for each part")
+    func partsWithinWait() throws {
+        let handoff = ArrivingLines(depth: 1, partWait: .seconds(5))
+        let producer = Thread {
+            for part in Self.parts {
+                Thread.sleep(forTimeInterval: 0.05)
+                try? handoff.put(part)
+            }
+            handoff.finish(failure: nil)
+        }
+        producer.start()
+        #expect(Array(handoff.lines) == Self.lines)
+        #expect(!handoff.stalled)
+        try handoff.checked()
+    }
+
+    @Test("newlines are counted and the header is the first line of the first part")
+    func countsAndHeader() {
+        #expect(Self.parts.map(ArrivingLines.lineCount) == [2, 2, 1])
+        #expect(ArrivingLines.lineCount([]) == 0)
+        #expect(ArrivingLines.firstLine(Self.parts[0]) == Array("{\"a\":1}".utf8))
+        #expect(ArrivingLines.firstLine(Self.parts[1]) == [])
+        #expect(ArrivingLines.firstLine(Array("no newline".utf8)) == Array("no newline".utf8))
+    }
+}

@@ -1,0 +1,220 @@
+import Foundation
+import NIOCore
+import Testing
+@testable import HealthProbeArchive
+@testable import HealthProbeServer
+import HealthProbeProtocol
+import HealthProbeCanonical
+import HealthProbeNode
+import HealthProbeTestSupport
+
+/// A first bundle built as a node's outbox builds it, in parts of `partSize` bytes, for raw frames.
+struct RawBundle {
+    let begin: SyncFrame
+    let parts: [SyncFrame]
+    let end: SyncFrame
+
+    init(_ node: NodeArchive, dir: String, partSize: Int = 16 << 10, lines edit: (([UInt8]) -> [UInt8])? = nil) async throws {
+        let path = dir + "/raw.parts"
+        let obs = try await node.archive.writer.read { db in try Int64.fetchOne(db, sql: "SELECT min(id) FROM observations") }
+        let written = try await node.archive.readSnapshot { db in
+            try OutboxBundle.write(db, observationID: obs!, previousManifestHash: nil, to: path, partSize: partSize)
+        }
+        let fd = open(path, O_RDONLY)
+        defer { close(fd) }
+        var frames: [SyncFrame] = []
+        var compressed: [UInt8] = []
+        for (index, p) in written.parts.enumerated() {
+            try OutboxBundle.read(p, fd: fd, into: &compressed)
+            var size = p.size
+            if let edit {
+                // The part's lines changed (its size with them), compressed again.
+                var inflated: [UInt8] = []
+                try compressed.withUnsafeBytes { try BundlePartCodec.inflate($0, declaredSize: p.size, into: &inflated) }
+                let changed = edit(inflated)
+                size = changed.count
+                compressed = try BundlePartCodec.compress(changed)
+            }
+            var payload = ByteBuffer()
+            payload.writeInteger(UInt32(index), endianness: .big)
+            payload.writeInteger(UInt32(size), endianness: .big)
+            payload.writeBytes(compressed)
+            frames.append(SyncFrame(kind: .bundlePart, payload: payload))
+        }
+        let total = frames.reduce(0) { $0 + Int($1.payload.getInteger(at: 4, endianness: .big, as: UInt32.self)!) }
+        begin = try .json(.bundleBegin, .object(["sequence": .int(1), "manifest_hash": .string(written.manifestHash), "parts": .int(frames.count),
+                                                 "item_count": .int(written.trailer.itemCount), "uncompressed_size": .int(total)]))
+        parts = frames
+        end = try .json(.bundleEnd, .object(["sequence": .int(1), "manifest_hash": .string(written.manifestHash)]))
+    }
+}
+
+/// The count of a server metric with `label`, 0 when absent.
+func metricCount(_ metrics: ServerMetrics, _ name: String, _ label: String) -> Int {
+    for line in metrics.text().split(separator: "\n") where line.hasPrefix(name + "{" + label + "}") {
+        return Int(line.split(separator: " ").last ?? "") ?? 0
+    }
+    return 0
+}
+
+@Suite("A bundle verified and applied while its parts arrive")
+struct ArrivingApplyTests {
+    @Test("a bundle of many parts is applied while it arrives: digests equal at every observation, and the replica and the kept bundles equal those of a server that applied each bundle once it was whole")
+    func sameAsWhole() async throws {
+        let a = TempHome()
+        try simulate(a, days: 3)
+        try simulate(a, days: 2)
+        var kept: [[[UInt8]]] = []
+        var states: [[ChainStateDigest.Result]] = []
+        for arrivingParts in [2, 100_000] {
+            let data = TempDir(), metrics = ServerMetrics()
+            try await withServer(data, metrics: metrics, arrivingParts: arrivingParts) { server in
+                let e = try await server.enroll("a")
+                let node = try a.open()
+                var client = SyncClient(node: node, outbox: a.root + "/outbox-\(arrivingParts)")
+                client.partSize = 16 << 10
+                let r = try await client.sync(e)
+                #expect(r.sent == 2)
+                let pairs = try digests(node, server.store)
+                #expect(pairs.count == 2)
+                for (x, y) in pairs { #expect(x == y) }
+                states.append(pairs.map(\.1))
+                kept.append(try (1...2).map { seq in
+                    try Array(Data(contentsOf: URL(fileURLWithPath: try #require(server.store.storedBundlePath(node.deviceChainHash, sequence: seq)))))
+                })
+                #expect(try await quarantineEmpties(server.store))
+            }
+            let arrived = metricCount(metrics, "hp_server_arriving_applies_total", "ended=\"applied\"")
+            #expect(arrived == (arrivingParts == 2 ? 2 : 0), "bundles applied while they arrived, with arrivingParts \(arrivingParts)")
+        }
+        #expect(states[0] == states[1])
+        #expect(kept[0] == kept[1] && kept[0].allSatisfy { !$0.isEmpty })
+    }
+
+    @Test("a connection that ends after every part but before BUNDLE_END, while the bundle is applied as it arrives, stores nothing and binds no chain; the next sync completes")
+    func abandoned() async throws {
+        let a = TempHome()
+        try simulate(a, days: 3)
+        let node = try a.open()
+        let dir = TempDir(), metrics = ServerMetrics()
+        let bundle = try await RawBundle(node, dir: dir.path)
+        #expect(bundle.parts.count > 4)
+        try await withServer(TempDir(), metrics: metrics) { server in
+            let e = try await server.enroll("a"), b = try await server.enroll("b")
+            // Every part but no BUNDLE_END, then a PING: once its PONG came, the server has taken the parts; then the
+            // connection closes. The apply has every line, trailer included: the missing end alone must keep it from committing.
+            var pong = ByteBuffer()
+            try SyncFrameEncoder().encode(data: SyncFrame(kind: .pong, payload: ByteBuffer()), out: &pong)
+            let channel = try await server.tlsChannel()
+            try await channel.executeThenClose { inbound, outbound in
+                try await outbound.write(ByteBuffer(bytes: try wire([try authFrame(e), bundle.begin] + bundle.parts + [SyncFrame(kind: .ping, payload: ByteBuffer())])))
+                var out: [UInt8] = []
+                for try await chunk in inbound {
+                    out += Array(chunk.readableBytesView)
+                    if out.count >= pong.readableBytes, Array(out.suffix(pong.readableBytes)) == Array(pong.readableBytesView) { break }
+                }
+            }
+            #expect(try await quarantineEmpties(server.store))
+            // The apply ended with the connection: counted once it has.
+            let deadline = ContinuousClock.now + .seconds(30)
+            while metricCount(metrics, "hp_server_arriving_applies_total", "ended=\"abandoned\"") == 0 && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(metricCount(metrics, "hp_server_arriving_applies_total", "ended=\"abandoned\"") == 1)
+            #expect(try server.store.chains().isEmpty)
+            // The chain is bound to no device: another may claim it (and lets go of it again).
+            let registry = try server.store.registry()
+            let other = try registry.authenticate(name: b.name, credential: b.credential)
+            #expect(try registry.claim(other, chain: node.deviceChainHash, now: 0))
+            try registry.release(other, chain: node.deviceChainHash)
+            let r = try await SyncClient(node: node, outbox: a.root + "/outbox").sync(e)
+            #expect(r.sent == 1)
+            for (x, y) in try digests(node, server.store) { #expect(x == y) }
+        }
+    }
+
+    @Test("a bundle whose third line does not decode is refused while it arrives with the error a whole one gets, and nothing is stored")
+    func refusedWhileArriving() async throws {
+        let a = TempHome()
+        try simulate(a, days: 3)
+        let node = try a.open()
+        let dir = TempDir()
+        var edited = false
+        let bundle = try await RawBundle(node, dir: dir.path) { part in
+            guard !edited else { return part }
+            edited = true
+            // The third line (an item) replaced by one that is not JSON, of the same length.
+            var lines = part.split(separator: 0x0A, omittingEmptySubsequences: false)
+            lines[2] = ArraySlice(repeating: UInt8(ascii: "x"), count: lines[2].count)
+            return Array(lines.joined(separator: [0x0A]))
+        }
+        let replies = try await Self.refusals([bundle.begin] + bundle.parts + [bundle.end])
+        #expect(replies.allSatisfy { $0.contains("malformed") })
+    }
+
+    @Test("a bundle announced with another manifest hash is refused while it arrives with the error a whole one gets, and nothing is stored")
+    func wrongManifestHash() async throws {
+        let a = TempHome()
+        try simulate(a, days: 3)
+        let node = try a.open()
+        let dir = TempDir()
+        let bundle = try await RawBundle(node, dir: dir.path)
+        let other = String(repeating: "ab", count: 32)
+        var begin = try JSONParser.parse(Array(bundle.begin.payload.readableBytesView)).object!
+        begin["manifest_hash"] = .string(other)
+        let wrongBegin = try SyncFrame.json(.bundleBegin, .object(begin))
+        let end = try SyncFrame.json(.bundleEnd, .object(["sequence": .int(1), "manifest_hash": .string(other)]))
+        let replies = try await Self.refusals([wrongBegin] + bundle.parts + [end])
+        #expect(replies.allSatisfy { $0.contains("manifest_hash") })
+    }
+
+    /// The refusals of `frames` (after AUTH) by a server that applies the bundle while it
+    /// arrives and by one that applies it once whole: equal, from `bundle_invalid` on, and
+    /// nothing stored by either; the first counts one apply refused while it arrived.
+    static func refusals(_ frames: [SyncFrame]) async throws -> [String] {
+        var replies: [String] = []
+        for arrivingParts in [2, 100_000] {
+            let metrics = ServerMetrics()
+            try await withServer(TempDir(), metrics: metrics, arrivingParts: arrivingParts) { server in
+                let e = try await server.enroll("a")
+                let reply = String(decoding: try await server.raw(try wire([try authFrame(e)] + frames), until: "bundle_invalid"), as: UTF8.self)
+                let from = try #require(reply.range(of: "bundle_invalid"), "arrivingParts \(arrivingParts): \(reply.suffix(200))")
+                replies.append(String(reply[from.lowerBound...].prefix(160)))
+                #expect(try await quarantineEmpties(server.store))
+                #expect(try server.store.chains().isEmpty)
+            }
+            #expect(metricCount(metrics, "hp_server_arriving_applies_total", "ended=\"refused\"") == (arrivingParts == 2 ? 1 : 0))
+        }
+        #expect(replies.count == 2 && replies[0] == replies[1])
+        return replies
+    }
+
+    @Test("a bundle whose parts stop coming for longer than the part wait is applied from its file once BUNDLE_END comes: acknowledged, digests equal")
+    func stalledThenWhole() async throws {
+        let a = TempHome()
+        try simulate(a, days: 3)
+        let node = try a.open()
+        let dir = TempDir(), metrics = ServerMetrics()
+        let bundle = try await RawBundle(node, dir: dir.path)
+        try await withServer(TempDir(), metrics: metrics, arrivingPartWait: .milliseconds(300)) { server in
+            let e = try await server.enroll("a")
+            let channel = try await server.tlsChannel()
+            let reply = try await channel.executeThenClose { inbound, outbound in
+                try await outbound.write(ByteBuffer(bytes: try wire([try authFrame(e), bundle.begin] + bundle.parts.prefix(2))))
+                try await Task.sleep(for: .seconds(1))
+                try await outbound.write(ByteBuffer(bytes: try wire(hello: false, Array(bundle.parts.dropFirst(2)) + [bundle.end])))
+                var out: [UInt8] = []
+                for try await chunk in inbound {
+                    out += Array(chunk.readableBytesView)
+                    if String(decoding: out, as: UTF8.self).contains("\"status\"") { break }
+                }
+                return String(decoding: out, as: UTF8.self)
+            }
+            #expect(reply.contains("\"status\":\"applied\""))
+            #expect(metricCount(metrics, "hp_server_arriving_applies_total", "ended=\"stalled\"") == 1)
+            let pairs = try digests(node, server.store)
+            #expect(pairs.count == 1)
+            for (x, y) in pairs { #expect(x == y) }
+        }
+    }
+}
