@@ -46,3 +46,9 @@ public enum LineSplitter {
 public protocol LineEndReporting {
     var lastLineUnterminated: Bool { get }
 }
+
+/// A line source whose reader may be waiting for lines still to come: `stopLines` ends
+/// that wait (and the lines), so a reader that stops early can be joined at once.
+public protocol StoppableLines {
+    func stopLines()
+}

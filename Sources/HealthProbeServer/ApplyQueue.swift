@@ -161,10 +161,12 @@ actor ApplyQueue {
     nonisolated func apply(chain: String, arriving lines: ArrivingLines, header: BundleHeader, path: String, manifestHash: String,
                            sequence: Int, bytes: Int, at now: Double) async throws -> BundleApplier.Outcome {
         let store = self.store
+        // However the apply ends, or if it never starts (cancelled while it waited for its
+        // turn or a thread), parts still arriving are not handed over: the connection's
+        // hand-over never waits for an applier that is gone.
+        defer { lines.queue.cancel() }
         return try await run(chain: chain, manifestHash: manifestHash, bytes: bytes) { replica in
-            // The applier has stopped: parts still arriving are not handed over.
-            defer { lines.queue.cancel() }
-            return try store.apply(arriving: lines.lines, header: header, file: path, manifestHash: manifestHash, sequence: sequence,
+            try store.apply(arriving: lines.lines, header: header, file: path, manifestHash: manifestHash, sequence: sequence,
                                    now: now, bundleBytes: bytes, transferChecked: lines.checked, replica: replica)
         }
     }

@@ -32,16 +32,24 @@ public struct SyncServer: Sendable {
     /// A bundle of at least this many parts is verified and applied while its parts arrive
     /// (when an apply thread can be spared), rather than once `BUNDLE_END` came.
     public let arrivingParts: Int
-    /// How long such an apply waits for the next part; past it, it stops and the bundle is
-    /// applied from its quarantine file once `BUNDLE_END` came, as a smaller one is.
+    /// How long such an apply waits for the next part (and the connection for room to hand
+    /// one over); past it, it stops and the bundle is applied from its quarantine file once
+    /// `BUNDLE_END` came, as a smaller one is. It stops too once the bundle has taken longer
+    /// than its size at `arrivingMinimumRate`, and `arrivingGrace`, to arrive.
     public let arrivingPartWait: Duration
+    /// Bundle bytes (inflated) a second an apply while the parts arrive waits for, on average.
+    public let arrivingMinimumRate: Double
+    public let arrivingGrace: Duration
+    /// A part is handed to its apply in pieces of this many bytes, at most four waiting.
+    public let arrivingPiece: Int
 
     /// A server for an initialized data directory (its TLS identity and registry).
     public init(store: ServerStore, logger: Logger = Archive.silentLogger, helloTimeout: TimeAmount = .seconds(10),
                 idleTimeout: TimeAmount = .seconds(120), throttle: AuthThrottle = AuthThrottle(),
                 metrics: ServerMetrics = ServerMetrics(), keptReplicas: Int = ServerConfig.defaultKeptReplicas,
                 applyThreads: Int = ServerConfig.defaultApplyThreads, offsiteUploads: Bool = false,
-                arrivingParts: Int = 2, arrivingPartWait: Duration = .seconds(30),
+                arrivingParts: Int = 2, arrivingPartWait: Duration = .seconds(30), arrivingMinimumRate: Double = 1_048_576,
+                arrivingGrace: Duration = .seconds(60), arrivingPiece: Int = 1 << 20,
                 now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) throws {
         try store.requireInitialized()
         self.store = store
@@ -53,6 +61,9 @@ public struct SyncServer: Sendable {
         self.offsiteUploads = offsiteUploads
         self.arrivingParts = max(1, arrivingParts)
         self.arrivingPartWait = arrivingPartWait
+        self.arrivingMinimumRate = max(arrivingMinimumRate, 1)
+        self.arrivingGrace = arrivingGrace
+        self.arrivingPiece = max(arrivingPiece, 1)
         registry = try store.registry()
         tls = try store.identity().serverContext()
         self.throttle = SharedAuthThrottle(throttle)
@@ -225,9 +236,9 @@ public struct SyncServer: Sendable {
                             machine.bundleOpened(file)
                         case .writePart(let file, let part):
                             // The first part of a large bundle may start its apply (with its header).
-                            let handOver = arriving != nil || (part.index == 0 && Self.begin(of: machine).map { $0.parts >= arrivingParts } == true)
+                            let handOver = arriving.map { !$0.lines.stopped } ?? (part.index == 0 && Self.begin(of: machine).map { $0.parts >= arrivingParts } == true)
                             // Inflating and writing a part is CPU and file work: off the cooperative threads.
-                            let (newlines, last, pieces) = try await offload { try file.write(part, pieces: handOver ? Self.arrivingPiece : nil) }
+                            let (newlines, last, pieces) = try await offload { try file.write(part, pieces: handOver ? arrivingPiece : nil) }
                             machine.partWritten(newlines: newlines, lastByte: last)
                             metrics.received(bytes: part.compressed.readableBytes + 8)
                             if arriving == nil, handOver, case .receiving(let session, let transfer) = machine.state {
@@ -243,8 +254,11 @@ public struct SyncServer: Sendable {
                             transfer.file.finish()
                             var arrived: ArrivingApply.Ended?
                             if let a = arriving {
-                                a.lines.finish(failure: nil)
-                                arrived = try await applies.next()
+                                // The chain is claimed (and the device checked) now, as for a bundle applied
+                                // from its file: only then may the apply commit; a refusal stops it instead.
+                                let claim = await claimForCommit(a, session: session)
+                                a.lines.finish(failure: claim.failure)
+                                arrived = try await applies.next()?.claimed(claim)
                                 arriving = nil
                             }
                             let reply = await finish(transfer, session: session, arrived: arrived)
@@ -268,14 +282,8 @@ public struct SyncServer: Sendable {
         } catch {
             logger.debug("connection ended", metadata: ["sync.error": "\(error)"])
         }
-        // Its apply has ended (the group waited for it) with nothing stored; the chain it bound, it binds no more.
-        if let a = abandoned {
-            metrics.arrivingApply(ended: "abandoned")
-            if a.bound {
-                let device = a.device, chain = a.chain
-                _ = try? await offload { try registry.release(device, chain: chain) }
-            }
-        }
+        // Its apply has ended without a commit (the group waited for it); it bound no chain.
+        if abandoned != nil { metrics.arrivingApply(ended: "abandoned") }
         // A bundle still being received when the connection ended is never applied.
         let open = machine.closed()
         open?.discard()
@@ -408,10 +416,6 @@ public struct SyncServer: Sendable {
         try await NIOThreadPool.singleton.runIfActive(body)
     }
 
-    /// A part is handed to its apply in pieces of this many bytes, at most `ArrivingLines`'
-    /// depth of them waiting: a few MB held, not a few 8 MiB parts.
-    static let arrivingPiece = 1 << 20
-
     /// The `BUNDLE_BEGIN` of the bundle being received, if one is.
     static func begin(of machine: ServerSessionStateMachine) -> BundleBegin? {
         guard case .receiving(_, let transfer) = machine.state else { return nil }
@@ -419,22 +423,28 @@ public struct SyncServer: Sendable {
     }
 
     /// Starts applying the bundle being received while its parts arrive, when an apply
-    /// thread can be spared and its header names a chain this device may send: the chain
-    /// is claimed as `finish` would claim it. Nil otherwise (it is applied once it is whole).
+    /// thread can be spared and its header names a chain no other device holds (checked
+    /// only: the chain is claimed at `BUNDLE_END`, before the apply may commit). Nil
+    /// otherwise: it is applied once it is whole.
     func startArriving(_ transfer: ServerSessionStateMachine.Transfer, session: ServerSessionStateMachine.Session,
                        in applies: inout ThrowingTaskGroup<ArrivingApply.Ended, any Error>) async -> ArrivingApply? {
         let device = session.identity, begin = transfer.begin, path = transfer.file.path
         guard let first = transfer.file.header, let header = try? BundleVerifier.header(first) else { return nil }
         let chain = header.deviceChainHash
         guard await applier.beginArriving() else { return nil }
-        guard let bound = try? await offload({
+        let allowed = (try? await offload { () throws -> Bool in
             try requireActive(device)
-            return try Self.mapAuth { try registry.claim(device, chain: chain, now: now()) }
-        }) else {
+            try Self.mapAuth { try registry.authorizeRead(device, chain: chain) }
+            return true
+        }) ?? false
+        guard allowed else {
             await applier.endArriving()
             return nil
         }
-        let a = ArrivingApply(lines: ArrivingLines(depth: 4, partWait: arrivingPartWait), device: device, chain: chain, bound: bound)
+        // The whole bundle may take its size at the minimum rate, and the grace.
+        let grace = Double(arrivingGrace.components.seconds) + Double(arrivingGrace.components.attoseconds) / 1e18
+        let deadline = Date(timeIntervalSinceNow: grace + Double(begin.uncompressedSize) / arrivingMinimumRate)
+        let a = ArrivingApply(lines: ArrivingLines(depth: 4, partWait: arrivingPartWait, deadline: deadline), chain: chain)
         let (applier, lines, t) = (self.applier, a.lines, now())
         applies.addTask {
             let started = ContinuousClock.now
@@ -451,6 +461,21 @@ public struct SyncServer: Sendable {
         return a
     }
 
+    /// At `BUNDLE_END` of a bundle applied while it arrived: the device still active and the
+    /// chain claimed for it, as `finish` does for one applied from its file.
+    func claimForCommit(_ a: ArrivingApply, session: ServerSessionStateMachine.Session) async -> ArrivingApply.Claim {
+        let device = session.identity, chain = a.chain
+        do {
+            let bound = try await offload {
+                try requireActive(device)
+                return try Self.mapAuth { try registry.claim(device, chain: chain, now: now()) }
+            }
+            return ArrivingApply.Claim(bound: bound, failure: nil)
+        } catch {
+            return ArrivingApply.Claim(bound: false, failure: error)
+        }
+    }
+
     /// Authorizes, verifies and applies a received bundle; the reply to send. `arrived`: the
     /// outcome of its apply while it arrived, if it had one; one that stalled is applied again, from the file.
     func finish(_ transfer: ServerSessionStateMachine.Transfer, session: ServerSessionStateMachine.Session,
@@ -464,8 +489,13 @@ public struct SyncServer: Sendable {
             let outcome: BundleApplier.Outcome
             let c: String
             if let arrived {
-                (c, bound) = (arrived.apply.chain, arrived.apply.bound)
+                (c, bound) = (arrived.apply.chain, arrived.claim.bound)
                 chain = c
+                // Refused at the end (revoked, or the chain another device's): the apply stopped for it.
+                if let failure = arrived.claim.failure {
+                    metrics.arrivingApply(ended: "refused")
+                    throw failure
+                }
             } else {
                 // The header kept as the first part arrived, else read back from the file.
                 if let header = transfer.file.header {

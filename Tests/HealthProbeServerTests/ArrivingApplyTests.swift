@@ -59,6 +59,21 @@ func metricCount(_ metrics: ServerMetrics, _ name: String, _ label: String) -> I
 
 @Suite("A bundle verified and applied while its parts arrive")
 struct ArrivingApplyTests {
+    /// A node with three days captured and its first bundle as raw frames (`edit`: its parts' lines changed).
+    struct Fixture {
+        let home: TempHome
+        let node: NodeArchive
+        let dir: TempDir
+        let bundle: RawBundle
+
+        static func make(lines edit: (([UInt8]) -> [UInt8])? = nil) async throws -> Fixture {
+            let home = TempHome(), dir = TempDir()
+            try simulate(home, days: 3)
+            let node = try home.open()
+            return Fixture(home: home, node: node, dir: dir, bundle: try await RawBundle(node, dir: dir.path, lines: edit))
+        }
+    }
+
     @Test("a bundle of many parts is applied while it arrives: digests equal at every observation, and the replica and the kept bundles equal those of a server that applied each bundle once it was whole")
     func sameAsWhole() async throws {
         let a = TempHome()
@@ -68,7 +83,8 @@ struct ArrivingApplyTests {
         var states: [[ChainStateDigest.Result]] = []
         for arrivingParts in [2, 100_000] {
             let data = TempDir(), metrics = ServerMetrics()
-            try await withServer(data, metrics: metrics, arrivingParts: arrivingParts) { server in
+            // Pieces of 1,000 bytes: lines cut across pieces as well as parts.
+            try await withServer(data, metrics: metrics, arrivingParts: arrivingParts, arrivingPiece: 1000) { server in
                 let e = try await server.enroll("a")
                 let node = try a.open()
                 var client = SyncClient(node: node, outbox: a.root + "/outbox-\(arrivingParts)")
@@ -93,27 +109,15 @@ struct ArrivingApplyTests {
 
     @Test("a connection that ends after every part but before BUNDLE_END, while the bundle is applied as it arrives, stores nothing and binds no chain; the next sync completes")
     func abandoned() async throws {
-        let a = TempHome()
-        try simulate(a, days: 3)
-        let node = try a.open()
-        let dir = TempDir(), metrics = ServerMetrics()
-        let bundle = try await RawBundle(node, dir: dir.path)
+        let f = try await Fixture.make()
+        let (a, node, bundle, metrics) = (f.home, f.node, f.bundle, ServerMetrics())
         #expect(bundle.parts.count > 4)
         try await withServer(TempDir(), metrics: metrics) { server in
             let e = try await server.enroll("a"), b = try await server.enroll("b")
             // Every part but no BUNDLE_END, then a PING: once its PONG came, the server has taken the parts; then the
             // connection closes. The apply has every line, trailer included: the missing end alone must keep it from committing.
-            var pong = ByteBuffer()
-            try SyncFrameEncoder().encode(data: SyncFrame(kind: .pong, payload: ByteBuffer()), out: &pong)
-            let channel = try await server.tlsChannel()
-            try await channel.executeThenClose { inbound, outbound in
-                try await outbound.write(ByteBuffer(bytes: try wire([try authFrame(e), bundle.begin] + bundle.parts + [SyncFrame(kind: .ping, payload: ByteBuffer())])))
-                var out: [UInt8] = []
-                for try await chunk in inbound {
-                    out += Array(chunk.readableBytesView)
-                    if out.count >= pong.readableBytes, Array(out.suffix(pong.readableBytes)) == Array(pong.readableBytesView) { break }
-                }
-            }
+            _ = try await Self.exchange(server, first: [try authFrame(e), bundle.begin] + bundle.parts + [SyncFrame(kind: .ping, payload: ByteBuffer())],
+                                        untilPong: true, second: nil)
             #expect(try await quarantineEmpties(server.store))
             // The apply ended with the connection: counted once it has.
             let deadline = ContinuousClock.now + .seconds(30)
@@ -135,12 +139,8 @@ struct ArrivingApplyTests {
 
     @Test("a bundle whose third line does not decode is refused while it arrives with the error a whole one gets, and nothing is stored")
     func refusedWhileArriving() async throws {
-        let a = TempHome()
-        try simulate(a, days: 3)
-        let node = try a.open()
-        let dir = TempDir()
         var edited = false
-        let bundle = try await RawBundle(node, dir: dir.path) { part in
+        let f = try await Fixture.make { part in
             guard !edited else { return part }
             edited = true
             // The third line (an item) replaced by one that is not JSON, of the same length.
@@ -148,17 +148,41 @@ struct ArrivingApplyTests {
             lines[2] = ArraySlice(repeating: UInt8(ascii: "x"), count: lines[2].count)
             return Array(lines.joined(separator: [0x0A]))
         }
-        let replies = try await Self.refusals([bundle.begin] + bundle.parts + [bundle.end])
+        let replies = try await Self.refusals([f.bundle.begin] + f.bundle.parts + [f.bundle.end])
         #expect(replies.allSatisfy { $0.contains("malformed") })
+    }
+
+    @Test("an apply that refuses a line stops at once, without waiting for the parts still to come: counted as refused, not stalled")
+    func refusedStopsAtOnce() async throws {
+        var edited = false
+        let f = try await Fixture.make { part in
+            guard !edited else { return part }
+            edited = true
+            var lines = part.split(separator: 0x0A, omittingEmptySubsequences: false)
+            lines[2] = ArraySlice(repeating: UInt8(ascii: "x"), count: lines[2].count)
+            return Array(lines.joined(separator: [0x0A]))
+        }
+        let (bundle, metrics) = (f.bundle, ServerMetrics())
+        // A part wait long enough for the refused line's batch to be decoded on a loaded machine.
+        try await withServer(TempDir(), metrics: metrics, arrivingPartWait: .seconds(4)) { server in
+            let e = try await server.enroll("a")
+            // Every part but the last (the refused line's batch of lines is full), then a pause longer than the part
+            // wait: an apply still reading would stall.
+            let last = bundle.parts.count - 1
+            let reply = try await Self.exchange(server, first: [try authFrame(e), bundle.begin] + bundle.parts.prefix(last), untilPong: false,
+                                                then: { try await Task.sleep(for: .seconds(5)) },
+                                                second: Array(bundle.parts.dropFirst(last)) + [bundle.end], until: "bundle_invalid")
+            #expect(reply.contains("bundle_invalid"))
+            #expect(metricCount(metrics, "hp_server_arriving_applies_total", "ended=\"refused\"") == 1)
+            #expect(metricCount(metrics, "hp_server_arriving_applies_total", "ended=\"stalled\"") == 0)
+            #expect(try server.store.chains().isEmpty)
+        }
     }
 
     @Test("a bundle announced with another manifest hash is refused while it arrives with the error a whole one gets, and nothing is stored")
     func wrongManifestHash() async throws {
-        let a = TempHome()
-        try simulate(a, days: 3)
-        let node = try a.open()
-        let dir = TempDir()
-        let bundle = try await RawBundle(node, dir: dir.path)
+        let f = try await Fixture.make()
+        let bundle = f.bundle
         let other = String(repeating: "ab", count: 32)
         var begin = try JSONParser.parse(Array(bundle.begin.payload.readableBytesView)).object!
         begin["manifest_hash"] = .string(other)
@@ -166,6 +190,66 @@ struct ArrivingApplyTests {
         let end = try SyncFrame.json(.bundleEnd, .object(["sequence": .int(1), "manifest_hash": .string(other)]))
         let replies = try await Self.refusals([wrongBegin] + bundle.parts + [end])
         #expect(replies.allSatisfy { $0.contains("manifest_hash") })
+    }
+
+    @Test("a device revoked while its bundle is applied as it arrives is refused at BUNDLE_END (unauthorized), and nothing is stored or bound")
+    func revokedDuringUpload() async throws {
+        let f = try await Fixture.make()
+        let (node, bundle, metrics) = (f.node, f.bundle, ServerMetrics())
+        try await withServer(TempDir(), metrics: metrics) { server in
+            let e = try await server.enroll("a"), b = try await server.enroll("b")
+            let reply = try await Self.exchange(server, first: [try authFrame(e), bundle.begin] + bundle.parts + [SyncFrame(kind: .ping, payload: ByteBuffer())],
+                                                untilPong: true, then: { try server.store.registry().revoke(name: "a", now: Date().timeIntervalSince1970) },
+                                                second: [bundle.end], until: "unauthorized")
+            #expect(reply.contains("unauthorized"))
+            #expect(metricCount(metrics, "hp_server_arriving_applies_total", "ended=\"refused\"") == 1)
+            #expect(try await quarantineEmpties(server.store))
+            #expect(try server.store.chains().isEmpty)
+            let registry = try server.store.registry()
+            let other = try registry.authenticate(name: b.name, credential: b.credential)
+            #expect(try registry.claim(other, chain: node.deviceChainHash, now: 0))
+        }
+    }
+
+    @Test("a bundle of a chain another device holds is not applied while it arrives: refused at its end as forbidden, as before")
+    func anotherDevicesChain() async throws {
+        let f = try await Fixture.make()
+        let (a, node, bundle, metrics) = (f.home, f.node, f.bundle, ServerMetrics())
+        try await withServer(TempDir(), metrics: metrics) { server in
+            let e = try await server.enroll("a"), b = try await server.enroll("b")
+            _ = try await SyncClient(node: node, outbox: a.root + "/outbox").sync(e)
+            let reply = String(decoding: try await server.raw(try wire([try authFrame(b), bundle.begin] + bundle.parts + [bundle.end]), until: "forbidden"), as: UTF8.self)
+            #expect(reply.contains("forbidden"))
+            #expect(metricCount(metrics, "hp_server_arriving_applies_total", "ended=\"applied\"") == 0)
+            #expect(metricCount(metrics, "hp_server_arriving_applies_total", "ended=\"refused\"") == 0)
+            for (x, y) in try digests(node, server.store) { #expect(x == y) }
+        }
+    }
+
+    /// Sends `first` over a new connection, reads until a PONG (with `untilPong`), runs
+    /// `then`, sends `second`, and reads until the text `until` arrives; what arrived.
+    static func exchange(_ server: TestServer, first: [SyncFrame], untilPong: Bool, then: () async throws -> Void = {},
+                         second: [SyncFrame]?, until: String = "") async throws -> String {
+        var pong = ByteBuffer()
+        try SyncFrameEncoder().encode(data: SyncFrame(kind: .pong, payload: ByteBuffer()), out: &pong)
+        let channel = try await server.tlsChannel()
+        return try await channel.executeThenClose { inbound, outbound in
+            var out: [UInt8] = []
+            var it = inbound.makeAsyncIterator()
+            try await outbound.write(ByteBuffer(bytes: try wire(first)))
+            while untilPong, let chunk = try await it.next() {
+                out += Array(chunk.readableBytesView)
+                if out.count >= pong.readableBytes, Array(out.suffix(pong.readableBytes)) == Array(pong.readableBytesView) { break }
+            }
+            try await then()
+            guard let second else { return String(decoding: out, as: UTF8.self) }
+            try await outbound.write(ByteBuffer(bytes: try wire(hello: false, second)))
+            while let chunk = try await it.next() {
+                out += Array(chunk.readableBytesView)
+                if String(decoding: out, as: UTF8.self).contains(until) { break }
+            }
+            return String(decoding: out, as: UTF8.self)
+        }
     }
 
     /// The refusals of `frames` (after AUTH) by a server that applies the bundle while it
@@ -189,27 +273,16 @@ struct ArrivingApplyTests {
         return replies
     }
 
-    @Test("a bundle whose parts stop coming for longer than the part wait is applied from its file once BUNDLE_END comes: acknowledged, digests equal")
-    func stalledThenWhole() async throws {
-        let a = TempHome()
-        try simulate(a, days: 3)
-        let node = try a.open()
-        let dir = TempDir(), metrics = ServerMetrics()
-        let bundle = try await RawBundle(node, dir: dir.path)
-        try await withServer(TempDir(), metrics: metrics, arrivingPartWait: .milliseconds(300)) { server in
+    @Test("a bundle whose parts stop coming for longer than the part wait, or that takes longer than its size at the minimum rate, is applied from its file once BUNDLE_END comes: acknowledged, digests equal",
+          arguments: [(Duration.milliseconds(300), Duration.seconds(60)), (Duration.seconds(30), Duration.milliseconds(300))])
+    func stalledThenWhole(partWait: Duration, grace: Duration) async throws {
+        let f = try await Fixture.make()
+        let (node, bundle, metrics) = (f.node, f.bundle, ServerMetrics())
+        try await withServer(TempDir(), metrics: metrics, arrivingPartWait: partWait, arrivingMinimumRate: 1e15, arrivingGrace: grace) { server in
             let e = try await server.enroll("a")
-            let channel = try await server.tlsChannel()
-            let reply = try await channel.executeThenClose { inbound, outbound in
-                try await outbound.write(ByteBuffer(bytes: try wire([try authFrame(e), bundle.begin] + bundle.parts.prefix(2))))
-                try await Task.sleep(for: .seconds(1))
-                try await outbound.write(ByteBuffer(bytes: try wire(hello: false, Array(bundle.parts.dropFirst(2)) + [bundle.end])))
-                var out: [UInt8] = []
-                for try await chunk in inbound {
-                    out += Array(chunk.readableBytesView)
-                    if String(decoding: out, as: UTF8.self).contains("\"status\"") { break }
-                }
-                return String(decoding: out, as: UTF8.self)
-            }
+            let reply = try await Self.exchange(server, first: [try authFrame(e), bundle.begin] + bundle.parts.prefix(2), untilPong: false,
+                                                then: { try await Task.sleep(for: .seconds(1)) },
+                                                second: Array(bundle.parts.dropFirst(2)) + [bundle.end], until: "\"status\"")
             #expect(reply.contains("\"status\":\"applied\""))
             #expect(metricCount(metrics, "hp_server_arriving_applies_total", "ended=\"stalled\"") == 1)
             let pairs = try digests(node, server.store)

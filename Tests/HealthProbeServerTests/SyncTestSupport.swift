@@ -84,15 +84,17 @@ func authFrame(_ e: NodeEnrollment) throws -> SyncFrame {
 }
 
 /// Runs a sync server (TLS, a fresh data directory) on 127.0.0.1 for the duration of `body`.
-/// `arrivingParts` and `arrivingPartWait`: when a bundle is applied while it arrives (`SyncServer`).
+/// `arriving...`: when and how a bundle is applied while it arrives (`SyncServer`).
 func withServer(_ data: TempDir, hello: TimeAmount = .seconds(10), idle: TimeAmount = .seconds(120),
                 throttle: AuthThrottle = AuthThrottle(base: 0.05, maximum: 0.4), metrics: ServerMetrics = ServerMetrics(),
-                arrivingParts: Int = 2, arrivingPartWait: Duration = .seconds(30),
+                arrivingParts: Int = 2, arrivingPartWait: Duration = .seconds(30), arrivingMinimumRate: Double = 1_048_576,
+                arrivingGrace: Duration = .seconds(60), arrivingPiece: Int = 1 << 20,
                 _ body: (TestServer) async throws -> Void) async throws {
     let store = ServerStore(root: data.path)
     try store.create()
     let server = try SyncServer(store: store, helloTimeout: hello, idleTimeout: idle, throttle: throttle, metrics: metrics,
-                                arrivingParts: arrivingParts, arrivingPartWait: arrivingPartWait)
+                                arrivingParts: arrivingParts, arrivingPartWait: arrivingPartWait, arrivingMinimumRate: arrivingMinimumRate,
+                                arrivingGrace: arrivingGrace, arrivingPiece: arrivingPiece)
     try await withThrowingTaskGroup(of: Void.self) { group in
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         group.addTask { try await server.run(host: "127.0.0.1", port: 0) { continuation.yield($0) } }

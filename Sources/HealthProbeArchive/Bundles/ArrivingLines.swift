@@ -13,7 +13,8 @@ import Glibc
 /// A line that a piece leaves unfinished goes on in the next, as in the bundle's bytes.
 /// The connection says whether the transfer ended whole (`finish`) before the applier's
 /// transaction may commit (`checked`). With `partWait`, the applier waits that long at
-/// most for the next part: past it the lines end, the transfer counts as stalled
+/// most for the next part and the connection as long for room to hand one over, and with
+/// `deadline`, neither waits past it: then the lines end, the transfer counts as stalled
 /// (`stalled`), and `checked` refuses.
 /// Used by a node's restore (`RESTORE_PART`s) and by a server receiving `BUNDLE_PART`s.
 public final class ArrivingLines: Sendable {
@@ -22,14 +23,38 @@ public final class ArrivingLines: Sendable {
     private let verdict = Mutex<(any Error)?>(Incomplete())
     private let stall = Mutex(false)
     private let partWait: Duration?
+    private let deadline: Date?
 
-    public init(depth: Int = 2, partWait: Duration? = nil) {
+    public init(depth: Int = 2, partWait: Duration? = nil, deadline: Date? = nil) {
         queue = BoundedQueue(capacity: depth)
         self.partWait = partWait
+        self.deadline = deadline
     }
 
-    /// Queues one inflated part (waits while `depth` parts wait); throws once the applier stopped.
-    public func put(_ part: [UInt8]) throws { try queue.put(part) }
+    /// Queues one inflated part (waits while `depth` parts wait, within the part wait and
+    /// the deadline); throws once the applier stopped, or when the wait ran out (stalled).
+    public func put(_ part: [UInt8]) throws {
+        guard let until = waitLimit() else { return try queue.put(part) }
+        do {
+            try queue.put(part, waitingUntil: until)
+        } catch is BoundedQueue<[UInt8]>.WaitExpired {
+            stall.withLock { $0 = true }
+            queue.cancel(Stalled())
+            throw Stalled()
+        }
+    }
+
+    /// Whether the applier has stopped taking parts (what is put is dropped).
+    public var stopped: Bool { queue.isCancelled }
+
+    /// Until when a wait for a part, or for room for one, may last; nil: no limit.
+    private func waitLimit() -> Date? {
+        let wait = partWait.map { Date(timeIntervalSinceNow: Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18) }
+        switch (wait, deadline) {
+        case (let w?, let d?): return min(w, d)
+        case (let w, let d): return w ?? d
+        }
+    }
 
     /// The transfer ended: whole (`failure` nil) or not.
     public func finish(failure: (any Error)?) {
@@ -52,10 +77,9 @@ public final class ArrivingLines: Sendable {
 
     /// The next part, nil at the end (or when none came in time: then `stalled`).
     fileprivate func nextPart() -> [UInt8]? {
-        guard let partWait else { return try? queue.take() }
-        let seconds = Double(partWait.components.seconds) + Double(partWait.components.attoseconds) / 1e18
+        guard let until = waitLimit() else { return try? queue.take() }
         do {
-            return try queue.take(waitingUntil: Date(timeIntervalSinceNow: seconds))
+            return try queue.take(waitingUntil: until)
         } catch is BoundedQueue<[UInt8]>.WaitExpired {
             stall.withLock { $0 = true }
             queue.cancel(Stalled())
@@ -65,7 +89,7 @@ public final class ArrivingLines: Sendable {
         }
     }
 
-    public struct Lines: Sequence, IteratorProtocol, LineEndReporting {
+    public struct Lines: Sequence, IteratorProtocol, LineEndReporting, StoppableLines {
         let owner: ArrivingLines
         var part: [UInt8] = []
         var start = 0
@@ -74,32 +98,37 @@ public final class ArrivingLines: Sendable {
         public private(set) var lastLineUnterminated = false
 
         public mutating func next() -> [UInt8]? {
-            while start >= part.count {
-                guard let more = owner.nextPart() else {
-                    guard !carried.isEmpty else { return nil }
-                    lastLineUnterminated = true
-                    defer { carried = [] }
-                    return carried
+            while true {
+                while start >= part.count {
+                    guard let more = owner.nextPart() else {
+                        guard !carried.isEmpty else { return nil }
+                        lastLineUnterminated = true
+                        defer { carried = [] }
+                        return carried
+                    }
+                    (part, start) = (more, 0)
                 }
-                (part, start) = (more, 0)
+                let from = start
+                let newline = part.withUnsafeBufferPointer { buf in
+                    memchr(buf.baseAddress! + from, 0x0A, buf.count - from).map { buf.baseAddress!.distance(to: $0.assumingMemoryBound(to: UInt8.self)) }
+                }
+                guard let end = newline else {
+                    // Unfinished here: it goes on in the next part.
+                    carried += part[from...]
+                    start = part.count
+                    continue
+                }
+                start = end + 1
+                guard carried.isEmpty else {
+                    defer { carried = [] }
+                    return carried + part[from..<end]
+                }
+                return Array(part[from..<end])
             }
-            let from = start
-            let newline = part.withUnsafeBufferPointer { buf in
-                memchr(buf.baseAddress! + from, 0x0A, buf.count - from).map { buf.baseAddress!.distance(to: $0.assumingMemoryBound(to: UInt8.self)) }
-            }
-            guard let end = newline else {
-                // Unfinished here: it goes on in the next part.
-                carried += part[from...]
-                start = part.count
-                return next()
-            }
-            start = end + 1
-            guard carried.isEmpty else {
-                defer { carried = [] }
-                return carried + part[from..<end]
-            }
-            return Array(part[from..<end])
         }
+
+        /// The reader stops: the parts waiting are dropped and the next wait ends at once.
+        public func stopLines() { owner.queue.cancel() }
     }
 
     /// How many newlines `part` holds.

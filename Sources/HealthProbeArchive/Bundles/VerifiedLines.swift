@@ -22,6 +22,8 @@ final class VerifiedLines: Sendable {
     private let outputs: [BoundedQueue<[BundleVerifier.DecodedLine]>]
     /// The in-order side: used only by the thread calling `next` and `finish`.
     private let ordered = Ordered()
+    /// Ends the source's wait for lines still to come (`StoppableLines`), for `cancel`.
+    private let stopSource: (@Sendable () -> Void)?
 
     /// Lines cut from the source, numbered from `firstLine`.
     private struct RawBatch: Sendable {
@@ -47,6 +49,10 @@ final class VerifiedLines: Sendable {
         self.inputs = inputs
         self.outputs = outputs
         let source = UncheckedBox(lines), ordered = self.ordered
+        stopSource = (lines as? any StoppableLines).map { stoppable in
+            let box = UncheckedBox(stoppable)
+            return { box.value.stopLines() }
+        }
         reader = StageThread(name: "healthprobe.bundle.read") {
             var iterator = source.value.makeIterator()
             var batch: [[UInt8]] = []
@@ -128,6 +134,7 @@ final class VerifiedLines: Sendable {
 
     /// Stops the threads early (the caller stopped applying) and waits for them; idempotent.
     func cancel() {
+        stopSource?()
         for q in inputs { q.cancel() }
         for q in outputs { q.cancel() }
         join()

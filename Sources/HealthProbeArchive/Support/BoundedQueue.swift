@@ -47,6 +47,23 @@ public final class BoundedQueue<Element>: @unchecked Sendable {
         return nil
     }
 
+    /// `put`, waiting until `deadline` at most: throws `WaitExpired` when no slot freed by then.
+    public func put(_ element: Element, waitingUntil deadline: Date) throws {
+        condition.lock()
+        defer { condition.unlock() }
+        while count >= capacity && cancelReason == nil {
+            if !condition.wait(until: deadline), count >= capacity && cancelReason == nil { throw WaitExpired() }
+        }
+        if let cancelReason { throw cancelReason }
+        if closed { throw CancellationError() }
+        slots[(head + count) % capacity] = element
+        count += 1
+        condition.broadcast()
+    }
+
+    /// Whether the consuming side cancelled (`put` throws from then on).
+    public var isCancelled: Bool { condition.withLock { cancelReason != nil } }
+
     /// `take`, waiting until `deadline` at most: throws `WaitExpired` when none came by then.
     public func take(waitingUntil deadline: Date) throws -> Element? {
         condition.lock()
