@@ -35,7 +35,7 @@ public struct SyncServer: Sendable {
     /// How long such an apply waits for the next part (and the connection for room to hand
     /// one over); past it, it stops and the bundle is applied from its quarantine file once
     /// `BUNDLE_END` came, as a smaller one is. It stops too once the bundle has taken longer
-    /// than its size at `arrivingMinimumRate`, and `arrivingGrace`, to arrive.
+    /// than `arrivingGrace` and the bytes that arrived (and a part more) at `arrivingMinimumRate`.
     public let arrivingPartWait: Duration
     /// Bundle bytes (inflated) a second an apply while the parts arrive waits for, on average.
     public let arrivingMinimumRate: Double
@@ -258,8 +258,11 @@ public struct SyncServer: Sendable {
                                 // from its file: only then may the apply commit; a refusal stops it instead.
                                 let claim = await claimForCommit(a, session: session)
                                 a.lines.finish(failure: claim.failure)
-                                arrived = try await applies.next()?.claimed(claim)
                                 arriving = nil
+                                guard let ended = try await applies.next() else {
+                                    throw SyncProtocolError(.storage, "the server lost track of a bundle's apply; send it again")
+                                }
+                                arrived = ended.claimed(claim)
                             }
                             let reply = await finish(transfer, session: session, arrived: arrived)
                             if reply.kind == .error { refusedAny = true }
@@ -441,10 +444,10 @@ public struct SyncServer: Sendable {
             await applier.endArriving()
             return nil
         }
-        // The whole bundle may take its size at the minimum rate, and the grace.
+        // The bytes that arrived (not those the device declared) at the minimum rate, one part ahead, after the grace.
         let grace = Double(arrivingGrace.components.seconds) + Double(arrivingGrace.components.attoseconds) / 1e18
-        let deadline = Date(timeIntervalSinceNow: grace + Double(begin.uncompressedSize) / arrivingMinimumRate)
-        let a = ArrivingApply(lines: ArrivingLines(depth: 4, partWait: arrivingPartWait, deadline: deadline), chain: chain)
+        let pace = ArrivingLines.Pace(grace: grace, bytesPerSecond: arrivingMinimumRate, ahead: BundlePartCodec.maxPartSize)
+        let a = ArrivingApply(lines: ArrivingLines(depth: 4, partWait: arrivingPartWait, pace: pace), chain: chain)
         let (applier, lines, t) = (self.applier, a.lines, now())
         applies.addTask {
             let started = ContinuousClock.now

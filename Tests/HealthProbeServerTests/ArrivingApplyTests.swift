@@ -192,6 +192,49 @@ struct ArrivingApplyTests {
         #expect(replies.allSatisfy { $0.contains("manifest_hash") })
     }
 
+    @Test("a connection of a device that stalls and then ends leaves the chain bound, when another connection of the device synced it meanwhile")
+    func stalledConnectionKeepsBinding() async throws {
+        let f = try await Fixture.make()
+        let (a, node, bundle, metrics) = (f.home, f.node, f.bundle, ServerMetrics())
+        try await withServer(TempDir(), metrics: metrics, arrivingPartWait: .milliseconds(300)) { server in
+            let e = try await server.enroll("a"), b = try await server.enroll("b")
+            // Connection A: the bundle's parts, no end; it stays open (its apply stalls and gives the chain's turn back)
+            // while connection B of the same device syncs the chain; then A ends.
+            _ = try await Self.exchange(server, first: [try authFrame(e), bundle.begin] + bundle.parts + [SyncFrame(kind: .ping, payload: ByteBuffer())],
+                                        untilPong: true, then: {
+                                            let r = try await SyncClient(node: node, outbox: a.root + "/outbox").sync(e)
+                                            #expect(r.sent == 1)
+                                        }, second: nil)
+            let deadline = ContinuousClock.now + .seconds(30)
+            while metricCount(metrics, "hp_server_arriving_applies_total", "ended=\"abandoned\"") == 0 && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(metricCount(metrics, "hp_server_arriving_applies_total", "ended=\"abandoned\"") == 1)
+            // The chain is still the device's: another device may not take it.
+            let registry = try server.store.registry()
+            let other = try registry.authenticate(name: b.name, credential: b.credential)
+            #expect(throws: (any Error).self) { try registry.claim(other, chain: node.deviceChainHash, now: 0) }
+            for (x, y) in try digests(node, server.store) { #expect(x == y) }
+        }
+    }
+
+    @Test("an apply of an arriving bundle that never starts (the apply threads stopped) still stops its hand-off: the connection's next hand-over fails at once")
+    func neverStartedApplyStopsHandOff() async throws {
+        let data = TempDir()
+        let store = ServerStore(root: data.path)
+        try store.create()
+        let queue = ApplyQueue(store: store, keptReplicas: 1, threads: 2)
+        await queue.shutdown()
+        let lines = ArrivingLines(depth: 1)
+        let header = BundleHeader(deviceChainHash: String(repeating: "c", count: 64), sequence: 1, observationId: 1, previousManifestHash: nil)
+        await #expect(throws: (any Error).self) {
+            _ = try await queue.apply(chain: header.deviceChainHash, arriving: lines, header: header, path: data.file("none"),
+                                      manifestHash: String(repeating: "a", count: 64), sequence: 1, bytes: 0, at: 0)
+        }
+        #expect(lines.stopped)
+        #expect(throws: (any Error).self) { try lines.put([0x0A]) }
+    }
+
     @Test("a device revoked while its bundle is applied as it arrives is refused at BUNDLE_END (unauthorized), and nothing is stored or bound")
     func revokedDuringUpload() async throws {
         let f = try await Fixture.make()

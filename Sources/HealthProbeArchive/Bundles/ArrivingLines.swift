@@ -14,8 +14,9 @@ import Glibc
 /// The connection says whether the transfer ended whole (`finish`) before the applier's
 /// transaction may commit (`checked`). With `partWait`, the applier waits that long at
 /// most for the next part and the connection as long for room to hand one over, and with
-/// `deadline`, neither waits past it: then the lines end, the transfer counts as stalled
-/// (`stalled`), and `checked` refuses.
+/// a `Pace`, neither waits past the time the bytes handed over so far (and one more part)
+/// may take at its rate, after its grace: then the lines end, the transfer counts as
+/// stalled (`stalled`), and `checked` refuses.
 /// Used by a node's restore (`RESTORE_PART`s) and by a server receiving `BUNDLE_PART`s.
 public final class ArrivingLines: Sendable {
     /// Inflated parts waiting for the applier.
@@ -23,12 +24,26 @@ public final class ArrivingLines: Sendable {
     private let verdict = Mutex<(any Error)?>(Incomplete())
     private let stall = Mutex(false)
     private let partWait: Duration?
-    private let deadline: Date?
+    private let pace: Pace?
+    /// Bytes handed over so far.
+    private let handed = Mutex(0)
 
-    public init(depth: Int = 2, partWait: Duration? = nil, deadline: Date? = nil) {
+    /// The least average rate a transfer keeps: from `start`, `grace`, and then `bytesPerSecond`
+    /// for every byte handed over and `ahead` more (the next part's).
+    public struct Pace: Sendable {
+        public var start: Date
+        public var grace: Double
+        public var bytesPerSecond: Double
+        public var ahead: Int
+        public init(start: Date = Date(), grace: Double, bytesPerSecond: Double, ahead: Int) {
+            (self.start, self.grace, self.bytesPerSecond, self.ahead) = (start, grace, max(bytesPerSecond, 1), ahead)
+        }
+    }
+
+    public init(depth: Int = 2, partWait: Duration? = nil, pace: Pace? = nil) {
         queue = BoundedQueue(capacity: depth)
         self.partWait = partWait
-        self.deadline = deadline
+        self.pace = pace
     }
 
     /// Queues one inflated part (waits while `depth` parts wait, within the part wait and
@@ -37,6 +52,7 @@ public final class ArrivingLines: Sendable {
         guard let until = waitLimit() else { return try queue.put(part) }
         do {
             try queue.put(part, waitingUntil: until)
+            handed.withLock { $0 += part.count }
         } catch is BoundedQueue<[UInt8]>.WaitExpired {
             stall.withLock { $0 = true }
             queue.cancel(Stalled())
@@ -50,6 +66,8 @@ public final class ArrivingLines: Sendable {
     /// Until when a wait for a part, or for room for one, may last; nil: no limit.
     private func waitLimit() -> Date? {
         let wait = partWait.map { Date(timeIntervalSinceNow: Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18) }
+        let bytes = handed.withLock { $0 }
+        let deadline = pace.map { $0.start.addingTimeInterval($0.grace + Double(bytes + $0.ahead) / $0.bytesPerSecond) }
         switch (wait, deadline) {
         case (let w?, let d?): return min(w, d)
         case (let w, let d): return w ?? d

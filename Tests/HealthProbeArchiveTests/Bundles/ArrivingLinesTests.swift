@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import HealthProbeArchive
+import HealthProbeTestSupport
 
 @Suite("A bundle's lines as its parts arrive: inflated parts to the applier's lines")
 struct ArrivingLinesTests {
@@ -88,6 +89,36 @@ struct ArrivingLinesTests {
         #expect(Array(handoff.lines) == Self.lines)
         #expect(!handoff.stalled)
         try handoff.checked()
+    }
+
+    @Test("with a pace, the lines end once the bytes handed over (and the part ahead) have taken longer than their time at its rate, after its grace")
+    func paceFromBytesHandedOver() throws {
+        // 0.2 s of grace, then 1,000,000 bytes a second for what was handed over and 100,000 bytes ahead.
+        let handoff = ArrivingLines(depth: 4, partWait: .seconds(30), pace: .init(grace: 0.2, bytesPerSecond: 1_000_000, ahead: 100_000))
+        let started = Date()
+        try handoff.put([UInt8](repeating: 0x41, count: 199_999) + [0x0A])
+        var lines = handoff.lines
+        #expect(lines.next()?.count == 199_999)
+        #expect(lines.next() == nil)
+        let waited = Date().timeIntervalSince(started)
+        // 0.2 + (200,000 + 100,000) / 1,000,000 = 0.5 s: not the 30 s part wait.
+        #expect(waited >= 0.45 && waited < 10, "\(waited) s")
+        #expect(handoff.stalled)
+    }
+
+    @Test("an apply reading lines still to come, that refuses one, stops at once: its reader does not wait for the parts still to come",
+          .timeLimit(.minutes(1)))
+    func refusedApplyStopsReading() throws {
+        let replicaDir = TempDir()
+        let replica = try Archive.open(path: replicaDir.file("replica.sqlite"))
+        // No part wait: a reader still waiting would wait for ever.
+        let handoff = ArrivingLines(depth: 2)
+        try handoff.put(Array(repeating: Array("not a header\n".utf8), count: 2 * VerifiedLines.batchSize).flatMap { $0 })
+        #expect(throws: BundleError.self) {
+            _ = try BundleApplier.apply(replica, lines: handoff.lines, manifestHash: String(repeating: "a", count: 64), now: 1)
+        }
+        #expect(handoff.stopped)
+        #expect(throws: (any Error).self) { try handoff.put([0x0A]) }
     }
 
     @Test("newlines are counted and the header is the first line of the first part")
