@@ -72,6 +72,18 @@ struct ArrivingApplyTests {
             let node = try home.open()
             return Fixture(home: home, node: node, dir: dir, bundle: try await RawBundle(node, dir: dir.path, lines: edit))
         }
+
+        /// The bundle's third line (an item) replaced by one that is not JSON, of the same length.
+        static func badThirdLine() async throws -> Fixture {
+            var edited = false
+            return try await make { part in
+                guard !edited else { return part }
+                edited = true
+                var lines = part.split(separator: 0x0A, omittingEmptySubsequences: false)
+                lines[2] = ArraySlice(repeating: UInt8(ascii: "x"), count: lines[2].count)
+                return Array(lines.joined(separator: [0x0A]))
+            }
+        }
     }
 
     @Test("a bundle of many parts is applied while it arrives: digests equal at every observation, and the replica and the kept bundles equal those of a server that applied each bundle once it was whole")
@@ -139,29 +151,14 @@ struct ArrivingApplyTests {
 
     @Test("a bundle whose third line does not decode is refused while it arrives with the error a whole one gets, and nothing is stored")
     func refusedWhileArriving() async throws {
-        var edited = false
-        let f = try await Fixture.make { part in
-            guard !edited else { return part }
-            edited = true
-            // The third line (an item) replaced by one that is not JSON, of the same length.
-            var lines = part.split(separator: 0x0A, omittingEmptySubsequences: false)
-            lines[2] = ArraySlice(repeating: UInt8(ascii: "x"), count: lines[2].count)
-            return Array(lines.joined(separator: [0x0A]))
-        }
+        let f = try await Fixture.badThirdLine()
         let replies = try await Self.refusals([f.bundle.begin] + f.bundle.parts + [f.bundle.end])
         #expect(replies.allSatisfy { $0.contains("malformed") })
     }
 
     @Test("an apply that refuses a line stops at once, without waiting for the parts still to come: counted as refused, not stalled")
     func refusedStopsAtOnce() async throws {
-        var edited = false
-        let f = try await Fixture.make { part in
-            guard !edited else { return part }
-            edited = true
-            var lines = part.split(separator: 0x0A, omittingEmptySubsequences: false)
-            lines[2] = ArraySlice(repeating: UInt8(ascii: "x"), count: lines[2].count)
-            return Array(lines.joined(separator: [0x0A]))
-        }
+        let f = try await Fixture.badThirdLine()
         let (bundle, metrics) = (f.bundle, ServerMetrics())
         // A part wait long enough for the refused line's batch to be decoded on a loaded machine.
         try await withServer(TempDir(), metrics: metrics, arrivingPartWait: .seconds(4)) { server in
