@@ -445,8 +445,7 @@ public struct SyncServer: Sendable {
             return nil
         }
         // The bytes that arrived (not those the device declared) at the minimum rate, one part ahead, after the grace.
-        let grace = Double(arrivingGrace.components.seconds) + Double(arrivingGrace.components.attoseconds) / 1e18
-        let pace = ArrivingLines.Pace(grace: grace, bytesPerSecond: arrivingMinimumRate, ahead: BundlePartCodec.maxPartSize)
+        let pace = ArrivingLines.Pace(grace: arrivingGrace.seconds, bytesPerSecond: arrivingMinimumRate, ahead: BundlePartCodec.maxPartSize)
         let a = ArrivingApply(lines: ArrivingLines(depth: 4, partWait: arrivingPartWait, pace: pace), chain: chain)
         let (applier, lines, t) = (self.applier, a.lines, now())
         applies.addTask {
@@ -467,15 +466,18 @@ public struct SyncServer: Sendable {
     /// At `BUNDLE_END` of a bundle applied while it arrived: the device still active and the
     /// chain claimed for it, as `finish` does for one applied from its file.
     func claimForCommit(_ a: ArrivingApply, session: ServerSessionStateMachine.Session) async -> ArrivingApply.Claim {
-        let device = session.identity, chain = a.chain
         do {
-            let bound = try await offload {
-                try requireActive(device)
-                return try Self.mapAuth { try registry.claim(device, chain: chain, now: now()) }
-            }
-            return ArrivingApply.Claim(bound: bound, failure: nil)
+            return ArrivingApply.Claim(bound: try await claim(a.chain, for: session.identity), failure: nil)
         } catch {
             return ArrivingApply.Claim(bound: false, failure: error)
+        }
+    }
+
+    /// The device still active, and `chain` claimed for it (`DeviceRegistry.claim`): true when this bound it.
+    func claim(_ chain: String, for device: DeviceRegistry.Identity) async throws -> Bool {
+        try await offload {
+            try requireActive(device)
+            return try Self.mapAuth { try registry.claim(device, chain: chain, now: now()) }
         }
     }
 
@@ -513,10 +515,7 @@ public struct SyncServer: Sendable {
                 outcome = try arrived.result.get()
                 metrics.bundle(outcome: outcome, seconds: arrived.seconds)
             } else {
-                let claimed = try await offload {
-                    try requireActive(device)
-                    return try Self.mapAuth { try registry.claim(device, chain: c, now: now()) }
-                }
+                let claimed = try await claim(c, for: device)
                 bound = bound || claimed
                 let started = ContinuousClock.now
                 outcome = try await applier.apply(chain: c, path: path, manifestHash: begin.manifestHash, sequence: begin.sequence,
