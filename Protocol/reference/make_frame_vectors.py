@@ -48,6 +48,15 @@ def main():
          "frames": [{"type": 0x51, "payload_hex": announced.hex()}, {"type": 0x52, "payload_hex": part.hex()}]},
     ]
 
+    # Version 3 (section 3.1): a streamed bundle of one part, declared at its end.
+    stream_begin = canon({"sequence": 1})
+    stream_end = canon({"item_count": 0, "manifest_hash": "aa" * 32, "parts": 1, "sequence": 1, "uncompressed_size": len(lines)})
+    frames += [
+        {"name": "streamed bundle", "hex": (frame(0x24, stream_begin) + frame(0x21, part) + frame(0x25, stream_end)).hex(),
+         "frames": [{"type": 0x24, "payload_hex": stream_begin.hex()}, {"type": 0x21, "payload_hex": part.hex()},
+                    {"type": 0x25, "payload_hex": stream_end.hex()}]},
+    ]
+
     def token(fields):
         return "hpenroll1." + base64.urlsafe_b64encode(canon(fields)).rstrip(b"=").decode()
 
@@ -64,7 +73,8 @@ def main():
     hellos = [
         {"name": "version 1", "hex": (b"HPSY" + struct.pack(">HH", 1, 0)).hex(), "version": 1},
         {"name": "version 2", "hex": (b"HPSY" + struct.pack(">HH", 2, 0)).hex(), "version": 2},
-        {"name": "version 3", "hex": (b"HPSY" + struct.pack(">HH", 3, 0)).hex(), "error": "protocol_version"},
+        {"name": "version 3", "hex": (b"HPSY" + struct.pack(">HH", 3, 0)).hex(), "version": 3},
+        {"name": "version 4", "hex": (b"HPSY" + struct.pack(">HH", 4, 0)).hex(), "error": "protocol_version"},
         {"name": "version 0", "hex": (b"HPSY" + struct.pack(">HH", 0, 0)).hex(), "error": "protocol_version"},
         {"name": "http", "hex": b"GET / HTTP/1.1\r\n".hex(), "error": "bad_magic"},
         {"name": "partial", "hex": b"HPS".hex(), "incomplete": True},

@@ -51,18 +51,18 @@ enum FrameFuzzer {
                     guard error is SyncProtocolError else { return "a part failed with a non-protocol error: \(error)" }
                     return nil
                 }
-            case .applyBundle(_, let transfer):
-                // The machine let a bundle through: it must be exactly what BUNDLE_BEGIN declared.
+            case .applyBundle(_, let transfer, let declared):
+                // The machine let a bundle through: it must be exactly what BUNDLE_BEGIN (or BUNDLE_STREAM_END) declared.
                 transfer.file.finish()
                 // The kept form (gzip members) must read back whole, to the declared size.
                 guard let kept = try? GzipParts.Lines(path: transfer.file.path) else { return "the quarantine file cannot be read back" }
                 var size = transfer.newlines
                 for line in kept { size += line.count }
                 if let failure = kept.failure { return "the quarantine file does not read back: \(failure)" }
-                guard size == transfer.begin.uncompressedSize else {
-                    return "a bundle of \(size) bytes passed as the \(transfer.begin.uncompressedSize) declared"
+                guard size == declared.uncompressedSize, transfer.declared == declared else {
+                    return "a bundle of \(size) bytes passed as the \(declared.uncompressedSize) declared"
                 }
-                guard transfer.lines == transfer.begin.itemCount + 2 else { return "a bundle of \(transfer.lines) lines passed as \(transfer.begin.itemCount) items" }
+                guard transfer.lines == declared.itemCount + 2 else { return "a bundle of \(transfer.lines) lines passed as \(declared.itemCount) items" }
                 transfer.file.discard()
                 machine.bundleFinished()
             }

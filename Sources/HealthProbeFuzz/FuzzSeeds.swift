@@ -38,9 +38,9 @@ public enum FuzzSeeds {
         return o
     }
 
-    static func frameBytes(_ frames: [SyncFrame], hello: Bool = true) throws -> [UInt8] {
+    static func frameBytes(_ frames: [SyncFrame], hello: Bool = true, version: UInt16 = SyncHello.currentVersion) throws -> [UInt8] {
         var b = ByteBuffer()
-        if hello { SyncHello().write(to: &b) }
+        if hello { SyncHello(version: version).write(to: &b) }
         for f in frames { try SyncFrameEncoder().encode(data: f, out: &b) }
         return Array(b.readableBytesView)
     }
@@ -58,14 +58,16 @@ public enum FuzzSeeds {
         if case .array(let frames)? = v["frames"] {
             for case .object(let f) in frames { if case .string(let x)? = f["hex"] { out.append(Seed(name: "frames", bytes: prefix + (ArchiveHasher.bytes(lowerHex: x) ?? []))) } }
         }
-        // Whole transfers of the bundle vectors, in one part and in two.
+        // Whole transfers of the bundle vectors, in one part and in two, declared first and streamed (version 3).
         for (name, lines) in try bundles(vectors) {
             let body: [UInt8] = lines.flatMap { $0 + [0x0A] }
             for split in [body.count, body.count / 2] {
+              for streamed in [false, true] {
                 let chunks: [ArraySlice<UInt8>] = split == body.count ? [body[...]] : [body[..<split], body[split...]]
-                var frames = [auth, try SyncFrame.json(.bundleBegin, .object([
+                let declared = try SyncFrame.json(streamed ? .bundleStreamEnd : .bundleBegin, .object([
                     "sequence": .int(1), "manifest_hash": .string(String(repeating: "0", count: 64)), "parts": .int(chunks.count),
-                    "item_count": .int(lines.count - 2), "uncompressed_size": .int(body.count)]))]
+                    "item_count": .int(lines.count - 2), "uncompressed_size": .int(body.count)]))
+                var frames = [auth, streamed ? try SyncFrame.json(.bundleStreamBegin, .object(["sequence": .int(1)])) : declared]
                 for (i, chunk) in chunks.enumerated() {
                     var p = ByteBuffer()
                     p.writeInteger(UInt32(i), endianness: .big)
@@ -73,9 +75,10 @@ public enum FuzzSeeds {
                     p.writeBytes(try BundlePartCodec.compress(Array(chunk)))
                     frames.append(SyncFrame(kind: .bundlePart, payload: p))
                 }
-                frames.append(try SyncFrame.json(.bundleEnd, .object(["sequence": .int(1), "manifest_hash": .string(String(repeating: "0", count: 64))])))
+                frames.append(streamed ? declared : try SyncFrame.json(.bundleEnd, .object(["sequence": .int(1), "manifest_hash": .string(String(repeating: "0", count: 64))])))
                 frames.append(SyncFrame(kind: .ping, payload: ByteBuffer()))
-                out.append(Seed(name: "transfer \(name)", bytes: try frameBytes(frames)))
+                out.append(Seed(name: "transfer \(name)\(streamed ? " streamed" : "")", bytes: try frameBytes(frames, version: streamed ? SyncHello.streamVersion : SyncHello.currentVersion)))
+              }
             }
         }
         return out
@@ -83,9 +86,7 @@ public enum FuzzSeeds {
 
     static func messages(_ vectors: URL) throws -> [Seed] {
         let kinds = SyncFrame.Kind.allCases
-        let names: [String: SyncFrame.Kind] = ["AUTH": .auth, "ENROLL": .enroll, "CHAIN_STATUS_REQUEST": .chainStatusRequest,
-                                               "HOUSEHOLD_REQUEST": .householdRequest, "BUNDLE_BEGIN": .bundleBegin, "BUNDLE_END": .bundleEnd,
-                                               "RESTORE_REQUEST": .restoreRequest]
+        let names = Dictionary(uniqueKeysWithValues: kinds.map { ($0.name, $0) })
         var out: [Seed] = [Seed(name: "ping", bytes: [UInt8(kinds.firstIndex(of: .ping)!)])]
         let m = try json(vectors.appendingPathComponent("messages.json"))
         if case .array(let cases)? = m["cases"] {

@@ -3,7 +3,7 @@ import HealthProbeProtocol
 
 /// A node waits for a server's answer only so long: from the moment it sends a message
 /// that the server answers (the hello, `AUTH`, `ENROLL`, `CHAIN_STATUS_REQUEST`,
-/// `HOUSEHOLD_REQUEST`, `BUNDLE_END`, `PING`, `RESTORE_REQUEST`) until anything arrives, at most `limit`;
+/// `HOUSEHOLD_REQUEST`, `BUNDLE_END`, `BUNDLE_STREAM_END`, `PING`, `RESTORE_REQUEST`) until anything arrives, at most `limit`;
 /// then the connection fails with `timeout`. Sending a bundle's parts is not waiting:
 /// a large bundle takes as long as it takes to send.
 final class ReplyDeadline: ChannelDuplexHandler, RemovableChannelHandler {
@@ -46,7 +46,7 @@ final class ReplyDeadline: ChannelDuplexHandler, RemovableChannelHandler {
         case .hello: return true
         case .frame(let f):
             switch f.kind {
-            case .auth, .enroll, .chainStatusRequest, .householdRequest, .bundleEnd, .ping, .restoreRequest: return true
+            case .auth, .enroll, .chainStatusRequest, .householdRequest, .bundleEnd, .bundleStreamEnd, .ping, .restoreRequest: return true
             default: return false
             }
         }

@@ -26,7 +26,8 @@ public struct SyncClient {
         public var ackSeconds: [Double] = []
         /// Seconds, summed over the bundles sent: building them into the outbox, checking
         /// each stored part read back against its SHA-256 (part of the sending), and sending
-        /// `BUNDLE_BEGIN` through the last part.
+        /// `BUNDLE_BEGIN` through the last part. A streamed bundle (version 3) is sent while it
+        /// is built: both count from the start of its build.
         public var buildSeconds: Double = 0
         public var checkSeconds: Double = 0
         public var sendSeconds: Double = 0
@@ -37,9 +38,12 @@ public struct SyncClient {
     public let logger: Logger
     /// Called after each acknowledged bundle: (sequence, last sequence to send).
     public var onProgress: (Int, Int) -> Void = { _, _ in }
-    /// Called with each bundle's outbox file once built, before anything of it is sent
+    /// Called with a bundle's outbox file before each of its parts is read back to be sent
     /// (tests damage the file here).
-    public var onBuilt: (String) throws -> Void = { _ in }
+    public var onStored: (String) throws -> Void = { _ in }
+    /// The hello version to sync with: 3 streams each bundle while it is built, and a server
+    /// that predates it is asked again with 1 (tests pin 1).
+    public var version: UInt16 = SyncHello.streamVersion
     /// How long to wait for any answer of the server.
     public var replyTimeout: TimeAmount = SyncSession.replyTimeout
     /// The largest part of a bundle before deflating (tests send many small parts).
@@ -57,7 +61,18 @@ public struct SyncClient {
         guard let (h, p) = host.flatMap({ h in port.map { (h, $0) } }) ?? SyncAddress.parse(enrollment.address) else {
             throw SyncProtocolError(.malformedFrame, "the enrolled server address \(enrollment.address) is not HOST:PORT")
         }
-        return try await SyncSession.with(host: h, port: p, fingerprint: enrollment.fingerprint, replyTimeout: replyTimeout) { session in
+        do {
+            return try await sync(enrollment, host: h, port: p, version: version)
+        } catch let e as SyncProtocolError where e.code == .protocolVersion && version > SyncHello.currentVersion {
+            // A server that predates streamed bundles refuses the hello: each bundle is then
+            // built whole and declared before its parts, as version 1 sends it.
+            logger.info("the server does not speak protocol version \(version); syncing with version \(SyncHello.currentVersion)")
+            return try await sync(enrollment, host: h, port: p, version: SyncHello.currentVersion)
+        }
+    }
+
+    private func sync(_ enrollment: NodeEnrollment, host: String, port: Int, version: UInt16) async throws -> Report {
+        try await SyncSession.with(host: host, port: port, fingerprint: enrollment.fingerprint, replyTimeout: replyTimeout, version: version) { session in
             try await session.authenticate(name: enrollment.name, credential: enrollment.credential, clientTime: node.clock.now())
             return try await send(&session)
         }
@@ -105,49 +120,67 @@ public struct SyncClient {
     }
 
     /// Builds, checks and sends the bundle of `observation` at `sequence`, waits for its
-    /// acknowledgement and (with `record`) records it; returns its manifest hash.
+    /// acknowledgement and (with `record`) records it; returns its manifest hash. In a
+    /// version-3 session each part is sent as soon as it is built (`BUNDLE_STREAM_BEGIN` ...
+    /// `BUNDLE_STREAM_END`); else the whole bundle is built first (`BUNDLE_BEGIN` ... `BUNDLE_END`).
     func sendBundle(_ session: inout SyncSession, sequence seq: Int, observation obs: Int64, previous: String?, total: Int,
                     report: inout Report, buffer partBuffer: inout [UInt8], record: Bool = true) async throws -> String {
         let file = outbox + "/\(seq).parts"
         defer { try? FileManager.default.removeItem(atPath: file) }
-        let link = previous
+        let (link, node, partSize) = (previous, self.node, self.partSize)
         let building = ContinuousClock.now
-        // Built straight into deflated parts (a second thread deflates while the next part is built).
-        let partSize = self.partSize
-        let written = try await node.archive.readSnapshot { db in
-            try OutboxBundle.write(db, observationID: obs, previousManifestHash: link, to: file, partSize: partSize)
-        }
-        let (hash, items, size, parts) = (written.manifestHash, written.trailer.itemCount, written.size, written.parts)
-        try onBuilt(file)
-        let sending = ContinuousClock.now
-        report.buildSeconds += (sending - building).seconds
-        try await session.send(.json(.bundleBegin, .object([
-            "sequence": .int(seq), "manifest_hash": .string(hash), "parts": .int(parts.count),
-            "item_count": .int(items), "uncompressed_size": .int(size)])))
-        let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: file))
-        defer { try? handle.close() }
-        for (i, part) in parts.enumerated() {
-            try OutboxBundle.read(part, fd: handle.fileDescriptor, into: &partBuffer)
-            // Each part read back must be the bytes written: a part of an outbox file that
-            // changed after the build is never sent, nor is the bundle's end (the server
-            // discards a bundle without its end; it verifies everything else itself).
-            let checking = ContinuousClock.now
-            guard partBuffer.withUnsafeBytes({ part.matches($0) }) else {
-                throw SyncProtocolError(.storage, "part \(i) of the outbox bundle \(file) changed after it was built; nothing of it is completed (sync again to rebuild it)")
+        var reader = PartReader(path: file)
+        defer { reader.close() }
+        let written: OutboxBundle.Written
+        if session.version >= SyncHello.streamVersion {
+            try await session.send(.json(.bundleStreamBegin, .object(["sequence": .int(seq)])))
+            // Built straight into deflated parts on the archive's reader (a second thread deflates);
+            // each part is sent here as soon as it is in the file.
+            let (recorded, parts) = AsyncStream.makeStream(of: OutboxBundle.Part.self)
+            async let built = node.archive.readSnapshot { db in
+                defer { parts.finish() }
+                return try OutboxBundle.write(db, observationID: obs, previousManifestHash: link, to: file, partSize: partSize,
+                                              onPart: { part in if case .terminated = parts.yield(part) { return false } else { return true } })
             }
-            report.checkSeconds += (ContinuousClock.now - checking).seconds
-            var payload = ByteBuffer()
-            payload.reserveCapacity(8 + part.compressedSize)
-            payload.writeInteger(UInt32(i), endianness: .big)
-            payload.writeInteger(UInt32(part.size), endianness: .big)
-            payload.writeBytes(partBuffer)
-            report.bytesOnWire += payload.readableBytes + 5
-            report.uncompressedBytes += part.size
-            try await session.send(SyncFrame(kind: .bundlePart, payload: payload))
+            do {
+                var index = 0
+                for await part in recorded {
+                    try await sendPart(part, index: index, reader: &reader, session: &session, report: &report, buffer: &partBuffer)
+                    index += 1
+                }
+                written = try await built
+                guard index == written.parts.count else {
+                    throw SyncProtocolError(.storage, "the outbox bundle \(file) holds \(written.parts.count) parts but \(index) were sent; nothing of it is completed (sync again)")
+                }
+            } catch {
+                // The build stops at its next part; nothing ends the bundle, so the server keeps nothing of it.
+                parts.finish()
+                _ = try? await built
+                throw error
+            }
+            report.buildSeconds += (ContinuousClock.now - building).seconds
+        } else {
+            written = try await node.archive.readSnapshot { db in
+                try OutboxBundle.write(db, observationID: obs, previousManifestHash: link, to: file, partSize: partSize)
+            }
+            report.buildSeconds += (ContinuousClock.now - building).seconds
+            try await session.send(.json(.bundleBegin, .object([
+                "sequence": .int(seq), "manifest_hash": .string(written.manifestHash), "parts": .int(written.parts.count),
+                "item_count": .int(written.trailer.itemCount), "uncompressed_size": .int(written.size)])))
+            for (i, part) in written.parts.enumerated() {
+                try await sendPart(part, index: i, reader: &reader, session: &session, report: &report, buffer: &partBuffer)
+            }
         }
+        let (hash, items) = (written.manifestHash, written.trailer.itemCount)
         let ended = ContinuousClock.now
-        report.sendSeconds += (ended - sending).seconds
-        try await session.send(.json(.bundleEnd, .object(["sequence": .int(seq), "manifest_hash": .string(hash)])))
+        report.sendSeconds += (ended - building).seconds
+        if session.version >= SyncHello.streamVersion {
+            try await session.send(.json(.bundleStreamEnd, .object([
+                "sequence": .int(seq), "manifest_hash": .string(hash), "parts": .int(written.parts.count),
+                "item_count": .int(items), "uncompressed_size": .int(written.size)])))
+        } else {
+            try await session.send(.json(.bundleEnd, .object(["sequence": .int(seq), "manifest_hash": .string(hash)])))
+        }
         // Recorded only once the acknowledgement names exactly this bundle with a documented status.
         let status = try await session.acknowledgement(sequence: seq, manifestHash: hash)
         guard record else { return hash }
@@ -161,6 +194,51 @@ public struct SyncClient {
         onProgress(seq, total)
         logger.info("bundle acknowledged", metadata: ["sync.sequence": "\(seq)"])
         return hash
+    }
+
+    /// Reads stored part `index` back from the outbox file, checks it against the SHA-256
+    /// recorded when it was written, and sends it as `BUNDLE_PART`.
+    func sendPart(_ part: OutboxBundle.Part, index: Int, reader: inout PartReader, session: inout SyncSession,
+                  report: inout Report, buffer partBuffer: inout [UInt8]) async throws {
+        try onStored(reader.path)
+        try OutboxBundle.read(part, fd: try reader.fd(), into: &partBuffer)
+        // Each part read back must be the bytes written: a part of an outbox file that
+        // changed after it was built is never sent, nor is the bundle's end (the server
+        // discards a bundle without its end; it verifies everything else itself).
+        let checking = ContinuousClock.now
+        guard partBuffer.withUnsafeBytes({ part.matches($0) }) else {
+            throw SyncProtocolError(.storage, "part \(index) of the outbox bundle \(reader.path) changed after it was built; nothing of it is completed (sync again to rebuild it)")
+        }
+        report.checkSeconds += (ContinuousClock.now - checking).seconds
+        var payload = ByteBuffer()
+        payload.reserveCapacity(8 + part.compressedSize)
+        payload.writeInteger(UInt32(index), endianness: .big)
+        payload.writeInteger(UInt32(part.size), endianness: .big)
+        payload.writeBytes(partBuffer)
+        report.bytesOnWire += payload.readableBytes + 5
+        report.uncompressedBytes += part.size
+        try await session.send(SyncFrame(kind: .bundlePart, payload: payload))
+    }
+
+    /// The outbox file, opened for reading at its first part (a streamed bundle's file is
+    /// made by its build).
+    struct PartReader {
+        let path: String
+        private var handle: FileHandle?
+
+        init(path: String) { self.path = path }
+
+        mutating func fd() throws -> Int32 {
+            if let handle { return handle.fileDescriptor }
+            let h = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+            handle = h
+            return h.fileDescriptor
+        }
+
+        mutating func close() {
+            try? handle?.close()
+            handle = nil
+        }
     }
 
     /// The chain's observations that may be sent, oldest first (stops at one still running).

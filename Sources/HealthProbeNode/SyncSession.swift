@@ -11,10 +11,14 @@ import NIOSSL
 public struct SyncSession {
     var messages: NIOAsyncChannelInboundStream<SyncInbound>.AsyncIterator
     let outbound: NIOAsyncChannelOutboundWriter<SyncOutbound>
+    /// The protocol version the hellos agreed.
+    public let version: UInt16
 
     /// Connects to `host:port` over TLS pinned to `fingerprint`, exchanges hellos, runs `body`, closes.
     /// A reply that takes longer than `replyTimeout` fails the connection with `timeout` (`ReplyDeadline`).
-    /// `version` is the hello's: 1 for everything but restore (any server speaks it), 2 for restore.
+    /// `version` is the hello's: 1 for everything but restore and streamed bundles (any server
+    /// speaks it), 2 for restore, 3 to stream bundles. A server that does not speak it fails
+    /// with `protocol_version`.
     public static func with<T: Sendable>(host: String, port: Int, fingerprint: String, replyTimeout: TimeAmount = SyncSession.replyTimeout,
                                          version: UInt16 = SyncHello.currentVersion,
                                          _ body: (inout SyncSession) async throws -> T) async throws -> T {
@@ -36,12 +40,12 @@ public struct SyncSession {
             throw SyncProtocolError(.storage, "cannot connect to \(host):\(port): \(error)")
         }
         return try await channel.executeThenClose { inbound, outbound in
-            var session = SyncSession(messages: inbound.makeAsyncIterator(), outbound: outbound)
+            var session = SyncSession(messages: inbound.makeAsyncIterator(), outbound: outbound, version: version)
             do {
                 try await outbound.write(.hello(SyncHello(version: version)))
                 let answer: SyncInbound?
                 do { answer = try await session.messages.next() } catch let e as SyncProtocolError where (e.code == .protocolVersion || e.code == .badMagic) && version > 1 {
-                    throw SyncProtocolError(.protocolVersion, "the server does not speak sync protocol version \(version), which restore needs (\(e.message)); upgrade hp-server")
+                    throw SyncProtocolError(.protocolVersion, "the server does not speak sync protocol version \(version)\(version == SyncHello.restoreVersion ? ", which restore needs" : "") (\(e.message)); upgrade hp-server")
                 }
                 guard case .hello(let hello)? = answer else {
                     throw SyncProtocolError(.badMagic, "the server did not answer the hello")

@@ -17,11 +17,15 @@ public enum SyncOutbound: Sendable {
 /// Decodes a connection: the hello, then frames (each with the 16 MiB limit).
 public struct SyncConnectionDecoder: NIOSingleStepByteToMessageDecoder {
     public typealias InboundOut = SyncInbound
-    private var hello = SyncHelloDecoder()
+    private var hello: SyncHelloDecoder
     private var frames: SyncFrameDecoder
     private var helloDone = false
 
-    public init(maxFrameLength: Int = SyncFrame.maxLength) { frames = SyncFrameDecoder(maxLength: maxFrameLength) }
+    /// `versions`: the hello versions accepted (a server of an earlier build: tests).
+    public init(maxFrameLength: Int = SyncFrame.maxLength, versions: ClosedRange<UInt16> = SyncHello.versions) {
+        frames = SyncFrameDecoder(maxLength: maxFrameLength)
+        hello = SyncHelloDecoder(versions: versions)
+    }
 
     public mutating func decode(buffer: inout ByteBuffer) throws -> SyncInbound? {
         if !helloDone {

@@ -12,6 +12,8 @@ public struct SyncFrame: Equatable, Sendable {
         case bundlePart = 0x21
         case bundleEnd = 0x22
         case bundleAck = 0x23
+        case bundleStreamBegin = 0x24
+        case bundleStreamEnd = 0x25
         case ping = 0x30
         case pong = 0x31
         case householdRequest = 0x40
@@ -33,6 +35,8 @@ public struct SyncFrame: Equatable, Sendable {
             case .bundlePart: return "BUNDLE_PART"
             case .bundleEnd: return "BUNDLE_END"
             case .bundleAck: return "BUNDLE_ACK"
+            case .bundleStreamBegin: return "BUNDLE_STREAM_BEGIN"
+            case .bundleStreamEnd: return "BUNDLE_STREAM_END"
             case .ping: return "PING"
             case .pong: return "PONG"
             case .householdRequest: return "HOUSEHOLD_REQUEST"
@@ -64,8 +68,10 @@ public struct SyncHello: Equatable, Sendable {
     public static let currentVersion: UInt16 = 1
     /// The version that adds restore (`RESTORE_REQUEST`, section 8).
     public static let restoreVersion: UInt16 = 2
+    /// The version that adds streamed bundles (`BUNDLE_STREAM_BEGIN`, `BUNDLE_STREAM_END`, section 3.1).
+    public static let streamVersion: UInt16 = 3
     /// The versions this build speaks; a server answers with the client's.
-    public static let versions: ClosedRange<UInt16> = 1...2
+    public static let versions: ClosedRange<UInt16> = 1...3
     public var version: UInt16
     public var flags: UInt16
 

@@ -54,7 +54,9 @@ public struct SyncFrameEncoder: MessageToByteEncoder {
 /// Decodes the peer's hello (the first eight bytes of a connection).
 public struct SyncHelloDecoder: NIOSingleStepByteToMessageDecoder {
     public typealias InboundOut = SyncHello
-    public init() {}
+    /// The versions accepted (a server of an earlier build: tests).
+    let versions: ClosedRange<UInt16>
+    public init(versions: ClosedRange<UInt16> = SyncHello.versions) { self.versions = versions }
 
     public mutating func decode(buffer: inout ByteBuffer) throws -> SyncHello? {
         // Refuse a wrong magic as soon as its first bytes are in.
@@ -66,8 +68,8 @@ public struct SyncHelloDecoder: NIOSingleStepByteToMessageDecoder {
         buffer.moveReaderIndex(forwardBy: 4)
         let version: UInt16 = buffer.readInteger(endianness: .big)!
         let flags: UInt16 = buffer.readInteger(endianness: .big)!
-        guard SyncHello.versions.contains(version) else {
-            throw SyncProtocolError(.protocolVersion, "the peer speaks sync protocol version \(version); this build speaks \(SyncHello.versions.lowerBound) to \(SyncHello.versions.upperBound)")
+        guard versions.contains(version) else {
+            throw SyncProtocolError(.protocolVersion, "the peer speaks sync protocol version \(version); this build speaks \(versions.lowerBound) to \(versions.upperBound)")
         }
         return SyncHello(version: version, flags: flags)
     }

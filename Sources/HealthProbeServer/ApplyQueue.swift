@@ -150,29 +150,31 @@ actor ApplyQueue {
     /// `sequence`, when given, is the one `BUNDLE_BEGIN` announced: the bundle's header must say it.
     nonisolated func apply(chain: String, path: String, manifestHash: String, sequence: Int? = nil, bytes: Int, at now: Double) async throws -> BundleApplier.Outcome {
         let store = self.store
-        return try await run(chain: chain, manifestHash: manifestHash, bytes: bytes) { replica in
+        return try await run(chain: chain, manifestHash: { manifestHash }, bytes: { bytes }) { replica in
             try store.apply(file: path, manifestHash: manifestHash, sequence: sequence, now: now, bundleBytes: bytes, replica: replica).outcome
         }
     }
 
     /// Verifies and applies a bundle of `chain` while it arrives (`lines`; its parts written
     /// to `path` meanwhile), once no other apply of that chain runs; see `ServerStore.apply(arriving:)`.
+    /// `manifestHash` and `bytes` nil: a streamed bundle (the hash is the one its end declares).
     /// Call only after `beginArriving` returned true.
-    nonisolated func apply(chain: String, arriving lines: ArrivingLines, header: BundleHeader, path: String, manifestHash: String,
-                           sequence: Int, bytes: Int, at now: Double) async throws -> BundleApplier.Outcome {
+    nonisolated func apply(chain: String, arriving lines: ArrivingLines, header: BundleHeader, path: String, manifestHash: String?,
+                           sequence: Int, bytes: Int?, at now: Double) async throws -> BundleApplier.Outcome {
         let store = self.store
         // However the apply ends, or if it never starts (cancelled while it waited for its
         // turn or a thread), parts still arriving are not handed over: the connection's
         // hand-over never waits for an applier that is gone.
         defer { lines.queue.cancel() }
-        return try await run(chain: chain, manifestHash: manifestHash, bytes: bytes) { replica in
-            try store.apply(arriving: lines.lines, header: header, file: path, manifestHash: manifestHash, sequence: sequence,
-                                   now: now, bundleBytes: bytes, transferChecked: lines.checked, replica: replica)
+        return try await run(chain: chain, manifestHash: { manifestHash ?? (try? lines.declaredManifestHash()) }, bytes: { bytes ?? lines.bytesHanded }) { replica in
+            try store.apply(arriving: lines.lines, header: header, file: path, manifestHash: manifestHash, manifestHashAtEnd: lines.declaredManifestHash,
+                            sequence: sequence, now: now, bundleBytes: bytes, transferChecked: lines.checked, replica: replica)
         }
     }
 
     /// Runs `work` on an apply thread in the chain's turn, with the chain's kept replica.
-    private nonisolated func run(chain: String, manifestHash: String, bytes: Int,
+    /// `manifestHash` and `bytes` are asked once the apply ended (a streamed bundle's are known only then).
+    private nonisolated func run(chain: String, manifestHash: @escaping @Sendable () -> String?, bytes: @escaping @Sendable () -> Int,
                                  _ work: @escaping @Sendable (_ replica: @escaping (String) throws -> Archive) throws -> BundleApplier.Outcome) async throws -> BundleApplier.Outcome {
         await began()
         await acquire(chain)
@@ -183,13 +185,14 @@ actor ApplyQueue {
             let outcome = try await pool.runIfActive {
                 let outcome = try work { chain in try replicas.replica(chain) { try store.openReplica(chain) } }
                 // A large bundle leaves the allocator holding its buffers; hand them back.
-                if bytes >= Self.trimAfterBytes { Heap.trim() }
+                if bytes() >= Self.trimAfterBytes { Heap.trim() }
                 return outcome
             }
             // Only an applied bundle wrote to the WAL.
             if case .applied(_, let sequence) = outcome {
-                replicas.noteApplied(chain, sequence: sequence, manifestHash: manifestHash)
-                await release(chain, appliedBytes: bytes)
+                // An applied bundle's hash is known (a stream's end was checked before the commit).
+                if let manifestHash = manifestHash() { replicas.noteApplied(chain, sequence: sequence, manifestHash: manifestHash) } else { replicas.evict(chain) }
+                await release(chain, appliedBytes: bytes())
             } else {
                 await release(chain)
             }

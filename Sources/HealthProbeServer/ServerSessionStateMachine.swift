@@ -20,11 +20,27 @@ public struct ServerSessionStateMachine: Sendable {
         }
     }
 
-    /// A bundle being received: what `BUNDLE_BEGIN` declared, the quarantine file
-    /// the parts go to, and what has arrived so far.
+    /// How a bundle opened: declared in full (`BUNDLE_BEGIN`), or streamed (version 3's
+    /// `BUNDLE_STREAM_BEGIN`: what it declares comes with `BUNDLE_STREAM_END`).
+    public enum Opening: Sendable, Equatable {
+        case begin(BundleBegin)
+        case stream(sequence: Int)
+
+        public var sequence: Int {
+            switch self {
+            case .begin(let b): return b.sequence
+            case .stream(let sequence): return sequence
+            }
+        }
+    }
+
+    /// A bundle being received: how it opened, the quarantine file the parts go to, and
+    /// what has arrived so far.
     public struct Transfer: Sendable {
-        public let begin: BundleBegin
+        public let opening: Opening
         public let file: QuarantineFile
+        /// What the bundle declares: `BUNDLE_BEGIN`'s, or a stream's `BUNDLE_STREAM_END`'s once it came.
+        public fileprivate(set) var declared: BundleBegin?
         /// The next part index expected.
         public fileprivate(set) var nextPart = 0
         /// Uncompressed bytes written so far.
@@ -33,8 +49,16 @@ public struct ServerSessionStateMachine: Sendable {
         public fileprivate(set) var newlines = 0
         public fileprivate(set) var endsWithNewline = true
 
+        init(opening: Opening, file: QuarantineFile) {
+            self.opening = opening
+            self.file = file
+            if case .begin(let b) = opening { declared = b }
+        }
+
         /// Lines so far: newlines, plus an unterminated last line.
         public var lines: Int { newlines + (endsWithNewline ? 0 : 1) }
+        public var sequence: Int { opening.sequence }
+        public var streamed: Bool { if case .stream = opening { true } else { false } }
     }
 
     public enum State: Sendable {
@@ -44,11 +68,11 @@ public struct ServerSessionStateMachine: Sendable {
         /// The `AUTH`/`ENROLL` is being checked.
         case authenticating
         case ready(Session)
-        /// `BUNDLE_BEGIN` accepted; its quarantine file is being opened.
-        case opening(Session, BundleBegin)
-        /// Between `BUNDLE_BEGIN` and `BUNDLE_END`.
+        /// `BUNDLE_BEGIN` (or `BUNDLE_STREAM_BEGIN`) accepted; its quarantine file is being opened.
+        case opening(Session, Opening)
+        /// Between `BUNDLE_BEGIN` and `BUNDLE_END` (or a stream's begin and end).
         case receiving(Session, Transfer)
-        /// `BUNDLE_END` arrived and matched; verifying and applying until the reply is sent.
+        /// `BUNDLE_END` (or `BUNDLE_STREAM_END`) arrived and matched; verifying and applying until the reply is sent.
         case applying(Session, Transfer)
         /// Over; holds the quarantine file of a bundle left incomplete, until `closed()` hands it over.
         case closed(leftover: QuarantineFile?)
@@ -72,11 +96,11 @@ public struct ServerSessionStateMachine: Sendable {
         /// Send the stored bundle the request names (`RESTORE_BUNDLE`, `RESTORE_PART`s) or an error; the session stays ready.
         case restore(Session, RestoreRequest)
         /// Open a quarantine file for the bundle; then `bundleOpened(_:)`.
-        case openBundle(Session, BundleBegin)
+        case openBundle(Session, Opening)
         /// Inflate the part into the transfer's file; then `partWritten(newlines:lastByte:)`.
         case writePart(QuarantineFile, BundlePart)
-        /// The whole bundle is in the file as declared: authorize, verify, apply, reply; then `bundleFinished()`.
-        case applyBundle(Session, Transfer)
+        /// The whole bundle is in the file as declared (`declared`): authorize, verify, apply, reply; then `bundleFinished()`.
+        case applyBundle(Session, Transfer, declared: BundleBegin)
         /// Send `ERROR` with this and close.
         case fail(SyncProtocolError)
         /// The session is over; ignore.
@@ -129,8 +153,10 @@ public struct ServerSessionStateMachine: Sendable {
             case .ping, .chainStatusRequest, .householdRequest, .bundleBegin: break
             case .restoreRequest where version >= SyncHello.restoreVersion: break
             case .restoreRequest: return close(.unexpectedMessage, "RESTORE_REQUEST needs protocol version \(SyncHello.restoreVersion); this connection's hello said \(version)")
+            case .bundleStreamBegin where version >= SyncHello.streamVersion: break
+            case .bundleStreamBegin: return close(.unexpectedMessage, "BUNDLE_STREAM_BEGIN needs protocol version \(SyncHello.streamVersion); this connection's hello said \(version)")
             case .auth, .enroll: return close(.unexpectedMessage, "this connection is already authenticated")
-            case .bundlePart, .bundleEnd: return close(.unexpectedMessage, "\(f.kind) outside a bundle")
+            case .bundlePart, .bundleEnd, .bundleStreamEnd: return close(.unexpectedMessage, "\(f.kind) outside a bundle")
             default: return close(.unexpectedMessage, "a \(f.kind) frame is not for the server")
             }
             let message: ClientMessage
@@ -141,14 +167,20 @@ public struct ServerSessionStateMachine: Sendable {
             case .householdRequest(let r): return .household(session, r)
             case .restoreRequest(let r): return .restore(session, r)
             case .bundleBegin(let b):
-                state = .opening(session, b)
-                return .openBundle(session, b)
+                state = .opening(session, .begin(b))
+                return .openBundle(session, .begin(b))
+            case .bundleStreamBegin(let b):
+                state = .opening(session, .stream(sequence: b.sequence))
+                return .openBundle(session, .stream(sequence: b.sequence))
             default: return close(.unexpectedMessage, "a \(f.kind) frame is not accepted here")
             }
         case (.receiving(let session, let transfer), .frame(let f)):
             switch f.kind {
-            case .ping, .bundlePart, .bundleEnd: break
-            case .bundleBegin: return close(.unexpectedMessage, "BUNDLE_BEGIN while a bundle is open")
+            case .ping, .bundlePart: break
+            case .bundleEnd where !transfer.streamed, .bundleStreamEnd where transfer.streamed: break
+            case .bundleEnd: return close(.unexpectedMessage, "BUNDLE_END closes a bundle that BUNDLE_BEGIN opened; a streamed bundle ends with BUNDLE_STREAM_END")
+            case .bundleStreamEnd: return close(.unexpectedMessage, "BUNDLE_STREAM_END closes a streamed bundle; one that BUNDLE_BEGIN opened ends with BUNDLE_END")
+            case .bundleBegin, .bundleStreamBegin: return close(.unexpectedMessage, "\(f.kind) while a bundle is open")
             default: return close(.unexpectedMessage, "a \(f.kind) frame while a bundle is being received")
             }
             let message: ClientMessage
@@ -157,6 +189,7 @@ public struct ServerSessionStateMachine: Sendable {
             case .ping: return .sendPong
             case .bundlePart(let part): return receive(part, session: session, transfer: transfer)
             case .bundleEnd(let message): return end(message, session: session, transfer: transfer)
+            case .bundleStreamEnd(let declared): return endStream(declared, session: session, transfer: transfer)
             default: return close(.unexpectedMessage, "a \(f.kind) frame is not accepted here")
             }
         }
@@ -175,15 +208,21 @@ public struct ServerSessionStateMachine: Sendable {
     }
 
     private mutating func receive(_ part: BundlePart, session: Session, transfer: Transfer) -> Action {
-        let begin = transfer.begin
-        guard part.index == transfer.nextPart, transfer.nextPart < begin.parts else {
-            return close(.malformedFrame, "BUNDLE_PART \(part.index) arrived; expected part \(transfer.nextPart) of \(begin.parts)")
+        // A stream declares nothing before its end: the protocol's own limits bound it.
+        let parts = transfer.declared?.parts ?? Int(SyncLimits.parts.upperBound)
+        let size = transfer.declared?.uncompressedSize ?? Int(SyncLimits.uncompressedSize.upperBound)
+        guard part.index == transfer.nextPart, transfer.nextPart < parts else {
+            if transfer.declared == nil, part.index == transfer.nextPart {
+                return close(.malformedFrame, "BUNDLE_PART \(part.index) arrived; a streamed bundle holds at most \(parts) parts")
+            }
+            return close(.malformedFrame, "BUNDLE_PART \(part.index) arrived; expected part \(transfer.nextPart)" + (transfer.declared.map { " of \($0.parts)" } ?? ""))
         }
         guard part.declaredSize <= BundlePartCodec.maxPartSize else {
             return close(.inflateLimit, "BUNDLE_PART \(part.index) declares \(part.declaredSize) uncompressed bytes; the limit is \(BundlePartCodec.maxPartSize)")
         }
-        guard part.declaredSize <= begin.uncompressedSize - transfer.received else {
-            return close(.inflateLimit, "the parts hold more than the \(begin.uncompressedSize) bytes BUNDLE_BEGIN declared")
+        guard part.declaredSize <= size - transfer.received else {
+            return close(.inflateLimit, transfer.declared == nil ? "the parts hold more than the \(size) bytes a bundle may hold"
+                                                                 : "the parts hold more than the \(size) bytes BUNDLE_BEGIN declared")
         }
         var t = transfer
         t.nextPart += 1
@@ -193,19 +232,34 @@ public struct ServerSessionStateMachine: Sendable {
     }
 
     private mutating func end(_ end: BundleEnd, session: Session, transfer t: Transfer) -> Action {
-        let begin = t.begin
+        guard let begin = t.declared else { return close(.unexpectedMessage, "BUNDLE_END outside a bundle BUNDLE_BEGIN opened") }
         guard end.sequence == begin.sequence, end.manifestHash == begin.manifestHash else {
             return close(.malformedFrame, "BUNDLE_END (sequence \(end.sequence)) does not match its BUNDLE_BEGIN (sequence \(begin.sequence))")
         }
-        guard t.nextPart == begin.parts, t.received == begin.uncompressedSize else {
-            return close(.malformedFrame, "the bundle ended after \(t.nextPart) of \(begin.parts) parts and \(t.received) of \(begin.uncompressedSize) bytes")
+        return matched(begin, "BUNDLE_BEGIN", session: session, transfer: t)
+    }
+
+    /// `BUNDLE_STREAM_END`: what the stream declares must be what arrived.
+    private mutating func endStream(_ declared: BundleBegin, session: Session, transfer: Transfer) -> Action {
+        guard declared.sequence == transfer.sequence else {
+            return close(.malformedFrame, "BUNDLE_STREAM_END (sequence \(declared.sequence)) does not match its BUNDLE_STREAM_BEGIN (sequence \(transfer.sequence))")
+        }
+        var t = transfer
+        t.declared = declared
+        return matched(declared, "BUNDLE_STREAM_END", session: session, transfer: t)
+    }
+
+    /// The end of a bundle: the parts, bytes and lines that arrived must be those `declared`.
+    private mutating func matched(_ declared: BundleBegin, _ by: String, session: Session, transfer t: Transfer) -> Action {
+        guard t.nextPart == declared.parts, t.received == declared.uncompressedSize else {
+            return close(.malformedFrame, "the bundle ended after \(t.nextPart) parts and \(t.received) bytes; \(by) declared \(declared.parts) parts and \(declared.uncompressedSize) bytes")
         }
         // Header, items, trailer: one line each.
-        guard t.lines == begin.itemCount + 2 else {
-            return close(.malformedFrame, "BUNDLE_BEGIN declared \(begin.itemCount) items; the bundle holds \(max(t.lines - 2, 0)) (\(t.lines) lines)")
+        guard t.lines == declared.itemCount + 2 else {
+            return close(.malformedFrame, "\(by) declared \(declared.itemCount) items; the bundle holds \(max(t.lines - 2, 0)) (\(t.lines) lines)")
         }
         state = .applying(session, t)
-        return .applyBundle(session, t)
+        return .applyBundle(session, t, declared: declared)
     }
 
     /// The credentials were accepted.
@@ -215,7 +269,7 @@ public struct ServerSessionStateMachine: Sendable {
 
     /// The quarantine file for the bundle `BUNDLE_BEGIN` announced is open.
     public mutating func bundleOpened(_ file: QuarantineFile) {
-        if case .opening(let session, let begin) = state { state = .receiving(session, Transfer(begin: begin, file: file)) }
+        if case .opening(let session, let opening) = state { state = .receiving(session, Transfer(opening: opening, file: file)) }
     }
 
     /// The last part was inflated and written: `newlines` LF bytes, ending with `lastByte`.

@@ -317,8 +317,12 @@ extension ServerStore {
     /// are written meanwhile to the quarantine file at `path`, which is kept as the bundle
     /// only once the transfer ended whole (`transferChecked`, called before the commit: it
     /// throws otherwise, and nothing is stored). `header` is the bundle's first line, decoded.
-    public func apply(arriving lines: ArrivingLines.Lines, header: BundleHeader, file path: String, manifestHash: String, sequence announced: Int,
-                      now: Double, bundleBytes: Int, transferChecked: () throws -> Void,
+    /// `manifestHash` nil: a streamed bundle, whose hash `manifestHashAtEnd` gives once its
+    /// lines ended and whose indexes are built after its rows when it is the chain's first
+    /// (`bundleBytes` nil: its size is not known before its end).
+    public func apply(arriving lines: ArrivingLines.Lines, header: BundleHeader, file path: String, manifestHash: String?,
+                      manifestHashAtEnd: (() throws -> String)? = nil, sequence announced: Int,
+                      now: Double, bundleBytes: Int?, transferChecked: () throws -> Void,
                       replica kept: ((String) throws -> Archive)? = nil) throws -> BundleApplier.Outcome {
         let chain = header.deviceChainHash, sequence = header.sequence
         guard announced == sequence else {
@@ -328,7 +332,9 @@ extension ServerStore {
         try recoverIncoming(chain, replica: replica, sequences: [sequence - 1, sequence])
         var incoming: String?
         do {
-            let outcome = try BundleApplier.apply(replica, lines: lines, manifestHash: manifestHash, now: now, indexes: .automatic(bundleBytes: bundleBytes),
+            let indexes: BundleApplier.IndexMode = bundleBytes.map { .automatic(bundleBytes: $0) } ?? .whenEmpty
+            let outcome = try BundleApplier.apply(replica, lines: lines, manifestHash: manifestHash, now: now, indexes: indexes,
+                                                  manifestHashAtEnd: manifestHash == nil ? manifestHashAtEnd : nil,
                                                   beforeCommit: { _, outcome in
                                                       guard case .applied = outcome else { return }
                                                       // The file is whole only once the transfer is: kept (and synced) then.

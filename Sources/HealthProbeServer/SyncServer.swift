@@ -42,6 +42,8 @@ public struct SyncServer: Sendable {
     public let arrivingGrace: Duration
     /// A part is handed to its apply in pieces of this many bytes, at most four waiting.
     public let arrivingPiece: Int
+    /// The hello versions this server speaks (an earlier build's: tests of clients that fall back).
+    public let versions: ClosedRange<UInt16>
 
     /// A server for an initialized data directory (its TLS identity and registry).
     public init(store: ServerStore, logger: Logger = Archive.silentLogger, helloTimeout: TimeAmount = .seconds(10),
@@ -49,7 +51,7 @@ public struct SyncServer: Sendable {
                 metrics: ServerMetrics = ServerMetrics(), keptReplicas: Int = ServerConfig.defaultKeptReplicas,
                 applyThreads: Int = ServerConfig.defaultApplyThreads, offsiteUploads: Bool = false,
                 arrivingParts: Int = 2, arrivingPartWait: Duration = .seconds(30), arrivingMinimumRate: Double = 1_048_576,
-                arrivingGrace: Duration = .seconds(60), arrivingPiece: Int = 1 << 20,
+                arrivingGrace: Duration = .seconds(60), arrivingPiece: Int = 1 << 20, versions: ClosedRange<UInt16> = SyncHello.versions,
                 now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) throws {
         try store.requireInitialized()
         self.store = store
@@ -64,6 +66,7 @@ public struct SyncServer: Sendable {
         self.arrivingMinimumRate = max(arrivingMinimumRate, 1)
         self.arrivingGrace = arrivingGrace
         self.arrivingPiece = max(arrivingPiece, 1)
+        self.versions = versions
         registry = try store.registry()
         tls = try store.identity().serverContext()
         self.throttle = SharedAuthThrottle(throttle)
@@ -100,13 +103,13 @@ public struct SyncServer: Sendable {
             logger.notice("migrating a replica to this build's schema", metadata: ["server.chain": "\(chain.prefix(16))"])
         }
         if migrated > 0 { logger.notice("replicas migrated", metadata: ["server.replicas": "\(migrated)"]) }
-        let (hello, idle, tls) = (helloTimeout, idleTimeout, tls)
+        let (hello, idle, tls, versions) = (helloTimeout, idleTimeout, tls, versions)
         let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .bind(host: host, port: port) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls))
-                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(SyncConnectionDecoder()))
+                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(SyncConnectionDecoder(versions: versions)))
                     try channel.pipeline.syncOperations.addHandler(MessageToByteHandler(SyncConnectionEncoder()))
                     try channel.pipeline.syncOperations.addHandler(SyncTimeoutHandler(hello: hello, idle: idle))
                     let arrivals = FrameArrivals()
@@ -236,7 +239,7 @@ public struct SyncServer: Sendable {
                             machine.bundleOpened(file)
                         case .writePart(let file, let part):
                             // The first part of a large bundle may start its apply (with its header).
-                            let handOver = arriving.map { !$0.lines.stopped } ?? (part.index == 0 && Self.begin(of: machine).map { $0.parts >= arrivingParts } == true)
+                            let handOver = arriving.map { !$0.lines.stopped } ?? (part.index == 0 && appliesWhileArriving(machine))
                             // Inflating and writing a part is CPU and file work: off the cooperative threads.
                             let (newlines, last, pieces) = try await offload { try file.write(part, pieces: handOver ? arrivingPiece : nil) }
                             machine.partWritten(newlines: newlines, lastByte: last)
@@ -250,21 +253,21 @@ public struct SyncServer: Sendable {
                                 // the applier stopped (its outcome says why).
                                 _ = try? await StageThread.run(name: "healthprobe.sync.hand-over") { for piece in pieces { try a.lines.put(piece) } }
                             }
-                        case .applyBundle(let session, let transfer):
+                        case .applyBundle(let session, let transfer, let declared):
                             transfer.file.finish()
                             var arrived: ArrivingApply.Ended?
                             if let a = arriving {
                                 // The chain is claimed (and the device checked) now, as for a bundle applied
                                 // from its file: only then may the apply commit; a refusal stops it instead.
                                 let claim = await claimForCommit(a, session: session)
-                                a.lines.finish(failure: claim.failure)
+                                a.lines.finish(failure: claim.failure, manifestHash: declared.manifestHash)
                                 arriving = nil
                                 guard let ended = try await applies.next() else {
                                     throw SyncProtocolError(.storage, "the server lost track of a bundle's apply; send it again")
                                 }
                                 arrived = ended.claimed(claim)
                             }
-                            let reply = await finish(transfer, session: session, arrived: arrived)
+                            let reply = await finish(transfer, declared: declared, session: session, arrived: arrived)
                             if reply.kind == .error { refusedAny = true }
                             transfer.file.discard()
                             // A frame that arrived before the reply was sent (the client did not wait).
@@ -419,10 +422,11 @@ public struct SyncServer: Sendable {
         try await NIOThreadPool.singleton.runIfActive(body)
     }
 
-    /// The `BUNDLE_BEGIN` of the bundle being received, if one is.
-    static func begin(of machine: ServerSessionStateMachine) -> BundleBegin? {
-        guard case .receiving(_, let transfer) = machine.state else { return nil }
-        return transfer.begin
+    /// Whether the bundle being received is one to apply while it arrives: a stream, or one
+    /// of `arrivingParts` parts or more.
+    func appliesWhileArriving(_ machine: ServerSessionStateMachine) -> Bool {
+        guard case .receiving(_, let transfer) = machine.state else { return false }
+        return transfer.declared.map { $0.parts >= arrivingParts } ?? true
     }
 
     /// Starts applying the bundle being received while its parts arrive, when an apply
@@ -431,13 +435,17 @@ public struct SyncServer: Sendable {
     /// otherwise: it is applied once it is whole.
     func startArriving(_ transfer: ServerSessionStateMachine.Transfer, session: ServerSessionStateMachine.Session,
                        in applies: inout ThrowingTaskGroup<ArrivingApply.Ended, any Error>) async -> ArrivingApply? {
-        let device = session.identity, begin = transfer.begin, path = transfer.file.path
+        let device = session.identity, declared = transfer.declared, sequence = transfer.sequence, path = transfer.file.path
         guard let first = transfer.file.header, let header = try? BundleVerifier.header(first) else { return nil }
         let chain = header.deviceChainHash
         guard await applier.beginArriving() else { return nil }
+        let applier = self.applier
         let allowed = (try? await offload { () throws -> Bool in
             try requireActive(device)
             try Self.mapAuth { try registry.authorizeRead(device, chain: chain) }
+            // A stream's manifest hash comes at its end: one at a sequence the chain holds
+            // already (sent again, or divergent) is told apart by it, from the file.
+            if declared == nil { return try applier.status(chain).0 < sequence }
             return true
         }) ?? false
         guard allowed else {
@@ -447,13 +455,13 @@ public struct SyncServer: Sendable {
         // The bytes that arrived (not those the device declared) at the minimum rate, one part ahead, after the grace.
         let pace = ArrivingLines.Pace(grace: arrivingGrace.seconds, bytesPerSecond: arrivingMinimumRate, ahead: BundlePartCodec.maxPartSize)
         let a = ArrivingApply(lines: ArrivingLines(depth: 4, partWait: arrivingPartWait, pace: pace), chain: chain)
-        let (applier, lines, t) = (self.applier, a.lines, now())
+        let (lines, t) = (a.lines, now())
         applies.addTask {
             let started = ContinuousClock.now
             let result: Result<BundleApplier.Outcome, any Error>
             do {
-                result = .success(try await applier.apply(chain: chain, arriving: lines, header: header, path: path, manifestHash: begin.manifestHash,
-                                                          sequence: begin.sequence, bytes: begin.uncompressedSize, at: t))
+                result = .success(try await applier.apply(chain: chain, arriving: lines, header: header, path: path, manifestHash: declared?.manifestHash,
+                                                          sequence: sequence, bytes: declared?.uncompressedSize, at: t))
             } catch {
                 result = .failure(error)
             }
@@ -481,12 +489,12 @@ public struct SyncServer: Sendable {
         }
     }
 
-    /// Authorizes, verifies and applies a received bundle; the reply to send. `arrived`: the
-    /// outcome of its apply while it arrived, if it had one; one that stalled is applied again, from the file.
-    func finish(_ transfer: ServerSessionStateMachine.Transfer, session: ServerSessionStateMachine.Session,
+    /// Authorizes, verifies and applies a received bundle, as `declared` (by its `BUNDLE_BEGIN`
+    /// or `BUNDLE_STREAM_END`); the reply to send. `arrived`: the outcome of its apply while it
+    /// arrived, if it had one; one that stalled is applied again, from the file.
+    func finish(_ transfer: ServerSessionStateMachine.Transfer, declared begin: BundleBegin, session: ServerSessionStateMachine.Session,
                 arrived: ArrivingApply.Ended? = nil) async -> SyncFrame {
         let device = session.identity, clockOffset = session.clockOffset
-        let begin = transfer.begin
         var chain: String?
         var bound = false
         let path = transfer.file.path
@@ -510,8 +518,11 @@ public struct SyncServer: Sendable {
                 }
                 chain = c
             }
-            if let arrived { metrics.arrivingApply(ended: arrived.apply.lines.stalled ? "stalled" : (try? arrived.result.get()) == nil ? "refused" : "applied") }
-            if let arrived, !arrived.apply.lines.stalled {
+            // A stream applied without its hash, found its sequence taken since (by another connection):
+            // the hash its end declared tells a bundle sent again from a divergent one, from the file.
+            let taken = transfer.streamed && Self.isDivergence(arrived?.result)
+            if let arrived { metrics.arrivingApply(ended: arrived.apply.lines.stalled || taken ? "stalled" : (try? arrived.result.get()) == nil ? "refused" : "applied") }
+            if let arrived, !arrived.apply.lines.stalled, !taken {
                 outcome = try arrived.result.get()
                 metrics.bundle(outcome: outcome, seconds: arrived.seconds)
             } else {
@@ -560,6 +571,12 @@ public struct SyncServer: Sendable {
         }
         guard [.divergence, .forbidden, .bundleInvalid].contains(e.code) else { return }
         _ = try? await offload { try registry.recordEvent(kind: e.code.rawValue, chain: chain, sequence: sequence, device: device.name, detail: detail, now: now()) }
+    }
+
+    /// Whether `result` is a refusal as `divergence`.
+    static func isDivergence(_ result: Result<BundleApplier.Outcome, any Error>?) -> Bool {
+        guard case .failure(let e as BundleApplier.ApplyError)? = result else { return false }
+        return e.code == .divergence
     }
 
     static func protocolError(_ error: any Error) -> SyncProtocolError {

@@ -4,7 +4,7 @@ import NIOCore
 /// Closes a connection that sends no hello within `hello`, or no frame for
 /// `idle` while the server is waiting for one (Protocol/README.md 6), after
 /// an ERROR frame `timeout`. While the client's hello or a request (AUTH, ENROLL, CHAIN_STATUS_REQUEST,
-/// HOUSEHOLD_REQUEST, BUNDLE_END, PING, RESTORE_REQUEST) is unanswered the server is
+/// HOUSEHOLD_REQUEST, BUNDLE_END, BUNDLE_STREAM_END, PING, RESTORE_REQUEST) is unanswered the server is
 /// the one working (a refused AUTH is answered only after the throttle's wait), and
 /// the idle clock is restarted instead; so it is at each `RESTORE_PART` sent.
 final class SyncTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandler {
@@ -20,7 +20,7 @@ final class SyncTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var pendingRequests = 0
 
     /// The frames the server answers, and its answers (ERROR answers any of them).
-    static let requests: Set<SyncFrame.Kind> = [.auth, .enroll, .chainStatusRequest, .householdRequest, .bundleEnd, .ping, .restoreRequest]
+    static let requests: Set<SyncFrame.Kind> = [.auth, .enroll, .chainStatusRequest, .householdRequest, .bundleEnd, .bundleStreamEnd, .ping, .restoreRequest]
     static let replies: Set<SyncFrame.Kind> = [.authOK, .chainStatus, .household, .bundleAck, .error, .pong, .restoreBundle]
 
     init(hello: TimeAmount, idle: TimeAmount) {

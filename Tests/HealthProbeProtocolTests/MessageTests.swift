@@ -34,6 +34,8 @@ struct MessageTests {
         case "HOUSEHOLD_REQUEST": _ = try HouseholdRequest(SyncFrame(kind: .householdRequest, payload: bytes))
         case "BUNDLE_BEGIN": _ = try BundleBegin(SyncFrame(kind: .bundleBegin, payload: bytes))
         case "BUNDLE_END": _ = try BundleEnd(SyncFrame(kind: .bundleEnd, payload: bytes))
+        case "BUNDLE_STREAM_BEGIN": _ = try BundleStreamBegin(SyncFrame(kind: .bundleStreamBegin, payload: bytes))
+        case "BUNDLE_STREAM_END": _ = try BundleBegin(SyncFrame(kind: .bundleStreamEnd, payload: bytes))
         case "RESTORE_REQUEST": _ = try RestoreRequest(SyncFrame(kind: .restoreRequest, payload: bytes))
         default: Issue.record("unknown frame \(frame) in the vectors")
         }
@@ -55,7 +57,7 @@ struct MessageTests {
     @Test("the vectors hold both outcomes for every frame the server reads")
     func coverage() throws {
         let cases = try MessageVectors.load().cases
-        for frame in ["AUTH", "ENROLL", "CHAIN_STATUS_REQUEST", "HOUSEHOLD_REQUEST", "BUNDLE_BEGIN", "BUNDLE_END", "RESTORE_REQUEST"] {
+        for frame in ["AUTH", "ENROLL", "CHAIN_STATUS_REQUEST", "HOUSEHOLD_REQUEST", "BUNDLE_BEGIN", "BUNDLE_END", "BUNDLE_STREAM_BEGIN", "BUNDLE_STREAM_END", "RESTORE_REQUEST"] {
             #expect(cases.contains { $0.frame == frame && $0.error == nil }, "\(frame) has no valid vector")
         }
         #expect(cases.filter { $0.error != nil }.count >= 20)

@@ -13,6 +13,9 @@ struct RawBundle {
     let begin: SyncFrame
     let parts: [SyncFrame]
     let end: SyncFrame
+    /// The same bundle streamed (version 3): its `BUNDLE_STREAM_BEGIN` and `BUNDLE_STREAM_END`.
+    let streamBegin: SyncFrame
+    let streamEnd: SyncFrame
 
     init(_ node: NodeArchive, dir: String, partSize: Int = 16 << 10, lines edit: (([UInt8]) -> [UInt8])? = nil) async throws {
         let path = dir + "/raw.parts"
@@ -42,8 +45,11 @@ struct RawBundle {
             frames.append(SyncFrame(kind: .bundlePart, payload: payload))
         }
         let total = frames.reduce(0) { $0 + Int($1.payload.getInteger(at: 4, endianness: .big, as: UInt32.self)!) }
-        begin = try .json(.bundleBegin, .object(["sequence": .int(1), "manifest_hash": .string(written.manifestHash), "parts": .int(frames.count),
-                                                 "item_count": .int(written.trailer.itemCount), "uncompressed_size": .int(total)]))
+        let declared: JSONValue = .object(["sequence": .int(1), "manifest_hash": .string(written.manifestHash), "parts": .int(frames.count),
+                                           "item_count": .int(written.trailer.itemCount), "uncompressed_size": .int(total)])
+        begin = try .json(.bundleBegin, declared)
+        streamBegin = try .json(.bundleStreamBegin, .object(["sequence": .int(1)]))
+        streamEnd = try .json(.bundleStreamEnd, declared)
         parts = frames
         end = try .json(.bundleEnd, .object(["sequence": .int(1), "manifest_hash": .string(written.manifestHash)]))
     }
@@ -100,6 +106,8 @@ struct ArrivingApplyTests {
                 let e = try await server.enroll("a")
                 let node = try a.open()
                 var client = SyncClient(node: node, outbox: a.root + "/outbox-\(arrivingParts)")
+                // Declared before the parts (a stream is always applied while it arrives).
+                client.version = SyncHello.currentVersion
                 client.partSize = 16 << 10
                 let r = try await client.sync(e)
                 #expect(r.sent == 2)
@@ -257,7 +265,10 @@ struct ArrivingApplyTests {
         let (a, node, bundle, metrics) = (f.home, f.node, f.bundle, ServerMetrics())
         try await withServer(TempDir(), metrics: metrics) { server in
             let e = try await server.enroll("a"), b = try await server.enroll("b")
-            _ = try await SyncClient(node: node, outbox: a.root + "/outbox").sync(e)
+            // The owner's own sync declares its bundle first (a stream would be applied while it arrives).
+            var client = SyncClient(node: node, outbox: a.root + "/outbox")
+            client.version = SyncHello.currentVersion
+            _ = try await client.sync(e)
             let reply = String(decoding: try await server.raw(try wire([try authFrame(b), bundle.begin] + bundle.parts + [bundle.end]), until: "forbidden"), as: UTF8.self)
             #expect(reply.contains("forbidden"))
             #expect(metricCount(metrics, "hp_server_arriving_applies_total", "ended=\"applied\"") == 0)
@@ -268,7 +279,7 @@ struct ArrivingApplyTests {
 
     /// Sends `first` over a new connection, reads until a PONG (with `untilPong`), runs
     /// `then`, sends `second`, and reads until the text `until` arrives; what arrived.
-    static func exchange(_ server: TestServer, first: [SyncFrame], untilPong: Bool, then: () async throws -> Void = {},
+    static func exchange(_ server: TestServer, version: UInt16 = SyncHello.currentVersion, first: [SyncFrame], untilPong: Bool, then: () async throws -> Void = {},
                          second: [SyncFrame]?, until: String = "") async throws -> String {
         var pong = ByteBuffer()
         try SyncFrameEncoder().encode(data: SyncFrame(kind: .pong, payload: ByteBuffer()), out: &pong)
@@ -276,7 +287,7 @@ struct ArrivingApplyTests {
         return try await channel.executeThenClose { inbound, outbound in
             var out: [UInt8] = []
             var it = inbound.makeAsyncIterator()
-            try await outbound.write(ByteBuffer(bytes: try wire(first)))
+            try await outbound.write(ByteBuffer(bytes: try wire(version: version, first)))
             while untilPong, let chunk = try await it.next() {
                 out += Array(chunk.readableBytesView)
                 if out.count >= pong.readableBytes, Array(out.suffix(pong.readableBytes)) == Array(pong.readableBytesView) { break }

@@ -67,6 +67,8 @@ struct HostileServer: Sendable {
                 case .frame(let f):
                     let message = try ClientMessage(f)
                     if case .bundleBegin(let b) = message { begun = b }
+                    // A stream (version 3) is declared at its end.
+                    if case .bundleStreamEnd(let b) = message { begun = b }
                     let answer = box.withLockedValue { $0 }
                     for reply in answer(message, begun) { try await outbound.write(.frame(reply)) }
                 }
@@ -84,7 +86,7 @@ struct HostileServer: Sendable {
                                                  "credential": .string(String(repeating: "e", count: 64))]))]
         case .chainStatusRequest(let r):
             return [try! .json(.chainStatus, .object(["device_chain_hash": .string(r.deviceChainHash), "last_sequence": .int(0), "last_manifest_hash": .null]))]
-        case .bundleEnd:
+        case .bundleEnd, .bundleStreamEnd:
             guard let begun else { return [] }
             return [ack(begun.sequence, begun.manifestHash, "applied")]
         case .householdRequest:
@@ -92,16 +94,20 @@ struct HostileServer: Sendable {
             return [SyncFrame(kind: .household, payload: ByteBuffer(bytes: try! HouseholdSummary.wireJSON(report)))]
         case .ping:
             return [SyncFrame(kind: .pong, payload: ByteBuffer())]
-        case .bundleBegin, .bundlePart:
+        case .bundleBegin, .bundlePart, .bundleStreamBegin:
             return []
         case .restoreRequest(let r):
             return [.error(SyncProtocolError(.notFound, "no bundle \(r.sequence)"), sequence: nil)]
         }
     }
 
-    /// Honest, except that the reply to a client message of `kind` is `reply`.
+    /// Honest, except that the reply to a client message of `kind` is `reply` (to `BUNDLE_END`:
+    /// to the end of a streamed bundle too).
     static func replacing(_ kind: SyncFrame.Kind, _ reply: @escaping Answer) -> Answer {
-        { message, begun in message.kind == kind ? reply(message, begun) : honest(message, begun) }
+        { message, begun in
+            let k = message.kind == .bundleStreamEnd && kind == .bundleEnd ? .bundleEnd : message.kind
+            return k == kind ? reply(message, begun) : honest(message, begun)
+        }
     }
 
     /// A `BUNDLE_ACK` in canonical form.

@@ -69,7 +69,7 @@ struct ServerSessionStateMachineTests {
         guard case .chainStatus(let cs, let r) = m.received(json(.chainStatusRequest, ["device_chain_hash": .string(Self.hash)])),
               cs == Self.session, r.deviceChainHash == Self.hash else { Issue.record("expected chainStatus"); return }
         for sequence in 1...2 {
-            guard case .openBundle(_, let b) = m.received(begin(sequence: sequence)), b.sequence == sequence else { Issue.record("expected openBundle"); return }
+            guard case .openBundle(_, .begin(let b)) = m.received(begin(sequence: sequence)), b.sequence == sequence else { Issue.record("expected openBundle"); return }
             if case .fail(let e) = m.received(empty(.ping)) { #expect(e.code == .unexpectedMessage, "nothing before the file is open") }
             m = try receiving(dir, begin: begin(sequence: sequence))
             for i in 0..<2 {
@@ -79,7 +79,8 @@ struct ServerSessionStateMachineTests {
             }
             guard case .receiving(_, let t) = m.state else { Issue.record("expected receiving"); return }
             #expect(t.nextPart == 2 && t.received == 30 && t.lines == 3)
-            guard case .applyBundle(let bs, let bt) = m.received(end(sequence: sequence)), bs == Self.session, bt.begin.sequence == sequence else {
+            guard case .applyBundle(let bs, let bt, let declared) = m.received(end(sequence: sequence)), bs == Self.session, bt.sequence == sequence,
+                  declared.sequence == sequence, bt.declared == declared, !bt.streamed else {
                 Issue.record("expected applyBundle"); return
             }
             m.bundleFinished()
@@ -89,6 +90,80 @@ struct ServerSessionStateMachineTests {
             Issue.record("expected household"); return
         }
         #expect(m.closed() == nil, "no bundle in progress")
+    }
+
+    /// A machine past a version-`version` hello and authentication.
+    func ready(version: UInt16) -> Machine {
+        var m = Machine()
+        _ = m.received(.hello(SyncHello(version: version)))
+        _ = m.received(auth)
+        m.authenticated(Self.session)
+        return m
+    }
+
+    func streamBegin(sequence: Int = 1) -> SyncInbound { json(.bundleStreamBegin, ["sequence": .int(sequence)]) }
+    func streamEnd(sequence: Int = 1, parts: Int = 2, items: Int = 1, size: Int = 30) -> SyncInbound {
+        json(.bundleStreamEnd, ["sequence": .int(sequence), "manifest_hash": .string(Self.hash), "parts": .int(parts),
+                                "item_count": .int(items), "uncompressed_size": .int(size)])
+    }
+
+    /// A version-3 machine with a stream open and two parts of 15 bytes (three lines) written.
+    func streamed(_ dir: TempDir) throws -> Machine {
+        var m = ready(version: SyncHello.streamVersion)
+        guard case .openBundle(_, .stream(let sequence)) = m.received(streamBegin()), sequence == 1 else { Issue.record("expected openBundle of a stream"); return m }
+        m.bundleOpened(try QuarantineFile(directory: dir.path))
+        for i in 0..<2 {
+            guard case .writePart = m.received(part(UInt32(i))) else { Issue.record("expected writePart"); return m }
+            m.partWritten(newlines: i == 0 ? 2 : 1, lastByte: 0x0A)
+        }
+        return m
+    }
+
+    @Test("version 3: a stream's parts are taken with nothing declared; BUNDLE_STREAM_END declares the bundle, which must be what arrived")
+    func streamedBundle() throws {
+        let dir = try TempDir()
+        var m = try streamed(dir)
+        guard case .receiving(_, let t) = m.state else { Issue.record("expected receiving"); return }
+        #expect(t.streamed && t.declared == nil && t.nextPart == 2 && t.lines == 3)
+        guard case .sendPong = m.received(empty(.ping)) else { Issue.record("a ping inside a stream"); return }
+        guard case .applyBundle(let s, let bt, let declared) = m.received(streamEnd()), s == Self.session else { Issue.record("expected applyBundle"); return }
+        #expect(declared.manifestHash == Self.hash && declared.parts == 2 && declared.itemCount == 1 && declared.uncompressedSize == 30)
+        #expect(bt.declared == declared && bt.streamed)
+        m.bundleFinished()
+        guard case .ready = m.state else { Issue.record("ready again"); return }
+        // A declared bundle may follow a stream in the same session.
+        guard case .openBundle(_, .begin) = m.received(begin(sequence: 2)) else { Issue.record("BUNDLE_BEGIN after a stream"); return }
+        // Each end that does not match what arrived closes the session, and the file is handed back to be removed.
+        let mismatched: [(String, SyncInbound)] = [("sequence", streamEnd(sequence: 2)), ("parts", streamEnd(parts: 3)),
+                                                   ("size", streamEnd(size: 31)), ("items", streamEnd(items: 2))]
+        for (what, end) in mismatched {
+            m = try streamed(dir)
+            #expect(failCode(m.received(end)) == .malformedFrame, "\(what)")
+            #expect(isClosed(m) && m.closed() != nil, "\(what)")
+        }
+    }
+
+    @Test("streams need version 3; BUNDLE_END never closes a stream nor BUNDLE_STREAM_END a declared bundle; no stream opens inside a bundle")
+    func streamOutOfState() throws {
+        let dir = try TempDir()
+        for version in [SyncHello.currentVersion, SyncHello.restoreVersion] {
+            var m = ready(version: version)
+            guard case .fail(let e) = m.received(streamBegin()) else { Issue.record("a stream in version \(version)"); continue }
+            #expect(e.code == .unexpectedMessage && e.message.contains("version 3"))
+        }
+        var m = ready(version: SyncHello.streamVersion)
+        #expect(failCode(m.received(streamEnd())) == .unexpectedMessage, "an end outside a bundle")
+        m = try streamed(dir)
+        #expect(failCode(m.received(end())) == .unexpectedMessage)
+        m = try streamed(dir)
+        #expect(failCode(m.received(streamBegin(sequence: 2))) == .unexpectedMessage)
+        m = try streamed(dir)
+        #expect(failCode(m.received(begin(sequence: 2))) == .unexpectedMessage)
+        m = ready(version: SyncHello.streamVersion)
+        guard case .openBundle = m.received(begin()) else { Issue.record("BUNDLE_BEGIN in version 3"); return }
+        m.bundleOpened(try QuarantineFile(directory: dir.path))
+        #expect(failCode(m.received(streamEnd())) == .unexpectedMessage)
+        #expect(m.closed() != nil)
     }
 
     @Test("before authentication every other frame is refused as unauthorized; a malformed AUTH is refused too")

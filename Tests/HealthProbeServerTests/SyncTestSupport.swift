@@ -71,9 +71,9 @@ struct TestServer {
 }
 
 /// Wire bytes for the start of a session: the hello, then `frames`.
-func wire(hello: Bool = true, _ frames: [SyncFrame]) throws -> [UInt8] {
+func wire(hello: Bool = true, version: UInt16 = SyncHello.currentVersion, _ frames: [SyncFrame]) throws -> [UInt8] {
     var b = ByteBuffer()
-    if hello { SyncHello().write(to: &b) }
+    if hello { SyncHello(version: version).write(to: &b) }
     for f in frames { try SyncFrameEncoder().encode(data: f, out: &b) }
     return Array(b.readableBytesView)
 }
@@ -88,13 +88,13 @@ func authFrame(_ e: NodeEnrollment) throws -> SyncFrame {
 func withServer(_ data: TempDir, hello: TimeAmount = .seconds(10), idle: TimeAmount = .seconds(120),
                 throttle: AuthThrottle = AuthThrottle(base: 0.05, maximum: 0.4), metrics: ServerMetrics = ServerMetrics(),
                 arrivingParts: Int = 2, arrivingPartWait: Duration = .seconds(30), arrivingMinimumRate: Double = 1_048_576,
-                arrivingGrace: Duration = .seconds(60), arrivingPiece: Int = 1 << 20,
+                arrivingGrace: Duration = .seconds(60), arrivingPiece: Int = 1 << 20, versions: ClosedRange<UInt16> = SyncHello.versions,
                 _ body: (TestServer) async throws -> Void) async throws {
     let store = ServerStore(root: data.path)
     try store.create()
     let server = try SyncServer(store: store, helloTimeout: hello, idleTimeout: idle, throttle: throttle, metrics: metrics,
                                 arrivingParts: arrivingParts, arrivingPartWait: arrivingPartWait, arrivingMinimumRate: arrivingMinimumRate,
-                                arrivingGrace: arrivingGrace, arrivingPiece: arrivingPiece)
+                                arrivingGrace: arrivingGrace, arrivingPiece: arrivingPiece, versions: versions)
     try await withThrowingTaskGroup(of: Void.self) { group in
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         group.addTask { try await server.run(host: "127.0.0.1", port: 0) { continuation.yield($0) } }

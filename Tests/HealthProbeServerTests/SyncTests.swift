@@ -73,7 +73,7 @@ struct SyncTests {
             let e = try await server.enroll("a")
             let node = try a.open()
             var client = SyncClient(node: node, outbox: a.root + "/outbox")
-            client.onBuilt = { path in
+            client.onStored = { path in
                 // Garbage over the middle of the stored parts (each part read back is checked against its SHA-256).
                 let handle = try #require(FileHandle(forUpdatingAtPath: path))
                 defer { try? handle.close() }

@@ -22,6 +22,8 @@ public final class ArrivingLines: Sendable {
     /// Inflated parts waiting for the applier.
     public let queue: BoundedQueue<[UInt8]>
     private let verdict = Mutex<(any Error)?>(Incomplete())
+    /// The manifest hash the sender declared at the end (a streamed bundle's).
+    private let declared = Mutex<String?>(nil)
     private let stall = Mutex(false)
     private let partWait: Duration?
     private let pace: Pace?
@@ -49,7 +51,11 @@ public final class ArrivingLines: Sendable {
     /// Queues one inflated part (waits while `depth` parts wait, within the part wait and
     /// the deadline); throws once the applier stopped, or when the wait ran out (stalled).
     public func put(_ part: [UInt8]) throws {
-        guard let until = waitLimit() else { return try queue.put(part) }
+        guard let until = waitLimit() else {
+            try queue.put(part)
+            handed.withLock { $0 += part.count }
+            return
+        }
         do {
             try queue.put(part, waitingUntil: until)
             handed.withLock { $0 += part.count }
@@ -59,6 +65,9 @@ public final class ArrivingLines: Sendable {
             throw Stalled()
         }
     }
+
+    /// Bytes handed over so far.
+    public var bytesHanded: Int { handed.withLock { $0 } }
 
     /// Whether the applier has stopped taking parts (what is put is dropped).
     public var stopped: Bool { queue.isCancelled }
@@ -74,10 +83,19 @@ public final class ArrivingLines: Sendable {
         }
     }
 
-    /// The transfer ended: whole (`failure` nil) or not.
-    public func finish(failure: (any Error)?) {
+    /// The transfer ended: whole (`failure` nil) or not; `manifestHash`: the one the sender
+    /// declared at the end (`BUNDLE_STREAM_END`, `BUNDLE_END`).
+    public func finish(failure: (any Error)?, manifestHash: String? = nil) {
+        declared.withLock { $0 = manifestHash }
         verdict.withLock { $0 = failure }
         queue.close(failure: failure)
+    }
+
+    /// The manifest hash declared at the end; throws unless the transfer ended whole with one.
+    public func declaredManifestHash() throws -> String {
+        try checked()
+        guard let hash = declared.withLock({ $0 }) else { throw Incomplete() }
+        return hash
     }
 
     /// Throws unless the transfer ended whole.

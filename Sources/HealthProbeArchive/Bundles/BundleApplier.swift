@@ -41,23 +41,29 @@ public enum BundleApplier {
         case automatic(bundleBytes: Int)
         /// Always dropped and built again (tests of that path on small bundles).
         case deferred
+        /// Dropped and built again when the replica holds no samples yet (a chain's first
+        /// bundle arriving as a stream, whose size is known only at its end); else `maintained`.
+        case whenEmpty
     }
 
     /// Applies the bundle given as lines (header, items, trailer) with its manifest hash.
     /// Lines are verified on a second thread while the previous ones are applied.
     /// `manifestHash` nil takes the hash the verification computes (a rebuild, whose bundles
     /// come without one): the replica must then hold no bundle at the bundle's sequence.
+    /// `manifestHashAtEnd`: with `manifestHash` nil, the hash the bundle must have, known only once
+    /// its lines ended (a streamed bundle: `BUNDLE_STREAM_END` declares it); what it throws refuses the bundle.
     /// `beforeCommit` runs inside the transaction once the bundle is applied; what it throws rolls everything back.
     /// `remembered`: the samples and versions this bundle inserts that are kept in memory for its
     /// later lines (`InsertedRows`); tests pass 0 to find every one through SQL.
     public static func apply(_ replica: Archive, lines: some Sequence<[UInt8]>, manifestHash: String?, now: Double,
                              indexes: IndexMode = .maintained, remembered: Int = InsertedRows.defaultLimit,
+                             manifestHashAtEnd: (() throws -> String)? = nil,
                              beforeCommit: (Database, Outcome) throws -> Void = { _, _ in }) throws -> Outcome {
         let verified = VerifiedLines(lines)
         defer { verified.cancel() }
         do {
             return try replica.writer.write { db in
-                let outcome = try applyVerified(db, verified, manifestHash: manifestHash, now: now, indexes: indexes, remembered: remembered)
+                let outcome = try applyVerified(db, verified, manifestHash: manifestHash, atEnd: manifestHashAtEnd, now: now, indexes: indexes, remembered: remembered)
                 try beforeCommit(db, outcome)
                 return outcome
             }
@@ -68,7 +74,7 @@ public enum BundleApplier {
         }
     }
 
-    private static func applyVerified(_ db: Database, _ verified: VerifiedLines, manifestHash: String?, now: Double, indexes: IndexMode,
+    private static func applyVerified(_ db: Database, _ verified: VerifiedLines, manifestHash: String?, atEnd: (() throws -> String)?, now: Double, indexes: IndexMode,
                                       remembered: Int) throws -> Outcome {
         var state: State?
         var deferred: DeferredIndexes?
@@ -106,7 +112,7 @@ public enum BundleApplier {
                               + "a sample's strict fingerprint, or a version's payload hash, shares its first 16 bytes with another's")
         }
         var verifier = verified.finish()
-        _ = try verifier.finish(expected: manifestHash, previousManifestHash: .some(s.previousLogged))
+        _ = try verifier.finish(expected: try manifestHash ?? atEnd?(), previousManifestHash: .some(s.previousLogged))
         guard let computed = verifier.manifestHash else { throw BundleError(.malformed, line: nil, "the bundle ends before its trailer (truncated)") }
         // The replica's aggregates are derived here, never carried in bundles.
         try Aggregates.update(db, observationID: s.observationID, now: now)

@@ -37,7 +37,7 @@ extension Archive {
             try writer.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA main.cache_size = -\(Self.restoreCacheKiB)") }
         }
         defer { try? writer.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA main.cache_size = \(saved)") } }
-        _ = try BundleApplier.apply(self, lines: lines, manifestHash: manifestHash, now: now, indexes: .automatic(bundleBytes: bundleBytes)) { db, outcome in
+        _ = try BundleApplier.apply(self, lines: lines, manifestHash: manifestHash, now: now, indexes: .automatic(bundleBytes: bundleBytes), beforeCommit: { db, outcome in
             try transferChecked()
             guard case .applied(let observation, let applied) = outcome, applied == sequence else {
                 throw ArchiveError(.invalidState, "bundle \(sequence) of the server is already in this archive; restore only continues an archive it made")
@@ -49,7 +49,7 @@ extension Archive {
             let row = try BundleLogRecord.all().received().filter(BundleLogRecord.Columns.sequence == sequence).fetchOne(db)
             try BundleLogRecord.recordSent(db, chain: chain, sequence: sequence, observation: observation, manifestHash: manifestHash,
                                            previous: row?.previousManifestHash, items: row?.itemCount ?? 0, now: now)
-        }
+        })
     }
 
     /// The page cache of a restore's apply, in KiB (a server's replica applies with 48 MiB):

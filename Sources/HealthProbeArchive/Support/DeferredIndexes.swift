@@ -67,6 +67,7 @@ extension DeferredIndexes {
         switch mode {
         case .maintained: return false
         case .deferred: return true
+        case .whenEmpty: return samplesBefore == 0
         case .automatic(let bytes):
             let estimated = bytes / bundleBytesPerSample
             return estimated >= minimumSamples && Int64(estimated) >= samplesBefore

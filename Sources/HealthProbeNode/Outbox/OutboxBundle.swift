@@ -40,11 +40,13 @@ public enum OutboxBundle {
     }
 
     /// Builds the bundle of `observationID` into `path` as deflated parts of at
-    /// most `partSize` bytes (before deflating).
+    /// most `partSize` bytes (before deflating). `onPart` is told of each part once it is
+    /// in the file (on another thread, in order), so that it can be sent while the next is
+    /// built; returning false stops the build.
     public static func write(_ db: Database, observationID: Int64, previousManifestHash: String?, to path: String,
-                             partSize: Int = BundlePartCodec.maxPartSize) throws -> Written {
+                             partSize: Int = BundlePartCodec.maxPartSize, onPart: (@Sendable (Part) -> Bool)? = nil) throws -> Written {
         precondition(partSize > 0 && partSize <= BundlePartCodec.maxPartSize)
-        let deflater = try PartDeflater(path: path)
+        let deflater = try PartDeflater(path: path, onPart: onPart)
         defer { deflater.cancel() }
         var part = deflater.buffer()
         var size = 0

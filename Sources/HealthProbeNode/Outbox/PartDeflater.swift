@@ -43,8 +43,14 @@ final class PartDeflater: Sendable {
         }
     }
 
-    /// Creates (or truncates) `path` and starts the deflating stage.
-    init(path: String, depth: Int = 2) throws {
+    /// The build was stopped because no one takes its parts any more (`onPart` said so).
+    struct Abandoned: Error, CustomStringConvertible {
+        var description: String { "the bundle's build stopped: its parts are no longer being sent" }
+    }
+
+    /// Creates (or truncates) `path` and starts the deflating stage. `onPart` is told of each
+    /// part once it is written (on the stage's thread, in order); returning false stops the build.
+    init(path: String, depth: Int = 2, onPart: (@Sendable (OutboxBundle.Part) -> Bool)? = nil) throws {
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         guard fd >= 0 else { throw SyncProtocolError(.storage, "cannot create the outbox bundle \(path) (errno \(errno))") }
         let file = File(fd: fd, path: path)
@@ -55,11 +61,14 @@ final class PartDeflater: Sendable {
             let n = try part.withUnsafeBytes { try compressor.compress($0, into: &out) }
             let digest = out.withUnsafeBytes { Array(SHA256.hash(data: UnsafeRawBufferPointer(rebasing: $0[0..<n]))) }
             try out.withUnsafeBytes { try file.writeAll(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
-            file.lock.withLock {
-                file.parts.append(OutboxBundle.Part(offset: file.offset, compressedSize: n, size: part.count, sha256: digest))
+            let written = file.lock.withLock {
+                let p = OutboxBundle.Part(offset: file.offset, compressedSize: n, size: part.count, sha256: digest)
+                file.parts.append(p)
                 file.offset += n
                 if file.spare.count < depth { file.spare.append(part) }
+                return p
             }
+            if let onPart, !onPart(written) { throw Abandoned() }
         }
     }
 

@@ -12,6 +12,9 @@ public enum ClientMessage: Sendable, Equatable {
     case bundleBegin(BundleBegin)
     case bundlePart(BundlePart)
     case bundleEnd(BundleEnd)
+    /// Version 3: a streamed bundle opens, and closes with what it declares.
+    case bundleStreamBegin(BundleStreamBegin)
+    case bundleStreamEnd(BundleBegin)
     case restoreRequest(RestoreRequest)
     case ping
 
@@ -24,6 +27,8 @@ public enum ClientMessage: Sendable, Equatable {
         case .bundleBegin: self = .bundleBegin(try BundleBegin(frame))
         case .bundlePart: self = .bundlePart(try BundlePart(frame))
         case .bundleEnd: self = .bundleEnd(try BundleEnd(frame))
+        case .bundleStreamBegin: self = .bundleStreamBegin(try BundleStreamBegin(frame))
+        case .bundleStreamEnd: self = .bundleStreamEnd(try BundleBegin(frame))
         case .restoreRequest: self = .restoreRequest(try RestoreRequest(frame))
         case .ping:
             guard frame.payload.readableBytes == 0 else {
@@ -45,6 +50,8 @@ public enum ClientMessage: Sendable, Equatable {
         case .bundleBegin: return .bundleBegin
         case .bundlePart: return .bundlePart
         case .bundleEnd: return .bundleEnd
+        case .bundleStreamBegin: return .bundleStreamBegin
+        case .bundleStreamEnd: return .bundleStreamEnd
         case .restoreRequest: return .restoreRequest
         case .ping: return .ping
         }

@@ -53,7 +53,8 @@ public struct HouseholdRequest: Sendable, Equatable {
     }
 }
 
-/// `BUNDLE_BEGIN`: what the bundle about to be sent declares.
+/// `BUNDLE_BEGIN`: what the bundle about to be sent declares; the same members close a
+/// streamed bundle (`BUNDLE_STREAM_END`, version 3), declaring what was sent.
 public struct BundleBegin: Sendable, Equatable {
     public var sequence: Int
     public var manifestHash: String
@@ -61,13 +62,29 @@ public struct BundleBegin: Sendable, Equatable {
     public var itemCount: Int
     public var uncompressedSize: Int
 
+    public init(sequence: Int, manifestHash: String, parts: Int, itemCount: Int, uncompressedSize: Int) {
+        (self.sequence, self.manifestHash, self.parts, self.itemCount, self.uncompressedSize) = (sequence, manifestHash, parts, itemCount, uncompressedSize)
+    }
+
+    /// Decodes a `BUNDLE_BEGIN` or a `BUNDLE_STREAM_END` (errors name the frame's kind).
     public init(_ frame: SyncFrame) throws {
-        let f = try PayloadFields(frame, name: "BUNDLE_BEGIN", members: ["item_count", "manifest_hash", "parts", "sequence", "uncompressed_size"])
+        let f = try PayloadFields(frame, name: frame.kind.name, members: ["item_count", "manifest_hash", "parts", "sequence", "uncompressed_size"])
         sequence = Int(try f.int("sequence", in: SyncLimits.sequences))
         manifestHash = try f.hex("manifest_hash", count: 64)
         parts = Int(try f.int("parts", in: SyncLimits.parts))
         itemCount = Int(try f.int("item_count", in: SyncLimits.items))
         uncompressedSize = Int(try f.int("uncompressed_size", in: SyncLimits.uncompressedSize))
+    }
+}
+
+/// `BUNDLE_STREAM_BEGIN` (version 3): a bundle whose parts follow as they are built; what
+/// `BUNDLE_BEGIN` declares comes at its end (`BUNDLE_STREAM_END`).
+public struct BundleStreamBegin: Sendable, Equatable {
+    public var sequence: Int
+
+    public init(_ frame: SyncFrame) throws {
+        let f = try PayloadFields(frame, name: "BUNDLE_STREAM_BEGIN", members: ["sequence"])
+        sequence = Int(try f.int("sequence", in: SyncLimits.sequences))
     }
 }
 

@@ -26,7 +26,7 @@ public enum ServerMessage: Sendable, Equatable {
                 throw SyncProtocolError(.malformedFrame, "PONG: the payload must be empty (it holds \(frame.payload.readableBytes) bytes)")
             }
             self = .pong
-        case .auth, .enroll, .chainStatusRequest, .bundleBegin, .bundlePart, .bundleEnd, .ping, .householdRequest, .restoreRequest:
+        case .auth, .enroll, .chainStatusRequest, .bundleBegin, .bundlePart, .bundleEnd, .bundleStreamBegin, .bundleStreamEnd, .ping, .householdRequest, .restoreRequest:
             throw SyncProtocolError(.unexpectedMessage, "a \(frame.kind.name) frame is not for a client")
         }
     }

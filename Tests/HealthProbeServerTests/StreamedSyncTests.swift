@@ -1,0 +1,170 @@
+import Foundation
+import NIOCore
+import Testing
+@testable import HealthProbeArchive
+@testable import HealthProbeServer
+import HealthProbeProtocol
+import HealthProbeCanonical
+import HealthProbeNode
+import HealthProbeTestSupport
+
+@Suite("Streamed bundles (protocol version 3)")
+struct StreamedSyncTests {
+    @Test("a node streams each bundle while it builds it: applied while it arrives, digests equal at every observation, and the replica and kept bundles equal those of bundles declared before their parts (version 1)")
+    func sameAsDeclared() async throws {
+        let a = TempHome()
+        try simulate(a, days: 3)
+        try simulate(a, days: 2)
+        var kept: [[[UInt8]]] = []
+        var states: [[ChainStateDigest.Result]] = []
+        for version in [SyncHello.streamVersion, SyncHello.currentVersion] {
+            let metrics = ServerMetrics()
+            // Declared bundles of many parts are applied while they arrive too; one of a single part only once whole.
+            try await withServer(TempDir(), metrics: metrics, arrivingPiece: 1000) { server in
+                let e = try await server.enroll("a")
+                let node = try a.open()
+                var client = SyncClient(node: node, outbox: a.root + "/outbox-\(version)")
+                client.version = version
+                client.partSize = 16 << 10
+                let r = try await client.sync(e)
+                #expect(r.sent == 2 && r.lastSequence == 2)
+                #expect(r.uncompressedBytes > 4 * (16 << 10), "many parts")
+                let pairs = try digests(node, server.store)
+                #expect(pairs.count == 2)
+                for (x, y) in pairs { #expect(x == y) }
+                states.append(pairs.map(\.1))
+                kept.append(try (1...2).map { seq in
+                    try Array(Data(contentsOf: URL(fileURLWithPath: try #require(server.store.storedBundlePath(node.deviceChainHash, sequence: seq)))))
+                })
+                #expect(try await quarantineEmpties(server.store))
+                // The node syncs on: nothing to send, then a later observation.
+                let again = try await client.sync(e)
+                #expect(again.sent == 0 && again.serverHadSequence == 2)
+            }
+            #expect(metricCount(metrics, "hp_server_arriving_applies_total", "ended=\"applied\"") == 2, "version \(version)")
+        }
+        #expect(states[0] == states[1])
+        #expect(kept[0] == kept[1] && kept[0].allSatisfy { !$0.isEmpty })
+    }
+
+    @Test("a node syncing with a server that speaks only versions 1 and 2 connects again with version 1 and syncs")
+    func fallsBack() async throws {
+        let a = TempHome()
+        try simulate(a, days: 2)
+        try await withServer(TempDir(), versions: 1...2) { server in
+            let e = try await server.enroll("a")
+            let node = try a.open()
+            let r = try await SyncClient(node: node, outbox: a.root + "/outbox").sync(e)
+            #expect(r.sent == 1)
+            for (x, y) in try digests(node, server.store) { #expect(x == y) }
+            // The hello a node of version 3 sends is refused by that server, as an earlier build refuses it.
+            let reply = try await server.raw(try wire(version: SyncHello.streamVersion, []))
+            #expect(String(decoding: reply, as: UTF8.self).contains("protocol_version"))
+        }
+    }
+
+    @Test("a stream whose end declares another sequence, part count, size or item count is refused as malformed_frame; another manifest hash as bundle_invalid; nothing is stored")
+    func endMustMatch() async throws {
+        let f = try await ArrivingApplyTests.Fixture.make()
+        let bundle = f.bundle
+        var declared = try JSONParser.parse(Array(bundle.streamEnd.payload.readableBytesView)).object!
+        func plusOne(_ member: String) -> JSONValue {
+            guard case .number(let n)? = declared[member] else { return .null }
+            return .number(n + 1)
+        }
+        let changes: [(String, JSONValue, String)] = [
+            ("sequence", .int(2), "malformed_frame"),
+            ("parts", .int(bundle.parts.count + 1), "malformed_frame"),
+            ("uncompressed_size", plusOne("uncompressed_size"), "malformed_frame"),
+            ("item_count", plusOne("item_count"), "malformed_frame"),
+            ("manifest_hash", .string(String(repeating: "ab", count: 32)), "bundle_invalid"),
+        ]
+        for (member, value, code) in changes {
+            let original = declared[member]
+            declared[member] = value
+            let end = try SyncFrame.json(.bundleStreamEnd, .object(declared))
+            declared[member] = original
+            let metrics = ServerMetrics()
+            try await withServer(TempDir(), metrics: metrics) { server in
+                let e = try await server.enroll("a")
+                let frames = [try authFrame(e), bundle.streamBegin] + bundle.parts + [end]
+                let reply = String(decoding: try await server.raw(try wire(version: SyncHello.streamVersion, frames), until: code), as: UTF8.self)
+                #expect(reply.contains(code), "\(member): \(reply.suffix(200))")
+                if member == "manifest_hash" { #expect(reply.contains("manifest_hash"), "\(reply.suffix(200))") }
+                #expect(try await quarantineEmpties(server.store), "\(member)")
+                #expect(try server.store.chains().isEmpty, "\(member)")
+                // The node's own sync completes after it.
+                let r = try await SyncClient(node: f.node, outbox: f.home.root + "/outbox").sync(e)
+                #expect(r.sent == 1)
+                for (x, y) in try digests(f.node, server.store) { #expect(x == y) }
+            }
+        }
+    }
+
+    @Test("a stream that ends without BUNDLE_STREAM_END stores nothing and binds no chain; the next sync completes")
+    func abandoned() async throws {
+        let f = try await ArrivingApplyTests.Fixture.make()
+        let bundle = f.bundle
+        let metrics = ServerMetrics()
+        try await withServer(TempDir(), metrics: metrics) { server in
+            let e = try await server.enroll("a"), b = try await server.enroll("b")
+            // Every part, then a PING: once its PONG came, the server has taken them; then the connection closes.
+            _ = try await ArrivingApplyTests.exchange(server, version: SyncHello.streamVersion,
+                                                      first: [try authFrame(e), bundle.streamBegin] + bundle.parts + [SyncFrame(kind: .ping, payload: ByteBuffer())],
+                                                      untilPong: true, second: nil)
+            #expect(try await quarantineEmpties(server.store))
+            let deadline = ContinuousClock.now + .seconds(30)
+            while metricCount(metrics, "hp_server_arriving_applies_total", "ended=\"abandoned\"") == 0 && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(metricCount(metrics, "hp_server_arriving_applies_total", "ended=\"abandoned\"") == 1)
+            #expect(try server.store.chains().isEmpty)
+            let registry = try server.store.registry()
+            let other = try registry.authenticate(name: b.name, credential: b.credential)
+            #expect(try registry.claim(other, chain: f.node.deviceChainHash, now: 0))
+            try registry.release(other, chain: f.node.deviceChainHash)
+            let r = try await SyncClient(node: f.node, outbox: f.home.root + "/outbox").sync(e)
+            #expect(r.sent == 1)
+            for (x, y) in try digests(f.node, server.store) { #expect(x == y) }
+        }
+    }
+
+    @Test("a stream whose parts stop coming for longer than the part wait is applied from its file once BUNDLE_STREAM_END declares it: acknowledged, digests equal")
+    func stalledThenWhole() async throws {
+        let f = try await ArrivingApplyTests.Fixture.make()
+        let (bundle, metrics) = (f.bundle, ServerMetrics())
+        try await withServer(TempDir(), metrics: metrics, arrivingPartWait: .milliseconds(300)) { server in
+            let e = try await server.enroll("a")
+            let reply = try await ArrivingApplyTests.exchange(server, version: SyncHello.streamVersion,
+                                                              first: [try authFrame(e), bundle.streamBegin] + bundle.parts.prefix(2), untilPong: false,
+                                                              then: { try await Task.sleep(for: .seconds(1)) },
+                                                              second: Array(bundle.parts.dropFirst(2)) + [bundle.streamEnd], until: "\"status\"")
+            #expect(reply.contains("\"status\":\"applied\""))
+            #expect(metricCount(metrics, "hp_server_arriving_applies_total", "ended=\"stalled\"") == 1)
+            let pairs = try digests(f.node, server.store)
+            #expect(pairs.count == 1)
+            for (x, y) in pairs { #expect(x == y) }
+            #expect(try await quarantineEmpties(server.store))
+        }
+    }
+
+    @Test("a stream sent again at a sequence the chain holds is acknowledged as already_applied, from its file, and changes nothing")
+    func sentAgain() async throws {
+        let f = try await ArrivingApplyTests.Fixture.make()
+        let bundle = f.bundle
+        let metrics = ServerMetrics()
+        try await withServer(TempDir(), metrics: metrics) { server in
+            let e = try await server.enroll("a")
+            let frames = [try authFrame(e), bundle.streamBegin] + bundle.parts + [bundle.streamEnd]
+            let first = String(decoding: try await server.raw(try wire(version: SyncHello.streamVersion, frames), until: "\"status\""), as: UTF8.self)
+            #expect(first.contains("\"status\":\"applied\""))
+            let before = try digests(f.node, server.store)
+            let again = String(decoding: try await server.raw(try wire(version: SyncHello.streamVersion, frames), until: "\"status\""), as: UTF8.self)
+            #expect(again.contains("\"status\":\"already_applied\""))
+            #expect(metricCount(metrics, "hp_server_arriving_applies_total", "ended=\"applied\"") == 1, "the second is not applied while it arrives")
+            let after = try digests(f.node, server.store)
+            #expect(before.map(\.1) == after.map(\.1))
+            #expect(try await quarantineEmpties(server.store))
+        }
+    }
+}
