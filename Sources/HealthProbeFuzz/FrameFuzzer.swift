@@ -45,8 +45,8 @@ enum FrameFuzzer {
                 machine.bundleOpened(file)
             case .writePart(let file, let part):
                 do {
-                    let (newlines, last, _) = try file.write(part)
-                    machine.partWritten(newlines: newlines, lastByte: last)
+                    let written = try file.write(part)
+                    if machine.partWritten(newlines: written.newlines, lastByte: written.lastByte, tail: written.tail) != nil { return nil }
                 } catch {
                     guard error is SyncProtocolError else { return "a part failed with a non-protocol error: \(error)" }
                     return nil

@@ -129,6 +129,7 @@ public struct SyncClient {
         defer { try? FileManager.default.removeItem(atPath: file) }
         let (link, node, partSize) = (previous, self.node, self.partSize)
         let building = ContinuousClock.now
+        var sending = building
         var reader = PartReader(path: file)
         defer { reader.close() }
         let written: OutboxBundle.Written
@@ -137,11 +138,7 @@ public struct SyncClient {
             // Built straight into deflated parts on the archive's reader (a second thread deflates);
             // each part is sent here as soon as it is in the file.
             let (recorded, parts) = AsyncStream.makeStream(of: OutboxBundle.Part.self)
-            async let built = node.archive.readSnapshot { db in
-                defer { parts.finish() }
-                return try OutboxBundle.write(db, observationID: obs, previousManifestHash: link, to: file, partSize: partSize,
-                                              onPart: { part in if case .terminated = parts.yield(part) { return false } else { return true } })
-            }
+            async let built = Self.build(node, observation: obs, previous: link, file: file, partSize: partSize, parts: parts)
             do {
                 var index = 0
                 for await part in recorded {
@@ -163,7 +160,8 @@ public struct SyncClient {
             written = try await node.archive.readSnapshot { db in
                 try OutboxBundle.write(db, observationID: obs, previousManifestHash: link, to: file, partSize: partSize)
             }
-            report.buildSeconds += (ContinuousClock.now - building).seconds
+            sending = ContinuousClock.now
+            report.buildSeconds += (sending - building).seconds
             try await session.send(.json(.bundleBegin, .object([
                 "sequence": .int(seq), "manifest_hash": .string(written.manifestHash), "parts": .int(written.parts.count),
                 "item_count": .int(written.trailer.itemCount), "uncompressed_size": .int(written.size)])))
@@ -173,7 +171,7 @@ public struct SyncClient {
         }
         let (hash, items) = (written.manifestHash, written.trailer.itemCount)
         let ended = ContinuousClock.now
-        report.sendSeconds += (ended - building).seconds
+        report.sendSeconds += (ended - sending).seconds
         if session.version >= SyncHello.streamVersion {
             try await session.send(.json(.bundleStreamEnd, .object([
                 "sequence": .int(seq), "manifest_hash": .string(hash), "parts": .int(written.parts.count),
@@ -194,6 +192,18 @@ public struct SyncClient {
         onProgress(seq, total)
         logger.info("bundle acknowledged", metadata: ["sync.sequence": "\(seq)"])
         return hash
+    }
+
+    /// Builds the bundle of `observation` into `file`, telling `parts` of each part once it is
+    /// written; `parts` is finished however the build ends (before it starts included), so
+    /// that the sender reading it never waits for parts that will not come.
+    static func build(_ node: NodeArchive, observation: Int64, previous: String?, file: String, partSize: Int,
+                      parts: AsyncStream<OutboxBundle.Part>.Continuation) async throws -> OutboxBundle.Written {
+        defer { parts.finish() }
+        return try await node.archive.readSnapshot { db in
+            try OutboxBundle.write(db, observationID: observation, previousManifestHash: previous, to: file, partSize: partSize,
+                                   onPart: { part in if case .terminated = parts.yield(part) { return false } else { return true } })
+        }
     }
 
     /// Reads stored part `index` back from the outbox file, checks it against the SHA-256

@@ -44,11 +44,20 @@ public final class QuarantineFile: Sendable {
 
     deinit { state.withLock { s in if s.open { try? s.handle.close() } } }
 
+    /// What a part held: its LF bytes, its last byte, the bytes after its last LF (all of
+    /// them when it holds none), and with `pieces` its inflated bytes copied in pieces.
+    public struct Written: Sendable {
+        public var newlines: Int
+        public var lastByte: UInt8?
+        public var tail: Int
+        public var pieces: [[UInt8]]
+    }
+
     /// Inflates `part` (exactly its declared size, or an error) and appends its
-    /// member; returns how many LF bytes it held and its last byte, and with `pieces`
-    /// its inflated bytes copied in pieces of at most that many bytes (cut anywhere).
-    public func write(_ part: BundlePart, pieces: Int? = nil) throws -> (newlines: Int, lastByte: UInt8?, pieces: [[UInt8]]) {
-        try state.withLock { s throws -> (newlines: Int, lastByte: UInt8?, pieces: [[UInt8]]) in
+    /// member; returns what it held (`Written`), with `pieces` its inflated bytes copied
+    /// in pieces of at most that many bytes (cut anywhere).
+    public func write(_ part: BundlePart, pieces: Int? = nil) throws -> Written {
+        try state.withLock { s throws -> Written in
             try part.compressed.withUnsafeReadableBytes {
                 try BundlePartCodec.inflate($0, declaredSize: part.declaredSize, into: &s.inflated)
             }
@@ -63,9 +72,10 @@ public final class QuarantineFile: Sendable {
             do { try s.handle.write(contentsOf: s.member) } catch {
                 throw SyncProtocolError(.storage, "the server cannot write its quarantine file (disk full?)")
             }
-            guard let size = pieces.map({ max($0, 1) }) else { return (newlines, s.inflated.last, []) }
+            let tail = s.inflated.lastIndex(of: 0x0A).map { s.inflated.count - 1 - $0 } ?? s.inflated.count
+            guard let size = pieces.map({ max($0, 1) }) else { return Written(newlines: newlines, lastByte: s.inflated.last, tail: tail, pieces: []) }
             let copies = stride(from: 0, to: s.inflated.count, by: size).map { Array(s.inflated[$0..<min($0 + size, s.inflated.count)]) }
-            return (newlines, s.inflated.last, copies)
+            return Written(newlines: newlines, lastByte: s.inflated.last, tail: tail, pieces: copies)
         }
     }
 

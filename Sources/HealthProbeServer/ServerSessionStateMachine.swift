@@ -48,6 +48,8 @@ public struct ServerSessionStateMachine: Sendable {
         /// LF bytes written so far, and whether the last byte written was one.
         public fileprivate(set) var newlines = 0
         public fileprivate(set) var endsWithNewline = true
+        /// Bytes of the line still open (after the last LF written).
+        public fileprivate(set) var openLine = 0
 
         init(opening: Opening, file: QuarantineFile) {
             self.opening = opening
@@ -272,12 +274,24 @@ public struct ServerSessionStateMachine: Sendable {
         if case .opening(let session, let opening) = state { state = .receiving(session, Transfer(opening: opening, file: file)) }
     }
 
-    /// The last part was inflated and written: `newlines` LF bytes, ending with `lastByte`.
-    public mutating func partWritten(newlines: Int, lastByte: UInt8?) {
-        guard case .receiving(let session, var t) = state else { return }
+    /// The last part was inflated and written: `newlines` LF bytes, ending with `lastByte`,
+    /// `tail` bytes after its last LF (all of them when it held none). A line that runs past
+    /// a part's limit closes the session (section 3: parts are cut at line boundaries, and no
+    /// line is longer than a part); the error is returned for the caller to send.
+    @discardableResult
+    public mutating func partWritten(newlines: Int, lastByte: UInt8?, tail: Int = 0) -> SyncProtocolError? {
+        guard case .receiving(let session, var t) = state else { return nil }
         t.newlines += newlines
         if let lastByte { t.endsWithNewline = lastByte == 0x0A }
+        t.openLine = newlines > 0 ? tail : t.openLine + tail
+        guard t.openLine < BundlePartCodec.maxPartSize else {
+            let error = SyncProtocolError(.malformedFrame, "a line of the bundle runs past \(BundlePartCodec.maxPartSize) bytes by part \(t.nextPart - 1): a bundle is cut into parts at line boundaries, and no line (with its newline) is longer than a part")
+            state = .receiving(session, t)
+            _ = close(error)
+            return error
+        }
         state = .receiving(session, t)
+        return nil
     }
 
     /// The reply to `BUNDLE_END` (ack or error) was sent; the next bundle may begin.

@@ -241,8 +241,9 @@ public struct SyncServer: Sendable {
                             // The first part of a large bundle may start its apply (with its header).
                             let handOver = arriving.map { !$0.lines.stopped } ?? (part.index == 0 && appliesWhileArriving(machine))
                             // Inflating and writing a part is CPU and file work: off the cooperative threads.
-                            let (newlines, last, pieces) = try await offload { try file.write(part, pieces: handOver ? arrivingPiece : nil) }
-                            machine.partWritten(newlines: newlines, lastByte: last)
+                            let written = try await offload { try file.write(part, pieces: handOver ? arrivingPiece : nil) }
+                            if let tooLong = machine.partWritten(newlines: written.newlines, lastByte: written.lastByte, tail: written.tail) { throw tooLong }
+                            let pieces = written.pieces
                             metrics.received(bytes: part.compressed.readableBytes + 8)
                             if arriving == nil, handOver, case .receiving(let session, let transfer) = machine.state {
                                 arriving = await startArriving(transfer, session: session, in: &applies)
@@ -521,7 +522,7 @@ public struct SyncServer: Sendable {
             // A stream applied without its hash, found its sequence taken since (by another connection):
             // the hash its end declared tells a bundle sent again from a divergent one, from the file.
             let taken = transfer.streamed && Self.isDivergence(arrived?.result)
-            if let arrived { metrics.arrivingApply(ended: arrived.apply.lines.stalled || taken ? "stalled" : (try? arrived.result.get()) == nil ? "refused" : "applied") }
+            if let arrived { metrics.arrivingApply(ended: arrived.apply.lines.stalled ? "stalled" : taken ? "taken" : (try? arrived.result.get()) == nil ? "refused" : "applied") }
             if let arrived, !arrived.apply.lines.stalled, !taken {
                 outcome = try arrived.result.get()
                 metrics.bundle(outcome: outcome, seconds: arrived.seconds)

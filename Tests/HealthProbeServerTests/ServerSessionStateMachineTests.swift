@@ -143,6 +143,31 @@ struct ServerSessionStateMachineTests {
         }
     }
 
+    @Test("a line that runs past a part's limit closes the session as soon as a part shows it, in one part or across several; parts out of order in a stream too")
+    func lineLongerThanAPart() throws {
+        let dir = try TempDir()
+        let limit = BundlePartCodec.maxPartSize
+        var m = try streamed(dir)
+        // A part without a newline, then another: the open line grows across them.
+        guard case .writePart = m.received(part(2)) else { Issue.record("expected writePart"); return }
+        #expect(m.partWritten(newlines: 0, lastByte: 0x41, tail: limit / 2) == nil)
+        guard case .writePart = m.received(part(3)) else { Issue.record("expected writePart"); return }
+        let error = m.partWritten(newlines: 0, lastByte: 0x41, tail: limit / 2)
+        #expect(error?.code == .malformedFrame && error?.message.contains("line") == true)
+        #expect(isClosed(m) && m.closed() != nil, "the file is handed back to be removed")
+        // A newline resets it: the bytes after the last one count.
+        m = try streamed(dir)
+        guard case .writePart = m.received(part(2)) else { Issue.record("expected writePart"); return }
+        #expect(m.partWritten(newlines: 0, lastByte: 0x41, tail: limit - 1) == nil)
+        guard case .writePart = m.received(part(3)) else { Issue.record("expected writePart"); return }
+        #expect(m.partWritten(newlines: 1, lastByte: 0x41, tail: 10) == nil)
+        guard case .writePart = m.received(part(4)) else { Issue.record("expected writePart"); return }
+        #expect(m.partWritten(newlines: 0, lastByte: 0x41, tail: limit - 10)?.code == .malformedFrame)
+        // Parts of a stream come in order.
+        m = try streamed(dir)
+        #expect(failCode(m.received(part(5))) == .malformedFrame)
+    }
+
     @Test("streams need version 3; BUNDLE_END never closes a stream nor BUNDLE_STREAM_END a declared bundle; no stream opens inside a bundle")
     func streamOutOfState() throws {
         let dir = try TempDir()
