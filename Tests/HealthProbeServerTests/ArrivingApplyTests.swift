@@ -92,22 +92,22 @@ struct ArrivingApplyTests {
         }
     }
 
-    @Test("a bundle of many parts is applied while it arrives: digests equal at every observation, and the replica and the kept bundles equal those of a server that applied each bundle once it was whole")
+    @Test("a bundle of many parts is applied while it arrives, declared first or streamed (version 3): digests equal at every observation, and the replica and the kept bundles equal those of a server that applied each bundle once it was whole")
     func sameAsWhole() async throws {
         let a = TempHome()
         try simulate(a, days: 3)
         try simulate(a, days: 2)
         var kept: [[[UInt8]]] = []
         var states: [[ChainStateDigest.Result]] = []
-        for arrivingParts in [2, 100_000] {
+        // (arrivingParts, the node's protocol version): a stream is applied while it arrives whatever arrivingParts says.
+        for (arrivingParts, version) in [(2, SyncHello.currentVersion), (100_000, SyncHello.currentVersion), (100_000, SyncHello.streamVersion)] {
             let data = TempDir(), metrics = ServerMetrics()
             // Pieces of 1,000 bytes: lines cut across pieces as well as parts.
             try await withServer(data, metrics: metrics, arrivingParts: arrivingParts, arrivingPiece: 1000) { server in
                 let e = try await server.enroll("a")
                 let node = try a.open()
-                var client = SyncClient(node: node, outbox: a.root + "/outbox-\(arrivingParts)")
-                // Declared before the parts (a stream is always applied while it arrives).
-                client.version = SyncHello.currentVersion
+                var client = SyncClient(node: node, outbox: a.root + "/outbox-\(arrivingParts)-\(version)")
+                client.version = version
                 client.partSize = 16 << 10
                 let r = try await client.sync(e)
                 #expect(r.sent == 2)
@@ -119,16 +119,21 @@ struct ArrivingApplyTests {
                     try Array(Data(contentsOf: URL(fileURLWithPath: try #require(server.store.storedBundlePath(node.deviceChainHash, sequence: seq)))))
                 })
                 #expect(try await quarantineEmpties(server.store))
+                // The node syncs on: nothing left to send.
+                let again = try await client.sync(e)
+                #expect(again.sent == 0 && again.serverHadSequence == 2)
             }
             let arrived = metricCount(metrics, "hp_server_arriving_applies_total", "ended=\"applied\"")
-            #expect(arrived == (arrivingParts == 2 ? 2 : 0), "bundles applied while they arrived, with arrivingParts \(arrivingParts)")
+            let expected = arrivingParts == 2 || version == SyncHello.streamVersion ? 2 : 0
+            #expect(arrived == expected, "bundles applied while they arrived, with arrivingParts \(arrivingParts), version \(version)")
         }
-        #expect(states[0] == states[1])
-        #expect(kept[0] == kept[1] && kept[0].allSatisfy { !$0.isEmpty })
+        #expect(states.count == 3 && states.allSatisfy { $0 == states[0] })
+        #expect(kept.count == 3 && kept.allSatisfy { $0 == kept[0] } && kept[0].allSatisfy { !$0.isEmpty })
     }
 
-    @Test("a connection that ends after every part but before BUNDLE_END, while the bundle is applied as it arrives, stores nothing and binds no chain; the next sync completes")
-    func abandoned() async throws {
+    @Test("a connection that ends after every part but before BUNDLE_END (or a stream's BUNDLE_STREAM_END), while the bundle is applied as it arrives, stores nothing and binds no chain; the next sync completes",
+          arguments: [false, true])
+    func abandoned(streamed: Bool) async throws {
         let f = try await Fixture.make()
         let (a, node, bundle, metrics) = (f.home, f.node, f.bundle, ServerMetrics())
         #expect(bundle.parts.count > 4)
@@ -136,7 +141,8 @@ struct ArrivingApplyTests {
             let e = try await server.enroll("a"), b = try await server.enroll("b")
             // Every part but no BUNDLE_END, then a PING: once its PONG came, the server has taken the parts; then the
             // connection closes. The apply has every line, trailer included: the missing end alone must keep it from committing.
-            _ = try await Self.exchange(server, first: [try authFrame(e), bundle.begin] + bundle.parts + [SyncFrame(kind: .ping, payload: ByteBuffer())],
+            _ = try await Self.exchange(server, version: streamed ? SyncHello.streamVersion : SyncHello.currentVersion,
+                                        first: [try authFrame(e), streamed ? bundle.streamBegin : bundle.begin] + bundle.parts + [SyncFrame(kind: .ping, payload: ByteBuffer())],
                                         untilPong: true, second: nil)
             #expect(try await quarantineEmpties(server.store))
             // The apply ended with the connection: counted once it has.

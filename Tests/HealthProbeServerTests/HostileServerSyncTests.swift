@@ -162,6 +162,28 @@ struct HostileServerSyncTests {
         }
     }
 
+    @Test("a server that refuses a streamed bundle at its first frame: the node reports the server's error, records nothing and leaves no outbox file; an honest server then gets the bundle")
+    func streamRefusedAtOnce() async throws {
+        let home = TempHome()
+        try simulate(home, days: 1)
+        let node = try home.open()
+        let outbox = home.root + "/outbox"
+        try await HostileServer.with { server in
+            server.answer(HostileServer.replacing(.bundleStreamBegin) { _, _ in [.error(SyncProtocolError(.storage, "the disk is full"), sequence: 1)] })
+            var client = SyncClient(node: node, outbox: outbox)
+            client.partSize = 4096
+            await #expect { _ = try await client.sync(server.enrollment()) } throws: { error in
+                (error as? SyncProtocolError)?.code == .storage && "\(error)".contains("the disk is full")
+            }
+            #expect(try FileManager.default.contentsOfDirectory(atPath: outbox).isEmpty)
+            let logged = try await node.archive.writer.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM bundle_log") }
+            #expect(logged == 0)
+            server.answer(HostileServer.honest)
+            let r = try await client.sync(server.enrollment())
+            #expect(r.sent == 1)
+        }
+    }
+
     @Test("a server that stops answering (after the hello, after a status request, before an acknowledgement) fails the sync with timeout; nothing is recorded")
     func silentServer() async throws {
         let home = TempHome()

@@ -10,42 +10,7 @@ import HealthProbeTestSupport
 
 @Suite("Streamed bundles (protocol version 3)")
 struct StreamedSyncTests {
-    @Test("a node streams each bundle while it builds it: applied while it arrives, digests equal at every observation, and the replica and kept bundles equal those of bundles declared before their parts (version 1)")
-    func sameAsDeclared() async throws {
-        let a = TempHome()
-        try simulate(a, days: 3)
-        try simulate(a, days: 2)
-        var kept: [[[UInt8]]] = []
-        var states: [[ChainStateDigest.Result]] = []
-        for version in [SyncHello.streamVersion, SyncHello.currentVersion] {
-            let metrics = ServerMetrics()
-            // Declared bundles of many parts are applied while they arrive too; one of a single part only once whole.
-            try await withServer(TempDir(), metrics: metrics, arrivingPiece: 1000) { server in
-                let e = try await server.enroll("a")
-                let node = try a.open()
-                var client = SyncClient(node: node, outbox: a.root + "/outbox-\(version)")
-                client.version = version
-                client.partSize = 16 << 10
-                let r = try await client.sync(e)
-                #expect(r.sent == 2 && r.lastSequence == 2)
-                #expect(r.uncompressedBytes > 4 * (16 << 10), "many parts")
-                let pairs = try digests(node, server.store)
-                #expect(pairs.count == 2)
-                for (x, y) in pairs { #expect(x == y) }
-                states.append(pairs.map(\.1))
-                kept.append(try (1...2).map { seq in
-                    try Array(Data(contentsOf: URL(fileURLWithPath: try #require(server.store.storedBundlePath(node.deviceChainHash, sequence: seq)))))
-                })
-                #expect(try await quarantineEmpties(server.store))
-                // The node syncs on: nothing to send, then a later observation.
-                let again = try await client.sync(e)
-                #expect(again.sent == 0 && again.serverHadSequence == 2)
-            }
-            #expect(metricCount(metrics, "hp_server_arriving_applies_total", "ended=\"applied\"") == 2, "version \(version)")
-        }
-        #expect(states[0] == states[1])
-        #expect(kept[0] == kept[1] && kept[0].allSatisfy { !$0.isEmpty })
-    }
+    // A streamed first sync against a declared one: ArrivingApplyTests.sameAsWhole.
 
     @Test("a node syncing with a server that speaks only versions 1 and 2 connects again with version 1 and syncs")
     func fallsBack() async throws {
@@ -102,34 +67,6 @@ struct StreamedSyncTests {
                 #expect(r.sent == 1)
                 for (x, y) in try digests(f.node, server.store) { #expect(x == y) }
             }
-        }
-    }
-
-    @Test("a stream that ends without BUNDLE_STREAM_END stores nothing and binds no chain; the next sync completes")
-    func abandoned() async throws {
-        let f = try await ArrivingApplyTests.Fixture.make()
-        let bundle = f.bundle
-        let metrics = ServerMetrics()
-        try await withServer(TempDir(), metrics: metrics) { server in
-            let e = try await server.enroll("a"), b = try await server.enroll("b")
-            // Every part, then a PING: once its PONG came, the server has taken them; then the connection closes.
-            _ = try await ArrivingApplyTests.exchange(server, version: SyncHello.streamVersion,
-                                                      first: [try authFrame(e), bundle.streamBegin] + bundle.parts + [SyncFrame(kind: .ping, payload: ByteBuffer())],
-                                                      untilPong: true, second: nil)
-            #expect(try await quarantineEmpties(server.store))
-            let deadline = ContinuousClock.now + .seconds(30)
-            while metricCount(metrics, "hp_server_arriving_applies_total", "ended=\"abandoned\"") == 0 && ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            #expect(metricCount(metrics, "hp_server_arriving_applies_total", "ended=\"abandoned\"") == 1)
-            #expect(try server.store.chains().isEmpty)
-            let registry = try server.store.registry()
-            let other = try registry.authenticate(name: b.name, credential: b.credential)
-            #expect(try registry.claim(other, chain: f.node.deviceChainHash, now: 0))
-            try registry.release(other, chain: f.node.deviceChainHash)
-            let r = try await SyncClient(node: f.node, outbox: f.home.root + "/outbox").sync(e)
-            #expect(r.sent == 1)
-            for (x, y) in try digests(f.node, server.store) { #expect(x == y) }
         }
     }
 
