@@ -57,6 +57,15 @@ def main():
                     {"type": 0x25, "payload_hex": stream_end.hex()}]},
     ]
 
+    # Version 3 (section 8.4): a restore whose chain state follows the parts.
+    restore_stream = canon({"item_count": 0, "manifest_hash": "aa" * 32, "parts": 1, "sequence": 1, "uncompressed_size": len(lines)})
+    restore_state = canon({"chain_state_digest": "d0" * 32, "sequence": 1, "visible_count": 0})
+    frames += [
+        {"name": "restore stream, part and state", "hex": (frame(0x54, restore_stream) + frame(0x52, part) + frame(0x53, restore_state)).hex(),
+         "frames": [{"type": 0x54, "payload_hex": restore_stream.hex()}, {"type": 0x52, "payload_hex": part.hex()},
+                    {"type": 0x53, "payload_hex": restore_state.hex()}]},
+    ]
+
     def token(fields):
         return "hpenroll1." + base64.urlsafe_b64encode(canon(fields)).rstrip(b"=").decode()
 

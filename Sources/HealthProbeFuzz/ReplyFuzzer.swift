@@ -29,7 +29,11 @@ enum ReplyFuzzer {
         case .authOK, .pong, .bundleAck, .restorePart:
             return nil
         case .restoreBundle(let b):
-            return b.sequence >= 1 && b.parts >= 1 && b.uncompressedSize >= 1 ? nil : "RESTORE_BUNDLE accepted with sequence \(b.sequence), parts \(b.parts)" 
+            return b.sequence >= 1 && b.parts >= 1 && b.uncompressedSize >= 1 ? nil : "RESTORE_BUNDLE accepted with sequence \(b.sequence), parts \(b.parts)"
+        case .restoreStream(let b):
+            return b.sequence >= 1 && b.parts >= 1 && b.uncompressedSize >= 1 ? nil : "RESTORE_STREAM accepted with sequence \(b.sequence), parts \(b.parts)"
+        case .restoreState(let s):
+            return s.sequence >= 1 && s.visibleCount >= 0 && s.chainStateDigest.utf8.count == 64 ? nil : "RESTORE_STATE accepted with sequence \(s.sequence)"
         case .chainStatus(let s):
             return s.lastSequence >= 0 && (s.lastSequence == 0) == (s.lastManifestHash == nil) ? nil : "CHAIN_STATUS accepted with last_sequence \(s.lastSequence)"
         case .error(let e):

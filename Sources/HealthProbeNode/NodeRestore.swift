@@ -38,6 +38,32 @@ public struct NodeRestore {
     /// Called after each applied bundle: (sequence, last sequence).
     public var onProgress: (Int, Int) -> Void = { _, _ in }
     public var replyTimeout: TimeAmount = SyncSession.replyTimeout
+    /// The hello version: 3 has the server send each bundle's chain state after its parts
+    /// (computed while they are sent); a server that predates it is asked again with 2.
+    public var version: UInt16 = SyncHello.streamVersion
+
+    /// A bundle the server announced: by `RESTORE_BUNDLE` (version 2, with the chain state
+    /// after it) or `RESTORE_STREAM` (version 3: the state follows the parts, `RESTORE_STATE`).
+    struct Announced: Sendable {
+        var sequence: Int
+        var manifestHash: String
+        var parts: Int
+        var itemCount: Int
+        var uncompressedSize: Int
+        var state: ChainStateDigest.Result?
+        /// The frame that announced it, for messages.
+        var name: String
+    }
+
+    /// The chain state the server said follows a bundle, once it said so.
+    final class ExpectedState: Sendable {
+        private let state = Mutex<ChainStateDigest.Result?>(nil)
+        func set(_ s: ChainStateDigest.Result) { state.withLock { $0 = s } }
+        func get() throws -> ChainStateDigest.Result {
+            guard let s = state.withLock({ $0 }) else { throw SyncProtocolError(.malformedFrame, "the server sent no chain state for the bundle") }
+            return s
+        }
+    }
 
     public init(node: NodeArchive, logger: Logger = Archive.silentLogger) {
         self.node = node
@@ -56,8 +82,20 @@ public struct NodeRestore {
             throw ArchiveError(.invalidState, "this archive holds \(progress.ownObservations) observation(s) of its own; restore fills only an empty archive or continues one it made (after `hp-node reset --keep-chain`)")
         }
         let started = ContinuousClock.now
+        do {
+            return try await restore(enrollment, host: h, port: p, version: version, progress: progress, started: started)
+        } catch let e as SyncProtocolError where e.code == .protocolVersion && version > SyncHello.restoreVersion {
+            // A server that predates version 3 sends each bundle's chain state before its parts.
+            logger.info("the server does not speak protocol version \(version); restoring with version \(SyncHello.restoreVersion)")
+            return try await restore(enrollment, host: h, port: p, version: SyncHello.restoreVersion, progress: progress, started: started)
+        }
+    }
+
+    private func restore(_ enrollment: NodeEnrollment, host h: String, port p: Int, version: UInt16,
+                         progress: (lastSequence: Int, ownObservations: Int), started: ContinuousClock.Instant) async throws -> Report {
+        let archive = node.archive
         return try await SyncSession.with(host: h, port: p, fingerprint: enrollment.fingerprint, replyTimeout: replyTimeout,
-                                          version: SyncHello.restoreVersion) { session in
+                                          version: version) { session in
             try await session.authenticate(name: enrollment.name, credential: enrollment.credential, clientTime: node.clock.now())
             let status = try await session.chainStatus(node.deviceChainHash)
             guard progress.lastSequence <= status.lastSequence else {
@@ -84,7 +122,7 @@ public struct NodeRestore {
                 }
                 while sequence < status.lastSequence {
                     sequence += 1
-                    let bundle: RestoreBundle
+                    let bundle: Announced
                     do { bundle = try await requestBundle(&session, sequence: sequence) } catch {
                         // A refusal of the bundle before wins: it came first. Committed, it is counted.
                         try await settle()
@@ -104,13 +142,24 @@ public struct NodeRestore {
         }
     }
 
-    /// Asks for the bundle at `sequence`: its `RESTORE_BUNDLE`, checked to be that bundle.
-    func requestBundle(_ session: inout SyncSession, sequence: Int) async throws -> RestoreBundle {
+    /// Asks for the bundle at `sequence`: its `RESTORE_BUNDLE` (version 2) or `RESTORE_STREAM`
+    /// (version 3), checked to be that bundle.
+    func requestBundle(_ session: inout SyncSession, sequence: Int) async throws -> Announced {
         let request = try SyncFrame.json(.restoreRequest, .object(["device_chain_hash": .string(node.deviceChainHash), "sequence": .int(sequence)]))
         let reply = try await session.request(request)
-        guard case .restoreBundle(let bundle) = reply else { throw SyncSession.unexpected(reply, expected: .restoreBundle) }
+        let bundle: Announced
+        switch reply {
+        case .restoreBundle(let b) where session.version < SyncHello.streamVersion:
+            bundle = Announced(sequence: b.sequence, manifestHash: b.manifestHash, parts: b.parts, itemCount: b.itemCount, uncompressedSize: b.uncompressedSize,
+                               state: ChainStateDigest.Result(digest: b.chainStateDigest, visibleCount: b.visibleCount), name: "RESTORE_BUNDLE")
+        case .restoreStream(let b) where session.version >= SyncHello.streamVersion:
+            bundle = Announced(sequence: b.sequence, manifestHash: b.manifestHash, parts: b.parts, itemCount: b.itemCount, uncompressedSize: b.uncompressedSize,
+                               state: nil, name: "RESTORE_STREAM")
+        default:
+            throw SyncSession.unexpected(reply, expected: session.version >= SyncHello.streamVersion ? .restoreStream : .restoreBundle)
+        }
         guard bundle.sequence == sequence else {
-            throw SyncProtocolError(.malformedFrame, "RESTORE_BUNDLE.sequence: \(bundle.sequence) is not the sequence asked for (\(sequence))")
+            throw SyncProtocolError(.malformedFrame, "\(bundle.name).sequence: \(bundle.sequence) is not the sequence asked for (\(sequence))")
         }
         return bundle
     }
@@ -120,9 +169,10 @@ public struct NodeRestore {
     /// once every part arrived, with the chain state the server says follows it (the apply
     /// checks this archive's against it before it commits). A transfer that fails ends the
     /// apply first, and the applier's own refusal wins when it stopped the transfer.
-    func receiveAndApply(_ session: inout SyncSession, _ bundle: RestoreBundle, sequence: Int,
+    func receiveAndApply(_ session: inout SyncSession, _ bundle: Announced, sequence: Int,
                          applies: inout ThrowingTaskGroup<Void, any Error>, report: inout Report) async throws -> ChainStateDigest.Result {
-        let expected = ChainStateDigest.Result(digest: bundle.chainStateDigest, visibleCount: bundle.visibleCount)
+        let expected = ExpectedState()
+        if let state = bundle.state { expected.set(state) }
         let handoff = ArrivingLines(depth: 2)
         let target = ArchiveHandle(node.archive)
         let (chain, now, size, hash) = (node.deviceChainID, node.clock.now(), bundle.uncompressedSize, bundle.manifestHash)
@@ -130,12 +180,21 @@ public struct NodeRestore {
         applies.addTask {
             try await Self.onOwnThread {
                 defer { handoff.queue.cancel(); target.release() }
-                try target.archive?.applyRestored(lines: handoff.lines, manifestHash: hash, sequence: sequence, chain: chain, expected: expected,
+                try target.archive?.applyRestored(lines: handoff.lines, manifestHash: hash, sequence: sequence, chain: chain, expected: expected.get,
                                                   now: now, bundleBytes: size, transferChecked: handoff.checked)
             }
         }
         do {
             try await receive(&session, bundle, sequence: sequence, into: handoff, report: &report)
+            if bundle.state == nil {
+                // Version 3: the chain state after the bundle follows its parts; the lines end only once it came.
+                let message = try await session.next()
+                guard case .restoreState(let state) = message else { throw SyncSession.unexpected(message, expected: .restoreState) }
+                guard state.sequence == sequence else {
+                    throw SyncProtocolError(.malformedFrame, "RESTORE_STATE.sequence: \(state.sequence) is not the bundle just sent (\(sequence))")
+                }
+                expected.set(ChainStateDigest.Result(digest: state.chainStateDigest, visibleCount: state.visibleCount))
+            }
             handoff.finish(failure: nil)
         } catch {
             handoff.finish(failure: error)
@@ -144,11 +203,11 @@ public struct NodeRestore {
             } catch {}
             throw error
         }
-        return expected
+        return try expected.get()
     }
 
     /// Receives the `RESTORE_PART`s `bundle` declared, checks each, and hands their lines on.
-    func receive(_ session: inout SyncSession, _ bundle: RestoreBundle, sequence: Int, into handoff: ArrivingLines, report: inout Report) async throws {
+    func receive(_ session: inout SyncSession, _ bundle: Announced, sequence: Int, into handoff: ArrivingLines, report: inout Report) async throws {
         var (received, lines) = (0, 0)
         var inflated: [UInt8] = []
         for index in 0..<bundle.parts {
@@ -158,7 +217,7 @@ public struct NodeRestore {
                 throw SyncProtocolError(.malformedFrame, "RESTORE_PART \(part.index) arrived; expected part \(index) of \(bundle.parts)")
             }
             guard part.declaredSize <= bundle.uncompressedSize - received else {
-                throw SyncProtocolError(.inflateLimit, "the parts hold more than the \(bundle.uncompressedSize) bytes RESTORE_BUNDLE declared")
+                throw SyncProtocolError(.inflateLimit, "the parts hold more than the \(bundle.uncompressedSize) bytes \(bundle.name) declared")
             }
             try part.compressed.withUnsafeReadableBytes { try BundlePartCodec.inflate($0, declaredSize: part.declaredSize, into: &inflated) }
             guard inflated.last == 0x0A else {
@@ -168,7 +227,7 @@ public struct NodeRestore {
             received += inflated.count
             lines += ArrivingLines.lineCount(inflated)
             guard lines <= bundle.itemCount + 2 else {
-                throw SyncProtocolError(.malformedFrame, "RESTORE_BUNDLE declared \(bundle.itemCount) items; the bundle holds more")
+                throw SyncProtocolError(.malformedFrame, "\(bundle.name) declared \(bundle.itemCount) items; the bundle holds more")
             }
             if index == 0 {
                 // Only this node's own chain, at the sequence asked for (the applier checks the rest).
@@ -183,10 +242,10 @@ public struct NodeRestore {
             try await Self.offload { try handoff.put(whole) }
         }
         guard received == bundle.uncompressedSize else {
-            throw SyncProtocolError(.malformedFrame, "the restored bundle holds \(received) bytes; RESTORE_BUNDLE declared \(bundle.uncompressedSize)")
+            throw SyncProtocolError(.malformedFrame, "the restored bundle holds \(received) bytes; \(bundle.name) declared \(bundle.uncompressedSize)")
         }
         guard lines == bundle.itemCount + 2 else {
-            throw SyncProtocolError(.malformedFrame, "RESTORE_BUNDLE declared \(bundle.itemCount) items; the bundle holds \(max(lines - 2, 0)) whole lines after its header")
+            throw SyncProtocolError(.malformedFrame, "\(bundle.name) declared \(bundle.itemCount) items; the bundle holds \(max(lines - 2, 0)) whole lines after its header")
         }
     }
 

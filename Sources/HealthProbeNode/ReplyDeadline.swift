@@ -5,7 +5,9 @@ import HealthProbeProtocol
 /// that the server answers (the hello, `AUTH`, `ENROLL`, `CHAIN_STATUS_REQUEST`,
 /// `HOUSEHOLD_REQUEST`, `BUNDLE_END`, `BUNDLE_STREAM_END`, `PING`, `RESTORE_REQUEST`) until anything arrives, at most `limit`;
 /// then the connection fails with `timeout`. Sending a bundle's parts is not waiting:
-/// a large bundle takes as long as it takes to send.
+/// a large bundle takes as long as it takes to send. With `partsAwaitState` (version 3,
+/// whose restore sends the chain state after the parts), each `RESTORE_PART` read starts
+/// the wait again, so a server that stops after a part fails too.
 final class ReplyDeadline: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = SyncInbound
     typealias InboundOut = SyncInbound
@@ -13,27 +15,34 @@ final class ReplyDeadline: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundOut = SyncOutbound
 
     let limit: TimeAmount
+    let partsAwaitState: Bool
     private var timer: Scheduled<Void>?
 
-    init(limit: TimeAmount) { self.limit = limit }
+    init(limit: TimeAmount, partsAwaitState: Bool = false) {
+        self.limit = limit
+        self.partsAwaitState = partsAwaitState
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         timer?.cancel()
         timer = nil
+        if partsAwaitState, case .frame(let f) = unwrapInboundIn(data), f.kind == .restorePart { arm(context) }
         context.fireChannelRead(data)
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if timer == nil, Self.isAnswered(unwrapOutboundIn(data)) {
-            let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
-            let seconds = Double(limit.nanoseconds) / 1e9
-            timer = context.eventLoop.assumeIsolated().scheduleTask(in: limit) {
-                let context = loopBound.value
-                context.fireErrorCaught(SyncProtocolError(.timeout, "the server did not answer within \(Int(seconds)) s; it may be overloaded or not a HealthProbe server (sync again later)"))
-                context.close(promise: nil)
-            }
-        }
+        if timer == nil, Self.isAnswered(unwrapOutboundIn(data)) { arm(context) }
         context.write(data, promise: promise)
+    }
+
+    private func arm(_ context: ChannelHandlerContext) {
+        let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        let seconds = Double(limit.nanoseconds) / 1e9
+        timer = context.eventLoop.assumeIsolated().scheduleTask(in: limit) {
+            let context = loopBound.value
+            context.fireErrorCaught(SyncProtocolError(.timeout, "the server did not answer within \(Int(seconds)) s; it may be overloaded or not a HealthProbe server (sync again later)"))
+            context.close(promise: nil)
+        }
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {

@@ -32,7 +32,7 @@ public struct SyncSession {
                         try channel.pipeline.syncOperations.addHandler(try PinnedTLS.handler(context: tls, fingerprint: fingerprint))
                         try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(SyncConnectionDecoder()))
                         try channel.pipeline.syncOperations.addHandler(MessageToByteHandler(SyncConnectionEncoder()))
-                        try channel.pipeline.syncOperations.addHandler(ReplyDeadline(limit: replyTimeout))
+                        try channel.pipeline.syncOperations.addHandler(ReplyDeadline(limit: replyTimeout, partsAwaitState: version >= SyncHello.streamVersion))
                         return try NIOAsyncChannel<SyncInbound, SyncOutbound>(wrappingChannelSynchronously: channel)
                     }
                 }

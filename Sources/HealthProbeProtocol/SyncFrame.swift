@@ -21,6 +21,8 @@ public struct SyncFrame: Equatable, Sendable {
         case restoreRequest = 0x50
         case restoreBundle = 0x51
         case restorePart = 0x52
+        case restoreState = 0x53
+        case restoreStream = 0x54
         case error = 0x7F
 
         /// The name Protocol/README.md gives the kind (`BUNDLE_ACK`).
@@ -44,6 +46,8 @@ public struct SyncFrame: Equatable, Sendable {
             case .restoreRequest: return "RESTORE_REQUEST"
             case .restoreBundle: return "RESTORE_BUNDLE"
             case .restorePart: return "RESTORE_PART"
+            case .restoreState: return "RESTORE_STATE"
+            case .restoreStream: return "RESTORE_STREAM"
             case .error: return "ERROR"
             }
         }
@@ -68,7 +72,8 @@ public struct SyncHello: Equatable, Sendable {
     public static let currentVersion: UInt16 = 1
     /// The version that adds restore (`RESTORE_REQUEST`, section 8).
     public static let restoreVersion: UInt16 = 2
-    /// The version that adds streamed bundles (`BUNDLE_STREAM_BEGIN`, `BUNDLE_STREAM_END`, section 3.1).
+    /// The version that adds streamed bundles (`BUNDLE_STREAM_BEGIN`, `BUNDLE_STREAM_END`, section 3.1)
+    /// and restores whose chain state follows the parts (`RESTORE_STREAM`, `RESTORE_STATE`, section 8.4).
     public static let streamVersion: UInt16 = 3
     /// The versions this build speaks; a server answers with the client's.
     public static let versions: ClosedRange<UInt16> = 1...3

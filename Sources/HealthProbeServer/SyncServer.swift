@@ -229,7 +229,7 @@ public struct SyncServer: Sendable {
                             }
                             try await outbound.write(.frame(SyncFrame(kind: .household, payload: ByteBuffer(bytes: json))))
                         case .restore(let session, let request):
-                            try await restore(request, session: session, outbound: outbound)
+                            try await restore(request, session: session, stateAfterParts: machine.version >= SyncHello.streamVersion, outbound: outbound)
                         case .openBundle(let session, _):
                             let device = session.identity, directory = store.quarantineDirectory
                             let file = try await offload {
@@ -333,8 +333,10 @@ public struct SyncServer: Sendable {
 
     /// `RESTORE_REQUEST`: the kept bundle at the requested sequence of a chain this device
     /// owns, as `RESTORE_BUNDLE` (with the replica's chain-state digest after it) and its
-    /// `RESTORE_PART`s, read one part at a time (`RestoreParts`).
-    func restore(_ request: RestoreRequest, session: ServerSessionStateMachine.Session,
+    /// `RESTORE_PART`s, read one part at a time (`RestoreParts`). With `stateAfterParts` (a
+    /// version-3 session), as `RESTORE_STREAM`, the parts, and `RESTORE_STATE`: the digest is
+    /// computed while the parts are sent.
+    func restore(_ request: RestoreRequest, session: ServerSessionStateMachine.Session, stateAfterParts: Bool,
                  outbound: NIOAsyncChannelOutboundWriter<SyncOutbound>) async throws {
         let device = session.identity, chain = request.deviceChainHash, sequence = request.sequence
         let path: String
@@ -349,6 +351,7 @@ public struct SyncServer: Sendable {
             await refused(e, what: "restore", chain: chain, sequence: sequence, device: device, detail: "RESTORE_REQUEST: " + e.message)
             throw e
         }
+        if stateAfterParts { return try await restoreStreamed(path: path, chain: chain, sequence: sequence, device: device, outbound: outbound) }
         // The file's first pass and the chain state after the bundle (a query of the replica), side by side.
         async let scanned = offload { try RestoreParts(path: path) }
         guard let point = try await offload({ try store.readReplica(chain, { try RestorePoint.at($0, sequence: sequence) }) }) else {
@@ -362,14 +365,44 @@ public struct SyncServer: Sendable {
             sequence: sequence, manifestHash: point.manifestHash, parts: parts.parts, itemCount: point.itemCount,
             uncompressedSize: parts.size, chainStateDigest: point.state.digest, visibleCount: point.state.visibleCount)))
         while let part = try await offload({ try parts.next() }) {
-            var payload = ByteBuffer()
-            payload.reserveCapacity(8 + part.zlib.count)
-            payload.writeInteger(UInt32(part.index), endianness: .big)
-            payload.writeInteger(UInt32(part.size), endianness: .big)
-            payload.writeBytes(part.zlib)
-            try await outbound.write(.frame(SyncFrame(kind: .restorePart, payload: payload)))
+            try await outbound.write(.frame(SyncFrame(kind: .restorePart, payload: Self.partPayload(part))))
         }
         logger.info("bundle sent for a restore", metadata: ["sync.device": "\(device.name)", "sync.sequence": "\(sequence)"])
+    }
+
+    /// A version-3 restore of the kept bundle at `path`: `RESTORE_STREAM` once the file's first
+    /// pass and the log agree, the parts, then `RESTORE_STATE`, computed meanwhile.
+    func restoreStreamed(path: String, chain: String, sequence: Int, device: DeviceRegistry.Identity,
+                         outbound: NIOAsyncChannelOutboundWriter<SyncOutbound>) async throws {
+        async let scanned = offload { try RestoreParts(path: path) }
+        guard let logged = try await offload({ try store.readReplica(chain, { try RestorePoint.logged($0, sequence: sequence) }) }) else {
+            throw Self.noBundle(chain, sequence)
+        }
+        let parts = try await scanned
+        guard parts.lines == logged.itemCount + 2 else {
+            throw RestoreParts.damaged(path, "it holds \(parts.lines) lines where the replica's log says \(logged.itemCount + 2)")
+        }
+        try await outbound.write(.frame(try .json(.restoreStream, .object([
+            "sequence": .int(sequence), "manifest_hash": .string(logged.manifestHash), "parts": .int(parts.parts),
+            "item_count": .int(logged.itemCount), "uncompressed_size": .int(parts.size)]))))
+        let observation = logged.observationID
+        async let state = offload { try store.readReplica(chain, { try ChainStateDigest.compute($0, observationID: observation) }) }
+        while let part = try await offload({ try parts.next() }) {
+            try await outbound.write(.frame(SyncFrame(kind: .restorePart, payload: Self.partPayload(part))))
+        }
+        let after = try await state
+        try await outbound.write(.frame(try RestoreState.frame(sequence: sequence, chainStateDigest: after.digest, visibleCount: after.visibleCount)))
+        logger.info("bundle sent for a restore", metadata: ["sync.device": "\(device.name)", "sync.sequence": "\(sequence)"])
+    }
+
+    /// A `RESTORE_PART` payload: index, size before deflating, the zlib data.
+    static func partPayload(_ part: (index: Int, size: Int, zlib: [UInt8])) -> ByteBuffer {
+        var payload = ByteBuffer()
+        payload.reserveCapacity(8 + part.zlib.count)
+        payload.writeInteger(UInt32(part.index), endianness: .big)
+        payload.writeInteger(UInt32(part.size), endianness: .big)
+        payload.writeBytes(part.zlib)
+        return payload
     }
 
     /// `not_found` for a bundle this server does not hold.

@@ -21,7 +21,7 @@ final class SyncTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// The frames the server answers, and its answers (ERROR answers any of them).
     static let requests: Set<SyncFrame.Kind> = [.auth, .enroll, .chainStatusRequest, .householdRequest, .bundleEnd, .bundleStreamEnd, .ping, .restoreRequest]
-    static let replies: Set<SyncFrame.Kind> = [.authOK, .chainStatus, .household, .bundleAck, .error, .pong, .restoreBundle]
+    static let replies: Set<SyncFrame.Kind> = [.authOK, .chainStatus, .household, .bundleAck, .error, .pong, .restoreBundle, .restoreStream]
 
     init(hello: TimeAmount, idle: TimeAmount) {
         self.hello = hello
@@ -65,7 +65,7 @@ final class SyncTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandler {
             if Self.replies.contains(f.kind), pendingRequests > 0 {
                 pendingRequests -= 1
                 arm(context, idle)
-            } else if f.kind == .restorePart {
+            } else if f.kind == .restorePart || f.kind == .restoreState {
                 arm(context, idle)
             }
         }

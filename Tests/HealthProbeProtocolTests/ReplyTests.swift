@@ -34,7 +34,7 @@ struct ReplyTests {
     @Test("the vectors hold both outcomes for every reply, and at least 60 refusals")
     func coverage() throws {
         let cases = try ReplyVectors.load().cases
-        for frame in ["AUTH_OK", "CHAIN_STATUS", "BUNDLE_ACK", "PONG", "HOUSEHOLD", "ERROR", "RESTORE_BUNDLE"] {
+        for frame in ["AUTH_OK", "CHAIN_STATUS", "BUNDLE_ACK", "PONG", "HOUSEHOLD", "ERROR", "RESTORE_BUNDLE", "RESTORE_STREAM", "RESTORE_STATE"] {
             #expect(cases.contains { $0.frame == frame && $0.error == nil }, "\(frame) has no valid vector")
             #expect(cases.contains { $0.frame == frame && $0.error != nil }, "\(frame) has no refused vector")
         }

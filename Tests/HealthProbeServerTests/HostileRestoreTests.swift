@@ -24,6 +24,19 @@ struct HostileRestoreTests {
         let hash: String
         let state: ChainStateDigest.Result
         let chain: String
+        /// The session's version: 2 announces a bundle with its chain state (`RESTORE_BUNDLE`), 3 sends
+        /// the state after the parts (`RESTORE_STREAM`, the parts, `RESTORE_STATE`).
+        var version = SyncHello.restoreVersion
+
+        /// The frame that announces a bundle in this version.
+        var announce: String { version >= SyncHello.streamVersion ? "RESTORE_STREAM" : "RESTORE_BUNDLE" }
+
+        /// A restore of the target home in this version.
+        func restorer() throws -> NodeRestore {
+            var r = NodeRestore(node: try target.open())
+            r.version = version
+            return r
+        }
 
         init() throws {
             source = TempHome()
@@ -54,13 +67,21 @@ struct HostileRestoreTests {
             }
         }
 
-        /// The frames of this bundle's restore: `RESTORE_BUNDLE` with these members changed, then `parts` (default: the bundle in one honest part).
+        /// The frames of this bundle's restore: `RESTORE_BUNDLE` with these members changed, then `parts` (default: the bundle in one honest part);
+        /// in version 3, `RESTORE_STREAM`, `parts`, then `RESTORE_STATE` (`state`: the frame instead, none with `[]`).
         func frames(sequence: Int = 1, hash: String? = nil, itemCount: Int? = nil, size: Int? = nil, digest: String? = nil,
-                    visible: Int? = nil, parts: [SyncFrame]? = nil, partCount: Int? = nil) -> [SyncFrame] {
-            [try! RestoreBundle.frame(sequence: sequence, manifestHash: hash ?? self.hash, parts: partCount ?? parts?.count ?? 1,
-                                      itemCount: itemCount ?? lines.count - 2, uncompressedSize: size ?? bytes.count,
-                                      chainStateDigest: digest ?? state.digest, visibleCount: visible ?? state.visibleCount)]
-                + (parts ?? [Self.part(0, bytes)])
+                    visible: Int? = nil, parts: [SyncFrame]? = nil, partCount: Int? = nil, state stateFrames: [SyncFrame]? = nil) -> [SyncFrame] {
+            let (partCount, itemCount, size) = (partCount ?? parts?.count ?? 1, itemCount ?? lines.count - 2, size ?? bytes.count)
+            let parts = parts ?? [Self.part(0, bytes)]
+            guard version >= SyncHello.streamVersion else {
+                return [try! RestoreBundle.frame(sequence: sequence, manifestHash: hash ?? self.hash, parts: partCount, itemCount: itemCount, uncompressedSize: size,
+                                                 chainStateDigest: digest ?? state.digest, visibleCount: visible ?? state.visibleCount)] + parts
+            }
+            let stream = try! SyncFrame.json(.restoreStream, .object([
+                "sequence": .int(sequence), "manifest_hash": .string(hash ?? self.hash), "parts": .int(partCount), "item_count": .int(itemCount),
+                "uncompressed_size": .int(size)]))
+            let after = stateFrames ?? [try! RestoreState.frame(sequence: sequence, chainStateDigest: digest ?? state.digest, visibleCount: visible ?? state.visibleCount)]
+            return [stream] + parts + after
         }
 
         /// `frames(...)` as the reply to `RESTORE_REQUEST`.
@@ -88,19 +109,39 @@ struct HostileRestoreTests {
         }
     }
 
-    @Test("every refused RESTORE_BUNDLE vector and every reply that does not fit is refused naming what; nothing is stored; the honest answer then restores")
-    func hostileRestores() async throws {
-        let f = try Fixture()
+    @Test("every refused RESTORE_BUNDLE vector and every reply that does not fit is refused naming what, in version 2 and in version 3 (the chain state after the parts); nothing is stored; the honest answer then restores",
+          arguments: [SyncHello.restoreVersion, SyncHello.streamVersion])
+    func hostileRestores(version: UInt16) async throws {
+        var f = try Fixture()
+        f.version = version
         let other = String(repeating: "b", count: 64)
         let bytes = f.bytes
-        let foreign = try Fixture()
+        var foreign = try Fixture()
+        foreign.version = version
         var cases: [(String, HostileServer.Answer, String)] = []
-        for c in try ReplyVectors.load().cases where c.frame == "RESTORE_BUNDLE" && c.error != nil {
-            let vector = SyncFrame(kind: .restoreBundle, payload: ByteBuffer(bytes: Array(c.payload.utf8)))
-            cases.append(("vector \(c)", f.answer(frames: [vector, Fixture.part(0, bytes)]), c.field ?? "RESTORE_BUNDLE"))
+        if version < SyncHello.streamVersion {
+            for c in try ReplyVectors.load().cases where c.frame == "RESTORE_BUNDLE" && c.error != nil {
+                let vector = SyncFrame(kind: .restoreBundle, payload: ByteBuffer(bytes: Array(c.payload.utf8)))
+                cases.append(("vector \(c)", f.answer(frames: [vector, Fixture.part(0, bytes)]), c.field ?? "RESTORE_BUNDLE"))
+            }
+        } else {
+            for c in try ReplyVectors.load().cases where (c.frame == "RESTORE_STREAM" || c.frame == "RESTORE_STATE") && c.error != nil {
+                let vector = SyncFrame(kind: c.frame == "RESTORE_STREAM" ? .restoreStream : .restoreState, payload: ByteBuffer(bytes: Array(c.payload.utf8)))
+                let frames = c.frame == "RESTORE_STREAM" ? [vector, Fixture.part(0, bytes)] : f.frames(state: [vector])
+                cases.append(("vector \(c)", f.answer(frames: frames), c.field ?? c.frame))
+            }
+            var v2 = f
+            v2.version = SyncHello.restoreVersion
+            let pong = SyncFrame(kind: .pong, payload: ByteBuffer())
+            cases += [
+                ("RESTORE_BUNDLE in a version-3 session", f.answer(frames: v2.frames()), "expected RESTORE_STREAM, got RESTORE_BUNDLE"),
+                ("no RESTORE_STATE after the parts", f.answer(frames: f.frames(state: [pong])), "expected RESTORE_STATE, got PONG"),
+                ("a RESTORE_STATE of another bundle", f.answer(frames: f.frames(state: [try RestoreState.frame(sequence: 2, chainStateDigest: f.state.digest, visibleCount: f.state.visibleCount)])),
+                 "RESTORE_STATE.sequence: 2 is not the bundle just sent (1)"),
+            ]
         }
         cases += [
-            ("another sequence", f.answer(sequence: 2), "RESTORE_BUNDLE.sequence: 2 is not the sequence asked for (1)"),
+            ("another sequence", f.answer(sequence: 2), "\(f.announce).sequence: 2 is not the sequence asked for (1)"),
             ("parts out of order", f.answer(parts: [Fixture.part(1, bytes)]), "RESTORE_PART 1 arrived; expected part 0"),
             ("a part declaring more than the bundle", f.answer(parts: [Fixture.part(0, bytes, declared: bytes.count + 1)]), "more than the"),
             ("a zlib bomb", f.answer(size: 100, parts: [Fixture.part(0, [], declared: 100, zlib: try BundlePartCodec.compress([UInt8](repeating: 0, count: 1 << 20)))]),
@@ -118,7 +159,7 @@ struct HostileRestoreTests {
             for (name, answer, says) in cases {
                 server.answer(answer)
                 do {
-                    _ = try await NodeRestore(node: try f.target.open()).restore(e)
+                    _ = try await f.restorer().restore(e)
                     Issue.record("\(name): accepted")
                 } catch {
                     #expect("\(error)".contains(says), "\(name): \(error)")
@@ -126,15 +167,17 @@ struct HostileRestoreTests {
                 #expect(try await f.stored() == [0, 0], "\(name) stored something")
             }
             server.answer(f.answer())
-            let report = try await NodeRestore(node: try f.target.open()).restore(e)
+            let report = try await f.restorer().restore(e)
             #expect(report.restored == 1 && report.chainStateDigest == f.state.digest)
             #expect(try await f.stored() == [1, 2], "one observation; logged as received and as sent")
         }
     }
 
-    @Test("bundle 2 is asked for while bundle 1 is checked; when bundle 1 is refused, its refusal is the one named whatever the reply to 2 (another sequence, not_found, an honest bundle), and nothing is stored")
-    func refusalBeforeTheNextReply() async throws {
-        let f = try Fixture()
+    @Test("bundle 2 is asked for while bundle 1 is checked; when bundle 1 is refused, its refusal is the one named whatever the reply to 2 (another sequence, not_found, an honest bundle), and nothing is stored",
+          arguments: [SyncHello.restoreVersion, SyncHello.streamVersion])
+    func refusalBeforeTheNextReply(version: UInt16) async throws {
+        var f = try Fixture()
+        f.version = version
         let other = String(repeating: "b", count: 64)
         let asked = Mutex<[Int]>([])
         /// A chain at 2 whose bundle 1 carries a chain state other than its own (refused once
@@ -164,7 +207,7 @@ struct HostileRestoreTests {
                 asked.withLock { $0 = [] }
                 server.answer(answer(second))
                 do {
-                    _ = try await NodeRestore(node: try f.target.open()).restore(e)
+                    _ = try await f.restorer().restore(e)
                     Issue.record("\(name): accepted")
                 } catch {
                     #expect("\(error)".contains("is not the server's"), "\(name): \(error)")

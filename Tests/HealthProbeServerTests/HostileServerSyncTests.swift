@@ -22,8 +22,8 @@ struct HostileCase: CustomStringConvertible, Sendable {
     /// Every refused vector of `replies.json`, sent where its kind is a reply (other kinds instead of `CHAIN_STATUS`).
     static func vectors() throws -> [HostileCase] {
         try ReplyVectors.load().cases.compactMap { c in
-            // RESTORE_BUNDLE answers only a restore (HostileRestoreTests).
-            guard c.frame != "RESTORE_BUNDLE", let error = c.error, let code = SyncProtocolError.Code(rawValue: error), let field = c.field,
+            // RESTORE_BUNDLE, RESTORE_STREAM and RESTORE_STATE answer only a restore (HostileRestoreTests).
+            guard !c.frame.hasPrefix("RESTORE_"), let error = c.error, let code = SyncProtocolError.Code(rawValue: error), let field = c.field,
                   let kind = SyncFrame.Kind.allCases.first(where: { $0.name == c.frame }) else { return nil }
             let answers: SyncFrame.Kind = switch kind {
             case .authOK: .auth

@@ -42,6 +42,28 @@ struct NodeRestoreTests {
         try Data(lines.flatMap { $0 + [0x0A] }).write(to: URL(fileURLWithPath: store.bundlePath(chain, sequence: sequence, gzip: false)))
     }
 
+    @Test("against a server that speaks only versions 1 and 2 a node syncs with 1 and restores with 2 (the chain state before the parts); against this one it restores with 3: the same chain state at every observation either way")
+    func versionsTwoAndThree() async throws {
+        var restored: [[ChainStateDigest.Result]] = []
+        for versions: ClosedRange<UInt16> in [1...2, SyncHello.versions] {
+            let home = TempHome()
+            try simulate(home, days: 2)
+            try simulate(home, days: 1)
+            try await withServer(TempDir(), versions: versions) { server in
+                let e = try await server.enroll("phone")
+                _ = try await Self.sync(home, e)
+                let original = try Self.states(try home.open())
+                try home.home.reset(newChain: false)
+                let report = try await Self.restore(home, e)
+                #expect(report.restored == 2 && report.chainStateDigest == original.last?.digest, "\(versions)")
+                let states = try Self.states(try home.open())
+                #expect(states == original, "\(versions)")
+                restored.append(states)
+            }
+        }
+        #expect(restored.count == 2 && restored[0].count == 2)
+    }
+
     @Test("a node reset with --keep-chain restores every observation (the chain state equal to the original's and the server's at each), then captures and syncs on as the same chain; run again, it has nothing to do")
     func resetRestoresAndSyncsOn() async throws {
         let data = TempDir()

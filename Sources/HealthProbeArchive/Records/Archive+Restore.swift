@@ -14,9 +14,15 @@ public struct RestorePoint: Sendable, Equatable {
 extension RestorePoint {
     /// The received bundle at `sequence` and the chain state after it; nil when the replica has none.
     public static func at(_ db: Database, sequence: Int) throws -> RestorePoint? {
+        guard let logged = try logged(db, sequence: sequence) else { return nil }
+        return RestorePoint(sequence: sequence, manifestHash: logged.manifestHash, itemCount: logged.itemCount,
+                            state: try ChainStateDigest.compute(db, observationID: logged.observationID))
+    }
+
+    /// The received bundle at `sequence` as the log holds it (its chain state not computed); nil when none.
+    public static func logged(_ db: Database, sequence: Int) throws -> (manifestHash: String, itemCount: Int, observationID: Int64)? {
         guard let row = try BundleLogRecord.all().received().filter(BundleLogRecord.Columns.sequence == sequence).fetchOne(db) else { return nil }
-        return RestorePoint(sequence: sequence, manifestHash: row.manifestHash, itemCount: row.itemCount,
-                            state: try ChainStateDigest.compute(db, observationID: row.observationID))
+        return (row.manifestHash, row.itemCount, row.observationID)
     }
 }
 
@@ -27,8 +33,9 @@ extension Archive {
     /// sent (the server holds it). Nothing is stored when any check fails.
     /// `transferChecked`, called first before the commit, throws when the lines did not
     /// arrive whole (they are applied while they arrive).
+    /// `expected` is asked for once the lines ended (the server may send it after the parts).
     public func applyRestored(lines: some Sequence<[UInt8]>, manifestHash: String, sequence: Int, chain: Int64,
-                              expected: ChainStateDigest.Result, now: Double, bundleBytes: Int,
+                              expected: () throws -> ChainStateDigest.Result, now: Double, bundleBytes: Int,
                               transferChecked: () throws -> Void = {}) throws {
         // The writer's page cache held to `restoreCacheKiB` while the bundle is applied
         // (as a server's replica is), restored after.
@@ -39,6 +46,7 @@ extension Archive {
         defer { try? writer.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA main.cache_size = \(saved)") } }
         _ = try BundleApplier.apply(self, lines: lines, manifestHash: manifestHash, now: now, indexes: .automatic(bundleBytes: bundleBytes), beforeCommit: { db, outcome in
             try transferChecked()
+            let expected = try expected()
             guard case .applied(let observation, let applied) = outcome, applied == sequence else {
                 throw ArchiveError(.invalidState, "bundle \(sequence) of the server is already in this archive; restore only continues an archive it made")
             }

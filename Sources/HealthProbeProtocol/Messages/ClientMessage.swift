@@ -35,7 +35,7 @@ public enum ClientMessage: Sendable, Equatable {
                 throw SyncProtocolError(.malformedFrame, "PING: the payload must be empty (it holds \(frame.payload.readableBytes) bytes)")
             }
             self = .ping
-        case .authOK, .chainStatus, .bundleAck, .pong, .household, .restoreBundle, .restorePart, .error:
+        case .authOK, .chainStatus, .bundleAck, .pong, .household, .restoreBundle, .restorePart, .restoreState, .restoreStream, .error:
             throw SyncProtocolError(.unexpectedMessage, "a \(frame.kind) frame is not for the server")
         }
     }

@@ -46,3 +46,24 @@ public struct RestoreBundle: Sendable, Equatable {
             "uncompressed_size": .int(uncompressedSize), "chain_state_digest": .string(chainStateDigest), "visible_count": .int(visibleCount)]))
     }
 }
+
+/// `RESTORE_STATE` (protocol version 3): the chain-state digest of the server's replica after
+/// the bundle whose parts it follows, and the visible records it covers (Protocol/README.md
+/// section 8.4), which the client's archive must equal once the bundle is applied.
+public struct RestoreState: Sendable, Equatable {
+    public var sequence: Int
+    public var chainStateDigest: String
+    public var visibleCount: Int
+
+    public init(_ frame: SyncFrame) throws {
+        let f = try PayloadFields(frame, name: "RESTORE_STATE", members: ["chain_state_digest", "sequence", "visible_count"])
+        sequence = Int(try f.int("sequence", in: SyncLimits.sequences))
+        chainStateDigest = try f.hex("chain_state_digest", count: 64)
+        visibleCount = Int(try f.int("visible_count", in: SyncLimits.counts))
+    }
+
+    /// The frame a server sends.
+    public static func frame(sequence: Int, chainStateDigest: String, visibleCount: Int) throws -> SyncFrame {
+        try .json(.restoreState, .object(["sequence": .int(sequence), "chain_state_digest": .string(chainStateDigest), "visible_count": .int(visibleCount)]))
+    }
+}

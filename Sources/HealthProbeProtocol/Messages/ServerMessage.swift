@@ -10,6 +10,9 @@ public enum ServerMessage: Sendable, Equatable {
     case household(HouseholdSummary.Report)
     case restoreBundle(RestoreBundle)
     case restorePart(BundlePart)
+    /// Version 3: a stored bundle declared as `BUNDLE_BEGIN` declares one, its chain state after its parts.
+    case restoreStream(BundleBegin)
+    case restoreState(RestoreState)
     case error(ErrorReply)
 
     public init(_ frame: SyncFrame) throws {
@@ -20,6 +23,8 @@ public enum ServerMessage: Sendable, Equatable {
         case .household: self = .household(try HouseholdSummary.Report(wire: frame))
         case .restoreBundle: self = .restoreBundle(try RestoreBundle(frame))
         case .restorePart: self = .restorePart(try BundlePart(frame))
+        case .restoreStream: self = .restoreStream(try BundleBegin(frame))
+        case .restoreState: self = .restoreState(try RestoreState(frame))
         case .error: self = .error(try ErrorReply(frame))
         case .pong:
             guard frame.payload.readableBytes == 0 else {
@@ -41,6 +46,8 @@ public enum ServerMessage: Sendable, Equatable {
         case .household: return .household
         case .restoreBundle: return .restoreBundle
         case .restorePart: return .restorePart
+        case .restoreStream: return .restoreStream
+        case .restoreState: return .restoreState
         case .error: return .error
         }
     }
