@@ -82,12 +82,9 @@ public struct NodeRestore {
             throw ArchiveError(.invalidState, "this archive holds \(progress.ownObservations) observation(s) of its own; restore fills only an empty archive or continues one it made (after `hp-node reset --keep-chain`)")
         }
         let started = ContinuousClock.now
-        do {
-            return try await restore(enrollment, host: h, port: p, version: version, progress: progress, started: started)
-        } catch let e as SyncProtocolError where e.code == .protocolVersion && version > SyncHello.restoreVersion {
-            // A server that predates version 3 sends each bundle's chain state before its parts.
-            logger.info("the server does not speak protocol version \(version); restoring with version \(SyncHello.restoreVersion)")
-            return try await restore(enrollment, host: h, port: p, version: SyncHello.restoreVersion, progress: progress, started: started)
+        // A server that predates version 3 sends each bundle's chain state before its parts (version 2).
+        return try await SyncSession.preferring(version, else: SyncHello.restoreVersion, logger: logger) { v in
+            try await restore(enrollment, host: h, port: p, version: v, progress: progress, started: started)
         }
     }
 

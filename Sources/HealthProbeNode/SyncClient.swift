@@ -61,13 +61,9 @@ public struct SyncClient {
         guard let (h, p) = host.flatMap({ h in port.map { (h, $0) } }) ?? SyncAddress.parse(enrollment.address) else {
             throw SyncProtocolError(.malformedFrame, "the enrolled server address \(enrollment.address) is not HOST:PORT")
         }
-        do {
-            return try await sync(enrollment, host: h, port: p, version: version)
-        } catch let e as SyncProtocolError where e.code == .protocolVersion && version > SyncHello.currentVersion {
-            // A server that predates streamed bundles refuses the hello: each bundle is then
-            // built whole and declared before its parts, as version 1 sends it.
-            logger.info("the server does not speak protocol version \(version); syncing with version \(SyncHello.currentVersion)")
-            return try await sync(enrollment, host: h, port: p, version: SyncHello.currentVersion)
+        // With a server that predates streamed bundles, each is built whole and declared before its parts (version 1).
+        return try await SyncSession.preferring(version, else: SyncHello.currentVersion, logger: logger) { v in
+            try await sync(enrollment, host: h, port: p, version: v)
         }
     }
 
@@ -162,9 +158,7 @@ public struct SyncClient {
             }
             sending = ContinuousClock.now
             report.buildSeconds += (sending - building).seconds
-            try await session.send(.json(.bundleBegin, .object([
-                "sequence": .int(seq), "manifest_hash": .string(written.manifestHash), "parts": .int(written.parts.count),
-                "item_count": .int(written.trailer.itemCount), "uncompressed_size": .int(written.size)])))
+            try await session.send(try written.declared(sequence: seq).frame(.bundleBegin))
             for (i, part) in written.parts.enumerated() {
                 try await sendPart(part, index: i, reader: &reader, session: &session, report: &report, buffer: &partBuffer)
             }
@@ -173,9 +167,7 @@ public struct SyncClient {
         let ended = ContinuousClock.now
         report.sendSeconds += (ended - sending).seconds
         if session.version >= SyncHello.streamVersion {
-            try await session.send(.json(.bundleStreamEnd, .object([
-                "sequence": .int(seq), "manifest_hash": .string(hash), "parts": .int(written.parts.count),
-                "item_count": .int(items), "uncompressed_size": .int(written.size)])))
+            try await session.send(try written.declared(sequence: seq).frame(.bundleStreamEnd))
         } else {
             try await session.send(.json(.bundleEnd, .object(["sequence": .int(seq), "manifest_hash": .string(hash)])))
         }

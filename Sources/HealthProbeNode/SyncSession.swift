@@ -1,5 +1,6 @@
 import Foundation
 import HealthProbeArchive
+import Logging
 import HealthProbeProtocol
 import HealthProbeCanonical
 import NIOCore
@@ -63,6 +64,18 @@ public struct SyncSession {
                 throw Self.tlsError(error, host: host, port: port)
             }
             return try await body(&session)
+        }
+    }
+
+    /// `attempt` with the hello version `preferred`, and once more with `fallback` when the
+    /// server refuses that hello (`protocol_version`: a server that predates it).
+    static func preferring<T>(_ preferred: UInt16, else fallback: UInt16, logger: Logger,
+                              _ attempt: (UInt16) async throws -> T) async throws -> T {
+        do {
+            return try await attempt(preferred)
+        } catch let e as SyncProtocolError where e.code == .protocolVersion && preferred > fallback {
+            logger.info("the server does not speak protocol version \(preferred); connecting with version \(fallback)")
+            return try await attempt(fallback)
         }
     }
 

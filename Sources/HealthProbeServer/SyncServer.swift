@@ -351,47 +351,35 @@ public struct SyncServer: Sendable {
             await refused(e, what: "restore", chain: chain, sequence: sequence, device: device, detail: "RESTORE_REQUEST: " + e.message)
             throw e
         }
-        if stateAfterParts { return try await restoreStreamed(path: path, chain: chain, sequence: sequence, device: device, outbound: outbound) }
         // The file's first pass and the chain state after the bundle (a query of the replica), side by side.
         async let scanned = offload { try RestoreParts(path: path) }
-        guard let point = try await offload({ try store.readReplica(chain, { try RestorePoint.at($0, sequence: sequence) }) }) else {
+        guard let logged = try await offload({ try store.readReplica(chain, { try RestorePoint.at($0, sequence: sequence) }) }) else {
             throw Self.noBundle(chain, sequence)
         }
-        let parts = try await scanned
-        guard parts.lines == point.itemCount + 2 else {
-            throw RestoreParts.damaged(path, "it holds \(parts.lines) lines where the replica's log says \(point.itemCount + 2)")
-        }
-        try await outbound.write(.frame(try RestoreBundle.frame(
-            sequence: sequence, manifestHash: point.manifestHash, parts: parts.parts, itemCount: point.itemCount,
-            uncompressedSize: parts.size, chainStateDigest: point.state.digest, visibleCount: point.state.visibleCount)))
-        while let part = try await offload({ try parts.next() }) {
-            try await outbound.write(.frame(SyncFrame(kind: .restorePart, payload: Self.partPayload(part))))
-        }
-        logger.info("bundle sent for a restore", metadata: ["sync.device": "\(device.name)", "sync.sequence": "\(sequence)"])
-    }
-
-    /// A version-3 restore of the kept bundle at `path`: `RESTORE_STREAM` once the file's first
-    /// pass and the log agree, the parts, then `RESTORE_STATE`, computed meanwhile.
-    func restoreStreamed(path: String, chain: String, sequence: Int, device: DeviceRegistry.Identity,
-                         outbound: NIOAsyncChannelOutboundWriter<SyncOutbound>) async throws {
-        async let scanned = offload { try RestoreParts(path: path) }
-        guard let logged = try await offload({ try store.readReplica(chain, { try RestorePoint.logged($0, sequence: sequence) }) }) else {
-            throw Self.noBundle(chain, sequence)
-        }
+        let observation = logged.observationID
+        async let state = offload { try store.readReplica(chain, { try ChainStateDigest.compute($0, observationID: observation) }) }
         let parts = try await scanned
         guard parts.lines == logged.itemCount + 2 else {
             throw RestoreParts.damaged(path, "it holds \(parts.lines) lines where the replica's log says \(logged.itemCount + 2)")
         }
-        try await outbound.write(.frame(try .json(.restoreStream, .object([
-            "sequence": .int(sequence), "manifest_hash": .string(logged.manifestHash), "parts": .int(parts.parts),
-            "item_count": .int(logged.itemCount), "uncompressed_size": .int(parts.size)]))))
-        let observation = logged.observationID
-        async let state = offload { try store.readReplica(chain, { try ChainStateDigest.compute($0, observationID: observation) }) }
+        let declared = BundleBegin(sequence: sequence, manifestHash: logged.manifestHash, parts: parts.parts, itemCount: logged.itemCount,
+                                   uncompressedSize: parts.size)
+        if stateAfterParts {
+            // Version 3: the state follows the parts, computed while they are sent.
+            try await outbound.write(.frame(try declared.frame(.restoreStream)))
+        } else {
+            let after = try await state
+            try await outbound.write(.frame(try RestoreBundle.frame(
+                sequence: sequence, manifestHash: declared.manifestHash, parts: declared.parts, itemCount: declared.itemCount,
+                uncompressedSize: declared.uncompressedSize, chainStateDigest: after.digest, visibleCount: after.visibleCount)))
+        }
         while let part = try await offload({ try parts.next() }) {
             try await outbound.write(.frame(SyncFrame(kind: .restorePart, payload: Self.partPayload(part))))
         }
-        let after = try await state
-        try await outbound.write(.frame(try RestoreState.frame(sequence: sequence, chainStateDigest: after.digest, visibleCount: after.visibleCount)))
+        if stateAfterParts {
+            let after = try await state
+            try await outbound.write(.frame(try RestoreState.frame(sequence: sequence, chainStateDigest: after.digest, visibleCount: after.visibleCount)))
+        }
         logger.info("bundle sent for a restore", metadata: ["sync.device": "\(device.name)", "sync.sequence": "\(sequence)"])
     }
 

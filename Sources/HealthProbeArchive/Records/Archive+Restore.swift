@@ -1,28 +1,21 @@
 import Foundation
 import GRDB
 
-/// What a restore reads from a replica (the server) and writes to a node's archive
-/// (Protocol/README.md section 8).
+/// What a restore reads from a replica (the server) about a bundle it sends
+/// (Protocol/README.md section 8): the logged bundle, and the observation whose chain
+/// state follows it (`ChainStateDigest.compute`).
 public struct RestorePoint: Sendable, Equatable {
     public var sequence: Int
     public var manifestHash: String
     public var itemCount: Int
-    /// The chain-state digest after the bundle.
-    public var state: ChainStateDigest.Result
+    public var observationID: Int64
 }
 
 extension RestorePoint {
-    /// The received bundle at `sequence` and the chain state after it; nil when the replica has none.
+    /// The received bundle at `sequence` as the log holds it; nil when the replica has none.
     public static func at(_ db: Database, sequence: Int) throws -> RestorePoint? {
-        guard let logged = try logged(db, sequence: sequence) else { return nil }
-        return RestorePoint(sequence: sequence, manifestHash: logged.manifestHash, itemCount: logged.itemCount,
-                            state: try ChainStateDigest.compute(db, observationID: logged.observationID))
-    }
-
-    /// The received bundle at `sequence` as the log holds it (its chain state not computed); nil when none.
-    public static func logged(_ db: Database, sequence: Int) throws -> (manifestHash: String, itemCount: Int, observationID: Int64)? {
         guard let row = try BundleLogRecord.all().received().filter(BundleLogRecord.Columns.sequence == sequence).fetchOne(db) else { return nil }
-        return (row.manifestHash, row.itemCount, row.observationID)
+        return RestorePoint(sequence: sequence, manifestHash: row.manifestHash, itemCount: row.itemCount, observationID: row.observationID)
     }
 }
 

@@ -37,6 +37,11 @@ public enum OutboxBundle {
         /// Bytes of the bundle's lines, newlines included (before deflating).
         public var size: Int
         public var parts: [Part]
+
+        /// What `BUNDLE_BEGIN` (or a stream's `BUNDLE_STREAM_END`) declares of it, sent at `sequence`.
+        public func declared(sequence: Int) -> BundleBegin {
+            BundleBegin(sequence: sequence, manifestHash: manifestHash, parts: parts.count, itemCount: trailer.itemCount, uncompressedSize: size)
+        }
     }
 
     /// Builds the bundle of `observationID` into `path` as deflated parts of at

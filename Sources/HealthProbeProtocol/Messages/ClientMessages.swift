@@ -66,7 +66,13 @@ public struct BundleBegin: Sendable, Equatable {
         (self.sequence, self.manifestHash, self.parts, self.itemCount, self.uncompressedSize) = (sequence, manifestHash, parts, itemCount, uncompressedSize)
     }
 
-    /// Decodes a `BUNDLE_BEGIN` or a `BUNDLE_STREAM_END` (errors name the frame's kind).
+    /// These members as a frame of `kind`: `BUNDLE_BEGIN`, `BUNDLE_STREAM_END` or `RESTORE_STREAM`.
+    public func frame(_ kind: SyncFrame.Kind) throws -> SyncFrame {
+        try .json(kind, .object(["sequence": .int(sequence), "manifest_hash": .string(manifestHash), "parts": .int(parts),
+                                 "item_count": .int(itemCount), "uncompressed_size": .int(uncompressedSize)]))
+    }
+
+    /// Decodes a `BUNDLE_BEGIN`, a `BUNDLE_STREAM_END` or a `RESTORE_STREAM` (errors name the frame's kind).
     public init(_ frame: SyncFrame) throws {
         let f = try PayloadFields(frame, name: frame.kind.name, members: ["item_count", "manifest_hash", "parts", "sequence", "uncompressed_size"])
         sequence = Int(try f.int("sequence", in: SyncLimits.sequences))
