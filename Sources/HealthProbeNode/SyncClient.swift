@@ -31,6 +31,8 @@ public struct SyncClient {
         public var buildSeconds: Double = 0
         public var checkSeconds: Double = 0
         public var sendSeconds: Double = 0
+        /// `PING`s sent while a streamed bundle's build left the server without a frame (`keepalive`).
+        public var keepalivePings = 0
     }
 
     public let node: NodeArchive
@@ -48,6 +50,14 @@ public struct SyncClient {
     public var replyTimeout: TimeAmount = SyncSession.replyTimeout
     /// The largest part of a bundle before deflating (tests send many small parts).
     public var partSize = BundlePartCodec.maxPartSize
+    /// While a streamed bundle is built, a `PING` is sent when a whole `keepalive` passed
+    /// without a frame, so the server (which times out after 120 s without one,
+    /// Protocol/README.md section 3.1) hears from the node at least every two of them.
+    public var keepalive: Duration = SyncClient.defaultKeepalive
+    public static let defaultKeepalive: Duration = .seconds(30)
+    /// Called on the building thread once each part of a streamed bundle is in the outbox
+    /// file (tests make a build slow here).
+    var onPartBuilt: @Sendable (OutboxBundle.Part) -> Void = { _ in }
 
     public init(node: NodeArchive, outbox: String, logger: Logger = Archive.silentLogger) {
         self.node = node
@@ -133,13 +143,30 @@ public struct SyncClient {
             try await session.send(.json(.bundleStreamBegin, .object(["sequence": .int(seq)])))
             // Built straight into deflated parts on the archive's reader (a second thread deflates);
             // each part is sent here as soon as it is in the file.
-            let (recorded, parts) = AsyncStream.makeStream(of: OutboxBundle.Part.self)
-            async let built = Self.build(node, observation: obs, previous: link, file: file, partSize: partSize, parts: parts)
+            let (recorded, parts) = AsyncStream.makeStream(of: StreamEvent.self)
+            let (keepalive, onPartBuilt) = (self.keepalive, self.onPartBuilt)
+            async let built = Self.build(node, observation: obs, previous: link, file: file, partSize: partSize, parts: parts, onPartBuilt: onPartBuilt)
             do {
-                var index = 0
-                for await part in recorded {
-                    try await sendPart(part, index: index, reader: &reader, session: &session, report: &report, buffer: &partBuffer)
-                    index += 1
+                let index = try await withThrowingTaskGroup(of: Void.self) { ticker in
+                    ticker.addTask { await Self.tick(every: keepalive, into: parts) }
+                    defer { ticker.cancelAll() }
+                    var index = 0
+                    var sentSinceTick = true
+                    for await event in recorded {
+                        switch event {
+                        case .part(let part):
+                            try await sendPart(part, index: index, reader: &reader, session: &session, report: &report, buffer: &partBuffer)
+                            index += 1
+                            sentSinceTick = true
+                        case .tick:
+                            if !sentSinceTick {
+                                try await session.ping()
+                                report.keepalivePings += 1
+                            }
+                            sentSinceTick = false
+                        }
+                    }
+                    return index
                 }
                 written = try await built
                 guard index == written.parts.count else {
@@ -190,11 +217,29 @@ public struct SyncClient {
     /// written; `parts` is finished however the build ends (before it starts included), so
     /// that the sender reading it never waits for parts that will not come.
     static func build(_ node: NodeArchive, observation: Int64, previous: String?, file: String, partSize: Int,
-                      parts: AsyncStream<OutboxBundle.Part>.Continuation) async throws -> OutboxBundle.Written {
+                      parts: AsyncStream<StreamEvent>.Continuation, onPartBuilt: @escaping @Sendable (OutboxBundle.Part) -> Void = { _ in }) async throws -> OutboxBundle.Written {
         defer { parts.finish() }
         return try await node.archive.readSnapshot { db in
             try OutboxBundle.write(db, observationID: observation, previousManifestHash: previous, to: file, partSize: partSize,
-                                   onPart: { part in if case .terminated = parts.yield(part) { return false } else { return true } })
+                                   onPart: { part in
+                                       if case .terminated = parts.yield(.part(part)) { return false }
+                                       onPartBuilt(part)
+                                       return true
+                                   })
+        }
+    }
+
+    /// What the sender of a streamed bundle waits for: the next part built, or the keepalive's tick.
+    enum StreamEvent: Sendable {
+        case part(OutboxBundle.Part)
+        case tick
+    }
+
+    /// Yields a tick into `events` every `interval` until cancelled, or until they end.
+    static func tick(every interval: Duration, into events: AsyncStream<StreamEvent>.Continuation) async {
+        while true {
+            do { try await Task.sleep(for: interval) } catch { return }
+            if case .terminated = events.yield(.tick) { return }
         }
     }
 

@@ -14,6 +14,8 @@ public struct SyncSession {
     let outbound: NIOAsyncChannelOutboundWriter<SyncOutbound>
     /// The protocol version the hellos agreed.
     public let version: UInt16
+    /// `PONG`s the server owes for `PING`s sent with `ping()`; `next()` takes them before any other reply.
+    private(set) var owedPongs = 0
 
     /// Connects to `host:port` over TLS pinned to `fingerprint`, exchanges hellos, runs `body`, closes.
     /// A reply that takes longer than `replyTimeout` fails the connection with `timeout` (`ReplyDeadline`).
@@ -87,7 +89,22 @@ public struct SyncSession {
         SyncProtocolError(.unauthorized, "TLS with \(host):\(port) failed: the server's certificate does not match the pinned fingerprint, or it does not speak TLS 1.3 (\(e)); check the address, or enroll again with a token from this server")
     }
 
-    public mutating func send(_ frame: SyncFrame) async throws { try await outbound.write(.frame(frame)) }
+    /// Sends `frame`. When the server has closed the connection, the `ERROR` it sent before
+    /// closing is thrown (a `timeout`, say) instead of the failed write.
+    public mutating func send(_ frame: SyncFrame) async throws {
+        do { try await outbound.write(.frame(frame)) } catch {
+            throw await whyClosed(sending: frame.kind, error)
+        }
+    }
+
+    /// The error of the `ERROR` among the frames the server sent before it closed, else one
+    /// that names the frame whose write failed.
+    private mutating func whyClosed(sending kind: SyncFrame.Kind, _ failure: any Error) async -> any Error {
+        while let m = try? await messages.next() {
+            if case .frame(let f) = m, case .error(let e)? = try? ServerMessage(f) { return e.error }
+        }
+        return SyncProtocolError(.malformedFrame, "the server closed the connection while this node sent \(kind.name) (\(failure))")
+    }
 
     /// The next message, decoded with every member checked (`ServerMessage`); an
     /// `ERROR` is thrown as the error it carries.
@@ -100,7 +117,17 @@ public struct SyncSession {
         guard case .frame(let f) = m else { throw SyncProtocolError(.unexpectedMessage, "a second hello from the server") }
         let message = try ServerMessage(f)
         if case .error(let e) = message { throw e.error }
+        if case .pong = message, owedPongs > 0 {
+            owedPongs -= 1
+            return try await next()
+        }
         return message
+    }
+
+    /// Sends `PING` without waiting for its `PONG`, which `next()` takes when it comes.
+    public mutating func ping() async throws {
+        try await send(SyncFrame(kind: .ping, payload: ByteBuffer()))
+        owedPongs += 1
     }
 
     /// Sends `frame` and returns the reply.

@@ -5,7 +5,7 @@ import Testing
 @testable import HealthProbeServer
 import HealthProbeProtocol
 import HealthProbeCanonical
-import HealthProbeNode
+@testable import HealthProbeNode
 import HealthProbeTestSupport
 
 @Suite("Streamed bundles (protocol version 3)")
@@ -25,6 +25,30 @@ struct StreamedSyncTests {
             // The hello a node of version 3 sends is refused by that server, as an earlier build refuses it.
             let reply = try await server.raw(try wire(version: SyncHello.streamVersion, []))
             #expect(String(decoding: reply, as: UTF8.self).contains("protocol_version"))
+        }
+    }
+
+    @Test("a node whose build leaves the server without a frame for longer than its idle timeout keeps the connection with PING and syncs; without them the server times the stream out and keeps nothing")
+    func keepalive() async throws {
+        let a = TempHome()
+        try simulate(a, days: 2)
+        try await withServer(TempDir(), idle: .seconds(1)) { server in
+            let e = try await server.enroll("a")
+            let node = try a.open()
+            var client = SyncClient(node: node, outbox: a.root + "/outbox")
+            client.partSize = 64 * 1024
+            // The build stops for 2.5 s after its first part: more than twice the server's idle timeout.
+            client.onPartBuilt = { part in if part.offset == 0 { Thread.sleep(forTimeInterval: 2.5) } }
+            let refused = await #expect(throws: SyncProtocolError.self) { _ = try await client.sync(e) }
+            #expect(refused?.code == .timeout, "\(String(describing: refused))")
+            #expect(try await quarantineEmpties(server.store))
+            #expect(try server.store.chains().isEmpty)
+
+            client.keepalive = .milliseconds(200)
+            let r = try await client.sync(e)
+            #expect(r.sent == 1)
+            #expect(r.keepalivePings >= 3, "\(r.keepalivePings) PINGs in 2.5 s")
+            for (x, y) in try digests(node, server.store) { #expect(x == y) }
         }
     }
 
