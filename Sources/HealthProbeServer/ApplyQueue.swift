@@ -126,6 +126,26 @@ actor ApplyQueue {
         return (release, now.sorted())
     }
 
+    /// Runs `body` in `chain`'s turn if the chain holds no bundle; returns whether it ran.
+    /// A refused first bundle undoes its chain's binding this way: never once another
+    /// connection's bundle of the chain was applied, which binds it (the applies of a chain
+    /// take the same turn, so none commits between the look and `body`).
+    nonisolated func ifChainEmpty(_ chain: String, _ body: @escaping @Sendable () throws -> Void) async throws -> Bool {
+        await acquire(chain)
+        let ran: Result<Bool, any Error>
+        do {
+            ran = .success(try await pool.runIfActive { [self] in
+                guard try status(chain).0 == 0 else { return false }
+                try body()
+                return true
+            })
+        } catch {
+            ran = .failure(error)
+        }
+        await release(chain)
+        return try ran.get()
+    }
+
     /// A chain's last sequence and manifest hash: remembered from its last apply
     /// while its replica is kept, else read from the replica (a connection opened
     /// and its schema read for every sync session's `CHAIN_STATUS`).

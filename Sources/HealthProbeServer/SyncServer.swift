@@ -572,8 +572,10 @@ public struct SyncServer: Sendable {
         } catch {
             let e = Self.protocolError(error)
             if bound, let c = chain {
-                // This bundle bound the chain; refused, it binds nothing.
-                _ = try? await offload { try registry.release(device, chain: c) }
+                // This bundle bound the chain; refused, it binds nothing, unless a bundle of the
+                // chain that another connection sent (claiming the binding this one made) was applied.
+                let registry = self.registry
+                _ = try? await applier.ifChainEmpty(c) { try registry.release(device, chain: c) }
             }
             await refused(e, what: "bundle", chain: chain, sequence: begin.sequence, device: device, detail: e.message)
             return .error(e, sequence: begin.sequence)

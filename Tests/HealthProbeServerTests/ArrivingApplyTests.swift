@@ -265,6 +265,54 @@ struct ArrivingApplyTests {
         }
     }
 
+    @Test("a first bundle refused after another connection's bundle of its chain was applied leaves the chain bound: a refusal undoes its binding only while the chain holds no bundle")
+    func refusalKeepsAnAppliedChainBound() async throws {
+        let f = try await Fixture.make()
+        let chain = f.node.deviceChainHash
+        // The same chain's seed with another first observation (a reinstalled app's): a divergent bundle at sequence 1.
+        try f.home.home.reset(newChain: false)
+        try simulate(f.home, days: 1, seed: 9)
+        let reinstalled = try f.home.open()
+        #expect(reinstalled.deviceChainHash == chain)
+        let (lines, hash) = try bundleLines(reinstalled, 1, previous: nil)
+        // Declared bundles are applied once whole; a stream while it arrives.
+        try await withServer(TempDir(), arrivingParts: 100_000) { server in
+            let e = try await server.enroll("a"), b = try await server.enroll("b")
+            let registry = try server.store.registry()
+            // Connection 1 streams its bundle and waits before its end, its apply holding the chain's turn,
+            // until connection 2 has sent the divergent bundle whole: that binds the chain (unbound so far),
+            // then waits for the turn. Connection 1's end is applied first; connection 2's bundle is refused.
+            let (started, starting) = AsyncStream.makeStream(of: Void.self)
+            let streamed = [try authFrame(e), f.bundle.streamBegin] + f.bundle.parts + [SyncFrame(kind: .ping, payload: ByteBuffer())]
+            let end = [f.bundle.streamEnd]
+            let whole = try wire([try authFrame(e)] + ChainBindingTests.bundleFrames(lines, hash: hash))
+            let store = server.store
+            let replies = try await withThrowingTaskGroup(of: (Int, String).self) { group in
+                group.addTask {
+                    (1, try await Self.exchange(server, version: SyncHello.streamVersion, first: streamed, untilPong: true, then: {
+                        starting.yield()
+                        let registry = try store.registry(), deadline = ContinuousClock.now + .seconds(30)
+                        while try registry.chainFacts(chain).device == nil && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+                    }, second: end, until: "\"sequence\""))
+                }
+                var it = started.makeAsyncIterator()
+                await it.next()
+                group.addTask { (2, String(decoding: try await server.raw(whole, until: "\"sequence\""), as: UTF8.self)) }
+                var replies: [Int: String] = [:]
+                for try await (k, reply) in group { replies[k] = reply }
+                return replies
+            }
+            #expect(replies[1]?.contains("\"applied\"") == true, "\(replies[1]?.suffix(200) ?? "")")
+            #expect(replies[2]?.contains("divergence") == true, "\(replies[2]?.suffix(200) ?? "")")
+            // Connection 1's bundle is the chain's, and the chain stays bound to its device: another cannot take it.
+            #expect(try server.store.status(chain).0 == 1)
+            #expect(try server.store.status(chain).1 != hash)
+            #expect(try registry.chainFacts(chain).device == "a")
+            let other = try registry.authenticate(name: b.name, credential: b.credential)
+            #expect(throws: (any Error).self) { try registry.claim(other, chain: chain, now: 0) }
+        }
+    }
+
     @Test("a bundle of a chain another device holds is not applied while it arrives: refused at its end as forbidden, as before")
     func anotherDevicesChain() async throws {
         let f = try await Fixture.make()
