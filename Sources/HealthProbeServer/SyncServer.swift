@@ -556,6 +556,9 @@ public struct SyncServer: Sendable {
                 metrics.bundle(outcome: outcome, seconds: (ContinuousClock.now - started).seconds)
             }
             bound = false  // applied: the binding stands, whatever fails after this
+            // Claimed again (a read when the chain is bound to this device): a bundle claimed by
+            // another connection that was refused and let go of it before this one's turn came.
+            if case .applied = outcome { _ = try? await claim(c, for: device) }
             let queue = offsiteUploads
             try await offload {
                 try registry.recordSync(chain: c, now: now(), clockOffset: clockOffset)
