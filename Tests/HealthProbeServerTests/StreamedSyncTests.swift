@@ -113,6 +113,58 @@ struct StreamedSyncTests {
         }
     }
 
+    @Test("two connections stream the same bundle at once: the second one's apply finds its sequence taken by the first, and its file is applied with the hash its end declares: already_applied, counted as taken, nothing changed")
+    func takenMeanwhile() async throws {
+        let f = try await ArrivingApplyTests.Fixture.make()
+        // Few parts: the second connection's apply, waiting for the turn, holds them all meanwhile.
+        let dir = TempDir()
+        let bundle = try await RawBundle(f.node, dir: dir.path, partSize: 1 << 20), metrics = ServerMetrics()
+        #expect(bundle.parts.count <= 4)
+        try await withServer(TempDir(), metrics: metrics) { server in
+            let e = try await server.enroll("a")
+            let frames = [try authFrame(e), bundle.streamBegin] + bundle.parts + [SyncFrame(kind: .ping, payload: ByteBuffer())]
+            let end = [bundle.streamEnd]
+            // The first connection's apply holds the chain's turn (every part in, the end not sent) while the
+            // second's parts arrive and its apply waits for the turn; then the first ends, then the second.
+            let (firstIn, firstInNow) = AsyncStream.makeStream(of: Void.self)
+            let (secondIn, secondInNow) = AsyncStream.makeStream(of: Void.self)
+            let (firstDone, firstDoneNow) = AsyncStream.makeStream(of: Void.self)
+            let replies = try await withThrowingTaskGroup(of: (Int, String).self) { group in
+                group.addTask {
+                    (1, try await ArrivingApplyTests.exchange(server, version: SyncHello.streamVersion, first: frames, untilPong: true, then: {
+                        firstInNow.yield()
+                        var it = secondIn.makeAsyncIterator()
+                        await it.next()
+                    }, second: end, until: "\"status\""))
+                }
+                var it = firstIn.makeAsyncIterator()
+                await it.next()
+                group.addTask {
+                    (2, try await ArrivingApplyTests.exchange(server, version: SyncHello.streamVersion, first: frames, untilPong: true, then: {
+                        secondInNow.yield()
+                        var it = firstDone.makeAsyncIterator()
+                        await it.next()
+                    }, second: end, until: "\"status\""))
+                }
+                var replies: [Int: String] = [:]
+                for try await (k, reply) in group {
+                    replies[k] = reply
+                    if k == 1 { firstDoneNow.yield() }
+                }
+                return replies
+            }
+            #expect(replies[1]?.contains("\"status\":\"applied\"") == true, "\(replies[1]?.suffix(200) ?? "")")
+            #expect(replies[2]?.contains("\"status\":\"already_applied\"") == true, "\(replies[2]?.suffix(200) ?? "")")
+            #expect(metricCount(metrics, "hp_server_arriving_applies_total", "ended=\"applied\"") == 1)
+            #expect(metricCount(metrics, "hp_server_arriving_applies_total", "ended=\"taken\"") == 1)
+            let pairs = try digests(f.node, server.store)
+            #expect(pairs.count == 1)
+            for (x, y) in pairs { #expect(x == y) }
+            #expect(try server.store.status(f.node.deviceChainHash).0 == 1)
+            #expect(try await quarantineEmpties(server.store))
+        }
+    }
+
     @Test("a stream sent again at a sequence the chain holds is acknowledged as already_applied, from its file, and changes nothing")
     func sentAgain() async throws {
         let f = try await ArrivingApplyTests.Fixture.make()
