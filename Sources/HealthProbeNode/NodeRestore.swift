@@ -45,11 +45,8 @@ public struct NodeRestore {
     /// A bundle the server announced: by `RESTORE_BUNDLE` (version 2, with the chain state
     /// after it) or `RESTORE_STREAM` (version 3: the state follows the parts, `RESTORE_STATE`).
     struct Announced: Sendable {
-        var sequence: Int
-        var manifestHash: String
-        var parts: Int
-        var itemCount: Int
-        var uncompressedSize: Int
+        /// What the bundle is: `RESTORE_STREAM`'s members, which `RESTORE_BUNDLE` holds too.
+        var begin: BundleBegin
         var state: ChainStateDigest.Result?
         /// The frame that announced it, for messages.
         var name: String
@@ -147,16 +144,14 @@ public struct NodeRestore {
         let bundle: Announced
         switch reply {
         case .restoreBundle(let b) where session.version < SyncHello.streamVersion:
-            bundle = Announced(sequence: b.sequence, manifestHash: b.manifestHash, parts: b.parts, itemCount: b.itemCount, uncompressedSize: b.uncompressedSize,
-                               state: ChainStateDigest.Result(digest: b.chainStateDigest, visibleCount: b.visibleCount), name: "RESTORE_BUNDLE")
+            bundle = Announced(begin: b.begin, state: ChainStateDigest.Result(digest: b.chainStateDigest, visibleCount: b.visibleCount), name: "RESTORE_BUNDLE")
         case .restoreStream(let b) where session.version >= SyncHello.streamVersion:
-            bundle = Announced(sequence: b.sequence, manifestHash: b.manifestHash, parts: b.parts, itemCount: b.itemCount, uncompressedSize: b.uncompressedSize,
-                               state: nil, name: "RESTORE_STREAM")
+            bundle = Announced(begin: b, state: nil, name: "RESTORE_STREAM")
         default:
             throw SyncSession.unexpected(reply, expected: session.version >= SyncHello.streamVersion ? .restoreStream : .restoreBundle)
         }
-        guard bundle.sequence == sequence else {
-            throw SyncProtocolError(.malformedFrame, "\(bundle.name).sequence: \(bundle.sequence) is not the sequence asked for (\(sequence))")
+        guard bundle.begin.sequence == sequence else {
+            throw SyncProtocolError(.malformedFrame, "\(bundle.name).sequence: \(bundle.begin.sequence) is not the sequence asked for (\(sequence))")
         }
         return bundle
     }
@@ -172,7 +167,7 @@ public struct NodeRestore {
         if let state = bundle.state { expected.set(state) }
         let handoff = ArrivingLines(depth: 2)
         let target = ArchiveHandle(node.archive)
-        let (chain, now, size, hash) = (node.deviceChainID, node.clock.now(), bundle.uncompressedSize, bundle.manifestHash)
+        let (chain, now, size, hash) = (node.deviceChainID, node.clock.now(), bundle.begin.uncompressedSize, bundle.begin.manifestHash)
         // Not on NIO's pool, whose threads the hand-off may hold while they wait for it.
         applies.addTask {
             try await Self.onOwnThread {
@@ -207,14 +202,14 @@ public struct NodeRestore {
     func receive(_ session: inout SyncSession, _ bundle: Announced, sequence: Int, into handoff: ArrivingLines, report: inout Report) async throws {
         var (received, lines) = (0, 0)
         var inflated: [UInt8] = []
-        for index in 0..<bundle.parts {
+        for index in 0..<bundle.begin.parts {
             let message = try await session.next()
             guard case .restorePart(let part) = message else { throw SyncSession.unexpected(message, expected: .restorePart) }
             guard part.index == index else {
-                throw SyncProtocolError(.malformedFrame, "RESTORE_PART \(part.index) arrived; expected part \(index) of \(bundle.parts)")
+                throw SyncProtocolError(.malformedFrame, "RESTORE_PART \(part.index) arrived; expected part \(index) of \(bundle.begin.parts)")
             }
-            guard part.declaredSize <= bundle.uncompressedSize - received else {
-                throw SyncProtocolError(.inflateLimit, "the parts hold more than the \(bundle.uncompressedSize) bytes \(bundle.name) declared")
+            guard part.declaredSize <= bundle.begin.uncompressedSize - received else {
+                throw SyncProtocolError(.inflateLimit, "the parts hold more than the \(bundle.begin.uncompressedSize) bytes \(bundle.name) declared")
             }
             try part.compressed.withUnsafeReadableBytes { try BundlePartCodec.inflate($0, declaredSize: part.declaredSize, into: &inflated) }
             guard inflated.last == 0x0A else {
@@ -223,8 +218,8 @@ public struct NodeRestore {
             report.bytesOnWire += part.compressed.readableBytes + 13
             received += inflated.count
             lines += ArrivingLines.lineCount(inflated)
-            guard lines <= bundle.itemCount + 2 else {
-                throw SyncProtocolError(.malformedFrame, "\(bundle.name) declared \(bundle.itemCount) items; the bundle holds more")
+            guard lines <= bundle.begin.itemCount + 2 else {
+                throw SyncProtocolError(.malformedFrame, "\(bundle.name) declared \(bundle.begin.itemCount) items; the bundle holds more")
             }
             if index == 0 {
                 // Only this node's own chain, at the sequence asked for (the applier checks the rest).
@@ -238,11 +233,11 @@ public struct NodeRestore {
             inflated = []
             try await Self.offload { try handoff.put(whole) }
         }
-        guard received == bundle.uncompressedSize else {
-            throw SyncProtocolError(.malformedFrame, "the restored bundle holds \(received) bytes; \(bundle.name) declared \(bundle.uncompressedSize)")
+        guard received == bundle.begin.uncompressedSize else {
+            throw SyncProtocolError(.malformedFrame, "the restored bundle holds \(received) bytes; \(bundle.name) declared \(bundle.begin.uncompressedSize)")
         }
-        guard lines == bundle.itemCount + 2 else {
-            throw SyncProtocolError(.malformedFrame, "\(bundle.name) declared \(bundle.itemCount) items; the bundle holds \(max(lines - 2, 0)) whole lines after its header")
+        guard lines == bundle.begin.itemCount + 2 else {
+            throw SyncProtocolError(.malformedFrame, "\(bundle.name) declared \(bundle.begin.itemCount) items; the bundle holds \(max(lines - 2, 0)) whole lines after its header")
         }
     }
 

@@ -26,6 +26,11 @@ public struct RestoreBundle: Sendable, Equatable {
     public var chainStateDigest: String
     public var visibleCount: Int
 
+    /// The members it shares with `BUNDLE_BEGIN` (and `RESTORE_STREAM`).
+    public var begin: BundleBegin {
+        BundleBegin(sequence: sequence, manifestHash: manifestHash, parts: parts, itemCount: itemCount, uncompressedSize: uncompressedSize)
+    }
+
     public init(_ frame: SyncFrame) throws {
         let f = try PayloadFields(frame, name: "RESTORE_BUNDLE", members: [
             "chain_state_digest", "item_count", "manifest_hash", "parts", "sequence", "uncompressed_size", "visible_count"])
