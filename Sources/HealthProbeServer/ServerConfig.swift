@@ -48,6 +48,12 @@ public struct ServerConfig: Sendable, Equatable {
     public var backupKeep: Int?
     public static let backupKeepRange = 1...1000
 
+    /// MiB of the data directory's file system kept free: bundles are refused (`storage`,
+    /// retryable) below it (default 1024, as the disk-space alert's threshold).
+    public var diskReserveMiB: Int64?
+    public static let defaultDiskReserveMiB: Int64 = 1024
+    public static let diskReserveMiBRange = 1...(1 << 24)
+
     /// Object storage for accepted bundles and registry snapshots; nil: none. All six
     /// `s3_*` keys but `s3_prefix` are required once one is given.
     public var objectStore: ObjectStoreSettings?
@@ -57,7 +63,7 @@ public struct ServerConfig: Sendable, Equatable {
     public var s3KeepSnapshots: Int?
     public static let s3KeepSnapshotsRange = 1...100_000
 
-    public static let keys: Set<String> = ["listen", "advertise", "web_listen", "metrics_listen", "log_level", "hello_timeout_seconds", "idle_timeout_seconds", "kept_replicas", "apply_threads", "smtp", "alerts",
+    public static let keys: Set<String> = ["listen", "advertise", "web_listen", "metrics_listen", "log_level", "hello_timeout_seconds", "idle_timeout_seconds", "kept_replicas", "apply_threads", "disk_reserve_mib", "smtp", "alerts",
                                            "backup_to", "backup_interval_hours", "backup_keep",
                                            "s3_endpoint", "s3_bucket", "s3_prefix", "s3_region", "s3_access_key", "s3_secret_key", "s3_snapshot_seconds", "s3_keep_snapshots"]
 
@@ -110,6 +116,7 @@ public struct ServerConfig: Sendable, Equatable {
         }
         c.keptReplicas = try whole("kept_replicas", keptReplicasRange)
         c.applyThreads = try whole("apply_threads", applyThreadsRange)
+        c.diskReserveMiB = try whole("disk_reserve_mib", diskReserveMiBRange).map(Int64.init)
         c.backupTo = try string("backup_to")
         c.backupIntervalHours = try number("backup_interval_hours")
         c.backupKeep = try whole("backup_keep", backupKeepRange)

@@ -44,6 +44,12 @@ public struct SyncServer: Sendable {
     public let arrivingPiece: Int
     /// The hello versions this server speaks (an earlier build's: tests of clients that fall back).
     public let versions: ClosedRange<UInt16>
+    /// Bytes of the data directory's file system kept free: a bundle is refused (`storage`,
+    /// retryable) when it opens, or a part arrives, with less free (`disk_reserve_mib`), so
+    /// that one device's large upload never leaves the other chains' commits without room.
+    public let diskReserveBytes: Int64
+    /// How free space is read (`ServerConditions.fileSystemSpace`; tests inject a disk that fills).
+    let space: @Sendable (String) -> ServerConditions.Space?
 
     /// A server for an initialized data directory (its TLS identity and registry).
     public init(store: ServerStore, logger: Logger = Archive.silentLogger, helloTimeout: TimeAmount = .seconds(10),
@@ -52,6 +58,8 @@ public struct SyncServer: Sendable {
                 applyThreads: Int = ServerConfig.defaultApplyThreads, offsiteUploads: Bool = false,
                 arrivingParts: Int = 2, arrivingPartWait: Duration = .seconds(30), arrivingMinimumRate: Double = 1_048_576,
                 arrivingGrace: Duration = .seconds(60), arrivingPiece: Int = 1 << 20, versions: ClosedRange<UInt16> = SyncHello.versions,
+                diskReserveBytes: Int64 = ServerConfig.defaultDiskReserveMiB << 20,
+                space: @escaping @Sendable (String) -> ServerConditions.Space? = ServerConditions.fileSystemSpace,
                 now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) throws {
         try store.requireInitialized()
         self.store = store
@@ -67,6 +75,8 @@ public struct SyncServer: Sendable {
         self.arrivingGrace = arrivingGrace
         self.arrivingPiece = max(arrivingPiece, 1)
         self.versions = versions
+        self.diskReserveBytes = max(diskReserveBytes, 0)
+        self.space = space
         registry = try store.registry()
         tls = try store.identity().serverContext()
         self.throttle = SharedAuthThrottle(throttle)
@@ -234,6 +244,7 @@ public struct SyncServer: Sendable {
                             let device = session.identity, directory = store.quarantineDirectory
                             let file = try await offload {
                                 try requireActive(device)
+                                try requireDiskRoom()
                                 return try QuarantineFile(directory: directory)
                             }
                             machine.bundleOpened(file)
@@ -241,7 +252,10 @@ public struct SyncServer: Sendable {
                             // The first part of a large bundle may start its apply (with its header).
                             let handOver = arriving.map { !$0.lines.stopped } ?? (part.index == 0 && appliesWhileArriving(machine))
                             // Inflating and writing a part is CPU and file work: off the cooperative threads.
-                            let written = try await offload { try file.write(part, pieces: handOver ? arrivingPiece : nil) }
+                            let written = try await offload {
+                                try requireDiskRoom()
+                                return try file.write(part, pieces: handOver ? arrivingPiece : nil)
+                            }
                             if let tooLong = machine.partWritten(newlines: written.newlines, lastByte: written.lastByte, tail: written.tail) { throw tooLong }
                             let pieces = written.pieces
                             metrics.received(bytes: part.compressed.readableBytes + 8)
@@ -583,6 +597,14 @@ public struct SyncServer: Sendable {
             await refused(e, what: "bundle", chain: chain, sequence: begin.sequence, device: device, detail: e.message)
             return .error(e, sequence: begin.sequence)
         }
+    }
+
+    /// Throws `storage` when the data directory's file system has less than `diskReserveBytes`
+    /// free (the device is told the disk is nearly full; the log says how full).
+    func requireDiskRoom() throws {
+        guard let free = space(store.quarantineDirectory)?.free, free < diskReserveBytes else { return }
+        logger.warning("bundle refused: the disk is nearly full", metadata: ["disk.free_mib": "\(free >> 20)", "disk.reserve_mib": "\(diskReserveBytes >> 20)"])
+        throw SyncProtocolError(.storage, "the server's disk is nearly full: nothing of this bundle is stored; sync again later (the server's administrator is told)")
     }
 
     /// Counts and logs a refused request, and records it for the administrator when it

@@ -70,7 +70,8 @@ struct Serve: AsyncParsableCommand {
                                     idleTimeout: .milliseconds(Int64((settings.idleTimeoutSeconds ?? 120) * 1000)),
                                     metrics: serverMetrics, keptReplicas: keptReplicas ?? settings.keptReplicas ?? ServerConfig.defaultKeptReplicas,
                                     applyThreads: applyThreads ?? settings.applyThreads ?? ServerConfig.defaultApplyThreads,
-                                    offsiteUploads: settings.objectStore != nil)
+                                    offsiteUploads: settings.objectStore != nil,
+                                    diskReserveBytes: (settings.diskReserveMiB ?? ServerConfig.defaultDiskReserveMiB) << 20)
         // What enrollment tokens from the web page carry: the advertised address, else the bound one.
         let boundAddress = NIOLockedValueBox(settings.advertise ?? listenAddress)
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: ListenerService {

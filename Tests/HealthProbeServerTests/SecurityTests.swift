@@ -258,14 +258,14 @@ struct SecurityTests {
     func config() throws {
         let dir = TempDir()
         #expect(try ServerConfig.load(dataDirectory: dir.path) == ServerConfig())
-        try #"{"listen":"0.0.0.0:7447","metrics_listen":"127.0.0.1:9100","log_level":"debug","idle_timeout_seconds":60,"kept_replicas":16,"apply_threads":3}"#
+        try #"{"listen":"0.0.0.0:7447","metrics_listen":"127.0.0.1:9100","log_level":"debug","idle_timeout_seconds":60,"kept_replicas":16,"apply_threads":3,"disk_reserve_mib":2048}"#
             .write(toFile: dir.path + "/config.json", atomically: true, encoding: .utf8)
         let c = try ServerConfig.load(dataDirectory: dir.path)
-        #expect(c.listen == "0.0.0.0:7447" && c.metricsListen == "127.0.0.1:9100" && c.logLevel == "debug" && c.idleTimeoutSeconds == 60 && c.keptReplicas == 16 && c.applyThreads == 3)
+        #expect(c.listen == "0.0.0.0:7447" && c.metricsListen == "127.0.0.1:9100" && c.logLevel == "debug" && c.idleTimeoutSeconds == 60 && c.keptReplicas == 16 && c.applyThreads == 3 && c.diskReserveMiB == 2048)
         for (text, needle) in [(#"{"lisen":"x"}"#, "unknown key \"lisen\""), (#"{"listen":"nope"}"#, "HOST:PORT"), (#"{"log_level":"loud"}"#, "log level"),
                                (#"{"idle_timeout_seconds":-1}"#, "positive"), (#"{"kept_replicas":2.5}"#, "whole number"), (#"{"kept_replicas":1001}"#, "1...1000"),
                                (#"{"kept_replicas":0}"#, "positive"), (#"{"apply_threads":65}"#, "\"apply_threads\" must be a whole number 1...64"),
-                               (#"{"apply_threads":1.5}"#, "whole number"), ("[1]", "object"), ("{", "invalid JSON")] {
+                               (#"{"apply_threads":1.5}"#, "whole number"), (#"{"disk_reserve_mib":0}"#, "positive"), (#"{"disk_reserve_mib":0.5}"#, "whole number"), ("[1]", "object"), ("{", "invalid JSON")] {
             try text.write(toFile: dir.path + "/config.json", atomically: true, encoding: .utf8)
             #expect { try ServerConfig.load(dataDirectory: dir.path) } throws: { "\($0)".contains(needle) }
         }
@@ -275,7 +275,7 @@ struct SecurityTests {
             .appendingPathComponent("deploy/config.example.json").path
         let e = try ServerConfig.load(dataDirectory: dir.path, path: example)
         #expect(e.listen == "0.0.0.0:7447" && e.metricsListen == "127.0.0.1:9447")
-        #expect(e.smtp != nil && e.backupTo == "/var/backups/healthprobe" && e.objectStore != nil && e.s3KeepSnapshots == 48, "every setting in the example is read")
+        #expect(e.smtp != nil && e.backupTo == "/var/backups/healthprobe" && e.objectStore != nil && e.s3KeepSnapshots == 48 && e.diskReserveMiB == 1024, "every setting in the example is read")
         #expect(e.alerts == AlertThresholds(), "the example's alert thresholds are the defaults")
     }
 

@@ -89,12 +89,15 @@ func withServer(_ data: TempDir, hello: TimeAmount = .seconds(10), idle: TimeAmo
                 throttle: AuthThrottle = AuthThrottle(base: 0.05, maximum: 0.4), metrics: ServerMetrics = ServerMetrics(),
                 arrivingParts: Int = 2, arrivingPartWait: Duration = .seconds(30), arrivingMinimumRate: Double = 1_048_576,
                 arrivingGrace: Duration = .seconds(60), arrivingPiece: Int = 1 << 20, versions: ClosedRange<UInt16> = SyncHello.versions,
+                diskReserveBytes: Int64 = ServerConfig.defaultDiskReserveMiB << 20,
+                space: @escaping @Sendable (String) -> ServerConditions.Space? = ServerConditions.fileSystemSpace,
                 _ body: (TestServer) async throws -> Void) async throws {
     let store = ServerStore(root: data.path)
     try store.create()
     let server = try SyncServer(store: store, helloTimeout: hello, idleTimeout: idle, throttle: throttle, metrics: metrics,
                                 arrivingParts: arrivingParts, arrivingPartWait: arrivingPartWait, arrivingMinimumRate: arrivingMinimumRate,
-                                arrivingGrace: arrivingGrace, arrivingPiece: arrivingPiece, versions: versions)
+                                arrivingGrace: arrivingGrace, arrivingPiece: arrivingPiece, versions: versions,
+                                diskReserveBytes: diskReserveBytes, space: space)
     try await withThrowingTaskGroup(of: Void.self) { group in
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         group.addTask { try await server.run(host: "127.0.0.1", port: 0) { continuation.yield($0) } }
