@@ -33,11 +33,11 @@ public final class ArrivingLines: Sendable {
     /// The least average rate a transfer keeps: from `start`, `grace`, and then `bytesPerSecond`
     /// for every byte handed over and `ahead` more (the next part's).
     public struct Pace: Sendable {
-        public var start: Date
+        public var start: ContinuousClock.Instant
         public var grace: Double
         public var bytesPerSecond: Double
         public var ahead: Int
-        public init(start: Date = Date(), grace: Double, bytesPerSecond: Double, ahead: Int) {
+        public init(start: ContinuousClock.Instant = .now, grace: Double, bytesPerSecond: Double, ahead: Int) {
             (self.start, self.grace, self.bytesPerSecond, self.ahead) = (start, grace, max(bytesPerSecond, 1), ahead)
         }
     }
@@ -73,10 +73,10 @@ public final class ArrivingLines: Sendable {
     public var stopped: Bool { queue.isCancelled }
 
     /// Until when a wait for a part, or for room for one, may last; nil: no limit.
-    private func waitLimit() -> Date? {
-        let wait = partWait.map { Date(timeIntervalSinceNow: Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18) }
+    private func waitLimit() -> ContinuousClock.Instant? {
+        let wait = partWait.map { ContinuousClock.now + $0 }
         let bytes = handed.withLock { $0 }
-        let deadline = pace.map { $0.start.addingTimeInterval($0.grace + Double(bytes + $0.ahead) / $0.bytesPerSecond) }
+        let deadline = pace.map { $0.start + .seconds($0.grace + Double(bytes + $0.ahead) / $0.bytesPerSecond) }
         switch (wait, deadline) {
         case (let w?, let d?): return min(w, d)
         case (let w, let d): return w ?? d

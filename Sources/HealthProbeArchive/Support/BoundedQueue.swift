@@ -48,11 +48,11 @@ public final class BoundedQueue<Element>: @unchecked Sendable {
     }
 
     /// `put`, waiting until `deadline` at most: throws `WaitExpired` when no slot freed by then.
-    public func put(_ element: Element, waitingUntil deadline: Date) throws {
+    public func put(_ element: Element, waitingUntil deadline: ContinuousClock.Instant) throws {
         condition.lock()
         defer { condition.unlock() }
         while count >= capacity && cancelReason == nil {
-            if !condition.wait(until: deadline), count >= capacity && cancelReason == nil { throw WaitExpired() }
+            if !wait(until: deadline), count >= capacity && cancelReason == nil { throw WaitExpired() }
         }
         if let cancelReason { throw cancelReason }
         if closed { throw CancellationError() }
@@ -65,11 +65,11 @@ public final class BoundedQueue<Element>: @unchecked Sendable {
     public var isCancelled: Bool { condition.withLock { cancelReason != nil } }
 
     /// `take`, waiting until `deadline` at most: throws `WaitExpired` when none came by then.
-    public func take(waitingUntil deadline: Date) throws -> Element? {
+    public func take(waitingUntil deadline: ContinuousClock.Instant) throws -> Element? {
         condition.lock()
         defer { condition.unlock() }
         while count == 0 && !closed && cancelReason == nil {
-            if !condition.wait(until: deadline), count == 0 && !closed && cancelReason == nil { throw WaitExpired() }
+            if !wait(until: deadline), count == 0 && !closed && cancelReason == nil { throw WaitExpired() }
         }
         if let e = removeFirst() { return e }
         if cancelReason == nil, let failure { throw failure }
@@ -89,13 +89,25 @@ public final class BoundedQueue<Element>: @unchecked Sendable {
     public var waiting: Int { condition.withLock { count } }
 
     /// Waits until the queue is closed or cancelled, or until `deadline`; true when it is.
-    public func isEnded(waitingUntil deadline: Date) -> Bool {
+    public func isEnded(waitingUntil deadline: ContinuousClock.Instant) -> Bool {
         condition.withLock {
             while !closed && cancelReason == nil {
-                if !condition.wait(until: deadline) { break }
+                if !wait(until: deadline) { break }
             }
             return closed || cancelReason != nil
         }
+    }
+
+    /// Waits (holding `condition`'s lock) until signalled or until `deadline`, a monotonic
+    /// instant; false once it has passed. `NSCondition` waits for a wall-clock date, so each
+    /// wait lasts at most a second and the deadline is looked at again: a change of the
+    /// wall clock moves it by a second at most.
+    private func wait(until deadline: ContinuousClock.Instant) -> Bool {
+        let left = ContinuousClock.now.duration(to: deadline)
+        guard left > .zero else { return false }
+        let seconds = min(Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18, 1)
+        _ = condition.wait(until: Date(timeIntervalSinceNow: seconds))
+        return ContinuousClock.now < deadline
     }
 
     private func removeFirst() -> Element? {

@@ -27,9 +27,8 @@ public final class WritebackPacer: Sendable {
     public init?(path: String, interval: Duration = .milliseconds(50)) {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
-        let seconds = Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18
         thread = StageThread(name: "healthprobe.writeback-pacer") { [stopping, count] in
-            while !stopping.isEnded(waitingUntil: Date().addingTimeInterval(seconds)) {
+            while !stopping.isEnded(waitingUntil: .now + interval) {
                 _ = hp_start_writeback(fd, 0, 0)
                 count.starts.withLock { $0 += 1 }
             }

@@ -175,16 +175,29 @@ struct PipelineStageTests {
     @Test("waiting for a queue's end gives up at the deadline, and returns at once once it is closed")
     func queueEndWithDeadline() {
         let queue = BoundedQueue<Int>(capacity: 1)
-        let start = Date()
-        #expect(!queue.isEnded(waitingUntil: start.addingTimeInterval(0.05)))
-        #expect(Date().timeIntervalSince(start) >= 0.04)
+        let start = ContinuousClock.now
+        #expect(!queue.isEnded(waitingUntil: start + .milliseconds(50)))
+        #expect(ContinuousClock.now - start >= .milliseconds(50))
         let closer = StageThread(name: "test.close") {
             Thread.sleep(forTimeInterval: 0.02)
             queue.close()
         }
-        #expect(queue.isEnded(waitingUntil: Date().addingTimeInterval(10)))
+        #expect(queue.isEnded(waitingUntil: .now + .seconds(10)))
         closer.join()
-        #expect(queue.isEnded(waitingUntil: Date()))
+        #expect(queue.isEnded(waitingUntil: .now))
         #expect(queue.poll() == nil)
+    }
+
+    @Test("a wait with a deadline (monotonic) longer than one wait of the condition lasts until it, then put and take give up: WaitExpired")
+    func queueWaitsPastOneSlice() throws {
+        let queue = BoundedQueue<Int>(capacity: 1)
+        var start = ContinuousClock.now
+        #expect(throws: BoundedQueue<Int>.WaitExpired.self) { _ = try queue.take(waitingUntil: start + .milliseconds(1300)) }
+        #expect(ContinuousClock.now - start >= .milliseconds(1300))
+        try queue.put(1)
+        start = .now
+        #expect(throws: BoundedQueue<Int>.WaitExpired.self) { try queue.put(2, waitingUntil: start + .milliseconds(200)) }
+        #expect(ContinuousClock.now - start >= .milliseconds(200))
+        #expect(try queue.take(waitingUntil: .now + .seconds(1)) == 1)
     }
 }
