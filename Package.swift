@@ -320,7 +320,8 @@ let package = Package(
         .testTarget(
             name: "HealthProbeNodeTests",
             dependencies: ["HealthProbeNode", "HealthProbeProtocol", "HealthProbeCanonical", "HealthProbeArchive", "HealthProbeSimulator",
-                           "HealthProbeTestSupport", .product(name: "GRDB", package: "GRDB.swift")],
+                           "HealthProbeTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+                           .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio")],
             swiftSettings: strict
         ),
         // The server's tests talk to it with the real node client over real TLS (and run the

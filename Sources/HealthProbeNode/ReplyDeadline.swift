@@ -4,7 +4,9 @@ import HealthProbeProtocol
 /// A node waits for a server's answer only so long: from the moment it sends a message
 /// that the server answers (the hello, `AUTH`, `ENROLL`, `CHAIN_STATUS_REQUEST`,
 /// `HOUSEHOLD_REQUEST`, `BUNDLE_END`, `BUNDLE_STREAM_END`, `PING`, `RESTORE_REQUEST`) until anything arrives, at most `limit`;
-/// then the connection fails with `timeout`. Sending a bundle's parts is not waiting:
+/// then the connection fails with `timeout`. The messages sent and not answered yet are
+/// counted (a `PING` sent while a bundle streams, then its `BUNDLE_STREAM_END`): a reply
+/// starts the wait again while another is owed. Sending a bundle's parts is not waiting:
 /// a large bundle takes as long as it takes to send. With `partsAwaitState` (version 3,
 /// whose restore sends the chain state after the parts), each `RESTORE_PART` read starts
 /// the wait again, so a server that stops after a part fails too.
@@ -17,6 +19,8 @@ final class ReplyDeadline: ChannelDuplexHandler, RemovableChannelHandler {
     let limit: TimeAmount
     let partsAwaitState: Bool
     private var timer: Scheduled<Void>?
+    /// Messages sent that the server has not answered yet.
+    private var owed = 0
 
     init(limit: TimeAmount, partsAwaitState: Bool = false) {
         self.limit = limit
@@ -26,13 +30,35 @@ final class ReplyDeadline: ChannelDuplexHandler, RemovableChannelHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         timer?.cancel()
         timer = nil
-        if partsAwaitState, case .frame(let f) = unwrapInboundIn(data), f.kind == .restorePart { arm(context) }
+        let message = unwrapInboundIn(data)
+        if owed > 0, Self.isReply(message) { owed -= 1 }
+        if owed > 0 {
+            arm(context)
+        } else if partsAwaitState, case .frame(let f) = message, f.kind == .restorePart {
+            arm(context)
+        }
         context.fireChannelRead(data)
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if timer == nil, Self.isAnswered(unwrapOutboundIn(data)) { arm(context) }
+        if Self.isAnswered(unwrapOutboundIn(data)) {
+            owed += 1
+            if timer == nil { arm(context) }
+        }
         context.write(data, promise: promise)
+    }
+
+    /// Whether `message` answers a message sent (the first frame of a reply: a restore's
+    /// parts and its state follow the `RESTORE_BUNDLE` or `RESTORE_STREAM` that answered).
+    static func isReply(_ message: SyncInbound) -> Bool {
+        switch message {
+        case .hello: return true
+        case .frame(let f):
+            switch f.kind {
+            case .authOK, .chainStatus, .household, .bundleAck, .pong, .restoreBundle, .restoreStream, .error: return true
+            default: return false
+            }
+        }
     }
 
     private func arm(_ context: ChannelHandlerContext) {

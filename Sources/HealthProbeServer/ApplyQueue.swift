@@ -168,10 +168,12 @@ actor ApplyQueue {
 
     /// Verifies and applies the bundle at `path` (of `chain`, `bytes` long) once no other apply of that chain runs.
     /// `sequence`, when given, is the one `BUNDLE_BEGIN` announced: the bundle's header must say it.
-    nonisolated func apply(chain: String, path: String, manifestHash: String, sequence: Int? = nil, bytes: Int, at now: Double) async throws -> BundleApplier.Outcome {
+    /// `claim` runs in the chain's turn just before the commit of an applied bundle (what it throws refuses it).
+    nonisolated func apply(chain: String, path: String, manifestHash: String, sequence: Int? = nil, bytes: Int, at now: Double,
+                           claim: @escaping @Sendable () throws -> Void = {}) async throws -> BundleApplier.Outcome {
         let store = self.store
         return try await run(chain: chain, manifestHash: { manifestHash }, bytes: { bytes }) { replica in
-            try store.apply(file: path, manifestHash: manifestHash, sequence: sequence, now: now, bundleBytes: bytes, replica: replica).outcome
+            try store.apply(file: path, manifestHash: manifestHash, sequence: sequence, now: now, bundleBytes: bytes, replica: replica, claim: claim).outcome
         }
     }
 
@@ -180,7 +182,7 @@ actor ApplyQueue {
     /// `manifestHash` and `bytes` nil: a streamed bundle (the hash is the one its end declares).
     /// Call only after `beginArriving` returned true.
     nonisolated func apply(chain: String, arriving lines: ArrivingLines, header: BundleHeader, path: String, manifestHash: String?,
-                           sequence: Int, bytes: Int?, at now: Double) async throws -> BundleApplier.Outcome {
+                           sequence: Int, bytes: Int?, at now: Double, claim: @escaping @Sendable () throws -> Void = {}) async throws -> BundleApplier.Outcome {
         let store = self.store
         // However the apply ends, or if it never starts (cancelled while it waited for its
         // turn or a thread), parts still arriving are not handed over: the connection's
@@ -188,7 +190,7 @@ actor ApplyQueue {
         defer { lines.queue.cancel() }
         return try await run(chain: chain, manifestHash: { manifestHash ?? (try? lines.declaredManifestHash()) }, bytes: { bytes ?? lines.bytesHanded }) { replica in
             try store.apply(arriving: lines.lines, header: header, file: path, manifestHash: manifestHash, manifestHashAtEnd: lines.declaredManifestHash,
-                            sequence: sequence, now: now, bundleBytes: bytes, transferChecked: lines.checked, replica: replica)
+                            sequence: sequence, now: now, bundleBytes: bytes, transferChecked: lines.checked, replica: replica, claim: claim)
         }
     }
 

@@ -5,6 +5,8 @@ import HealthProbeArchive
 struct ArrivingApply: Sendable {
     let lines: ArrivingLines
     let chain: String
+    /// Whether the claim inside the apply, before its commit, bound the chain.
+    let claimedInTurn = ChainClaimFlag()
 
     /// The claim of the chain at `BUNDLE_END`: whether it bound the chain now (a refusal
     /// then releases it), or why the device may not write it.

@@ -271,8 +271,10 @@ extension ServerStore {
     /// `sequence`, when given, is the one the bundle was announced with (`BUNDLE_BEGIN`, or
     /// its place in a backup): its header must say the same, or nothing is stored.
     /// `manifestHash` nil takes the hash the verification computes (`BundleApplier.apply`).
+    /// `claim` runs inside the transaction of an applied bundle, before its commit: what it
+    /// throws refuses the bundle (a sync server claims the chain for the sending device there).
     public func apply(file path: String, manifestHash: String?, sequence announced: Int? = nil, now: Double, bundleBytes: Int? = nil,
-                      replica kept: ((String) throws -> Archive)? = nil) throws -> (chain: String, outcome: BundleApplier.Outcome) {
+                      replica kept: ((String) throws -> Archive)? = nil, claim: () throws -> Void = {}) throws -> (chain: String, outcome: BundleApplier.Outcome) {
         var lines = try StoredBundleLines(path: path)
         guard let first = lines.next() else { throw lines.failure ?? BundleError(.malformed, line: 1, "the bundle is empty") }
         // Checked (hex, integer ranges) before anything is opened or named after it.
@@ -296,8 +298,9 @@ extension ServerStore {
                 // Damage after the trailer's line (a member that does not check, bytes after the last)
                 // ends the lines as cleanly as the file's end: refused before anything is committed.
                 outcome = try BundleApplier.apply(replica, lines: rest, manifestHash: manifestHash, now: now, indexes: .automatic(bundleBytes: bytes),
-                                                  beforeCommit: { _, _ in
+                                                  beforeCommit: { _, outcome in
                                                       if let damage = rest.rest.failure { throw damage }
+                                                      if case .applied = outcome { try claim() }
                                                       Failpoints.beforeCommit()
                                                   })
             } catch {
@@ -323,7 +326,7 @@ extension ServerStore {
     public func apply(arriving lines: ArrivingLines.Lines, header: BundleHeader, file path: String, manifestHash: String?,
                       manifestHashAtEnd: (() throws -> String)? = nil, sequence announced: Int,
                       now: Double, bundleBytes: Int?, transferChecked: () throws -> Void,
-                      replica kept: ((String) throws -> Archive)? = nil) throws -> BundleApplier.Outcome {
+                      replica kept: ((String) throws -> Archive)? = nil, claim: () throws -> Void = {}) throws -> BundleApplier.Outcome {
         let chain = header.deviceChainHash, sequence = header.sequence
         guard announced == sequence else {
             throw BundleError(.malformed, line: 1, "line 1: the header's sequence \(sequence) is not \(announced), the sequence the bundle came as (its BUNDLE_BEGIN's, or its place in a backup)")
@@ -339,6 +342,7 @@ extension ServerStore {
                                                       guard case .applied = outcome else { return }
                                                       // The file is whole only once the transfer is: kept (and synced) then.
                                                       try transferChecked()
+                                                      try claim()
                                                       incoming = try keep(file: path, chain: chain, sequence: sequence, gzip: true)
                                                       Failpoints.beforeCommit()
                                                   })

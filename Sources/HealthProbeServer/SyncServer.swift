@@ -492,12 +492,13 @@ public struct SyncServer: Sendable {
         let pace = ArrivingLines.Pace(grace: arrivingGrace.seconds, bytesPerSecond: arrivingMinimumRate, ahead: BundlePartCodec.maxPartSize)
         let a = ArrivingApply(lines: ArrivingLines(depth: 4, partWait: arrivingPartWait, pace: pace), chain: chain)
         let (lines, t) = (a.lines, now())
+        let claim = claimInTurn(chain, for: device, flag: a.claimedInTurn)
         applies.addTask {
             let started = ContinuousClock.now
             let result: Result<BundleApplier.Outcome, any Error>
             do {
                 result = .success(try await applier.apply(chain: chain, arriving: lines, header: header, path: path, manifestHash: declared?.manifestHash,
-                                                          sequence: sequence, bytes: declared?.uncompressedSize, at: t))
+                                                          sequence: sequence, bytes: declared?.uncompressedSize, at: t, claim: claim))
             } catch {
                 result = .failure(error)
             }
@@ -517,6 +518,18 @@ public struct SyncServer: Sendable {
         }
     }
 
+    /// The claim a bundle makes of its chain inside its apply, in the chain's turn, just before
+    /// the commit: the chain stays bound to the device whose bundle it holds, even where another
+    /// connection's refused bundle let go of the binding since this one's own claim (it lets go
+    /// only of a chain that holds no bundle, in the chain's turn: `ApplyQueue.ifChainEmpty`).
+    /// Another device's chain is refused (`forbidden`); `flag` records a binding made here.
+    func claimInTurn(_ chain: String, for device: DeviceRegistry.Identity, flag: ChainClaimFlag) -> @Sendable () throws -> Void {
+        let registry = self.registry, now = self.now
+        return {
+            if try Self.mapAuth({ try registry.claim(device, chain: chain, now: now()) }) { flag.setBound() }
+        }
+    }
+
     /// The device still active, and `chain` claimed for it (`DeviceRegistry.claim`): true when this bound it.
     func claim(_ chain: String, for device: DeviceRegistry.Identity) async throws -> Bool {
         try await offload {
@@ -533,6 +546,8 @@ public struct SyncServer: Sendable {
         let device = session.identity, clockOffset = session.clockOffset
         var chain: String?
         var bound = false
+        /// Set when the claim inside the apply (the arriving one's, or the file's) bound the chain.
+        var inTurn: ChainClaimFlag?
         let path = transfer.file.path
         do {
             let outcome: BundleApplier.Outcome
@@ -540,6 +555,7 @@ public struct SyncServer: Sendable {
             if let arrived {
                 (c, bound) = (arrived.apply.chain, arrived.claim.bound)
                 chain = c
+                inTurn = arrived.apply.claimedInTurn
                 // Refused at the end (revoked, or the chain another device's): the apply stopped for it.
                 if let failure = arrived.claim.failure {
                     metrics.arrivingApply(ended: "refused")
@@ -565,14 +581,14 @@ public struct SyncServer: Sendable {
                 let claimed = try await claim(c, for: device)
                 bound = bound || claimed
                 let started = ContinuousClock.now
+                let flag = ChainClaimFlag()
+                inTurn = flag
                 outcome = try await applier.apply(chain: c, path: path, manifestHash: begin.manifestHash, sequence: begin.sequence,
-                                                  bytes: begin.uncompressedSize, at: now())
+                                                  bytes: begin.uncompressedSize, at: now(), claim: claimInTurn(c, for: device, flag: flag))
                 metrics.bundle(outcome: outcome, seconds: (ContinuousClock.now - started).seconds)
             }
             bound = false  // applied: the binding stands, whatever fails after this
-            // Claimed again (a read when the chain is bound to this device): a bundle claimed by
-            // another connection that was refused and let go of it before this one's turn came.
-            if case .applied = outcome { _ = try? await claim(c, for: device) }
+            inTurn = nil
             let queue = offsiteUploads
             try await offload {
                 try registry.recordSync(chain: c, now: now(), clockOffset: clockOffset)
@@ -588,7 +604,7 @@ public struct SyncServer: Sendable {
             return try .json(.bundleAck, .object(["sequence": .int(begin.sequence), "manifest_hash": .string(begin.manifestHash), "status": .string(status)]))
         } catch {
             let e = Self.protocolError(error)
-            if bound, let c = chain {
+            if bound || inTurn?.isBound == true, let c = chain {
                 // This bundle bound the chain; refused, it binds nothing, unless a bundle of the
                 // chain that another connection sent (claiming the binding this one made) was applied.
                 let registry = self.registry

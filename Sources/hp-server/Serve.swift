@@ -34,6 +34,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .long, help: "Threads verifying and applying bundles (default: config, else cores + 1).")
     var applyThreads: Int?
 
+    @Option(name: .customLong("disk-reserve-mib"), help: "MiB of the data directory's disk kept free: bundles are refused (storage, retried later) below it (default: config, else 1024).")
+    var diskReserveMiB: Int?
+
     func validate() throws {
         if let listen, SyncAddress.parse(listen, allowAnyPort: true) == nil { throw ValidationError("--listen must be HOST:PORT, got \(listen)") }
         if let metrics, SyncAddress.parse(metrics, allowAnyPort: true) == nil { throw ValidationError("--metrics must be HOST:PORT, got \(metrics)") }
@@ -43,6 +46,9 @@ struct Serve: AsyncParsableCommand {
         }
         if let applyThreads, !ServerConfig.applyThreadsRange.contains(applyThreads) {
             throw ValidationError("--apply-threads must be \(ServerConfig.applyThreadsRange), got \(applyThreads)")
+        }
+        if let diskReserveMiB, !ServerConfig.diskReserveMiBRange.contains(diskReserveMiB) {
+            throw ValidationError("--disk-reserve-mib must be \(ServerConfig.diskReserveMiBRange), got \(diskReserveMiB)")
         }
     }
 
@@ -71,7 +77,7 @@ struct Serve: AsyncParsableCommand {
                                     metrics: serverMetrics, keptReplicas: keptReplicas ?? settings.keptReplicas ?? ServerConfig.defaultKeptReplicas,
                                     applyThreads: applyThreads ?? settings.applyThreads ?? ServerConfig.defaultApplyThreads,
                                     offsiteUploads: settings.objectStore != nil,
-                                    diskReserveBytes: (settings.diskReserveMiB ?? ServerConfig.defaultDiskReserveMiB) << 20)
+                                    diskReserveBytes: (diskReserveMiB.map(Int64.init) ?? settings.diskReserveMiB ?? ServerConfig.defaultDiskReserveMiB) << 20)
         // What enrollment tokens from the web page carry: the advertised address, else the bound one.
         let boundAddress = NIOLockedValueBox(settings.advertise ?? listenAddress)
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: ListenerService {

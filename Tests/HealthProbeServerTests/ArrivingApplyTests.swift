@@ -293,6 +293,7 @@ struct ArrivingApplyTests {
                         starting.yield()
                         let registry = try store.registry(), deadline = ContinuousClock.now + .seconds(30)
                         while try registry.chainFacts(chain).device == nil && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+                        try #require(try registry.chainFacts(chain).device == "a", "connection 2 bound the chain before connection 1 ends")
                     }, second: end, until: "\"sequence\""))
                 }
                 var it = started.makeAsyncIterator()

@@ -89,7 +89,7 @@ func withServer(_ data: TempDir, hello: TimeAmount = .seconds(10), idle: TimeAmo
                 throttle: AuthThrottle = AuthThrottle(base: 0.05, maximum: 0.4), metrics: ServerMetrics = ServerMetrics(),
                 arrivingParts: Int = 2, arrivingPartWait: Duration = .seconds(30), arrivingMinimumRate: Double = 1_048_576,
                 arrivingGrace: Duration = .seconds(60), arrivingPiece: Int = 1 << 20, versions: ClosedRange<UInt16> = SyncHello.versions,
-                diskReserveBytes: Int64 = ServerConfig.defaultDiskReserveMiB << 20,
+                diskReserveBytes: Int64 = 0,
                 space: @escaping @Sendable (String) -> ServerConditions.Space? = ServerConditions.fileSystemSpace,
                 _ body: (TestServer) async throws -> Void) async throws {
     let store = ServerStore(root: data.path)

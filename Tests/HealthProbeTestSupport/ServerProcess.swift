@@ -13,7 +13,8 @@ public final class ServerProcess {
     /// `environment` is added to this process's for the server alone (a failpoint, say).
     public init(data: String, arguments: [String] = [], environment: [String: String] = [:], timeout: Double = 60) throws {
         process.executableURL = try toolURL("hp-server")
-        process.arguments = ["serve", "--data", data, "--listen", "127.0.0.1:0"] + arguments
+        // A reserve of 1 MiB: the tests' syncs never depend on how full the machine's disk is.
+        process.arguments = ["serve", "--data", data, "--listen", "127.0.0.1:0", "--disk-reserve-mib", "1"] + arguments
         if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         // stderr goes to a file: a pipe nobody reads would stall a server that logs a lot.
         let errPath = NSTemporaryDirectory() + "hp-server-stderr-" + UUID().uuidString

@@ -100,8 +100,9 @@ public final class BoundedQueue<Element>: @unchecked Sendable {
 
     /// Waits (holding `condition`'s lock) until signalled or until `deadline`, a monotonic
     /// instant; false once it has passed. `NSCondition` waits for a wall-clock date, so each
-    /// wait lasts at most a second and the deadline is looked at again: a change of the
-    /// wall clock moves it by a second at most.
+    /// wait lasts at most a second and the deadline is looked at again: a wall clock set
+    /// forward ends a wait early, never the deadline; one set back during a wait lengthens
+    /// that one wait by as much (the deadline stays).
     private func wait(until deadline: ContinuousClock.Instant) -> Bool {
         let left = ContinuousClock.now.duration(to: deadline)
         guard left > .zero else { return false }
