@@ -52,9 +52,10 @@ public struct SyncClient {
     public var partSize = BundlePartCodec.maxPartSize
     /// While a streamed bundle is built, a `PING` is sent when a whole `keepalive` passed
     /// without a frame, so the server (which times out after 120 s without one,
-    /// Protocol/README.md section 3.1) hears from the node at least every two of them.
-    public var keepalive: Duration = SyncClient.defaultKeepalive
-    public static let defaultKeepalive: Duration = .seconds(30)
+    /// Protocol/README.md section 3.1) hears from the node at least every two of them
+    /// (`StreamKeepalive`).
+    public var keepalive: TimeAmount = SyncClient.defaultKeepalive
+    public static let defaultKeepalive: TimeAmount = .seconds(30)
     /// Called on the building thread once each part of a streamed bundle is in the outbox
     /// file (tests make a build slow here).
     var onPartBuilt: @Sendable (OutboxBundle.Part) -> Void = { _ in }
@@ -78,7 +79,8 @@ public struct SyncClient {
     }
 
     private func sync(_ enrollment: NodeEnrollment, host: String, port: Int, version: UInt16) async throws -> Report {
-        try await SyncSession.with(host: host, port: port, fingerprint: enrollment.fingerprint, replyTimeout: replyTimeout, version: version) { session in
+        try await SyncSession.with(host: host, port: port, fingerprint: enrollment.fingerprint, replyTimeout: replyTimeout, version: version,
+                                   keepalive: keepalive) { session in
             try await session.authenticate(name: enrollment.name, credential: enrollment.credential, clientTime: node.clock.now())
             return try await send(&session)
         }
@@ -108,6 +110,7 @@ public struct SyncClient {
             previous = try await sendBundle(&session, sequence: seq, observation: observations[seq - 1], previous: previous,
                                             total: observations.count, report: &report, buffer: &partBuffer)
         }
+        report.keepalivePings = session.keepalivePings
         return report
     }
 
@@ -143,30 +146,14 @@ public struct SyncClient {
             try await session.send(.json(.bundleStreamBegin, .object(["sequence": .int(seq)])))
             // Built straight into deflated parts on the archive's reader (a second thread deflates);
             // each part is sent here as soon as it is in the file.
-            let (recorded, parts) = AsyncStream.makeStream(of: StreamEvent.self)
-            let (keepalive, onPartBuilt) = (self.keepalive, self.onPartBuilt)
+            let (recorded, parts) = AsyncStream.makeStream(of: OutboxBundle.Part.self)
+            let onPartBuilt = self.onPartBuilt
             async let built = Self.build(node, observation: obs, previous: link, file: file, partSize: partSize, parts: parts, onPartBuilt: onPartBuilt)
             do {
-                let index = try await withThrowingTaskGroup(of: Void.self) { ticker in
-                    ticker.addTask { await Self.tick(every: keepalive, into: parts) }
-                    defer { ticker.cancelAll() }
-                    var index = 0
-                    var sentSinceTick = true
-                    for await event in recorded {
-                        switch event {
-                        case .part(let part):
-                            try await sendPart(part, index: index, reader: &reader, session: &session, report: &report, buffer: &partBuffer)
-                            index += 1
-                            sentSinceTick = true
-                        case .tick:
-                            if !sentSinceTick {
-                                try await session.ping()
-                                report.keepalivePings += 1
-                            }
-                            sentSinceTick = false
-                        }
-                    }
-                    return index
+                var index = 0
+                for await part in recorded {
+                    try await sendPart(part, index: index, reader: &reader, session: &session, report: &report, buffer: &partBuffer)
+                    index += 1
                 }
                 written = try await built
                 guard index == written.parts.count else {
@@ -217,29 +204,15 @@ public struct SyncClient {
     /// written; `parts` is finished however the build ends (before it starts included), so
     /// that the sender reading it never waits for parts that will not come.
     static func build(_ node: NodeArchive, observation: Int64, previous: String?, file: String, partSize: Int,
-                      parts: AsyncStream<StreamEvent>.Continuation, onPartBuilt: @escaping @Sendable (OutboxBundle.Part) -> Void = { _ in }) async throws -> OutboxBundle.Written {
+                      parts: AsyncStream<OutboxBundle.Part>.Continuation, onPartBuilt: @escaping @Sendable (OutboxBundle.Part) -> Void = { _ in }) async throws -> OutboxBundle.Written {
         defer { parts.finish() }
         return try await node.archive.readSnapshot { db in
             try OutboxBundle.write(db, observationID: observation, previousManifestHash: previous, to: file, partSize: partSize,
                                    onPart: { part in
-                                       if case .terminated = parts.yield(.part(part)) { return false }
+                                       if case .terminated = parts.yield(part) { return false }
                                        onPartBuilt(part)
                                        return true
                                    })
-        }
-    }
-
-    /// What the sender of a streamed bundle waits for: the next part built, or the keepalive's tick.
-    enum StreamEvent: Sendable {
-        case part(OutboxBundle.Part)
-        case tick
-    }
-
-    /// Yields a tick into `events` every `interval` until cancelled, or until they end.
-    static func tick(every interval: Duration, into events: AsyncStream<StreamEvent>.Continuation) async {
-        while true {
-            do { try await Task.sleep(for: interval) } catch { return }
-            if case .terminated = events.yield(.tick) { return }
         }
     }
 

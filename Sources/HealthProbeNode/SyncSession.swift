@@ -14,17 +14,20 @@ public struct SyncSession {
     let outbound: NIOAsyncChannelOutboundWriter<SyncOutbound>
     /// The protocol version the hellos agreed.
     public let version: UInt16
-    /// `PONG`s the server owes for `PING`s sent with `ping()`; `next()` takes them before any other reply.
-    private(set) var owedPongs = 0
+    /// The `PING`s the connection's keepalive sent (`StreamKeepalive`; none without one).
+    let keepalive: StreamKeepalive.Count
+    public var keepalivePings: Int { keepalive.pings }
 
     /// Connects to `host:port` over TLS pinned to `fingerprint`, exchanges hellos, runs `body`, closes.
     /// A reply that takes longer than `replyTimeout` fails the connection with `timeout` (`ReplyDeadline`).
     /// `version` is the hello's: 1 for everything but restore and streamed bundles (any server
     /// speaks it), 2 for restore, 3 to stream bundles. A server that does not speak it fails
     /// with `protocol_version`.
+    /// `keepalive`: while a streamed bundle is sent, a `PING` after each whole such interval without a frame (`StreamKeepalive`).
     public static func with<T: Sendable>(host: String, port: Int, fingerprint: String, replyTimeout: TimeAmount = SyncSession.replyTimeout,
-                                         version: UInt16 = SyncHello.currentVersion,
+                                         version: UInt16 = SyncHello.currentVersion, keepalive: TimeAmount? = nil,
                                          _ body: (inout SyncSession) async throws -> T) async throws -> T {
+        let pings = StreamKeepalive.Count()
         let tls = try PinnedTLS.clientContext()
         let channel: NIOAsyncChannel<SyncInbound, SyncOutbound>
         do {
@@ -36,6 +39,8 @@ public struct SyncSession {
                         try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(SyncConnectionDecoder()))
                         try channel.pipeline.syncOperations.addHandler(MessageToByteHandler(SyncConnectionEncoder()))
                         try channel.pipeline.syncOperations.addHandler(ReplyDeadline(limit: replyTimeout, partsAwaitState: version >= SyncHello.streamVersion))
+                        // After the deadline: its PINGs are answered messages there, and its PONGs answers.
+                        if let keepalive { try channel.pipeline.syncOperations.addHandler(StreamKeepalive(interval: keepalive, count: pings)) }
                         return try NIOAsyncChannel<SyncInbound, SyncOutbound>(wrappingChannelSynchronously: channel)
                     }
                 }
@@ -43,7 +48,7 @@ public struct SyncSession {
             throw SyncProtocolError(.storage, "cannot connect to \(host):\(port): \(error)")
         }
         return try await channel.executeThenClose { inbound, outbound in
-            var session = SyncSession(messages: inbound.makeAsyncIterator(), outbound: outbound, version: version)
+            var session = SyncSession(messages: inbound.makeAsyncIterator(), outbound: outbound, version: version, keepalive: pings)
             do {
                 try await outbound.write(.hello(SyncHello(version: version)))
                 let answer: SyncInbound?
@@ -117,17 +122,7 @@ public struct SyncSession {
         guard case .frame(let f) = m else { throw SyncProtocolError(.unexpectedMessage, "a second hello from the server") }
         let message = try ServerMessage(f)
         if case .error(let e) = message { throw e.error }
-        if case .pong = message, owedPongs > 0 {
-            owedPongs -= 1
-            return try await next()
-        }
         return message
-    }
-
-    /// Sends `PING` without waiting for its `PONG`, which `next()` takes when it comes.
-    public mutating func ping() async throws {
-        try await send(SyncFrame(kind: .ping, payload: ByteBuffer()))
-        owedPongs += 1
     }
 
     /// Sends `frame` and returns the reply.
