@@ -50,10 +50,10 @@ public struct SyncClient {
     public var replyTimeout: TimeAmount = SyncSession.replyTimeout
     /// The largest part of a bundle before deflating (tests send many small parts).
     public var partSize = BundlePartCodec.maxPartSize
-    /// While a streamed bundle is built, a `PING` is sent when a whole `keepalive` passed
-    /// without a frame, so the server (which times out after 120 s without one,
-    /// Protocol/README.md section 3.1) hears from the node at least every two of them
-    /// (`StreamKeepalive`).
+    /// While a bundle is built (streamed between its parts, or whole before it is declared),
+    /// a `PING` is sent when a whole `keepalive` passed without a frame, so the server (which
+    /// times out after 120 s without one, Protocol/README.md section 6) hears from the node at
+    /// least every two of them (`SessionKeepalive`).
     public var keepalive: TimeAmount = SyncClient.defaultKeepalive
     public static let defaultKeepalive: TimeAmount = .seconds(30)
     /// Called on the building thread once each part of a streamed bundle is in the outbox

@@ -14,8 +14,8 @@ public struct SyncSession {
     let outbound: NIOAsyncChannelOutboundWriter<SyncOutbound>
     /// The protocol version the hellos agreed.
     public let version: UInt16
-    /// The `PING`s the connection's keepalive sent (`StreamKeepalive`; none without one).
-    let keepalive: StreamKeepalive.Count
+    /// The `PING`s the connection's keepalive sent (`SessionKeepalive`; none without one).
+    let keepalive: SessionKeepalive.Count
     public var keepalivePings: Int { keepalive.pings }
 
     /// Connects to `host:port` over TLS pinned to `fingerprint`, exchanges hellos, runs `body`, closes.
@@ -23,11 +23,11 @@ public struct SyncSession {
     /// `version` is the hello's: 1 for everything but restore and streamed bundles (any server
     /// speaks it), 2 for restore, 3 to stream bundles. A server that does not speak it fails
     /// with `protocol_version`.
-    /// `keepalive`: while a streamed bundle is sent, a `PING` after each whole such interval without a frame (`StreamKeepalive`).
+    /// `keepalive`: once authenticated, a `PING` after each whole such interval without a frame while no answer is owed (`SessionKeepalive`).
     public static func with<T: Sendable>(host: String, port: Int, fingerprint: String, replyTimeout: TimeAmount = SyncSession.replyTimeout,
                                          version: UInt16 = SyncHello.currentVersion, keepalive: TimeAmount? = nil,
                                          _ body: (inout SyncSession) async throws -> T) async throws -> T {
-        let pings = StreamKeepalive.Count()
+        let pings = SessionKeepalive.Count()
         let tls = try PinnedTLS.clientContext()
         let channel: NIOAsyncChannel<SyncInbound, SyncOutbound>
         do {
@@ -40,7 +40,7 @@ public struct SyncSession {
                         try channel.pipeline.syncOperations.addHandler(MessageToByteHandler(SyncConnectionEncoder()))
                         try channel.pipeline.syncOperations.addHandler(ReplyDeadline(limit: replyTimeout, partsAwaitState: version >= SyncHello.streamVersion))
                         // After the deadline: its PINGs are answered messages there, and its PONGs answers.
-                        if let keepalive { try channel.pipeline.syncOperations.addHandler(StreamKeepalive(interval: keepalive, count: pings)) }
+                        if let keepalive { try channel.pipeline.syncOperations.addHandler(SessionKeepalive(interval: keepalive, count: pings)) }
                         return try NIOAsyncChannel<SyncInbound, SyncOutbound>(wrappingChannelSynchronously: channel)
                     }
                 }

@@ -32,24 +32,23 @@ struct StreamedSyncTests {
     func keepalive() async throws {
         let a = TempHome()
         try simulate(a, days: 2)
-        // An idle timeout long enough for the steps before the bundle, and for the ticks of the
-        // keepalive, on a machine loaded with the whole suite.
-        try await withServer(TempDir(), idle: .seconds(8)) { server in
+        try await withServer(TempDir(), idle: .seconds(3)) { server in
             let e = try await server.enroll("a")
             let node = try a.open()
             var client = SyncClient(node: node, outbox: a.root + "/outbox")
             client.partSize = 64 * 1024
-            // The build stops for 18 s after its first part: more than twice the server's idle timeout.
-            client.onPartBuilt = { part in if part.offset == 0 { Thread.sleep(forTimeInterval: 18) } }
+            // The build stops for 7 s after its first part: more than twice the server's idle timeout.
+            client.onPartBuilt = { part in if part.offset == 0 { Thread.sleep(forTimeInterval: 7) } }
             let refused = await #expect(throws: SyncProtocolError.self) { _ = try await client.sync(e) }
             #expect(refused?.code == .timeout, "\(String(describing: refused))")
             #expect(try await quarantineEmpties(server.store))
             #expect(try server.store.chains().isEmpty)
 
-            client.keepalive = .milliseconds(500)
+            // Every step of the session now keeps it open, before the bundle as between its parts.
+            client.keepalive = .milliseconds(300)
             let r = try await client.sync(e)
             #expect(r.sent == 1)
-            #expect(r.keepalivePings >= 10, "\(r.keepalivePings) PINGs in 18 s")
+            #expect(r.keepalivePings >= 5, "\(r.keepalivePings) PINGs in 7 s")
             for (x, y) in try digests(node, server.store) { #expect(x == y) }
         }
     }
