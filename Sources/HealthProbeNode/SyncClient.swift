@@ -31,7 +31,7 @@ public struct SyncClient {
         public var buildSeconds: Double = 0
         public var checkSeconds: Double = 0
         public var sendSeconds: Double = 0
-        /// `PING`s sent while a streamed bundle's build left the server without a frame (`keepalive`).
+        /// `PING`s sent while the node left the server without a frame, a bundle's build say (`keepalive`).
         public var keepalivePings = 0
     }
 
@@ -56,8 +56,8 @@ public struct SyncClient {
     /// least every two of them (`SessionKeepalive`).
     public var keepalive: TimeAmount = SyncClient.defaultKeepalive
     public static let defaultKeepalive: TimeAmount = .seconds(30)
-    /// Called on the building thread once each part of a streamed bundle is in the outbox
-    /// file (tests make a build slow here).
+    /// Called on the building thread once each part of a bundle is in the outbox file
+    /// (tests make a build slow here).
     var onPartBuilt: @Sendable (OutboxBundle.Part) -> Void = { _ in }
 
     public init(node: NodeArchive, outbox: String, logger: Logger = Archive.silentLogger) {
@@ -167,8 +167,10 @@ public struct SyncClient {
             }
             report.buildSeconds += (ContinuousClock.now - building).seconds
         } else {
+            let onPartBuilt = self.onPartBuilt
             written = try await node.archive.readSnapshot { db in
-                try OutboxBundle.write(db, observationID: obs, previousManifestHash: link, to: file, partSize: partSize)
+                try OutboxBundle.write(db, observationID: obs, previousManifestHash: link, to: file, partSize: partSize,
+                                       onPart: { part in onPartBuilt(part); return true })
             }
             sending = ContinuousClock.now
             report.buildSeconds += (sending - building).seconds

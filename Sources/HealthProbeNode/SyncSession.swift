@@ -40,7 +40,11 @@ public struct SyncSession {
                         try channel.pipeline.syncOperations.addHandler(MessageToByteHandler(SyncConnectionEncoder()))
                         try channel.pipeline.syncOperations.addHandler(ReplyDeadline(limit: replyTimeout, partsAwaitState: version >= SyncHello.streamVersion))
                         // After the deadline: its PINGs are answered messages there, and its PONGs answers.
-                        if let keepalive { try channel.pipeline.syncOperations.addHandler(SessionKeepalive(interval: keepalive, count: pings)) }
+                        if let keepalive {
+                            // At least 100 ms apart: an interval of nothing would tick without end.
+                            let interval = max(keepalive, .milliseconds(100))
+                            try channel.pipeline.syncOperations.addHandler(SessionKeepalive(interval: interval, count: pings))
+                        }
                         return try NIOAsyncChannel<SyncInbound, SyncOutbound>(wrappingChannelSynchronously: channel)
                     }
                 }

@@ -72,3 +72,44 @@ struct SessionKeepaliveTests {
         #expect(count.pings == 2)
     }
 }
+
+/// The deadline and the keepalive together, in the order `SyncSession.with` adds them.
+@Suite("Reply deadline with keepalive")
+struct DeadlineWithKeepaliveTests {
+    @Test("a PING then BUNDLE_STREAM_END: the PONG is counted by the deadline and taken by the keepalive, the acknowledgement reaches the session, and the wait for it runs from the PONG")
+    func together() throws {
+        let count = SessionKeepalive.Count()
+        let channel = EmbeddedChannel()
+        try channel.pipeline.syncOperations.addHandler(ReplyDeadline(limit: .seconds(100)))
+        try channel.pipeline.syncOperations.addHandler(SessionKeepalive(interval: .seconds(30), count: count))
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+        try channel.writeOutbound(SyncOutbound.frame(SessionKeepaliveTests.frame(.auth)))
+        try channel.writeInbound(SyncInbound.frame(SessionKeepaliveTests.frame(.authOK)))
+        #expect(try SessionKeepaliveTests.read(channel) == [.authOK])
+        channel.embeddedEventLoop.advanceTime(by: .seconds(60))
+        #expect(try SessionKeepaliveTests.written(channel) == [.auth, .ping])
+        try channel.writeOutbound(SyncOutbound.frame(SessionKeepaliveTests.frame(.bundleStreamEnd)))
+        channel.embeddedEventLoop.advanceTime(by: .seconds(50))
+        try channel.writeInbound(SyncInbound.frame(SessionKeepaliveTests.frame(.pong)))
+        #expect(try SessionKeepaliveTests.read(channel).isEmpty)
+        // 100 s from the PONG, not from the PING: alive at 99 s, closed past 100 s.
+        channel.embeddedEventLoop.advanceTime(by: .seconds(99))
+        #expect(channel.isActive)
+        try channel.writeInbound(SyncInbound.frame(SessionKeepaliveTests.frame(.bundleAck)))
+        #expect(try SessionKeepaliveTests.read(channel) == [.bundleAck])
+        #expect(try SessionKeepaliveTests.written(channel) == [.bundleStreamEnd])
+        // Nothing owed: the keepalive pings on, and its PONG is taken.
+        channel.embeddedEventLoop.advanceTime(by: .seconds(60))
+        #expect(try SessionKeepaliveTests.written(channel) == [.ping])
+        try channel.writeInbound(SyncInbound.frame(SessionKeepaliveTests.frame(.pong)))
+        #expect(try SessionKeepaliveTests.read(channel).isEmpty)
+        #expect(count.pings == 2)
+        // A PING the server never answers: the deadline closes the connection, and the keepalive stops.
+        channel.embeddedEventLoop.advanceTime(by: .seconds(60))
+        #expect(try SessionKeepaliveTests.written(channel) == [.ping])
+        channel.embeddedEventLoop.advanceTime(by: .seconds(101))
+        #expect(!channel.isActive)
+        channel.embeddedEventLoop.advanceTime(by: .seconds(600))
+        #expect(count.pings == 3)
+    }
+}

@@ -3,6 +3,7 @@ import GRDB
 import Testing
 @testable import HealthProbeArchive
 @testable import HealthProbeServer
+import HealthProbeProtocol
 import HealthProbeTestSupport
 
 /// `hp-server verify --full` applies a chain's stored bundles again with every check a
@@ -15,6 +16,24 @@ struct ReplayVerifyTests {
         let path = vectorURL("bundles/" + name).path
         let (_, verifier) = try BundleFile.verify(path, expected: nil)
         return (path, verifier.manifestHash ?? "")
+    }
+
+    @Test("what the claim inside an apply throws (another device holds the chain) refuses the bundle before its commit: nothing applied, nothing kept")
+    func claimRefuses() throws {
+        let data = TempDir()
+        let store = ServerStore(root: data.path)
+        try store.create()
+        let (path, hash) = try Self.vector("chain/1.jsonl")
+        #expect { try store.apply(file: path, manifestHash: hash, now: 1_750_000_000, claim: { throw SyncProtocolError(.forbidden, "another device holds the chain") }) }
+            throws: { ($0 as? SyncProtocolError)?.code == .forbidden }
+        for chain in try store.chains() {
+            #expect(try store.status(chain).0 == 0)
+            #expect((try? FileManager.default.contentsOfDirectory(atPath: store.bundlesDirectory(chain))) ?? [] == [])
+        }
+        // Claimed, the same bundle applies.
+        var claimed = 0
+        _ = try store.apply(file: path, manifestHash: hash, now: 1_750_000_000, claim: { claimed += 1 })
+        #expect(claimed == 1)
     }
 
     @Test("a valid chain replays to the replica's digest; a bundle that closes a range twice, stored by an earlier server, is named")

@@ -30,8 +30,9 @@ struct StreamedSyncTests {
 
     @Test("a node whose build leaves the server without a frame for longer than its idle timeout keeps the connection with PING and syncs; without them the server times the stream out and keeps nothing")
     func keepalive() async throws {
-        let a = TempHome()
+        let a = TempHome(), b = TempHome()
         try simulate(a, days: 2)
+        try simulate(b, days: 2, seed: 3)
         try await withServer(TempDir(), idle: .seconds(3)) { server in
             let e = try await server.enroll("a")
             let node = try a.open()
@@ -44,12 +45,23 @@ struct StreamedSyncTests {
             #expect(try await quarantineEmpties(server.store))
             #expect(try server.store.chains().isEmpty)
 
-            // Every step of the session now keeps it open, before the bundle as between its parts.
+            // Every step of the session keeps it open: between a stream's parts, and (version 1)
+            // while a bundle is built whole before BUNDLE_BEGIN declares it.
             client.keepalive = .milliseconds(300)
             let r = try await client.sync(e)
             #expect(r.sent == 1)
             #expect(r.keepalivePings >= 5, "\(r.keepalivePings) PINGs in 7 s")
             for (x, y) in try digests(node, server.store) { #expect(x == y) }
+            let other = try await server.enroll("b")
+            let again = try b.open()
+            var declaring = SyncClient(node: again, outbox: b.root + "/outbox")
+            declaring.version = SyncHello.currentVersion
+            declaring.keepalive = .milliseconds(300)
+            declaring.onPartBuilt = { part in if part.offset == 0 { Thread.sleep(forTimeInterval: 7) } }
+            let whole = try await declaring.sync(other)
+            #expect(whole.sent == 1)
+            #expect(whole.keepalivePings >= 5, "\(whole.keepalivePings) PINGs in 7 s")
+            for (x, y) in try digests(again, server.store) { #expect(x == y) }
         }
     }
 
