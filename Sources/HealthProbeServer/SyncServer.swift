@@ -522,10 +522,12 @@ public struct SyncServer: Sendable {
     /// the commit: the chain stays bound to the device whose bundle it holds, even where another
     /// connection's refused bundle let go of the binding since this one's own claim (it lets go
     /// only of a chain that holds no bundle, in the chain's turn: `ApplyQueue.ifChainEmpty`).
-    /// Another device's chain is refused (`forbidden`); `flag` records a binding made here.
+    /// Another device's chain is refused (`forbidden`), and so is a device revoked while its
+    /// bundle waited for the turn (`unauthorized`); `flag` records a binding made here.
     func claimInTurn(_ chain: String, for device: DeviceRegistry.Identity, flag: ChainClaimFlag) -> @Sendable () throws -> Void {
         let registry = self.registry, now = self.now
         return {
+            guard try registry.isActive(device) else { throw SyncProtocolError(.unauthorized, "this device has been revoked") }
             if try Self.mapAuth({ try registry.claim(device, chain: chain, now: now()) }) { flag.setBound() }
         }
     }

@@ -314,6 +314,48 @@ struct ArrivingApplyTests {
         }
     }
 
+    @Test("a device revoked while its bundle waits for the chain's turn (after BUNDLE_END) is refused at the commit: unauthorized, nothing stored, the chain left unbound")
+    func revokedWhileWaitingForTurn() async throws {
+        let f = try await Fixture.make()
+        let chain = f.node.deviceChainHash
+        let (lines, hash) = try bundleLines(f.node, 1, previous: nil)
+        try await withServer(TempDir(), arrivingParts: 100_000) { server in
+            let e = try await server.enroll("a")
+            let registry = try server.store.registry()
+            // Connection 1 streams the bundle and waits before its end: its apply holds the chain's turn.
+            // Connection 2 sends the same bundle whole: it is claimed (the device active), then waits for the turn.
+            // The device is revoked; connection 1's end is refused, then connection 2's apply reaches its commit.
+            let (started, starting) = AsyncStream.makeStream(of: Void.self)
+            let streamed = [try authFrame(e), f.bundle.streamBegin] + f.bundle.parts + [SyncFrame(kind: .ping, payload: ByteBuffer())]
+            let end = [f.bundle.streamEnd]
+            let whole = try wire([try authFrame(e)] + ChainBindingTests.bundleFrames(lines, hash: hash))
+            let store = server.store
+            let replies = try await withThrowingTaskGroup(of: (Int, String).self) { group in
+                group.addTask {
+                    (1, try await Self.exchange(server, version: SyncHello.streamVersion, first: streamed, untilPong: true, then: {
+                        starting.yield()
+                        let registry = try store.registry(), deadline = ContinuousClock.now + .seconds(30)
+                        while try registry.chainFacts(chain).device == nil && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+                        try #require(try registry.chainFacts(chain).device == "a", "connection 2 claimed the chain")
+                        try registry.revoke(name: "a", now: Date().timeIntervalSince1970)
+                    }, second: end, until: "unauthorized"))
+                }
+                var it = started.makeAsyncIterator()
+                await it.next()
+                group.addTask { (2, String(decoding: try await server.raw(whole, until: "\"code\""), as: UTF8.self)) }
+                var replies: [Int: String] = [:]
+                for try await (k, reply) in group { replies[k] = reply }
+                return replies
+            }
+            #expect(replies[1]?.contains("unauthorized") == true, "\(replies[1]?.suffix(200) ?? "")")
+            #expect(replies[2]?.contains("unauthorized") == true, "\(replies[2]?.suffix(200) ?? "")")
+            #expect(replies[2]?.contains("\"status\"") == false, "\(replies[2]?.suffix(200) ?? "")")
+            #expect(try await quarantineEmpties(server.store))
+            #expect(try server.store.chains().isEmpty)
+            #expect(try registry.chainFacts(chain).device == nil)
+        }
+    }
+
     @Test("a bundle of a chain another device holds is not applied while it arrives: refused at its end as forbidden, as before")
     func anotherDevicesChain() async throws {
         let f = try await Fixture.make()
