@@ -282,27 +282,8 @@ struct ArrivingApplyTests {
             // Connection 1 streams its bundle and waits before its end, its apply holding the chain's turn,
             // until connection 2 has sent the divergent bundle whole: that binds the chain (unbound so far),
             // then waits for the turn. Connection 1's end is applied first; connection 2's bundle is refused.
-            let (started, starting) = AsyncStream.makeStream(of: Void.self)
-            let streamed = [try authFrame(e), f.bundle.streamBegin] + f.bundle.parts + [SyncFrame(kind: .ping, payload: ByteBuffer())]
-            let end = [f.bundle.streamEnd]
-            let whole = try wire([try authFrame(e)] + ChainBindingTests.bundleFrames(lines, hash: hash))
-            let store = server.store
-            let replies = try await withThrowingTaskGroup(of: (Int, String).self) { group in
-                group.addTask {
-                    (1, try await Self.exchange(server, version: SyncHello.streamVersion, first: streamed, untilPong: true, then: {
-                        starting.yield()
-                        let registry = try store.registry(), deadline = ContinuousClock.now + .seconds(30)
-                        while try registry.chainFacts(chain).device == nil && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
-                        try #require(try registry.chainFacts(chain).device == "a", "connection 2 bound the chain before connection 1 ends")
-                    }, second: end, until: "\"sequence\""))
-                }
-                var it = started.makeAsyncIterator()
-                await it.next()
-                group.addTask { (2, String(decoding: try await server.raw(whole, until: "\"sequence\""), as: UTF8.self)) }
-                var replies: [Int: String] = [:]
-                for try await (k, reply) in group { replies[k] = reply }
-                return replies
-            }
+            let replies = try await Self.streamWhileWholeWaits(server, e, f.bundle, chain: chain, whole: (lines, hash),
+                                                               firstUntil: "\"sequence\"", secondUntil: "\"sequence\"") { _ in }
             #expect(replies[1]?.contains("\"applied\"") == true, "\(replies[1]?.suffix(200) ?? "")")
             #expect(replies[2]?.contains("divergence") == true, "\(replies[2]?.suffix(200) ?? "")")
             // Connection 1's bundle is the chain's, and the chain stays bound to its device: another cannot take it.
@@ -325,27 +306,9 @@ struct ArrivingApplyTests {
             // Connection 1 streams the bundle and waits before its end: its apply holds the chain's turn.
             // Connection 2 sends the same bundle whole: it is claimed (the device active), then waits for the turn.
             // The device is revoked; connection 1's end is refused, then connection 2's apply reaches its commit.
-            let (started, starting) = AsyncStream.makeStream(of: Void.self)
-            let streamed = [try authFrame(e), f.bundle.streamBegin] + f.bundle.parts + [SyncFrame(kind: .ping, payload: ByteBuffer())]
-            let end = [f.bundle.streamEnd]
-            let whole = try wire([try authFrame(e)] + ChainBindingTests.bundleFrames(lines, hash: hash))
-            let store = server.store
-            let replies = try await withThrowingTaskGroup(of: (Int, String).self) { group in
-                group.addTask {
-                    (1, try await Self.exchange(server, version: SyncHello.streamVersion, first: streamed, untilPong: true, then: {
-                        starting.yield()
-                        let registry = try store.registry(), deadline = ContinuousClock.now + .seconds(30)
-                        while try registry.chainFacts(chain).device == nil && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
-                        try #require(try registry.chainFacts(chain).device == "a", "connection 2 claimed the chain")
-                        try registry.revoke(name: "a", now: Date().timeIntervalSince1970)
-                    }, second: end, until: "unauthorized"))
-                }
-                var it = started.makeAsyncIterator()
-                await it.next()
-                group.addTask { (2, String(decoding: try await server.raw(whole, until: "\"code\""), as: UTF8.self)) }
-                var replies: [Int: String] = [:]
-                for try await (k, reply) in group { replies[k] = reply }
-                return replies
+            let replies = try await Self.streamWhileWholeWaits(server, e, f.bundle, chain: chain, whole: (lines, hash),
+                                                               firstUntil: "unauthorized", secondUntil: "\"code\"") { registry in
+                try registry.revoke(name: "a", now: Date().timeIntervalSince1970)
             }
             #expect(replies[1]?.contains("unauthorized") == true, "\(replies[1]?.suffix(200) ?? "")")
             #expect(replies[2]?.contains("unauthorized") == true, "\(replies[2]?.suffix(200) ?? "")")
@@ -376,6 +339,38 @@ struct ArrivingApplyTests {
 
     /// Sends `first` over a new connection, reads until a PONG (with `untilPong`), runs
     /// `then`, sends `second`, and reads until the text `until` arrives; what arrived.
+    /// Two connections of device `e` racing for `chain`'s turn: connection 1 streams `bundle` but
+    /// for its end, so that its apply holds the turn; then connection 2 sends `whole` (lines and
+    /// manifest hash) declared, which claims the chain and waits for the turn. Once the chain is
+    /// bound, `meanwhile` runs and connection 1 sends its end. Their replies, read until
+    /// `firstUntil` and `secondUntil`, keyed 1 and 2.
+    static func streamWhileWholeWaits(_ server: TestServer, _ e: NodeEnrollment, _ bundle: RawBundle, chain: String,
+                                      whole: ([[UInt8]], String), firstUntil: String, secondUntil: String,
+                                      meanwhile: @escaping @Sendable (DeviceRegistry) throws -> Void) async throws -> [Int: String] {
+        let (started, starting) = AsyncStream.makeStream(of: Void.self)
+        let streamed = [try authFrame(e), bundle.streamBegin] + bundle.parts + [SyncFrame(kind: .ping, payload: ByteBuffer())]
+        let end = [bundle.streamEnd]
+        let declared = try wire([try authFrame(e)] + ChainBindingTests.bundleFrames(whole.0, hash: whole.1))
+        let store = server.store
+        return try await withThrowingTaskGroup(of: (Int, String).self) { group in
+            group.addTask {
+                (1, try await exchange(server, version: SyncHello.streamVersion, first: streamed, untilPong: true, then: {
+                    starting.yield()
+                    let registry = try store.registry(), deadline = ContinuousClock.now + .seconds(30)
+                    while try registry.chainFacts(chain).device == nil && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+                    try #require(try registry.chainFacts(chain).device == e.name, "connection 2 claimed the chain before connection 1 ends")
+                    try meanwhile(registry)
+                }, second: end, until: firstUntil))
+            }
+            var it = started.makeAsyncIterator()
+            await it.next()
+            group.addTask { (2, String(decoding: try await server.raw(declared, until: secondUntil), as: UTF8.self)) }
+            var replies: [Int: String] = [:]
+            for try await (k, reply) in group { replies[k] = reply }
+            return replies
+        }
+    }
+
     static func exchange(_ server: TestServer, version: UInt16 = SyncHello.currentVersion, first: [SyncFrame], untilPong: Bool, then: () async throws -> Void = {},
                          second: [SyncFrame]?, until: String = "") async throws -> String {
         var pong = ByteBuffer()
