@@ -525,19 +525,18 @@ public struct SyncServer: Sendable {
     /// Another device's chain is refused (`forbidden`), and so is a device revoked while its
     /// bundle waited for the turn (`unauthorized`); `flag` records a binding made here.
     func claimInTurn(_ chain: String, for device: DeviceRegistry.Identity, flag: ChainClaimFlag) -> @Sendable () throws -> Void {
-        let registry = self.registry, now = self.now
-        return {
-            guard try registry.isActive(device) else { throw SyncProtocolError(.unauthorized, "this device has been revoked") }
-            if try Self.mapAuth({ try registry.claim(device, chain: chain, now: now()) }) { flag.setBound() }
-        }
+        { [self] in if try claimNow(chain, for: device) { flag.setBound() } }
     }
 
     /// The device still active, and `chain` claimed for it (`DeviceRegistry.claim`): true when this bound it.
     func claim(_ chain: String, for device: DeviceRegistry.Identity) async throws -> Bool {
-        try await offload {
-            try requireActive(device)
-            return try Self.mapAuth { try registry.claim(device, chain: chain, now: now()) }
-        }
+        try await offload { try claimNow(chain, for: device) }
+    }
+
+    /// `claim` on the calling thread (blocking: the registry's SQLite).
+    func claimNow(_ chain: String, for device: DeviceRegistry.Identity) throws -> Bool {
+        try requireActive(device)
+        return try Self.mapAuth { try registry.claim(device, chain: chain, now: now()) }
     }
 
     /// Authorizes, verifies and applies a received bundle, as `declared` (by its `BUNDLE_BEGIN`
