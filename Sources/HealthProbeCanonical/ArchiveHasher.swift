@@ -35,8 +35,23 @@ public struct ArchiveHasher: @unchecked Sendable {
     /// concrete types, no generic iteration).
     public static func isLowerHex(_ bytes: [UInt8], _ range: Range<Int>, count: Int = 64) -> Bool {
         guard range.count == count, range.lowerBound >= 0, range.upperBound <= bytes.count else { return false }
-        return bytes.withUnsafeBufferPointer { b in
-            for c in UnsafeBufferPointer(rebasing: b[range]) where !isLowerHexDigit(c) { return false }
+        return bytes.withUnsafeBytes { b in
+            var k = range.lowerBound
+            // Eight bytes at a time: each must be below 0x80 and in 0x30...0x39 or 0x61...0x66
+            // (added to bytes below 0x80, none of the constants carries into the next byte).
+            let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+            while k &+ 8 <= range.upperBound {
+                let w = b.loadUnaligned(fromByteOffset: k, as: UInt64.self)
+                guard w & highs == 0 else { return false }
+                let digit = (w &+ ones &* 0x50) & ~(w &+ ones &* 0x46)
+                let letter = (w &+ ones &* 0x1F) & ~(w &+ ones &* 0x19)
+                guard (digit | letter) & highs == highs else { return false }
+                k &+= 8
+            }
+            while k < range.upperBound {
+                guard isLowerHexDigit(b[k]) else { return false }
+                k &+= 1
+            }
             return true
         }
     }

@@ -56,6 +56,27 @@ public struct FlatJSON: Sendable {
         }
     }
 
+    /// `find(_:in:)` starting at member `start` and going round: members read in their
+    /// order are found at once.
+    public func find(_ key: StaticString, in parent: Int32 = -1, from start: Int32) -> Int32? {
+        let n = key.utf8CodeUnitCount
+        let count = members.count
+        let first = start >= 0 && Int(start) < count ? Int(start) : 0
+        return bytes.withUnsafeBufferPointer { buf -> Int32? in
+            members.withUnsafeBufferPointer { m -> Int32? in
+                var k = first
+                for _ in 0..<count {
+                    let member = m[k]
+                    if member.parent == parent, Int(member.keyEnd - member.keyStart) == n,
+                       memcmp(buf.baseAddress! + Int(member.keyStart), key.utf8Start, n) == 0 { return Int32(k) }
+                    k += 1
+                    if k == count { k = 0 }
+                }
+                return nil
+            }
+        }
+    }
+
     /// The type of member `index`.
     public func type(_ index: Int32) -> ValueType { members[Int(index)].type }
 

@@ -211,6 +211,8 @@ public struct NodeRestore {
             guard part.declaredSize <= bundle.begin.uncompressedSize - received else {
                 throw SyncProtocolError(.inflateLimit, "the parts hold more than the \(bundle.begin.uncompressedSize) bytes \(bundle.name) declared")
             }
+            // Into a buffer an earlier part held, once the applier is done with one.
+            if inflated.isEmpty { inflated = handoff.spareBuffer() }
             try part.compressed.withUnsafeReadableBytes { try BundlePartCodec.inflate($0, declaredSize: part.declaredSize, into: &inflated) }
             guard inflated.last == 0x0A else {
                 throw SyncProtocolError(.malformedFrame, "RESTORE_PART \(index) does not end at a line boundary")
@@ -228,7 +230,7 @@ public struct NodeRestore {
                     throw SyncProtocolError(.malformedFrame, "the restored bundle's header names chain \(header.deviceChainHash.prefix(16))... sequence \(header.sequence), not this node's chain at \(sequence)")
                 }
             }
-            // The part moves whole (cut into lines on the applying side); the next one inflates into a new buffer.
+            // The part moves whole (cut into lines on the applying side); the next one inflates into a spare buffer, or a new one.
             let whole = inflated
             inflated = []
             try await Self.offload { try handoff.put(whole) }

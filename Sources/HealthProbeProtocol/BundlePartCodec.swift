@@ -102,9 +102,9 @@ public enum BundlePartCodec {
         return out
     }
 
-    /// `inflate(_:declaredSize:limit:)` into `out`, whose capacity is reused
-    /// (no multi-megabyte allocation per part); `out` ends with exactly
-    /// `declaredSize` bytes.
+    /// `inflate(_:declaredSize:limit:)` into `out`, reused when it already holds more than
+    /// `declaredSize` bytes (no multi-megabyte allocation per part), else made anew without
+    /// being zeroed first; `out` ends with exactly `declaredSize` bytes.
     public static func inflate(_ data: UnsafeRawBufferPointer, declaredSize: Int, limit: Int = maxPartSize,
                                into out: inout [UInt8], library: Library = library) throws {
         guard declaredSize >= 0, declaredSize <= limit else {
@@ -112,9 +112,22 @@ public enum BundlePartCodec {
         }
         precondition(library.isAvailable, "\(library) is not linked in this build")
         // One spare byte detects longer output.
-        out.resize(to: declaredSize + 1)
-        let (produced, consumed) = library == .libdeflate ? try inflateWithLibdeflate(data, into: &out, declaredSize: declaredSize)
-                                                          : try inflateWithZlib(data, into: &out, declaredSize: declaredSize)
+        let size = declaredSize + 1
+        func run(_ buffer: UnsafeMutableRawBufferPointer) throws -> (produced: Int, consumed: Int) {
+            library == .libdeflate ? try inflateWithLibdeflate(data, into: buffer, declaredSize: declaredSize)
+                                   : try inflateWithZlib(data, into: buffer, declaredSize: declaredSize)
+        }
+        var result = (produced: 0, consumed: 0)
+        if out.count >= size {
+            out.removeLast(out.count - size)
+            result = try out.withUnsafeMutableBytes { try run($0) }
+        } else {
+            out = try .filled(size) { buffer in
+                result = try run(buffer)
+                return result.produced
+            }
+        }
+        let (produced, consumed) = result
         if produced > declaredSize {
             throw SyncProtocolError(.inflateLimit, "a part inflates to more than its declared \(declaredSize) bytes")
         }
@@ -123,18 +136,16 @@ public enum BundlePartCodec {
                 ? "a part inflates to \(produced) bytes, not the declared \(declaredSize)"
                 : "a part has \(data.count - consumed) bytes after its zlib data")
         }
-        out.removeLast()  // the spare byte; no copy
+        out.removeLast(out.count - declaredSize)  // the spare byte, when written; no copy
     }
 
     /// (bytes produced, bytes of `data` consumed) of a complete zlib stream.
-    private static func inflateWithLibdeflate(_ data: UnsafeRawBufferPointer, into out: inout [UInt8], declaredSize: Int) throws -> (Int, Int) {
+    private static func inflateWithLibdeflate(_ data: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer, declaredSize: Int) throws -> (Int, Int) {
         #if canImport(HPDeflate)
         guard let d = libdeflate_alloc_decompressor() else { throw SyncProtocolError(.storage, "libdeflate could not allocate a decompressor (out of memory?)") }
         defer { libdeflate_free_decompressor(d) }
         var consumed = 0, produced = 0
-        let rc = out.withUnsafeMutableBytes { o in
-            libdeflate_zlib_decompress_ex(d, data.baseAddress, data.count, o.baseAddress, o.count, &consumed, &produced)
-        }
+        let rc = libdeflate_zlib_decompress_ex(d, data.baseAddress, data.count, out.baseAddress, out.count, &consumed, &produced)
         if rc == LIBDEFLATE_INSUFFICIENT_SPACE {
             throw SyncProtocolError(.inflateLimit, "a part inflates to more than its declared \(declaredSize) bytes")
         }
@@ -146,8 +157,8 @@ public enum BundlePartCodec {
         #endif
     }
 
-    private static func inflateWithZlib(_ data: UnsafeRawBufferPointer, into out: inout [UInt8], declaredSize: Int) throws -> (Int, Int) {
-        guard let r = out.withUnsafeMutableBytes({ ZlibInflate.run(data, into: $0, windowBits: 15) }) else {
+    private static func inflateWithZlib(_ data: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer, declaredSize: Int) throws -> (Int, Int) {
+        guard let r = ZlibInflate.run(data, into: out, windowBits: 15) else {
             throw SyncProtocolError(.malformedFrame, "zlib could not start")
         }
         if r.produced > declaredSize {

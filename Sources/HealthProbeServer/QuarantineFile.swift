@@ -55,8 +55,9 @@ public final class QuarantineFile: Sendable {
 
     /// Inflates `part` (exactly its declared size, or an error) and appends its
     /// member; returns what it held (`Written`), with `pieces` its inflated bytes copied
-    /// in pieces of at most that many bytes (cut anywhere).
-    public func write(_ part: BundlePart, pieces: Int? = nil) throws -> Written {
+    /// in pieces of at most that many bytes (cut anywhere), each into a buffer `spare`
+    /// gives (an empty one, or one a piece before held).
+    public func write(_ part: BundlePart, pieces: Int? = nil, spare: () -> [UInt8] = { [] }) throws -> Written {
         try state.withLock { s throws -> Written in
             try part.compressed.withUnsafeReadableBytes {
                 try BundlePartCodec.inflate($0, declaredSize: part.declaredSize, into: &s.inflated)
@@ -74,7 +75,12 @@ public final class QuarantineFile: Sendable {
             }
             let tail = s.inflated.lastIndex(of: 0x0A).map { s.inflated.count - 1 - $0 } ?? s.inflated.count
             guard let size = pieces.map({ max($0, 1) }) else { return Written(newlines: newlines, lastByte: s.inflated.last, tail: tail, pieces: []) }
-            let copies = stride(from: 0, to: s.inflated.count, by: size).map { Array(s.inflated[$0..<min($0 + size, s.inflated.count)]) }
+            let copies = stride(from: 0, to: s.inflated.count, by: size).map { at -> [UInt8] in
+                var piece = spare()
+                piece.removeAll(keepingCapacity: true)
+                piece.append(contentsOf: s.inflated[at..<min(at + size, s.inflated.count)])
+                return piece
+            }
             return Written(newlines: newlines, lastByte: s.inflated.last, tail: tail, pieces: copies)
         }
     }

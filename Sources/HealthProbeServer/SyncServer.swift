@@ -252,9 +252,10 @@ public struct SyncServer: Sendable {
                             // The first part of a large bundle may start its apply (with its header).
                             let handOver = arriving.map { !$0.lines.stopped } ?? (part.index == 0 && appliesWhileArriving(machine))
                             // Inflating and writing a part is CPU and file work: off the cooperative threads.
+                            let spares = arriving?.lines
                             let written = try await offload {
                                 try requireDiskRoom()
-                                return try file.write(part, pieces: handOver ? arrivingPiece : nil)
+                                return try file.write(part, pieces: handOver ? arrivingPiece : nil, spare: { spares?.spareBuffer() ?? [] })
                             }
                             if let tooLong = machine.partWritten(newlines: written.newlines, lastByte: written.lastByte, tail: written.tail) { throw tooLong }
                             let pieces = written.pieces

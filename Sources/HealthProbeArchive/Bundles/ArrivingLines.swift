@@ -29,6 +29,11 @@ public final class ArrivingLines: Sendable {
     private let pace: Pace?
     /// Bytes handed over so far.
     private let handed = Mutex(0)
+    /// Parts the applier has cut into lines, kept (at most `spareLimit`) for the connection to
+    /// fill again: a part inflated or copied into one of them touches no newly mapped memory
+    /// (parts of a megabyte or more are mapped on their own, `Heap`).
+    private let spares = Mutex<[[UInt8]]>([])
+    private let spareLimit: Int
 
     /// The least average rate a transfer keeps: from `start`, `grace`, and then `bytesPerSecond`
     /// for every byte handed over and `ahead` more (the next part's).
@@ -44,6 +49,7 @@ public final class ArrivingLines: Sendable {
 
     public init(depth: Int = 2, partWait: Duration? = nil, pace: Pace? = nil) {
         queue = BoundedQueue(capacity: depth)
+        spareLimit = max(depth, 1)
         self.partWait = partWait
         self.pace = pace
     }
@@ -68,6 +74,16 @@ public final class ArrivingLines: Sendable {
 
     /// Bytes handed over so far.
     public var bytesHanded: Int { handed.withLock { $0 } }
+
+    /// A buffer a part already cut into lines held (its old bytes still in it, to be
+    /// overwritten), or an empty one when none is spare.
+    public func spareBuffer() -> [UInt8] { spares.withLock { $0.popLast() ?? [] } }
+
+    /// Keeps `part`, which the applier is done with, for `spareBuffer`.
+    fileprivate func recycle(_ part: [UInt8]) {
+        guard part.capacity > 0 else { return }
+        spares.withLock { if $0.count < spareLimit { $0.append(part) } }
+    }
 
     /// Whether the applier has stopped taking parts (what is put is dropped).
     public var stopped: Bool { queue.isCancelled }
@@ -142,6 +158,7 @@ public final class ArrivingLines: Sendable {
                         defer { carried = [] }
                         return carried
                     }
+                    owner.recycle(part)
                     (part, start) = (more, 0)
                 }
                 let from = start

@@ -8,7 +8,7 @@ extension BundleItem {
     /// (Protocol/bundles.md sections 4.1 and 4.2) checked on the typed values.
     static func decode(_ o: FlatJSON, kind: BundleItemKind, line: Int) throws(BundleError) -> BundleItem {
         try BundleItemSchema.check(kind, o, line: line)
-        let r = Reader(o: o, line: line, kind: kind)
+        var r = Reader(o: o, line: line, kind: kind)
         let item: BundleItem
         /// A version's payload: the bytes its hash covers.
         var payloadBytes = 0..<0
@@ -153,39 +153,43 @@ extension BundleItem {
         let o: FlatJSON
         let line: Int
         let kind: BundleItemKind
+        /// Where the next member is looked for first: after the last one read (members are
+        /// mostly read in their canonical order).
+        var hint: Int32 = 0
 
         func fail(_ key: StaticString, _ why: String) -> BundleError {
             BundleError(.field, line: line, "line \(line): \(kind.rawValue).\(key) \(why)")
         }
 
         /// Member `key` of the object at `parent`; nil when it is null.
-        func member(_ key: StaticString, in parent: Int32) throws(BundleError) -> Int32? {
-            guard let i = o.find(key, in: parent) else { throw fail(key, "is missing") }
+        mutating func member(_ key: StaticString, in parent: Int32) throws(BundleError) -> Int32? {
+            guard let i = o.find(key, in: parent, from: hint) else { throw fail(key, "is missing") }
+            hint = i + 1
             return o.type(i) == .null ? nil : i
         }
 
-        func optionalText(_ key: StaticString, in parent: Int32 = -1) throws(BundleError) -> ItemText? {
+        mutating func optionalText(_ key: StaticString, in parent: Int32 = -1) throws(BundleError) -> ItemText? {
             guard let i = try member(key, in: parent) else { return nil }
             if let r = o.plainRange(i) { return ItemText(utf8: o.bytes[r]) }
             guard let s = o.string(at: i) else { throw fail(key, "must be a string") }
             return ItemText(s)
         }
-        func text(_ key: StaticString, in parent: Int32 = -1) throws(BundleError) -> ItemText {
+        mutating func text(_ key: StaticString, in parent: Int32 = -1) throws(BundleError) -> ItemText {
             guard let t = try optionalText(key, in: parent) else { throw fail(key, "must be a string") }
             return t
         }
 
-        func optionalHash(_ key: StaticString, in parent: Int32 = -1) throws(BundleError) -> Digest32? {
+        mutating func optionalHash(_ key: StaticString, in parent: Int32 = -1) throws(BundleError) -> Digest32? {
             guard let i = try member(key, in: parent) else { return nil }
             guard let r = o.plainRange(i), let d = Digest32(o.bytes, r) else { throw fail(key, "must be 64 lower-case hex digits") }
             return d
         }
-        func hash(_ key: StaticString, in parent: Int32 = -1) throws(BundleError) -> Digest32 {
+        mutating func hash(_ key: StaticString, in parent: Int32 = -1) throws(BundleError) -> Digest32 {
             guard let d = try optionalHash(key, in: parent) else { throw fail(key, "must be 64 lower-case hex digits") }
             return d
         }
 
-        func optionalDate(_ key: StaticString, in parent: Int32 = -1) throws(BundleError) -> Double? {
+        mutating func optionalDate(_ key: StaticString, in parent: Int32 = -1) throws(BundleError) -> Double? {
             guard let i = try member(key, in: parent) else { return nil }
             guard let r = o.plainRange(i),
                   let d = o.bytes.withUnsafeBufferPointer({ CanonicalDate.parse(bytes: UnsafeBufferPointer(rebasing: $0[r])) }) else {
@@ -193,48 +197,48 @@ extension BundleItem {
             }
             return d
         }
-        func date(_ key: StaticString, in parent: Int32 = -1) throws(BundleError) -> Double {
+        mutating func date(_ key: StaticString, in parent: Int32 = -1) throws(BundleError) -> Double {
             guard let d = try optionalDate(key, in: parent) else { throw fail(key, "must be a canonical date") }
             return d
         }
 
-        func optionalNumber(_ key: StaticString, in parent: Int32 = -1) throws(BundleError) -> Double? {
+        mutating func optionalNumber(_ key: StaticString, in parent: Int32 = -1) throws(BundleError) -> Double? {
             guard let i = try member(key, in: parent) else { return nil }
             guard o.type(i) == .number else { throw fail(key, "must be a number") }
             return o.number(at: i)
         }
         /// An integer: the schema bounded it inside 2^53, where every double converts exactly.
-        func optionalInt(_ key: StaticString, in parent: Int32 = -1) throws(BundleError) -> Int64? {
+        mutating func optionalInt(_ key: StaticString, in parent: Int32 = -1) throws(BundleError) -> Int64? {
             guard let d = try optionalNumber(key, in: parent) else { return nil }
             guard let v = Int64(exactly: d) else { throw fail(key, "must be an integer") }
             return v
         }
-        func int(_ key: StaticString, in parent: Int32 = -1) throws(BundleError) -> Int64 {
+        mutating func int(_ key: StaticString, in parent: Int32 = -1) throws(BundleError) -> Int64 {
             guard let v = try optionalInt(key, in: parent) else { throw fail(key, "must be an integer") }
             return v
         }
 
-        func optionalValue<E: ItemName>(_ key: StaticString, in parent: Int32 = -1) throws(BundleError) -> E? {
+        mutating func optionalValue<E: ItemName>(_ key: StaticString, in parent: Int32 = -1) throws(BundleError) -> E? {
             guard let i = try member(key, in: parent) else { return nil }
             guard let r = o.plainRange(i), let v = E.item(named: o.bytes[r]) else { throw fail(key, "must be one of " + E.itemNameList) }
             return v
         }
-        func value<E: ItemName>(_ key: StaticString, in parent: Int32 = -1) throws(BundleError) -> E {
+        mutating func value<E: ItemName>(_ key: StaticString, in parent: Int32 = -1) throws(BundleError) -> E {
             guard let v: E = try optionalValue(key, in: parent) else { throw fail(key, "must be one of " + E.itemNameList) }
             return v
         }
 
-        func optionalObject(_ key: StaticString, in parent: Int32 = -1) throws(BundleError) -> Int32? {
+        mutating func optionalObject(_ key: StaticString, in parent: Int32 = -1) throws(BundleError) -> Int32? {
             guard let i = try member(key, in: parent) else { return nil }
             guard o.type(i) == .object else { throw fail(key, "must be an object") }
             return i
         }
-        func object(_ key: StaticString, in parent: Int32 = -1) throws(BundleError) -> Int32 {
+        mutating func object(_ key: StaticString, in parent: Int32 = -1) throws(BundleError) -> Int32 {
             guard let i = try optionalObject(key, in: parent) else { throw fail(key, "must be an object") }
             return i
         }
 
-        func reference(_ key: StaticString) throws(BundleError) -> SampleReference {
+        mutating func reference(_ key: StaticString) throws(BundleError) -> SampleReference {
             let i = try object(key)
             return SampleReference(strictFingerprint: try hash("strict_fingerprint", in: i), type: try text("type", in: i))
         }

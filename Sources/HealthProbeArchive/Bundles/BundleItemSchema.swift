@@ -140,13 +140,16 @@ public enum BundleItemSchema {
         return Field(f.name, sort(f.rule))
     }
 
-    /// Checks item `o` of `kind` against its schema (`BundleItem.decode` then reads it).
+    /// Checks item `o` of `kind` against its schema (`BundleItem.decode` then reads it),
+    /// through `compiled`.
     static func check(_ kind: BundleItemKind, _ o: FlatJSON, line: Int) throws(BundleError) {
-        try checkObject(o, parent: -1, fieldsByKind[kind.order], path: kind.rawValue, line: line)
+        try checkObject(o, parent: -1, compiled.kinds[kind.order], owner: -1, compiled, kind: kind, line: line)
     }
 
-    /// `path` names the member for an error message; it is only built when one is thrown.
-    private static func checkObject(_ o: FlatJSON, parent: Int32, _ fields: [Field], path: @autoclosure () -> String, line: Int) throws(BundleError) {
+    /// The members of the object at `parent` (`-1`: the item) against the rows `span` of `c`;
+    /// `owner` is the object's own row (-1: the item), for messages.
+    private static func checkObject(_ o: FlatJSON, parent: Int32, _ span: Compiled.Span, owner: Int, _ c: Compiled,
+                                    kind: BundleItemKind, line: Int) throws(BundleError) {
         var next = 0
         var i = parent + 1
         let n = Int32(o.memberCount)
@@ -154,35 +157,37 @@ public enum BundleItemSchema {
             defer { i += 1 }
             guard o.parent(i) == parent else { continue }
             let key = o.keyRange(i)
-            guard next < fields.count, Self.equal(o.bytes, key, fields[next].key) else {
+            let row = span.start + next
+            guard next < span.count, c.equals(o.bytes, key, c.checks[row].keyStart, c.checks[row].keyCount) else {
                 // Canonical order: a key that is not the next field is unknown, or the next field is missing.
+                let path = owner < 0 ? kind.rawValue : c.path(owner, kind: kind)
                 let name = String(decoding: o.bytes[key].prefix(64), as: UTF8.self)
-                if fields[next...].contains(where: { Self.equal(o.bytes, key, $0.key) }) {
-                    throw BundleError(.field, line: line, "line \(line): \(path()).\(fields[next].name) is missing")
+                if (row ..< span.start + span.count).contains(where: { c.equals(o.bytes, key, c.checks[$0].keyStart, c.checks[$0].keyCount) }) {
+                    throw BundleError(.field, line: line, "line \(line): \(path).\(c.names[row]) is missing")
                 }
-                throw BundleError(.field, line: line, "line \(line): \(path()) has an unknown member \(Self.printable(name))")
+                throw BundleError(.field, line: line, "line \(line): \(path) has an unknown member \(Self.printable(name))")
             }
-            try checkValue(o, i, fields[next].rule, path: path() + "." + fields[next].name, line: line)
+            try checkValue(o, i, row, c, kind: kind, line: line)
             next += 1
         }
-        if next < fields.count {
-            throw BundleError(.field, line: line, "line \(line): \(path()).\(fields[next].name) is missing")
+        if next < span.count {
+            let path = owner < 0 ? kind.rawValue : c.path(owner, kind: kind)
+            throw BundleError(.field, line: line, "line \(line): \(path).\(c.names[span.start + next]) is missing")
         }
     }
 
-    private static func checkValue(_ o: FlatJSON, _ i: Int32, _ rule: Rule, path: @autoclosure () -> String, line: Int) throws(BundleError) {
-        func fail(_ why: String) -> BundleError { BundleError(.field, line: line, "line \(line): \(path()) \(why)") }
+    private static func checkValue(_ o: FlatJSON, _ i: Int32, _ row: Int, _ c: Compiled, kind: BundleItemKind, line: Int) throws(BundleError) {
+        func fail(_ why: String) -> BundleError { BundleError(.field, line: line, "line \(line): \(c.path(row, kind: kind)) \(why)") }
+        let check = c.checks[row]
         let type = o.type(i)
-        switch rule {
-        case .nullable(let inner):
-            if type == .null { return }
-            try checkValue(o, i, inner, path: path(), line: line)
+        if check.nullable, type == .null { return }
+        switch check.op {
         case .literal:
             return  // the kind, already matched
-        case .string(let max):
+        case .string:
             // UTF-8 bytes of the value, not of its JSON text: `\"` is one byte, not two.
             guard let bytes = o.plainRange(i)?.count ?? o.string(at: i)?.utf8.count else { throw fail("must be a string") }
-            guard bytes <= max else { throw fail("is longer than \(max) bytes") }
+            guard bytes <= check.max else { throw fail("is longer than \(check.max) bytes") }
         case .hex:
             guard let r = o.plainRange(i), ArchiveHasher.isLowerHex(o.bytes, r) else {
                 throw fail("must be 64 lower-case hex digits")
@@ -191,40 +196,34 @@ public enum BundleItemSchema {
             guard let r = o.plainRange(i), Self.isCanonicalDate(o.bytes, r) else {
                 throw fail("must be a canonical date (YYYY-MM-DDTHH:MM:SS.sssZ) from 1900 up to 2200")
             }
-        case .int(let range):
+        case .int:
             guard type == .number else { throw fail("must be an integer") }
             let d = o.number(at: i)
             // Compared as doubles: no conversion of an out-of-range number is ever attempted.
-            guard d == d.rounded(.towardZero), d >= Double(range.lowerBound), d <= Double(range.upperBound) else {
-                throw fail("must be an integer in \(range.lowerBound)...\(range.upperBound)")
+            guard d == d.rounded(.towardZero), d >= check.lowDouble, d <= check.highDouble else {
+                throw fail("must be an integer in \(check.low)...\(check.high)")
             }
         case .number:
             guard type == .number else { throw fail("must be a number") }
-        case .oneOf(let names):
-            guard let r = o.plainRange(i), names.contains(where: { Self.equal(o.bytes, r, $0) }) else {
-                throw fail("must be one of \(text(names))")
+        case .oneOf:
+            guard let r = o.plainRange(i),
+                  (check.children.start ..< check.children.start + check.children.count).contains(where: { c.equals(o.bytes, r, c.choices[$0].start, c.choices[$0].count) }) else {
+                throw fail("must be one of \(c.choiceText(row))")
             }
-        case .base64(let max):
-            guard let r = o.plainRange(i), r.count <= max, r.count % 4 == 0, Data(base64Encoded: Data(o.bytes[r])) != nil else {
-                throw fail("must be standard base64 of at most \(max) characters")
+        case .base64:
+            guard let r = o.plainRange(i), r.count <= check.max, r.count % 4 == 0, Data(base64Encoded: Data(o.bytes[r])) != nil else {
+                throw fail("must be standard base64 of at most \(check.max) characters")
             }
-        case .jsonObject(let max):
+        case .jsonObject:
             guard type == .string, let text = o.string(at: i) else { throw fail("must be a string") }
-            guard text.utf8.count <= max else { throw fail("is longer than \(max) bytes") }
+            guard text.utf8.count <= check.max else { throw fail("is longer than \(check.max) bytes") }
             guard let inner = try? JSONParser.flat(Array(text.utf8)), inner.isObject else {
                 throw fail("must hold a JSON object in canonical form")
             }
-        case .object(let fields):
+        case .object:
             guard type == .object else { throw fail("must be an object") }
-            try checkObject(o, parent: i, fields, path: path(), line: line)
+            try checkObject(o, parent: i, check.children, owner: row, c, kind: kind, line: line)
         }
-    }
-
-    static func equal(_ bytes: [UInt8], _ range: Range<Int>, _ key: [UInt8]) -> Bool {
-        guard range.count == key.count, range.lowerBound >= 0, range.upperBound <= bytes.count else { return false }
-        return key.isEmpty || bytes.withUnsafeBufferPointer { b in key.withUnsafeBufferPointer { k in
-            memcmp(b.baseAddress! + range.lowerBound, k.baseAddress!, key.count) == 0
-        } }
     }
 
     /// `YYYY-MM-DDTHH:MM:SS.sssZ`, a real calendar instant inside `dates`, written exactly as `CanonicalDate` writes it.
