@@ -167,11 +167,8 @@ public struct SyncClient {
             }
             report.buildSeconds += (ContinuousClock.now - building).seconds
         } else {
-            let onPartBuilt = self.onPartBuilt
-            written = try await node.archive.readSnapshot { db in
-                try OutboxBundle.write(db, observationID: obs, previousManifestHash: link, to: file, partSize: partSize,
-                                       onPart: { part in onPartBuilt(part); return true })
-            }
+            // The same build, whole before anything is sent.
+            written = try await Self.build(node, observation: obs, previous: link, file: file, partSize: partSize, parts: nil, onPartBuilt: self.onPartBuilt)
             sending = ContinuousClock.now
             report.buildSeconds += (sending - building).seconds
             try await session.send(try written.declared(sequence: seq).frame(.bundleBegin))
@@ -202,16 +199,17 @@ public struct SyncClient {
         return hash
     }
 
-    /// Builds the bundle of `observation` into `file`, telling `parts` of each part once it is
-    /// written; `parts` is finished however the build ends (before it starts included), so
-    /// that the sender reading it never waits for parts that will not come.
+    /// Builds the bundle of `observation` into `file`, telling `parts` (when given: a bundle
+    /// streamed while it is built) of each part once it is written; `parts` is finished
+    /// however the build ends (before it starts included), so that the sender reading it
+    /// never waits for parts that will not come.
     static func build(_ node: NodeArchive, observation: Int64, previous: String?, file: String, partSize: Int,
-                      parts: AsyncStream<OutboxBundle.Part>.Continuation, onPartBuilt: @escaping @Sendable (OutboxBundle.Part) -> Void = { _ in }) async throws -> OutboxBundle.Written {
-        defer { parts.finish() }
+                      parts: AsyncStream<OutboxBundle.Part>.Continuation?, onPartBuilt: @escaping @Sendable (OutboxBundle.Part) -> Void = { _ in }) async throws -> OutboxBundle.Written {
+        defer { parts?.finish() }
         return try await node.archive.readSnapshot { db in
             try OutboxBundle.write(db, observationID: observation, previousManifestHash: previous, to: file, partSize: partSize,
                                    onPart: { part in
-                                       if case .terminated = parts.yield(part) { return false }
+                                       if let parts, case .terminated = parts.yield(part) { return false }
                                        onPartBuilt(part)
                                        return true
                                    })
