@@ -102,9 +102,9 @@ public enum BundlePartCodec {
         return out
     }
 
-    /// `inflate(_:declaredSize:limit:)` into `out`, reused when it already holds more than
-    /// `declaredSize` bytes (no multi-megabyte allocation per part), else made anew without
-    /// being zeroed first; `out` ends with exactly `declaredSize` bytes.
+    /// `inflate(_:declaredSize:limit:)` into `out`, whose capacity is reused when it has room
+    /// for more than `declaredSize` bytes (no multi-megabyte allocation per part), else made
+    /// anew without being zeroed first; `out` ends with exactly `declaredSize` bytes.
     public static func inflate(_ data: UnsafeRawBufferPointer, declaredSize: Int, limit: Int = maxPartSize,
                                into out: inout [UInt8], library: Library = library) throws {
         guard declaredSize >= 0, declaredSize <= limit else {
@@ -118,8 +118,8 @@ public enum BundlePartCodec {
                                    : try inflateWithZlib(data, into: buffer, declaredSize: declaredSize)
         }
         var result = (produced: 0, consumed: 0)
-        if out.count >= size {
-            out.removeLast(out.count - size)
+        if out.capacity >= size {
+            out.resize(to: size)
             result = try out.withUnsafeMutableBytes { try run($0) }
         } else {
             out = try .filled(size) { buffer in

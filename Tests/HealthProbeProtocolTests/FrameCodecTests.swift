@@ -169,6 +169,48 @@ struct FrameCodecTests {
         }
     }
 
+    @Test("bundle parts: inflated into a buffer used before (longer, shorter, of stale bytes), a part ends with exactly its bytes; the same data is refused as into a new one")
+    func partsIntoReusedBuffers() throws {
+        var rng = TestRandom(seed: 12)
+        let data = Array((0..<3000).map { i in "{\"n\":\(i),\"v\":\(rng.next() % 1000)}\n" }.joined().utf8)
+        let z = try BundlePartCodec.compress(data)
+        for library in Self.libraries {
+            // Stale bytes that must not survive: more, as many and fewer than the part; and room reserved but empty.
+            var reserved: [UInt8] = []
+            reserved.reserveCapacity(data.count + 100)
+            for stale in [[UInt8](repeating: 0xEE, count: data.count + 100), [UInt8](repeating: 0xEE, count: data.count),
+                          [UInt8](repeating: 0xEE, count: data.count / 2), reserved] {
+                var out = stale
+                try z.withUnsafeBytes { try BundlePartCodec.inflate($0, declaredSize: data.count, into: &out, library: library) }
+                #expect(out == data, "\(library), \(stale.count) stale bytes")
+                // A larger part next, into the same buffer.
+                let bigger = data + Array("{\"n\":-1}\n".utf8)
+                try BundlePartCodec.compress(bigger).withUnsafeBytes { try BundlePartCodec.inflate($0, declaredSize: bigger.count, into: &out, library: library) }
+                #expect(out == bigger, "\(library): a larger part after it")
+                func code(_ input: [UInt8], _ declared: Int) -> String? {
+                    var reused = stale
+                    do { try input.withUnsafeBytes { try BundlePartCodec.inflate($0, declaredSize: declared, into: &reused, library: library) }; return nil }
+                    catch let e as SyncProtocolError { return e.code.rawValue } catch { return "\(error)" }
+                }
+                #expect(code(z, data.count - 1) == "inflate_limit", "\(library): more than declared")
+                #expect(code(z, data.count + 1) == "malformed_frame", "\(library): less than declared")
+                #expect(code(z + [0], data.count) == "malformed_frame", "\(library): a byte after the stream")
+            }
+        }
+    }
+
+    @Test("resize keeps the bytes it keeps and zeroes the ones it adds, within the capacity and past it")
+    func resize() {
+        var a = [UInt8](repeating: 7, count: 10)
+        a.resize(to: 4)
+        #expect(a == [7, 7, 7, 7])
+        a.resize(to: 200_000)  // past the capacity: made anew, more than one chunk of zeros
+        #expect(a.count == 200_000 && a.prefix(4) == [7, 7, 7, 7] && a.dropFirst(4).allSatisfy { $0 == 0 })
+        a.resize(to: 3)
+        a.resize(to: 150_000)  // within the capacity kept
+        #expect(a.count == 150_000 && a.prefix(3) == [7, 7, 7] && a.dropFirst(3).allSatisfy { $0 == 0 })
+    }
+
     @Test("bundle parts: what one library deflates the other inflates; truncated, extended or corrupted data and a wrong declared size are refused by both")
     func partLibrariesAgree() throws {
         var rng = TestRandom(seed: 11)

@@ -129,4 +129,39 @@ struct ArrivingLinesTests {
         #expect(ArrivingLines.firstLine(Self.parts[1]) == [])
         #expect(ArrivingLines.firstLine(Array("no newline".utf8)) == Array("no newline".utf8))
     }
+
+    @Test("parts already cut into lines come back as spare buffers (at most depth of them); filling one again changes no line read before")
+    func spareBuffers() throws {
+        let handoff = ArrivingLines(depth: 9)
+        #expect(handoff.spareBuffer().isEmpty, "none before a part was read")
+        for _ in 0..<3 {
+            for part in Self.parts { try handoff.put(part) }
+        }
+        handoff.finish(failure: nil)
+        var iterator = handoff.lines
+        var read: [[UInt8]] = []
+        while let line = iterator.next() {
+            read.append(line)
+            // Whatever a spare held is overwritten, as a part inflated into it would be.
+            var spare = handoff.spareBuffer()
+            for k in spare.indices { spare[k] = 0xEE }
+        }
+        #expect(read == Array(repeating: Self.lines, count: 3).flatMap { $0 }, "lines read are copies, not views of the parts")
+
+        // Six parts through a hand-off of depth 2: five are done with, two kept.
+        let bounded = ArrivingLines(depth: 2)
+        let producer = Thread {
+            for _ in 0..<2 { for part in Self.parts { try? bounded.put(part) } }
+            bounded.finish(failure: nil)
+        }
+        producer.start()
+        var lines = bounded.lines
+        var count = 0
+        while lines.next() != nil { count += 1 }
+        #expect(count == 2 * Self.lines.count)
+        var spares: [[UInt8]] = []
+        while case let spare = bounded.spareBuffer(), !spare.isEmpty { spares.append(spare) }
+        #expect(spares.count == 2, "at most depth spare buffers are kept")
+        #expect(spares.allSatisfy { Self.parts.contains($0) }, "a spare holds a part's old bytes until it is filled again")
+    }
 }

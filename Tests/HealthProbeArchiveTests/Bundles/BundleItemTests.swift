@@ -103,6 +103,51 @@ struct BundleItemTests {
         }
     }
 
+    @Test("a line the schema refuses is named by its member's whole path and the rule, word for word")
+    func schemaMessages() throws {
+        let version = try #require(try vectorItems().first { if case .version(let v) = $0.item { return v.payload.source != nil } else { return false } })
+        guard case .object(let item)? = try? JSONParser.parse(version.line, canonical: true), case .object(let payload)? = item["payload"],
+              case .object(let source)? = payload["source"] else { Issue.record("a version item with a source"); return }
+        func top(_ key: String, _ value: JSONValue?) -> JSONValue {
+            var i = item
+            i[key] = value
+            return .object(i)
+        }
+        func inPayload(_ key: String, _ value: JSONValue?) -> JSONValue {
+            var p = payload
+            p[key] = value
+            return top("payload", .object(p))
+        }
+        func inSource(_ key: String, _ value: JSONValue?) -> JSONValue {
+            var c = source
+            c[key] = value
+            return inPayload("source", .object(c))
+        }
+        let cases: [(JSONValue, String)] = [
+            (top("payload_hash", nil), "version.payload_hash is missing"),
+            (inPayload("unit", nil), "version.payload.unit is missing"),
+            (top("zzz", .int(1)), "version has an unknown member \"zzz\""),
+            (inSource("extra", .null), "version.payload.source has an unknown member \"extra\""),
+            (inSource("name_hash", .string("ABC")), "version.payload.source.name_hash must be 64 lower-case hex digits"),
+            (inPayload("value_kind", .string("vibes")),
+             "version.payload.value_kind must be one of quantity, category, workout, correlation, activity_summary, heartbeat_series, route, other"),
+            (inPayload("category_value", .number(1.5)), "version.payload.category_value must be an integer in -9007199254740992...9007199254740992"),
+            (inPayload("start_date", .string("2025-02-30T00:00:00.000Z")),
+             "version.payload.start_date must be a canonical date (YYYY-MM-DDTHH:MM:SS.sssZ) from 1900 up to 2200"),
+            (inPayload("source", .int(3)), "version.payload.source must be an object"),
+        ]
+        for (json, message) in cases {
+            let flat = try JSONParser.flat(try CanonicalJSON.encode(json))
+            do {
+                _ = try BundleItem.decode(flat, kind: .version, line: 7)
+                Issue.record("accepted: \(message)")
+            } catch {
+                // `decode` throws only `BundleError`s.
+                #expect(error.code == .field && error.line == 7 && error.message == "line 7: " + message, "\(error.message)")
+            }
+        }
+    }
+
     @Test("the builder refuses a stored hash that is not 32 bytes, naming its column, rather than write a bundle around it")
     func damagedArchive() throws {
         let t = TempHome()
