@@ -28,8 +28,10 @@ enum ReplyFuzzer {
         switch message {
         case .authOK, .pong, .bundleAck, .restorePart:
             return nil
-        case .restoreBundle(let b):
-            return b.sequence >= 1 && b.parts >= 1 && b.uncompressedSize >= 1 ? nil : "RESTORE_BUNDLE accepted with sequence \(b.sequence), parts \(b.parts)"
+        case .restoreBundle(let r):
+            let b = r.begin
+            return b.sequence >= 1 && b.parts >= 1 && b.uncompressedSize >= 1 && r.visibleCount >= 0 && r.chainStateDigest.utf8.count == 64 ? nil
+                : "RESTORE_BUNDLE accepted with sequence \(b.sequence), parts \(b.parts)"
         case .restoreStream(let b):
             return b.sequence >= 1 && b.parts >= 1 && b.uncompressedSize >= 1 ? nil : "RESTORE_STREAM accepted with sequence \(b.sequence), parts \(b.parts)"
         case .restoreState(let s):

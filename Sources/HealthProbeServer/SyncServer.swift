@@ -384,9 +384,7 @@ public struct SyncServer: Sendable {
             try await outbound.write(.frame(try declared.frame(.restoreStream)))
         } else {
             let after = try await state
-            try await outbound.write(.frame(try RestoreBundle.frame(
-                sequence: sequence, manifestHash: declared.manifestHash, parts: declared.parts, itemCount: declared.itemCount,
-                uncompressedSize: declared.uncompressedSize, chainStateDigest: after.digest, visibleCount: after.visibleCount)))
+            try await outbound.write(.frame(try RestoreBundle.frame(declared, chainStateDigest: after.digest, visibleCount: after.visibleCount)))
         }
         while let part = try await offload({ try parts.next() }) {
             try await outbound.write(.frame(SyncFrame(kind: .restorePart, payload: Self.partPayload(part))))

@@ -74,8 +74,8 @@ struct HostileRestoreTests {
             let (partCount, itemCount, size) = (partCount ?? parts?.count ?? 1, itemCount ?? lines.count - 2, size ?? bytes.count)
             let parts = parts ?? [Self.part(0, bytes)]
             guard version >= SyncHello.streamVersion else {
-                return [try! RestoreBundle.frame(sequence: sequence, manifestHash: hash ?? self.hash, parts: partCount, itemCount: itemCount, uncompressedSize: size,
-                                                 chainStateDigest: digest ?? state.digest, visibleCount: visible ?? state.visibleCount)] + parts
+                let begin = BundleBegin(sequence: sequence, manifestHash: hash ?? self.hash, parts: partCount, itemCount: itemCount, uncompressedSize: size)
+                return [try! RestoreBundle.frame(begin, chainStateDigest: digest ?? state.digest, visibleCount: visible ?? state.visibleCount)] + parts
             }
             let stream = try! SyncFrame.json(.restoreStream, .object([
                 "sequence": .int(sequence), "manifest_hash": .string(hash ?? self.hash), "parts": .int(partCount), "item_count": .int(itemCount),

@@ -66,15 +66,27 @@ public struct BundleBegin: Sendable, Equatable {
         (self.sequence, self.manifestHash, self.parts, self.itemCount, self.uncompressedSize) = (sequence, manifestHash, parts, itemCount, uncompressedSize)
     }
 
+    /// The payload's members (`RESTORE_BUNDLE` adds two).
+    static let members: Set<String> = ["item_count", "manifest_hash", "parts", "sequence", "uncompressed_size"]
+
+    /// The members as a payload object.
+    var payload: [String: JSONValue] {
+        ["sequence": .int(sequence), "manifest_hash": .string(manifestHash), "parts": .int(parts),
+         "item_count": .int(itemCount), "uncompressed_size": .int(uncompressedSize)]
+    }
+
     /// These members as a frame of `kind`: `BUNDLE_BEGIN`, `BUNDLE_STREAM_END` or `RESTORE_STREAM`.
     public func frame(_ kind: SyncFrame.Kind) throws -> SyncFrame {
-        try .json(kind, .object(["sequence": .int(sequence), "manifest_hash": .string(manifestHash), "parts": .int(parts),
-                                 "item_count": .int(itemCount), "uncompressed_size": .int(uncompressedSize)]))
+        try .json(kind, .object(payload))
     }
 
     /// Decodes a `BUNDLE_BEGIN`, a `BUNDLE_STREAM_END` or a `RESTORE_STREAM` (errors name the frame's kind).
     public init(_ frame: SyncFrame) throws {
-        let f = try PayloadFields(frame, name: frame.kind.name, members: ["item_count", "manifest_hash", "parts", "sequence", "uncompressed_size"])
+        try self.init(try PayloadFields(frame, name: frame.kind.name, members: Self.members))
+    }
+
+    /// Its members read from a payload that holds them (and, for `RESTORE_BUNDLE`, more).
+    init(_ f: PayloadFields) throws {
         sequence = Int(try f.int("sequence", in: SyncLimits.sequences))
         manifestHash = try f.hex("manifest_hash", count: 64)
         parts = Int(try f.int("parts", in: SyncLimits.parts))

@@ -18,37 +18,21 @@ public struct RestoreRequest: Sendable, Equatable {
 /// of the server's replica after it (Protocol/README.md section 8.1), which the client's
 /// archive must equal once the bundle is applied.
 public struct RestoreBundle: Sendable, Equatable {
-    public var sequence: Int
-    public var manifestHash: String
-    public var parts: Int
-    public var itemCount: Int
-    public var uncompressedSize: Int
+    /// The members it shares with `BUNDLE_BEGIN` (and `RESTORE_STREAM`).
+    public var begin: BundleBegin
     public var chainStateDigest: String
     public var visibleCount: Int
 
-    /// The members it shares with `BUNDLE_BEGIN` (and `RESTORE_STREAM`).
-    public var begin: BundleBegin {
-        BundleBegin(sequence: sequence, manifestHash: manifestHash, parts: parts, itemCount: itemCount, uncompressedSize: uncompressedSize)
-    }
-
     public init(_ frame: SyncFrame) throws {
-        let f = try PayloadFields(frame, name: "RESTORE_BUNDLE", members: [
-            "chain_state_digest", "item_count", "manifest_hash", "parts", "sequence", "uncompressed_size", "visible_count"])
-        sequence = Int(try f.int("sequence", in: SyncLimits.sequences))
-        manifestHash = try f.hex("manifest_hash", count: 64)
-        parts = Int(try f.int("parts", in: SyncLimits.parts))
-        itemCount = Int(try f.int("item_count", in: SyncLimits.items))
-        uncompressedSize = Int(try f.int("uncompressed_size", in: SyncLimits.uncompressedSize))
+        let f = try PayloadFields(frame, name: "RESTORE_BUNDLE", members: BundleBegin.members.union(["chain_state_digest", "visible_count"]))
+        begin = try BundleBegin(f)
         chainStateDigest = try f.hex("chain_state_digest", count: 64)
         visibleCount = Int(try f.int("visible_count", in: SyncLimits.counts))
     }
 
-    /// The frame a server sends.
-    public static func frame(sequence: Int, manifestHash: String, parts: Int, itemCount: Int, uncompressedSize: Int,
-                             chainStateDigest: String, visibleCount: Int) throws -> SyncFrame {
-        try .json(.restoreBundle, .object([
-            "sequence": .int(sequence), "manifest_hash": .string(manifestHash), "parts": .int(parts), "item_count": .int(itemCount),
-            "uncompressed_size": .int(uncompressedSize), "chain_state_digest": .string(chainStateDigest), "visible_count": .int(visibleCount)]))
+    /// The frame a server sends: `begin`'s members and the chain state after the bundle.
+    public static func frame(_ begin: BundleBegin, chainStateDigest: String, visibleCount: Int) throws -> SyncFrame {
+        try .json(.restoreBundle, .object(begin.payload.merging(["chain_state_digest": .string(chainStateDigest), "visible_count": .int(visibleCount)]) { a, _ in a }))
     }
 }
 
