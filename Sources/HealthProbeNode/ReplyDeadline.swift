@@ -20,7 +20,7 @@ final class ReplyDeadline: ChannelDuplexHandler, RemovableChannelHandler {
     let partsAwaitState: Bool
     private var timer: Scheduled<Void>?
     /// Messages sent that the server has not answered yet.
-    private var owed = 0
+    private var owed = OwedAnswers()
 
     init(limit: TimeAmount, partsAwaitState: Bool = false) {
         self.limit = limit
@@ -31,8 +31,8 @@ final class ReplyDeadline: ChannelDuplexHandler, RemovableChannelHandler {
         timer?.cancel()
         timer = nil
         let message = unwrapInboundIn(data)
-        if owed > 0, Self.isReply(message) { owed -= 1 }
-        if owed > 0 {
+        owed.received(message)
+        if !owed.none {
             arm(context)
         } else if partsAwaitState, case .frame(let f) = message, f.kind == .restorePart {
             arm(context)
@@ -41,10 +41,7 @@ final class ReplyDeadline: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if Self.isAnswered(unwrapOutboundIn(data)) {
-            owed += 1
-            if timer == nil { arm(context) }
-        }
+        if owed.sending(unwrapOutboundIn(data)), timer == nil { arm(context) }
         context.write(data, promise: promise)
     }
 

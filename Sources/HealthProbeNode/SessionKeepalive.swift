@@ -31,7 +31,7 @@ final class SessionKeepalive: ChannelDuplexHandler, RemovableChannelHandler {
     private var accepted = false
     private var wroteSinceTick = false
     /// Messages the node sent that the server has not answered yet (its own `PING`s included).
-    private var owed = 0
+    private var owed = OwedAnswers()
     /// Of those, the `PING`s this handler sent: their `PONG`s are taken here.
     private var ownPongs = 0
     private var timer: Scheduled<Void>?
@@ -42,14 +42,14 @@ final class SessionKeepalive: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if ReplyDeadline.isAnswered(unwrapOutboundIn(data)) { owed += 1 }
+        owed.sending(unwrapOutboundIn(data))
         wroteSinceTick = true
         context.write(data, promise: promise)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let message = unwrapInboundIn(data)
-        if owed > 0, ReplyDeadline.isReply(message) { owed -= 1 }
+        owed.received(message)
         if case .frame(let f) = message {
             if f.kind == .pong, ownPongs > 0 {
                 ownPongs -= 1
@@ -85,8 +85,8 @@ final class SessionKeepalive: ChannelDuplexHandler, RemovableChannelHandler {
 
     private func tick(_ context: ChannelHandlerContext) {
         guard context.channel.isActive else { return }
-        if !wroteSinceTick && owed == 0 {
-            owed += 1
+        if !wroteSinceTick && owed.none {
+            owed.sendingOwn()
             ownPongs += 1
             count.add()
             context.writeAndFlush(wrapOutboundOut(.frame(SyncFrame(kind: .ping, payload: ByteBuffer()))), promise: nil)
