@@ -44,20 +44,11 @@ public struct FlatJSON: Sendable {
 
     /// The index of member `key` of the object at `parent` (`-1`: the top level).
     public func find(_ key: StaticString, in parent: Int32 = -1) -> Int32? {
-        let n = key.utf8CodeUnitCount
-        return bytes.withUnsafeBufferPointer { buf -> Int32? in
-            var k = 0
-            for m in members {
-                defer { k += 1 }
-                guard m.parent == parent, Int(m.keyEnd - m.keyStart) == n else { continue }
-                if memcmp(buf.baseAddress! + Int(m.keyStart), key.utf8Start, n) == 0 { return Int32(k) }
-            }
-            return nil
-        }
+        find(key, in: parent, from: 0)
     }
 
-    /// `find(_:in:)` starting at member `start` and going round: members read in their
-    /// order are found at once.
+    /// `find(_:in:)` starting at member `start` (outside the members: at the first) and going
+    /// round: members read in their order are found at once.
     public func find(_ key: StaticString, in parent: Int32 = -1, from start: Int32) -> Int32? {
         let n = key.utf8CodeUnitCount
         let count = members.count
