@@ -201,7 +201,6 @@ public struct NodeRestore {
     /// Receives the `RESTORE_PART`s `bundle` declared, checks each, and hands their lines on.
     func receive(_ session: inout SyncSession, _ bundle: Announced, sequence: Int, into handoff: ArrivingLines, report: inout Report) async throws {
         var (received, lines) = (0, 0)
-        var inflated: [UInt8] = []
         for index in 0..<bundle.begin.parts {
             let message = try await session.next()
             guard case .restorePart(let part) = message else { throw SyncSession.unexpected(message, expected: .restorePart) }
@@ -211,8 +210,8 @@ public struct NodeRestore {
             guard part.declaredSize <= bundle.begin.uncompressedSize - received else {
                 throw SyncProtocolError(.inflateLimit, "the parts hold more than the \(bundle.begin.uncompressedSize) bytes \(bundle.name) declared")
             }
-            // Into a buffer an earlier part held, once the applier is done with one.
-            if inflated.isEmpty { inflated = handoff.spareBuffer() }
+            // Into a buffer an earlier part held, once the applier is done with one, else a new one.
+            var inflated = handoff.spareBuffer()
             try part.compressed.withUnsafeReadableBytes { try BundlePartCodec.inflate($0, declaredSize: part.declaredSize, into: &inflated) }
             guard inflated.last == 0x0A else {
                 throw SyncProtocolError(.malformedFrame, "RESTORE_PART \(index) does not end at a line boundary")
@@ -230,9 +229,8 @@ public struct NodeRestore {
                     throw SyncProtocolError(.malformedFrame, "the restored bundle's header names chain \(header.deviceChainHash.prefix(16))... sequence \(header.sequence), not this node's chain at \(sequence)")
                 }
             }
-            // The part moves whole (cut into lines on the applying side); the next one inflates into a spare buffer, or a new one.
+            // The part moves whole (cut into lines on the applying side).
             let whole = inflated
-            inflated = []
             try await Self.offload { try handoff.put(whole) }
         }
         guard received == bundle.begin.uncompressedSize else {
