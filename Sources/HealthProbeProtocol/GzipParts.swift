@@ -13,31 +13,71 @@ import Glibc
 /// an ordinary multi-member gzip file (`zcat` prints the bundle's lines); each
 /// member's header carries one extra subfield, `HP`, with the member's length in
 /// bytes (4 bytes, little-endian), as BGZF's `BC` subfield does, so that a reader
-/// takes a member whole without inflating it to find its end.
+/// takes a member whole without inflating it to find its end. Members written since
+/// 2026-12-01 also record there what their data holds (`Recorded`), so that a restore
+/// announces a kept bundle's parts from the headers alone
+/// (docs/decisions/2026-12-01-kept-member-records.md).
 /// Kept inflated, a million-sample bundle wrote 1.74 GB instead of 283 MB, and
 /// new file pages cost this machine about 1.7 s of kernel time a gigabyte
 /// (docs/decisions/2026-11-25-compressed-kept-bundles.md).
 public enum GzipParts {
-    /// ID1 ID2 CM FLG MTIME(4) XFL OS, XLEN(2), then the subfield: 'H' 'P' LEN(2) length(4).
+    /// ID1 ID2 CM FLG MTIME(4) XFL OS, XLEN(2), then the subfield: 'H' 'P' LEN(2) length(4):
+    /// the header of members written before 2026-12-01, and the first bytes of every header.
     static let headerSize = 20
+    /// The header `appendMember` writes: the subfield holds the length, then `Recorded`'s
+    /// size (4), Adler-32 (4), LF count (4) and whether the data ends with an LF (1).
+    static let recordingHeaderSize = headerSize + recordBytes
+    static let recordBytes = 13
     /// CRC-32, then ISIZE (both little-endian).
     static let trailerSize = 8
     /// The longest member a reader takes: a part's frame at most, with the member's own bytes.
     public static let maxMemberSize = SyncFrame.maxLength + headerSize + trailerSize
 
+    /// What a member's header records of its data (members written since 2026-12-01):
+    /// enough to announce the member as a part, and the bundle's lines, without inflating it.
+    /// A reader that inflates the member checks each against the data.
+    public struct Recorded: Sendable, Equatable {
+        /// The inflated data's size in bytes.
+        public var size: Int
+        /// The Adler-32 (RFC 1950) of the inflated data: the part's zlib trailer.
+        public var adler: UInt32
+        /// The LF bytes in the inflated data.
+        public var newlines: Int
+        /// Whether the data's last byte is an LF (the member ends at a line boundary).
+        public var endsAtLine: Bool
+
+        /// What `inflated` holds.
+        public init(_ inflated: UnsafeRawBufferPointer, newlines: Int) {
+            size = inflated.count
+            adler = GzipParts.adler32(inflated)
+            self.newlines = newlines
+            endsAtLine = inflated.last == 0x0A
+        }
+
+        init(size: Int, adler: UInt32, newlines: Int, endsAtLine: Bool) {
+            (self.size, self.adler, self.newlines, self.endsAtLine) = (size, adler, newlines, endsAtLine)
+        }
+    }
+
     /// Appends to `out` the member of one part: `zlib` is the part's zlib stream (RFC 1950)
     /// as received, which inflated without error to `inflated` (so it has the 2-byte
-    /// header, no preset dictionary, and the 4-byte Adler-32 trailer).
-    public static func appendMember(zlib: UnsafeRawBufferPointer, inflated: UnsafeRawBufferPointer, to out: inout [UInt8]) throws {
+    /// header, no preset dictionary, and the 4-byte Adler-32 trailer, which the inflate
+    /// checked and the header records); `newlines`: the LF bytes `inflated` holds.
+    public static func appendMember(zlib: UnsafeRawBufferPointer, inflated: UnsafeRawBufferPointer, newlines: Int, to out: inout [UInt8]) throws {
         guard zlib.count >= 6 else { throw SyncProtocolError(.malformedFrame, "a part's zlib data is shorter than its header and trailer") }
         let deflate = UnsafeRawBufferPointer(rebasing: zlib[2..<(zlib.count - 4)])
-        let total = headerSize + deflate.count + trailerSize
+        let total = recordingHeaderSize + deflate.count + trailerSize
         guard total <= maxMemberSize, inflated.count <= BundlePartCodec.maxPartSize else {
             throw SyncProtocolError(.inflateLimit, "a part is over the size a kept bundle holds")
         }
+        let adler = (zlib.count - 4..<zlib.count).reduce(UInt32(0)) { $0 << 8 | UInt32(zlib[$1]) }
         func le32(_ v: UInt32) { for i in 0..<4 { out.append(UInt8(truncatingIfNeeded: v >> (8 * i))) } }
-        out.append(contentsOf: Lines.header)
+        out.append(contentsOf: Lines.recordingHeader)
         le32(UInt32(total))
+        le32(UInt32(inflated.count))
+        le32(adler)
+        le32(UInt32(newlines))
+        out.append(inflated.last == 0x0A ? 1 : 0)
         // One copy (appending a raw buffer would go byte by byte).
         let at = out.count
         out.resize(to: at + deflate.count)
@@ -105,8 +145,9 @@ public enum GzipParts {
         private var inflated: [UInt8] = []
         private var index = 0
         private var done = false
-        /// The length of the member `readMember` read last (header and trailer included).
+        /// The length of the member `readMember` read last (header and trailer included), and of its header.
         private var memberLength = 0
+        private var memberHeaderLength = headerSize
         private let library: BundlePartCodec.Library
         #if canImport(HPDeflate)
         private let decompressor: OpaquePointer?
@@ -117,8 +158,12 @@ public enum GzipParts {
         public private(set) var lastLineUnterminated = false
         /// Whether the file starts as gzip does (`isGzip`), read through the same descriptor.
         public let startsAsGzip: Bool
-        /// A member's first 16 bytes: ID1 ID2, CM deflate, FLG FEXTRA, MTIME 0, XFL 0, OS unknown, XLEN 8, subfield `HP` of 4 bytes.
+        /// A member's first 16 bytes: ID1 ID2, CM deflate, FLG FEXTRA, MTIME 0, XFL 0, OS unknown, XLEN 8, subfield `HP` of 4 bytes
+        /// (members written before 2026-12-01).
         static let header: [UInt8] = [0x1F, 0x8B, 8, 0x04, 0, 0, 0, 0, 0, 255, 8, 0, UInt8(ascii: "H"), UInt8(ascii: "P"), 4, 0]
+        /// The same with XLEN 21 and a subfield of 17 bytes (the length, then `Recorded`): what `appendMember` writes.
+        static let recordingHeader: [UInt8] = [0x1F, 0x8B, 8, 0x04, 0, 0, 0, 0, 0, 255, UInt8(4 + 4 + recordBytes), 0,
+                                               UInt8(ascii: "H"), UInt8(ascii: "P"), UInt8(4 + recordBytes), 0]
 
         /// `library` inflates the members (libdeflate where linked; zlib is the fallback).
         public init(path: String, library: BundlePartCodec.Library = BundlePartCodec.library) throws {
@@ -172,9 +217,9 @@ public enum GzipParts {
         /// length checked), both valid during the call; nil after the last member.
         public func nextMember<R>(inflating: Bool = true, _ body: (_ deflate: UnsafeRawBufferPointer, _ inflated: UnsafeRawBufferPointer) throws -> R) throws -> R? {
             guard try readMember(inflating: inflating) else { return nil }
-            let total = memberLength
+            let (total, header) = (memberLength, memberHeaderLength)
             return try member.withUnsafeBytes { m in
-                let deflate = UnsafeRawBufferPointer(rebasing: m[headerSize..<(total - trailerSize)])
+                let deflate = UnsafeRawBufferPointer(rebasing: m[header..<(total - trailerSize)])
                 if !inflating { return try body(deflate, UnsafeRawBufferPointer(start: nil, count: 0)) }
                 return try inflated.withUnsafeBytes { try body(deflate, $0) }
             }
@@ -195,37 +240,76 @@ public enum GzipParts {
             return true
         }
 
-        /// The next member inflated into `inflated` (read only, when not `inflating`); false at the end of the file.
-        private func readMember(inflating: Bool = true) throws -> Bool {
-            if member.count < headerSize { member = [UInt8](repeating: 0, count: headerSize) }
-            guard try read(headerSize, at: offset, into: &member, offsetInBuffer: 0) else { return false }
-            // Every header byte is what `appendMember` writes; the data is covered by the CRC-32 and the size.
-            guard member[0..<16].elementsEqual(Self.header) else {
+        /// What every member's header records, read from the headers alone (no member is
+        /// inflated or checked against its data; a reader that inflates them does that);
+        /// nil when a member predates the records. From the file's start, on a new reader.
+        public func recordedMembers() throws -> [Recorded]? {
+            precondition(offset == 0 && !done, "recordedMembers() reads a file from its start, on a new reader")
+            var records: [Recorded] = []
+            defer { done = true }
+            var status = stat()
+            guard fstat(fd, &status) == 0 else { throw ReadError(offset: 0, reason: "its size cannot be read (errno \(errno))") }
+            let fileSize = Int(status.st_size)
+            while let (header, total) = try readHeader() {
+                guard let record = header.record else { return nil }
+                // The data is not read: a member running past the end is found from the lengths.
+                guard offset + total <= fileSize else { throw ReadError(offset: fileSize, reason: "the file ends inside a member") }
+                records.append(record)
+                offset += total
+            }
+            return records
+        }
+
+        /// A member's header, read at `offset` into `member`: its length, its header's, and its
+        /// record if it has one; nil at a clean end of the file.
+        private func readHeader() throws -> (header: (length: Int, record: Recorded?), total: Int)? {
+            if member.count < recordingHeaderSize { member.resize(to: recordingHeaderSize) }
+            guard try read(headerSize, at: offset, into: &member, offsetInBuffer: 0) else { return nil }
+            // Every header byte is what `appendMember` writes (or wrote before records); the data is covered by the CRC-32 and the size.
+            let recording = member[0..<16].elementsEqual(Self.recordingHeader)
+            guard recording || member[0..<16].elementsEqual(Self.header) else {
                 throw ReadError(offset: offset, reason: "not a member as the server writes them (gzip, FEXTRA with an HP subfield)")
             }
+            let headerLength = recording ? recordingHeaderSize : headerSize
             let total = Int(le32(member, 16))
-            guard total >= headerSize + trailerSize + 1, total <= maxMemberSize else {
+            guard total >= headerLength + trailerSize + 1, total <= maxMemberSize else {
                 throw ReadError(offset: offset, reason: "a member length of \(total) bytes is out of range")
             }
+            guard recording else { return ((headerSize, nil), total) }
+            _ = try read(recordBytes, at: offset + headerSize, into: &member, offsetInBuffer: headerSize)
+            let size = Int(le32(member, 20)), newlines = Int(le32(member, 28)), ends = member[32]
+            guard size <= BundlePartCodec.maxPartSize, newlines <= size, ends <= 1, ends == 0 || newlines >= 1 else {
+                throw ReadError(offset: offset, reason: "a member's header records \(size) bytes holding \(newlines) lines (end flag \(ends)): out of range")
+            }
+            return ((headerLength, Recorded(size: size, adler: le32(member, 24), newlines: newlines, endsAtLine: ends == 1)), total)
+        }
+
+        /// The next member inflated into `inflated` (read only, when not `inflating`); false at the end of the file.
+        /// Inflated, its data is checked against its CRC-32, its size and what its header records.
+        private func readMember(inflating: Bool = true) throws -> Bool {
+            guard let ((headerLength, record), total) = try readHeader() else { return false }
             // Grown to the largest member so far (its first bytes, the header, kept).
             if member.count < total { member.resize(to: total) }
-            _ = try read(total - headerSize, at: offset + headerSize, into: &member, offsetInBuffer: headerSize)
+            _ = try read(total - headerLength, at: offset + headerLength, into: &member, offsetInBuffer: headerLength)
             let crc = le32(member, total - 8), size = Int(le32(member, total - 4))
             guard size <= BundlePartCodec.maxPartSize else {
                 throw ReadError(offset: offset, reason: "a member declares \(size) bytes, over the part limit")
             }
-            memberLength = total
+            (memberLength, memberHeaderLength) = (total, headerLength)
             guard inflating else {
                 offset += total
                 return true
             }
             inflated.resize(to: size)
             let ok = member.withUnsafeBytes { m in
-                inflated.withUnsafeMutableBytes { o in inflate(UnsafeRawBufferPointer(rebasing: m[headerSize..<(total - trailerSize)]), into: o) }
+                inflated.withUnsafeMutableBytes { o in inflate(UnsafeRawBufferPointer(rebasing: m[headerLength..<(total - trailerSize)]), into: o) }
             }
             guard ok else { throw ReadError(offset: offset, reason: "a member's deflate data is corrupt or does not inflate to its declared \(size) bytes") }
             guard inflated.withUnsafeBytes({ GzipParts.crc32($0) }) == crc else {
                 throw ReadError(offset: offset, reason: "a member's CRC-32 does not match its data")
+            }
+            if let record, record != inflated.withUnsafeBytes({ Recorded($0, newlines: LineSplitter.newlines(in: $0.bindMemory(to: UInt8.self))) }) {
+                throw ReadError(offset: offset, reason: "a member's header records a size, Adler-32 or line count its data does not have")
             }
             offset += total
             return true

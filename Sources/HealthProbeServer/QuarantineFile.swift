@@ -68,7 +68,7 @@ public final class QuarantineFile: Sendable {
             s.member.removeAll(keepingCapacity: true)
             let inflated = s.inflated
             try part.compressed.withUnsafeReadableBytes { zlib in
-                try inflated.withUnsafeBytes { try GzipParts.appendMember(zlib: zlib, inflated: $0, to: &s.member) }
+                try inflated.withUnsafeBytes { try GzipParts.appendMember(zlib: zlib, inflated: $0, newlines: newlines, to: &s.member) }
             }
             do { try s.handle.write(contentsOf: s.member) } catch {
                 throw SyncProtocolError(.storage, "the server cannot write its quarantine file (disk full?)")

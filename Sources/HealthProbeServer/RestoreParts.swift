@@ -11,8 +11,12 @@ import Synchronization
 ///
 /// A kept file of gzip members each ending at a line boundary (what a conforming
 /// node's parts give) is sent member for member: each member's deflate data, kept as
-/// the part arrived, goes out again as that part's zlib stream, with the Adler-32 the
-/// first pass computed; nothing is deflated again, and the second pass only reads.
+/// the part arrived, goes out again as that part's zlib stream, with its Adler-32;
+/// nothing is deflated again. Members written since 2026-12-01 record their size,
+/// Adler-32 and lines in their headers: the first pass reads only the headers, so the
+/// first part leaves at once, and the second pass inflates each member to check it
+/// (CRC-32, size, record) before it is sent. Older members are inflated and checked by
+/// the first pass, and the second only reads.
 /// Any other file (a member ending inside a line, a bundle kept inflated) is cut anew
 /// and each part deflated.
 final class RestoreParts: Sendable {
@@ -22,6 +26,8 @@ final class RestoreParts: Sendable {
     let size: Int
     /// Sent member for member: each member's uncompressed size and Adler-32; nil when cut anew.
     private let members: [(size: Int, adler: UInt32)]?
+    /// Whether the first pass inflated and checked every member (else the second does, as it sends).
+    private let membersChecked: Bool
     /// Where the second pass is, under one lock: a connection awaits each `next()` before
     /// the next, so it is never contended, but the calls run on different pool threads.
     private let cursor = Mutex(Cursor())
@@ -38,11 +44,15 @@ final class RestoreParts: Sendable {
 
     init(path: String) throws {
         self.path = path
-        if let scan = try Self.scanMembers(path) {
-            (lines, size, parts, members) = (scan.lines, scan.size, scan.members.count, scan.members)
+        if let recorded = try Self.recordedMembers(path) {
+            (lines, size, parts, members, membersChecked) = (recorded.lines, recorded.size, recorded.members.count, recorded.members, false)
             return
         }
-        members = nil
+        if let scan = try Self.scanMembers(path) {
+            (lines, size, parts, members, membersChecked) = (scan.lines, scan.size, scan.members.count, scan.members, true)
+            return
+        }
+        (members, membersChecked) = (nil, true)
         var lines = try StoredBundleLines(path: path)
         var (count, size, parts, inPart) = (0, 0, 0, 0)
         while let line = lines.next() {
@@ -58,7 +68,21 @@ final class RestoreParts: Sendable {
         (self.lines, self.size, self.parts) = (count, size, parts)
     }
 
-    /// The first pass over a file of gzip members: lines, bytes, and each member's size and
+    /// The first pass from the members' headers alone: lines, bytes, and each member's size and
+    /// Adler-32 as its header records them; nil when the file is not gzip, a member predates the
+    /// records, or one does not end at a line boundary.
+    static func recordedMembers(_ path: String) throws -> (lines: Int, size: Int, members: [(size: Int, adler: UInt32)])? {
+        let reader = try GzipParts.Lines(path: path)
+        guard reader.startsAsGzip else { return nil }
+        let records: [GzipParts.Recorded]?
+        do { records = try reader.recordedMembers() } catch let e as GzipParts.ReadError { throw damaged(path, e.description) }
+        guard let records, records.allSatisfy(\.endsAtLine) else { return nil }
+        let lines = records.reduce(0) { $0 + $1.newlines }
+        guard lines >= 2 else { throw damaged(path, "it does not end with a whole trailer line") }
+        return (lines, records.reduce(0) { $0 + $1.size }, records.map { ($0.size, $0.adler) })
+    }
+
+    /// The first pass over a file of gzip members, each inflated: lines, bytes, and each member's size and
     /// Adler-32; nil when the file is not gzip or a member does not end at a line boundary.
     static func scanMembers(_ path: String) throws -> (lines: Int, size: Int, members: [(size: Int, adler: UInt32)])? {
         let reader = try GzipParts.Lines(path: path)
@@ -87,9 +111,9 @@ final class RestoreParts: Sendable {
 
     /// The next part: its index, uncompressed size and zlib bytes; nil after the last.
     func next() throws -> (index: Int, size: Int, zlib: [UInt8])? {
-        let (path, parts, members) = (path, parts, members)
+        let (path, parts, members, membersChecked) = (path, parts, members, membersChecked)
         return try cursor.withLock { c throws -> (index: Int, size: Int, zlib: [UInt8])? in
-            if let members { return try Self.nextMember(&c, members, path: path) }
+            if let members { return try Self.nextMember(&c, members, checking: !membersChecked, path: path) }
             if c.reader == nil { c.reader = try StoredBundleLines(path: path) }
             c.buffer.removeAll(keepingCapacity: true)
             if let line = c.carried { Self.append(line, to: &c.buffer); c.carried = nil }
@@ -107,14 +131,17 @@ final class RestoreParts: Sendable {
         }
     }
 
-    /// The next member read as it is kept and sent as its part's zlib stream.
-    private static func nextMember(_ c: inout Cursor, _ members: [(size: Int, adler: UInt32)], path: String) throws -> (index: Int, size: Int, zlib: [UInt8])? {
+    /// The next member read as it is kept and sent as its part's zlib stream; `checking`, inflated
+    /// first and checked (its CRC-32, size and record, and that the first pass saw the same).
+    private static func nextMember(_ c: inout Cursor, _ members: [(size: Int, adler: UInt32)], checking: Bool, path: String) throws -> (index: Int, size: Int, zlib: [UInt8])? {
         if c.memberReader == nil { c.memberReader = try GzipParts.Lines(path: path) }
         let read: [UInt8]??
         let index = c.index
         do {
-            read = try c.memberReader?.nextMember(inflating: false) { deflate, _ -> [UInt8]? in
-                index < members.count ? GzipParts.zlibStream(deflate: deflate, adler: members[index].adler) : nil
+            read = try c.memberReader?.nextMember(inflating: checking) { deflate, inflated -> [UInt8]? in
+                guard index < members.count else { return nil }
+                if checking, inflated.count != members[index].size || GzipParts.adler32(inflated) != members[index].adler { return nil }
+                return GzipParts.zlibStream(deflate: deflate, adler: members[index].adler)
             }
         } catch let e as GzipParts.ReadError {
             throw Self.damaged(path, e.description)

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import HealthProbeProtocol
+import HealthProbeTestSupport
 
 /// Kept bundles: one gzip member per received part, read back line by line, and
 /// readable by any gzip tool; damage is found and named, never trapped on.
@@ -34,7 +35,7 @@ struct GzipPartsTests {
             let zlib = try BundlePartCodec.compress(p, library: library)
             // As the server does: inflate first, then keep the member.
             let inflated = try BundlePartCodec.inflate(zlib, declaredSize: p.count)
-            try zlib.withUnsafeBytes { z in try inflated.withUnsafeBytes { try GzipParts.appendMember(zlib: z, inflated: $0, to: &out) } }
+            try zlib.withUnsafeBytes { z in try inflated.withUnsafeBytes { try GzipParts.appendMember(zlib: z, inflated: $0, newlines: inflated.count { $0 == 0x0A }, to: &out) } }
         }
         return out
     }
@@ -116,6 +117,43 @@ struct GzipPartsTests {
             let read = Array(reader)
             #expect(reader.failure != nil, "a flipped byte went unnoticed (\(read.count) lines read)")
         }
+    }
+
+    @Test("each member's header records its data (size, Adler-32, lines, whether it ends at a line), read from the headers alone; members written before the records read back the same, and a file holding one has no records")
+    func records() throws {
+        let (lines, parts) = Self.parts(seed: 5)
+        let bytes = try Self.kept(parts, library: BundlePartCodec.library)
+        let path = try Self.write(bytes)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let records = try #require(try GzipParts.Lines(path: path).recordedMembers())
+        #expect(records == parts.map { p in p.withUnsafeBytes { GzipParts.Recorded($0, newlines: p.count { $0 == 0x0A }) } })
+        #expect(records.map(\.size) == parts.map(\.count) && records.map(\.endsAtLine) == parts.map { $0.last == 0x0A })
+        #expect(records.map(\.adler) == (try parts.map { p in
+            let zlib = try BundlePartCodec.compress(p)
+            return zlib.suffix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        }), "the part's own zlib trailer")
+
+        // Data damaged behind intact headers: the records read all the same (nothing is inflated); the lines find it.
+        let firstMember = Int(bytes[16]) | Int(bytes[17]) << 8 | Int(bytes[18]) << 16 | Int(bytes[19]) << 24
+        var damaged = bytes
+        damaged[firstMember / 2] ^= 0x21
+        let damagedPath = try Self.write(damaged)
+        defer { try? FileManager.default.removeItem(atPath: damagedPath) }
+        #expect(try GzipParts.Lines(path: damagedPath).recordedMembers() == records)
+        let reader = try GzipParts.Lines(path: damagedPath)
+        _ = Array(reader)
+        #expect(reader.failure?.description.contains("damaged at byte 0") == true)
+        // Cut inside the last member: found from the lengths alone.
+        let cutPath = try Self.write(Array(bytes.dropLast(3)))
+        defer { try? FileManager.default.removeItem(atPath: cutPath) }
+        #expect { _ = try GzipParts.Lines(path: cutPath).recordedMembers() } throws: { "\($0)".contains("ends inside a member") }
+
+        // The first two members written in the former form (the length alone): no records; the lines are the same.
+        let mixedPath = try Self.write(FormerGzipMembers.rewrite(bytes, count: 2))
+        defer { try? FileManager.default.removeItem(atPath: mixedPath) }
+        #expect(try GzipParts.Lines(path: mixedPath).recordedMembers() == nil)
+        let mixed = try GzipParts.Lines(path: mixedPath)
+        #expect(Array(mixed) == lines && mixed.failure == nil)
     }
 
     static func lineCount(_ parts: ArraySlice<[UInt8]>) -> Int { parts.flatMap { $0 }.filter { $0 == 0x0A }.count }

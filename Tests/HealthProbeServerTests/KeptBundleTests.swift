@@ -60,7 +60,7 @@ struct KeptBundleTests {
         var out: [UInt8] = []
         for p in parts {
             let zlib = try BundlePartCodec.compress(p)
-            try zlib.withUnsafeBytes { z in try p.withUnsafeBytes { try GzipParts.appendMember(zlib: z, inflated: $0, to: &out) } }
+            try zlib.withUnsafeBytes { z in try p.withUnsafeBytes { try GzipParts.appendMember(zlib: z, inflated: $0, newlines: p.count { $0 == 0x0A }, to: &out) } }
         }
         let path = dir.file("\(UUID().uuidString).jsonl.gz")
         try Data(out).write(to: URL(fileURLWithPath: path))
@@ -101,5 +101,42 @@ struct KeptBundleTests {
         let data = try Data(contentsOf: URL(fileURLWithPath: path))
         try data.prefix(data.count - 3).write(to: URL(fileURLWithPath: path))
         #expect { _ = try RestoreParts(path: path) } throws: { "\($0)".contains("damaged at byte") }
+        // Members written before their headers recorded their data are inflated by the first pass, and give the same parts.
+        let former = try Self.formerMembers(try Self.keptFile(whole, in: dir))
+        let c = try Self.restored(former)
+        #expect(c.parts == whole && c.declared.parts == whole.count && c.declared.lines == lines.count && c.declared.size == bytes.count)
+    }
+
+    @Test("a kept bundle's parts are announced from its members' headers alone: damaged data behind intact headers is found as its member is sent, and named; the members before it go out")
+    func damageFoundWhileSent() throws {
+        let dir = TempDir()
+        let parts: [[UInt8]] = (0..<4).map { p in (0..<500).flatMap { i in Array("{\"part\":\(p),\"line\":\(i)}\n".utf8) } }
+        let path = try Self.keptFile(parts, in: dir)
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        // The third member's data: past two members and its own 33-byte header.
+        var at = 0
+        for _ in 0..<2 { at += Int(bytes[at + 16]) | Int(bytes[at + 17]) << 8 | Int(bytes[at + 18]) << 16 }
+        bytes[at + 33 + 20] ^= 0x55
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let declared = try RestoreParts(path: path)
+        #expect(declared.parts == 4 && declared.lines == 2_000 && declared.size == parts.joined().count)
+        #expect(try declared.next()?.index == 0)
+        #expect(try declared.next()?.index == 1)
+        #expect { _ = try declared.next() } throws: { "\($0)".contains("damaged at byte \(at)") && "\($0)".contains("hp-server verify --full") }
+        // A header whose record no longer matches its data (a line count changed) is found the same way.
+        var record = [UInt8](try Data(contentsOf: URL(fileURLWithPath: try Self.keptFile(parts, in: dir))))
+        record[28] ^= 1
+        let recordPath = dir.file("record.jsonl.gz")
+        try Data(record).write(to: URL(fileURLWithPath: recordPath))
+        let changed = try RestoreParts(path: recordPath)
+        #expect(changed.lines == 2_000 + (record[28] & 1 == 1 ? 1 : -1))
+        #expect { _ = try changed.next() } throws: { "\($0)".contains("damaged at byte 0") && "\($0)".contains("line count") }
+    }
+
+    /// The kept file at `path` rewritten as the server wrote members before 2026-12-01; the new file's path.
+    static func formerMembers(_ path: String) throws -> String {
+        let former = path + ".former.jsonl.gz"
+        try Data(FormerGzipMembers.rewrite([UInt8](try Data(contentsOf: URL(fileURLWithPath: path))))).write(to: URL(fileURLWithPath: former))
+        return former
     }
 }

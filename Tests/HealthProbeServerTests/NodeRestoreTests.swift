@@ -208,6 +208,34 @@ struct NodeRestoreTests {
         }
     }
 
+    @Test("a kept bundle damaged on the server's disk behind intact member headers is named by the server as it is sent (an administrator's fix with it); the node stores nothing of it")
+    func damagedKeptBundleNamed() async throws {
+        let data = TempDir()
+        let home = TempHome()
+        try simulate(home, days: 2)
+        try await withServer(data) { server in
+            let e = try await server.enroll("phone")
+            _ = try await Self.sync(home, e)
+            let chain = try home.open().deviceChainHash
+            // One byte of the first member's deflate data (a new file: the replica's hard link is not touched).
+            let path = try #require(server.store.storedBundlePath(chain, sequence: 1))
+            var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+            bytes[33 + 40] ^= 0x10
+            try FileManager.default.removeItem(atPath: path)
+            try Data(bytes).write(to: URL(fileURLWithPath: path))
+
+            try home.home.reset(newChain: false)
+            await #expect { _ = try await Self.restore(home, e) } throws: { error in
+                "\(error)".contains("kept bundle cannot be sent") && "\(error)".contains("damaged at byte 0") && "\(error)".contains("hp-server verify --full")
+            }
+            let archive = try Archive.open(path: home.home.archivePath, mode: .readOnly)
+            let rows = try await archive.writer.read { db in
+                [try Int.fetchOne(db, sql: "SELECT count(*) FROM observations"), try Int.fetchOne(db, sql: "SELECT count(*) FROM bundle_log")]
+            }
+            #expect(rows == [0, 0])
+        }
+    }
+
     @Test("a kept bundle altered on the server is refused by the node's own verification: nothing of it is stored")
     func alteredBundleRefused() async throws {
         let data = TempDir()

@@ -83,7 +83,7 @@ struct RestoreTests {
                 let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: plain)))
                 var kept: [UInt8] = []
                 let zlib = try BundlePartCodec.compress(bytes)
-                try zlib.withUnsafeBytes { z in try bytes.withUnsafeBytes { try GzipParts.appendMember(zlib: z, inflated: $0, to: &kept) } }
+                try zlib.withUnsafeBytes { z in try bytes.withUnsafeBytes { try GzipParts.appendMember(zlib: z, inflated: $0, newlines: bytes.count { $0 == 0x0A }, to: &kept) } }
                 try fm.removeItem(atPath: plain)
                 let path = b.bundlePath(chain, sequence: 2, gzip: true)
                 try Data(kept + [UInt8](repeating: 0x41, count: 64)).write(to: URL(fileURLWithPath: path))
