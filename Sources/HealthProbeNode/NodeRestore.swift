@@ -79,14 +79,24 @@ public struct NodeRestore {
             throw ArchiveError(.invalidState, "this archive holds \(progress.ownObservations) observation(s) of its own; restore fills only an empty archive or continues one it made (after `hp-node reset --keep-chain`)")
         }
         let started = ContinuousClock.now
-        // A server that predates version 3 sends each bundle's chain state before its parts (version 2).
-        return try await SyncSession.preferring(version, else: SyncHello.restoreVersion, logger: logger) { v in
-            try await restore(enrollment, host: h, port: p, version: v, progress: progress, started: started)
+        // Each bundle's commit is checkpointed while the next one is applied.
+        let checkpoints = try BackgroundCheckpoints.start(archive)
+        do {
+            // A server that predates version 3 sends each bundle's chain state before its parts (version 2).
+            let report = try await SyncSession.preferring(version, else: SyncHello.restoreVersion, logger: logger) { v in
+                try await restore(enrollment, host: h, port: p, version: v, progress: progress, started: started, checkpoints: checkpoints)
+            }
+            try await Self.offload { checkpoints?.finish() }
+            return report
+        } catch {
+            try? await Self.offload { checkpoints?.finish() }
+            throw error
         }
     }
 
     private func restore(_ enrollment: NodeEnrollment, host h: String, port p: Int, version: UInt16,
-                         progress: (lastSequence: Int, ownObservations: Int), started: ContinuousClock.Instant) async throws -> Report {
+                         progress: (lastSequence: Int, ownObservations: Int), started: ContinuousClock.Instant,
+                         checkpoints: BackgroundCheckpoints?) async throws -> Report {
         let archive = node.archive
         return try await SyncSession.with(host: h, port: p, fingerprint: enrollment.fingerprint, replyTimeout: replyTimeout,
                                           version: version) { session in
@@ -123,7 +133,8 @@ public struct NodeRestore {
                         throw error
                     }
                     try await settle()
-                    applying = (sequence, try await receiveAndApply(&session, bundle, sequence: sequence, applies: &applies, report: &report))
+                    applying = (sequence, try await receiveAndApply(&session, bundle, sequence: sequence, applies: &applies, report: &report,
+                                                                    checkpoints: checkpoints))
                 }
                 try await settle()
             }
@@ -162,7 +173,8 @@ public struct NodeRestore {
     /// checks this archive's against it before it commits). A transfer that fails ends the
     /// apply first, and the applier's own refusal wins when it stopped the transfer.
     func receiveAndApply(_ session: inout SyncSession, _ bundle: Announced, sequence: Int,
-                         applies: inout ThrowingTaskGroup<Void, any Error>, report: inout Report) async throws -> ChainStateDigest.Result {
+                         applies: inout ThrowingTaskGroup<Void, any Error>, report: inout Report,
+                         checkpoints: BackgroundCheckpoints?) async throws -> ChainStateDigest.Result {
         let expected = ExpectedState()
         if let state = bundle.state { expected.set(state) }
         let handoff = ArrivingLines(depth: 2)
@@ -174,6 +186,7 @@ public struct NodeRestore {
                 defer { handoff.queue.cancel(); target.release() }
                 try target.archive?.applyRestored(lines: handoff.lines, manifestHash: hash, sequence: sequence, chain: chain, expected: expected.get,
                                                   now: now, bundleBytes: size, transferChecked: handoff.checked)
+                checkpoints?.committed()
             }
         }
         do {

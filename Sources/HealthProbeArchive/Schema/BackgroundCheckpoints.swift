@@ -1,0 +1,58 @@
+import Foundation
+import GRDB
+import Synchronization
+
+/// Checkpoints an archive's WAL on a connection and a thread of their own while its
+/// writer goes on with large commits (a node's restore): each commit's pages are copied
+/// into the file while the next bundle is applied, where the committing thread would
+/// otherwise copy them itself before it could start the next (1.3-1.6 s after the first
+/// bundle of a million-sample restore; docs/restore-measurements.md). Meanwhile the
+/// writer's own commits do not checkpoint; `finish` waits for the checkpoint running
+/// and gives the writer its setting back. A checkpoint that fails leaves the pages in
+/// the WAL, committed, for the next one (a later commit, or closing the archive).
+public final class BackgroundCheckpoints: Sendable {
+    private let stage: ConsumerStage<Void>
+    /// The archive and the checkpointing connection until `finish`: a closure kept a moment
+    /// longer must not keep either open after its user is done.
+    private let held: Held
+    /// The writer's `wal_autocheckpoint` before.
+    private let saved: Int
+
+    /// Starts checkpointing beside `archive`'s writer; nil for an archive with no file (in memory).
+    public static func start(_ archive: Archive) throws -> BackgroundCheckpoints? {
+        guard let path = archive.path else { return nil }
+        return try BackgroundCheckpoints(archive, wal: WALConnection(path: path))
+    }
+
+    private init(_ archive: Archive, wal: WALConnection) throws {
+        saved = try archive.writer.writeWithoutTransaction { db in
+            let saved = try Int.fetchOne(db, sql: "PRAGMA wal_autocheckpoint") ?? 1000
+            try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
+            return saved
+        }
+        let held = Held((archive, wal))
+        self.held = held
+        // Commits that came while one ran are covered by one checkpoint after it.
+        stage = ConsumerStage(name: "healthprobe.checkpoint", depth: 2, batches: { _, more in
+            while more() != nil {}
+            try held.value.withLock { $0?.wal }?.checkpoint()
+        })
+    }
+
+    /// After a commit: a checkpoint follows the one running, if any (at most one waits).
+    public func committed() {
+        if stage.waiting == 0 { try? stage.submit(()) }
+    }
+
+    /// Waits for the checkpoint running or waiting, gives the writer its setting back, and lets go of both.
+    public func finish() {
+        try? stage.finish()
+        guard let archive = held.value.withLock({ h in defer { h = nil }; return h?.archive }) else { return }
+        try? archive.writer.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_autocheckpoint = \(saved)") }
+    }
+
+    private final class Held: Sendable {
+        let value: Mutex<(archive: Archive, wal: WALConnection)?>
+        init(_ both: (archive: Archive, wal: WALConnection)) { value = Mutex(both) }
+    }
+}
