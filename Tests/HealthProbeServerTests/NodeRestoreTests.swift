@@ -210,45 +210,36 @@ struct NodeRestoreTests {
 
     @Test("a kept bundle damaged on the server's disk behind intact member headers is named by the server as it is sent (an administrator's fix with it); the node stores nothing of it")
     func damagedKeptBundleNamed() async throws {
-        let data = TempDir()
-        let home = TempHome()
-        try simulate(home, days: 2)
-        try await withServer(data) { server in
-            let e = try await server.enroll("phone")
-            _ = try await Self.sync(home, e)
-            let chain = try home.open().deviceChainHash
+        try await restoreRefused(after: { store, chain in
             // One byte of the first member's deflate data (a new file: the replica's hard link is not touched).
-            let path = try #require(server.store.storedBundlePath(chain, sequence: 1))
+            let path = try #require(store.storedBundlePath(chain, sequence: 1))
             var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
             bytes[33 + 40] ^= 0x10
             try FileManager.default.removeItem(atPath: path)
             try Data(bytes).write(to: URL(fileURLWithPath: path))
-
-            try home.home.reset(newChain: false)
-            await #expect { _ = try await Self.restore(home, e) } throws: { error in
-                "\(error)".contains("kept bundle cannot be sent") && "\(error)".contains("damaged at byte 0") && "\(error)".contains("hp-server verify --full")
-            }
-            let archive = try Archive.open(path: home.home.archivePath, mode: .readOnly)
-            let rows = try await archive.writer.read { db in
-                [try Int.fetchOne(db, sql: "SELECT count(*) FROM observations"), try Int.fetchOne(db, sql: "SELECT count(*) FROM bundle_log")]
-            }
-            #expect(rows == [0, 0])
+        }) { error in
+            "\(error)".contains("kept bundle cannot be sent") && "\(error)".contains("damaged at byte 0") && "\(error)".contains("hp-server verify --full")
         }
     }
 
     @Test("a kept bundle altered on the server is refused by the node's own verification: nothing of it is stored")
     func alteredBundleRefused() async throws {
+        try await restoreRefused(after: { store, chain in try Self.alterValue(store, chain, sequence: 1, last: false) }) { "\($0)".contains("hash") }
+    }
+
+    /// Syncs two simulated days, changes the server's kept bundle with `alter` (given the store and
+    /// the chain), resets the node keeping its chain: its restore throws as `refused` expects, and
+    /// stores nothing.
+    func restoreRefused(after alter: (ServerStore, String) throws -> Void, _ refused: @escaping (any Error) -> Bool) async throws {
         let data = TempDir()
         let home = TempHome()
         try simulate(home, days: 2)
         try await withServer(data) { server in
             let e = try await server.enroll("phone")
             _ = try await Self.sync(home, e)
-            let chain = try home.open().deviceChainHash
-            try Self.alterValue(server.store, chain, sequence: 1, last: false)
-
+            try alter(server.store, try home.open().deviceChainHash)
             try home.home.reset(newChain: false)
-            await #expect { _ = try await Self.restore(home, e) } throws: { error in "\(error)".contains("hash") }
+            await #expect(performing: { _ = try await Self.restore(home, e) }, throws: refused)
             let archive = try Archive.open(path: home.home.archivePath, mode: .readOnly)
             let rows = try await archive.writer.read { db in
                 [try Int.fetchOne(db, sql: "SELECT count(*) FROM observations"), try Int.fetchOne(db, sql: "SELECT count(*) FROM bundle_log")]
