@@ -15,7 +15,10 @@ import HealthProbeProtocol
 /// binary in its own process); last, the
 /// stopped server's data directory is rebuilt by `hp-server restore --from DIR`, and with
 /// `--s3-endpoint` from the bucket the server uploaded to as well. Rates are compared with
-/// the node's first capture of the same samples in the same run.
+/// the node's first capture of the same samples in the same run; that capture is measured
+/// again last (phase `first_capture_again`, into a new home), and the table gives each rate
+/// against the mean of the two as well: this machine's speed moves within a run, and the
+/// two captures bracket the phases between them.
 struct SyncBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "sync", abstract: "Measure sync over TCP on 127.0.0.1.")
 
@@ -151,12 +154,22 @@ struct SyncBench: AsyncParsableCommand {
                                   ackSeconds: 0, buildSeconds: 0, checkSeconds: 0, sendSeconds: 0, nodePeakRssBytes: 0, serverPeakRssBytes: rebuiltFromBucket.peakRSS)
                 .cpu(node: 0, server: rebuiltFromBucket.cpuSeconds))
         }
+        // The first capture again, into a new home, after every other phase.
+        Measure.resetPeakRSS()
+        let againCPU = Measure.cpuSeconds(pid: getpid())
+        let (_, againSeconds) = try await Self.time {
+            try bench.captureHeartRate(home: ArchiveHome(root: root + "/node-again"), clock: ManualClock(1_750_000_000), count: samples, offset: 0)
+        }
+        results.append(Result(phase: "first_capture_again", samples: samples, seconds: againSeconds, samplesPerSecond: Double(samples) / againSeconds,
+                              bytesOnWire: 0, uncompressedBytes: 0, compressionRatio: 0, ackSeconds: 0, buildSeconds: 0, checkSeconds: 0,
+                              sendSeconds: 0, nodePeakRssBytes: Measure.peakRSS(), serverPeakRssBytes: 0)
+            .cpu(node: Measure.cpuSeconds(pid: getpid()) - againCPU, server: 0))
         if bench.json { for r in results { try Output.jsonLine(r) }; return }
-        let capture = results[0].samplesPerSecond
-        for r in results.dropFirst() where r.phase != "incremental_sync_1000_changes" {
+        let capture = results[0].samplesPerSecond, bracketed = (capture + results[results.count - 1].samplesPerSecond) / 2
+        for r in results.dropFirst() where r.phase != "incremental_sync_1000_changes" && r.phase != "first_capture_again" {
             // The CPU floor bounds the ratio this machine allows however well the work overlaps.
-            print(String(format: "%@ at %.2fx the first capture's rate (CPU: node %.1f s + server %.1f s; on %d cores at best %.1f s, %.2fx)",
-                         r.phase, r.samplesPerSecond / capture, r.nodeCpuSeconds, r.serverCpuSeconds, Result.cores, r.cpuFloorSeconds,
+            print(String(format: "%@ at %.2fx the first capture's rate, %.2fx the mean of both captures' (CPU: node %.1f s + server %.1f s; on %d cores at best %.1f s, %.2fx)",
+                         r.phase, r.samplesPerSecond / capture, r.samplesPerSecond / bracketed, r.nodeCpuSeconds, r.serverCpuSeconds, Result.cores, r.cpuFloorSeconds,
                          r.cpuFloorSeconds > 0 ? results[0].seconds / r.cpuFloorSeconds * Double(r.samples) / Double(results[0].samples) : 0))
         }
         for r in results {
