@@ -7,9 +7,11 @@ import Synchronization
 /// into the file while the next bundle is applied, where the committing thread would
 /// otherwise copy them itself before it could start the next (1.3-1.6 s after the first
 /// bundle of a million-sample restore; docs/restore-measurements.md). Meanwhile the
-/// writer's own commits do not checkpoint; `finish` waits for the checkpoint running
-/// and gives the writer its setting back. A checkpoint that fails leaves the pages in
-/// the WAL, committed, for the next one (a later commit, or closing the archive).
+/// writer's own commits do not checkpoint; `finish` waits for the checkpoint running,
+/// checkpoints what is left and cuts the WAL file back (a transaction that starts while a
+/// checkpoint runs appends to the WAL instead of starting it over, so during a restore it
+/// grows by every bundle), and gives the writer its setting back. A checkpoint that fails
+/// leaves the pages in the WAL, committed, for the next one.
 public final class BackgroundCheckpoints: Sendable {
     private let stage: ConsumerStage<Void>
     /// The archive and the checkpointing connection until `finish`: a closure kept a moment
@@ -35,7 +37,8 @@ public final class BackgroundCheckpoints: Sendable {
         // Commits that came while one ran are covered by one checkpoint after it.
         stage = ConsumerStage(name: "healthprobe.checkpoint", depth: 2, batches: { _, more in
             while more() != nil {}
-            try held.value.withLock { $0?.wal }?.checkpoint()
+            // Busy or failed, the pages stay in the WAL for the next one: the stage goes on.
+            try? held.value.withLock { $0?.wal }?.checkpoint()
         })
     }
 
@@ -44,11 +47,15 @@ public final class BackgroundCheckpoints: Sendable {
         if stage.waiting == 0 { try? stage.submit(()) }
     }
 
-    /// Waits for the checkpoint running or waiting, gives the writer its setting back, and lets go of both.
+    /// Waits for the checkpoint running or waiting, checkpoints the rest and cuts the WAL file
+    /// (call it with no transaction open), gives the writer its setting back, and lets go of both.
     public func finish() {
         try? stage.finish()
         guard let archive = held.value.withLock({ h in defer { h = nil }; return h?.archive }) else { return }
-        try? archive.writer.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_autocheckpoint = \(saved)") }
+        try? archive.writer.writeWithoutTransaction { db in
+            _ = try db.checkpoint(.truncate)
+            try db.execute(sql: "PRAGMA wal_autocheckpoint = \(saved)")
+        }
     }
 
     private final class Held: Sendable {
