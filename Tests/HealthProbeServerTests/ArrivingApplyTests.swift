@@ -174,14 +174,15 @@ struct ArrivingApplyTests {
     func refusedStopsAtOnce() async throws {
         let f = try await Fixture.badThirdLine()
         let (bundle, metrics) = (f.bundle, ServerMetrics())
-        // A part wait long enough for the refused line's batch to be decoded on a loaded machine.
-        try await withServer(TempDir(), metrics: metrics, arrivingPartWait: .seconds(4)) { server in
+        // A part wait long enough for the refused line's batch to be decoded on a loaded machine
+        // (4 s was not, once, beside the whole suite).
+        try await withServer(TempDir(), metrics: metrics, arrivingPartWait: .seconds(10)) { server in
             let e = try await server.enroll("a")
             // Every part but the last (the refused line's batch of lines is full), then a pause longer than the part
             // wait: an apply still reading would stall.
             let last = bundle.parts.count - 1
             let reply = try await Self.exchange(server, first: [try authFrame(e), bundle.begin] + bundle.parts.prefix(last), untilPong: false,
-                                                then: { try await Task.sleep(for: .seconds(5)) },
+                                                then: { try await Task.sleep(for: .seconds(11)) },
                                                 second: Array(bundle.parts.dropFirst(last)) + [bundle.end], until: "bundle_invalid")
             #expect(reply.contains("bundle_invalid"))
             #expect(metricCount(metrics, "hp_server_arriving_applies_total", "ended=\"refused\"") == 1)
