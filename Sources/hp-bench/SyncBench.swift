@@ -84,9 +84,7 @@ struct SyncBench: AsyncParsableCommand {
         defer { bench.cleanUp(root) }
         let home = ArchiveHome(root: root + "/node")
         let clock = ManualClock(1_750_000_000)
-        Measure.resetPeakRSS()
-        let captureCPU = Measure.cpuSeconds(pid: getpid())
-        let (_, captureSeconds) = try await Self.time { try bench.captureHeartRate(home: home, clock: clock, count: samples, offset: 0) }
+        var results = [try await capture("first_capture", home: home, clock: clock)]
         let s3 = try objectStore()
         if let s3 { try await ObjectStore(settings: s3).createBucket() }
         // Alerts hourly: the first round after the start would fall inside a measured phase, with
@@ -95,10 +93,6 @@ struct SyncBench: AsyncParsableCommand {
         let server = try BenchServer.start(data: root + "/server", config: (s3.map(Self.config) ?? [:]).merging(["alerts": ["evaluate_seconds": 3600]]) { a, _ in a })
         defer { server.stop() }
         let enrollment = try await server.enroll("bench")
-        var results: [Result] = [Result(phase: "first_capture", samples: samples, seconds: captureSeconds, samplesPerSecond: Double(samples) / captureSeconds,
-                                        bytesOnWire: 0, uncompressedBytes: 0, compressionRatio: 0, ackSeconds: 0, buildSeconds: 0, checkSeconds: 0,
-                                        sendSeconds: 0, nodePeakRssBytes: Measure.peakRSS(), serverPeakRssBytes: 0)
-                                        .cpu(node: Measure.cpuSeconds(pid: getpid()) - captureCPU, server: 0)]
         let phases = [("first_sync", samples)] + (0..<max(rounds, 1)).map { _ in ("incremental_sync_1000_changes", 1000) }
         var offset = samples
         for (phase, count) in phases {
@@ -155,17 +149,9 @@ struct SyncBench: AsyncParsableCommand {
                 .cpu(node: 0, server: rebuiltFromBucket.cpuSeconds))
         }
         // The first capture again, into a new home, after every other phase.
-        Measure.resetPeakRSS()
-        let againCPU = Measure.cpuSeconds(pid: getpid())
-        let (_, againSeconds) = try await Self.time {
-            try bench.captureHeartRate(home: ArchiveHome(root: root + "/node-again"), clock: ManualClock(1_750_000_000), count: samples, offset: 0)
-        }
-        results.append(Result(phase: "first_capture_again", samples: samples, seconds: againSeconds, samplesPerSecond: Double(samples) / againSeconds,
-                              bytesOnWire: 0, uncompressedBytes: 0, compressionRatio: 0, ackSeconds: 0, buildSeconds: 0, checkSeconds: 0,
-                              sendSeconds: 0, nodePeakRssBytes: Measure.peakRSS(), serverPeakRssBytes: 0)
-            .cpu(node: Measure.cpuSeconds(pid: getpid()) - againCPU, server: 0))
+        results.append(try await capture("first_capture_again", home: ArchiveHome(root: root + "/node-again"), clock: ManualClock(1_750_000_000)))
         if bench.json { for r in results { try Output.jsonLine(r) }; return }
-        let capture = results[0].samplesPerSecond, bracketed = (capture + results[results.count - 1].samplesPerSecond) / 2
+        let capture = results[0].samplesPerSecond, bracketed = (capture + results.last!.samplesPerSecond) / 2
         for r in results.dropFirst() where r.phase != "incremental_sync_1000_changes" && r.phase != "first_capture_again" {
             // The CPU floor bounds the ratio this machine allows however well the work overlaps.
             print(String(format: "%@ at %.2fx the first capture's rate, %.2fx the mean of both captures' (CPU: node %.1f s + server %.1f s; on %d cores at best %.1f s, %.2fx)",
@@ -189,6 +175,17 @@ struct SyncBench: AsyncParsableCommand {
             try await Task.sleep(for: .milliseconds(500))
         }
         throw ValidationError("the server had not uploaded every bundle and a snapshot to \(objects.location) within 10 minutes (see its log with HP_SQL_SLOW_MS set)")
+    }
+
+    /// The first capture of `samples` heart-rate samples into `home`, as phase `phase`: its time, CPU and peak RSS.
+    func capture(_ phase: String, home: ArchiveHome, clock: ManualClock) async throws -> Result {
+        Measure.resetPeakRSS()
+        let cpu = Measure.cpuSeconds(pid: getpid())
+        let (_, seconds) = try await Self.time { try bench.captureHeartRate(home: home, clock: clock, count: samples, offset: 0) }
+        return Result(phase: phase, samples: samples, seconds: seconds, samplesPerSecond: Double(samples) / seconds,
+                      bytesOnWire: 0, uncompressedBytes: 0, compressionRatio: 0, ackSeconds: 0, buildSeconds: 0, checkSeconds: 0,
+                      sendSeconds: 0, nodePeakRssBytes: Measure.peakRSS(), serverPeakRssBytes: 0)
+            .cpu(node: Measure.cpuSeconds(pid: getpid()) - cpu, server: 0)
     }
 
     static func time<T>(_ body: () async throws -> T) async rethrows -> (T, Double) {
