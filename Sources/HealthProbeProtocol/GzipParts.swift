@@ -250,8 +250,9 @@ public enum GzipParts {
             var status = stat()
             guard fstat(fd, &status) == 0 else { throw ReadError(offset: 0, reason: "its size cannot be read (errno \(errno))") }
             let fileSize = Int(status.st_size)
-            while let (header, total) = try readHeader() {
+            while let header = try readHeader() {
                 guard let record = header.record else { return nil }
+                let total = header.total
                 // The data is not read: a member running past the end is found from the lengths.
                 guard offset + total <= fileSize else { throw ReadError(offset: fileSize, reason: "the file ends inside a member") }
                 records.append(record)
@@ -260,9 +261,9 @@ public enum GzipParts {
             return records
         }
 
-        /// A member's header, read at `offset` into `member`: its length, its header's, and its
-        /// record if it has one; nil at a clean end of the file.
-        private func readHeader() throws -> (header: (length: Int, record: Recorded?), total: Int)? {
+        /// A member's header, read at `offset` into `member`: the header's length, its record if it
+        /// has one, and the member's length; nil at a clean end of the file.
+        private func readHeader() throws -> (length: Int, record: Recorded?, total: Int)? {
             if member.count < recordingHeaderSize { member.resize(to: recordingHeaderSize) }
             guard try read(headerSize, at: offset, into: &member, offsetInBuffer: 0) else { return nil }
             // Every header byte is what `appendMember` writes (or wrote before records); the data is covered by the CRC-32 and the size.
@@ -275,19 +276,19 @@ public enum GzipParts {
             guard total >= headerLength + trailerSize + 1, total <= maxMemberSize else {
                 throw ReadError(offset: offset, reason: "a member length of \(total) bytes is out of range")
             }
-            guard recording else { return ((headerSize, nil), total) }
+            guard recording else { return (headerSize, nil, total) }
             _ = try read(recordBytes, at: offset + headerSize, into: &member, offsetInBuffer: headerSize)
             let size = Int(le32(member, 20)), newlines = Int(le32(member, 28)), ends = member[32]
             guard size <= BundlePartCodec.maxPartSize, newlines <= size, ends <= 1, ends == 0 || newlines >= 1 else {
                 throw ReadError(offset: offset, reason: "a member's header records \(size) bytes holding \(newlines) lines (end flag \(ends)): out of range")
             }
-            return ((headerLength, Recorded(size: size, adler: le32(member, 24), newlines: newlines, endsAtLine: ends == 1)), total)
+            return (headerLength, Recorded(size: size, adler: le32(member, 24), newlines: newlines, endsAtLine: ends == 1), total)
         }
 
         /// The next member inflated into `inflated` (read only, when not `inflating`); false at the end of the file.
         /// Inflated, its data is checked against its CRC-32, its size and what its header records.
         private func readMember(inflating: Bool = true) throws -> Bool {
-            guard let ((headerLength, record), total) = try readHeader() else { return false }
+            guard let (headerLength, record, total) = try readHeader() else { return false }
             // Grown to the largest member so far (its first bytes, the header, kept).
             if member.count < total { member.resize(to: total) }
             _ = try read(total - headerLength, at: offset + headerLength, into: &member, offsetInBuffer: headerLength)
