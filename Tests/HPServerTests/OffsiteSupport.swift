@@ -10,6 +10,10 @@ import HealthProbeTestSupport
 /// at once beside the whole test run, two stopped answering requests for minutes.
 protocol OffsiteSupport {}
 
+/// How long a test waits for a registry snapshot: once, beside the whole suite in CI, the
+/// store took more than 60 s (SeaweedFS growing its volumes under load).
+let offsiteSnapshotWait: Double = 150
+
 /// A wait that ran out.
 struct OffsiteTimedOut: Error, CustomStringConvertible {
     let what: String
@@ -76,21 +80,21 @@ extension OffsiteSupport {
         }
     }
 
-    /// Waits (at most 60 s, then throws) for a complete registry snapshot under `prefix` begun
+    /// Waits (at most `seconds`, then throws) for a complete registry snapshot under `prefix` begun
     /// after `time`: a snapshot is named by the time it began, before the registry is copied,
     /// so it holds every registry change made before `time`.
-    func waitForSnapshot(_ objects: ObjectStore, prefix: String, after time: Double) async throws {
+    func waitForSnapshot(_ objects: ObjectStore, prefix: String, after time: Double, seconds: Double = offsiteSnapshotWait) async throws {
         let mark = prefix + "/" + OffsiteKeys.snapshot(at: time)
-        let deadline = Date().addingTimeInterval(60)
+        let deadline = Date().addingTimeInterval(seconds)
         while try await !objects.list(prefix: prefix + "/snapshots/").contains(where: { $0.contains("/server.sqlite-") && $0 > mark }) {
             guard Date() < deadline else { throw OffsiteTimedOut(what: "a registry snapshot begun after \(mark)") }
             try await Task.sleep(for: .milliseconds(200))
         }
     }
 
-    /// Waits (at most 60 s, then throws) until more than `count` registry snapshots are under `prefix`.
-    func waitForSnapshots(_ objects: ObjectStore, prefix: String, moreThan count: Int) async throws {
-        let deadline = Date().addingTimeInterval(60)
+    /// Waits (at most `seconds`, then throws) until more than `count` registry snapshots are under `prefix`.
+    func waitForSnapshots(_ objects: ObjectStore, prefix: String, moreThan count: Int, seconds: Double = offsiteSnapshotWait) async throws {
+        let deadline = Date().addingTimeInterval(seconds)
         while try await objects.list(prefix: prefix + "/snapshots/").filter({ $0.contains("/server.sqlite-") }).count <= count {
             guard Date() < deadline else { throw OffsiteTimedOut(what: "a registry snapshot after the \(count) under \(prefix)") }
             try await Task.sleep(for: .milliseconds(200))
