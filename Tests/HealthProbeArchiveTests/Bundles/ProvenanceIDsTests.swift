@@ -1,0 +1,88 @@
+import Foundation
+import GRDB
+import Testing
+@testable import HealthProbeArchive
+import HealthProbeCanonical
+@testable import HealthProbeSimulator
+import HealthProbeTestSupport
+
+@Suite("A bundle's provenance items")
+struct ProvenanceIDsTests {
+    /// Every line of observation `obs`'s bundle, its provenance read with `limit` ids a kind.
+    func lines(_ node: NodeArchive, _ obs: Int64, limit: Int) throws -> ([[UInt8]], String) {
+        try node.archive.writer.read { db in
+            var lines: [[UInt8]] = []
+            let hash = try ObservationBundleBuilder.build(db, observationID: obs, previousManifestHash: nil, provenanceIDLimit: limit) { _, bytes, _ in
+                lines.append(bytes)
+            }.2
+            return (lines, hash)
+        }
+    }
+
+    @Test("read by their ids or, past the limit, by a query a kind: the same items in the same order, in every bundle of a simulated history")
+    func sameEitherWay() throws {
+        let t = TempHome()
+        var o = SimulatorCapture.Options()
+        o.seed = 11
+        o.days = 6
+        _ = try SimulatorCapture.run(home: t.home, options: o)
+        o.days = 2
+        for _ in 0..<3 { _ = try SimulatorCapture.run(home: t.home, options: o) }
+        let node = try t.open()
+        // The history must exercise both ways: a kind with several ids in one bundle, and rows
+        // of a kind that a bundle does not name (a later observation's versions use fewer).
+        let most = try node.archive.writer.read { db in
+            try Int.fetchOne(db, sql: """
+                SELECT max(n) FROM (SELECT count(DISTINCT source_revision_id) AS n FROM sample_versions GROUP BY created_observation_id
+                                    UNION ALL SELECT count(DISTINCT hk_device_id) FROM sample_versions GROUP BY created_observation_id
+                                    UNION ALL SELECT count(DISTINCT metadata_id) FROM sample_versions GROUP BY created_observation_id)
+                """) ?? 0
+        }
+        #expect(most >= 3, "the history's bundles each name at most \(most) rows of a kind")
+        var provenanceItems = 0
+        for obs in Int64(1)...4 {
+            let byIDs = try lines(node, obs, limit: ObservationBundleBuilder.provenanceIDLimit)
+            for limit in [0, 1, 2] {
+                let other = try lines(node, obs, limit: limit)
+                #expect(other.1 == byIDs.1, "observation \(obs), limit \(limit): manifest hash differs")
+                let same = other.0 == byIDs.0  // not printed whole when they differ
+                #expect(same, "observation \(obs), limit \(limit): items differ")
+            }
+            provenanceItems += byIDs.0.filter { line in
+                let text = String(decoding: line, as: UTF8.self)
+                return ["source", "source_revision", "device", "metadata"].contains { text.contains("\"kind\":\"\($0)\"") }
+            }.count
+        }
+        #expect(provenanceItems > 4)
+    }
+
+    @Test("the ids gathered are those the observation's versions name, sorted; a kind past the limit is nil; sources follow their revisions")
+    func gathered() throws {
+        let t = TempHome()
+        var o = SimulatorCapture.Options()
+        o.seed = 11
+        o.days = 6
+        _ = try SimulatorCapture.run(home: t.home, options: o)
+        let node = try t.open()
+        try node.archive.writer.read { db in
+            func distinct(_ column: String) throws -> [Int64] {
+                try Int64.fetchAll(db, sql: "SELECT DISTINCT \(column) FROM sample_versions WHERE created_observation_id = 1 AND \(column) IS NOT NULL ORDER BY 1")
+            }
+            let ids = try ProvenanceIDs(db, versionsAfter: 0, observation: 1, limit: 1 << 16)
+            #expect(ids.revisions == (try distinct("source_revision_id")))
+            #expect(ids.devices == (try distinct("hk_device_id")))
+            #expect(ids.metadata == (try distinct("metadata_id")))
+            #expect(ids.sources == (try Int64.fetchAll(db, sql: """
+                SELECT DISTINCT sr.source_id FROM sample_versions v JOIN source_revisions sr ON sr.id = v.source_revision_id
+                WHERE v.created_observation_id = 1 ORDER BY 1
+                """)))
+            let limited = try ProvenanceIDs(db, versionsAfter: 0, observation: 1, limit: 1)
+            #expect((limited.revisions == nil) == (try distinct("source_revision_id").count > 1))
+            #expect((limited.sources == nil) == (limited.revisions == nil))
+            #expect((limited.metadata == nil) == (try distinct("metadata_id").count > 1))
+            // Versions of no observation (all are at or below the rowid given): nothing.
+            let none = try ProvenanceIDs(db, versionsAfter: Int64.max, observation: 1, limit: 1)
+            #expect(none.revisions == [] && none.sources == [] && none.devices == [] && none.metadata == [])
+        }
+    }
+}
