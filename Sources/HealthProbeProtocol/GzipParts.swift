@@ -211,6 +211,10 @@ public enum GzipParts {
             }
         }
 
+        /// The record of the member `nextMember` last read, once checked against its inflated
+        /// data; nil for a member without one, or one read without inflating.
+        public private(set) var checkedRecord: Recorded?
+
         /// Member by member instead of line by line (never both on one reader): calls `body`
         /// with the next member's deflate data and, when `inflating`, what it inflated to
         /// (its size and CRC-32 checked; else an empty buffer, and only the member's
@@ -288,6 +292,7 @@ public enum GzipParts {
         /// The next member inflated into `inflated` (read only, when not `inflating`); false at the end of the file.
         /// Inflated, its data is checked against its CRC-32, its size and what its header records.
         private func readMember(inflating: Bool = true) throws -> Bool {
+            checkedRecord = nil
             guard let (headerLength, record, total) = try readHeader() else { return false }
             // Grown to the largest member so far (its first bytes, the header, kept).
             if member.count < total { member.resize(to: total) }
@@ -312,6 +317,7 @@ public enum GzipParts {
             if let record, record != inflated.withUnsafeBytes({ Recorded($0, newlines: LineSplitter.newlines(in: $0.bindMemory(to: UInt8.self))) }) {
                 throw ReadError(offset: offset, reason: "a member's header records a size, Adler-32 or line count its data does not have")
             }
+            checkedRecord = record
             offset += total
             return true
         }

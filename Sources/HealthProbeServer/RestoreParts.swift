@@ -135,12 +135,17 @@ final class RestoreParts: Sendable {
     /// first and checked (its CRC-32, size and record, and that the first pass saw the same).
     private static func nextMember(_ c: inout Cursor, _ members: [(size: Int, adler: UInt32)], checking: Bool, path: String) throws -> (index: Int, size: Int, zlib: [UInt8])? {
         if c.memberReader == nil { c.memberReader = try GzipParts.Lines(path: path) }
+        let reader = c.memberReader!
         let read: [UInt8]??
         let index = c.index
         do {
-            read = try c.memberReader?.nextMember(inflating: checking) { deflate, inflated -> [UInt8]? in
+            read = try reader.nextMember(inflating: checking) { deflate, inflated -> [UInt8]? in
                 guard index < members.count else { return nil }
-                if checking, inflated.count != members[index].size || GzipParts.adler32(inflated) != members[index].adler { return nil }
+                if checking {
+                    // A member's record was checked against its data as it was read; one without a record is checked here.
+                    let (size, adler) = reader.checkedRecord.map { ($0.size, $0.adler) } ?? (inflated.count, GzipParts.adler32(inflated))
+                    guard size == members[index].size, adler == members[index].adler else { return nil }
+                }
                 return GzipParts.zlibStream(deflate: deflate, adler: members[index].adler)
             }
         } catch let e as GzipParts.ReadError {

@@ -154,6 +154,11 @@ struct GzipPartsTests {
         #expect(try GzipParts.Lines(path: mixedPath).recordedMembers() == nil)
         let mixed = try GzipParts.Lines(path: mixedPath)
         #expect(Array(mixed) == lines && mixed.failure == nil)
+        // Read member by member: a record is handed over once checked against the data; a former member has none.
+        let members = try GzipParts.Lines(path: mixedPath)
+        var checked: [GzipParts.Recorded?] = []
+        while try members.nextMember({ _, _ in true }) != nil { checked.append(members.checkedRecord) }
+        #expect(checked == [nil, nil] + records.dropFirst(2).map { $0 })
     }
 
     static func lineCount(_ parts: ArraySlice<[UInt8]>) -> Int { parts.flatMap { $0 }.filter { $0 == 0x0A }.count }
@@ -171,12 +176,14 @@ struct GzipPartsTests {
             #expect(index < parts.count)
             guard index < parts.count else { break }
             #expect(size == parts[index].count)
+            #expect(reader.checkedRecord == parts[index].withUnsafeBytes { GzipParts.Recorded($0, newlines: parts[index].count { $0 == 0x0A }) })
             // Level 1 writes the header 0x78 0x01 too: the stream is the one the sender made.
             #expect(zlib == (try BundlePartCodec.compress(parts[index], library: library)), "part \(index)")
             #expect(try BundlePartCodec.inflate(zlib, declaredSize: size) == parts[index])
             // Read without inflating, a member gives the same deflate data.
             let read = try raw.nextMember(inflating: false) { deflate, inflated in (Array(deflate), inflated.count) }
             #expect(read?.0 == Array(zlib[2..<(zlib.count - 4)]) && read?.1 == 0)
+            #expect(raw.checkedRecord == nil, "not inflated, not checked")
             index += 1
         }
         #expect(index == parts.count)
