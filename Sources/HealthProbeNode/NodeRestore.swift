@@ -184,9 +184,10 @@ public struct NodeRestore {
         applies.addTask {
             try await Self.onOwnThread {
                 defer { handoff.queue.cancel(); target.release() }
+                checkpoints?.beforeNextTransaction()
                 try target.archive?.applyRestored(lines: handoff.lines, manifestHash: hash, sequence: sequence, chain: chain, expected: expected.get,
                                                   now: now, bundleBytes: size, transferChecked: handoff.checked)
-                checkpoints?.committed()
+                checkpoints?.committed(bytes: size)
             }
         }
         do {

@@ -8,12 +8,19 @@ import Synchronization
 /// otherwise copy them itself before it could start the next (1.3-1.6 s after the first
 /// bundle of a million-sample restore; docs/restore-measurements.md). Meanwhile the
 /// writer's own commits do not checkpoint; `finish` waits for the checkpoint running,
-/// checkpoints what is left and cuts the WAL file back (a transaction that starts while a
-/// checkpoint runs appends to the WAL instead of starting it over, so during a restore it
-/// grows by every bundle), and gives the writer its setting back. A checkpoint that fails
-/// leaves the pages in the WAL, committed, for the next one.
+/// checkpoints what is left and cuts the WAL file back, and gives the writer its setting
+/// back. A checkpoint that fails leaves the pages in the WAL, committed, for the next one.
+///
+/// A transaction that starts while a checkpoint runs appends to the WAL instead of
+/// starting it over: had every bundle started so, the WAL would grow by every bundle of
+/// the restore (to 189 MB for a 41-bundle chain whose archive is 58 MB). So after a small
+/// commit, whose checkpoint takes milliseconds, `beforeNextTransaction` waits for it.
 public final class BackgroundCheckpoints: Sendable {
     private let stage: ConsumerStage<Void>
+    /// Commits whose checkpoint has not ended yet, and whether the last commit was small.
+    private let progress = Progress()
+    /// A commit of fewer bytes than this is small (its checkpoint is waited for before the next transaction).
+    public static let smallCommitBytes = 32 << 20
     /// The archive and the checkpointing connection until `finish`: a closure kept a moment
     /// longer must not keep either open after its user is done.
     private let held: Held
@@ -32,19 +39,30 @@ public final class BackgroundCheckpoints: Sendable {
             try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
             return saved
         }
-        let held = Held((archive, wal))
+        let held = Held((archive, wal)), progress = self.progress
         self.held = held
         // Commits that came while one ran are covered by one checkpoint after it.
         stage = ConsumerStage(name: "healthprobe.checkpoint", depth: 2, batches: { _, more in
-            while more() != nil {}
+            var covered = 1
+            while more() != nil { covered += 1 }
             // Busy or failed, the pages stay in the WAL for the next one: the stage goes on.
             try? held.value.withLock { $0?.wal }?.checkpoint()
+            progress.ended(covered)
         })
     }
 
-    /// After a commit: a checkpoint follows the one running, if any (at most one waits).
-    public func committed() {
-        if stage.waiting == 0 { try? stage.submit(()) }
+    /// After a commit of about `bytes`: a checkpoint follows the one running, if any (at most one waits).
+    public func committed(bytes: Int) {
+        progress.committed(small: bytes < Self.smallCommitBytes)
+        guard stage.waiting == 0 else { return }  // the checkpoint waiting covers it
+        progress.submitted()
+        do { try stage.submit(()) } catch { progress.ended(1) }
+    }
+
+    /// Before the writer's next transaction: after a small commit, waits for the checkpoints
+    /// running or waiting (milliseconds), so that the transaction starts the WAL over.
+    public func beforeNextTransaction() {
+        progress.waitIfLastSmall()
     }
 
     /// Waits for the checkpoint running or waiting, checkpoints the rest and cuts the WAL file
@@ -55,6 +73,28 @@ public final class BackgroundCheckpoints: Sendable {
         try? archive.writer.writeWithoutTransaction { db in
             _ = try db.checkpoint(.truncate)
             try db.execute(sql: "PRAGMA wal_autocheckpoint = \(saved)")
+        }
+    }
+
+    /// Checkpoints submitted and not yet ended, under a lock, and whether the last commit was small.
+    private final class Progress: @unchecked Sendable {
+        private let condition = NSCondition()
+        private var pending = 0
+        private var lastSmall = false
+
+        func committed(small: Bool) { condition.withLock { lastSmall = small } }
+        func submitted() { condition.withLock { pending += 1 } }
+        func ended(_ count: Int) {
+            condition.withLock {
+                pending = max(pending - count, 0)
+                condition.broadcast()
+            }
+        }
+        func waitIfLastSmall() {
+            condition.withLock {
+                guard lastSmall else { return }
+                while pending > 0 { condition.wait() }
+            }
         }
     }
 

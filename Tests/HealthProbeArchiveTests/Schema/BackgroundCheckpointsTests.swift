@@ -33,14 +33,34 @@ struct BackgroundCheckpointsTests {
         }
         #expect(try fileSize(path) == before, "the commit checkpointed")
         #expect(try fileSize(path + "-wal") > 8_000_000)
-        checkpoints.committed()
+        checkpoints.committed(bytes: 8_000_000)
         checkpoints.finish()
         #expect(try fileSize(path) > before + 8_000_000, "the checkpoint did not copy the commit's pages")
         #expect(try fileSize(path + "-wal") == 0, "the WAL file was not cut back")
         #expect(try autocheckpoint(archive) == 1000)
         // Finished, it does nothing more; in memory, there is nothing to checkpoint.
-        checkpoints.committed()
+        checkpoints.committed(bytes: 8_000_000)
+        checkpoints.beforeNextTransaction()
         checkpoints.finish()
         #expect(try BackgroundCheckpoints.start(try Archive.inMemory()) == nil)
+    }
+
+    @Test("after a small commit the next transaction waits for its checkpoint and starts the WAL over: thirty commits of a megabyte leave a WAL file of a few, not thirty")
+    func smallCommitsStartTheWALOver() throws {
+        let dir = TempDir()
+        let path = dir.file("archive.sqlite")
+        let archive = try Archive.open(path: path)
+        let checkpoints = try #require(try BackgroundCheckpoints.start(archive))
+        let value = String(repeating: "y", count: 4_000)
+        for round in 0..<30 {
+            checkpoints.beforeNextTransaction()
+            try archive.writer.write { db in
+                for i in 0..<250 { try db.execute(sql: "INSERT INTO archive_metadata(key, value) VALUES (?, ?)", arguments: ["r\(round)-\(i)", value]) }
+            }
+            checkpoints.committed(bytes: 1_000_000)
+        }
+        #expect(try fileSize(path + "-wal") < 6_000_000, "the WAL grew by every commit")
+        checkpoints.finish()
+        #expect(try archive.writer.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM archive_metadata WHERE key LIKE 'r%'") } == 7_500)
     }
 }
