@@ -235,7 +235,12 @@ struct ProvenanceIDs {
         // Revisions, devices, metadata; consecutive versions mostly share them.
         var sets: [Set<Int64>?] = [[], [], []]
         var last: [Int64?] = [nil, nil, nil]
-        try FastStatement(db, "SELECT source_revision_id, hk_device_id, metadata_id FROM sample_versions WHERE id > ? AND created_observation_id = ?")
+        // Only integer ids: a join on another value (a damaged archive's) matches no row.
+        try FastStatement(db, """
+            SELECT iif(typeof(source_revision_id) = 'integer', source_revision_id, NULL), iif(typeof(hk_device_id) = 'integer', hk_device_id, NULL),
+                   iif(typeof(metadata_id) = 'integer', metadata_id, NULL)
+            FROM sample_versions WHERE id > ? AND created_observation_id = ?
+            """)
             .query(db, [.int(versionsAfter), .int(observation)]) { r in
                 for k in 0..<3 {
                     guard let id = r.int(Int32(k)), id != last[k] else { continue }
@@ -249,7 +254,7 @@ struct ProvenanceIDs {
         devices = sets[1].map { $0.sorted() }
         metadata = sets[2].map { $0.sorted() }
         if let revisions {
-            let statement = try db.cachedStatement(sql: "SELECT source_id FROM source_revisions WHERE id = ?")
+            let statement = try db.cachedStatement(sql: "SELECT iif(typeof(source_id) = 'integer', source_id, NULL) FROM source_revisions WHERE id = ?")
             var sources = Set<Int64>()
             for id in revisions {
                 if let source = try Int64.fetchOne(statement, arguments: [id]) { sources.insert(source) }
