@@ -133,6 +133,21 @@ struct KeptBundleTests {
         #expect { _ = try changed.next() } throws: { "\($0)".contains("damaged at byte 0") && "\($0)".contains("line count") }
     }
 
+    @Test("a kept file replaced after its parts were announced (as many members, each with a true record, of the same sizes, other bytes) is refused as changed while it was sent")
+    func replacedWhileSent() throws {
+        let dir = TempDir()
+        let parts: [[UInt8]] = (0..<3).map { p in (0..<400).flatMap { i in Array("{\"part\":\(p),\"line\":\(i)}\n".utf8) } }
+        let path = try Self.keptFile(parts, in: dir)
+        let declared = try RestoreParts(path: path)
+        #expect(declared.parts == 3)
+        // The same sizes and lines, other bytes: only the Adler-32 tells them apart.
+        let other = parts.map { Array(String(decoding: $0, as: UTF8.self).replacingOccurrences(of: "part", with: "PART").utf8) }
+        let replacement = try Self.keptFile(other, in: dir)
+        try FileManager.default.removeItem(atPath: path)
+        try FileManager.default.moveItem(atPath: replacement, toPath: path)
+        #expect { _ = try declared.next() } throws: { "\($0)".contains("changed while it was sent") }
+    }
+
     /// The kept file at `path` rewritten as the server wrote members before 2026-12-01; the new file's path.
     static func formerMembers(_ path: String) throws -> String {
         let former = path + ".former.jsonl.gz"
