@@ -14,18 +14,21 @@ import Synchronization
 /// A transaction that starts while a checkpoint runs appends to the WAL instead of
 /// starting it over: had every bundle started so, the WAL would grow by every bundle of
 /// the restore (to 189 MB for a 41-bundle chain whose archive is 58 MB). So after a small
-/// commit, whose checkpoint takes milliseconds, `beforeNextTransaction` waits for it.
+/// bundle's commit, whose checkpoint takes milliseconds, `beforeNextTransaction` waits for
+/// the checkpoints not yet ended (one still copying a large bundle's pages included).
 public final class BackgroundCheckpoints: Sendable {
-    private let stage: ConsumerStage<Void>
-    /// Commits whose checkpoint has not ended yet, and whether the last commit was small.
-    private let progress = Progress()
-    /// A commit of fewer bytes than this is small (its checkpoint is waited for before the next transaction).
-    public static let smallCommitBytes = 32 << 20
+    /// Each element asks for a checkpoint after the one running; one that carries a queue is
+    /// told (the queue closed) once a checkpoint that covers it ended.
+    private let stage: ConsumerStage<BoundedQueue<Void>?>
     /// The archive and the checkpointing connection until `finish`: a closure kept a moment
     /// longer must not keep either open after its user is done.
     private let held: Held
     /// The writer's `wal_autocheckpoint` before.
     private let saved: Int
+    /// Whether the last bundle committed was small (below `smallBundleBytes`).
+    private let lastSmall = Mutex(false)
+    /// A bundle of fewer uncompressed bytes than this is small: the next transaction waits for its commit's checkpoint.
+    public static let smallBundleBytes = 32 << 20
 
     /// Starts checkpointing beside `archive`'s writer; nil for an archive with no file (in memory).
     public static func start(_ archive: Archive) throws -> BackgroundCheckpoints? {
@@ -39,30 +42,32 @@ public final class BackgroundCheckpoints: Sendable {
             try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
             return saved
         }
-        let held = Held((archive, wal)), progress = self.progress
+        let held = Held((archive, wal))
         self.held = held
         // Commits that came while one ran are covered by one checkpoint after it.
-        stage = ConsumerStage(name: "healthprobe.checkpoint", depth: 2, batches: { _, more in
-            var covered = 1
-            while more() != nil { covered += 1 }
+        stage = ConsumerStage(name: "healthprobe.checkpoint", depth: 2, batches: { first, more in
+            var waiting = [first].compactMap { $0 }
+            while let next = more() { if let next { waiting.append(next) } }
             // Busy or failed, the pages stay in the WAL for the next one: the stage goes on.
             try? held.value.withLock { $0?.wal }?.checkpoint()
-            progress.ended(covered)
+            for w in waiting { w.close() }
         })
     }
 
-    /// After a commit of about `bytes`: a checkpoint follows the one running, if any (at most one waits).
+    /// After the commit of a bundle of `bytes` uncompressed bytes: a checkpoint follows the one
+    /// running, if any (at most one waits).
     public func committed(bytes: Int) {
-        progress.committed(small: bytes < Self.smallCommitBytes)
-        guard stage.waiting == 0 else { return }  // the checkpoint waiting covers it
-        progress.submitted()
-        do { try stage.submit(()) } catch { progress.ended(1) }
+        lastSmall.withLock { $0 = bytes < Self.smallBundleBytes }
+        if stage.waiting == 0 { try? stage.submit(nil) }
     }
 
-    /// Before the writer's next transaction: after a small commit, waits for the checkpoints
-    /// running or waiting (milliseconds), so that the transaction starts the WAL over.
+    /// Before the writer's next transaction: after a small bundle, waits for a checkpoint that
+    /// follows the one running, if any, so that the transaction starts the WAL over.
     public func beforeNextTransaction() {
-        progress.waitIfLastSmall()
+        guard lastSmall.withLock({ $0 }) else { return }
+        let ended = BoundedQueue<Void>(capacity: 1)
+        guard (try? stage.submit(ended)) != nil else { return }
+        _ = try? ended.take()
     }
 
     /// Waits for the checkpoint running or waiting, checkpoints the rest and cuts the WAL file
@@ -73,28 +78,6 @@ public final class BackgroundCheckpoints: Sendable {
         try? archive.writer.writeWithoutTransaction { db in
             _ = try db.checkpoint(.truncate)
             try db.execute(sql: "PRAGMA wal_autocheckpoint = \(saved)")
-        }
-    }
-
-    /// Checkpoints submitted and not yet ended, under a lock, and whether the last commit was small.
-    private final class Progress: @unchecked Sendable {
-        private let condition = NSCondition()
-        private var pending = 0
-        private var lastSmall = false
-
-        func committed(small: Bool) { condition.withLock { lastSmall = small } }
-        func submitted() { condition.withLock { pending += 1 } }
-        func ended(_ count: Int) {
-            condition.withLock {
-                pending = max(pending - count, 0)
-                condition.broadcast()
-            }
-        }
-        func waitIfLastSmall() {
-            condition.withLock {
-                guard lastSmall else { return }
-                while pending > 0 { condition.wait() }
-            }
         }
     }
 
