@@ -94,7 +94,7 @@ struct OffsiteRestoreTests: OffsiteSupport {
         #expect(RestoredCopy.paused(live) == nil)
         var copyServer = try ServerProcess(data: copy)
         // The copy finds the live server's newer snapshot and marks the prefix; the live server sees the mark: both pause.
-        try await waitFor("both servers to pause", seconds: 60) { RestoredCopy.paused(live) != nil && RestoredCopy.paused(copy) != nil }
+        try await waitFor("both servers to pause") { RestoredCopy.paused(live) != nil && RestoredCopy.paused(copy) != nil }
         let texts = [RestoredCopy.paused(live) ?? "", RestoredCopy.paused(copy) ?? ""]
         #expect(texts.contains { $0.contains("is not this server's") } && texts.contains { $0.contains("found a second writer") }, "\(texts)")
         #expect(texts.allSatisfy { $0.contains("Stop the copy (do not adopt it)") }, "\(texts)")
@@ -123,7 +123,7 @@ struct OffsiteRestoreTests: OffsiteSupport {
         #expect(try hpServer(["init", "--data", fresh]).0 == 0)
         try config.write(toFile: fresh + "/config.json", atomically: true, encoding: .utf8)
         let freshServer = try ServerProcess(data: fresh)
-        try await waitFor("the new server to pause", seconds: 30) { RestoredCopy.paused(fresh) != nil }
+        try await waitFor("the new server to pause") { RestoredCopy.paused(fresh) != nil }
         #expect(RestoredCopy.paused(fresh)?.contains("this server did not write (another server's prefix)") == true, "\(RestoredCopy.paused(fresh) ?? "")")
         #expect(RestoredCopy.paused(live) == nil)
         // The copy started again without its pause (one that never saw the conflict): the prefix
@@ -131,7 +131,7 @@ struct OffsiteRestoreTests: OffsiteSupport {
         copyServer.stop()
         try FileManager.default.removeItem(atPath: copy + "/" + SnapshotWriters.conflictFileName)
         copyServer = try ServerProcess(data: copy)
-        try await waitFor("the copy to pause again", seconds: 30) { RestoredCopy.paused(copy) != nil }
+        try await waitFor("the copy to pause again") { RestoredCopy.paused(copy) != nil }
         #expect(RestoredCopy.paused(copy)?.contains("another server took the prefix over") == true, "\(RestoredCopy.paused(copy) ?? "")")
         #expect(RestoredCopy.paused(live) == nil)
 

@@ -10,9 +10,10 @@ import HealthProbeTestSupport
 /// at once beside the whole test run, two stopped answering requests for minutes.
 protocol OffsiteSupport {}
 
-/// How long a test waits for a registry snapshot: once, beside the whole suite in CI, the
-/// store took more than 60 s (SeaweedFS growing its volumes under load).
-let offsiteSnapshotWait: Double = 150
+/// How long a test waits for an upload or a registry snapshot: beside the whole suite in CI
+/// (and the fuzzers beside it), the store has taken more than 90 s to grow its first volumes,
+/// with a failed request retried after 15 s; alone, each test's waits end within seconds.
+let offsiteWait: Double = 180
 
 /// A wait that ran out.
 struct OffsiteTimedOut: Error, CustomStringConvertible {
@@ -46,7 +47,7 @@ extension OffsiteSupport {
 
     /// Polls `condition` every 200 ms (a suspension, never holding one of Swift's few
     /// cooperative threads the other tests' servers need) until it holds, or throws.
-    func waitFor(_ what: String, seconds: Double = 90, _ condition: () throws -> Bool) async throws {
+    func waitFor(_ what: String, seconds: Double = offsiteWait, _ condition: () throws -> Bool) async throws {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             if (try? condition()) == true { return }
@@ -83,7 +84,7 @@ extension OffsiteSupport {
     /// Waits (at most `seconds`, then throws) for a complete registry snapshot under `prefix` begun
     /// after `time`: a snapshot is named by the time it began, before the registry is copied,
     /// so it holds every registry change made before `time`.
-    func waitForSnapshot(_ objects: ObjectStore, prefix: String, after time: Double, seconds: Double = offsiteSnapshotWait) async throws {
+    func waitForSnapshot(_ objects: ObjectStore, prefix: String, after time: Double, seconds: Double = offsiteWait) async throws {
         let mark = prefix + "/" + OffsiteKeys.snapshot(at: time)
         let deadline = Date().addingTimeInterval(seconds)
         while try await !objects.list(prefix: prefix + "/snapshots/").contains(where: { $0.contains("/server.sqlite-") && $0 > mark }) {
@@ -93,7 +94,7 @@ extension OffsiteSupport {
     }
 
     /// Waits (at most `seconds`, then throws) until more than `count` registry snapshots are under `prefix`.
-    func waitForSnapshots(_ objects: ObjectStore, prefix: String, moreThan count: Int, seconds: Double = offsiteSnapshotWait) async throws {
+    func waitForSnapshots(_ objects: ObjectStore, prefix: String, moreThan count: Int, seconds: Double = offsiteWait) async throws {
         let deadline = Date().addingTimeInterval(seconds)
         while try await objects.list(prefix: prefix + "/snapshots/").filter({ $0.contains("/server.sqlite-") }).count <= count {
             guard Date() < deadline else { throw OffsiteTimedOut(what: "a registry snapshot after the \(count) under \(prefix)") }

@@ -41,7 +41,7 @@ struct OffsiteTests: OffsiteSupport {
         // registry says since when (`backup_failing` reads it).
         try await waitFor("a registry snapshot recorded as due") { try DeviceRegistry(path: data.file("server.sqlite")).offsiteSnapshotDue() != nil }
         try s3.start()
-        try await waitFor("the backlog drained", seconds: 120) { let q = try queue(data.path); return q.all == 3 && q.pending == 0 }
+        try await waitFor("the backlog drained") { let q = try queue(data.path); return q.all == 3 && q.pending == 0 }
         let bundleKeys = try await objects.list(prefix: "house/one/chains/")
         #expect(bundleKeys.count == 3)
         // A snapshot after the last upload (the registry written last).
