@@ -19,16 +19,22 @@ struct ProvenanceIDsTests {
         }
     }
 
-    @Test("read by their ids or, past the limit, by a query a kind: the same items in the same order, in every bundle of a simulated history")
-    func sameEitherWay() throws {
+    /// A node with a simulated history: six days, then `later` captures of two days each.
+    func simulated(later: Int = 0) throws -> (home: TempHome, node: NodeArchive) {
         let t = TempHome()
         var o = SimulatorCapture.Options()
         o.seed = 11
         o.days = 6
         _ = try SimulatorCapture.run(home: t.home, options: o)
         o.days = 2
-        for _ in 0..<3 { _ = try SimulatorCapture.run(home: t.home, options: o) }
-        let node = try t.open()
+        for _ in 0..<later { _ = try SimulatorCapture.run(home: t.home, options: o) }
+        return (t, try t.open())
+    }
+
+    @Test("read by their ids or, past the limit, by a query a kind: the same items in the same order, in every bundle of a simulated history")
+    func sameEitherWay() throws {
+        let (home, node) = try simulated(later: 3)
+        defer { withExtendedLifetime(home) {} }
         // The history must exercise both ways: a kind with several ids in one bundle, and rows
         // of a kind that a bundle does not name (a later observation's versions use fewer).
         let most = try node.archive.writer.read { db in
@@ -63,12 +69,8 @@ struct ProvenanceIDsTests {
 
     @Test("on a damaged archive (a dangling device, a revision whose source is gone, references that are not integers) both ways still give the same items")
     func sameOnDamage() throws {
-        let t = TempHome()
-        var o = SimulatorCapture.Options()
-        o.seed = 11
-        o.days = 6
-        _ = try SimulatorCapture.run(home: t.home, options: o)
-        let node = try t.open()
+        let (home, node) = try simulated()
+        defer { withExtendedLifetime(home) {} }
         try node.archive.writer.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA foreign_keys = OFF")
             defer { try? db.execute(sql: "PRAGMA foreign_keys = ON") }
@@ -89,12 +91,8 @@ struct ProvenanceIDsTests {
 
     @Test("the ids gathered are those the observation's versions name, sorted; a kind past the limit is nil; sources follow their revisions")
     func gathered() throws {
-        let t = TempHome()
-        var o = SimulatorCapture.Options()
-        o.seed = 11
-        o.days = 6
-        _ = try SimulatorCapture.run(home: t.home, options: o)
-        let node = try t.open()
+        let (home, node) = try simulated()
+        defer { withExtendedLifetime(home) {} }
         try node.archive.writer.read { db in
             func distinct(_ column: String) throws -> [Int64] {
                 try Int64.fetchAll(db, sql: "SELECT DISTINCT \(column) FROM sample_versions WHERE created_observation_id = 1 AND \(column) IS NOT NULL ORDER BY 1")
