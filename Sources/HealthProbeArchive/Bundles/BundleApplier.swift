@@ -108,7 +108,8 @@ public enum BundleApplier {
                     break
                 }
             }
-            try dropping.submit(batch)
+            // Handed over, not copied: the last reference, and so the freeing, goes with it.
+            try dropping.submit(consume batch)
         }
         try dropping.finish()
         guard let s = state else { throw BundleError(.malformed, line: nil, "the bundle is empty") }

@@ -25,7 +25,7 @@ public final class BoundedQueue<Element>: @unchecked Sendable {
 
     /// Adds `element`, waiting while `capacity` elements wait. Throws the cancel reason
     /// once the consuming side cancelled, or `CancellationError` after `close`.
-    public func put(_ element: Element) throws {
+    public func put(_ element: consuming Element) throws {
         condition.lock()
         defer { condition.unlock() }
         while count >= capacity && cancelReason == nil { condition.wait() }
@@ -48,7 +48,7 @@ public final class BoundedQueue<Element>: @unchecked Sendable {
     }
 
     /// `put`, waiting until `deadline` at most: throws `WaitExpired` when no slot freed by then.
-    public func put(_ element: Element, waitingUntil deadline: ContinuousClock.Instant) throws {
+    public func put(_ element: consuming Element, waitingUntil deadline: ContinuousClock.Instant) throws {
         condition.lock()
         defer { condition.unlock() }
         while count >= capacity && cancelReason == nil {

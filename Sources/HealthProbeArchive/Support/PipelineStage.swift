@@ -75,7 +75,7 @@ public final class ConsumerStage<Element>: Sendable {
     public var waiting: Int { queue.waiting }
 
     /// Queues `element`; waits while `depth` wait. Throws the body's first error.
-    public func submit(_ element: Element) throws {
+    public func submit(_ element: consuming Element) throws {
         try failure.check()
         try queue.put(element)
     }
