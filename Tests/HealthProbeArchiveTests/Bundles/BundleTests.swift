@@ -17,12 +17,7 @@ struct BundleTests {
     @Test("every observation of a simulated history builds a bundle that verifies and chains to the previous one")
     func simulatedHistory() throws {
         let t = TempHome()
-        var o = SimulatorCapture.Options()
-        o.seed = 5
-        o.days = 8
-        _ = try SimulatorCapture.run(home: t.home, options: o)
-        o.days = 3
-        for _ in 0..<4 { _ = try SimulatorCapture.run(home: t.home, options: o) }
+        try t.simulate(seed: 5, days: [8, 3, 3, 3, 3])
         let node = try t.open()
         var previous: String?
         var kindsSeen = Set<String>()

@@ -3,7 +3,6 @@ import GRDB
 import Testing
 @testable import HealthProbeArchive
 import HealthProbeCanonical
-@testable import HealthProbeSimulator
 import HealthProbeTestSupport
 
 @Suite("A bundle's provenance items")
@@ -22,12 +21,7 @@ struct ProvenanceIDsTests {
     /// A node with a simulated history: six days, then `later` captures of two days each.
     func simulated(later: Int = 0) throws -> (home: TempHome, node: NodeArchive) {
         let t = TempHome()
-        var o = SimulatorCapture.Options()
-        o.seed = 11
-        o.days = 6
-        _ = try SimulatorCapture.run(home: t.home, options: o)
-        o.days = 2
-        for _ in 0..<later { _ = try SimulatorCapture.run(home: t.home, options: o) }
+        try t.simulate(seed: 11, days: [6] + Array(repeating: 2, count: later))
         return (t, try t.open())
     }
 
