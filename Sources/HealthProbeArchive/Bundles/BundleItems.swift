@@ -232,9 +232,7 @@ struct ProvenanceIDs {
     var sources, revisions, devices, metadata: [Int64]?
 
     init(_ db: Database, versionsAfter: Int64, observation: Int64, limit: Int) throws {
-        // Revisions, devices, metadata; consecutive versions mostly share them.
-        var sets: [Set<Int64>?] = [[], [], []]
-        var last: [Int64?] = [nil, nil, nil]
+        var revisions = Gathered(limit: limit), devices = Gathered(limit: limit), metadata = Gathered(limit: limit)
         // Only integer ids: a join on another value (a damaged archive's) matches no row.
         try FastStatement(db, """
             SELECT iif(typeof(source_revision_id) = 'integer', source_revision_id, NULL), iif(typeof(hk_device_id) = 'integer', hk_device_id, NULL),
@@ -242,24 +240,37 @@ struct ProvenanceIDs {
             FROM sample_versions WHERE id > ? AND created_observation_id = ?
             """)
             .query(db, [.int(versionsAfter), .int(observation)]) { r in
-                for k in 0..<3 {
-                    guard let id = r.int(Int32(k)), id != last[k] else { continue }
-                    last[k] = id
-                    guard sets[k] != nil else { continue }
-                    sets[k]!.insert(id)
-                    if sets[k]!.count > limit { sets[k] = nil }
-                }
+                revisions.add(r.int(0))
+                devices.add(r.int(1))
+                metadata.add(r.int(2))
             }
-        revisions = sets[0].map { $0.sorted() }
-        devices = sets[1].map { $0.sorted() }
-        metadata = sets[2].map { $0.sorted() }
-        if let revisions {
+        (self.revisions, self.devices, self.metadata) = (revisions.sorted, devices.sorted, metadata.sorted)
+        if let ids = self.revisions {
             let statement = try db.cachedStatement(sql: "SELECT iif(typeof(source_id) = 'integer', source_id, NULL) FROM source_revisions WHERE id = ?")
             var sources = Set<Int64>()
-            for id in revisions {
+            for id in ids {
                 if let source = try Int64.fetchOne(statement, arguments: [id]) { sources.insert(source) }
             }
             self.sources = sources.sorted()
         }
+    }
+
+    /// One kind's distinct ids, until there are more than `limit` (then nil).
+    private struct Gathered {
+        let limit: Int
+        private var ids: Set<Int64>? = []
+        /// The id added last: consecutive versions mostly share it, and it is not hashed again.
+        private var last: Int64?
+
+        init(limit: Int) { self.limit = limit }
+
+        mutating func add(_ id: Int64?) {
+            guard let id, id != last else { return }
+            last = id
+            ids?.insert(id)
+            if let n = ids?.count, n > limit { ids = nil }
+        }
+
+        var sorted: [Int64]? { ids?.sorted() }
     }
 }
