@@ -35,13 +35,13 @@ struct StreamedSyncTests {
         try simulate(b, days: 2, seed: 3)
         // Margins for a machine loaded with the suite, the fuzzers and the browser tests, all
         // sharing the event loops that time the connection out and send the PINGs.
-        try await withServer(TempDir(), idle: .seconds(8)) { server in
+        try await withServer(TempDir(), idle: .seconds(12)) { server in
             let e = try await server.enroll("a")
             let node = try a.open()
             var client = SyncClient(node: node, outbox: a.root + "/outbox")
             client.partSize = 64 * 1024
-            // The build stops for 18 s after its first part: more than twice the server's idle timeout.
-            client.onPartBuilt = { part in if part.offset == 0 { Thread.sleep(forTimeInterval: 18) } }
+            // The build stops for 26 s after its first part: more than twice the server's idle timeout.
+            client.onPartBuilt = { part in if part.offset == 0 { Thread.sleep(forTimeInterval: 26) } }
             let refused = await #expect(throws: SyncProtocolError.self) { _ = try await client.sync(e) }
             #expect(refused?.code == .timeout, "\(String(describing: refused))")
             #expect(try await quarantineEmpties(server.store))
@@ -52,17 +52,17 @@ struct StreamedSyncTests {
             client.keepalive = .milliseconds(300)
             let r = try await client.sync(e)
             #expect(r.sent == 1)
-            #expect(r.keepalivePings >= 10, "\(r.keepalivePings) PINGs in 18 s")
+            #expect(r.keepalivePings >= 10, "\(r.keepalivePings) PINGs in 26 s")
             for (x, y) in try digests(node, server.store) { #expect(x == y) }
             let other = try await server.enroll("b")
             let again = try b.open()
             var declaring = SyncClient(node: again, outbox: b.root + "/outbox")
             declaring.version = SyncHello.currentVersion
             declaring.keepalive = .milliseconds(300)
-            declaring.onPartBuilt = { part in if part.offset == 0 { Thread.sleep(forTimeInterval: 18) } }
+            declaring.onPartBuilt = { part in if part.offset == 0 { Thread.sleep(forTimeInterval: 26) } }
             let whole = try await declaring.sync(other)
             #expect(whole.sent == 1)
-            #expect(whole.keepalivePings >= 10, "\(whole.keepalivePings) PINGs in 18 s")
+            #expect(whole.keepalivePings >= 10, "\(whole.keepalivePings) PINGs in 26 s")
             for (x, y) in try digests(again, server.store) { #expect(x == y) }
         }
     }
