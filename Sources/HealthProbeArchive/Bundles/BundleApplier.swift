@@ -263,9 +263,10 @@ public enum BundleApplier {
         }
 
         /// The replica's row of a sample reference (type and strict fingerprint): first
-        /// the guessed next rowid, checked (in memory when it is in the run of samples this
-        /// bundle inserted, else in SQL); then the samples this bundle inserted; else the
-        /// identity index. Each way is exact, so the order changes only the cost.
+        /// the guessed next rowid, checked (in memory, by its key's tag, when it is in the run
+        /// of samples this bundle inserted; else in SQL); then the samples this bundle inserted
+        /// outside the run; else the identity index. Each way finds the same row (the run's
+        /// tags but for a chance of 2^-64, `InsertedRows`), so the order changes only the cost.
         mutating func sampleID(_ db: Database, _ ref: BundleItem.SampleReference) throws -> Int64 {
             let t = try typeID(db, ref.type)
             let fp = ref.strictFingerprint

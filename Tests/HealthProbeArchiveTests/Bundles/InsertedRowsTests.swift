@@ -37,13 +37,14 @@ struct InsertedRowsTests {
         }
     }
 
-    @Test("a lookup answers only for the exact key it was given; other keys fall back to SQL")
+    @Test("outside the run a lookup answers only for the exact key it was given; other keys fall back to SQL")
     func exactLookups() {
         var rows = InsertedRows()
-        rows.inserted(sample: 7, type: 1, fingerprint: Self.hash(Self.hashA))
+        rows.inserted(sample: 1, type: 1, fingerprint: Self.hash(Self.hashB))
+        rows.inserted(sample: 7, type: 1, fingerprint: Self.hash(Self.hashA))  // a gap: outside the run
         #expect(rows.sample(type: 1, fingerprint: Self.hash(Self.hashA)) == 7)
         #expect(rows.sample(type: 2, fingerprint: Self.hash(Self.hashA)) == nil)
-        #expect(rows.sample(type: 1, fingerprint: Self.hash(Self.hashB)) == nil)
+        #expect(rows.sample(type: 1, fingerprint: Self.hash(Self.hashB)) == nil, "the run's sample is found by its rowid, else by SQL")
         #expect(rows.sample(type: 1, fingerprint: nil) == nil)
         rows.inserted(version: 11, sample: 7, payloadHash: Self.hash(Self.hashB))
         #expect(rows.version(sample: 7, payloadHash: Self.hash(Self.hashB)) == 11)
@@ -51,12 +52,19 @@ struct InsertedRowsTests {
         #expect(rows.version(sample: 8, payloadHash: Self.hash(Self.hashB)) == nil)
     }
 
-    @Test("past its limit it remembers nothing more")
+    @Test("past its limits it remembers nothing more")
     func bounded() {
-        var rows = InsertedRows(limit: 2)
-        for i in 0..<3 { rows.inserted(sample: Int64(i), type: Int64(i), fingerprint: Self.hash(Self.hashA)) }
-        #expect(rows.sample(type: 1, fingerprint: Self.hash(Self.hashA)) == 1)
-        #expect(rows.sample(type: 2, fingerprint: Self.hash(Self.hashA)) == nil)
+        var rows = InsertedRows(limit: 2, runLimit: 1)
+        for i in [0, 5, 6, 7] { rows.inserted(sample: Int64(i), type: Int64(i), fingerprint: Self.hash(Self.hashA)) }
+        #expect(rows.inRun(0) && !rows.inRun(1))
+        #expect(rows.sample(type: 5, fingerprint: Self.hash(Self.hashA)) == 5)
+        #expect(rows.sample(type: 6, fingerprint: Self.hash(Self.hashA)) == 6)
+        #expect(rows.sample(type: 7, fingerprint: Self.hash(Self.hashA)) == nil)
+        // Limit 0 keeps nothing, the run included: every lookup goes to SQL.
+        var none = InsertedRows(limit: 0)
+        none.inserted(sample: 1, type: 1, fingerprint: Self.hash(Self.hashA))
+        #expect(!none.inRun(1))
+        #expect(none.sample(type: 1, fingerprint: Self.hash(Self.hashA)) == nil)
     }
 
     static let a = hash(hashA), b = hash(hashB)
@@ -86,8 +94,8 @@ struct InsertedRowsTests {
         #expect(rows.sample(at: 10, type: 1, fingerprint: Self.nearA) == nil, "a fingerprint that differs in its last digit")
         #expect(rows.sample(type: 1, fingerprint: Self.nearA) == nil)
         #expect(rows.sample(at: 12, type: 1, fingerprint: a) == nil, "past the run")
-        // A miss at the guessed rowid is still found by its key, wherever it is.
-        #expect(rows.sample(type: 1, fingerprint: b) == 11)
+        // A miss at the guessed rowid is left to SQL: the run keeps tags, not keys to look up.
+        #expect(rows.sample(type: 1, fingerprint: b) == nil)
         // Versions of the run's samples are kept by slot, exact on the payload hash.
         rows.inserted(version: 40, sample: 11, payloadHash: a)
         #expect(rows.version(sample: 11, payloadHash: a) == 40)
@@ -123,11 +131,36 @@ struct InsertedRowsTests {
         #expect(other.sample(type: 1, fingerprint: b) == 3)
     }
 
-    @Test("the run stops at the limit with the rest")
+    @Test("the run stops at its limit; the samples after it are kept by key")
     func runBounded() {
-        var rows = InsertedRows(limit: 2)
+        var rows = InsertedRows(limit: 10, runLimit: 2)
         for i in 1...3 { rows.inserted(sample: Int64(i), type: Int64(i), fingerprint: Self.hash(Self.hashA)) }
         #expect(rows.inRun(1) && rows.inRun(2) && !rows.inRun(3))
         #expect(rows.sample(at: 3, type: 3, fingerprint: Self.hash(Self.hashA)) == nil)
+        #expect(rows.sample(type: 3, fingerprint: Self.hash(Self.hashA)) == 3)
+        // Nothing joins the ended run, even the rowid that would follow it.
+        rows.inserted(sample: 4, type: 4, fingerprint: Self.hash(Self.hashA))
+        #expect(!rows.inRun(4) && rows.sample(type: 4, fingerprint: Self.hash(Self.hashA)) == 4)
+    }
+
+    @Test("a million samples' run: each slot answers its own key, and not a key differing from it in any one bit, or in its type")
+    func largeRun() {
+        var rows = InsertedRows()
+        let n = 1_000_000
+        /// Sample `i`'s fingerprint: `i` in the last eight bytes, with `flip` (a bit number) inverted.
+        func fp(_ i: Int, flip: Int? = nil) -> Digest32 {
+            var bytes = [UInt8](repeating: 0x5a, count: 24) + withUnsafeBytes(of: UInt64(i).bigEndian, Array.init)
+            if let flip { bytes[flip / 8] ^= 1 << (flip % 8) }
+            return bytes.withUnsafeBytes { Digest32(bytes: $0) }
+        }
+        for i in 0..<n { rows.inserted(sample: Int64(i + 1), type: 1, fingerprint: fp(i)) }
+        #expect(rows.inRun(1) && rows.inRun(Int64(n)) && !rows.inRun(Int64(n + 1)))
+        var (right, wrong) = (0, 0)
+        for i in stride(from: 0, to: n, by: 9_973) {
+            if rows.sample(at: Int64(i + 1), type: 1, fingerprint: fp(i)) == Int64(i + 1) { right += 1 }
+            if rows.sample(at: Int64(i + 1), type: 2, fingerprint: fp(i)) != nil { wrong += 1 }
+            for bit in 0..<256 where rows.sample(at: Int64(i + 1), type: 1, fingerprint: fp(i, flip: bit)) != nil { wrong += 1 }
+        }
+        #expect(right == (n + 9_972) / 9_973 && wrong == 0)
     }
 }
