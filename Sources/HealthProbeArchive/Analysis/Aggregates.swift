@@ -60,6 +60,7 @@ public enum Aggregates {
         return try update(db, observationID: obs, typeID: typeID, now: now, allowDelta: allowDelta, changes: known, visible: &none)
     }
 
+    @discardableResult
     static func update(_ db: Database, observationID obs: Int64, typeID: Int64, now: Double, allowDelta: Bool = true,
                        changes known: ChangeCounts?, visible: inout Sweep?) throws -> Path {
         guard let o = try Row.fetchOne(db.cachedStatement(sql: "SELECT device_chain_id, time_zone_identifier, time_zone_seconds_from_gmt FROM observations WHERE id = ?"), arguments: [obs]) else {
@@ -549,6 +550,18 @@ public enum Aggregates {
     public static func update(_ db: Database, observationID obs: Int64, now: Double, allowDelta: Bool = true) throws {
         let types = try Int64.fetchAll(db.cachedStatement(sql: "SELECT DISTINCT sample_type_id FROM observation_type_runs WHERE observation_id = ? ORDER BY sample_type_id"), arguments: [obs])
         for t in types { try update(db, observationID: obs, typeID: t, now: now, allowDelta: allowDelta) }
+    }
+
+    /// The same, with what the caller counted as it wrote the observation: `changes`, every
+    /// type's change counts at `obs` (a type missing has none); `visible`, types' whole
+    /// visible sets at `obs` summed (used as by `update(visible:)`). A bundle's applier
+    /// (`BundleSums`).
+    static func update(_ db: Database, observationID obs: Int64, now: Double, changes: [Int64: ChangeCounts], visible: [Int64: Sweep]) throws {
+        let types = try Int64.fetchAll(db.cachedStatement(sql: "SELECT DISTINCT sample_type_id FROM observation_type_runs WHERE observation_id = ? ORDER BY sample_type_id"), arguments: [obs])
+        for t in types {
+            var sweep = visible[t]
+            try update(db, observationID: obs, typeID: t, now: now, changes: changes[t] ?? ChangeCounts(), visible: &sweep)
+        }
     }
 
     /// Deletes every aggregate and recomputes them, observation by observation.

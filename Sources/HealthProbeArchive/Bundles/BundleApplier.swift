@@ -121,8 +121,9 @@ public enum BundleApplier {
         var verifier = verified.finish()
         _ = try verifier.finish(expected: try manifestHash ?? atEnd?(), previousManifestHash: .some(s.previousLogged))
         guard let computed = verifier.manifestHash else { throw BundleError(.malformed, line: nil, "the bundle ends before its trailer (truncated)") }
-        // The replica's aggregates are derived here, never carried in bundles.
-        try Aggregates.update(db, observationID: s.observationID, now: now)
+        // The replica's aggregates are derived here, never carried in bundles: from what the
+        // lines added up to where that is exact (`BundleSums`), else from the rows.
+        try Aggregates.update(db, observationID: s.observationID, now: now, changes: s.sums.changes, visible: s.sums.visible)
         // What the bundle touched must pass the replica's own checks, or nothing is stored.
         let problems = try ObservationChecks.problems(db, observationID: s.observationID, samplesAfter: s.samplesBefore)
         guard problems.isEmpty else {
@@ -153,6 +154,8 @@ public enum BundleApplier {
         var versionGuess: Int64 = 0
         /// Samples and versions this bundle inserted (its later lines name them).
         var inserted: InsertedRows
+        /// What the lines add up to per type, for the aggregates.
+        var sums: BundleSums
         /// The source revision, device and metadata a version item resolved last, by
         /// what named them: consecutive versions mostly share them.
         var lastRevision = LastLookup<RevisionKey>(), lastDevice = LastLookup<Digest32>(), lastMetadata = LastLookup<Digest32>()
@@ -243,6 +246,7 @@ public enum BundleApplier {
             let samplesBefore = try Int64.fetchOne(db.cachedStatement(sql: "SELECT ifnull(max(id), 0) FROM samples")) ?? 0
             return .apply(State(header: header, chainID: chainID, previousLogged: last?["manifest_hash"], samplesBefore: samplesBefore,
                                 outcome: .applied(observationID: 0, sequence: header.sequence), inserted: InsertedRows(limit: remembered),
+                                sums: BundleSums(sweeping: samplesBefore == 0),
                                 st: try Statements(db)))
         }
 
@@ -321,10 +325,12 @@ public enum BundleApplier {
                 let sample = try sampleID(db, e.sample)
                 let version = try versionID(db, e.payloadHash, sample: sample)
                 try st.insertEvent.run(db, [.int(obs), .int(sample), .int(version), .int(e.eventKind.code), .double(e.observedAt), .int(e.evidenceKind.code)])
+                sums.event(type: try typeID(db, e.sample.type), kind: e.eventKind)
             case .rangeOpen(let r):
                 let sample = try sampleID(db, r.sample)
                 let version = try versionID(db, r.payloadHash, sample: sample)
                 try st.openRange.run(db, [.int(sample), .int(version), .int(obs), .double(r.firstSeenAt)])
+                sums.rangeOpened(type: try typeID(db, r.sample.type), withVersion: version != nil)
             case .version(let v):
                 let sample = try sampleID(db, v.sample)
                 let p = v.payload
@@ -347,6 +353,7 @@ public enum BundleApplier {
                                               .double(p.durationSeconds), .int(revision), .int(deviceID), .int(metadataID), .int(obs),
                                               .double(p.creationDate)])
                 inserted.inserted(version: db.lastInsertedRowID, sample: sample, payloadHash: v.payloadHash)
+                sums.version(type: try typeID(db, v.sample.type), start: p.startDate, end: p.endDate, value: p.numericValue, unit: p.unit, revision: revision)
             case .sample(let s):
                 let type = try typeID(db, s.typeIdentifier)
                 // The same sample twice in one bundle, found by its line whatever the indexes do.
@@ -371,6 +378,7 @@ public enum BundleApplier {
                                              o.selectedTypeSetHash?.hex, o.notes?.string])
                 observationID = db.lastInsertedRowID
                 outcome = .applied(observationID: observationID, sequence: header.sequence)
+                sums.observed(zoneID: o.timeZoneIdentifier?.string, zoneOffset: o.timeZoneSecondsFromGMT.map { Int(truncatingIfNeeded: $0) })
             case .sampleType(let k):
                 let id = try typeID(db, k.typeIdentifier)
                 try db.cachedStatement(sql: "UPDATE sample_types SET display_name = coalesce(display_name, ?), category = coalesce(category, ?) WHERE id = ?")
@@ -394,6 +402,7 @@ public enum BundleApplier {
                 try db.cachedStatement(sql: "INSERT OR IGNORE INTO metadata_blobs(metadata_hash, metadata_json) VALUES (?, ?)")
                     .execute(arguments: [m.metadataHash.hex, m.metadataJSON.string])
             case .rangeClose(let r):
+                sums.rangeClosed()
                 let sample = try sampleID(db, r.sample)
                 let version = try versionID(db, r.payloadHash, sample: sample)
                 let seq = r.firstSequence

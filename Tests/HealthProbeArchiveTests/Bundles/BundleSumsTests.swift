@@ -1,0 +1,82 @@
+import Foundation
+import GRDB
+import Synchronization
+import Testing
+@testable import HealthProbeArchive
+import HealthProbeCanonical
+import HealthProbeTestSupport
+
+@Suite("Aggregates from what a bundle's lines add up to")
+struct BundleSumsTests {
+    /// The replica's aggregates, every column but when they were computed, in a fixed order.
+    static func aggregates(_ db: Database) throws -> [[DatabaseValue]] {
+        let summaries = try Row.fetchAll(db, sql: """
+            SELECT observation_id, sample_type_id, visible_record_count, appeared_count, disappeared_count, representation_changed_count,
+                   earliest_start_date, latest_end_date, value_sum, value_max, aggregate_hash, daily_base_observation_id
+            FROM observation_type_summaries ORDER BY observation_id, sample_type_id
+            """)
+        let daily = try Row.fetchAll(db, sql: """
+            SELECT observation_id, sample_type_id, bucket_start, bucket_end, visible_record_count, value_sum, value_max, source_revision_id, aggregate_hash
+            FROM daily_type_aggregates ORDER BY observation_id, sample_type_id, bucket_start, source_revision_id
+            """)
+        return (summaries + daily).map { Array($0.databaseValues) }
+    }
+
+    @Test("a simulated history applied to a new replica: the aggregates equal a full recomputation from the rows; the change counts are never read back, and a first bundle's sums are read back only for types whose values they cannot sum")
+    func sameAsFromRows() throws {
+        let t = TempHome()
+        try t.simulate(seed: 21, days: [6, 2, 2])
+        let node = try t.open()
+        let dir = TempDir()
+        let replica = try Archive.open(path: dir.file("replica.sqlite"))
+        try replica.prepareForApplies()
+        // Statements of the applies that read the aggregates' inputs back from the rows.
+        let reads = Mutex<(sweeps: [Int], changeCounts: Int)>(([], 0))
+        try replica.writer.writeWithoutTransaction { db in
+            db.trace(options: .statement) { event in
+                guard case .statement(let statement) = event else { return }
+                let sql = statement.sql
+                if sql.hasPrefix("SELECT start_date, end_date, numeric_value, unit, source_revision_id FROM (") {
+                    reads.withLock { $0.sweeps[$0.sweeps.count - 1] += 1 }
+                } else if sql.contains("ifnull(sum(e.event_kind =") {
+                    reads.withLock { $0.changeCounts += 1 }
+                }
+            }
+        }
+        var previous: String?
+        for obs in Int64(1)...3 {
+            let (lines, hash) = try bundleLines(node, obs, previous: previous)
+            reads.withLock { $0.sweeps.append(0) }
+            #expect(try BundleApplier.apply(replica, lines: lines, manifestHash: hash, now: 1) == .applied(observationID: obs, sequence: Int(obs)))
+            previous = hash
+        }
+        // Types of the first observation whose visible values a sweep cannot sum: a sample
+        // without a value, or more than one unit.
+        let (unsummable, types) = try replica.writer.read { db in
+            (try Int.fetchOne(db, sql: """
+                SELECT count(*) FROM (SELECT s.sample_type_id FROM sample_versions v JOIN samples s ON s.id = v.sample_id
+                    WHERE v.created_observation_id = 1 GROUP BY s.sample_type_id HAVING count(v.numeric_value) < count(*) OR count(DISTINCT v.unit) > 1)
+                """) ?? -1,
+             try Int.fetchOne(db, sql: "SELECT count(DISTINCT sample_type_id) FROM observation_type_runs WHERE observation_id = 1") ?? 0)
+        }
+        let read = reads.withLock { $0 }
+        #expect(types > unsummable && unsummable >= 0, "the first bundle has \(types) types, \(unsummable) of them unsummable")
+        #expect(read.sweeps[0] == unsummable, "the first bundle's visible sets read back \(read.sweeps[0]) times")
+        #expect(read.changeCounts == 0)
+        // What the lines added up to is what the rows give: recomputed in full, in a
+        // savepoint rolled back.
+        let applied = try replica.writer.read { try Self.aggregates($0) }
+        let recomputed = try replica.writer.write { db in
+            var rows: [[DatabaseValue]] = []
+            try db.inSavepoint {
+                try Aggregates.rebuildAll(db, now: 1, allowDelta: false)
+                rows = try Self.aggregates(db)
+                return .rollback
+            }
+            return rows
+        }
+        #expect(!applied.isEmpty)
+        let same = applied == recomputed  // not printed whole when they differ
+        #expect(same, "the aggregates differ from a full recomputation")
+    }
+}
