@@ -15,8 +15,8 @@ import HealthProbeCanonical
 ///
 /// The run keeps 64-bit tags, not keys: 24 bytes a sample where the keys took 80, so a
 /// million samples fit where a hundred thousand did, and each rowid lookup the run saves
-/// is one SQL statement less (at a million samples, 4.3 million statements and about
-/// 5 s of the applying thread; docs/decisions/2026-12-02-run-tags.md). A tag is
+/// is one SQL statement less (at a million samples, 4.3 million statements of the
+/// applying thread; docs/decisions/2026-12-02-run-tags.md). A tag is
 /// SipHash of the key under a key drawn at random for each bundle, which the bundle
 /// never sees: two different keys share a tag with probability 2^-64 per comparison,
 /// whatever the bundle holds.
