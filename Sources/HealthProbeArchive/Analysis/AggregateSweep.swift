@@ -39,7 +39,7 @@ extension Aggregates {
             if let expected = unit { guard u == expected else { usable = false; return } } else { unit = .some(u) }
             let valueMicro = Aggregates.micro(value)
             count += 1
-            micro += valueMicro
+            micro = Aggregates.microSum(micro, valueMicro)
             top = max(top, value)
             first = min(first, start); last = max(last, end)
             let day = cursor.dayStart(start)

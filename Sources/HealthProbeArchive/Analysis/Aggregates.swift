@@ -17,7 +17,28 @@ public enum Aggregates {
 
     /// A value in the integer micro-units sums are taken in, as `exactSumSQL`'s
     /// `CAST(round(v * 1e6) AS INTEGER)` gives it in SQL.
-    static func micro(_ value: Double) -> Int64 { Int64((value * sumScale).rounded()) }
+    /// Saturating, as SQLite's CAST is, and never trapping: a value comes from a device (a
+    /// sum that saturates differs from SQLite's, whose `sum` fails on overflow, so the
+    /// recount of `ObservationChecks` refuses it).
+    static func micro(_ value: Double) -> Int64 {
+        let x = (value * sumScale).rounded()
+        if x.isNaN { return 0 }
+        if x >= 0x1p63 { return .max }
+        if x < -0x1p63 { return .min }
+        return Int64(x)
+    }
+
+    /// `a + b` in micro-units, saturating instead of trapping on overflow.
+    static func microSum(_ a: Int64, _ b: Int64) -> Int64 {
+        let (s, overflow) = a.addingReportingOverflow(b)
+        return overflow ? (b < 0 ? .min : .max) : s
+    }
+
+    /// `a - b` in micro-units, saturating instead of trapping on overflow.
+    static func microDifference(_ a: Int64, _ b: Int64) -> Int64 {
+        let (s, overflow) = a.subtractingReportingOverflow(b)
+        return overflow ? (b > 0 ? .min : .max) : s
+    }
 
     /// The exact sum of `numeric_value` in micro-units, null with more than one unit
     /// (`prefix`: the table alias with its dot, or empty).
@@ -239,7 +260,7 @@ public enum Aggregates {
             let valueMicro = Self.micro(value)
             let day = cursor.dayStart(start)
             count += sign
-            micro += Int64(sign) * valueMicro
+            micro = sign < 0 ? Self.microDifference(micro, valueMicro) : Self.microSum(micro, valueMicro)
             if sign > 0 {
                 top = max(top, value)
                 openedFirst = min(openedFirst, start); openedLast = max(openedLast, end)
@@ -317,13 +338,13 @@ public enum Aggregates {
 
             mutating func add(micro m: Int64, value: Double) {
                 count += 1
-                micro += m
+                micro = Aggregates.microSum(micro, m)
                 top = max(top, value)
             }
 
             mutating func add(_ g: Group) {
                 count += g.count
-                micro += g.micro
+                micro = Aggregates.microSum(micro, g.micro)
                 top = max(top, g.top)
             }
         }
@@ -415,7 +436,7 @@ public enum Aggregates {
                     try insert.execute(arguments: [obs, typeID, d, r[1] as Double, r[2] as Int, r[3] as Double?, r[4] as Double?, revision, r[5] as String?])
                     continue
                 }
-                let micro = Self.micro(r[3] as Double) + g.micro
+                let micro = Self.microSum(Self.micro(r[3] as Double), g.micro)
                 try insert.execute(arguments: [obs, typeID, d, r[1] as Double, (r[2] as Int) + g.count, Double(micro) / sumScale,
                                                max(r[4] as Double, g.top), revision, nil])
             }

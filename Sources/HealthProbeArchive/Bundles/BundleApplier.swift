@@ -123,9 +123,17 @@ public enum BundleApplier {
         guard let computed = verifier.manifestHash else { throw BundleError(.malformed, line: nil, "the bundle ends before its trailer (truncated)") }
         // The replica's aggregates are derived here, never carried in bundles: from what the
         // lines added up to where that is exact (`BundleSums`), else from the rows.
-        try Aggregates.update(db, observationID: s.observationID, now: now, changes: s.sums.changes, visible: s.sums.visible)
-        // What the bundle touched must pass the replica's own checks, or nothing is stored.
-        let problems = try ObservationChecks.problems(db, observationID: s.observationID, samplesAfter: s.samplesBefore)
+        // Sums are exact integers of millionths: values whose sum passes Int64 (about ±9.2e12)
+        // cannot be summed, and SQLite's `sum` says so.
+        let problems: [String]
+        do {
+            try Aggregates.update(db, observationID: s.observationID, now: now, changes: s.sums.changes, visible: s.sums.visible)
+            // What the bundle touched must pass the replica's own checks, or nothing is stored.
+            problems = try ObservationChecks.problems(db, observationID: s.observationID, samplesAfter: s.samplesBefore)
+        } catch let e as DatabaseError where e.message == "integer overflow" {
+            throw BundleError(.replicaCheck, line: nil, "the numeric values of a type sum beyond what the replica's aggregates hold "
+                              + "(exact sums in millionths, at most about ±9.2e12): the bundle carries values no sample type has")
+        }
         guard problems.isEmpty else {
             throw BundleError(.replicaCheck, line: nil, "applied, the bundle would leave the replica failing its integrity checks: "
                               + problems.joined(separator: "; "))
@@ -356,7 +364,8 @@ public enum BundleApplier {
                 sums.version(type: try typeID(db, v.sample.type), start: p.startDate, end: p.endDate, value: p.numericValue, unit: p.unit, revision: revision)
             case .sample(let s):
                 let type = try typeID(db, s.typeIdentifier)
-                // The same sample twice in one bundle, found by its line whatever the indexes do.
+                // The same sample twice in one bundle: found here when kept by key (outside the run),
+                // else refused at its line by the UNIQUE index on type and fingerprint prefix.
                 if inserted.sample(type: type, fingerprint: s.strictFingerprint) != nil {
                     throw BundleError(.reference, line: line, "line \(line): the sample item adds \(Self.what(.sample)) the bundle already holds")
                 }

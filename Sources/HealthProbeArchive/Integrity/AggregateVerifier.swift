@@ -180,7 +180,7 @@ struct StoredSummary {
             if added == 0 {
                 sumDiffers = sum != previous.sum
             } else if let before = previous.sum, let sum {
-                sumDiffers = Aggregates.micro(sum) != Aggregates.micro(before) + (opened[4] as Int64)
+                sumDiffers = Aggregates.micro(sum) != Aggregates.microSum(Aggregates.micro(before), opened[4] as Int64)
             } else {
                 sumDiffers = false  // a unit may have arrived or gone; `verify` recounts
             }

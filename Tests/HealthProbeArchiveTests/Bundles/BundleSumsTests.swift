@@ -79,4 +79,35 @@ struct BundleSumsTests {
         let same = applied == recomputed  // not printed whole when they differ
         #expect(same, "the aggregates differ from a full recomputation")
     }
+
+    @Test("a first bundle with a value too large for the sums' micro-units, or whose sum passes them: refused, the server not stopped, nothing stored",
+          arguments: [1e300, 9.3e12, 5e12])
+    func valueBeyondMicroUnits(value: Double) throws {
+        let (home, bundles) = try BundleMeaningTests.chain()
+        defer { withExtendedLifetime(home) {} }
+        // Every version with a value gets `value` (5e12 fits alone; two of them pass Int64's
+        // micro-units), rehashed; the events and ranges naming them follow the new hashes.
+        var rehashed: [JSONValue: JSONValue] = [:]
+        var changed = 0
+        let (lines, hash) = try editedBundle(bundles[0].0, rehashPayload: false) { _, o in
+            var item = o
+            if o["kind"] == .string("version"), case .object(var payload)? = o["payload"], case .number? = payload["numeric_value"] {
+                payload["numeric_value"] = .number(value)
+                item["payload"] = .object(payload)
+                let new = JSONValue.string(try ArchiveHasher.sha256(.payload, json: .object(payload)))
+                rehashed[o["payload_hash"]!] = new
+                item["payload_hash"] = new
+                changed += 1
+            } else if let old = o["payload_hash"], let new = rehashed[old] {
+                item["payload_hash"] = new
+            }
+            return [item]
+        }
+        try #require(changed > 1)
+        let dir = TempDir()
+        let replica = try Archive.open(path: dir.file("replica.sqlite"))
+        try replica.prepareForApplies()
+        do { _ = try BundleApplier.apply(replica, lines: lines, manifestHash: hash, now: 1); Issue.record("applied") } catch { #expect("\(error)".contains("sum beyond what the replica's aggregates hold"), "\(error)") }
+        #expect(try BundleMeaningTests.counts(replica) == [0, 0, 0, 0, 0, 0])
+    }
 }
