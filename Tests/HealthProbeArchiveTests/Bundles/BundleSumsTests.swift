@@ -110,4 +110,38 @@ struct BundleSumsTests {
         do { _ = try BundleApplier.apply(replica, lines: lines, manifestHash: hash, now: 1); Issue.record("applied") } catch { #expect("\(error)".contains("sum beyond what the replica's aggregates hold"), "\(error)") }
         #expect(try BundleMeaningTests.counts(replica) == [0, 0, 0, 0, 0, 0])
     }
+
+    @Test("a first bundle with a version no range shows: the type's sums are not used (they would count it), and the aggregates equal a full recomputation")
+    func versionWithoutRange() throws {
+        let (home, bundles) = try BundleMeaningTests.chain()
+        defer { withExtendedLifetime(home) {} }
+        // A second version of the first valued sample, another value, named by no event or range.
+        var added = false
+        let (lines, hash) = try editedBundle(bundles[0].0, rehashPayload: false) { _, o in
+            guard !added, o["kind"] == .string("version"), case .object(var payload)? = o["payload"], case .number(let v)? = payload["numeric_value"] else { return [o] }
+            added = true
+            payload["numeric_value"] = .number(v + 1000)
+            var other = o
+            other["payload"] = .object(payload)
+            other["payload_hash"] = .string(try ArchiveHasher.sha256(.payload, json: .object(payload)))
+            return [o, other]
+        }
+        try #require(added)
+        let dir = TempDir()
+        let replica = try Archive.open(path: dir.file("replica.sqlite"))
+        try replica.prepareForApplies()
+        #expect(try BundleApplier.apply(replica, lines: lines, manifestHash: hash, now: 1) == .applied(observationID: 1, sequence: 1))
+        let applied = try replica.writer.read { try Self.aggregates($0) }
+        let recomputed = try replica.writer.write { db in
+            var rows: [[DatabaseValue]] = []
+            try db.inSavepoint {
+                try Aggregates.rebuildAll(db, now: 1, allowDelta: false)
+                rows = try Self.aggregates(db)
+                return .rollback
+            }
+            return rows
+        }
+        let same = !applied.isEmpty && applied == recomputed
+        #expect(same, "the aggregates differ from a full recomputation")
+    }
 }
