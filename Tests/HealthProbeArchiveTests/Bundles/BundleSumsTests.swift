@@ -22,6 +22,20 @@ struct BundleSumsTests {
         return (summaries + daily).map { Array($0.databaseValues) }
     }
 
+    /// The aggregates computed again in full from the rows (`Aggregates.rebuildAll`, no
+    /// shortcut), in a savepoint rolled back.
+    static func recomputed(_ replica: Archive) throws -> [[DatabaseValue]] {
+        try replica.writer.write { db in
+            var rows: [[DatabaseValue]] = []
+            try db.inSavepoint {
+                try Aggregates.rebuildAll(db, now: 1, allowDelta: false)
+                rows = try Self.aggregates(db)
+                return .rollback
+            }
+            return rows
+        }
+    }
+
     @Test("a simulated history applied to a new replica: the aggregates equal a full recomputation from the rows; the change counts are never read back, and a first bundle's sums are read back only for types whose values they cannot sum")
     func sameAsFromRows() throws {
         let t = TempHome()
@@ -66,15 +80,7 @@ struct BundleSumsTests {
         // What the lines added up to is what the rows give: recomputed in full, in a
         // savepoint rolled back.
         let applied = try replica.writer.read { try Self.aggregates($0) }
-        let recomputed = try replica.writer.write { db in
-            var rows: [[DatabaseValue]] = []
-            try db.inSavepoint {
-                try Aggregates.rebuildAll(db, now: 1, allowDelta: false)
-                rows = try Self.aggregates(db)
-                return .rollback
-            }
-            return rows
-        }
+        let recomputed = try Self.recomputed(replica)
         #expect(!applied.isEmpty)
         let same = applied == recomputed  // not printed whole when they differ
         #expect(same, "the aggregates differ from a full recomputation")
@@ -132,15 +138,7 @@ struct BundleSumsTests {
         try replica.prepareForApplies()
         #expect(try BundleApplier.apply(replica, lines: lines, manifestHash: hash, now: 1) == .applied(observationID: 1, sequence: 1))
         let applied = try replica.writer.read { try Self.aggregates($0) }
-        let recomputed = try replica.writer.write { db in
-            var rows: [[DatabaseValue]] = []
-            try db.inSavepoint {
-                try Aggregates.rebuildAll(db, now: 1, allowDelta: false)
-                rows = try Self.aggregates(db)
-                return .rollback
-            }
-            return rows
-        }
+        let recomputed = try Self.recomputed(replica)
         let same = !applied.isEmpty && applied == recomputed
         #expect(same, "the aggregates differ from a full recomputation")
     }
