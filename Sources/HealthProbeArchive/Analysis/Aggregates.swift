@@ -569,19 +569,19 @@ public enum Aggregates {
 
     /// Computes the aggregates of every type run of `observationID`.
     public static func update(_ db: Database, observationID obs: Int64, now: Double, allowDelta: Bool = true) throws {
-        let types = try Int64.fetchAll(db.cachedStatement(sql: "SELECT DISTINCT sample_type_id FROM observation_type_runs WHERE observation_id = ? ORDER BY sample_type_id"), arguments: [obs])
-        for t in types { try update(db, observationID: obs, typeID: t, now: now, allowDelta: allowDelta) }
+        try update(db, observationID: obs, now: now, allowDelta: allowDelta, changes: nil, visible: [:])
     }
 
-    /// The same, with what the caller counted as it wrote the observation: `changes`, every
-    /// type's change counts at `obs` (a type missing has none); `visible`, types' whole
-    /// visible sets at `obs` summed (used as by `update(visible:)`). A bundle's applier
-    /// (`BundleSums`).
-    static func update(_ db: Database, observationID obs: Int64, now: Double, changes: [Int64: ChangeCounts], visible: [Int64: Sweep]) throws {
+    /// The same, with what the caller counted as it wrote the observation: `changes`, when
+    /// not nil, every type's change counts at `obs` (a type missing has none); `visible`,
+    /// types' whole visible sets at `obs` summed (used as by `update(visible:)`). A bundle's
+    /// applier (`BundleSums`).
+    static func update(_ db: Database, observationID obs: Int64, now: Double, allowDelta: Bool = true,
+                       changes: [Int64: ChangeCounts]?, visible: [Int64: Sweep]) throws {
         let types = try Int64.fetchAll(db.cachedStatement(sql: "SELECT DISTINCT sample_type_id FROM observation_type_runs WHERE observation_id = ? ORDER BY sample_type_id"), arguments: [obs])
         for t in types {
             var sweep = visible[t]
-            try update(db, observationID: obs, typeID: t, now: now, changes: changes[t] ?? ChangeCounts(), visible: &sweep)
+            try update(db, observationID: obs, typeID: t, now: now, allowDelta: allowDelta, changes: changes.map { $0[t] ?? ChangeCounts() }, visible: &sweep)
         }
     }
 
