@@ -280,7 +280,11 @@ public enum BundleApplier {
         /// outside the run; else the identity index. Each way finds the same row (the run's
         /// tags but for a chance of 2^-64, `InsertedRows`), so the order changes only the cost.
         mutating func sampleID(_ db: Database, _ ref: BundleItem.SampleReference) throws -> Int64 {
-            let t = try typeID(db, ref.type)
+            try sampleID(db, ref, type: typeID(db, ref.type))
+        }
+
+        /// The same, with the replica's id of the reference's type (`t`) already known.
+        mutating func sampleID(_ db: Database, _ ref: BundleItem.SampleReference, type t: Int64) throws -> Int64 {
             let fp = ref.strictFingerprint
             let guess = sampleGuess
             let guessHolds = try inserted.inRun(guess) ? inserted.sample(at: guess, type: t, fingerprint: fp) != nil
@@ -330,17 +334,20 @@ public enum BundleApplier {
             let t = Self.t
             switch item {
             case .event(let e):
-                let sample = try sampleID(db, e.sample)
+                let type = try typeID(db, e.sample.type)
+                let sample = try sampleID(db, e.sample, type: type)
                 let version = try versionID(db, e.payloadHash, sample: sample)
                 try st.insertEvent.run(db, [.int(obs), .int(sample), .int(version), .int(e.eventKind.code), .double(e.observedAt), .int(e.evidenceKind.code)])
-                sums.event(type: try typeID(db, e.sample.type), kind: e.eventKind)
+                sums.event(type: type, kind: e.eventKind)
             case .rangeOpen(let r):
-                let sample = try sampleID(db, r.sample)
+                let type = try typeID(db, r.sample.type)
+                let sample = try sampleID(db, r.sample, type: type)
                 let version = try versionID(db, r.payloadHash, sample: sample)
                 try st.openRange.run(db, [.int(sample), .int(version), .int(obs), .double(r.firstSeenAt)])
-                sums.rangeOpened(type: try typeID(db, r.sample.type), withVersion: version != nil)
+                sums.rangeOpened(type: type, withVersion: version != nil)
             case .version(let v):
-                let sample = try sampleID(db, v.sample)
+                let type = try typeID(db, v.sample.type)
+                let sample = try sampleID(db, v.sample, type: type)
                 let p = v.payload
                 var revision: Int64?
                 if let src = p.source {
@@ -361,7 +368,7 @@ public enum BundleApplier {
                                               .double(p.durationSeconds), .int(revision), .int(deviceID), .int(metadataID), .int(obs),
                                               .double(p.creationDate)])
                 inserted.inserted(version: db.lastInsertedRowID, sample: sample, payloadHash: v.payloadHash)
-                sums.version(type: try typeID(db, v.sample.type), start: p.startDate, end: p.endDate, value: p.numericValue, unit: p.unit, revision: revision)
+                sums.version(type: type, start: p.startDate, end: p.endDate, value: p.numericValue, unit: p.unit, revision: revision)
             case .sample(let s):
                 let type = try typeID(db, s.typeIdentifier)
                 // The same sample twice in one bundle: found here when kept by key (outside the run),
