@@ -16,7 +16,6 @@ struct BundleSums {
         let type: Int64
         var changes = Aggregates.ChangeCounts()
         var sweep: Aggregates.Sweep?
-        var versions = 0
         var rangesWithVersion = 0
     }
 
@@ -54,7 +53,6 @@ struct BundleSums {
     mutating func version(type: Int64, start: Double, end: Double, value: Double?, unit u: ItemText?, revision: Int64?) {
         guard sweeping else { return }
         let i = slot(type)
-        types[i].versions += 1
         var text: String?
         if let u {
             if let last = unit, u.equals(last.bytes) { text = last.text } else { text = u.string; unit = (Array(u.utf8), u.string) }
@@ -67,21 +65,22 @@ struct BundleSums {
         types[slot(type)].rangesWithVersion += 1
     }
 
-    mutating func rangeClosed() {
-        sweeping = false
-        for i in types.indices { types[i].sweep = nil }
-    }
+    mutating func rangeClosed() { sweeping = false }
 
     /// Each type's change counts (a type with none has zero of each).
     var changes: [Int64: Aggregates.ChangeCounts] {
         Dictionary(uniqueKeysWithValues: types.map { ($0.type, $0.changes) })
     }
 
-    /// Each type's visible set, summed, where it is the type's versions exactly.
+    /// Each type's visible set, summed, where it is the type's versions exactly: a usable
+    /// sweep has summed every version of its type.
     var visible: [Int64: Aggregates.Sweep] {
         guard sweeping else { return [:] }
         var out: [Int64: Aggregates.Sweep] = [:]
-        for t in types where t.versions == t.rangesWithVersion && t.versions > 0 { out[t.type] = t.sweep }
+        for t in types {
+            guard let sweep = t.sweep, sweep.usable, sweep.count > 0, sweep.count == t.rangesWithVersion else { continue }
+            out[t.type] = sweep
+        }
         return out
     }
 }
