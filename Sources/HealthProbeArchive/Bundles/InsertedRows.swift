@@ -37,12 +37,15 @@ public struct InsertedRows {
     private var samples: [SampleKey: Int64] = [:]
     /// The version a sample outside the run got in this bundle: (payload hash, version id).
     private var versions: [Int64: (hash: Digest32, id: Int64)] = [:]
-    /// Samples inserted with consecutive rowids from `firstInRun`: slot `i` is rowid
-    /// `firstInRun + i`; `sampleTags[i]` its key's tag, `versionIDs[i]` the version it got
-    /// in this bundle (0: none yet) and `versionTags[i]` that version's payload hash's tag.
-    private var sampleTags: [UInt64] = []
-    private var versionTags: [UInt64] = []
-    private var versionIDs: [Int64] = []
+    /// A sample of the run: its key's tag, the version it got in this bundle (`versionID` 0:
+    /// none yet) and that version's payload hash's tag.
+    private struct Slot {
+        var sampleTag: UInt64
+        var versionTag: UInt64 = 0
+        var versionID: Int64 = 0
+    }
+    /// Samples inserted with consecutive rowids from `firstInRun`: slot `i` is rowid `firstInRun + i`.
+    private var run: [Slot] = []
     private var firstInRun: Int64 = 0
     /// The run ended (a gap, a sample without a fingerprint, or `runLimit`): nothing joins it again.
     private var runEnded = false
@@ -71,18 +74,17 @@ public struct InsertedRows {
     }
 
     mutating func inserted(sample id: Int64, type: Int64, fingerprint: Digest32?) {
-        guard let fingerprint else { runEnded = runEnded || !sampleTags.isEmpty; return }
-        if !runEnded, sampleTags.count < runLimit {
-            if sampleTags.isEmpty { firstInRun = id }
-            if id == firstInRun + Int64(sampleTags.count) {
-                sampleTags.append(tag(type, fingerprint))
-                versionTags.append(0)
-                versionIDs.append(0)
+        // A sample without a fingerprint is not kept; its rowid is a gap that ends the run.
+        guard let fingerprint else { return }
+        if !runEnded, run.count < runLimit {
+            if run.isEmpty { firstInRun = id }
+            if id == firstInRun + Int64(run.count) {
+                run.append(Slot(sampleTag: tag(type, fingerprint)))
                 return
             }
         }
         // A gap (or the run's limit) ends the run; what follows is found by its key alone.
-        runEnded = runEnded || !sampleTags.isEmpty
+        runEnded = runEnded || !run.isEmpty
         guard samples.count < limit else { return }
         samples[SampleKey(type: type, fingerprint: fingerprint)] = id
     }
@@ -90,14 +92,14 @@ public struct InsertedRows {
     /// The slot of rowid `id` in the run, if it is there.
     private func slot(_ id: Int64) -> Int? {
         let i = id &- firstInRun
-        return i >= 0 && i < Int64(sampleTags.count) ? Int(i) : nil
+        return i >= 0 && i < Int64(run.count) ? Int(i) : nil
     }
 
     /// `id` when the run holds a sample of this type and strict fingerprint at that rowid
     /// (by its tag); nil when it does not, or `id` is not in the run (then ask
     /// `sample(type:fingerprint:)`, and SQL).
     func sample(at id: Int64, type: Int64, fingerprint: Digest32?) -> Int64? {
-        guard let fingerprint, let i = slot(id), sampleTags[i] == tag(type, fingerprint) else { return nil }
+        guard let fingerprint, let i = slot(id), run[i].sampleTag == tag(type, fingerprint) else { return nil }
         return id
     }
 
@@ -113,8 +115,8 @@ public struct InsertedRows {
     mutating func inserted(version id: Int64, sample: Int64, payloadHash: Digest32?) {
         guard let payloadHash else { return }
         if let i = slot(sample) {
-            versionTags[i] = tag(-1, payloadHash)
-            versionIDs[i] = id
+            run[i].versionTag = tag(-1, payloadHash)
+            run[i].versionID = id
             return
         }
         guard versions.count < limit else { return }
@@ -124,7 +126,7 @@ public struct InsertedRows {
     func version(sample: Int64, payloadHash: Digest32?) -> Int64? {
         guard let payloadHash else { return nil }
         if let i = slot(sample) {
-            return versionIDs[i] != 0 && versionTags[i] == tag(-1, payloadHash) ? versionIDs[i] : nil
+            return run[i].versionID != 0 && run[i].versionTag == tag(-1, payloadHash) ? run[i].versionID : nil
         }
         guard let v = versions[sample], v.hash == payloadHash else { return nil }
         return v.id
