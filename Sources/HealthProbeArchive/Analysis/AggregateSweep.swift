@@ -14,7 +14,7 @@ extension Aggregates {
         let zoneOffset: Int?
         private(set) var usable = true
         private(set) var count = 0
-        private var micro: Int64 = 0
+        private var micro = ExactMicroSum()
         private var top = -Double.infinity
         private var first = Double.infinity, last = -Double.infinity
         /// The first sample's unit; every other must have the same.
@@ -39,7 +39,7 @@ extension Aggregates {
             if let expected = unit { guard u == expected else { usable = false; return } } else { unit = .some(u) }
             let valueMicro = Aggregates.micro(value)
             count += 1
-            micro = Aggregates.microSum(micro, valueMicro)
+            micro.add(valueMicro)
             top = max(top, value)
             first = min(first, start); last = max(last, end)
             let day = cursor.dayStart(start)
@@ -60,13 +60,14 @@ extension Aggregates {
         mutating func write(_ db: Database, obs: Int64, typeID: Int64, typeIdentifier: String, changes: () throws -> ChangeCounts,
                             now: Double) throws -> Bool {
             flushRun()
-            guard usable, count > 0 else { return false }
+            // A sum beyond 64-bit micro-units (the type's or a day's) is left to the full pass.
+            guard usable, count > 0, let total = micro.total,
+                  !groups.days.values.contains(where: { $0.values.contains { $0.micro.total == nil } }) else { return false }
             let insert = try insertDailyStatement(db)
             for d in groups.days.keys.sorted() {
                 try insertNewGroups(insert, obs: obs, typeID: typeID, day: d, end: cursor.days.nextDayStart(d), groups: groups.days[d]!)
             }
             try hashDaily(db, obs: obs, typeID: typeID, typeIdentifier: typeIdentifier)
-            let total = Double(micro) / sumScale
             try insertSummary(db, obs: obs, typeID: typeID, count: count, changes: try changes(), first: first, last: last, total: total, top: top,
                               hash: try summaryHash(typeIdentifier: typeIdentifier, count: count, first: first, last: last, total: total, top: top),
                               dailyBase: obs, now: now)

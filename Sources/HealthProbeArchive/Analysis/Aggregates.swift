@@ -15,35 +15,22 @@ public enum Aggregates {
     /// depend on row order (a replica hashes the same aggregates as its node).
     static let sumScale = 1_000_000.0
 
-    /// A value in the integer micro-units sums are taken in, as `exactSumSQL`'s
-    /// `CAST(round(v * 1e6) AS INTEGER)` gives it in SQL.
-    /// Saturating, as SQLite's CAST is, and never trapping: a value comes from a device (a
-    /// sum that saturates differs from SQLite's, whose `sum` fails on overflow, so the
-    /// recount of `ObservationChecks` refuses it).
-    static func micro(_ value: Double) -> Int64 {
+    /// A value in the integer micro-units sums are taken in, as `hp_exact_micro_sum` takes
+    /// it in SQL (`round(v * 1e6)`, half away from zero); nil beyond 64 bits (or not a
+    /// number): such a value leaves its sum absent.
+    static func micro(_ value: Double) -> Int64? {
         let x = (value * sumScale).rounded()
-        if x.isNaN { return 0 }
-        if x >= 0x1p63 { return .max }
-        if x < -0x1p63 { return .min }
+        guard x >= -0x1p63 && x < 0x1p63 else { return nil }
         return Int64(x)
     }
 
-    /// `a + b` in micro-units, saturating instead of trapping on overflow.
-    static func microSum(_ a: Int64, _ b: Int64) -> Int64 {
-        let (s, overflow) = a.addingReportingOverflow(b)
-        return overflow ? (b < 0 ? .min : .max) : s
-    }
-
-    /// `a - b` in micro-units, saturating instead of trapping on overflow.
-    static func microDifference(_ a: Int64, _ b: Int64) -> Int64 {
-        let (s, overflow) = a.subtractingReportingOverflow(b)
-        return overflow ? (b > 0 ? .min : .max) : s
-    }
-
-    /// The exact sum of `numeric_value` in micro-units, null with more than one unit
-    /// (`prefix`: the table alias with its dot, or empty).
+    /// The exact sum of `numeric_value` in micro-units, null with more than one unit, and
+    /// null when it (or a value) is beyond 64-bit micro-units, about ±9.2e12: a sum is exact
+    /// or absent (`prefix`: the table alias with its dot, or empty). SQLite's own `sum` would
+    /// fail the statement instead, and with it the capture or the bundle
+    /// (`hp_exact_micro_sum`, registered on each connection: `ExactSumFunction`).
     static func exactSumSQL(_ prefix: String) -> String {
-        "CASE WHEN count(DISTINCT \(prefix)unit) <= 1 THEN sum(CAST(round(\(prefix)numeric_value * \(sumScale)) AS INTEGER)) / \(sumScale) END"
+        "CASE WHEN count(DISTINCT \(prefix)unit) <= 1 THEN \(ExactSumFunction.name)(\(prefix)numeric_value) / \(sumScale) END"
     }
 
     /// The SQL of the samples of `typeID` visible at observation `obs`
@@ -238,7 +225,7 @@ public enum Aggregates {
               AND s.sample_type_id = ?
             """), arguments: [pid, obs, obs, typeID, pid, obs, pid, typeID])
         var count = pCount
-        var micro = Self.micro(pSum)
+        var micro = ExactMicroSum(Self.micro(pSum))
         var top = pMax
         // A closed range held the maximum: the new one is read from the new daily rows.
         var topFromDaily = false
@@ -260,7 +247,7 @@ public enum Aggregates {
             let valueMicro = Self.micro(value)
             let day = cursor.dayStart(start)
             count += sign
-            micro = sign < 0 ? Self.microDifference(micro, valueMicro) : Self.microSum(micro, valueMicro)
+            if sign < 0 { micro.subtract(valueMicro) } else { micro.add(valueMicro) }
             if sign > 0 {
                 top = max(top, value)
                 openedFirst = min(openedFirst, start); openedLast = max(openedLast, end)
@@ -278,7 +265,8 @@ public enum Aggregates {
         if closedFirst && openedFirst > pFirst { return false }
         if closedLast && openedLast < pLast { return false }
         let first = min(pFirst, openedFirst), last = max(pLast, openedLast)
-        let total = Double(micro) / sumScale
+        // A sum beyond 64-bit micro-units: the full pass says so, as the verifier's recount does.
+        guard let total = micro.total else { return false }
         try writeDailyByDelta(db, obs: obs, base: base, typeID: typeID, typeIdentifier: typeIdentifier, added: added, closedDays: closedDays,
                               days: days, from: first, to: last)
         if topFromDaily {
@@ -325,7 +313,7 @@ public enum Aggregates {
     /// Inserts a day's groups as daily rows of their own (hashed afterwards), in revision order.
     static func insertNewGroups(_ insert: Statement, obs: Int64, typeID: Int64, day: Double, end: Double, groups: [Int64?: DailyDelta.Group]) throws {
         for (revision, g) in groups.sorted(by: { ($0.key ?? .min) < ($1.key ?? .min) }) {
-            try insert.execute(arguments: [obs, typeID, day, end, g.count, Double(g.micro) / sumScale, g.top, revision, nil])
+            try insert.execute(arguments: [obs, typeID, day, end, g.count, g.micro.total, g.top, revision, nil])
         }
     }
 
@@ -334,17 +322,17 @@ public enum Aggregates {
     /// beyond `limit` (the caller then runs the full pass).
     struct DailyDelta {
         struct Group {
-            var count = 0, micro: Int64 = 0, top = -Double.infinity
+            var count = 0, micro = ExactMicroSum(), top = -Double.infinity
 
-            mutating func add(micro m: Int64, value: Double) {
+            mutating func add(micro m: Int64?, value: Double) {
                 count += 1
-                micro = Aggregates.microSum(micro, m)
+                micro.add(m)
                 top = max(top, value)
             }
 
             mutating func add(_ g: Group) {
                 count += g.count
-                micro = Aggregates.microSum(micro, g.micro)
+                micro.add(g.micro)
                 top = max(top, g.top)
             }
         }
@@ -352,7 +340,7 @@ public enum Aggregates {
         private(set) var days: [Double: [Int64?: Group]] = [:]
         private var groups = 0
 
-        mutating func add(day: Double, revision: Int64?, micro: Int64, value: Double) -> Bool {
+        mutating func add(day: Double, revision: Int64?, micro: Int64?, value: Double) -> Bool {
             var g = Group()
             g.add(micro: micro, value: value)
             return add(day: day, revision: revision, group: g)
@@ -425,8 +413,19 @@ public enum Aggregates {
             var groups = added.days[d]!
             // A day's previous rows: a handful (one per source revision).
             let rows = try Row.fetchAll(baseRows, arguments: [base, typeID, d])
-            // A previous row without a sum or maximum (no values) cannot be added to: recomputed.
-            if rows.contains(where: { groups[$0[0] as Int64?] != nil && ($0[3] as Double? == nil || $0[4] as Double? == nil) }) {
+            // A previous row without a sum or maximum (no values, or a sum beyond 64-bit micro-units)
+            // cannot be added to, nor can a sum that added up passes them: the day is recomputed.
+            var merged: [Int64?: Double] = [:]
+            for r in rows {
+                let revision: Int64? = r[0]
+                guard let g = groups[revision] else { continue }
+                guard let before = r[3] as Double?, r[4] as Double? != nil else { break }
+                var micro = ExactMicroSum(Self.micro(before))
+                micro.add(g.micro)
+                guard let total = micro.total else { break }
+                merged[revision] = total
+            }
+            if merged.count != rows.count(where: { groups[$0[0] as Int64?] != nil }) || groups.values.contains(where: { $0.micro.total == nil }) {
                 try recomputeDay(d)
                 continue
             }
@@ -436,8 +435,7 @@ public enum Aggregates {
                     try insert.execute(arguments: [obs, typeID, d, r[1] as Double, r[2] as Int, r[3] as Double?, r[4] as Double?, revision, r[5] as String?])
                     continue
                 }
-                let micro = Self.microSum(Self.micro(r[3] as Double), g.micro)
-                try insert.execute(arguments: [obs, typeID, d, r[1] as Double, (r[2] as Int) + g.count, Double(micro) / sumScale,
+                try insert.execute(arguments: [obs, typeID, d, r[1] as Double, (r[2] as Int) + g.count, merged[revision]!,
                                                max(r[4] as Double, g.top), revision, nil])
             }
             try insertNewGroups(insert, obs: obs, typeID: typeID, day: d, end: days.nextDayStart(d), groups: groups)

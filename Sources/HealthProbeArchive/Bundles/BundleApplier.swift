@@ -123,17 +123,9 @@ public enum BundleApplier {
         guard let computed = verifier.manifestHash else { throw BundleError(.malformed, line: nil, "the bundle ends before its trailer (truncated)") }
         // The replica's aggregates are derived here, never carried in bundles: from what the
         // lines added up to where that is exact (`BundleSums`), else from the rows.
-        // Sums are exact integers of millionths: values whose sum passes Int64 (about ±9.2e12)
-        // cannot be summed, and SQLite's `sum` says so.
-        let problems: [String]
-        do {
-            try Aggregates.update(db, observationID: s.observationID, now: now, changes: s.sums.changes, visible: s.sums.visible)
-            // What the bundle touched must pass the replica's own checks, or nothing is stored.
-            problems = try ObservationChecks.problems(db, observationID: s.observationID, samplesAfter: s.samplesBefore)
-        } catch let e as DatabaseError where e.message == "integer overflow" {
-            throw BundleError(.replicaCheck, line: nil, "the numeric values of a type sum beyond what the replica's aggregates hold "
-                              + "(exact sums in millionths, at most about ±9.2e12): the bundle carries values no sample type has")
-        }
+        try Aggregates.update(db, observationID: s.observationID, now: now, changes: s.sums.changes, visible: s.sums.visible)
+        // What the bundle touched must pass the replica's own checks, or nothing is stored.
+        let problems = try ObservationChecks.problems(db, observationID: s.observationID, samplesAfter: s.samplesBefore)
         guard problems.isEmpty else {
             throw BundleError(.replicaCheck, line: nil, "applied, the bundle would leave the replica failing its integrity checks: "
                               + problems.joined(separator: "; "))

@@ -161,7 +161,7 @@ struct StoredSummary {
             """), arguments: [after, upTo, typeID]) ?? 0
         let opened = try Row.fetchOne(db.cachedStatement(sql: """
             SELECT count(*), min(v.start_date), max(v.end_date), max(v.numeric_value),
-                   ifnull(sum(CAST(round(v.numeric_value * \(Aggregates.sumScale)) AS INTEGER)), 0)
+                   CASE WHEN count(v.numeric_value) = 0 THEN 0 ELSE \(ExactSumFunction.name)(v.numeric_value) END
             FROM sample_visibility_ranges r INDEXED BY idx_visibility_point_lookup CROSS JOIN samples s ON s.id = r.sample_id
             CROSS JOIN sample_versions v ON v.id = r.version_id
             WHERE r.first_observation_id > ? AND r.first_observation_id <= ? AND s.sample_type_id = ?
@@ -179,10 +179,12 @@ struct StoredSummary {
             let sumDiffers: Bool
             if added == 0 {
                 sumDiffers = sum != previous.sum
-            } else if let before = previous.sum, let sum {
-                sumDiffers = Aggregates.micro(sum) != Aggregates.microSum(Aggregates.micro(before), opened[4] as Int64)
+            } else if let before = previous.sum, let sum, let since = opened[4] as Int64? {
+                var expected = ExactMicroSum(Aggregates.micro(before))
+                expected.add(since)
+                sumDiffers = Aggregates.micro(sum) != expected.value
             } else {
-                sumDiffers = false  // a unit may have arrived or gone; `verify` recounts
+                sumDiffers = false  // a unit may have arrived or gone, or a sum passed 64-bit micro-units; `verify` recounts
             }
             if sumDiffers { out.append("\(at): value_sum differs from the previous summary (observation \(after)) and the ranges opened since") }
         }

@@ -46,6 +46,7 @@ public final class Archive: Sendable {
         config.readonly = mode == .readOnly
         config.busyMode = .timeout(10)
         config.prepareDatabase { db in
+            try ExactSumFunction.register(db)
             try db.execute(sql: durability == .full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL")
             // A large capture transaction grows the WAL file; once checkpointed it is
             // cut back to 64 MiB instead of keeping its largest size on disk.
@@ -82,6 +83,7 @@ public final class Archive: Sendable {
     public static func inMemory(clock: any ArchiveClock = SystemClock()) throws -> Archive {
         var config = Configuration()
         config.foreignKeysEnabled = true
+        config.prepareDatabase { db in try ExactSumFunction.register(db) }
         let queue = try DatabaseQueue(configuration: config)
         let archive = Archive(writer: queue, path: nil, lock: nil, logger: Archive.silentLogger)
         try archive.prepare(clock: clock, recoverInterrupted: true)

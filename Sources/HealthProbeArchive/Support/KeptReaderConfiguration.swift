@@ -10,7 +10,10 @@ extension Archive {
         config.busyMode = .timeout(10)
         config.maximumReaderCount = max(1, readers)
         let kib = max(64, cacheKiB)
-        config.prepareDatabase { db in try db.execute(sql: "PRAGMA cache_size = -\(kib)") }
+        config.prepareDatabase { db in
+            try ExactSumFunction.register(db)
+            try db.execute(sql: "PRAGMA cache_size = -\(kib)")
+        }
         return config
     }
 }

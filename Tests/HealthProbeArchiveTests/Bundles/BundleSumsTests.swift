@@ -86,7 +86,7 @@ struct BundleSumsTests {
         #expect(same, "the aggregates differ from a full recomputation")
     }
 
-    @Test("a first bundle with a value too large for the sums' micro-units, or whose sum passes them: refused, the server not stopped, nothing stored",
+    @Test("a first bundle with a value beyond the sums' 64-bit micro-units, or whose sum is: applied, each such sum absent (null) as a full recomputation leaves it, the others exact",
           arguments: [1e300, 9.3e12, 5e12])
     func valueBeyondMicroUnits(value: Double) throws {
         let (home, bundles) = try BundleMeaningTests.chain()
@@ -113,8 +113,28 @@ struct BundleSumsTests {
         let dir = TempDir()
         let replica = try Archive.open(path: dir.file("replica.sqlite"))
         try replica.prepareForApplies()
-        do { _ = try BundleApplier.apply(replica, lines: lines, manifestHash: hash, now: 1); Issue.record("applied") } catch { #expect("\(error)".contains("sum beyond what the replica's aggregates hold"), "\(error)") }
-        #expect(try BundleMeaningTests.counts(replica) == [0, 0, 0, 0, 0, 0])
+        #expect(try BundleApplier.apply(replica, lines: lines, manifestHash: hash, now: 1) == .applied(observationID: 1, sequence: 1))
+        // Each type of one unit: its visible values and its summary's sum.
+        let sums = try replica.writer.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT ts.value_sum, count(v.numeric_value) AS n FROM observation_type_summaries ts
+                JOIN samples s ON s.sample_type_id = ts.sample_type_id JOIN sample_visibility_ranges r ON r.sample_id = s.id
+                JOIN sample_versions v ON v.id = r.version_id
+                WHERE ts.observation_id = 1 GROUP BY ts.sample_type_id HAVING n > 0 AND count(DISTINCT v.unit) = 1 AND count(v.numeric_value) = count(*)
+                """).map { (sum: $0[0] as Double?, n: $0[1] as Int) }
+        }
+        try #require(!sums.isEmpty)
+        for (sum, n) in sums {
+            // Beyond: at or past 2^63 micro-units.
+            let beyond = Double(n) * value * 1e6 >= 0x1p63
+            let expected: Double? = beyond ? nil : Double(n) * value
+            let shown = sum.map { "\($0)" } ?? "absent"
+            #expect(sum == expected, "\(n) values of \(value): sum \(shown)")
+        }
+        #expect(sums.contains { $0.sum == nil })
+        let applied = try replica.writer.read { try Self.aggregates($0) }
+        let same = applied == (try Self.recomputed(replica))
+        #expect(same, "the aggregates differ from a full recomputation")
     }
 
     @Test("a first bundle with a version no range shows: the type's sums are not used (they would count it), and the aggregates equal a full recomputation")
