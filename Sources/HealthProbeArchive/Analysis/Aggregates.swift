@@ -24,6 +24,15 @@ public enum Aggregates {
         return Int64(x)
     }
 
+    /// A stored sum (micro-units divided by the scale, as a double) back in micro-units, when
+    /// that gives exactly the micro-units it was stored from: below 2^51 of them (about 2.25e9
+    /// in the values' unit) the double's rounding cannot move the result by half a micro-unit.
+    /// Nil past that: a sum continued from it would differ from a recount, so it is recounted.
+    static func storedMicro(_ stored: Double) -> Int64? {
+        guard let m = micro(stored), m.magnitude < 1 << 51 else { return nil }
+        return m
+    }
+
     /// The exact sum of `numeric_value` in micro-units, null with more than one unit, and
     /// null when it (or a value) is beyond 64-bit micro-units, about ±9.2e12: a sum is exact
     /// or absent (`prefix`: the table alias with its dot, or empty). SQLite's own `sum` would
@@ -225,7 +234,9 @@ public enum Aggregates {
               AND s.sample_type_id = ?
             """), arguments: [pid, obs, obs, typeID, pid, obs, pid, typeID])
         var count = pCount
-        var micro = ExactMicroSum(Self.micro(pSum))
+        // The previous sum, unless the double it is stored as no longer gives its micro-units.
+        guard let pMicro = Self.storedMicro(pSum) else { return false }
+        var micro = ExactMicroSum(pMicro)
         var top = pMax
         // A closed range held the maximum: the new one is read from the new daily rows.
         var topFromDaily = false
@@ -413,14 +424,15 @@ public enum Aggregates {
             var groups = added.days[d]!
             // A day's previous rows: a handful (one per source revision).
             let rows = try Row.fetchAll(baseRows, arguments: [base, typeID, d])
-            // A previous row without a sum or maximum (no values, or a sum beyond 64-bit micro-units)
-            // cannot be added to, nor can a sum that added up passes them: the day is recomputed.
+            // A previous row without a sum or maximum (no values, or a sum beyond 64-bit micro-units),
+            // or one whose stored sum no longer gives its micro-units (`storedMicro`), cannot be
+            // added to, nor can a sum that added up passes them: the day is recomputed.
             var merged: [Int64?: Double] = [:]
             for r in rows {
                 let revision: Int64? = r[0]
                 guard let g = groups[revision] else { continue }
                 guard let before = r[3] as Double?, r[4] as Double? != nil else { break }
-                var micro = ExactMicroSum(Self.micro(before))
+                var micro = ExactMicroSum(Self.storedMicro(before))
                 micro.add(g.micro)
                 guard let total = micro.total else { break }
                 merged[revision] = total

@@ -179,12 +179,15 @@ struct StoredSummary {
             let sumDiffers: Bool
             if added == 0 {
                 sumDiffers = sum != previous.sum
-            } else if let before = previous.sum, let sum, let since = opened[4] as Int64? {
-                var expected = ExactMicroSum(Aggregates.micro(before))
+            } else if let before = previous.sum.flatMap(Aggregates.storedMicro), let sum, let since = opened[4] as Int64? {
+                var expected = ExactMicroSum(before)
                 expected.add(since)
-                sumDiffers = Aggregates.micro(sum) != expected.value
+                // As SQL stores it: the micro-units divided by the scale.
+                sumDiffers = sum != expected.total
             } else {
-                sumDiffers = false  // a unit may have arrived or gone, or a sum passed 64-bit micro-units; `verify` recounts
+                // A unit may have arrived or gone, a sum passed 64-bit micro-units, or the previous
+                // one is stored past what a double gives back exactly; `verify` recounts.
+                sumDiffers = false
             }
             if sumDiffers { out.append("\(at): value_sum differs from the previous summary (observation \(after)) and the ranges opened since") }
         }

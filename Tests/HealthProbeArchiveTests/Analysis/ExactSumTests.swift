@@ -12,7 +12,7 @@ struct ExactSumTests {
         return try archive.writer.write { db in
             try db.execute(sql: "CREATE TEMP TABLE t(x REAL)")
             for v in values { try db.execute(sql: "INSERT INTO t(x) VALUES (?)", arguments: [v]) }
-            return try Int64.fetchOne(db, sql: "SELECT \(ExactSumFunction.name)(x) FROM t ORDER BY rowid")
+            return try Int64.fetchOne(db, sql: "SELECT \(ExactSumFunction.name)(x) FROM t")
         }
     }
 
@@ -33,6 +33,8 @@ struct ExactSumTests {
             ([5e12, 5e12], nil),  // the sum passes 2^63
             ([1e300, -1e300], nil),  // values beyond
             ([-9.2e12, -9.2e12], nil),
+            ([-9e12, -9e12, 9e12], -9_000_000_000_000_000_000),  // a partial sum passes -2^63, the sum does not
+            ([-9223372036854.775808], Int64.min), ([9223372036854.775807], nil),  // -2^63 is in range; the double nearest 2^63 - 1 is 2^63
         ]
         for (values, expected) in cases {
             for order in [values, values.reversed(), values.sorted { ($0 ?? 0) < ($1 ?? 0) }] {
@@ -45,6 +47,68 @@ struct ExactSumTests {
         #expect(throws: DatabaseError.self) {
             try archive.writer.read { db in try Int64.fetchOne(db, sql: "SELECT sum(CAST(round(x * 1e6) AS INTEGER)) FROM (SELECT 9e12 AS x UNION ALL SELECT 9e12 UNION ALL SELECT -9e12)") }
         }
+    }
+
+    @Test("Swift's sum counts its wraps both ways: past 2^63 and -2^63 and back, Int64.min subtracted and added")
+    func wraps() {
+        var s = ExactMicroSum(.max)
+        s.add(1)
+        #expect(s.value == nil)
+        s.subtract(1)
+        #expect(s.value == .max)
+        var m = ExactMicroSum(.min)
+        m.subtract(1)
+        #expect(m.value == nil)
+        m.add(1)
+        #expect(m.value == .min)
+        var z = ExactMicroSum(0)
+        z.subtract(.min)  // 2^63
+        #expect(z.value == nil)
+        z.add(.min)
+        #expect(z.value == 0)
+        var a = ExactMicroSum(.max), b = ExactMicroSum(.max)
+        a.add(b)  // 2^64 - 2
+        #expect(a.value == nil)
+        b.subtract(.max)
+        b.subtract(.max)  // -(2^63 - 1)
+        a.add(b)  // 2^63 - 1
+        #expect(a.value == .max)
+        var beyond = ExactMicroSum(nil)
+        beyond.add(1)
+        #expect(beyond.value == nil)
+    }
+
+    @Test("a first capture whose type sum fits but one day's does not: the day's sum absent, the type's exact, as a recount gives them")
+    func oneDayBeyondFromTheStart() throws {
+        let t = TempHome()
+        let node = try t.open()
+        let (obs, r) = try capture(node, samples: [hr(0, value: 5e12), hr(1, value: 5e12), hr(400, value: -5e12)])
+        #expect(r.status == .completed)
+        let (total, days) = try node.archive.writer.read { db in
+            (try Double.fetchOne(db, sql: "SELECT value_sum FROM observation_type_summaries WHERE observation_id = ?", arguments: [obs]),
+             try Double?.fetchAll(db, sql: "SELECT value_sum FROM daily_type_aggregates WHERE observation_id = ? ORDER BY bucket_start", arguments: [obs]))
+        }
+        #expect(total == 5e12)
+        #expect(days == [nil, -5e12])
+        let report = try ArchiveVerifier.run(node, mode: .full)
+        #expect(report.ok, "\(report.checks.filter { $0.status == .problem })")
+    }
+
+    @Test("a large value that disappears from a sum past what a double gives back exactly: the sum is recounted, not continued from the stored double")
+    func storedSumPastADouble() throws {
+        let t = TempHome()
+        let node = try t.open()
+        // The large sample is at neither end in time, so its range closing leaves the extremes to the shortcut.
+        let samples = [hr(0, value: 60), hr(1, value: 4e12), hr(2, value: 60), hr(3, value: 60)]
+        try capture(node, samples: samples)
+        t.clock.advance(3600)
+        let (obs, _) = try capture(node, samples: samples.filter { $0.numericValue != 4e12 })
+        let total = try node.archive.writer.read { db in
+            try Double.fetchOne(db, sql: "SELECT value_sum FROM observation_type_summaries WHERE observation_id = ?", arguments: [obs])
+        }
+        #expect(total == 180)
+        let report = try ArchiveVerifier.run(node, mode: .full)
+        #expect(report.ok, "\(report.checks.filter { $0.status == .problem })")
     }
 
     @Test("captures of values whose sum passes 64-bit micro-units complete: the sum absent while it does, exact again once it does not; the archive verifies, and a replica of it holds the same aggregates",
