@@ -72,3 +72,11 @@ public func editedBundle(_ lines: [[UInt8]], rehashPayload: Bool = true,
     }
     return try rebundle(header: lines[0], items: items, kinds: kinds)
 }
+
+/// A new replica archive, `replica.sqlite` in `dir`, ready for bundles to be applied to it
+/// as a server opens each chain's replica (`prepareForApplies`).
+public func newReplica(in dir: TempDir) throws -> Archive {
+    let replica = try Archive.open(path: dir.file("replica.sqlite"))
+    try replica.prepareForApplies()
+    return replica
+}

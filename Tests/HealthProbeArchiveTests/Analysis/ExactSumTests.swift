@@ -155,8 +155,7 @@ struct ExactSumTests {
         #expect(report.ok, "\(report.checks.filter { $0.status == .problem })")
         // The same history applied to a replica: the same aggregates (values, sums absent or not, hashes).
         let dir = TempDir()
-        let replica = try Archive.open(path: dir.file("replica.sqlite"))
-        try replica.prepareForApplies()
+        let replica = try newReplica(in: dir)
         var previous: String?
         for obs in [first, changed, back, gone, cancelled, oneDay] {
             let (lines, hash) = try bundleLines(node, obs, previous: previous)

@@ -216,8 +216,7 @@ struct BundleMeaningTests {
         // it as it was, so the cases after it, and the real bundle at the end, meet the same replica.
         for target in [0, closing] {
             let dir = TempDir()
-            let replica = try Archive.open(path: dir.file("replica.sqlite"))
-            try replica.prepareForApplies()
+            let replica = try newReplica(in: dir)
             for b in bundles[..<target] { _ = try BundleApplier.apply(replica, lines: b.0, manifestHash: b.1, now: 1) }
             let before = try Self.counts(replica), indexesBefore = try Self.indexes(replica)
             for c in Self.cases where (c.closing ? closing : 0) == target {
@@ -262,8 +261,7 @@ struct BundleMeaningTests {
             return [held, o]
         }
         let dir = TempDir()
-        let replica = try Archive.open(path: dir.file("replica.sqlite"))
-        try replica.prepareForApplies()
+        let replica = try newReplica(in: dir)
         _ = try BundleApplier.apply(replica, lines: bundles[0].0, manifestHash: bundles[0].1, now: 1)
         do {
             _ = try BundleApplier.apply(replica, lines: lines, manifestHash: hash, now: 1, indexes: indexes)
@@ -300,8 +298,7 @@ struct BundleMeaningTests {
             return [changed]
         }
         let dir = TempDir()
-        let replica = try Archive.open(path: dir.file("replica.sqlite"))
-        try replica.prepareForApplies()
+        let replica = try newReplica(in: dir)
         do {
             _ = try BundleApplier.apply(replica, lines: lines, manifestHash: hash, now: 1, remembered: remembered)
             Issue.record("applied")

@@ -42,8 +42,7 @@ struct BundleSumsTests {
         try t.simulate(seed: 21, days: [6, 2, 2])
         let node = try t.open()
         let dir = TempDir()
-        let replica = try Archive.open(path: dir.file("replica.sqlite"))
-        try replica.prepareForApplies()
+        let replica = try newReplica(in: dir)
         // Statements of the applies that read the aggregates' inputs back from the rows.
         let reads = Mutex<(sweeps: [Int], changeCounts: Int)>(([], 0))
         try replica.writer.writeWithoutTransaction { db in
@@ -111,8 +110,7 @@ struct BundleSumsTests {
         }
         try #require(changed > 1)
         let dir = TempDir()
-        let replica = try Archive.open(path: dir.file("replica.sqlite"))
-        try replica.prepareForApplies()
+        let replica = try newReplica(in: dir)
         #expect(try BundleApplier.apply(replica, lines: lines, manifestHash: hash, now: 1) == .applied(observationID: 1, sequence: 1))
         // Each type of one unit: its visible values and its summary's sum.
         let sums = try replica.writer.read { db in
@@ -154,8 +152,7 @@ struct BundleSumsTests {
         }
         try #require(added)
         let dir = TempDir()
-        let replica = try Archive.open(path: dir.file("replica.sqlite"))
-        try replica.prepareForApplies()
+        let replica = try newReplica(in: dir)
         #expect(try BundleApplier.apply(replica, lines: lines, manifestHash: hash, now: 1) == .applied(observationID: 1, sequence: 1))
         let applied = try replica.writer.read { try Self.aggregates($0) }
         let recomputed = try Self.recomputed(replica)
