@@ -8,12 +8,20 @@ public enum CanonicalDate {
         Double(milliseconds(seconds)) / 1000
     }
 
+    /// Whole milliseconds of `seconds`, never trapping: saturated at Int64's bounds, 0 for NaN.
+    /// Callers check the range their dates must lie in (`BundleItemSchema.dates`, `SyncLimits.dates`).
     @inline(__always)
     public static func milliseconds(_ seconds: Double) -> Int64 {
-        Int64((seconds * 1000).rounded(.toNearestOrEven))
+        let x = (seconds * 1000).rounded(.toNearestOrEven)
+        guard x >= -0x1p63 && x < 0x1p63 else { return x.isNaN ? 0 : (x < 0 ? .min : .max) }
+        return Int64(x)
     }
 
-    /// ISO 8601 UTC text with milliseconds. Years 0000-9999 only.
+    /// The instants the text holds (years 0000-9999), in milliseconds: `write` clamps to them.
+    static let writable: ClosedRange<Int64> = -62_167_219_200_000 ... 253_402_300_799_999
+
+    /// ISO 8601 UTC text with milliseconds. Years 0000-9999 only: an instant outside them
+    /// is written as the nearest one inside (so it never reads back as itself).
     public static func string(_ seconds: Double) -> String {
         var out = [UInt8]()
         out.reserveCapacity(24)
@@ -36,7 +44,7 @@ public enum CanonicalDate {
     /// Writes the ISO 8601 text of `seconds` (`length` bytes) at `out`.
     @inline(__always)
     public static func write(_ seconds: Double, to out: UnsafeMutablePointer<UInt8>) {
-        let ms = milliseconds(seconds)
+        let ms = min(max(milliseconds(seconds), writable.lowerBound), writable.upperBound)
         var days = ms >= 0 ? ms / 86_400_000 : (ms - 86_399_999) / 86_400_000
         let msOfDay = ms - days * 86_400_000
         // Civil-from-days (H. Hinnant), proleptic Gregorian.

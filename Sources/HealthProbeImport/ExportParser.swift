@@ -81,9 +81,22 @@ final class ExportParser: XMLEventHandler {
     private func attributesJSON(_ a: XMLAttributes, dates: Set<String> = []) -> JSONValue {
         var o: [String: JSONValue] = [:]
         for (k, v) in a {
-            if dates.contains(k), let t = CanonicalDate.parse(v) { o[k] = .string(CanonicalDate.string(t)) } else { o[k] = .string(v) }
+            o[k] = .string(dates.contains(k) ? Self.canonicalText(v) : v)
         }
         return .object(o)
+    }
+
+    /// Whether `t` is a date the archive holds (`BundleItemSchema.dates`, the dates a bundle
+    /// carries): a sample dated outside them would have the server refuse the chain's bundles.
+    static func held(_ t: Double) -> Bool { BundleItemSchema.dates.contains(CanonicalDate.normalize(t)) }
+
+    /// Why a date outside them is refused.
+    static let notHeld = "is outside 1900-01-01 to 2199-12-31, the dates the archive holds"
+
+    /// A date attribute as canonical text when it is one the archive holds, else as it was written.
+    static func canonicalText(_ v: String) -> String {
+        guard let t = CanonicalDate.parse(v), held(t) else { return v }
+        return CanonicalDate.string(t)
     }
 
     private func finish(_ f: Frame, parent: Frame?) throws {
@@ -165,6 +178,8 @@ final class ExportParser: XMLEventHandler {
             e = t
         } else { e = s }
         guard e >= s else { reject(f, "endDate is before startDate"); return nil }
+        guard Self.held(s) else { reject(f, "startDate " + Self.notHeld); return nil }
+        guard Self.held(e) else { reject(f, "endDate " + Self.notHeld); return nil }
         return (s, e)
     }
 
@@ -206,7 +221,8 @@ final class ExportParser: XMLEventHandler {
             s.sample.unit = cu
         case .category:
             if let r = raw {
-                if let v = Int(r) { s.sample.categoryValue = v } else {
+                // A number a bundle carries exactly (`BundleItemSchema.exactIntegers`), else kept as text.
+                if let v = Int64(r), BundleItemSchema.exactIntegers.contains(v) { s.sample.categoryValue = Int(v) } else {
                     s.sample.categoryValue = CategoryValues.known[r]
                     var m = s.sample.metadata ?? [:]
                     m["hp:value"] = .string(r)
@@ -236,7 +252,7 @@ final class ExportParser: XMLEventHandler {
                     canonicalUnit = cu
                 } else { o[k] = .string(v) }
             case "startDate", "endDate":
-                o[k] = CanonicalDate.parse(v).map { .string(CanonicalDate.string($0)) } ?? .string(v)
+                o[k] = .string(Self.canonicalText(v))
             case "unit": break
             default: o[k] = .string(v)
             }
@@ -297,6 +313,10 @@ final class ExportParser: XMLEventHandler {
         }
         // The summary's day is local to the phone: use the export's UTC offset.
         let start = midnightUTC - Double(exportOffset ?? 0)
+        guard Self.held(start), Self.held(start + 86_400) else {
+            reject(f, "dateComponents " + Self.notHeld, type: Self.activitySummaryType)
+            return nil
+        }
         var s = CapturedSample(startDate: start, endDate: start + 86_400, valueKind: .activitySummary)
         var m: [String: JSONValue] = [:]
         for (k, v) in f.attributes where k != "activeEnergyBurnedUnit" {
@@ -321,6 +341,10 @@ final class ExportParser: XMLEventHandler {
             return nil
         }
         let end = f.attributes["endDate"].flatMap(CanonicalDate.parse).map { max($0, start) } ?? start
+        guard Self.held(start), Self.held(end) else {
+            reject(f, "its date " + Self.notHeld, type: type)
+            return nil
+        }
         var s = CapturedSample(startDate: start, endDate: end, valueKind: .other)
         s.source = source(f)
         var m = f.metadata
@@ -339,7 +363,10 @@ final class ExportParser: XMLEventHandler {
         guard let sign = tail.first, sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") else { return nil }
         let digits = tail.dropFirst().map { Int($0) - 48 }
         guard digits.allSatisfy({ (0...9).contains($0) }) else { return nil }
-        let v = (digits[0] * 10 + digits[1]) * 3600 + (digits[2] * 10 + digits[3]) * 60
+        let minutes = digits[2] * 10 + digits[3]
+        let v = (digits[0] * 10 + digits[1]) * 3600 + minutes * 60
+        // Real offsets only (±18:00, as a bundle's observation carries them): no offset otherwise.
+        guard minutes < 60, v <= 64_800 else { return nil }
         return sign == UInt8(ascii: "-") ? -v : v
     }
 }

@@ -105,8 +105,15 @@ public struct ServerConfig: Sendable, Equatable {
         c.metricsListen = try string("metrics_listen")
         c.webListen = try string("web_listen")
         c.logLevel = try string("log_level")
-        c.helloTimeoutSeconds = try number("hello_timeout_seconds")
-        c.idleTimeoutSeconds = try number("idle_timeout_seconds")
+        // Durations: at most a year (hours: ten years), so that what is made of them (milliseconds,
+        // a `Duration`) always holds them.
+        func duration(_ k: String, max: Double) throws -> Double? {
+            guard let d = try number(k) else { return nil }
+            guard d <= max else { throw ArchiveError(.invalidInput, "config file \(file): \"\(k)\" must be at most \(Int(max))") }
+            return d
+        }
+        c.helloTimeoutSeconds = try duration("hello_timeout_seconds", max: 31_536_000)
+        c.idleTimeoutSeconds = try duration("idle_timeout_seconds", max: 31_536_000)
         func whole(_ k: String, _ range: ClosedRange<Int>) throws -> Int? {
             guard let d = try number(k) else { return nil }
             guard d == d.rounded(), let n = Int(exactly: d), range.contains(n) else {
@@ -118,9 +125,9 @@ public struct ServerConfig: Sendable, Equatable {
         c.applyThreads = try whole("apply_threads", applyThreadsRange)
         c.diskReserveMiB = try whole("disk_reserve_mib", diskReserveMiBRange).map(Int64.init)
         c.backupTo = try string("backup_to")
-        c.backupIntervalHours = try number("backup_interval_hours")
+        c.backupIntervalHours = try duration("backup_interval_hours", max: 87_600)
         c.backupKeep = try whole("backup_keep", backupKeepRange)
-        c.s3SnapshotSeconds = try number("s3_snapshot_seconds")
+        c.s3SnapshotSeconds = try duration("s3_snapshot_seconds", max: 31_536_000)
         c.s3KeepSnapshots = try whole("s3_keep_snapshots", s3KeepSnapshotsRange)
         let s3 = try ["s3_endpoint", "s3_bucket", "s3_prefix", "s3_region", "s3_access_key", "s3_secret_key"].map { ($0, try string($0)) }
         if s3.contains(where: { $0.1 != nil }) {

@@ -47,8 +47,11 @@ enum Chart {
         let raw = maxValue / 4
         let power = pow(10, (log10(raw)).rounded(.down))
         let step = [1.0, 2, 2.5, 5, 10].map { $0 * power }.first { $0 >= raw } ?? 10 * power
+        // A maximum too small for a quarter of it to be a double (5e-324) has no power of ten:
+        // one tick at it, rather than a step of 0 that never reaches it.
+        guard step > 0, step.isFinite else { return [0, maxValue] }
         var out: [Double] = [0]
-        while (out.last ?? 0) < maxValue { out.append(Double(out.count) * step) }
+        while (out.last ?? 0) < maxValue && out.count <= 6 { out.append(Double(out.count) * step) }
         return out
     }
 

@@ -72,6 +72,11 @@ struct ChartRangeTests {
         #expect(Chart.ticks(0) == [0, 1])
         #expect(Chart.ticks(9_500) == [0, 2_500, 5_000, 7_500, 10_000])
         #expect(Chart.ticks(73).last! >= 73 && Chart.ticks(73).count <= 6)
+        // Values from a device at a double's edges: a handful of ticks, never a loop.
+        for v in [Double.leastNonzeroMagnitude, 5e-324, 1e-310, .greatestFiniteMagnitude, 1e308] {
+            let t = Chart.ticks(v)
+            #expect(t.count <= 7 && t.first == 0, "\(v): \(t)")
+        }
         let s = Self.series([Self.day("2026-03-01", offset: 0, records: 3), Self.day("2026-03-10", offset: 0, records: 5)])
         let svg = Chart.svg(s, metric: .records, span: ("2026-03-01", "2026-03-10"))
         #expect(svg.components(separatedBy: "<rect").count - 1 == 2)

@@ -131,6 +131,11 @@ public final class SampleNormalizer {
         }
         let start = CanonicalDate.normalize(sample.startDate)
         let end = CanonicalDate.normalize(sample.endDate)
+        // Only dates a bundle may carry: a sample the server would refuse would stop the chain's syncs.
+        let dates = BundleItemSchema.dates
+        guard dates.contains(start), dates.contains(end), sample.creationDate.map({ dates.contains(CanonicalDate.normalize($0)) }) ?? true else {
+            throw ArchiveError(.invalidInput, "a \(typeIdentifier) sample has a date outside \(CanonicalDate.string(dates.lowerBound)) to \(CanonicalDate.string(dates.upperBound)), the dates the archive holds")
+        }
         guard end >= start else {
             throw ArchiveError(.invalidInput, "a \(typeIdentifier) sample ends before it starts")
         }

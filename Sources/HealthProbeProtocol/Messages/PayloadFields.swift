@@ -156,11 +156,16 @@ struct PayloadFields {
     /// A canonical date (`YYYY-MM-DDTHH:MM:SS.sssZ`) inside `SyncLimits.dates`, as Unix seconds.
     func date(_ member: String) throws -> Double {
         let s = try string(member, maxLength: CanonicalDate.length)
-        guard let t = CanonicalDate.parse(s), CanonicalDate.string(t) == s else {
+        guard let t = CanonicalDate.parse(s) else {
             throw fail(member, "must be a canonical UTC date like 2025-01-31T12:00:00.000Z")
         }
+        // The range before the text is written again: a date text with an offset may name an
+        // instant before year 0000 (`0000-01-01T00:00:00+0100`), which no canonical text holds.
         guard SyncLimits.dates.contains(t) else {
             throw fail(member, "must lie in \(CanonicalDate.string(SyncLimits.dates.lowerBound))...\(CanonicalDate.string(SyncLimits.dates.upperBound))")
+        }
+        guard CanonicalDate.string(t) == s else {
+            throw fail(member, "must be a canonical UTC date like 2025-01-31T12:00:00.000Z")
         }
         return t
     }
