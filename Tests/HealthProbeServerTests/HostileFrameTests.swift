@@ -111,15 +111,21 @@ struct HostileFrameTests {
         }
     }
 
-    @Test("a client time of year 9999 is refused, not stored as a clock offset")
-    func farFutureClientTime() async throws {
+    @Test("a client time of year 9999, or one whose offset names an instant before year 0000 or after 9999, is refused, not stored as a clock offset; the server serves on",
+          arguments: ["9999-12-31T23:59:59.000Z", "0000-01-01T00:00:00+0100", "9999-12-31T23:59:59-0100"])
+    func farClientTime(_ time: String) async throws {
         let data = TempDir()
         try await withServer(data) { server in
             let e = try await server.enroll("a")
             let auth = try SyncFrame.json(.auth, .object(["device_name": .string(e.name), "credential": .string(e.credential),
-                                                          "client_time": .string("9999-12-31T23:59:59.000Z")]))
+                                                          "client_time": .string(time)]))
             let reply = try await server.raw(try wire([auth]), until: "malformed_frame")
             #expect(String(decoding: reply, as: UTF8.self).contains("AUTH.client_time"))
+            // A second connection is served: the first did not stop the server.
+            let fine = try SyncFrame.json(.auth, .object(["device_name": .string(e.name), "credential": .string(e.credential),
+                                                          "client_time": .string(CanonicalDate.string(Date().timeIntervalSince1970))]))
+            let ok = try await server.raw(try wire([fine]), until: "server_time")
+            #expect(String(decoding: ok, as: UTF8.self).contains("server_time"))
         }
     }
 }
