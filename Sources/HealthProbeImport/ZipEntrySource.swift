@@ -47,6 +47,8 @@ final class ZipEntrySource: ByteSource {
     }
 
     static func openArchive(_ path: String) throws -> ZIPFoundation.Archive {
+        // Every offset and size inside the file before ZIPFoundation converts them unchecked.
+        try ZipDirectoryCheck.check(path)
         do {
             return try ZIPFoundation.Archive(url: URL(fileURLWithPath: path), accessMode: .read)
         } catch {
