@@ -194,6 +194,7 @@ final class ExportParser: XMLEventHandler {
         guard let (start, end) = dates(f) else { return nil }
         var s = CapturedSample(startDate: start, endDate: end, valueKind: kind)
         s.creationDate = f.attributes["creationDate"].flatMap(CanonicalDate.parse)
+        if let c = s.creationDate, !Self.held(c) { reject(f, "creationDate " + Self.notHeld); return nil }
         // Weak context only: the time window, to report an edited record as changed.
         s.semanticWindow = SemanticWindow(start: start, end: end)
         s.source = source(f)

@@ -1,13 +1,16 @@
 import Foundation
 
-/// An export.zip's directory checked before ZIPFoundation reads it: every offset and size it
-/// declares lies inside the file. That covers the end record's, the zip64 end record's and
-/// each member's, zip64 fields included. ZIPFoundation converts some of them to `off_t` and
-/// `Int64` unchecked (`Data.readStruct`, `Archive.readCompressed`), so a value past 2^63 in
-/// a crafted file would stop the process; here it is a `corrupt_zip` naming what and where.
+/// An export.zip's directory checked before ZIPFoundation reads it, found as ZIPFoundation
+/// finds it: the last end record, the zip64 end record right before its locator (when that
+/// says version 4.5 or later), then as many members as the end record counts, read one after
+/// another from the directory's start. Every offset and size those declare must lie inside
+/// the file, zip64 fields included, and a stored member's data too. ZIPFoundation converts
+/// some of them to `off_t` and `Int64` unchecked (`Data.readStruct`, `Archive.makeIterator`,
+/// `Archive.readCompressed`), so a value past 2^63 in a crafted file would stop the process;
+/// here it is a `corrupt_zip` naming what and where.
 enum ZipDirectoryCheck {
-    /// The largest central directory read (an export's holds a few thousand members, well under it).
-    static let maxDirectoryBytes: UInt64 = 64 << 20
+    /// More members than an export holds by far; a directory that counts more is refused.
+    static let maxMembers: UInt64 = 10_000_000
 
     static func check(_ path: String) throws {
         guard let file = FileHandle(forReadingAtPath: path) else { throw ImportError(.notFound, "\(path) cannot be opened") }
@@ -16,63 +19,61 @@ enum ZipDirectoryCheck {
         func corrupt(_ what: String) -> ImportError {
             ImportError(.corruptZip, "\(path) is not a readable zip archive: \(what) (the file has \(size) bytes)")
         }
-        func read(_ at: UInt64, _ count: Int) throws -> [UInt8] {
-            guard at <= size, UInt64(count) <= size - at else { throw corrupt("a record at byte \(at) runs past the end of the file") }
+        /// `count` bytes at `at`, or nil past the end of the file (ZIPFoundation then reads nothing there).
+        func read(_ at: UInt64, _ count: Int) throws -> [UInt8]? {
+            guard at <= size, UInt64(count) <= size - at else { return nil }
             try file.seek(toOffset: at)
             let data = try file.read(upToCount: count) ?? Data()
-            guard data.count == count else { throw corrupt("a record at byte \(at) is cut short") }
-            return [UInt8](data)
+            return data.count == count ? [UInt8](data) : nil
         }
         // The end record: the last 22 bytes and a comment of at most 65,535 after it.
         let tailStart = size > 65_557 ? size - 65_557 : 0
-        let tail = try read(tailStart, Int(size - tailStart))
-        guard tail.count >= 22, let end = stride(from: tail.count - 22, through: 0, by: -1).first(where: { u32(tail, $0) == 0x0605_4B50 }) else {
+        guard let tail = try read(tailStart, Int(size - tailStart)), tail.count >= 22,
+              let endIndex = stride(from: tail.count - 22, through: 0, by: -1).first(where: { u32(tail, $0) == 0x0605_4B50 }) else {
             throw corrupt("no end of central directory record")
         }
-        var entries = UInt64(u16(tail, end + 10)), directorySize = UInt64(u32(tail, end + 12)), directoryOffset = UInt64(u32(tail, end + 16))
-        // A zip64 locator just before it names the zip64 end record, whose values replace those.
-        if end >= 20, u32(tail, end - 20) == 0x0706_4B50 {
-            let at = u64(tail, end - 12)
-            let record = try read(at, 56)
-            guard u32(record, 0) == 0x0606_4B50 else { throw corrupt("the zip64 end record at byte \(at) is not one") }
-            (entries, directorySize, directoryOffset) = (u64(record, 32), u64(record, 40), u64(record, 48))
+        let end = tailStart + UInt64(endIndex)
+        var entries = UInt64(u16(tail, endIndex + 10)), directoryOffset = UInt64(u32(tail, endIndex + 16))
+        // The zip64 end record ZIPFoundation uses: 56 bytes right before a locator right before the end record.
+        if end > 20, end - 20 > 56, let locator = try read(end - 20, 20), u32(locator, 0) == 0x0706_4B50,
+           let record = try read(end - 76, 56), u32(record, 0) == 0x0606_4B50, u16(record, 14) >= 45 {
+            (entries, directoryOffset) = (u64(record, 32), u64(record, 48))
         }
-        guard directoryOffset <= size, directorySize <= size - directoryOffset else {
-            throw corrupt("the central directory (\(directorySize) bytes at byte \(directoryOffset)) lies past the end of the file")
+        guard directoryOffset < size || entries == 0 else {
+            throw corrupt("the central directory is said to start at byte \(directoryOffset), past the end of the file")
         }
-        guard directorySize <= maxDirectoryBytes else { throw corrupt("a central directory of \(directorySize) bytes, more than an export's") }
-        let directory = try read(directoryOffset, Int(directorySize))
-        var i = 0, seen: UInt64 = 0
-        while i + 46 <= directory.count, u32(directory, i) == 0x0201_4B50 {
-            let nameLength = Int(u16(directory, i + 28)), extraLength = Int(u16(directory, i + 30)), commentLength = Int(u16(directory, i + 32))
-            var compressed = UInt64(u32(directory, i + 20)), uncompressed = UInt64(u32(directory, i + 24)), local = UInt64(u32(directory, i + 42))
-            let next = i + 46 + nameLength + extraLength + commentLength
-            guard next <= directory.count else { throw corrupt("member \(seen + 1)'s directory record runs past the directory") }
+        guard entries <= maxMembers else { throw corrupt("the end record counts \(entries) members, more than an export's") }
+        var position = directoryOffset
+        for n in 1...max(entries, 1) where entries > 0 {
+            // Where ZIPFoundation finds no member record, it stops reading members.
+            guard let head = try read(position, 46), u32(head, 0) == 0x0201_4B50 else { break }
+            let method = u16(head, 10)
+            let nameLength = Int(u16(head, 28)), extraLength = Int(u16(head, 30)), commentLength = Int(u16(head, 32))
+            var compressed = UInt64(u32(head, 20)), uncompressed = UInt64(u32(head, 24)), local = UInt64(u32(head, 42))
+            guard let rest = try read(position + 46, nameLength + extraLength + commentLength) else { break }
             // Its zip64 extra field (id 1): 64-bit values for those whose 32-bit field is all ones, in this order.
-            var e = i + 46 + nameLength
-            let extraEnd = e + extraLength
+            var e = nameLength
+            let extraEnd = nameLength + extraLength
             while e + 4 <= extraEnd {
-                let id = u16(directory, e), length = Int(u16(directory, e + 2))
+                let id = u16(rest, e), length = Int(u16(rest, e + 2))
                 var v = e + 4
                 let fieldEnd = min(v + length, extraEnd)
                 if id == 1 {
-                    for field in [0, 1, 2] {
-                        let marked = [uncompressed, compressed, local][field] == 0xFFFF_FFFF
-                        guard marked, v + 8 <= fieldEnd else { continue }
-                        let value = u64(directory, v)
+                    for field in 0..<3 where [uncompressed, compressed, local][field] == 0xFFFF_FFFF && v + 8 <= fieldEnd {
+                        let value = u64(rest, v)
                         if field == 0 { uncompressed = value } else if field == 1 { compressed = value } else { local = value }
                         v += 8
                     }
                 }
                 e += 4 + length
             }
-            guard local < size else { throw corrupt("member \(seen + 1)'s data is said to start at byte \(local), past the end of the file") }
-            guard compressed <= size - local else { throw corrupt("member \(seen + 1)'s \(compressed) compressed bytes at byte \(local) run past the end of the file") }
-            guard uncompressed <= UInt64(Int64.max) else { throw corrupt("member \(seen + 1) declares \(uncompressed) bytes uncompressed") }
-            seen += 1
-            i = next
+            guard local < size else { throw corrupt("member \(n)'s data is said to start at byte \(local), past the end of the file") }
+            guard compressed <= size - local else { throw corrupt("member \(n)'s \(compressed) compressed bytes at byte \(local) run past the end of the file") }
+            // A stored member's data is its uncompressed bytes: they lie in the file too.
+            guard method != 0 || uncompressed <= size - local else { throw corrupt("member \(n), stored, declares \(uncompressed) bytes at byte \(local), past the end of the file") }
+            guard uncompressed <= UInt64(Int64.max) else { throw corrupt("member \(n) declares \(uncompressed) bytes uncompressed") }
+            position += 46 + UInt64(nameLength + extraLength + commentLength)
         }
-        guard seen == entries else { throw corrupt("the end record counts \(entries) members and the central directory holds \(seen)") }
     }
 
     private static func u16(_ b: [UInt8], _ at: Int) -> UInt16 { UInt16(b[at]) | UInt16(b[at + 1]) << 8 }

@@ -12,7 +12,7 @@ import HealthProbeTestSupport
 /// nothing traps on the way.
 @Suite("Imports of dates, offsets and category values no bundle carries")
 struct OutOfRangeImportTests {
-    @Test("records dated before year 0 (by their offset), before 1900 or from 2200 are rejected, each naming its date; a workout event's such date stays as written; the export imports, and its bundle verifies")
+    @Test("records dated before year 0 (by their offset), before 1900 or from 2200 are rejected, each naming its line and which date; a workout event's such date stays as written; the export imports, and its bundle verifies")
     func datesOutsideTheArchive() throws {
         let dir = TempDir()
         let t = TempHome()
@@ -37,6 +37,7 @@ struct OutOfRangeImportTests {
         let r = try importExport(t, dir.file("b.xml"))
         #expect(r.rejected == 3)
         #expect(r.rejections.allSatisfy { $0.reason.contains("outside 1900-01-01 to 2199-12-31") }, "\(r.rejections.map(\.reason))")
+        #expect(r.rejections.map(\.line).allSatisfy { $0 > 0 }, "each rejection names its line")
         let node = try t.open()
         let (lines1, hash) = try bundleLines(node, r.observationId, previous: nil)
         var verifier = BundleVerifier()
@@ -53,12 +54,31 @@ struct OutOfRangeImportTests {
         old.endDate = old.startDate
         #expect {
             try capture(node, samples: [hr(1), old])
-        } throws: { "\($0)".contains("outside 1900-01-01T00:00:00.000Z to 2200-01-01T00:00:00.000Z") }
+        } throws: { "\($0)".contains("a date before 1900-01-01T00:00:00.000Z or from 2200-01-01T00:00:00.000Z on") }
         #expect(try Counts.of(node).samples == 0)
     }
 
     @Test("a category value past 2^53 is kept as text, not as a number no bundle carries; an export offset past ±18:00 is no offset")
-    func categoryAndOffset() {
+    func categoryAndOffset() throws {
+        let dir = TempDir()
+        let t = TempHome()
+        let xml = """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <HealthData locale="en_US">
+             <ExportDate value="2024-06-01 09:00:00 +0200"/>
+             <Record type="HKCategoryTypeIdentifierSleepAnalysis" sourceName="Synthetic Watch" startDate="2024-05-01 23:00:00 +0200" endDate="2024-05-02 06:00:00 +0200" value="1152921504606846976"/>
+             <Record type="HKCategoryTypeIdentifierSleepAnalysis" sourceName="Synthetic Watch" startDate="2024-05-02 23:00:00 +0200" endDate="2024-05-03 06:00:00 +0200" value="3"/>
+            </HealthData>
+            """
+        try xml.write(toFile: dir.file("c.xml"), atomically: true, encoding: .utf8)
+        let r = try importExport(t, dir.file("c.xml"))
+        let node = try t.open()
+        let values = try node.archive.writer.read { db in try Int?.fetchAll(db, sql: "SELECT category_value FROM sample_versions ORDER BY start_date") }
+        #expect(values == [nil, 3], "2^60 is kept as text (metadata hp:value), 3 as a number")
+        let (lines, hash) = try bundleLines(node, r.observationId, previous: nil)
+        var verifier = BundleVerifier()
+        try verifier.feed(all: lines)
+        _ = try verifier.finish(expected: hash)
         #expect(ExportParser.offsetSeconds("2024-06-01 09:00:00 +0200") == 7200)
         #expect(ExportParser.offsetSeconds("2024-06-01 09:00:00 -1800") == -64_800)
         #expect(ExportParser.offsetSeconds("2024-06-01 09:00:00 +1900") == nil)

@@ -46,7 +46,18 @@ struct ZipDirectoryCheckTests {
         let locator = Self.le(0x0706_4B50, 4) + Self.le(0, 4) + Self.le(UInt64(end), 8) + Self.le(1, 4)
         var endRecord = Array(bytes[end...])
         for k in 0..<4 { endRecord[16 + k] = 0xFF }
-        try refused(Array(bytes[..<end]) + record + locator + endRecord, dir, saying: "lies past the end of the file")
+        try refused(Array(bytes[..<end]) + record + locator + endRecord, dir, saying: "the central directory is said to start at byte 9223372036854775813")
+    }
+
+    @Test("a stored member declaring more bytes than the file holds is refused, naming it")
+    func storedPastTheFile() throws {
+        let dir = TempDir()
+        var (bytes, end) = try Self.valid(dir)
+        let directory = Int(Self.u32(bytes, end + 16))
+        bytes[directory + 10] = 0
+        bytes[directory + 11] = 0  // stored
+        for (k, b) in Self.le(0xFFFF_FFF0, 4).enumerated() { bytes[directory + 24 + k] = b }
+        try refused(bytes, dir, saying: "member 1, stored, declares 4294967280 bytes")
     }
 
     @Test("a member said to start past the end of the file is refused, naming it")

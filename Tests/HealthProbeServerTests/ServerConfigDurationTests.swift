@@ -1,18 +1,12 @@
-import Foundation
 import Testing
 @testable import HealthProbeServer
-import HealthProbeArchive
-import HealthProbeTestSupport
 
 /// The config file's durations: positive and bounded, so that what the server makes of them
 /// (milliseconds, a `Duration`, whole hours) always holds them.
 @Suite("Durations from the config file")
 struct ServerConfigDurationTests {
-    func load(_ text: String) throws -> ServerConfig {
-        let dir = TempDir()
-        try text.write(toFile: dir.path + "/config.json", atomically: true, encoding: .utf8)
-        return try ServerConfig.load(dataDirectory: dir.path)
-    }
+    /// The config file `text`, loaded as `AlertThresholdsTests` loads it.
+    func load(_ text: String) throws -> ServerConfig { try AlertThresholdsTests().load(text) }
 
     @Test("each duration key takes values up to its bound and refuses one past it (1e300 among them), naming the key", arguments: [
         ("hello_timeout_seconds", 31_536_000.0), ("idle_timeout_seconds", 31_536_000), ("backup_interval_hours", 87_600), ("s3_snapshot_seconds", 31_536_000),

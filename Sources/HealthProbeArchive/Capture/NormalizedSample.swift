@@ -134,7 +134,7 @@ public final class SampleNormalizer {
         // Only dates a bundle may carry: a sample the server would refuse would stop the chain's syncs.
         let dates = BundleItemSchema.dates
         guard dates.contains(start), dates.contains(end), sample.creationDate.map({ dates.contains(CanonicalDate.normalize($0)) }) ?? true else {
-            throw ArchiveError(.invalidInput, "a \(typeIdentifier) sample has a date outside \(CanonicalDate.string(dates.lowerBound)) to \(CanonicalDate.string(dates.upperBound)), the dates the archive holds")
+            throw ArchiveError(.invalidInput, "a \(typeIdentifier) sample has a date before \(CanonicalDate.string(dates.lowerBound)) or from \(CanonicalDate.string(dates.upperBound)) on, which the archive does not hold")
         }
         guard end >= start else {
             throw ArchiveError(.invalidInput, "a \(typeIdentifier) sample ends before it starts")
