@@ -86,9 +86,9 @@ final class ExportParser: XMLEventHandler {
         return .object(o)
     }
 
-    /// Whether `t` is a date the archive holds (`BundleItemSchema.dates`, the dates a bundle
-    /// carries): a sample dated outside them would have the server refuse the chain's bundles.
-    static func held(_ t: Double) -> Bool { BundleItemSchema.dates.contains(CanonicalDate.normalize(t)) }
+    /// Whether `t` is a date the archive holds (`BundleItemSchema.holds`): a sample dated
+    /// outside them would have the server refuse the chain's bundles.
+    static func held(_ t: Double) -> Bool { BundleItemSchema.holds(date: t) }
 
     /// Why a date outside them is refused.
     static let notHeld = "is outside 1900-01-01 to 2199-12-31, the dates the archive holds"

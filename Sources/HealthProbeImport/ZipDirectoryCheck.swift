@@ -44,7 +44,7 @@ enum ZipDirectoryCheck {
         }
         guard entries <= maxMembers else { throw corrupt("the end record counts \(entries) members, more than an export's") }
         var position = directoryOffset
-        for n in 1...max(entries, 1) where entries > 0 {
+        for n in stride(from: 1, through: entries, by: 1) {
             // Where ZIPFoundation finds no member record, it stops reading members.
             guard let head = try read(position, 46), u32(head, 0) == 0x0201_4B50 else { break }
             let method = u16(head, 10)

@@ -427,17 +427,16 @@ public enum Aggregates {
             // A previous row without a sum or maximum (no values, or a sum beyond 64-bit micro-units),
             // or one whose stored sum no longer gives its micro-units (`storedMicro`), cannot be
             // added to, nor can a sum that added up passes them: the day is recomputed.
-            var merged: [Int64?: Double] = [:]
+            var merged: [Int64?: Double]? = [:]
             for r in rows {
                 let revision: Int64? = r[0]
                 guard let g = groups[revision] else { continue }
-                guard let before = r[3] as Double?, r[4] as Double? != nil else { break }
-                var micro = ExactMicroSum(Self.storedMicro(before))
+                var micro = ExactMicroSum((r[3] as Double?).flatMap(Self.storedMicro))
                 micro.add(g.micro)
-                guard let total = micro.total else { break }
-                merged[revision] = total
+                guard r[4] as Double? != nil, let total = micro.total else { merged = nil; break }
+                merged?[revision] = total
             }
-            if merged.count != rows.count(where: { groups[$0[0] as Int64?] != nil }) || groups.values.contains(where: { $0.micro.total == nil }) {
+            guard let merged, !groups.values.contains(where: { $0.micro.total == nil }) else {
                 try recomputeDay(d)
                 continue
             }

@@ -41,6 +41,10 @@ public enum BundleItemSchema {
 
     /// Item dates (sample start and end, capture times): from 1900-01-01 up to, not including, 2200-01-01.
     public static let dates = -2_208_988_800.0 ..< 7_258_118_400.0
+
+    /// Whether Unix seconds `t`, normalized to whole milliseconds as the archive stores
+    /// them, lie in `dates`: what a capture or an import may store, so the server takes its bundle.
+    public static func holds(date t: Double) -> Bool { dates.contains(CanonicalDate.normalize(t)) }
     /// Integers exactly representable as JSON numbers (IEEE doubles).
     public static let exactIntegers: ClosedRange<Int64> = -(1 << 53)...(1 << 53)
     /// Counts: 0 to 2^53 - 1.

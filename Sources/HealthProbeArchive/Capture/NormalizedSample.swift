@@ -132,8 +132,8 @@ public final class SampleNormalizer {
         let start = CanonicalDate.normalize(sample.startDate)
         let end = CanonicalDate.normalize(sample.endDate)
         // Only dates a bundle may carry: a sample the server would refuse would stop the chain's syncs.
-        let dates = BundleItemSchema.dates
-        guard dates.contains(start), dates.contains(end), sample.creationDate.map({ dates.contains(CanonicalDate.normalize($0)) }) ?? true else {
+        guard BundleItemSchema.holds(date: start), BundleItemSchema.holds(date: end), sample.creationDate.map(BundleItemSchema.holds) ?? true else {
+            let dates = BundleItemSchema.dates
             throw ArchiveError(.invalidInput, "a \(typeIdentifier) sample has a date before \(CanonicalDate.string(dates.lowerBound)) or from \(CanonicalDate.string(dates.upperBound)) on, which the archive does not hold")
         }
         guard end >= start else {
