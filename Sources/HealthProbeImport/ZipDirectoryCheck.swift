@@ -63,6 +63,12 @@ enum ZipDirectoryCheck {
                         let value = u64(rest, v)
                         if field == 0 { uncompressed = value } else if field == 1 { compressed = value } else { local = value }
                         v += 8
+                        // ZIPFoundation takes a zip64 offset of 0 as absent and reads at byte 4,294,967,295
+                        // instead: from this member on it finds none, so the export would seem not to be there.
+                        if field == 2 && value == 0 {
+                            throw ImportError(.corruptZip, "\(path): member \(n) gives its offset as 0 in a zip64 field, which the zip reader used here "
+                                              + "does not follow (it then finds no member from there on); unzip the archive and import the apple_health_export folder instead")
+                        }
                     }
                 }
                 e += 4 + length

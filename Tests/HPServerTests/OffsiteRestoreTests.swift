@@ -24,10 +24,11 @@ struct OffsiteRestoreTests: OffsiteSupport {
             #expect(try hpNode(["--home", home.path, "sync"]).0 == 0)
         }
         let chain = try nodeChain(home.path)
-        try await waitFor("both bundles uploaded") { let q = try queue(data.path); return q.all == 2 && q.pending == 0 }
+        try await logging(server!) { try await waitFor("both bundles uploaded") { let q = try queue(data.path); return q.all == 2 && q.pending == 0 } }
         // A registry change with no bundle after it (a person added) reaches the bucket too.
         #expect(try hpServer(["person", "add", "bob", "--role", "member", "--data", data.path]).0 == 0)
-        try await waitForSnapshot(objects, prefix: "house/one", after: Date().timeIntervalSince1970)
+        let added = Date().timeIntervalSince1970
+        try await logging(server!) { try await waitForSnapshot(objects, prefix: "house/one", after: added) }
         let original = jsonDigest(try hpServer(["digest", "--data", data.path, "--chain", chain, "--json"]).1)
 
         // The machine is lost.
@@ -62,8 +63,10 @@ struct OffsiteRestoreTests: OffsiteSupport {
         #expect(try await objects.list(prefix: "house/one/snapshots/").filter { $0.contains("/server.sqlite-") }.count == snapshotsBefore)
         let adopted = try hpServer(["adopt", "--data", restored])
         #expect(adopted.0 == 0 && adopted.1.contains("adopted"), "\(adopted.2)")
-        try await waitFor("the copy's bundle uploaded once adopted") { try queue(restored).pending == 0 }
-        try await waitForSnapshots(objects, prefix: "house/one", moreThan: snapshotsBefore)
+        try await logging(newServer) {
+            try await waitFor("the copy's bundle uploaded once adopted") { try queue(restored).pending == 0 }
+            try await waitForSnapshots(objects, prefix: "house/one", moreThan: snapshotsBefore)
+        }
         #expect(try hpServer(["audit", "--data", restored]).1.contains("server.adopt"))
         withExtendedLifetime(newServer) {}
     }

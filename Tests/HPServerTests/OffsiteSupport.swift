@@ -21,6 +21,13 @@ struct OffsiteTimedOut: Error, CustomStringConvertible {
     var description: String { "timed out waiting for \(what)" }
 }
 
+/// A failure and the end of the server's log.
+struct WithServerLog: Error, CustomStringConvertible {
+    let error: any Error
+    let log: String
+    var description: String { "\(error)\n-- the server's log (end):\n\(log)" }
+}
+
 extension OffsiteSupport {
     /// The upload queue's rows not uploaded yet, and all rows, read from the registry.
     func queue(_ data: String) throws -> (pending: Int, all: Int, failedAttempts: Int) {
@@ -79,6 +86,11 @@ extension OffsiteSupport {
         do { try await body(s3) } catch {
             Issue.record("\(error)\n-- the store's log (end):\n\(s3.logTail())")
         }
+    }
+
+    /// Runs `body`; what it throws carries the end of `server`'s log, which says what its uploads did meanwhile.
+    func logging<T>(_ server: ServerProcess, _ body: () async throws -> T) async throws -> T {
+        do { return try await body() } catch { throw WithServerLog(error: error, log: server.logTail()) }
     }
 
     /// Waits (at most `seconds`, then throws) for a complete registry snapshot under `prefix` begun

@@ -7,6 +7,8 @@ import Glibc
 public final class ServerProcess {
     public let process = Process()
     public let port: Int
+    /// The server's stderr (its log), removed when this object goes.
+    let logPath: String
 
     /// Starts the server and waits (at most `timeout` seconds) for the line naming its sync port.
     /// A server that exits, prints something else, or stays silent is an error, never a hang.
@@ -18,8 +20,8 @@ public final class ServerProcess {
         if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         // stderr goes to a file: a pipe nobody reads would stall a server that logs a lot.
         let errPath = NSTemporaryDirectory() + "hp-server-stderr-" + UUID().uuidString
+        logPath = errPath
         _ = FileManager.default.createFile(atPath: errPath, contents: nil)
-        defer { try? FileManager.default.removeItem(atPath: errPath) }
         let out = Pipe()
         process.standardOutput = out
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
@@ -45,6 +47,7 @@ public final class ServerProcess {
             if process.isRunning { kill(process.processIdentifier, SIGKILL) }
             process.waitUntilExit()
             let stderr = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
+            try? FileManager.default.removeItem(atPath: errPath)
             throw ServerDidNotStart(stdout: text, stderr: stderr, exitStatus: process.terminationStatus, signaled: process.terminationReason == .uncaughtSignal)
         }
         port = p
@@ -56,11 +59,17 @@ public final class ServerProcess {
         process.waitUntilExit()
     }
 
+    /// The last `characters` of the server's log so far (for a failure's report).
+    public func logTail(_ characters: Int = 6000) -> String {
+        String(((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "").suffix(characters))
+    }
+
     deinit {
         if process.isRunning {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
+        try? FileManager.default.removeItem(atPath: logPath)
     }
 }
 

@@ -1,0 +1,87 @@
+import Foundation
+import Testing
+@testable import HealthProbeImport
+import HealthProbeSimulator
+import HealthProbeTestSupport
+
+/// The same export.zip in the layouts other zip writers use (zip64 records, as an export
+/// past 4 GiB has; sizes in data descriptors, as a streaming writer leaves them) passes the
+/// directory check and imports exactly as the plain one does.
+@Suite("Export zips in every layout")
+struct ZipLayoutTests {
+    @Test("zip64 records, data descriptors and both: each imports the same records as the plain zip", arguments: [RewrittenZip.Layout.zip64, .descriptor, .zip64Descriptor])
+    func layout(_ layout: RewrittenZip.Layout) throws {
+        let dir = TempDir()
+        var export = SyntheticExport(records: 600)
+        export.compositeEvery = 100
+        try export.writeZip(to: dir.file("plain.zip"))
+        try RewrittenZip.rewrite(dir.file("plain.zip"), to: dir.file("export.zip"), layout: layout)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: dir.file("export.zip"))) != Data(contentsOf: URL(fileURLWithPath: dir.file("plain.zip"))))
+
+        let plainHome = TempHome(), home = TempHome()
+        let plain = try importExport(plainHome, dir.file("plain.zip"))
+        let r = try importExport(home, dir.file("export.zip"))
+        #expect(r.status == "completed" && plain.status == "completed")
+        #expect(r.records == plain.records && r.records == 600 + 6 * 5)
+        #expect(r.source.hasSuffix("apple_health_export/export.xml"))
+        #expect(try Counts.of(try home.open()) == Counts.of(try plainHome.open()))
+    }
+
+    @Test("a zip64 field giving the first member's offset as 0, which ZIPFoundation reads as absent, is refused saying to import the unzipped folder; that folder imports")
+    func zip64OffsetZero() throws {
+        let dir = TempDir()
+        try SyntheticExport(records: 100).writeZip(to: dir.file("plain.zip"))
+        try RewrittenZip.rewrite(dir.file("plain.zip"), to: dir.file("export.zip"), layout: .zip64EveryField)
+        #expect {
+            try importExport(TempHome(), dir.file("export.zip"))
+        } throws: { e in
+            guard let e = e as? ImportError else { return false }
+            return e.code == .corruptZip && e.message.contains("member 1 gives its offset as 0 in a zip64 field") && e.message.contains("import the apple_health_export folder instead")
+        }
+        try FileManager.default.createDirectory(atPath: dir.file("apple_health_export"), withIntermediateDirectories: true)
+        try SyntheticExport(records: 100).writeXML(to: dir.file("apple_health_export/export.xml"))
+        #expect(try importExport(TempHome(), dir.file("apple_health_export")).records == 100)
+    }
+
+    @Test("1,000 seeded mutations of a zip64 export's headers, extra fields, zip64 records and end record: each is read whole or refused as an import error; none stops the process")
+    func zip64Mutations() throws {
+        let dir = TempDir()
+        try SyntheticExport(records: 40).writeZip(to: dir.file("plain.zip"))
+        try RewrittenZip.rewrite(dir.file("plain.zip"), to: dir.file("ok.zip"), layout: .zip64)
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: dir.file("ok.zip"))))
+        let end = bytes.count - 22
+        let record = end - 20 - 56
+        let directory = (0..<8).reduce(0) { $0 | Int(bytes[record + 48 + $1]) << (8 * $1) }
+        var state: UInt64 = 0x4850_5A36_3430_3031  // SplitMix64, seeded: a failure is reproducible
+        func next(_ n: Int) -> Int {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return Int((z ^ (z >> 31)) % UInt64(n))
+        }
+        var (read, refused) = (0, 0)
+        for i in 0..<1000 {
+            var b = bytes
+            for _ in 0...next(4) {
+                // The first local header and its zip64 field, the directory, the zip64 record, locator and end record.
+                let at = [next(70), directory + next(record - directory), record + next(b.count - record)][next(3)]
+                b[at] = [0x00, 0xFF, 0x7F, 0x80, UInt8(next(256))][next(5)]
+            }
+            let path = dir.file("m\(i % 4).zip")
+            try Data(b).write(to: URL(fileURLWithPath: path))
+            do {
+                let source = try ExportLocation.locate(path).open()
+                defer { source.close() }
+                var buffer = [UInt8](repeating: 0, count: 1 << 16)
+                while try buffer.withUnsafeMutableBufferPointer({ try source.read($0.baseAddress!, 1 << 16) }) > 0 {}
+                read += 1
+            } catch is ImportError {
+                refused += 1
+            } catch {
+                Issue.record("mutation \(i): not an import error: \(error)")
+            }
+        }
+        #expect(read > 0 && refused > 0, "\(read) read, \(refused) refused")
+    }
+}
