@@ -51,32 +51,43 @@ enum ZipDirectoryCheck {
             let nameLength = Int(u16(head, 28)), extraLength = Int(u16(head, 30)), commentLength = Int(u16(head, 32))
             var compressed = UInt64(u32(head, 20)), uncompressed = UInt64(u32(head, 24)), local = UInt64(u32(head, 42))
             guard let rest = try read(position + 46, nameLength + extraLength + commentLength) else { break }
-            // Its zip64 extra field (id 1): 64-bit values for those whose 32-bit field is all ones, in this order.
+            // Its zip64 extra field (id 1), read as ZIPFoundation reads it: the first field with that
+            // id, taken only when it holds exactly the 64-bit values of the fields that are all ones
+            // (and the disk's, 4 bytes, when that is 0xFFFF), in order; a value of 0 counts as absent.
+            let ones = [uncompressed, compressed, local].map { $0 == 0xFFFF_FFFF }
+            let wanted = 8 * ones.filter { $0 }.count + (u16(head, 34) == 0xFFFF ? 4 : 0)
             var e = nameLength
             let extraEnd = nameLength + extraLength
-            while e + 4 <= extraEnd {
+            while e + 4 < extraEnd {
                 let id = u16(rest, e), length = Int(u16(rest, e + 2))
-                var v = e + 4
-                let fieldEnd = min(v + length, extraEnd)
+                guard e + 4 + length <= extraEnd else { break }
                 if id == 1 {
-                    for field in 0..<3 where [uncompressed, compressed, local][field] == 0xFFFF_FFFF && v + 8 <= fieldEnd {
-                        let value = u64(rest, v)
-                        if field == 0 { uncompressed = value } else if field == 1 { compressed = value } else { local = value }
-                        v += 8
-                        // ZIPFoundation takes a zip64 offset of 0 as absent and reads at byte 4,294,967,295
-                        // instead: from this member on it finds none, so the export would seem not to be there.
-                        if field == 2 && value == 0 {
-                            throw ImportError(.corruptZip, "\(path): member \(n) gives its offset as 0 in a zip64 field, which the zip reader used here "
-                                              + "does not follow (it then finds no member from there on); unzip the archive and import the apple_health_export folder instead")
+                    if length == wanted {
+                        var v = e + 4
+                        for field in 0..<3 where ones[field] {
+                            let value = u64(rest, v)
+                            v += 8
+                            guard value > 0 else { continue }
+                            if field == 0 { uncompressed = value } else if field == 1 { compressed = value } else { local = value }
                         }
                     }
+                    break
                 }
                 e += 4 + length
             }
+            // An offset of all ones left so: ZIPFoundation reads the member at byte 4,294,967,295 and,
+            // finding none there, no member from there on: the export would seem not to be there.
+            if ones[2] && local == 0xFFFF_FFFF && size <= local {
+                throw ImportError(.corruptZip, "\(path): member \(n) gives its offset in a zip64 field the zip reader used here cannot take (as 0, or in a field "
+                                  + "not holding exactly the values its record marks), so it would find no member from there on; unzip the archive and import the apple_health_export folder instead")
+            }
             guard local < size else { throw corrupt("member \(n)'s data is said to start at byte \(local), past the end of the file") }
-            guard compressed <= size - local else { throw corrupt("member \(n)'s \(compressed) compressed bytes at byte \(local) run past the end of the file") }
+            // A size of all ones that no zip64 value replaced stays as ZIPFoundation reads it (a 32-bit
+            // value cannot trap): it inflates a deflated member to the end of its stream all the same.
+            let unreplaced = [ones[0] && uncompressed == 0xFFFF_FFFF, ones[1] && compressed == 0xFFFF_FFFF]
+            guard compressed <= size - local || unreplaced[1] else { throw corrupt("member \(n)'s \(compressed) compressed bytes at byte \(local) run past the end of the file") }
             // A stored member's data is its uncompressed bytes: they lie in the file too.
-            guard method != 0 || uncompressed <= size - local else { throw corrupt("member \(n), stored, declares \(uncompressed) bytes at byte \(local), past the end of the file") }
+            guard method != 0 || uncompressed <= size - local || unreplaced[0] else { throw corrupt("member \(n), stored, declares \(uncompressed) bytes at byte \(local), past the end of the file") }
             guard uncompressed <= UInt64(Int64.max) else { throw corrupt("member \(n) declares \(uncompressed) bytes uncompressed") }
             position += 46 + UInt64(nameLength + extraLength + commentLength)
         }

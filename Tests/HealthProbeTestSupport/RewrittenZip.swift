@@ -13,6 +13,9 @@ public enum RewrittenZip {
         /// The same with the first member's offset, 0, in its zip64 field too (as writers that
         /// record every field of a zip64 member do).
         case zip64EveryField
+        /// The first member's offset, 0, in its zip64 field beside its sizes though its 32-bit
+        /// offset field says 0, not all ones: the field holds more than its record marks.
+        case zip64ExtraValue
         /// Flag bit 3: zeros in the local header, the CRC and 32-bit sizes in a descriptor after the data.
         case descriptor
         /// Both: a local zip64 extra field of zeros, 64-bit sizes in the descriptor (as Info-ZIP streams).
@@ -69,7 +72,7 @@ public enum RewrittenZip {
             // The local header.
             out += le(0x0403_4B50, 4) + le(UInt64(version), 2) + le(UInt64(flags), 2) + le(UInt64(m.method), 2) + le(UInt64(m.time), 2) + le(UInt64(m.date), 2)
             switch layout {
-            case .zip64, .zip64EveryField:
+            case .zip64, .zip64EveryField, .zip64ExtraValue:
                 out += le(UInt64(m.crc), 4) + le(0xFFFF_FFFF, 4) + le(0xFFFF_FFFF, 4) + le(UInt64(m.name.count), 2) + le(20, 2) + m.name
                 out += le(1, 2) + le(16, 2) + le(m.uncompressed, 8) + le(UInt64(m.compressed.count), 8)
             case .descriptor:
@@ -88,9 +91,10 @@ public enum RewrittenZip {
             directory += le(0x0201_4B50, 4) + le(0x0300 | UInt64(version), 2) + le(UInt64(version), 2) + le(UInt64(flags), 2) + le(UInt64(m.method), 2)
             directory += le(UInt64(m.time), 2) + le(UInt64(m.date), 2) + le(UInt64(m.crc), 4)
             if zip64 {
-                let offsetInField = offset > 0 || layout == .zip64EveryField
+                let offsetInField = offset > 0 || layout == .zip64EveryField || layout == .zip64ExtraValue
+                let offsetMarked = offset > 0 || layout == .zip64EveryField
                 directory += le(0xFFFF_FFFF, 4) + le(0xFFFF_FFFF, 4) + le(UInt64(m.name.count), 2) + le(offsetInField ? 28 : 20, 2) + le(0, 2) + le(0, 2) + le(0, 2)
-                directory += le(0o100644 << 16, 4) + le(offsetInField ? 0xFFFF_FFFF : offset, 4) + m.name
+                directory += le(0o100644 << 16, 4) + le(offsetMarked ? 0xFFFF_FFFF : offset, 4) + m.name
                 directory += le(1, 2) + le(offsetInField ? 24 : 16, 2) + le(m.uncompressed, 8) + le(UInt64(m.compressed.count), 8) + (offsetInField ? le(offset, 8) : [])
             } else {
                 directory += le(UInt64(m.compressed.count), 4) + le(m.uncompressed, 4) + le(UInt64(m.name.count), 2) + le(0, 2) + le(0, 2) + le(0, 2) + le(0, 2)
