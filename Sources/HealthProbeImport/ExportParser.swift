@@ -91,7 +91,7 @@ final class ExportParser: XMLEventHandler {
     static func held(_ t: Double) -> Bool { BundleItemSchema.holds(date: t) }
 
     /// Why a date outside them is refused.
-    static let notHeld = "is outside 1900-01-01 to 2199-12-31, the dates the archive holds"
+    static let notHeld = BundleItemSchema.dateNotHeld
 
     /// A date attribute as canonical text when it is one the archive holds, else as it was written.
     static func canonicalText(_ v: String) -> String {
@@ -103,6 +103,8 @@ final class ExportParser: XMLEventHandler {
         switch f.name {
         case "ExportDate":
             if let v = f.attributes["value"], let t = CanonicalDate.parse(v) {
+                // Not recorded (the notes would hold it clamped to a year the archive writes): refused as a record's date is.
+                guard Self.held(t) else { reject(f, "value " + Self.notHeld); return }
                 exportOffset = Self.offsetSeconds(v)
                 onExportDate(t, exportOffset)
             } else { reject(f, "value is missing or not a date") }

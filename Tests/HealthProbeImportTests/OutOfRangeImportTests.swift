@@ -12,7 +12,7 @@ import HealthProbeTestSupport
 /// nothing traps on the way.
 @Suite("Imports of dates, offsets and category values no bundle carries")
 struct OutOfRangeImportTests {
-    @Test("records dated before year 0 (by their offset), before 1900 or from 2200 are rejected, each naming its line and which date; a workout event's such date stays as written; the export imports, and its bundle verifies")
+    @Test("records dated before year 0 (by their offset), before 1900 or from 2200 are rejected, each naming its line and which date, and so is such an export date (not in the notes); a workout event's such date stays as written; the export imports, and its bundle verifies")
     func datesOutsideTheArchive() throws {
         let dir = TempDir()
         let t = TempHome()
@@ -32,11 +32,17 @@ struct OutOfRangeImportTests {
         if let w = lines.firstIndex(where: { $0.contains("<Workout ") }) {
             lines.insert("  <WorkoutEvent type=\"HKWorkoutEventTypePause\" date=\"0000-01-01 00:00:00 +0100\"/>", at: w + 1)
         }
+        // The export's own date far out of range: refused as well, and not in the import's notes.
+        let exportDate = try #require(lines.firstIndex { $0.contains("<ExportDate ") })
+        lines[exportDate] = " <ExportDate value=\"0000-01-01 00:00:00 +0100\"/>"
         text = lines.joined(separator: "\n")
         try text.write(toFile: dir.file("b.xml"), atomically: true, encoding: .utf8)
         let r = try importExport(t, dir.file("b.xml"))
-        #expect(r.rejected == 3)
-        #expect(r.rejections.allSatisfy { $0.reason.contains("outside 1900-01-01 to 2199-12-31") }, "\(r.rejections.map(\.reason))")
+        #expect(r.rejected == 4)
+        #expect(r.rejections.contains { $0.reason.hasPrefix("value is outside") }, "\(r.rejections.map(\.reason))")
+        let notes = try t.open().archive.writer.read { try String.fetchOne($0, sql: "SELECT notes FROM observations WHERE id = ?", arguments: [r.observationId]) }
+        #expect(notes?.contains("\"records\"") == true && notes?.contains("export_date") == false, "\(notes ?? "no notes")")
+        #expect(r.rejections.allSatisfy { $0.reason.contains("is outside 1900-01-01 to 2199-12-31 (UTC), the dates the archive holds") }, "\(r.rejections.map(\.reason))")
         #expect(r.rejections.map(\.line).allSatisfy { $0 > 0 }, "each rejection names its line")
         let node = try t.open()
         let (lines1, hash) = try bundleLines(node, r.observationId, previous: nil)
@@ -54,7 +60,7 @@ struct OutOfRangeImportTests {
         old.endDate = old.startDate
         #expect {
             try capture(node, samples: [hr(1), old])
-        } throws: { "\($0)".contains("a date before 1900-01-01T00:00:00.000Z or from 2200-01-01T00:00:00.000Z on") }
+        } throws: { "\($0)".contains("has a date that is outside 1900-01-01 to 2199-12-31 (UTC), the dates the archive holds") }
         #expect(try Counts.of(node).samples == 0)
     }
 

@@ -45,6 +45,10 @@ public enum BundleItemSchema {
     /// Whether Unix seconds `t`, normalized to whole milliseconds as the archive stores
     /// them, lie in `dates`: what a capture or an import may store, so the server takes its bundle.
     public static func holds(date t: Double) -> Bool { dates.contains(CanonicalDate.normalize(t)) }
+    /// `dates` as people read them, by UTC day: "1900-01-01 to 2199-12-31 (UTC)".
+    public static let datesText = "\(CanonicalDate.string(dates.lowerBound).prefix(10)) to \(CanonicalDate.string(dates.upperBound - 86_400).prefix(10)) (UTC)"
+    /// What a refusal says of a date outside `dates`, after naming which date.
+    public static let dateNotHeld = "is outside \(datesText), the dates the archive holds"
     /// Integers exactly representable as JSON numbers (IEEE doubles).
     public static let exactIntegers: ClosedRange<Int64> = -(1 << 53)...(1 << 53)
     /// Counts: 0 to 2^53 - 1.

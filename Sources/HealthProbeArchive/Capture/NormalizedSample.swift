@@ -133,8 +133,7 @@ public final class SampleNormalizer {
         let end = CanonicalDate.normalize(sample.endDate)
         // Only dates a bundle may carry: a sample the server would refuse would stop the chain's syncs.
         guard BundleItemSchema.holds(date: start), BundleItemSchema.holds(date: end), sample.creationDate.map(BundleItemSchema.holds) ?? true else {
-            let dates = BundleItemSchema.dates
-            throw ArchiveError(.invalidInput, "a \(typeIdentifier) sample has a date before \(CanonicalDate.string(dates.lowerBound)) or from \(CanonicalDate.string(dates.upperBound)) on, which the archive does not hold")
+            throw ArchiveError(.invalidInput, "a \(typeIdentifier) sample has a date that \(BundleItemSchema.dateNotHeld)")
         }
         guard end >= start else {
             throw ArchiveError(.invalidInput, "a \(typeIdentifier) sample ends before it starts")
