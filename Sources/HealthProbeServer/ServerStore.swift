@@ -60,10 +60,27 @@ public struct ServerStore: Sendable {
         return try BundleVerifier.header(first).deviceChainHash
     }
 
+    /// For `init`: a data directory (run again, init changes nothing), or a new or empty
+    /// directory (a config.json put there first is fine), not one holding something else.
+    public func requireNewOrInitialized() throws {
+        try UnfinishedRestore.refuse(root)
+        let fm = FileManager.default
+        guard !fm.fileExists(atPath: root + "/healthprobe-server"), let entries = try? fm.contentsOfDirectory(atPath: root) else { return }
+        let other = entries.filter { $0 != "config.json" && $0 != "lost+found" }.sorted()
+        guard other.isEmpty else {
+            throw ArchiveError(.invalidState, "\(root) is neither empty nor a HealthProbe server data directory (it holds \(other.prefix(3).joined(separator: ", "))"
+                               + "\(other.count > 3 ? " and \(other.count - 3) more" : "")): give a new or empty directory, or check the path; nothing was written")
+        }
+    }
+
     public func requireInitialized() throws {
         try UnfinishedRestore.refuse(root)
         guard FileManager.default.fileExists(atPath: root + "/healthprobe-server") else {
-            throw ArchiveError(.notFound, "\(root) is not a HealthProbe server data directory; run `hp-server init --data \(root)` first")
+            guard FileManager.default.fileExists(atPath: root) else {
+                throw ArchiveError(.notFound, "\(root) does not exist: check --data (a new server's data directory is made with `hp-server init --data \(root)`)")
+            }
+            throw ArchiveError(.notFound, "\(root) is not a HealthProbe server data directory (it has no healthprobe-server marker): check --data "
+                               + "(a new server's data directory is made with `hp-server init --data DIR` in a new or empty directory)")
         }
     }
 

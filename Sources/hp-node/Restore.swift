@@ -39,13 +39,14 @@ struct Restore: AsyncParsableCommand {
         _ = try keys.deviceChainSeed()
         if let token {
             if let existing = try NodeEnrollment.load(keys) {
-                throw ValidationError("this node is already enrolled as \(existing.name); a restore token is for a new device (leave out --token to restore with the enrollment it has)")
+                throw ValidationError("this node is already enrolled as \(existing.name). To restore with this restore token instead, enroll with it in place of that enrollment, "
+                                      + "`hp-node enroll TOKEN --replace`, then run `hp-node restore`; or leave out --token to restore with the enrollment it has")
             }
             let enrollment = try await SyncClient.enroll(token: try EnrollmentToken(text: token), clientTime: Date().timeIntervalSince1970)
             try enrollment.save(keys)
             FileHandle.standardError.write(Data("enrolled as \(enrollment.name) with \(enrollment.address)\n".utf8))
         }
-        let enrollment = try requireEnrollment(options)
+        let enrollment = try requireEnrollment(options, or: "a replacement device: ask the administrator for a restore token (`hp-server enroll --name NEW --restore-chain PREFIX`) and run `hp-node restore --token TOKEN`")
         let node = try options.open()
         let address = server.flatMap { SyncAddress.parse($0) }
         var restore = NodeRestore(node: node, logger: NodeLogging.logger())

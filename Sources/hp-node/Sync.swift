@@ -32,10 +32,11 @@ struct Enroll: AsyncParsableCommand {
     }
 }
 
-/// The node's enrollment, or a message saying how to get one.
-func requireEnrollment(_ options: HomeOptions) throws -> NodeEnrollment {
+/// The node's enrollment, or a message saying how to get one (`or`: the way a command has besides).
+func requireEnrollment(_ options: HomeOptions, or alternative: String? = nil) throws -> NodeEnrollment {
     guard let e = try NodeEnrollment.load(options.resolvedHome.keyStore) else {
-        throw ValidationError("this node is not enrolled with a server; ask the administrator for a token (`hp-server enroll --name NAME`) and run `hp-node enroll TOKEN`")
+        throw ValidationError("this node is not enrolled with a server; ask the administrator for a token (`hp-server enroll --name NAME`) and run `hp-node enroll TOKEN`"
+                              + (alternative.map { "; or, \($0)" } ?? ""))
     }
     return e
 }

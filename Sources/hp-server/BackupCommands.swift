@@ -19,7 +19,11 @@ struct ServerBackupCommand: AsyncParsableCommand {
 
     func validate() throws {
         if to.isEmpty { throw ValidationError("--to must name a directory") }
-        if (to as NSString).standardizingPath == (options.data as NSString).standardizingPath { throw ValidationError("--to must not be the data directory itself") }
+        let (target, data) = (URL(fileURLWithPath: to).standardizedFileURL.resolvingSymlinksInPath().path, URL(fileURLWithPath: options.data).standardizedFileURL.resolvingSymlinksInPath().path)
+        if target == data { throw ValidationError("--to must not be the data directory itself") }
+        if target.hasPrefix(data.hasSuffix("/") ? data : data + "/") {
+            throw ValidationError("--to must be outside the data directory \(options.data): a backup inside it would be lost with the disk it is meant to outlive (and copied again into every later backup)")
+        }
     }
 
     func run() async throws {
@@ -57,6 +61,8 @@ struct ServerRestoreCommand: AsyncParsableCommand {
         if from.hasPrefix("s3://") {
             if from.dropFirst(5).split(separator: "/").first == nil { throw ValidationError("--from s3://BUCKET[/PREFIX] needs a bucket, got \(from)") }
             if config == nil { throw ValidationError("--from \(from) needs --config FILE with s3_endpoint, s3_region, s3_access_key and s3_secret_key") }
+        } else if !FileManager.default.fileExists(atPath: from) {
+            throw ValidationError("--from \(from) does not exist; give a directory `hp-server backup` wrote, or s3://BUCKET/PREFIX")
         } else if !FileManager.default.fileExists(atPath: from + "/healthprobe-server") {
             throw ValidationError("--from \(from) is not a backup directory (no healthprobe-server marker); give one `hp-server backup` wrote, or s3://BUCKET/PREFIX")
         }
@@ -80,7 +86,12 @@ struct ServerRestoreCommand: AsyncParsableCommand {
             report = try await ServerRestore.run(from: DirectoryRestoreSource(path: from), to: data, jobs: jobs, newHome: newHome, progress: progress)
         }
         line.finish()
-        if json { try Output.json(report); return }
+        if json {
+            try Output.json(report)
+            // stdout stays one JSON document; what to do next goes beside it.
+            FileHandle.standardError.write(Data((configAdvice + "\n").utf8))
+            return
+        }
         var t = TextTable(["chain", "bundles", "digest", "backup's digest"], rightAligned: [1])
         for c in report.chains {
             t.add([String(c.chain.prefix(16)), String(c.bundles), c.digest.map { String($0.prefix(16)) } ?? "-", c.expectedDigest.map { String($0.prefix(16)) } ?? "not recorded"])

@@ -36,6 +36,7 @@ struct Init: AsyncParsableCommand {
     @OptionGroup var options: DataOptions
 
     func run() async throws {
+        try options.store.requireNewOrInitialized()
         try options.store.create()
         let fingerprint = try options.store.identity().fingerprint
         if options.json { try Output.json(["data": options.data, "certificate_fingerprint": fingerprint]); return }

@@ -100,7 +100,7 @@ struct NodeRestoreTests {
         }
     }
 
-    @Test("a replacement device with the old keys and an admin's restore token takes the chain over: it restores and syncs on; the old device may no longer write or read it")
+    @Test("a replacement device with the old keys and an admin's restore token takes the chain over when it first asks for it: it restores and syncs on; the old device may no longer write or read it; key files of another chain take nothing and are named")
     func replacementDevice() async throws {
         let data = TempDir()
         let old = TempHome()
@@ -110,7 +110,7 @@ struct NodeRestoreTests {
             _ = try registry.addPerson(name: "ana", role: .member, password: nil, now: Date().timeIntervalSince1970)
             let e = try await server.enroll("old-phone", person: "ana")
             _ = try await Self.sync(old, e)
-            let (original, chain) = try { let n = try old.open(); return (try Self.states(n), n.deviceChainHash) }()
+            let chain = try old.open().deviceChainHash
 
             // The new phone: the old keys (its Keychain backup), nothing else.
             let new = TempHome()
@@ -124,26 +124,41 @@ struct NodeRestoreTests {
                 _ = try registry.issueRestoreToken(name: "x", chain: chain, person: try registry.personForEnrollment("bo"), now: Date().timeIntervalSince1970)
             }
             let secret = try registry.issueRestoreToken(name: "new-phone", chain: chain, person: nil, now: Date().timeIntervalSince1970)
-            // A second token for the same chain, issued before the first is redeemed: once the first
-            // moved the chain, the second is refused and takes nothing.
+            // A second token for the same chain, issued before the first is taken over: once the
+            // first moved the chain, the second is refused and takes nothing.
             let second = try registry.issueRestoreToken(name: "other-phone", chain: chain, person: nil, now: Date().timeIntervalSince1970 - 1)
             let token = EnrollmentToken(address: "127.0.0.1:\(server.port)", fingerprint: server.fingerprint, name: "new-phone", secret: secret)
             let e2 = try await SyncClient.enroll(token: token, clientTime: Date().timeIntervalSince1970)
+            // Enrolled, it holds nothing yet: the chain moves when the new phone asks for it with the old keys.
+            #expect(try registry.devices().first { $0.name == "new-phone" }?.chains.isEmpty == true)
+            #expect(try registry.devices().first { $0.name == "old-phone" }?.chains == [chain])
+            // Key files of another chain (a mix-up) take nothing, say so, and the old phone syncs on.
+            let wrong = TempHome(), wrongEmpty = TempHome()
+            try simulate(wrong, days: 1)
+            _ = try wrongEmpty.open()
+            for ask in [{ _ = try await Self.restore(wrongEmpty, e2) }, { _ = try await Self.sync(wrong, e2) }] as [() async throws -> Void] {
+                await #expect { try await ask() } throws: { error in
+                    (error as? SyncProtocolError)?.code == .forbidden && "\(error)".contains("they are not the key files of the device it replaces, and nothing was taken over")
+                }
+            }
+            #expect(try registry.devices().first { $0.name == "new-phone" }?.chains.isEmpty == true)
+            try simulate(old, days: 3)
+            #expect(try await Self.sync(old, e).lastSequence == 2)
+            let original = try Self.states(try old.open())
+            let report = try await Self.restore(new, e2)
+            #expect(report.restored == 2 && report.lastSequence == 2)
+            #expect(try Self.states(try new.open()) == original)
+            #expect(try registry.devices().first { $0.name == "new-phone" }?.chains == [chain])
             let stale = EnrollmentToken(address: "127.0.0.1:\(server.port)", fingerprint: server.fingerprint, name: "other-phone", secret: second)
             await #expect { _ = try await SyncClient.enroll(token: stale, clientTime: Date().timeIntervalSince1970) } throws: { error in
                 "\(error)".contains("issued before its chain moved to another device")
             }
-            #expect(try registry.devices().first { $0.name == "new-phone" }?.chains == [chain])
             #expect(try registry.devices().first { $0.name == "other-phone" }?.chains.isEmpty == true)
-            let report = try await Self.restore(new, e2)
-            #expect(report.restored == 1 && report.lastSequence == 1)
-            #expect(try Self.states(try new.open()) == original)
-            #expect(try registry.devices().first { $0.name == "new-phone" }?.chains == [chain])
             #expect(try registry.devices().first { $0.name == "new-phone" }?.person == "ana")
 
             try simulate(new, days: 3)
             let sync = try await Self.sync(new, e2)
-            #expect(sync.sent == 1 && sync.lastSequence == 2)
+            #expect(sync.sent == 1 && sync.lastSequence == 3)
             // The old device: its chain is no longer its own.
             try simulate(old, days: 5)
             await #expect { _ = try await Self.sync(old, e) } throws: { error in

@@ -154,7 +154,7 @@ public struct ObjectStore: Sendable {
     func hint(_ response: HTTPClientResponse) -> String {
         switch response.status.code {
         case 403: return "check s3_access_key and s3_secret_key"
-        case 404: return "check s3_bucket (it must exist) and s3_prefix"
+        case 404: return "check the bucket \(settings.bucket) (s3_bucket, or BUCKET of s3://BUCKET/PREFIX: it must exist) and the prefix"
         case 300..<400:
             if let region = response.headers.first(name: "x-amz-bucket-region").flatMap(Self.printable) {
                 return "the bucket is in region \(region): set s3_region to it, and s3_endpoint to that region's endpoint"

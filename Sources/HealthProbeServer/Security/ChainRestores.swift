@@ -4,9 +4,9 @@ import HealthProbeArchive
 
 /// Restore tokens (Protocol/README.md section 8): an administrator issues a device's
 /// enrollment token with a chain to take over (`hp-server enroll --restore-chain`), for
-/// a replacement device of the person whose device owned it. Redeeming the token moves
-/// the chain to the new device in the same transaction; the old device's credential no
-/// longer writes or reads it.
+/// a replacement device of the person whose device owned it. The new device takes the chain
+/// over when it first names it with the old device's key files (`takeOver`); from then on the
+/// old device's credential no longer writes or reads it.
 public enum ChainRestores {
     /// Registry migration "v10 chain restores".
     static func migrate(_ db: Database) throws {
@@ -19,26 +19,43 @@ public enum ChainRestores {
             """)
     }
 
-    /// Moves the chain a pending restore names to device `id` (called while it redeems its token).
-    /// A token issued before the chain last moved (another replacement's token redeemed since)
-    /// is refused: it was meant to replace a device that no longer holds the chain, and must
-    /// not take it from the one that does.
-    static func transfer(_ db: Database, to id: Int64, name: String, now: Double) throws {
+    /// Refuses a token issued before the chain it names last moved (another replacement's token
+    /// taken over since): it was meant to replace a device that no longer holds the chain, and
+    /// must not take it from the one that does. Checked when the token is redeemed, and again
+    /// when the chain is taken over.
+    static func refuseStale(_ db: Database, device id: Int64) throws {
         guard let restore = try Row.fetchOne(db, sql: "SELECT device_chain_hash, issued_at FROM chain_restores WHERE device_id = ?", arguments: [id]) else { return }
         let chain: String = restore["device_chain_hash"], issuedAt: Double = restore["issued_at"]
-        let owner = try Row.fetchOne(db, sql: """
-            SELECT d.name, o.bound_at FROM chain_owners o JOIN devices d ON d.id = o.device_id WHERE o.device_chain_hash = ?
-            """, arguments: [chain])
-        if let bound: Double = owner?["bound_at"], bound > issuedAt {
+        let bound = try Double.fetchOne(db, sql: "SELECT bound_at FROM chain_owners WHERE device_chain_hash = ?", arguments: [chain])
+        if let bound, bound > issuedAt {
             throw DeviceRegistry.AuthError(.unauthorized, "this restore token was issued before its chain moved to another device; ask the administrator for a new one (hp-server enroll --restore-chain)")
         }
-        let previous: String? = owner?["name"]
+    }
+
+    /// The chain device `id`'s redeemed restore token names, not taken over yet.
+    static func pending(_ db: Database, device id: Int64) throws -> String? {
+        try String.fetchOne(db.cachedStatement(sql: "SELECT device_chain_hash FROM chain_restores WHERE device_id = ?"), arguments: [id])
+    }
+
+    /// A device that redeemed a restore token takes its chain over when it first names that
+    /// chain (asking for its state or its bundles, or sending one), which it does with the key
+    /// files of the device it replaces: key files of another chain take nothing. Until then it
+    /// may name no other chain. Nothing happens for a device with no such token.
+    static func takeOver(_ db: Database, _ identity: DeviceRegistry.Identity, chain: String, now: Double) throws {
+        guard let pending = try pending(db, device: identity.id) else { return }
+        guard pending == chain else {
+            throw DeviceRegistry.AuthError(.forbidden, "this device was enrolled with a restore token for chain \(pending.prefix(16)), but its key files are of chain \(chain.prefix(16)): "
+                                           + "they are not the key files of the device it replaces, and nothing was taken over. Put the old device's key files in HOME/keys and run `hp-node restore` again")
+        }
+        // Mid-session, a chain the device may not take is `forbidden`, as any chain it may not name.
+        do { try refuseStale(db, device: identity.id) } catch let e as DeviceRegistry.AuthError { throw DeviceRegistry.AuthError(.forbidden, e.message) }
+        let previous = try String.fetchOne(db, sql: "SELECT d.name FROM chain_owners o JOIN devices d ON d.id = o.device_id WHERE o.device_chain_hash = ?", arguments: [chain])
         try db.execute(sql: """
             INSERT INTO chain_owners(device_chain_hash, device_id, bound_at) VALUES (?, ?, ?)
             ON CONFLICT(device_chain_hash) DO UPDATE SET device_id = excluded.device_id, bound_at = excluded.bound_at
-            """, arguments: [chain, id, now])
-        try db.execute(sql: "DELETE FROM chain_restores WHERE device_id = ?", arguments: [id])
-        try Audit.record(db, Audit.Actor(name: name, via: .device), .chainTransfer, target: chain, detail: "from \(previous ?? "no device") to \(name)")
+            """, arguments: [chain, identity.id, now])
+        try db.execute(sql: "DELETE FROM chain_restores WHERE device_id = ?", arguments: [identity.id])
+        try Audit.record(db, Audit.Actor(name: identity.name, via: .device), .chainTransfer, target: chain, detail: "from \(previous ?? "no device") to \(identity.name)")
     }
 }
 
@@ -70,13 +87,22 @@ extension DeviceRegistry {
         }
     }
 
-    /// Whether `identity` may fetch `chain`'s bundles: only the device that owns it.
-    public func authorizeRestore(_ identity: Identity, chain: String) throws {
+    /// Whether `identity` may fetch `chain`'s bundles: only the device that owns it (a
+    /// replacement device takes its restore token's chain over here).
+    public func authorizeRestore(_ identity: Identity, chain: String, now: Double = Date().timeIntervalSince1970) throws {
+        try takeOverPending(identity, chain: chain, now: now)
         let owner = try database.read { db in
             try Int64.fetchOne(db.cachedStatement(sql: "SELECT device_id FROM chain_owners WHERE device_chain_hash = ?"), arguments: [chain])
         }
         guard owner == identity.id else {
             throw AuthError(.forbidden, "this device's credential does not own chain \(chain.prefix(16)); a device restores only its own chain (a replacement device needs a restore token: hp-server enroll --restore-chain)")
         }
+    }
+
+    /// `ChainRestores.takeOver` for a device that redeemed a restore token (a read first: one
+    /// without stays out of write transactions).
+    func takeOverPending(_ identity: Identity, chain: String, now: Double) throws {
+        guard try database.read({ try ChainRestores.pending($0, device: identity.id) }) != nil else { return }
+        try database.write { try ChainRestores.takeOver($0, identity, chain: chain, now: now) }
     }
 }

@@ -169,8 +169,9 @@ public final class DeviceRegistry: Sendable {
             let id: Int64 = row["id"]
             try db.execute(sql: "UPDATE devices SET enrollment_secret_hash = NULL, enrollment_expires_at = NULL, enrolled_at = ?, credential_hash = ? WHERE id = ?",
                            arguments: [now, ArchiveHasher.sha256(.credential, credential), id])
-            // A replacement device's token hands it the chain it restores, in this transaction.
-            try ChainRestores.transfer(db, to: id, name: name, now: now)
+            // A replacement device's token issued before its chain moved since takes nothing; one
+            // that may takes its chain over when the device first names it (`ChainRestores.takeOver`).
+            try ChainRestores.refuseStale(db, device: id)
             return (Identity(id: id, name: name), credential)
         }
     }
@@ -207,7 +208,8 @@ public final class DeviceRegistry: Sendable {
     }
 
     /// Read access: a chain owned by another device is forbidden; an unowned one is allowed.
-    public func authorizeRead(_ identity: Identity, chain: String) throws {
+    public func authorizeRead(_ identity: Identity, chain: String, now: Double = Date().timeIntervalSince1970) throws {
+        try takeOverPending(identity, chain: chain, now: now)
         let owner = try database.read { db in
             try Int64.fetchOne(db.cachedStatement(sql: "SELECT device_id FROM chain_owners WHERE device_chain_hash = ?"), arguments: [chain])
         }
@@ -221,6 +223,7 @@ public final class DeviceRegistry: Sendable {
     /// True when this call bound it (the caller releases it if the bundle is refused).
     @discardableResult
     public func claim(_ identity: Identity, chain: String, now: Double) throws -> Bool {
+        try takeOverPending(identity, chain: chain, now: now)
         // Every bundle claims its chain; once bound, a read answers without a write transaction.
         let owner = try database.read { db in
             try Int64.fetchOne(db.cachedStatement(sql: "SELECT device_id FROM chain_owners WHERE device_chain_hash = ?"), arguments: [chain])
