@@ -30,13 +30,15 @@ public struct ExportLocation: Sendable, Equatable {
         }
         let head = try readHead(path, 4)
         if head.starts(with: [0x50, 0x4B]) {
-            let archive = try ZipEntrySource.openArchive(path)
-            var candidates: [Entry] = []
-            for entry in archive where entry.type == .file && isCandidate(entry.path) { candidates.append(entry) }
+            let (archive, members) = try ZipEntrySource.openArchive(path)
+            var candidates: [(entry: Entry, member: ZipMemberData)] = []
+            for (i, entry) in archive.enumerated() where entry.type == .file && isCandidate(entry.path) {
+                candidates.append((entry, try ZipEntrySource.member(members, i, of: path)))
+            }
             // Prefer conventional names, but decide by content.
-            candidates.sort { rank($0.path) < rank($1.path) }
-            for entry in candidates {
-                if try zipMemberLooksLikeExport(archive, entry, meter: meter) {
+            candidates.sort { rank($0.entry.path) < rank($1.entry.path) }
+            for (entry, member) in candidates {
+                if try zipMemberLooksLikeExport(path, entry, member, meter: meter) {
                     return ExportLocation(kind: .zip, path: path, member: entry.path, displayName: "\(path):\(entry.path)")
                 }
             }
@@ -95,11 +97,11 @@ public struct ExportLocation: Sendable, Equatable {
         contains(try readHead(path, 64 * 1024), "<HealthData")
     }
 
-    static func zipMemberLooksLikeExport(_ archive: ZIPFoundation.Archive, _ entry: Entry, meter: InflateMeter) throws -> Bool {
+    static func zipMemberLooksLikeExport(_ path: String, _ entry: Entry, _ member: ZipMemberData, meter: InflateMeter) throws -> Bool {
         struct Enough: Error {}
         var head: [UInt8] = []
         do {
-            _ = try archive.extract(entry, bufferSize: 16 * 1024, skipCRC32: true) { data in
+            try member.read(path: path, chunk: 16 * 1024) { data in
                 try meter.count(chunk: data.count, memberSoFar: UInt64(head.count + data.count), member: entry.path,
                                 declared: entry.uncompressedSize, compressed: entry.compressedSize)
                 head.append(contentsOf: data)

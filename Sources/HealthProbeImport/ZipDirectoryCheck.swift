@@ -12,7 +12,10 @@ enum ZipDirectoryCheck {
     /// More members than an export holds by far; a directory that counts more is refused.
     static let maxMembers: UInt64 = 10_000_000
 
-    static func check(_ path: String) throws {
+    /// Checks the zip at `path`; returns its members' data, in the order ZIPFoundation lists them
+    /// (where it stops listing, the list ends too).
+    @discardableResult
+    static func check(_ path: String) throws -> [ZipMemberData] {
         guard let file = FileHandle(forReadingAtPath: path) else { throw ImportError(.notFound, "\(path) cannot be opened") }
         defer { try? file.close() }
         let size = try file.seekToEnd()
@@ -44,6 +47,7 @@ enum ZipDirectoryCheck {
         }
         guard entries <= maxMembers else { throw corrupt("the end record counts \(entries) members, more than an export's") }
         var position = directoryOffset
+        var members: [ZipMemberData] = []
         for n in stride(from: 1, through: entries, by: 1) {
             // Where ZIPFoundation finds no member record, it stops reading members.
             guard let head = try read(position, 46), u32(head, 0) == 0x0201_4B50 else { break }
@@ -77,7 +81,7 @@ enum ZipDirectoryCheck {
             }
             // An offset of all ones left so: ZIPFoundation reads the member at byte 4,294,967,295 and,
             // finding none there, no member from there on: the export would seem not to be there.
-            if ones[2] && local == 0xFFFF_FFFF && size <= local {
+            if ones[2] && local == 0xFFFF_FFFF, try read(local, 4).map({ u32($0, 0) }) != 0x0403_4B50 {
                 throw ImportError(.corruptZip, "\(path): member \(n) gives its offset in a zip64 field the zip reader used here cannot take (as 0, or in a field "
                                   + "not holding exactly the values its record marks), so it would find no member from there on; unzip the archive and import the apple_health_export folder instead")
             }
@@ -86,11 +90,19 @@ enum ZipDirectoryCheck {
             // value cannot trap): it inflates a deflated member to the end of its stream all the same.
             let unreplaced = [ones[0] && uncompressed == 0xFFFF_FFFF, ones[1] && compressed == 0xFFFF_FFFF]
             guard compressed <= size - local || unreplaced[1] else { throw corrupt("member \(n)'s \(compressed) compressed bytes at byte \(local) run past the end of the file") }
-            // A stored member's data is its uncompressed bytes: they lie in the file too.
-            guard method != 0 || uncompressed <= size - local || unreplaced[0] else { throw corrupt("member \(n), stored, declares \(uncompressed) bytes at byte \(local), past the end of the file") }
+            // A stored member's data is its uncompressed bytes: they lie in the file too. ZIPFoundation
+            // reads a member by its local header's method: stored there, it is read as stored (a
+            // size far past the file would have it read nothing for as long).
+            let localMethod = try read(local + 8, 2).map { u16($0, 0) }
+            guard (method != 0 && localMethod != 0) || uncompressed <= size - local || unreplaced[0] else { throw corrupt("member \(n), stored, declares \(uncompressed) bytes at byte \(local), past the end of the file") }
             guard uncompressed <= UInt64(Int64.max) else { throw corrupt("member \(n) declares \(uncompressed) bytes uncompressed") }
             position += 46 + UInt64(nameLength + extraLength + commentLength)
+            // Its data, after its local header (where ZIPFoundation finds none, it lists no more members).
+            guard let header = try read(local, 30), u32(header, 0) == 0x0403_4B50 else { break }
+            members.append(ZipMemberData(dataOffset: local + 30 + UInt64(u16(header, 26)) + UInt64(u16(header, 28)),
+                                         size: u16(header, 8) == 0 ? uncompressed : compressed, method: u16(header, 8)))
         }
+        return members
     }
 
     private static func u16(_ b: [UInt8], _ at: Int) -> UInt16 { UInt16(b[at]) | UInt16(b[at + 1]) << 8 }

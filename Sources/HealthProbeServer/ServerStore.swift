@@ -66,7 +66,9 @@ public struct ServerStore: Sendable {
         try UnfinishedRestore.refuse(root)
         let fm = FileManager.default
         guard !fm.fileExists(atPath: root + "/healthprobe-server"), let entries = try? fm.contentsOfDirectory(atPath: root) else { return }
-        let other = entries.filter { $0 != "config.json" && $0 != "lost+found" }.sorted()
+        // What an init stopped part way leaves (the marker is written last) is its own: run again, it finishes.
+        let own: Set<String> = ["config.json", "lost+found", "chains", "tls", HomeDirectory.fileName]
+        let other = entries.filter { !own.contains($0) && !$0.hasPrefix("server.sqlite") && !$0.hasPrefix(HomeDirectory.fileName) }.sorted()
         guard other.isEmpty else {
             throw ArchiveError(.invalidState, "\(root) is neither empty nor a HealthProbe server data directory (it holds \(other.prefix(3).joined(separator: ", "))"
                                + "\(other.count > 3 ? " and \(other.count - 3) more" : "")): give a new or empty directory, or check the path; nothing was written")

@@ -19,10 +19,10 @@ struct ServerBackupCommand: AsyncParsableCommand {
 
     func validate() throws {
         if to.isEmpty { throw ValidationError("--to must name a directory") }
-        let (target, data) = (URL(fileURLWithPath: to).standardizedFileURL.resolvingSymlinksInPath().path, URL(fileURLWithPath: options.data).standardizedFileURL.resolvingSymlinksInPath().path)
+        let (target, data) = (DataDirectory.resolved(to), DataDirectory.resolved(options.data))
         if target == data { throw ValidationError("--to must not be the data directory itself") }
         if target.hasPrefix(data.hasSuffix("/") ? data : data + "/") {
-            throw ValidationError("--to must be outside the data directory \(options.data): a backup inside it would be lost with the disk it is meant to outlive (and copied again into every later backup)")
+            throw ValidationError("--to must be outside the data directory \(options.data): a backup inside it would be lost with the disk it is meant to outlive")
         }
     }
 

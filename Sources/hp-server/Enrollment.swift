@@ -13,12 +13,12 @@ struct Enroll: AsyncParsableCommand {
     @Option(name: .long, help: "Device name: 1 to 64 ASCII letters, digits, '.', '_' or '-'.") var name: String
     @Option(name: .long, help: "The address nodes reach the server at, HOST:PORT (default: the config file's listen address, else 127.0.0.1:7447).") var address: String?
     @Option(name: .long, help: "The person the device belongs to (default: the only person who may own devices; required when there are several).") var person: String?
-    @Option(name: .long, help: "Make the token a restore token: the new device replaces the one owning this chain (a chain hash or its prefix; see `hp-server chains`) and takes the chain over when it first asks for it with the old device's key files: `hp-node restore --token`.") var restoreChain: String?
+    @Option(name: .long, help: "Make the token a restore token: the new device replaces the one owning this chain (a chain hash or its prefix; see `hp-server chains`) and takes the chain over when it first asks for it (a node asks for the chain its key files make: `hp-node restore --token` with the old device's).") var restoreChain: String?
 
     func validate() throws {
         guard DeviceRegistry.isValidName(name) else { throw ValidationError("--name must be 1 to 64 ASCII letters, digits, '.', '_' or '-'") }
         if let address, SyncAddress.parse(address) == nil { throw ValidationError("--address must be HOST:PORT, got \(address)") }
-        if let restoreChain, restoreChain.count < 8 || !restoreChain.allSatisfy(\.isHexDigit) {
+        if let restoreChain, restoreChain.count < 8 || !restoreChain.allSatisfy({ $0.isASCII && $0.isHexDigit }) {
             throw ValidationError("--restore-chain must be at least 8 hex digits of the chain hash (see `hp-server chains`), got '\(restoreChain)': a shorter prefix could name a chain not meant")
         }
     }
@@ -36,7 +36,7 @@ struct Enroll: AsyncParsableCommand {
             let token = EnrollmentToken(address: addr, fingerprint: try store.identity().fingerprint, name: name, secret: secret)
             if options.json { try Output.json(["name": name, "address": addr, "token": token.text, "restore_chain": chain, "replacing": owner]); return }
             print(token.text)
-            FileHandle.standardError.write(Data("one-time restore token for \(name) at \(addr), valid 24 hours: it takes chain \(chain.prefix(12)) over from \(owner) when it first asks for it with that device's key files (then \(owner) no longer writes it; revoke it with `hp-server revoke`). On the new device, with the old device's key files in HOME/keys: hp-node restore --token TOKEN\n".utf8))
+            FileHandle.standardError.write(Data("one-time restore token for \(name) at \(addr), valid 24 hours: it takes chain \(chain.prefix(12)) over from \(owner) when it first asks for it, which a node does with that device's key files (then \(owner) no longer writes it; revoke it with `hp-server revoke`). On the new device, with the old device's key files in HOME/keys: hp-node restore --token TOKEN\n".utf8))
             return
         }
         // No people yet (a server set up before people existed): the device has no person until `person give`.

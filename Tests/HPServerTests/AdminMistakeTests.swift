@@ -23,6 +23,10 @@ struct AdminMistakeTests {
         try "{}".write(toFile: dir.file("data/config.json"), atomically: true, encoding: .utf8)
         #expect(try hpServer(["init", "--data", dir.file("data")]).0 == 0)
         #expect(try hpServer(["init", "--data", dir.file("data")]).0 == 0, "init again on a data directory changes nothing")
+        // What an init stopped before its marker leaves is its own: run again, it finishes.
+        try FileManager.default.createDirectory(atPath: dir.file("half/chains"), withIntermediateDirectories: true)
+        try Data().write(to: URL(fileURLWithPath: dir.file("half/server.sqlite")))
+        #expect(try hpServer(["init", "--data", dir.file("half")]).0 == 0)
     }
 
     @Test("a backup into the data directory is refused; a restore from a path that does not exist says so; a restore with --json keeps stdout one JSON document and says what to do next on stderr")
@@ -33,6 +37,17 @@ struct AdminMistakeTests {
         let inside = try hpServer(["backup", "--data", data, "--to", data + "/backups/today"])
         #expect(inside.0 != 0 && inside.2.contains("--to must be outside the data directory"), "\(inside.2)")
         #expect(!FileManager.default.fileExists(atPath: data + "/backups"))
+
+        // Through a link whose `..` leads back inside: still inside.
+        try FileManager.default.createDirectory(atPath: data + "/chains/deep", withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: dir.file("link"), withDestinationPath: data + "/chains/deep")
+        let viaLink = try hpServer(["backup", "--data", data, "--to", dir.file("link/../today")])
+        #expect(viaLink.0 != 0 && viaLink.2.contains("--to must be outside the data directory"), "\(viaLink.2)")
+        try FileManager.default.removeItem(atPath: data + "/chains/deep")
+        // A scheduled backup_to inside it stops serve before it serves, naming the key.
+        try #"{"backup_to": "\#(data)/backups"}"#.write(toFile: data + "/config.json", atomically: true, encoding: .utf8)
+        #expect { _ = try ServerProcess(data: data, timeout: 20) } throws: { "\($0)".contains("backup_to \(data)/backups lies inside the data directory") }
+        try FileManager.default.removeItem(atPath: data + "/config.json")
 
         let nowhere = try hpServer(["restore", "--from", dir.file("nope"), "--data", dir.file("restored")])
         #expect(nowhere.0 != 0 && nowhere.2.contains("--from \(dir.file("nope")) does not exist"), "\(nowhere.2)")

@@ -100,6 +100,17 @@ struct ZipDirectoryCheckTests {
         try refused(bytes, dir, saying: "member 1, stored, declares 4294967280 bytes")
     }
 
+    @Test("a member the directory calls deflated but its local header stored, declaring more bytes than the file holds, is refused as stored (ZIPFoundation reads by the local header)")
+    func storedByItsLocalHeader() throws {
+        let dir = TempDir()
+        var (bytes, end) = try Self.valid(dir)
+        let directory = Int(Self.u32(bytes, end + 16))
+        bytes[8] = 0
+        bytes[9] = 0  // the local header: stored
+        for (k, b) in Self.le(0xFFFF_FFF0, 4).enumerated() { bytes[directory + 24 + k] = b }
+        try refused(bytes, dir, saying: "member 1, stored, declares 4294967280 bytes")
+    }
+
     @Test("a member said to start past the end of the file is refused, naming it")
     func memberPastTheFile() throws {
         let dir = TempDir()

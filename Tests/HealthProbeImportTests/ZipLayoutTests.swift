@@ -45,6 +45,23 @@ struct ZipLayoutTests {
         #expect(try importExport(TempHome(), dir.file("apple_health_export")).records == 100)
     }
 
+    @Test("a member whose deflate stream has not ended at the file's end (a stored block longer than what follows), which ZIPFoundation's inflate would wait on forever, is refused as corrupt", .timeLimit(.minutes(1)))
+    func streamThatNeverEnds() throws {
+        let dir = TempDir()
+        let xml = Array("<?xml version=\"1.0\"?>\n<HealthData locale=\"en_US\">\n".utf8)
+        // A non-final stored block of 65,535 bytes: its first bytes are the export's head, the rest never come.
+        let data: [UInt8] = [0x00, 0xFF, 0xFF, 0x00, 0x00] + xml
+        for layout in [RewrittenZip.Layout.descriptor, .zip64] {
+            try RewrittenZip.writeOne(to: dir.file("export.zip"), name: "apple_health_export/export.xml", data: data, crc: 0, uncompressed: 65_535, layout: layout)
+            #expect {
+                try importExport(TempHome(), dir.file("export.zip"))
+            } throws: { e in
+                guard let e = e as? ImportError else { return false }
+                return e.code == .corruptZip && "\(e)".contains("deflate stream has not ended at its last byte")
+            }
+        }
+    }
+
     @Test("1,000 seeded mutations of a zip64 export's headers, extra fields, zip64 records and end record: each is read whole or refused as an import error; none stops the process")
     func zip64Mutations() throws {
         let dir = TempDir()

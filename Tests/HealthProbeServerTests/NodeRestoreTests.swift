@@ -138,7 +138,7 @@ struct NodeRestoreTests {
             _ = try wrongEmpty.open()
             for ask in [{ _ = try await Self.restore(wrongEmpty, e2) }, { _ = try await Self.sync(wrong, e2) }] as [() async throws -> Void] {
                 await #expect { try await ask() } throws: { error in
-                    (error as? SyncProtocolError)?.code == .forbidden && "\(error)".contains("they are not the key files of the device it replaces, and nothing was taken over")
+                    (error as? SyncProtocolError)?.code == .forbidden && "\(error)".contains("the one its key files make: they are not the key files of the device it replaces, and nothing was taken over")
                 }
             }
             #expect(try registry.devices().first { $0.name == "new-phone" }?.chains.isEmpty == true)
@@ -167,6 +167,54 @@ struct NodeRestoreTests {
             try old.home.reset(newChain: false)
             await #expect { _ = try await Self.restore(old, e) } throws: { ($0 as? SyncProtocolError)?.code == .forbidden }
             #expect(try registry.audit(limit: 20).contains { $0.action == .chainTransfer && $0.via == .device && $0.target == chain && $0.detail.contains("old-phone") })
+        }
+    }
+
+    @Test("a restore token's chain is taken over by whichever request names it first: a RESTORE_REQUEST alone over the wire, a bundle's claim; another chain is forbidden and binds nothing; of two tokens redeemed before either took over, the second is refused when it would; a device revoked after redeeming takes nothing")
+    func takeOverPaths() async throws {
+        let data = TempDir()
+        let old = TempHome()
+        try simulate(old, days: 2)
+        try await withServer(data) { server in
+            let registry = try server.store.registry()
+            let e = try await server.enroll("old-phone")
+            _ = try await Self.sync(old, e)
+            let chain = try old.open().deviceChainHash, other = String(repeating: "e", count: 64)
+            let now = Date().timeIntervalSince1970
+            func redeem(_ name: String) async throws -> NodeEnrollment {
+                let secret = try registry.issueRestoreToken(name: name, chain: chain, person: nil, now: now)
+                return try await SyncClient.enroll(token: EnrollmentToken(address: "127.0.0.1:\(server.port)", fingerprint: server.fingerprint, name: name, secret: secret),
+                                                   clientTime: Date().timeIntervalSince1970)
+            }
+            func ask(_ e: NodeEnrollment, _ chain: String) async throws {
+                try await SyncSession.with(host: "127.0.0.1", port: server.port, fingerprint: server.fingerprint, version: 3) { session in
+                    try await session.authenticate(name: e.name, credential: e.credential, clientTime: Date().timeIntervalSince1970)
+                    _ = try await session.request(try .json(.restoreRequest, .object(["device_chain_hash": .string(chain), "sequence": .int(1)])))
+                }
+            }
+            func owner() throws -> String? { try registry.devices().first { $0.chains.contains(chain) }?.name }
+            let a = try await redeem("new-a"), b = try await redeem("new-b")
+            #expect(try owner() == "old-phone")
+            // Another chain: forbidden, nothing bound, and the token still good for its own.
+            await #expect { try await ask(a, other) } throws: { ($0 as? SyncProtocolError)?.code == .forbidden && "\($0)".contains("but named chain eeeeeeeeeeeeeeee") }
+            #expect(try owner() == "old-phone" && registry.devices().first { $0.name == "new-a" }?.chains.isEmpty == true)
+            // A RESTORE_REQUEST alone (no CHAIN_STATUS first) takes it over.
+            try await ask(a, chain)
+            #expect(try owner() == "new-a")
+            // The other token, redeemed while the chain was still the old phone's, takes nothing now.
+            await #expect { try await ask(b, chain) } throws: { ($0 as? SyncProtocolError)?.code == .forbidden && "\($0)".contains("issued before its chain moved") }
+            #expect(try owner() == "new-a")
+
+            // A bundle's claim takes a pending chain over too; a device revoked after redeeming takes nothing.
+            let c = try await redeem("new-c"), d = try await redeem("new-d")
+            let cID = try registry.authenticate(name: c.name, credential: c.credential)
+            #expect(throws: DeviceRegistry.AuthError.self) { try registry.claim(cID, chain: other, now: now) }
+            #expect(try registry.claim(cID, chain: chain, now: now) == false, "taken over, not newly bound")
+            #expect(try owner() == "new-c")
+            let dID = try registry.authenticate(name: d.name, credential: d.credential)
+            try registry.revoke(name: "new-d", now: now)
+            #expect { try registry.authorizeRead(dID, chain: chain) } throws: { ($0 as? DeviceRegistry.AuthError)?.code == .unauthorized }
+            #expect(try owner() == "new-c")
         }
     }
 

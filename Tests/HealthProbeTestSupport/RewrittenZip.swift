@@ -31,6 +31,13 @@ public enum RewrittenZip {
         var uncompressed: UInt64
     }
 
+    /// Writes a zip of one member, `name`, whose data is `data` as given (method 8: taken as
+    /// deflate data whatever it holds), with `crc` and `uncompressed` as its record says.
+    public static func writeOne(to path: String, name: String, data: [UInt8], crc: UInt32, uncompressed: UInt64, layout: Layout = .descriptor) throws {
+        let m = Member(name: Array(name.utf8), method: 8, time: 0, date: 0x5821, crc: crc, compressed: data, uncompressed: uncompressed)
+        try Data(bytes(of: [m], layout: layout)).write(to: URL(fileURLWithPath: path))
+    }
+
     struct NotAZip: Error, CustomStringConvertible {
         let what: String
         var description: String { "not a zip this rewriter reads: \(what)" }

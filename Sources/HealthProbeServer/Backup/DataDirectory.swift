@@ -5,7 +5,29 @@ import Glibc
 import HealthProbeArchive
 
 /// Checks on directories that backups and restores write into.
-enum DataDirectory {
+public enum DataDirectory {
+    /// `path` absolute, its symbolic links resolved: the deepest part that exists is resolved
+    /// (`..` after a link goes up from where the link points), the rest added as written.
+    public static func resolved(_ path: String) -> String {
+        let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+        var existing = absolute, rest: [String] = []
+        while !FileManager.default.fileExists(atPath: existing), existing != "/" {
+            rest.insert((existing as NSString).lastPathComponent, at: 0)
+            existing = (existing as NSString).deletingLastPathComponent
+        }
+        // realpath, not Foundation's textual standardizing: a `..` after a link is the link target's parent.
+        var resolved = existing
+        if let real = realpath(existing, nil) { resolved = String(cString: real); free(real) }
+        for part in rest where part != "." { resolved = part == ".." ? (resolved as NSString).deletingLastPathComponent : (resolved as NSString).appendingPathComponent(part) }
+        return resolved
+    }
+
+    /// Whether `path` is `directory` or lies inside it (both resolved).
+    public static func contains(_ directory: String, _ path: String) -> Bool {
+        let (d, p) = (resolved(directory), resolved(path))
+        return p == d || p.hasPrefix(d.hasSuffix("/") ? d : d + "/")
+    }
+
     /// Refuses a path that exists and is not an empty directory.
     static func requireEmpty(_ path: String, what: String) throws {
         var isDirectory: ObjCBool = false

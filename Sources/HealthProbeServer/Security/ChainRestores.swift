@@ -5,8 +5,8 @@ import HealthProbeArchive
 /// Restore tokens (Protocol/README.md section 8): an administrator issues a device's
 /// enrollment token with a chain to take over (`hp-server enroll --restore-chain`), for
 /// a replacement device of the person whose device owned it. The new device takes the chain
-/// over when it first names it with the old device's key files (`takeOver`); from then on the
-/// old device's credential no longer writes or reads it.
+/// over when it first names it (`takeOver`); from then on the old device's credential no
+/// longer writes or reads it.
 public enum ChainRestores {
     /// Registry migration "v10 chain restores".
     static func migrate(_ db: Database) throws {
@@ -19,16 +19,26 @@ public enum ChainRestores {
             """)
     }
 
-    /// Refuses a token issued before the chain it names last moved (another replacement's token
+    /// Registry migration "v15 chain restores name the device replaced": the device that owned
+    /// the chain when the token was issued (null in rows issued before it: their time is compared).
+    static func migrateReplaced(_ db: Database) throws {
+        try db.execute(sql: "ALTER TABLE chain_restores ADD COLUMN replaced_device_id INTEGER")
+    }
+
+    /// Refuses a token whose chain has moved since it was issued (another replacement's token
     /// taken over since): it was meant to replace a device that no longer holds the chain, and
-    /// must not take it from the one that does. Checked when the token is redeemed, and again
-    /// when the chain is taken over.
+    /// must not take it from the one that does. The chain's owner must still be the device the
+    /// token replaces (for a row from before that was recorded: bound no later than the token
+    /// was issued). Checked when the token is redeemed, and again when the chain is taken over.
     static func refuseStale(_ db: Database, device id: Int64) throws {
-        guard let restore = try Row.fetchOne(db, sql: "SELECT device_chain_hash, issued_at FROM chain_restores WHERE device_id = ?", arguments: [id]) else { return }
-        let chain: String = restore["device_chain_hash"], issuedAt: Double = restore["issued_at"]
-        let bound = try Double.fetchOne(db, sql: "SELECT bound_at FROM chain_owners WHERE device_chain_hash = ?", arguments: [chain])
-        if let bound, bound > issuedAt {
-            throw DeviceRegistry.AuthError(.unauthorized, "this restore token was issued before its chain moved to another device; ask the administrator for a new one (hp-server enroll --restore-chain)")
+        guard let restore = try Row.fetchOne(db, sql: "SELECT device_chain_hash, issued_at, replaced_device_id FROM chain_restores WHERE device_id = ?", arguments: [id]) else { return }
+        let chain: String = restore["device_chain_hash"], issuedAt: Double = restore["issued_at"], replaced: Int64? = restore["replaced_device_id"]
+        let owner = try Row.fetchOne(db, sql: "SELECT device_id, bound_at FROM chain_owners WHERE device_chain_hash = ?", arguments: [chain])
+        let moved: Bool
+        if let replaced { moved = (owner?["device_id"] as Int64?) != replaced } else { moved = ((owner?["bound_at"] as Double?) ?? -.infinity) > issuedAt }
+        if moved {
+            throw DeviceRegistry.AuthError(.unauthorized, "this restore token was issued before its chain moved to another device; nothing was taken over. "
+                                           + "Ask the administrator to revoke this device and, if it is still meant, issue a restore token under a new name (hp-server enroll --name NEW --restore-chain)")
         }
     }
 
@@ -38,14 +48,21 @@ public enum ChainRestores {
     }
 
     /// A device that redeemed a restore token takes its chain over when it first names that
-    /// chain (asking for its state or its bundles, or sending one), which it does with the key
-    /// files of the device it replaces: key files of another chain take nothing. Until then it
-    /// may name no other chain. Nothing happens for a device with no such token.
+    /// chain (asking for its state or its bundles, or sending one), before anything else of the
+    /// request is checked. A node names the chain its key files make, so one holding another
+    /// chain's key files (a mix-up) takes nothing; the server does not check key files: the
+    /// token is the administrator's grant. Until then the device may name no other chain.
+    /// Nothing happens for a device with no such token.
     static func takeOver(_ db: Database, _ identity: DeviceRegistry.Identity, chain: String, now: Double) throws {
         guard let pending = try pending(db, device: identity.id) else { return }
+        // Revoked since the session's own check: it takes nothing.
+        guard try Bool.fetchOne(db, sql: "SELECT revoked_at IS NULL FROM devices WHERE id = ?", arguments: [identity.id]) == true else {
+            throw DeviceRegistry.AuthError(.unauthorized, "not authenticated: unknown device, wrong credential, or revoked")
+        }
         guard pending == chain else {
-            throw DeviceRegistry.AuthError(.forbidden, "this device was enrolled with a restore token for chain \(pending.prefix(16)), but its key files are of chain \(chain.prefix(16)): "
-                                           + "they are not the key files of the device it replaces, and nothing was taken over. Put the old device's key files in HOME/keys and run `hp-node restore` again")
+            throw DeviceRegistry.AuthError(.forbidden, "this device was enrolled with a restore token for chain \(pending.prefix(16)) but named chain \(chain.prefix(16)), "
+                                           + "the one its key files make: they are not the key files of the device it replaces, and nothing was taken over. Put the old device's "
+                                           + "key files in HOME/keys of a new home (or after `hp-node reset --yes-delete-archive`) and run `hp-node restore` again")
         }
         // Mid-session, a chain the device may not take is `forbidden`, as any chain it may not name.
         do { try refuseStale(db, device: identity.id) } catch let e as DeviceRegistry.AuthError { throw DeviceRegistry.AuthError(.forbidden, e.message) }
@@ -62,7 +79,7 @@ public enum ChainRestores {
 extension DeviceRegistry {
     /// Issues `name`'s enrollment token as a replacement for the device that owns `chain`:
     /// the new device belongs to that device's person, and takes the chain over when it
-    /// enrolls. Refused when the chain has no owner, or `person` is someone else.
+    /// first names it. Refused when the chain has no owner, or `person` is someone else.
     public func issueRestoreToken(name: String, chain: String, person: Int64?, now: Double, by actor: Audit.Actor = .cli) throws -> String {
         let owner = try database.read { db in
             try Row.fetchOne(db, sql: """
@@ -79,9 +96,11 @@ extension DeviceRegistry {
         return try database.write { db in
             let secret = try Self.issueToken(db, name: name, person: ownerPerson, now: now, by: actor)
             try db.execute(sql: """
-                INSERT INTO chain_restores(device_id, device_chain_hash, issued_at) SELECT id, ?, ? FROM devices WHERE name = ?
-                ON CONFLICT(device_id) DO UPDATE SET device_chain_hash = excluded.device_chain_hash, issued_at = excluded.issued_at
-                """, arguments: [chain, now, name])
+                INSERT INTO chain_restores(device_id, device_chain_hash, issued_at, replaced_device_id)
+                SELECT id, ?, ?, (SELECT device_id FROM chain_owners WHERE device_chain_hash = ?) FROM devices WHERE name = ?
+                ON CONFLICT(device_id) DO UPDATE SET device_chain_hash = excluded.device_chain_hash, issued_at = excluded.issued_at,
+                    replaced_device_id = excluded.replaced_device_id
+                """, arguments: [chain, now, chain, name])
             try Audit.record(db, actor, .chainRestoreToken, target: chain, detail: "for \(name), replacing \(owner["name"] as String)")
             return secret
         }

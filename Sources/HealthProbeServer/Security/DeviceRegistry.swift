@@ -117,6 +117,7 @@ public final class DeviceRegistry: Sendable {
         m.registerMigration("v12 offsite snapshots") { db in try SnapshotWriters.migrate(db) }
         m.registerMigration("v13 offsite snapshot due") { db in try SnapshotWriters.migrateDue(db) }
         m.registerMigration("v14 offsite snapshot due served") { db in try SnapshotWriters.migrateDueServed(db) }
+        m.registerMigration("v15 chain restores name the device replaced") { db in try ChainRestores.migrateReplaced(db) }
         return m
     }
 
