@@ -23,7 +23,7 @@ public enum HouseholdTable {
         for type in report.householdSumOfChains.keys.sorted() {
             let cells: [String] = chains.map { c in c.visible[type].map { String($0) } ?? "-" }
             let total = String(report.householdSumOfChains[type] ?? 0)
-            t.add([shown(type, 256)] + cells + [total])
+            t.add([shown(TypeCatalogue.name(type), 256)] + cells + [total])
         }
         var lines = [t.render()]
         if let type {
@@ -42,6 +42,9 @@ public enum HouseholdTable {
             lines.append("possibly shared source: \(shown(TypeCatalogue.name(s.typeIdentifier), 256)): \(s.identicalStrictFingerprints) visible records of \(a) have identical strict fingerprints in \(b) (not merged)")
         }
         lines.append("columns are device chains, never merged; \"sum of chains\" adds them as they are (a record present in two chains counts twice)")
+        if type == nil && !report.householdSumOfChains.isEmpty {
+            lines.append("one type's days: --type IDENTIFIER (the identifiers are in --json, e.g. \(shown(report.householdSumOfChains.keys.sorted()[0], 256)))")
+        }
         return lines.joined(separator: "\n")
     }
 

@@ -56,4 +56,16 @@ struct HouseholdTableTests {
         let text = HouseholdTable.render(sparse, type: "t")
         #expect(text.contains("device") && text.contains("cccccccccccc"))
     }
+
+    @Test("types are rows by the names people read; the identifier --type takes is named below the table")
+    func typeNames() throws {
+        let report = try Self.decoded("""
+            {"chains":[{"chain":"\(Self.c)","daily":[],"visible":{"HKQuantityTypeIdentifierHeartRate":3}}],
+            "householdSumOfChains":{"HKQuantityTypeIdentifierHeartRate":3},"possiblySharedSources":[]}
+            """)
+        let text = HouseholdTable.render(report, type: nil)
+        let row = try #require(text.split(separator: "\n").first { $0.hasPrefix("Heart rate") })
+        #expect(!row.contains("HKQuantityTypeIdentifier"), "\(row)")
+        #expect(text.hasSuffix("one type's days: --type IDENTIFIER (the identifiers are in --json, e.g. HKQuantityTypeIdentifierHeartRate)"), "\(text)")
+    }
 }
