@@ -56,35 +56,9 @@ struct ZipDirectoryCheckTests {
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: dir.file("ok.zip"))))
         let end = try #require((0...(bytes.count - 22)).reversed().first { Self.u32(bytes, $0) == 0x0605_4B50 })
         let directory = Int(Self.u32(bytes, end + 16))
-        var state: UInt64 = 0x4850_5A49_5030_3031  // SplitMix64, seeded: a failure is reproducible
-        func next(_ n: Int) -> Int {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return Int((z ^ (z >> 31)) % UInt64(n))
-        }
-        var (read, refused) = (0, 0)
-        for i in 0..<2000 {
-            var b = bytes
-            for _ in 0...next(6) {
-                // Where the offsets and sizes are: the local header, the directory, the end record.
-                let at = [next(30), directory + next(end - directory), end + next(b.count - end)][next(3)]
-                b[at] = [0x00, 0xFF, 0x7F, 0x80, UInt8(next(256))][next(5)]
-            }
-            let path = dir.file("m\(i % 4).zip")
-            try Data(b).write(to: URL(fileURLWithPath: path))
-            do {
-                let source = try ExportLocation.locate(path).open()
-                defer { source.close() }
-                var buffer = [UInt8](repeating: 0, count: 1 << 16)
-                while try buffer.withUnsafeMutableBufferPointer({ try source.read($0.baseAddress!, 1 << 16) }) > 0 {}
-                read += 1
-            } catch is ImportError {
-                refused += 1
-            } catch {
-                Issue.record("mutation \(i): not an import error: \(error)")
-            }
+        // Where the offsets and sizes are: the local header, the directory, the end record.
+        let (read, refused) = try ZipMutations.run(bytes, in: dir, count: 2000, seed: 0x4850_5A49_5030_3031, maxChanges: 6) { next in
+            [next(30), directory + next(end - directory), end + next(bytes.count - end)]
         }
         #expect(read > 0 && refused > 0, "\(read) read, \(refused) refused")
     }
