@@ -30,16 +30,20 @@ public enum ChainRestores {
     /// must not take it from the one that does. The chain's owner must still be the device the
     /// token replaces (for a row from before that was recorded: bound no later than the token
     /// was issued). Checked when the token is redeemed, and again when the chain is taken over.
-    static func refuseStale(_ db: Database, device id: Int64) throws {
+    static func refuseStale(_ db: Database, device id: Int64, redeemed: Bool = false) throws {
         guard let restore = try Row.fetchOne(db, sql: "SELECT device_chain_hash, issued_at, replaced_device_id FROM chain_restores WHERE device_id = ?", arguments: [id]) else { return }
         let chain: String = restore["device_chain_hash"], issuedAt: Double = restore["issued_at"], replaced: Int64? = restore["replaced_device_id"]
         let owner = try Row.fetchOne(db, sql: "SELECT device_id, bound_at FROM chain_owners WHERE device_chain_hash = ?", arguments: [chain])
         let moved: Bool
         if let replaced { moved = (owner?["device_id"] as Int64?) != replaced } else { moved = ((owner?["bound_at"] as Double?) ?? -.infinity) > issuedAt }
-        if moved {
-            throw DeviceRegistry.AuthError(.unauthorized, "this restore token was issued before its chain moved to another device; nothing was taken over. "
+        guard moved else { return }
+        if redeemed {
+            // Enrolled already, the device can hold no token again under its name.
+            throw DeviceRegistry.AuthError(.forbidden, "this restore token was issued before its chain moved to another device; nothing was taken over. "
                                            + "Ask the administrator to revoke this device and, if it is still meant, issue a restore token under a new name (hp-server enroll --name NEW --restore-chain)")
         }
+        throw DeviceRegistry.AuthError(.unauthorized, "this restore token was issued before its chain moved to another device; nothing was taken over "
+                                       + "(the token stays unused); ask the administrator for a new one (hp-server enroll --restore-chain)")
     }
 
     /// The chain device `id`'s redeemed restore token names, not taken over yet.
@@ -65,7 +69,7 @@ public enum ChainRestores {
                                            + "key files in HOME/keys of a new home (or after `hp-node reset --yes-delete-archive`) and run `hp-node restore` again")
         }
         // Mid-session, a chain the device may not take is `forbidden`, as any chain it may not name.
-        do { try refuseStale(db, device: identity.id) } catch let e as DeviceRegistry.AuthError { throw DeviceRegistry.AuthError(.forbidden, e.message) }
+        try refuseStale(db, device: identity.id, redeemed: true)
         let previous = try String.fetchOne(db, sql: "SELECT d.name FROM chain_owners o JOIN devices d ON d.id = o.device_id WHERE o.device_chain_hash = ?", arguments: [chain])
         try db.execute(sql: """
             INSERT INTO chain_owners(device_chain_hash, device_id, bound_at) VALUES (?, ?, ?)
