@@ -20,7 +20,8 @@ public enum HouseholdTable {
         t.add(["last observation"] + chains.map { $0.lastObservationID.map(String.init) ?? "-" } + [""])
         t.add(["last sync (UTC)"] + chains.map { Output.date($0.lastSyncAt) } + [""])
         t.add(["clock offset at sync (s)"] + chains.map { $0.clockOffsetSeconds.map(offset) ?? "-" } + [""])
-        for type in report.householdSumOfChains.keys.sorted() {
+        let types = report.householdSumOfChains.keys.sorted()
+        for type in types {
             let cells: [String] = chains.map { c in c.visible[type].map { String($0) } ?? "-" }
             let total = String(report.householdSumOfChains[type] ?? 0)
             t.add([shown(TypeCatalogue.name(type), 256)] + cells + [total])
@@ -42,8 +43,8 @@ public enum HouseholdTable {
             lines.append("possibly shared source: \(shown(TypeCatalogue.name(s.typeIdentifier), 256)): \(s.identicalStrictFingerprints) visible records of \(a) have identical strict fingerprints in \(b) (not merged)")
         }
         lines.append("columns are device chains, never merged; \"sum of chains\" adds them as they are (a record present in two chains counts twice)")
-        if type == nil && !report.householdSumOfChains.isEmpty {
-            lines.append("one type's days: --type IDENTIFIER (the identifiers are in --json, e.g. \(shown(report.householdSumOfChains.keys.sorted()[0], 256)))")
+        if type == nil, let first = types.first {
+            lines.append("one type's days: --type IDENTIFIER (the identifiers are in --json, e.g. \(shown(first, 256)))")
         }
         return lines.joined(separator: "\n")
     }

@@ -86,16 +86,10 @@ final class ExportParser: XMLEventHandler {
         return .object(o)
     }
 
-    /// Whether `t` is a date the archive holds (`BundleItemSchema.holds`): a sample dated
-    /// outside them would have the server refuse the chain's bundles.
-    static func held(_ t: Double) -> Bool { BundleItemSchema.holds(date: t) }
-
-    /// Why a date outside them is refused.
-    static let notHeld = BundleItemSchema.dateNotHeld
-
-    /// A date attribute as canonical text when it is one the archive holds, else as it was written.
+    /// A date attribute as canonical text when it is one the archive holds (`BundleItemSchema.holds`:
+    /// a sample dated outside them would have the server refuse the chain's bundles), else as written.
     static func canonicalText(_ v: String) -> String {
-        guard let t = CanonicalDate.parse(v), held(t) else { return v }
+        guard let t = CanonicalDate.parse(v), BundleItemSchema.holds(date: t) else { return v }
         return CanonicalDate.string(t)
     }
 
@@ -104,7 +98,7 @@ final class ExportParser: XMLEventHandler {
         case "ExportDate":
             if let v = f.attributes["value"], let t = CanonicalDate.parse(v) {
                 // Not recorded (the notes would hold it clamped to a year the archive writes): refused as a record's date is.
-                guard Self.held(t) else { reject(f, "value " + Self.notHeld); return }
+                guard BundleItemSchema.holds(date: t) else { reject(f, "value " + BundleItemSchema.dateNotHeld); return }
                 exportOffset = Self.offsetSeconds(v)
                 onExportDate(t, exportOffset)
             } else { reject(f, "value is missing or not a date") }
@@ -180,8 +174,8 @@ final class ExportParser: XMLEventHandler {
             e = t
         } else { e = s }
         guard e >= s else { reject(f, "endDate is before startDate"); return nil }
-        guard Self.held(s) else { reject(f, "startDate " + Self.notHeld); return nil }
-        guard Self.held(e) else { reject(f, "endDate " + Self.notHeld); return nil }
+        guard BundleItemSchema.holds(date: s) else { reject(f, "startDate " + BundleItemSchema.dateNotHeld); return nil }
+        guard BundleItemSchema.holds(date: e) else { reject(f, "endDate " + BundleItemSchema.dateNotHeld); return nil }
         return (s, e)
     }
 
@@ -196,7 +190,7 @@ final class ExportParser: XMLEventHandler {
         guard let (start, end) = dates(f) else { return nil }
         var s = CapturedSample(startDate: start, endDate: end, valueKind: kind)
         s.creationDate = f.attributes["creationDate"].flatMap(CanonicalDate.parse)
-        if let c = s.creationDate, !Self.held(c) { reject(f, "creationDate " + Self.notHeld); return nil }
+        if let c = s.creationDate, !BundleItemSchema.holds(date: c) { reject(f, "creationDate " + BundleItemSchema.dateNotHeld); return nil }
         // Weak context only: the time window, to report an edited record as changed.
         s.semanticWindow = SemanticWindow(start: start, end: end)
         s.source = source(f)
@@ -316,8 +310,8 @@ final class ExportParser: XMLEventHandler {
         }
         // The summary's day is local to the phone: use the export's UTC offset.
         let start = midnightUTC - Double(exportOffset ?? 0)
-        guard Self.held(start), Self.held(start + 86_400) else {
-            reject(f, "dateComponents " + Self.notHeld, type: Self.activitySummaryType)
+        guard BundleItemSchema.holds(date: start), BundleItemSchema.holds(date: start + 86_400) else {
+            reject(f, "dateComponents " + BundleItemSchema.dateNotHeld, type: Self.activitySummaryType)
             return nil
         }
         var s = CapturedSample(startDate: start, endDate: start + 86_400, valueKind: .activitySummary)
@@ -344,8 +338,8 @@ final class ExportParser: XMLEventHandler {
             return nil
         }
         let end = f.attributes["endDate"].flatMap(CanonicalDate.parse).map { max($0, start) } ?? start
-        guard Self.held(start), Self.held(end) else {
-            reject(f, "its date " + Self.notHeld, type: type)
+        guard BundleItemSchema.holds(date: start), BundleItemSchema.holds(date: end) else {
+            reject(f, "its date " + BundleItemSchema.dateNotHeld, type: type)
             return nil
         }
         var s = CapturedSample(startDate: start, endDate: end, valueKind: .other)

@@ -67,7 +67,7 @@ public struct ServerStore: Sendable {
         let fm = FileManager.default
         guard !fm.fileExists(atPath: root + "/healthprobe-server"), let entries = try? fm.contentsOfDirectory(atPath: root) else { return }
         // What an init stopped part way leaves (the marker is written last) is its own: run again, it finishes.
-        let own: Set<String> = ["config.json", "lost+found", "chains", "tls", HomeDirectory.fileName]
+        let own: Set<String> = ["config.json", "lost+found", "chains", "tls"]
         let other = entries.filter { !own.contains($0) && !$0.hasPrefix("server.sqlite") && !$0.hasPrefix(HomeDirectory.fileName) }.sorted()
         guard other.isEmpty else {
             throw ArchiveError(.invalidState, "\(root) is neither empty nor a HealthProbe server data directory (it holds \(other.prefix(3).joined(separator: ", "))"

@@ -21,7 +21,7 @@ struct ServerBackupCommand: AsyncParsableCommand {
         if to.isEmpty { throw ValidationError("--to must name a directory") }
         let (target, data) = (DataDirectory.resolved(to), DataDirectory.resolved(options.data))
         if target == data { throw ValidationError("--to must not be the data directory itself") }
-        if target.hasPrefix(data.hasSuffix("/") ? data : data + "/") {
+        if DataDirectory.lies(target, within: data) {
             throw ValidationError("--to must be outside the data directory \(options.data): a backup inside it would be lost with the disk it is meant to outlive")
         }
     }

@@ -120,11 +120,11 @@ struct Serve: AsyncParsableCommand {
                                                     clock: ContinuousClock(), now: { Date().timeIntervalSince1970 }, logger: Logger(label: "healthprobe.alerts"), metrics: serverMetrics,
                                                     lossScan: LossScan(store: options.store, limit: LossScan.limit(roundSeconds: settings.alerts.evaluateSeconds)))))
         // Backups (docs/operations.md): scheduled copies, and bundles off the machine.
-        if let directory = settings.backupTo, DataDirectory.contains(options.data, directory) {
-            throw ValidationError("config.json's backup_to \(directory) lies inside the data directory \(options.data): a backup there would be lost with the disk "
-                                  + "it is meant to outlive; name a directory elsewhere (the systemd unit lets hp-server write /var/backups/healthprobe)")
-        }
         if let directory = settings.backupTo {
+            guard !DataDirectory.contains(options.data, directory) else {
+                throw ValidationError("config.json's backup_to \(directory) lies inside the data directory \(options.data): a backup there would be lost with the disk "
+                                      + "it is meant to outlive; name a directory elsewhere (the systemd unit lets hp-server write /var/backups/healthprobe)")
+            }
             let backup = BackupService<ContinuousClock>.Settings(directory: directory, interval: .seconds(backupSeconds), keep: settings.backupKeep ?? 7)
             services.append(.init(service: BackupService(store: options.store, settings: backup, clock: ContinuousClock(),
                                                          now: { Date().timeIntervalSince1970 }, logger: Logger(label: "healthprobe.backup"), metrics: serverMetrics)))

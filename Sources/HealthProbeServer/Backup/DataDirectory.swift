@@ -24,8 +24,12 @@ public enum DataDirectory {
 
     /// Whether `path` is `directory` or lies inside it (both resolved).
     public static func contains(_ directory: String, _ path: String) -> Bool {
-        let (d, p) = (resolved(directory), resolved(path))
-        return p == d || p.hasPrefix(d.hasSuffix("/") ? d : d + "/")
+        lies(resolved(path), within: resolved(directory))
+    }
+
+    /// Whether resolved path `p` is resolved directory `d` or lies inside it.
+    public static func lies(_ p: String, within d: String) -> Bool {
+        p == d || p.hasPrefix(d.hasSuffix("/") ? d : d + "/")
     }
 
     /// Refuses a path that exists and is not an empty directory.

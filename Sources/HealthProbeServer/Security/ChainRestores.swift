@@ -61,7 +61,7 @@ public enum ChainRestores {
         guard let pending = try pending(db, device: identity.id) else { return }
         // Revoked since the session's own check: it takes nothing.
         guard try Bool.fetchOne(db, sql: "SELECT revoked_at IS NULL FROM devices WHERE id = ?", arguments: [identity.id]) == true else {
-            throw DeviceRegistry.AuthError(.unauthorized, "not authenticated: unknown device, wrong credential, or revoked")
+            throw DeviceRegistry.AuthError(.unauthorized, DeviceRegistry.AuthError.notAuthenticated)
         }
         guard pending == chain else {
             throw DeviceRegistry.AuthError(.forbidden, "this device was enrolled with a restore token for chain \(pending.prefix(16)) but named chain \(chain.prefix(16)), "

@@ -22,6 +22,8 @@ public final class DeviceRegistry: Sendable {
         public let message: String
         public var cause: (any Error)? { nil }
         public init(_ code: Code, _ message: String) { self.code = code; self.message = message }
+        /// What a refused credential is told, whichever check refused it.
+        static let notAuthenticated = "not authenticated: unknown device, wrong credential, or revoked"
     }
 
     public struct Device: Sendable, Codable, Equatable {
@@ -183,7 +185,7 @@ public final class DeviceRegistry: Sendable {
             guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT id, credential_hash, revoked_at FROM devices WHERE name = ?"), arguments: [name]),
                   let expected: String = row["credential_hash"], (row["revoked_at"] as Double?) == nil,
                   ArchiveHasher.constantTimeEqual(expected, ArchiveHasher.sha256(.credential, credential)) else {
-                throw AuthError(.unauthorized, "not authenticated: unknown device, wrong credential, or revoked")
+                throw AuthError(.unauthorized, AuthError.notAuthenticated)
             }
             return Identity(id: row["id"], name: name)
         }
