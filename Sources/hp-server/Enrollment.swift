@@ -30,9 +30,8 @@ struct Enroll: AsyncParsableCommand {
         let registry = try store.registry()
         if let restoreChain {
             let chain = try store.chain(matching: restoreChain)
-            let owner = try registry.devices().first { $0.chains.contains(chain) }?.name ?? "no device"
-            let secret = try registry.issueRestoreToken(name: name, chain: chain, person: try person.map { try registry.personForEnrollment($0) },
-                                                        now: Date().timeIntervalSince1970)
+            let (secret, owner) = try registry.issueRestoreToken(name: name, chain: chain, person: try person.map { try registry.personForEnrollment($0) },
+                                                                 now: Date().timeIntervalSince1970)
             let token = EnrollmentToken(address: addr, fingerprint: try store.identity().fingerprint, name: name, secret: secret)
             if options.json { try Output.json(["name": name, "address": addr, "token": token.text, "restore_chain": chain, "replacing": owner]); return }
             print(token.text)
@@ -73,8 +72,25 @@ struct Devices: AsyncParsableCommand {
         if options.json { try Output.json(devices); return }
         var t = TextTable(["device", "person", "state", "enrolled (UTC)", "revoked (UTC)", "chains"])
         for d in devices {
-            t.add([d.name, d.person ?? "-", d.state, Output.date(d.enrolledAt), Output.date(d.revokedAt), d.chains.map { String($0.prefix(12)) }.joined(separator: " ")])
+            let chains = d.chains.map { String($0.prefix(12)) } + (d.restoreChain.map { ["(restores \($0.prefix(12)))"] } ?? [])
+            t.add([d.name, d.person ?? "-", d.state.label, Output.date(d.enrolledAt), Output.date(d.revokedAt), chains.joined(separator: " ")])
         }
         print(devices.isEmpty ? "no devices; issue a token with `hp-server enroll --name NAME`" : t.render())
+        for d in devices { if let fix = Self.fix(d) { print("\(d.name): \(fix)") } }
+    }
+
+    /// What an administrator does about a device whose token no longer works.
+    static func fix(_ d: DeviceRegistry.Device) -> String? {
+        switch d.state {
+        case .tokenExpired where d.restoreChain != nil:
+            "its restore token expired unused; issue a new one with `hp-server enroll --name \(d.name) --restore-chain \(d.restoreChain!.prefix(12))`"
+        case .tokenExpired:
+            "its token expired unused; issue a new one with `hp-server enroll --name \(d.name)`"
+        case .restoreTokenStale where d.enrolledAt == nil:
+            "its restore token was issued before the chain moved to another device and takes nothing; if it is still meant, issue a new one with `hp-server enroll --name \(d.name) --restore-chain \(d.restoreChain!.prefix(12))`"
+        case .restoreTokenStale:
+            "enrolled with a restore token issued before the chain moved to another device; it takes nothing. Revoke it (`hp-server revoke \(d.name)`) and, if still meant, issue a restore token under a new name"
+        default: nil
+        }
     }
 }

@@ -123,12 +123,15 @@ struct NodeRestoreTests {
             #expect(throws: DeviceRegistry.AuthError.self) {
                 _ = try registry.issueRestoreToken(name: "x", chain: chain, person: try registry.personForEnrollment("bo"), now: Date().timeIntervalSince1970)
             }
-            let secret = try registry.issueRestoreToken(name: "new-phone", chain: chain, person: nil, now: Date().timeIntervalSince1970)
+            let secret = try registry.issueRestoreToken(name: "new-phone", chain: chain, person: nil, now: Date().timeIntervalSince1970).secret
             // A second token for the same chain, issued before the first is taken over: once the
             // first moved the chain, the second is refused and takes nothing.
-            let second = try registry.issueRestoreToken(name: "other-phone", chain: chain, person: nil, now: Date().timeIntervalSince1970 - 1)
+            let second = try registry.issueRestoreToken(name: "other-phone", chain: chain, person: nil, now: Date().timeIntervalSince1970 - 1).secret
+            func device(_ name: String) throws -> DeviceRegistry.Device? { try registry.devices().first { $0.name == name } }
+            #expect(try device("new-phone").map { [$0.state == .restoreTokenIssued, $0.restoreChain == chain] } == [true, true])
             let token = EnrollmentToken(address: "127.0.0.1:\(server.port)", fingerprint: server.fingerprint, name: "new-phone", secret: secret)
             let e2 = try await SyncClient.enroll(token: token, clientTime: Date().timeIntervalSince1970)
+            #expect(try device("new-phone")?.state == .restoring)
             // Enrolled, it holds nothing yet: the chain moves when the new phone asks for it with the old keys.
             #expect(try registry.devices().first { $0.name == "new-phone" }?.chains.isEmpty == true)
             #expect(try registry.devices().first { $0.name == "old-phone" }?.chains == [chain])
@@ -149,6 +152,9 @@ struct NodeRestoreTests {
             #expect(report.restored == 2 && report.lastSequence == 2)
             #expect(try Self.states(try new.open()) == original)
             #expect(try registry.devices().first { $0.name == "new-phone" }?.chains == [chain])
+            // Taken over, the new phone is a plain enrolled device; the other token is stale, and the list says so.
+            #expect(try device("new-phone").map { [$0.state == .enrolled, $0.restoreChain == nil] } == [true, true])
+            #expect(try device("other-phone").map { [$0.state == .restoreTokenStale, $0.restoreChain == chain] } == [true, true])
             let stale = EnrollmentToken(address: "127.0.0.1:\(server.port)", fingerprint: server.fingerprint, name: "other-phone", secret: second)
             await #expect { _ = try await SyncClient.enroll(token: stale, clientTime: Date().timeIntervalSince1970) } throws: { error in
                 "\(error)".contains("issued before its chain moved to another device")
@@ -182,7 +188,7 @@ struct NodeRestoreTests {
             let chain = try old.open().deviceChainHash, other = String(repeating: "e", count: 64)
             let now = Date().timeIntervalSince1970
             func redeem(_ name: String) async throws -> NodeEnrollment {
-                let secret = try registry.issueRestoreToken(name: name, chain: chain, person: nil, now: now)
+                let secret = try registry.issueRestoreToken(name: name, chain: chain, person: nil, now: now).secret
                 return try await SyncClient.enroll(token: EnrollmentToken(address: "127.0.0.1:\(server.port)", fingerprint: server.fingerprint, name: name, secret: secret),
                                                    clientTime: Date().timeIntervalSince1970)
             }

@@ -14,7 +14,7 @@ import HealthProbeTestSupport
 struct SecurityTests {
     func code(of error: any Error) -> SyncProtocolError.Code? { (error as? SyncProtocolError)?.code }
 
-    @Test("a wrong token and a replayed token are refused; an expired token too; nothing is issued")
+    @Test("a wrong token and a replayed token are refused; an expired token too, and the device list says it expired; nothing is issued")
     func tokens() async throws {
         let data = TempDir()
         try await withServer(data) { server in
@@ -27,14 +27,19 @@ struct SecurityTests {
             #expect(e.name == "b" && e.credential.count == 64 && e.fingerprint == server.fingerprint)
             // ...and never again.
             await #expect { try await SyncClient.enroll(token: token, clientTime: Date().timeIntervalSince1970) } throws: { code(of: $0) == .unauthorized }
-            #expect(try server.store.registry().devices().first { $0.name == "b" }?.state == "enrolled")
+            #expect(try server.store.registry().devices().first { $0.name == "b" }?.state == .enrolled)
         }
         // Expiry, on the registry with an explicit clock.
         let dir = TempDir()
         let registry = try DeviceRegistry(path: dir.path + "/r.sqlite")
         let secret = try registry.issueToken(name: "late", now: 1000)
+        #expect(try registry.devices(now: 1000 + DeviceRegistry.tokenLifetime).first?.state == .tokenIssued)
+        #expect(try registry.devices(now: 1000 + DeviceRegistry.tokenLifetime).first?.tokenExpiresAt == 1000 + DeviceRegistry.tokenLifetime)
         #expect(throws: DeviceRegistry.AuthError.self) { try registry.redeem(name: "late", secret: secret, now: 1000 + DeviceRegistry.tokenLifetime + 1) }
+        #expect(try registry.devices(now: 1000 + DeviceRegistry.tokenLifetime + 1).first?.state == .tokenExpired)
         _ = try registry.redeem(name: "late", secret: try registry.issueToken(name: "late", now: 5000), now: 5001)
+        // Enrolled, it has no token to expire.
+        #expect(try registry.devices(now: 5000 + 2 * DeviceRegistry.tokenLifetime).first.map { [$0.state == .enrolled, $0.tokenExpiresAt == nil] } == [true, true])
         #expect(throws: DeviceRegistry.AuthError.self) { try registry.issueToken(name: "late", now: 6000) }  // enrolled: name taken
         #expect(throws: DeviceRegistry.AuthError.self) { try registry.issueToken(name: "bad name!", now: 6000) }
     }

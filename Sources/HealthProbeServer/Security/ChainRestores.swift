@@ -31,12 +31,7 @@ public enum ChainRestores {
     /// token replaces (for a row from before that was recorded: bound no later than the token
     /// was issued). Checked when the token is redeemed, and again when the chain is taken over.
     static func refuseStale(_ db: Database, device id: Int64, redeemed: Bool = false) throws {
-        guard let restore = try Row.fetchOne(db, sql: "SELECT device_chain_hash, issued_at, replaced_device_id FROM chain_restores WHERE device_id = ?", arguments: [id]) else { return }
-        let chain: String = restore["device_chain_hash"], issuedAt: Double = restore["issued_at"], replaced: Int64? = restore["replaced_device_id"]
-        let owner = try Row.fetchOne(db, sql: "SELECT device_id, bound_at FROM chain_owners WHERE device_chain_hash = ?", arguments: [chain])
-        let moved: Bool
-        if let replaced { moved = (owner?["device_id"] as Int64?) != replaced } else { moved = ((owner?["bound_at"] as Double?) ?? -.infinity) > issuedAt }
-        guard moved else { return }
+        guard let restore = try restore(db, device: id), restore.stale else { return }
         if redeemed {
             // Enrolled already, the device can hold no token again under its name.
             throw DeviceRegistry.AuthError(.forbidden, "this restore token was issued before its chain moved to another device; nothing was taken over. "
@@ -44,6 +39,16 @@ public enum ChainRestores {
         }
         throw DeviceRegistry.AuthError(.unauthorized, "this restore token was issued before its chain moved to another device; nothing was taken over "
                                        + "(the token stays unused); ask the administrator for a new one (hp-server enroll --restore-chain)")
+    }
+
+    /// The chain device `id`'s restore token names (redeemed or not, not taken over yet), and
+    /// whether it is stale: the chain moved since the token was issued, so `refuseStale` refuses it.
+    static func restore(_ db: Database, device id: Int64) throws -> (chain: String, stale: Bool)? {
+        guard let restore = try Row.fetchOne(db, sql: "SELECT device_chain_hash, issued_at, replaced_device_id FROM chain_restores WHERE device_id = ?", arguments: [id]) else { return nil }
+        let chain: String = restore["device_chain_hash"], issuedAt: Double = restore["issued_at"], replaced: Int64? = restore["replaced_device_id"]
+        let owner = try Row.fetchOne(db, sql: "SELECT device_id, bound_at FROM chain_owners WHERE device_chain_hash = ?", arguments: [chain])
+        if let replaced { return (chain, (owner?["device_id"] as Int64?) != replaced) }
+        return (chain, ((owner?["bound_at"] as Double?) ?? -.infinity) > issuedAt)
     }
 
     /// The chain device `id`'s redeemed restore token names, not taken over yet.
@@ -84,7 +89,8 @@ extension DeviceRegistry {
     /// Issues `name`'s enrollment token as a replacement for the device that owns `chain`:
     /// the new device belongs to that device's person, and takes the chain over when it
     /// first names it. Refused when the chain has no owner, or `person` is someone else.
-    public func issueRestoreToken(name: String, chain: String, person: Int64?, now: Double, by actor: Audit.Actor = .cli) throws -> String {
+    /// Returns the token's secret and the name of the device it replaces.
+    public func issueRestoreToken(name: String, chain: String, person: Int64?, now: Double, by actor: Audit.Actor = .cli) throws -> (secret: String, replacing: String) {
         let owner = try database.read { db in
             try Row.fetchOne(db, sql: """
                 SELECT d.name, d.person_id FROM chain_owners o JOIN devices d ON d.id = o.device_id WHERE o.device_chain_hash = ?
@@ -106,7 +112,7 @@ extension DeviceRegistry {
                     replaced_device_id = excluded.replaced_device_id
                 """, arguments: [chain, now, chain, name])
             try Audit.record(db, actor, .chainRestoreToken, target: chain, detail: "for \(name), replacing \(owner["name"] as String)")
-            return secret
+            return (secret, owner["name"])
         }
     }
 

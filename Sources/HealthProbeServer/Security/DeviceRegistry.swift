@@ -34,7 +34,35 @@ public final class DeviceRegistry: Sendable {
         public var chains: [String]
         /// The person the device belongs to; nil for a device enrolled before anyone was added.
         public var person: String?
-        public var state: String { revokedAt != nil ? "revoked" : enrolledAt != nil ? "enrolled" : "token issued" }
+        /// What the device may do now.
+        public var state: State
+        /// When its unused enrollment token stops working; nil once redeemed or revoked.
+        public var tokenExpiresAt: Double?
+        /// The chain its restore token names, until the device takes it over (`ChainRestores`).
+        public var restoreChain: String?
+
+        public enum State: String, Sendable, Codable {
+            case enrolled, revoked
+            /// An enrollment token not redeemed yet, or past its 24 hours.
+            case tokenIssued = "token_issued", tokenExpired = "token_expired"
+            /// A restore token not redeemed yet; redeemed, the device is `restoring` until it
+            /// takes the chain over. Stale: the chain moved to another device since the token
+            /// was issued, so it takes nothing (revoke the device, issue one under a new name).
+            case restoreTokenIssued = "restore_token_issued", restoring, restoreTokenStale = "restore_token_stale"
+
+            /// As `hp-server devices` and the admin page show it.
+            public var label: String {
+                switch self {
+                case .enrolled: "enrolled"
+                case .revoked: "revoked"
+                case .tokenIssued: "token issued"
+                case .tokenExpired: "token expired"
+                case .restoreTokenIssued: "restore token issued"
+                case .restoring: "enrolled, takes its chain over when it asks"
+                case .restoreTokenStale: "restore token stale"
+                }
+            }
+        }
     }
 
     public struct IntegrityEvent: Sendable, Codable, Equatable {
@@ -285,12 +313,21 @@ public final class DeviceRegistry: Sendable {
         }
     }
 
-    public func devices() throws -> [Device] {
+    /// Every device, by name, with its state at `now`.
+    public func devices(now: Double = Date().timeIntervalSince1970) throws -> [Device] {
         try database.read { db in
             try Row.fetchAll(db, sql: "SELECT d.*, p.name AS person_name FROM devices d LEFT JOIN people p ON p.id = d.person_id ORDER BY d.name").map { r in
-                let chains = try String.fetchAll(db, sql: "SELECT device_chain_hash FROM chain_owners WHERE device_id = ? ORDER BY device_chain_hash", arguments: [r["id"] as Int64])
-                return Device(name: r["name"], createdAt: r["created_at"], enrolledAt: r["enrolled_at"], revokedAt: r["revoked_at"], chains: chains,
-                              person: r["person_name"])
+                let id: Int64 = r["id"]
+                let chains = try String.fetchAll(db, sql: "SELECT device_chain_hash FROM chain_owners WHERE device_id = ? ORDER BY device_chain_hash", arguments: [id])
+                let enrolledAt: Double? = r["enrolled_at"], revokedAt: Double? = r["revoked_at"]
+                let expires: Double? = enrolledAt == nil && revokedAt == nil ? r["enrollment_expires_at"] : nil
+                let restore = revokedAt == nil ? try ChainRestores.restore(db, device: id) : nil
+                let state: Device.State = if revokedAt != nil { .revoked }
+                    else if let expires, now > expires { .tokenExpired }
+                    else if let restore { restore.stale ? .restoreTokenStale : enrolledAt == nil ? .restoreTokenIssued : .restoring }
+                    else { enrolledAt == nil ? .tokenIssued : .enrolled }
+                return Device(name: r["name"], createdAt: r["created_at"], enrolledAt: enrolledAt, revokedAt: revokedAt, chains: chains,
+                              person: r["person_name"], state: state, tokenExpiresAt: expires, restoreChain: restore?.chain)
             }
         }
     }
