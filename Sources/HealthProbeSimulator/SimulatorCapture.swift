@@ -34,6 +34,18 @@ public struct SimulatorCapture {
         return Int(text.dropFirst("sim:v1:day=".count))
     }
 
+    /// The seed and day a capture's notes record (`simulated capture seed=S day=T`); nil for other notes.
+    static func position(notes: String) -> (seed: UInt64, day: Int)? {
+        let words = notes.split(separator: " ")
+        guard words.count == 4, words[0] == "simulated", words[1] == "capture", words[2].hasPrefix("seed="), words[3].hasPrefix("day="),
+              let seed = UInt64(words[2].dropFirst(5)), let day = Int(words[3].dropFirst(4)), (0...maxDay).contains(day) else { return nil }
+        return (seed, day)
+    }
+
+    /// The timeline's last day: about 172 years after its start (2025-01-06), inside the
+    /// dates an archive holds (to 2199-12-31).
+    static let maxDay = 63_000
+
     /// Runs one capture. Simulated time drives the observation's clock.
     public static func run(home: ArchiveHome, options: Options, logger: Logger = Archive.silentLogger) throws -> Outcome {
         guard options.days >= 1 && options.days <= 3650 else {
@@ -43,12 +55,22 @@ public struct SimulatorCapture {
         let clock = ManualClock(SimulatedPerson.epoch)
         let node = try home.open(clock: clock, logger: logger)
         let person = SimulatedPerson(seed: options.seed)
-        let storedSeed = try node.archive.metadata(seedKey)
-        let storedDay = try node.archive.metadata(dayKey).flatMap { Int($0) }
+        var storedSeed = try node.archive.metadata(seedKey)
+        var storedDay = try node.archive.metadata(dayKey).flatMap { Int($0) }
+        if storedSeed == nil, storedDay == nil, let notes = try node.archive.lastSimulatorNotes(chain: node.deviceChainID) {
+            // An archive restored from its server: the position is in its last capture's notes.
+            guard let position = position(notes: notes) else {
+                throw ArchiveError(.invalidState, "this archive holds simulated captures but neither its simulator position nor its last capture's notes say where the timeline is; reset the archive to start a simulated person again")
+            }
+            (storedSeed, storedDay) = (String(position.seed), position.day)
+        }
         if let storedSeed, storedSeed != String(options.seed) {
             throw ArchiveError(.invalidInput, "this archive continues the simulated person with seed \(storedSeed); pass --seed \(storedSeed), or reset the archive to start another person")
         }
         let T = (storedDay ?? 0) + options.days
+        guard T <= maxDay else {
+            throw ArchiveError(.invalidInput, "the simulated timeline ends at day \(maxDay) (in 2197); this archive is at day \(storedDay ?? 0)")
+        }
         let captureNumber = try node.archive.simulatorCaptureCount(chain: node.deviceChainID) + 1
         clock.set(SimulatedPerson.captureTime(at: T))
         let tz = person.timeZone(at: T)

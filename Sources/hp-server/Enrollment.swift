@@ -85,7 +85,7 @@ struct Devices: AsyncParsableCommand {
         case .tokenExpired where d.restoreChain != nil:
             "its restore token expired unused; issue a new one with `hp-server enroll --name \(d.name) --restore-chain \(d.restoreChain!.prefix(12))`"
         case .tokenExpired:
-            "its token expired unused; issue a new one with `hp-server enroll --name \(d.name)`"
+            "its token expired unused; issue a new one with `hp-server enroll --name \(d.name)\(d.person.map { " --person \($0)" } ?? "")`"
         case .restoreTokenStale where d.enrolledAt == nil:
             "its restore token was issued before the chain moved to another device and takes nothing; if it is still meant, issue a new one with `hp-server enroll --name \(d.name) --restore-chain \(d.restoreChain!.prefix(12))`"
         case .restoreTokenStale:

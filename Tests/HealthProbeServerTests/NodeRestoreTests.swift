@@ -8,6 +8,7 @@ import HealthProbeCanonical
 import HealthProbeProtocol
 import HealthProbeNode
 import HealthProbeTestSupport
+@testable import HealthProbeSimulator
 
 /// A node brings its history back from its server (Protocol/README.md section 8): a real
 /// server on 127.0.0.1 over TLS, real nodes, real archives.
@@ -91,8 +92,10 @@ struct NodeRestoreTests {
             let again = try await Self.restore(home, e)
             #expect(again.restored == 0 && again.hadSequence == 2)
 
-            // Captures and syncs on: the server takes sequence 3 as the same chain.
+            // Captures and syncs on: the server takes sequence 3 as the same chain. The simulated
+            // person goes on from day 5, where the restored notes say the last capture reached.
             try simulate(home, days: 4)
+            #expect(try home.open().archive.metadata(SimulatorCapture.dayKey) == "9")
             let sync = try await Self.sync(home, e)
             #expect(sync.serverHadSequence == 2 && sync.sent == 1 && sync.lastSequence == 3)
             let pairs = try digests(try home.open(), server.store)

@@ -44,6 +44,27 @@ struct SecurityTests {
         #expect(throws: DeviceRegistry.AuthError.self) { try registry.issueToken(name: "bad name!", now: 6000) }
     }
 
+    @Test("the device list's states follow a restore token: issued, restoring once redeemed, enrolled once the chain is taken over; another token for the chain stale from then on, even past its expiry; an unused one expired; a revoked device revoked")
+    func restoreTokenStates() throws {
+        let dir = TempDir()
+        let registry = try DeviceRegistry(path: dir.path + "/r.sqlite")
+        let chain = String(repeating: "c", count: 64), day = DeviceRegistry.tokenLifetime
+        func state(_ name: String, _ now: Double) throws -> DeviceRegistry.Device.State? { try registry.devices(now: now).first { $0.name == name }?.state }
+        let (old, _) = try registry.redeem(name: "old", secret: try registry.issueToken(name: "old", now: 1000), now: 1001)
+        try registry.claim(old, chain: chain, now: 1002)
+        let secret = try registry.issueRestoreToken(name: "new", chain: chain, person: nil, now: 1003).secret
+        _ = try registry.issueRestoreToken(name: "spare", chain: chain, person: nil, now: 1004)
+        #expect(try [state("new", 1005), state("spare", 1005), state("old", 1005)] == [.restoreTokenIssued, .restoreTokenIssued, .enrolled])
+        let (new, _) = try registry.redeem(name: "new", secret: secret, now: 1006)
+        #expect(try state("new", 1007) == .restoring)
+        try registry.authorizeRead(new, chain: chain, now: 1008)
+        #expect(try [state("new", 1009), state("spare", 1009), state("spare", 1004 + 2 * day)] == [.enrolled, .restoreTokenStale, .restoreTokenStale])
+        _ = try registry.issueRestoreToken(name: "later", chain: chain, person: nil, now: 1010)
+        #expect(try [state("later", 1010 + day), state("later", 1011 + day)] == [.restoreTokenIssued, .tokenExpired])
+        try registry.revoke(name: "later", now: 1012 + day)
+        #expect(try state("later", 1013 + day) == .revoked)
+    }
+
     @Test("a revoked device is shut out; a device cannot write or read another device's chain (recorded for the administrator)")
     func revokeAndIsolation() async throws {
         let data = TempDir()

@@ -138,6 +138,32 @@ struct SimulatorTests {
             ($0 as? ArchiveError)?.message.contains("--seed 1") == true
         }
     }
+
+    @Test("without its position (an archive restored from the server), the timeline goes on from the last capture's notes, with its seed held to them; other notes are not a position")
+    func positionFromNotes() throws {
+        let t = TempHome()
+        _ = try SimulatorCapture.run(home: t.home, options: options(seed: 7, days: 2))
+        _ = try SimulatorCapture.run(home: t.home, options: options(seed: 7, days: 3))
+        // What a restore leaves: the observations (their notes among them), not the simulator's metadata.
+        try t.open().archive.writer.write { db in try db.execute(sql: "DELETE FROM archive_metadata WHERE key LIKE 'simulator.%'") }
+        #expect { _ = try SimulatorCapture.run(home: t.home, options: options(seed: 8, days: 1)) } throws: {
+            ($0 as? ArchiveError)?.message.contains("--seed 7") == true
+        }
+        let next = try SimulatorCapture.run(home: t.home, options: options(seed: 7, days: 1))
+        #expect(next.throughDay == 6)
+        #expect(SimulatorCapture.position(notes: "simulated capture seed=7 day=6").map { [$0.seed, UInt64($0.day)] } == [7, 6])
+        for notes in ["simulated capture seed=7", "simulated capture seed=-1 day=6", "simulated capture seed=7 day=99999999", "imported seed=7 day=6", ""] {
+            #expect(SimulatorCapture.position(notes: notes) == nil, "\(notes)")
+        }
+        // Notes that name no position: said, not a timeline started over behind the archive's anchors.
+        try t.open().archive.writer.write { db in
+            try db.execute(sql: "DELETE FROM archive_metadata WHERE key LIKE 'simulator.%'")
+            try db.execute(sql: "UPDATE observations SET notes = 'edited' WHERE id = (SELECT max(id) FROM observations)")
+        }
+        #expect { _ = try SimulatorCapture.run(home: t.home, options: options(seed: 7, days: 1)) } throws: {
+            ($0 as? ArchiveError)?.message.contains("reset the archive") == true
+        }
+    }
 }
 
 @Suite("SplitMix")

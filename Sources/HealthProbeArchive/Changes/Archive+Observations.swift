@@ -75,6 +75,17 @@ extension Archive {
         }
     }
 
+    /// The notes of `chain`'s latest simulator capture that ended (not running or interrupted:
+    /// the simulator records its position only once a capture ends); `nil` when none.
+    public func lastSimulatorNotes(chain: Int64) throws -> String? {
+        try writer.read { db in
+            try String.fetchOne(db, sql: """
+                SELECT notes FROM observations WHERE trigger_reason = 'simulator' AND device_chain_id = ? AND status NOT IN ('running', 'interrupted')
+                ORDER BY id DESC LIMIT 1
+                """, arguments: [chain])
+        }
+    }
+
     /// The anchor (bytes) after `type`'s last completed run in `chain`, `nil` when none.
     public func lastAnchor(chain: Int64, type: String) throws -> Data? {
         try writer.read { db in

@@ -322,9 +322,11 @@ public final class DeviceRegistry: Sendable {
                 let enrolledAt: Double? = r["enrolled_at"], revokedAt: Double? = r["revoked_at"]
                 let expires: Double? = enrolledAt == nil && revokedAt == nil ? r["enrollment_expires_at"] : nil
                 let restore = revokedAt == nil ? try ChainRestores.restore(db, device: id) : nil
+                // A stale restore token is said first: issued again, it would take the chain from its new holder.
+                let expired = expires.map { now > $0 } ?? false
                 let state: Device.State = if revokedAt != nil { .revoked }
-                    else if let expires, now > expires { .tokenExpired }
-                    else if let restore { restore.stale ? .restoreTokenStale : enrolledAt == nil ? .restoreTokenIssued : .restoring }
+                    else if let restore { restore.stale ? .restoreTokenStale : expired ? .tokenExpired : enrolledAt == nil ? .restoreTokenIssued : .restoring }
+                    else if expired { .tokenExpired }
                     else { enrolledAt == nil ? .tokenIssued : .enrolled }
                 return Device(name: r["name"], createdAt: r["created_at"], enrolledAt: enrolledAt, revokedAt: revokedAt, chains: chains,
                               person: r["person_name"], state: state, tokenExpiresAt: expires, restoreChain: restore?.chain)
