@@ -78,6 +78,8 @@ public enum BundleApplier {
                                       remembered: Int) throws -> Outcome {
         var state: State?
         var deferred: DeferredIndexes?
+        // The kind of the last item applied, while indexes are deferred.
+        var lastKind = BundleItemKind.observation
         var number = 0
         // Each batch applied is dropped on a thread of its own: freeing its items (their text
         // and byte arrays) took about a tenth of the applying thread in a first sync.
@@ -97,6 +99,12 @@ public enum BundleApplier {
                 case .item(let item):
                     // The verifier put the header first.
                     guard state != nil else { throw BundleError(.malformed, line: number, "line \(number): an item before the header") }
+                    if deferred != nil, item.kind > lastKind {
+                        // Items come in kind order: a table whose items are all in is done, and its indexes
+                        // are built now, beside the lines still arriving, not in the tail after the last.
+                        for (kind, table) in Self.tablesDone where lastKind <= kind && item.kind > kind { try rebuild(&deferred, db, table: table) }
+                        lastKind = item.kind
+                    }
                     do {
                         try state!.apply(item, line: number, db: db)
                     } catch let e as ApplyError where e.line == nil {
@@ -114,10 +122,7 @@ public enum BundleApplier {
         try dropping.finish()
         guard let s = state else { throw BundleError(.malformed, line: nil, "the bundle is empty") }
         // Before anything reads through them: the aggregates and the checks below do.
-        do { try deferred?.rebuild(db) } catch let e as DatabaseError where e.resultCode == .SQLITE_CONSTRAINT {
-            throw BundleError(.reference, line: nil, "the bundle adds a sample, or a version of a sample, that the replica (or the bundle) already holds: "
-                              + "a sample's strict fingerprint, or a version's payload hash, shares its first 16 bytes with another's")
-        }
+        try rebuild(&deferred, db, table: nil)
         var verifier = verified.finish()
         _ = try verifier.finish(expected: try manifestHash ?? atEnd?(), previousManifestHash: .some(s.previousLogged))
         guard let computed = verifier.manifestHash else { throw BundleError(.malformed, line: nil, "the bundle ends before its trailer (truncated)") }
@@ -135,6 +140,21 @@ public enum BundleApplier {
             VALUES (?, ?, ?, ?, ?, ?, 'received', ?)
             """).execute(arguments: [s.chainID, s.header.sequence, s.observationID, computed, s.header.previousManifestHash, verifier.itemCount, now])
         return s.outcome
+    }
+
+    /// The tables that get no row after the items of a kind: a sample item inserts the last
+    /// sample, a version item the last version, an event item the last event (range items
+    /// still change ranges after the range_open items, so theirs are built at the end).
+    static let tablesDone: [(BundleItemKind, String)] = [(.sample, "samples"), (.version, "sample_versions"), (.event, "sample_observation_events")]
+
+    /// Builds the deferred indexes of `table` (nil: of every table) again.
+    private static func rebuild(_ deferred: inout DeferredIndexes?, _ db: Database, table: String?) throws {
+        do {
+            if let table { try deferred?.rebuild(db, table: table) } else { try deferred?.rebuild(db) }
+        } catch let e as DatabaseError where e.resultCode == .SQLITE_CONSTRAINT {
+            throw BundleError(.reference, line: nil, "the bundle adds a sample, or a version of a sample, that the replica (or the bundle) already holds: "
+                              + "a sample's strict fingerprint, or a version's payload hash, shares its first 16 bytes with another's")
+        }
     }
 
     struct State {

@@ -13,37 +13,49 @@ struct DeferredIndexes {
     /// The tables a bundle or capture adds a row to for every new sample.
     static let sampleTables = ["samples", "sample_versions", "sample_observation_events", "sample_visibility_ranges"]
 
-    /// The dropped indexes, in schema order, with the SQL that made them.
-    private(set) var dropped: [(name: String, sql: String)] = []
+    /// The dropped indexes not built again yet, in schema order, with their table and the SQL that made them.
+    private(set) var dropped: [(name: String, table: String, sql: String)] = []
 
     /// Drops the `CREATE INDEX` indexes of `tables` (in the open transaction).
     static func drop(_ db: Database, tables: [String] = sampleTables) throws -> DeferredIndexes {
         precondition(db.isInsideTransaction, "indexes are dropped only inside the transaction that builds them again")
         var deferred = DeferredIndexes()
-        for (name, sql) in try created(db, tables: tables) {
-            try db.execute(sql: "DROP INDEX main.\(name.quotedDatabaseIdentifier)")
-            deferred.dropped.append((name, sql))
+        for index in try created(db, tables: tables) {
+            try db.execute(sql: "DROP INDEX main.\(index.name.quotedDatabaseIdentifier)")
+            deferred.dropped.append(index)
         }
         return deferred
     }
 
-    /// The `CREATE INDEX` indexes of `tables` (not `CREATE UNIQUE INDEX`), in schema order, with their SQL.
-    static func created(_ db: Database, tables: [String]) throws -> [(name: String, sql: String)] {
+    /// The `CREATE INDEX` indexes of `tables` (not `CREATE UNIQUE INDEX`), in schema order, with their table and SQL.
+    static func created(_ db: Database, tables: [String]) throws -> [(name: String, table: String, sql: String)] {
         let placeholders = tables.map { _ in "?" }.joined(separator: ", ")
         return try Row.fetchAll(db, sql: """
-            SELECT name, sql FROM main.sqlite_schema
+            SELECT name, tbl_name, sql FROM main.sqlite_schema
             WHERE type = 'index' AND sql IS NOT NULL AND sql NOT LIKE 'CREATE UNIQUE %' AND tbl_name IN (\(placeholders)) ORDER BY rowid
-            """, arguments: StatementArguments(tables)).map { ($0["name"], $0["sql"]) }
+            """, arguments: StatementArguments(tables)).map { ($0["name"], $0["tbl_name"], $0["sql"]) }
     }
 
     /// Builds every dropped index again (with its SQL: partial indexes stay partial).
     /// SQLite's sorter may hold as much memory as the page cache is allowed, on top
     /// of it; the cache is bounded meanwhile so that the two stay within it.
-    func rebuild(_ db: Database) throws {
-        guard !dropped.isEmpty else { return }
+    mutating func rebuild(_ db: Database) throws {
+        try rebuild(db, where: { _ in true })
+    }
+
+    /// Builds again the dropped indexes of `table` only: a load that is done with a table
+    /// (no row of it inserted later) builds them while the rest goes on.
+    mutating func rebuild(_ db: Database, table: String) throws {
+        try rebuild(db, where: { $0 == table })
+    }
+
+    private mutating func rebuild(_ db: Database, where chosen: (String) -> Bool) throws {
+        let now = dropped.filter { chosen($0.table) }
+        guard !now.isEmpty else { return }
         try db.withBoundedCache(kib: Self.sorterKiB) {
-            for index in dropped { try db.execute(sql: index.sql) }
+            for index in now { try db.execute(sql: index.sql) }
         }
+        dropped.removeAll { chosen($0.table) }
     }
 
     /// The page cache (and so the sorter's memory) while indexes are built, in KiB.

@@ -131,6 +131,32 @@ struct ReplicaTests {
         #expect(try BundleApplier.apply(replica, lines: b2, manifestHash: h2, now: 1) == .applied(observationID: 2, sequence: 2))
     }
 
+    @Test("deferred indexes are built table by table as the bundle's kinds end: refused at its end, after some were built, the replica keeps its indexes and stores nothing; applied, it has every index as its schema makes it")
+    func deferredIndexesBuiltAsKindsEnd() throws {
+        let t = TempHome()
+        var o = SimulatorCapture.Options()
+        o.types = Array(SimulatedType.all.prefix(3))
+        o.days = 3
+        _ = try SimulatorCapture.run(home: t.home, options: o)
+        let (b1, h1) = try bundleLines(try t.open(), 1, previous: nil)
+        let replicaDir = TempDir()
+        let replica = try Archive.open(path: replicaDir.file("replica.sqlite"))
+        func indexes() throws -> [[String]] {
+            try replica.writer.read { db in try Row.fetchAll(db, sql: "SELECT name, sql FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL ORDER BY name").map { [$0[0], $0[1]] } }
+        }
+        let schema = try indexes()
+        #expect(schema.contains { $0[0] == SampleIndexes.byUUID } && schema.contains { $0[0] == "idx_events_sample" })
+        // No trailer: refused once every item is in, the sample, version and event indexes built by then.
+        #expect { _ = try BundleApplier.apply(replica, lines: Array(b1.dropLast()), manifestHash: h1, now: 1, indexes: .deferred) } throws: {
+            ($0 as? BundleError)?.code == .malformed
+        }
+        #expect(try indexes() == schema)
+        #expect(try replica.writer.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM samples") } == 0)
+        #expect(try BundleApplier.apply(replica, lines: b1, manifestHash: h1, now: 1, indexes: .deferred) == .applied(observationID: 1, sequence: 1))
+        #expect(try indexes() == schema)
+        #expect(try ArchiveVerifier.databaseChecks(replica, mode: .full).filter { $0.status == .problem }.isEmpty)
+    }
+
     @Test("indexes are deferred only for a bundle likely to add at least as many samples as the replica holds, and never below 20,000")
     func deferralDecision() {
         let perSample = DeferredIndexes.bundleBytesPerSample
