@@ -69,13 +69,15 @@ schemas = {
  "Person": S(id=integer, name=string, role={"type": "string", "enum": ["admin", "member", "viewer"]}, created_at=number, has_password=boolean, devices=arr(string)),
  "NewPerson": {"type": "object", "properties": {"name": name, "role": {"type": "string", "enum": ["admin", "member", "viewer"]}, "password": {"type": "string", "minLength": 12, "maxLength": 256}}, "required": ["name", "role", "password"]},
  "Device": optional_keys(S(name=string, created_at=number, enrolled_at=number, revoked_at=number, chains=arr(hexhash), person=string,
-                          state={"type": "string", "enum": ["enrolled", "revoked", "token_issued", "token_expired", "restore_token_issued", "restoring", "restore_token_stale"],
+                          state={"type": "string", "enum": ["enrolled", "revoked", "token_issued", "token_expired", "restore_token_issued", "restoring", "restore_token_stale", "replaced"],
                                  "description": "enrolled; revoked; an enrollment token not redeemed yet, or expired unused; a restore token not redeemed yet; "
                                                 "redeemed, restoring until the device takes its chain over; stale: the chain moved to another device after the "
-                                                "restore token was issued, so it takes nothing"},
+                                                "restore token was issued, so it takes nothing; replaced: a replacement device took its chain over "
+                                                "and it holds none (revoke it)"},
                           token_expires_at={"type": "number", "description": "When the unused enrollment token stops working (Unix seconds)"},
-                          restore_chain={**hexhash, "description": "The chain the device's restore token names, until the device takes it over"}),
-                         ["enrolled_at", "revoked_at", "person", "token_expires_at", "restore_chain"]),
+                          restore_chain={**hexhash, "description": "The chain the device's restore token names, until the device takes it over"},
+                          replaced_by={**name, "description": "The device that took a chain over from this one with a restore token"}),
+                         ["enrolled_at", "revoked_at", "person", "token_expires_at", "restore_chain", "replaced_by"]),
  "NewToken": {"type": "object", "properties": {"device": name, "person": name}, "required": ["device", "person"]},
  "Token": S(device=string, token=string, command=string),
  "VerifyRequest": {"type": "object", "properties": {"mode": {"type": "string", "enum": ["quick", "full"]}}, "required": ["mode"]},

@@ -35,6 +35,9 @@ struct Enroll: AsyncParsableCommand {
             let token = EnrollmentToken(address: addr, fingerprint: try store.identity().fingerprint, name: name, secret: secret)
             if options.json { try Output.json(["name": name, "address": addr, "token": token.text, "restore_chain": chain, "replacing": owner]); return }
             print(token.text)
+            for other in try registry.devices() where other.name != name && other.restoreChain == chain && other.state != .revoked {
+                FileHandle.standardError.write(Data("note: \(other.name) also holds a restore token for this chain; whichever device asks for it first takes it over and the other's becomes stale (revoke the one not meant: hp-server revoke NAME)\n".utf8))
+            }
             FileHandle.standardError.write(Data("one-time restore token for \(name) at \(addr), valid 24 hours: it takes chain \(chain.prefix(12)) over from \(owner) when it first asks for it, which a node does with that device's key files (then \(owner) no longer writes it; revoke it with `hp-server revoke`). On the new device, with the old device's key files in HOME/keys: hp-node restore --token TOKEN\n".utf8))
             return
         }
@@ -90,6 +93,8 @@ struct Devices: AsyncParsableCommand {
             "its restore token was issued before the chain moved to another device and takes nothing; if it is still meant, issue a new one with `hp-server enroll --name \(d.name) --restore-chain \(d.restoreChain!.prefix(12))`"
         case .restoreTokenStale:
             "enrolled with a restore token issued before the chain moved to another device; it takes nothing. Revoke it (`hp-server revoke \(d.name)`) and, if still meant, issue a restore token under a new name"
+        case .replaced:
+            "\(d.replacedBy ?? "a replacement device") took its chain over and it holds none, but its credential still works; revoke it (`hp-server revoke \(d.name)`)"
         default: nil
         }
     }

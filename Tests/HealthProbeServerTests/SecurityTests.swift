@@ -44,7 +44,7 @@ struct SecurityTests {
         #expect(throws: DeviceRegistry.AuthError.self) { try registry.issueToken(name: "bad name!", now: 6000) }
     }
 
-    @Test("the device list's states follow a restore token: issued, restoring once redeemed, enrolled once the chain is taken over; another token for the chain stale from then on, even past its expiry; an unused one expired; a revoked device revoked")
+    @Test("the device list's states follow a restore token: issued, restoring once redeemed, enrolled once the chain is taken over; another token for the chain stale from then on, even past its expiry; an unused one expired; the device replaced listed as replaced until revoked; a revoked device revoked")
     func restoreTokenStates() throws {
         let dir = TempDir()
         let registry = try DeviceRegistry(path: dir.path + "/r.sqlite")
@@ -59,10 +59,13 @@ struct SecurityTests {
         #expect(try state("new", 1007) == .restoring)
         try registry.authorizeRead(new, chain: chain, now: 1008)
         #expect(try [state("new", 1009), state("spare", 1009), state("spare", 1004 + 2 * day)] == [.enrolled, .restoreTokenStale, .restoreTokenStale])
+        // The device replaced holds no chain now, but its credential still works: listed as replaced, by whom.
+        #expect(try state("old", 1009) == .replaced && registry.devices(now: 1009).first { $0.name == "old" }?.replacedBy == "new")
         _ = try registry.issueRestoreToken(name: "later", chain: chain, person: nil, now: 1010)
         #expect(try [state("later", 1010 + day), state("later", 1011 + day)] == [.restoreTokenIssued, .tokenExpired])
         try registry.revoke(name: "later", now: 1012 + day)
-        #expect(try state("later", 1013 + day) == .revoked)
+        try registry.revoke(name: "old", now: 1012 + day)
+        #expect(try [state("later", 1013 + day), state("old", 1013 + day)] == [.revoked, .revoked])
     }
 
     @Test("a revoked device is shut out; a device cannot write or read another device's chain (recorded for the administrator)")

@@ -25,6 +25,12 @@ public enum ChainRestores {
         try db.execute(sql: "ALTER TABLE chain_restores ADD COLUMN replaced_device_id INTEGER")
     }
 
+    /// Registry migration "v16 devices name their replacement": the device that took a chain
+    /// over from this one with a restore token (take-overs before it are in the audit log only).
+    static func migrateReplacedBy(_ db: Database) throws {
+        try db.execute(sql: "ALTER TABLE devices ADD COLUMN replaced_by_device_id INTEGER REFERENCES devices(id) ON DELETE SET NULL")
+    }
+
     /// Refuses a token whose chain has moved since it was issued (another replacement's token
     /// taken over since): it was meant to replace a device that no longer holds the chain, and
     /// must not take it from the one that does. The chain's owner must still be the device the
@@ -75,13 +81,16 @@ public enum ChainRestores {
         }
         // Mid-session, a chain the device may not take is `forbidden`, as any chain it may not name.
         try refuseStale(db, device: identity.id, redeemed: true)
-        let previous = try String.fetchOne(db, sql: "SELECT d.name FROM chain_owners o JOIN devices d ON d.id = o.device_id WHERE o.device_chain_hash = ?", arguments: [chain])
+        let previous = try Row.fetchOne(db, sql: "SELECT d.id, d.name FROM chain_owners o JOIN devices d ON d.id = o.device_id WHERE o.device_chain_hash = ?", arguments: [chain])
         try db.execute(sql: """
             INSERT INTO chain_owners(device_chain_hash, device_id, bound_at) VALUES (?, ?, ?)
             ON CONFLICT(device_chain_hash) DO UPDATE SET device_id = excluded.device_id, bound_at = excluded.bound_at
             """, arguments: [chain, identity.id, now])
         try db.execute(sql: "DELETE FROM chain_restores WHERE device_id = ?", arguments: [identity.id])
-        try Audit.record(db, Audit.Actor(name: identity.name, via: .device), .chainTransfer, target: chain, detail: "from \(previous ?? "no device") to \(identity.name)")
+        if let previous, (previous["id"] as Int64) != identity.id {
+            try db.execute(sql: "UPDATE devices SET replaced_by_device_id = ? WHERE id = ?", arguments: [identity.id, previous["id"] as Int64])
+        }
+        try Audit.record(db, Audit.Actor(name: identity.name, via: .device), .chainTransfer, target: chain, detail: "from \((previous?["name"] as String?) ?? "no device") to \(identity.name)")
     }
 }
 

@@ -40,6 +40,8 @@ public final class DeviceRegistry: Sendable {
         public var tokenExpiresAt: Double?
         /// The chain its restore token names, until the device takes it over (`ChainRestores`).
         public var restoreChain: String?
+        /// The device that took a chain over from this one with a restore token.
+        public var replacedBy: String?
 
         public enum State: String, Sendable, Codable {
             case enrolled, revoked
@@ -49,6 +51,9 @@ public final class DeviceRegistry: Sendable {
             /// takes the chain over. Stale: the chain moved to another device since the token
             /// was issued, so it takes nothing (revoke the device, issue one under a new name).
             case restoreTokenIssued = "restore_token_issued", restoring, restoreTokenStale = "restore_token_stale"
+            /// Enrolled, but a replacement device took its chain over and it holds none: its
+            /// credential still authenticates, and it should be revoked.
+            case replaced
 
             /// As `hp-server devices` and the admin page show it.
             public var label: String {
@@ -60,6 +65,7 @@ public final class DeviceRegistry: Sendable {
                 case .restoreTokenIssued: "restore token issued"
                 case .restoring: "enrolled, takes its chain over when it asks"
                 case .restoreTokenStale: "restore token stale"
+                case .replaced: "replaced"
                 }
             }
         }
@@ -148,6 +154,7 @@ public final class DeviceRegistry: Sendable {
         m.registerMigration("v13 offsite snapshot due") { db in try SnapshotWriters.migrateDue(db) }
         m.registerMigration("v14 offsite snapshot due served") { db in try SnapshotWriters.migrateDueServed(db) }
         m.registerMigration("v15 chain restores name the device replaced") { db in try ChainRestores.migrateReplaced(db) }
+        m.registerMigration("v16 devices name their replacement") { db in try ChainRestores.migrateReplacedBy(db) }
         return m
     }
 
@@ -316,7 +323,10 @@ public final class DeviceRegistry: Sendable {
     /// Every device, by name, with its state at `now`.
     public func devices(now: Double = Date().timeIntervalSince1970) throws -> [Device] {
         try database.read { db in
-            try Row.fetchAll(db, sql: "SELECT d.*, p.name AS person_name FROM devices d LEFT JOIN people p ON p.id = d.person_id ORDER BY d.name").map { r in
+            try Row.fetchAll(db, sql: """
+                SELECT d.*, p.name AS person_name, r.name AS replaced_by FROM devices d LEFT JOIN people p ON p.id = d.person_id
+                LEFT JOIN devices r ON r.id = d.replaced_by_device_id ORDER BY d.name
+                """).map { r in
                 let id: Int64 = r["id"]
                 let chains = try String.fetchAll(db, sql: "SELECT device_chain_hash FROM chain_owners WHERE device_id = ? ORDER BY device_chain_hash", arguments: [id])
                 let enrolledAt: Double? = r["enrolled_at"], revokedAt: Double? = r["revoked_at"]
@@ -327,9 +337,10 @@ public final class DeviceRegistry: Sendable {
                 let state: Device.State = if revokedAt != nil { .revoked }
                     else if let restore { restore.stale ? .restoreTokenStale : expired ? .tokenExpired : enrolledAt == nil ? .restoreTokenIssued : .restoring }
                     else if expired { .tokenExpired }
-                    else { enrolledAt == nil ? .tokenIssued : .enrolled }
+                    else if enrolledAt == nil { .tokenIssued }
+                    else { chains.isEmpty && r["replaced_by"] != nil ? .replaced : .enrolled }
                 return Device(name: r["name"], createdAt: r["created_at"], enrolledAt: enrolledAt, revokedAt: revokedAt, chains: chains,
-                              person: r["person_name"], state: state, tokenExpiresAt: expires, restoreChain: restore?.chain)
+                              person: r["person_name"], state: state, tokenExpiresAt: expires, restoreChain: restore?.chain, replacedBy: r["replaced_by"])
             }
         }
     }
