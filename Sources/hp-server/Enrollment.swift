@@ -79,23 +79,6 @@ struct Devices: AsyncParsableCommand {
             t.add([d.name, d.person ?? "-", d.state.label, Output.date(d.enrolledAt), Output.date(d.revokedAt), chains.joined(separator: " ")])
         }
         print(devices.isEmpty ? "no devices; issue a token with `hp-server enroll --name NAME`" : t.render())
-        for d in devices { if let fix = Self.fix(d) { print("\(d.name): \(fix)") } }
-    }
-
-    /// What an administrator does about a device whose token no longer works.
-    static func fix(_ d: DeviceRegistry.Device) -> String? {
-        switch d.state {
-        case .tokenExpired where d.restoreChain != nil:
-            "its restore token expired unused; issue a new one with `hp-server enroll --name \(d.name) --restore-chain \(d.restoreChain!.prefix(12))`"
-        case .tokenExpired:
-            "its token expired unused; issue a new one with `hp-server enroll --name \(d.name)\(d.person.map { " --person \($0)" } ?? "")`"
-        case .restoreTokenStale where d.enrolledAt == nil:
-            "its restore token was issued before the chain moved to another device and takes nothing; if it is still meant, issue a new one with `hp-server enroll --name \(d.name) --restore-chain \(d.restoreChain!.prefix(12))`"
-        case .restoreTokenStale:
-            "enrolled with a restore token issued before the chain moved to another device; it takes nothing. Revoke it (`hp-server revoke \(d.name)`) and, if still meant, issue a restore token under a new name"
-        case .replaced:
-            "\(d.replacedBy ?? "a replacement device") took its chain over and it holds none, but its credential still works; revoke it (`hp-server revoke \(d.name)`)"
-        default: nil
-        }
+        for d in devices { if let advice = d.advice { print("\(d.name): \(advice)") } }
     }
 }

@@ -102,7 +102,7 @@ struct RouterInProcessTests {
         _ = data
     }
 
-    @Test("the administration is the admin's alone, on the page and in the API")
+    @Test("the administration is the admin's alone, on the page and in the API; both say what to do about a device whose token expired")
     func adminOnly() async throws {
         let (app, data) = try Self.application()
         try await app.test(.router) { client in
@@ -114,6 +114,13 @@ struct RouterInProcessTests {
                 #expect((api.status == .ok) == allowed && (api.status == .forbidden) == !allowed, "\(name): /api/v1/admin/people \(api.status)")
                 if allowed { #expect(String(buffer: api.body).contains("\"vic\"")) }
             }
+            // A token left unused past its day: the page and the API say so, and what to do.
+            _ = try ServerStore(root: data.path).registry().issueToken(name: "old-tablet", person: nil, now: 1_000)
+            let ann: HTTPFields = [.cookie: try await Self.signIn(client, "ann")]
+            let page = String(buffer: try await client.execute(uri: "/admin", method: .get, headers: ann).body)
+            #expect(page.contains("token expired") && page.contains("its token expired unused; issue a new one with `hp-server enroll --name old-tablet`"), "\(page)")
+            let api = String(buffer: try await client.execute(uri: "/api/v1/admin/devices", method: .get, headers: ann).body)
+            #expect(api.contains("\"state\":\"token_expired\"") && api.contains("\"advice\":\"its token expired unused"), "\(api)")
         }
         _ = data
     }

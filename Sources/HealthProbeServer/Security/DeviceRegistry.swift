@@ -42,6 +42,8 @@ public final class DeviceRegistry: Sendable {
         public var restoreChain: String?
         /// The device that took a chain over from this one with a restore token.
         public var replacedBy: String?
+        /// What an administrator does about the device, when its state asks for something.
+        public var advice: String?
 
         public enum State: String, Sendable, Codable {
             case enrolled, revoked
@@ -339,10 +341,33 @@ public final class DeviceRegistry: Sendable {
                     else if expired { .tokenExpired }
                     else if enrolledAt == nil { .tokenIssued }
                     else { chains.isEmpty && r["replaced_by"] != nil ? .replaced : .enrolled }
-                return Device(name: r["name"], createdAt: r["created_at"], enrolledAt: enrolledAt, revokedAt: revokedAt, chains: chains,
-                              person: r["person_name"], state: state, tokenExpiresAt: expires, restoreChain: restore?.chain, replacedBy: r["replaced_by"])
+                var device = Device(name: r["name"], createdAt: r["created_at"], enrolledAt: enrolledAt, revokedAt: revokedAt, chains: chains,
+                                    person: r["person_name"], state: state, tokenExpiresAt: expires, restoreChain: restore?.chain, replacedBy: r["replaced_by"])
+                device.advice = device.whatToDo
+                return device
             }
         }
     }
 
+}
+
+extension DeviceRegistry.Device {
+    /// What an administrator does about a device whose token no longer works, or that a
+    /// replacement took its chain from; nil when nothing is to be done.
+    var whatToDo: String? {
+        switch state {
+        case .tokenExpired where restoreChain != nil:
+            "its restore token expired unused; if it is still meant, issue a new one with `hp-server enroll --name \(name) --restore-chain \(restoreChain!.prefix(12))`"
+        case .tokenExpired:
+            "its token expired unused; issue a new one with `hp-server enroll --name \(name)\(person.map { " --person \($0)" } ?? "")`"
+        case .restoreTokenStale where enrolledAt == nil:
+            "its restore token was issued before the chain moved to another device and takes nothing; if it is still meant, issue a new one with `hp-server enroll --name \(name) --restore-chain \(restoreChain!.prefix(12))`"
+        case .restoreTokenStale:
+            "enrolled with a restore token issued before the chain moved to another device; it takes nothing. Revoke it (`hp-server revoke \(name)`) and, if still meant, issue a restore token under a new name"
+        case .replaced:
+            "\(replacedBy ?? "a replacement device") took its chain over and it holds none, but its credential still works; revoke it (`hp-server revoke \(name)`)"
+        case .enrolled, .revoked, .tokenIssued, .restoreTokenIssued, .restoring:
+            nil
+        }
+    }
 }

@@ -4,7 +4,7 @@ import HealthProbeServer
 
 /// Administration: people, devices, one-time enrollment tokens, revocation, verification.
 enum AdminPage {
-    struct DeviceRow { let name: String; let state: String; let person: String?; let chains: [String]; let revocable: Bool }
+    struct DeviceRow { let name: String; let state: String; let advice: String?; let person: String?; let chains: [String]; let revocable: Bool }
     struct ChainRow { let chain: String; let chainShort: String; let verification: Dashboard.Verification?; let storage: String?; let compactable: Bool }
     /// A role option, selected when it is the person's role.
     struct RoleOption { let value: String; let selected: Bool }
@@ -60,7 +60,7 @@ enum AdminPage {
         <h2>Devices</h2>
         <div class="table-wrap"><table class="devices reflow">
         <thead><tr><th>Device</th><th>State</th><th>Person</th><th>Chains</th><th></th></tr></thead>
-        <tbody>{{#devices}}<tr><td data-label="Device"><strong>{{name}}</strong></td><td data-label="State">{{state}}</td><td data-label="Person">{{person}}</td><td data-label="Chains" class="hash">{{#chains}}{{.}} {{/chains}}</td>
+        <tbody>{{#devices}}<tr><td data-label="Device"><strong>{{name}}</strong></td><td data-label="State">{{state}}{{#advice}}<br><small class="advice">{{advice}}</small>{{/advice}}</td><td data-label="Person">{{person}}</td><td data-label="Chains" class="hash">{{#chains}}{{.}} {{/chains}}</td>
         <td>{{#revocable}}<form method="post" action="/admin/devices/{{name}}/revoke" class="inline"><input type="hidden" name="csrf" value="{{csrf}}"><button type="submit">Revoke…</button></form>{{/revocable}}</td></tr>{{/devices}}</tbody>
         </table></div>
         <h2>Enroll a device</h2>
