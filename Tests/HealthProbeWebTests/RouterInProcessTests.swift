@@ -118,7 +118,7 @@ struct RouterInProcessTests {
             _ = try ServerStore(root: data.path).registry().issueToken(name: "old-tablet", person: nil, now: 1_000)
             let ann: HTTPFields = [.cookie: try await Self.signIn(client, "ann")]
             let page = String(buffer: try await client.execute(uri: "/admin", method: .get, headers: ann).body)
-            #expect(page.contains("token expired") && page.contains("its token expired unused; issue a new one with `hp-server enroll --name old-tablet`"), "\(page)")
+            #expect(page.contains("token expired") && page.contains("its token expired unused; issue a new one with <code>hp-server enroll --name old-tablet</code>"), "\(page)")
             let api = String(buffer: try await client.execute(uri: "/api/v1/admin/devices", method: .get, headers: ann).body)
             #expect(api.contains("\"state\":\"token_expired\"") && api.contains("\"advice\":\"its token expired unused"), "\(api)")
         }

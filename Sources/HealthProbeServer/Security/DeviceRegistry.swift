@@ -352,6 +352,9 @@ public final class DeviceRegistry: Sendable {
 }
 
 extension DeviceRegistry.Device {
+    /// The chain a restore token will take over, while it still may (not stale, not expired).
+    public var restoring: String? { state == .restoreTokenIssued || state == .restoring ? restoreChain : nil }
+
     /// What an administrator does about a device whose token no longer works, or that a
     /// replacement took its chain from; nil when nothing is to be done.
     var whatToDo: String? {

@@ -4,7 +4,25 @@ import HealthProbeServer
 
 /// Administration: people, devices, one-time enrollment tokens, revocation, verification.
 enum AdminPage {
-    struct DeviceRow { let name: String; let state: String; let advice: String?; let person: String?; let chains: [String]; let revocable: Bool }
+    struct DeviceRow {
+        let name: String
+        let state: String
+        /// What to do about the device, its commands (between backticks in the text) shown as code.
+        let advice: [AdvicePart]
+        let person: String?
+        let chains: [String]
+        let revocable: Bool
+    }
+    /// A piece of a device's advice: text, or a command to type.
+    struct AdvicePart { let text: String; let code: Bool }
+
+    /// `advice` cut at its backticks: every other piece is a command.
+    static func adviceParts(_ advice: String?) -> [AdvicePart] {
+        guard let advice else { return [] }
+        return advice.split(separator: "`", omittingEmptySubsequences: false).enumerated().compactMap { i, piece in
+            piece.isEmpty ? nil : AdvicePart(text: String(piece), code: i % 2 == 1)
+        }
+    }
     struct ChainRow { let chain: String; let chainShort: String; let verification: Dashboard.Verification?; let storage: String?; let compactable: Bool }
     /// A role option, selected when it is the person's role.
     struct RoleOption { let value: String; let selected: Bool }
@@ -60,7 +78,7 @@ enum AdminPage {
         <h2>Devices</h2>
         <div class="table-wrap"><table class="devices reflow">
         <thead><tr><th>Device</th><th>State</th><th>Person</th><th>Chains</th><th></th></tr></thead>
-        <tbody>{{#devices}}<tr><td data-label="Device"><strong>{{name}}</strong></td><td data-label="State">{{state}}{{#advice}}<br><small class="advice">{{advice}}</small>{{/advice}}</td><td data-label="Person">{{person}}</td><td data-label="Chains" class="hash">{{#chains}}{{.}} {{/chains}}</td>
+        <tbody>{{#devices}}<tr><td data-label="Device"><strong>{{name}}</strong></td><td data-label="State"><span class="with-advice">{{state}}<small class="advice">{{#advice}}{{#code}}<code>{{text}}</code>{{/code}}{{^code}}{{text}}{{/code}}{{/advice}}</small></span></td><td data-label="Person">{{person}}</td><td data-label="Chains"><span class="hash">{{#chains}}{{.}} {{/chains}}{{^chains}}none{{/chains}}</span></td>
         <td>{{#revocable}}<form method="post" action="/admin/devices/{{name}}/revoke" class="inline"><input type="hidden" name="csrf" value="{{csrf}}"><button type="submit">Revoke…</button></form>{{/revocable}}</td></tr>{{/devices}}</tbody>
         </table></div>
         <h2>Enroll a device</h2>

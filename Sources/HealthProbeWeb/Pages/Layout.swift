@@ -102,6 +102,7 @@ struct Pages: Sendable {
         th, td { text-align: left; padding: .35rem .5rem; border-bottom: 1px solid var(--line); vertical-align: top; }
         td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
         code, .hash { font-family: ui-monospace, monospace; font-size: .85em; overflow-wrap: anywhere; }
+        small.advice { display: block; color: var(--muted); } small.advice:empty { display: none; }
         form.inline { display: inline; }
         form.stack { display: grid; gap: .5rem; max-width: 24rem; }
         input, select, button { font: inherit; padding: .35rem .5rem; }
@@ -132,7 +133,7 @@ struct Pages: Sendable {
           table.reflow tr { border-bottom: 1px solid var(--line); padding: .35rem 0; }
           table.reflow td { border: none; padding: .1rem .5rem; display: flex; flex-wrap: wrap; gap: .3rem .6rem; text-align: left; }
           table.reflow td[data-label]::before { content: attr(data-label); color: var(--muted); min-width: 7.5rem; flex: none; }
-          table.reflow td > * { min-width: 0; } }
+          table.reflow td > * { min-width: 0; } table.reflow td > .with-advice { flex: 1 1 10rem; } }
         """
 }
 
