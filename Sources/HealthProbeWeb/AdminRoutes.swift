@@ -146,8 +146,7 @@ extension WebServer {
             csrf: context.sessions.session?.csrf ?? "",
             people: people.map { p in .init(name: p.name, person: p, roles: People.Role.allCases.map { .init(value: $0.rawValue, selected: $0 == p.role) }) },
             devices: devices.map { .init(name: $0.name, state: $0.state.label, advice: AdminPage.adviceParts($0.advice), person: $0.person,
-                                                      chains: $0.chains.map { String($0.prefix(12)) } + ($0.restoring.map { ["(restores \($0.prefix(12)))"] } ?? []),
-                                                      revocable: $0.revokedAt == nil) },
+                                         chains: $0.shownChains, revocable: $0.revokedAt == nil) },
             chains: chains, roles: People.Role.allCases.map(\.rawValue), personNames: people.filter { $0.role != .viewer }.map(\.name),
             token: token?.text, enrollCommand: token.map { "hp-node enroll \($0.text)" }, notice: notice, audit: audit)
         var response = pages.render("admin", model, chrome: chrome("Admin", admin, context))

@@ -75,8 +75,7 @@ struct Devices: AsyncParsableCommand {
         if options.json { try Output.json(devices); return }
         var t = TextTable(["device", "person", "state", "enrolled (UTC)", "revoked (UTC)", "chains"])
         for d in devices {
-            let chains = d.chains.map { String($0.prefix(12)) } + (d.restoring.map { ["(restores \($0.prefix(12)))"] } ?? [])
-            t.add([d.name, d.person ?? "-", d.state.label, Output.date(d.enrolledAt), Output.date(d.revokedAt), chains.joined(separator: " ")])
+            t.add([d.name, d.person ?? "-", d.state.label, Output.date(d.enrolledAt), Output.date(d.revokedAt), d.shownChains.joined(separator: " ")])
         }
         print(devices.isEmpty ? "no devices; issue a token with `hp-server enroll --name NAME`" : t.render())
         for d in devices { if let advice = d.advice { print("\(d.name): \(advice)") } }

@@ -353,7 +353,13 @@ public final class DeviceRegistry: Sendable {
 
 extension DeviceRegistry.Device {
     /// The chain a restore token will take over, while it still may (not stale, not expired).
-    public var restoring: String? { state == .restoreTokenIssued || state == .restoring ? restoreChain : nil }
+    var restoring: String? { state == .restoreTokenIssued || state == .restoring ? restoreChain : nil }
+
+    /// Its chains as a list shows them: each hash's first 12 digits, then the chain its
+    /// restore token will take over (`restoring`), marked as such.
+    public var shownChains: [String] {
+        chains.map { String($0.prefix(12)) } + (restoring.map { ["(restores \($0.prefix(12)))"] } ?? [])
+    }
 
     /// What an administrator does about a device whose token no longer works, or that a
     /// replacement took its chain from; nil when nothing is to be done.

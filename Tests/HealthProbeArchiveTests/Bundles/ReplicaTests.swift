@@ -89,11 +89,7 @@ struct ReplicaTests {
     @Test("a tampered, out-of-order or divergent bundle is refused and nothing of it is stored")
     func refusals() throws {
         let t = TempHome()
-        var o = SimulatorCapture.Options()
-        o.types = Array(SimulatedType.all.prefix(2))
-        o.days = 2
-        _ = try SimulatorCapture.run(home: t.home, options: o)
-        _ = try SimulatorCapture.run(home: t.home, options: o)
+        try t.simulate(seed: SimulatorCapture.Options().seed, days: [2, 2], types: Array(SimulatedType.all.prefix(2)))
         let node = try t.open()
         let (b1, h1) = try bundleLines(node, 1, previous: nil)
         let (b2, h2) = try bundleLines(node, 2, previous: h1)
@@ -134,10 +130,7 @@ struct ReplicaTests {
     @Test("deferred indexes are built table by table as the bundle's kinds end: refused at its end, after some were built, the replica keeps its indexes and stores nothing; applied, it has every index as its schema makes it")
     func deferredIndexesBuiltAsKindsEnd() throws {
         let t = TempHome()
-        var o = SimulatorCapture.Options()
-        o.types = Array(SimulatedType.all.prefix(3))
-        o.days = 3
-        _ = try SimulatorCapture.run(home: t.home, options: o)
+        try t.simulate(seed: SimulatorCapture.Options().seed, days: [3], types: Array(SimulatedType.all.prefix(3)))
         let (b1, h1) = try bundleLines(try t.open(), 1, previous: nil)
         let replicaDir = TempDir()
         let replica = try Archive.open(path: replicaDir.file("replica.sqlite"))
