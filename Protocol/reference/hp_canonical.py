@@ -218,7 +218,7 @@ def main():
     sys.stdout.write("\n")
 
 
-KINDS = ["observation", "sample_type", "source", "source_revision", "device", "metadata", "sample",
+KINDS = ["observation", "sample_type", "source", "source_revision", "device", "metadata", "new_sample", "sample",
          "version", "event", "range_open", "range_close", "relationship", "type_run"]
 
 
@@ -321,6 +321,9 @@ def rules_ok(k, v, sequence):
     if k == "version":
         p = v["payload"]
         return p["type"] == v["sample"]["type"] and (p["source"] is None) == (p["source_revision"] is None)
+    if k == "new_sample":
+        p = v["payload"]
+        return (p["source"] is None) == (p["source_revision"] is None)
     if k == "event":
         e, ev, has = v["event_kind"], v["evidence_kind"], v["payload_hash"] is not None
         if e in ("appeared", "representation_changed"):
@@ -377,10 +380,12 @@ class ItemRules:
         elif k == "sample":
             if v["type_identifier"] not in t or v["first_seen_at"] != self.observed_at:
                 return "inconsistent"
-        elif k == "version":
-            ty = t.get(v["sample"]["type"])
+        elif k in ("version", "new_sample"):
+            ty = t.get(v["payload"]["type"] if k == "new_sample" else v["sample"]["type"])
             if ty is None or (ty["category"] is not None and v["payload"]["value_kind"] != ty["category"]):
                 return "inconsistent"
+            if k == "new_sample":
+                ty["inserted"] += 1  # a new_sample is a sample with its appeared event (section 4.6)
         elif k == "event":
             ty = t.get(v["sample"]["type"])
             if ty is None or v["observed_at"] != self.observed_at:
@@ -427,7 +432,7 @@ def verify_bundle(path, expected):
     if not lines:
         return fail("malformed", 1)
     m = hashlib.sha256(b"hp:v2:manifest:")
-    counts, n, last, done, sequence = {}, 0, 0, False, 0
+    counts, n, last, done, sequence, fmt = {}, 0, 0, False, 0, 1
     rules = ItemRules()
     for i, raw in enumerate(lines, start=1):
         if done:
@@ -443,12 +448,13 @@ def verify_bundle(path, expected):
         if i == 1:
             limit = "integer 1..9007199254740991"
             if (set(v) != {"bundle_format", "device_chain_hash", "observation_id", "previous_manifest_hash", "sequence"}
-                    or v["bundle_format"] != 1 or not type_ok(v["device_chain_hash"], "hex")
+                    or v["bundle_format"] not in (1, 2) or isinstance(v["bundle_format"], bool)
+                    or not type_ok(v["device_chain_hash"], "hex")
                     or not type_ok(v["sequence"], limit) or not type_ok(v["observation_id"], limit)
                     or not type_ok(v["previous_manifest_hash"], "hex or null")
                     or (v["previous_manifest_hash"] is None) != (v["sequence"] == 1)):
                 return fail("malformed", i)
-            sequence = v["sequence"]
+            sequence, fmt = v["sequence"], v["bundle_format"]
             m.update(raw + b"\n")
             continue
         if "kind" not in v:
@@ -463,7 +469,7 @@ def verify_bundle(path, expected):
             done = True
             continue
         k = v["kind"]
-        if k not in KINDS:
+        if k not in KINDS or (k == "new_sample" and fmt < 2):
             return fail("unknown_kind", i)
         if KINDS.index(k) < last or (k == "observation") != (i == 2):
             return fail("order", i)
@@ -503,6 +509,10 @@ def chain_digests(paths):
             k = it["kind"]
             if k == "sample":
                 types[(it["type_identifier"], it["strict_fingerprint"])] = it["sample_uuid_hash"]
+            elif k == "new_sample":
+                t, fp = it["payload"]["type"], it["strict_fingerprint"]
+                types[(t, fp)] = it["sample_uuid_hash"]
+                open_ranges[(t, fp, sha("payload", canonical(it["payload"]).encode()), seq)] = True
             elif k == "range_open":
                 open_ranges[(it["sample"]["type"], it["sample"]["strict_fingerprint"], it["payload_hash"], seq)] = True
             elif k == "range_close":

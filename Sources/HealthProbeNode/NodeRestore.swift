@@ -38,9 +38,10 @@ public struct NodeRestore {
     /// Called after each applied bundle: (sequence, last sequence).
     public var onProgress: (Int, Int) -> Void = { _, _ in }
     public var replyTimeout: TimeAmount = SyncSession.replyTimeout
-    /// The hello version: 3 has the server send each bundle's chain state after its parts
-    /// (computed while they are sent); a server that predates it is asked again with 2.
-    public var version: UInt16 = SyncHello.streamVersion
+    /// The hello version: 4 takes bundles of format 2, 3 has the server send each bundle's chain
+    /// state after its parts (computed while they are sent); a server that predates them is asked
+    /// again with 3, then 2.
+    public var version: UInt16 = SyncHello.bundleFormatVersion
 
     /// A bundle the server announced: by `RESTORE_BUNDLE` (version 2, with the chain state
     /// after it) or `RESTORE_STREAM` (version 3: the state follows the parts, `RESTORE_STATE`).
@@ -83,8 +84,9 @@ public struct NodeRestore {
         let checkpoints = try BackgroundCheckpoints.start(archive)
         do {
             // A server that predates version 3 sends each bundle's chain state before its parts (version 2).
-            let report = try await SyncSession.preferring(version, else: SyncHello.restoreVersion, logger: logger) { v in
-                try await restore(enrollment, host: h, port: p, version: v, progress: progress, started: started, checkpoints: checkpoints)
+            let report = try await SyncSession.preferring(version, else: [SyncHello.streamVersion, SyncHello.restoreVersion], logger: logger) { v in
+                // Read again for each attempt: one refused mid-restore (a bundle its version cannot carry) kept what it applied.
+                try await restore(enrollment, host: h, port: p, version: v, progress: try archive.restoreProgress(chain: chain), started: started, checkpoints: checkpoints)
             }
             try await Self.offload { checkpoints?.finish() }
             return report

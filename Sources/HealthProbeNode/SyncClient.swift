@@ -43,9 +43,9 @@ public struct SyncClient {
     /// Called with a bundle's outbox file before each of its parts is read back to be sent
     /// (tests damage the file here).
     public var onStored: (String) throws -> Void = { _ in }
-    /// The hello version to sync with: 3 streams each bundle while it is built, and a server
-    /// that predates it is asked again with 1 (tests pin 1).
-    public var version: UInt16 = SyncHello.streamVersion
+    /// The hello version to sync with: 4 sends bundles of format 2, 3 streams each bundle while
+    /// it is built; a server that predates them is asked again with 3, then 1 (tests pin one).
+    public var version: UInt16 = SyncHello.bundleFormatVersion
     /// How long to wait for any answer of the server.
     public var replyTimeout: TimeAmount = SyncSession.replyTimeout
     /// The largest part of a bundle before deflating (tests send many small parts).
@@ -73,7 +73,7 @@ public struct SyncClient {
             throw SyncProtocolError(.malformedFrame, "the enrolled server address \(enrollment.address) is not HOST:PORT")
         }
         // With a server that predates streamed bundles, each is built whole and declared before its parts (version 1).
-        return try await SyncSession.preferring(version, else: SyncHello.currentVersion, logger: logger) { v in
+        return try await SyncSession.preferring(version, else: [SyncHello.streamVersion, SyncHello.currentVersion], logger: logger) { v in
             try await sync(enrollment, host: h, port: p, version: v)
         }
     }
@@ -136,6 +136,7 @@ public struct SyncClient {
                     report: inout Report, buffer partBuffer: inout [UInt8], record: Bool = true) async throws -> String {
         let file = outbox + "/\(seq).parts"
         defer { try? FileManager.default.removeItem(atPath: file) }
+        try await chooseFormat(sequence: seq, session: session, record: record)
         let (link, node, partSize) = (previous, self.node, self.partSize)
         let building = ContinuousClock.now
         var sending = building
@@ -197,6 +198,22 @@ public struct SyncClient {
         onProgress(seq, total)
         logger.info("bundle acknowledged", metadata: ["sync.sequence": "\(seq)"])
         return hash
+    }
+
+    /// The bundle at `sequence` is built in the format the chain's bundles there are in: in a
+    /// session that carries format 2, the first bundle sent begins it (it is recorded before the
+    /// build, so that the bundle is built in it again whenever it is). A chain never goes back to
+    /// format 1: with a server that cannot take format 2 any more, the sync stops and says so.
+    func chooseFormat(sequence: Int, session: SyncSession, record: Bool) async throws {
+        let archive = node.archive
+        var format = try await archive.bundleFormat(sequence: sequence)
+        if format < 2, record, session.version >= SyncHello.bundleFormatVersion {
+            try await archive.beginBundleFormat2(at: sequence)
+            format = 2
+        }
+        guard format < 2 || session.version >= SyncHello.bundleFormatVersion else {
+            throw SyncProtocolError(.protocolVersion, "this node sends its bundles in format 2 (since an earlier sync with a newer server), which needs sync protocol version \(SyncHello.bundleFormatVersion); the server speaks \(session.version). Upgrade hp-server")
+        }
     }
 
     /// Builds the bundle of `observation` into `file`, telling `parts` (when given: a bundle

@@ -78,15 +78,18 @@ public struct SyncSession {
         }
     }
 
-    /// `attempt` with the hello version `preferred`, and once more with `fallback` when the
-    /// server refuses that hello (`protocol_version`: a server that predates it).
-    static func preferring<T>(_ preferred: UInt16, else fallback: UInt16, logger: Logger,
+    /// `attempt` with the hello version `preferred`, and again with each of `fallbacks` lower than
+    /// it, in order, while the server refuses the hello (`protocol_version`: a server that predates it).
+    static func preferring<T>(_ preferred: UInt16, else fallbacks: [UInt16], logger: Logger,
                               _ attempt: (UInt16) async throws -> T) async throws -> T {
-        do {
-            return try await attempt(preferred)
-        } catch let e as SyncProtocolError where e.code == .protocolVersion && preferred > fallback {
-            logger.info("the server does not speak protocol version \(preferred); connecting with version \(fallback)")
-            return try await attempt(fallback)
+        var versions = [preferred] + fallbacks.filter { $0 < preferred }
+        while true {
+            let version = versions.removeFirst()
+            do {
+                return try await attempt(version)
+            } catch let e as SyncProtocolError where e.code == .protocolVersion && !versions.isEmpty {
+                logger.info("the server does not speak protocol version \(version); connecting with version \(versions[0])")
+            }
         }
     }
 

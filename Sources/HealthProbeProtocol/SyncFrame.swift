@@ -75,8 +75,10 @@ public struct SyncHello: Equatable, Sendable {
     /// The version that adds streamed bundles (`BUNDLE_STREAM_BEGIN`, `BUNDLE_STREAM_END`, section 3.1)
     /// and restores whose chain state follows the parts (`RESTORE_STREAM`, `RESTORE_STATE`, section 8.4).
     public static let streamVersion: UInt16 = 3
+    /// The version whose sessions carry bundles of format 2 (Protocol/bundles.md: `new_sample` items).
+    public static let bundleFormatVersion: UInt16 = 4
     /// The versions this build speaks; a server answers with the client's.
-    public static let versions: ClosedRange<UInt16> = 1...3
+    public static let versions: ClosedRange<UInt16> = 1...4
     public var version: UInt16
     public var flags: UInt16
 

@@ -239,7 +239,7 @@ public struct SyncServer: Sendable {
                             }
                             try await outbound.write(.frame(SyncFrame(kind: .household, payload: ByteBuffer(bytes: json))))
                         case .restore(let session, let request):
-                            try await restore(request, session: session, stateAfterParts: machine.version >= SyncHello.streamVersion, outbound: outbound)
+                            try await restore(request, session: session, version: machine.version, outbound: outbound)
                         case .openBundle(let session, _):
                             let device = session.identity, directory = store.quarantineDirectory
                             let file = try await offload {
@@ -351,8 +351,9 @@ public struct SyncServer: Sendable {
     /// `RESTORE_PART`s, read one part at a time (`RestoreParts`). With `stateAfterParts` (a
     /// version-3 session), as `RESTORE_STREAM`, the parts, and `RESTORE_STATE`: the digest is
     /// computed while the parts are sent.
-    func restore(_ request: RestoreRequest, session: ServerSessionStateMachine.Session, stateAfterParts: Bool,
+    func restore(_ request: RestoreRequest, session: ServerSessionStateMachine.Session, version: UInt16,
                  outbound: NIOAsyncChannelOutboundWriter<SyncOutbound>) async throws {
+        let stateAfterParts = version >= SyncHello.streamVersion
         let device = session.identity, chain = request.deviceChainHash, sequence = request.sequence
         let path: String
         do {
@@ -370,6 +371,9 @@ public struct SyncServer: Sendable {
         async let scanned = offload { try RestoreParts(path: path) }
         guard let logged = try await offload({ try store.readReplica(chain, { try RestorePoint.at($0, sequence: sequence) }) }) else {
             throw Self.noBundle(chain, sequence)
+        }
+        guard logged.bundleFormat < 2 || version >= SyncHello.bundleFormatVersion else {
+            throw SyncProtocolError(.protocolVersion, "bundle \(sequence) of this chain is bundle format 2, which a restore carries only with sync protocol version \(SyncHello.bundleFormatVersion) (this connection's hello said \(version)); upgrade hp-node")
         }
         let observation = logged.observationID
         async let state = offload { try store.readReplica(chain, { try ChainStateDigest.compute($0, observationID: observation) }) }

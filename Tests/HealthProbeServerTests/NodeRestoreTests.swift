@@ -196,7 +196,7 @@ struct NodeRestoreTests {
                                                    clientTime: Date().timeIntervalSince1970)
             }
             func ask(_ e: NodeEnrollment, _ chain: String) async throws {
-                try await SyncSession.with(host: "127.0.0.1", port: server.port, fingerprint: server.fingerprint, version: 3) { session in
+                try await SyncSession.with(host: "127.0.0.1", port: server.port, fingerprint: server.fingerprint, version: SyncHello.bundleFormatVersion) { session in
                     try await session.authenticate(name: e.name, credential: e.credential, clientTime: Date().timeIntervalSince1970)
                     _ = try await session.request(try .json(.restoreRequest, .object(["device_chain_hash": .string(chain), "sequence": .int(1)])))
                 }

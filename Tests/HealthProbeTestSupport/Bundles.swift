@@ -4,10 +4,15 @@ import GRDB
 import HealthProbeCanonical
 
 /// Builds the bundle of `obs` as lines (header, items, trailer) and its manifest hash.
-public func bundleLines(_ node: NodeArchive, _ obs: Int64, previous: String?) throws -> ([[UInt8]], String) {
-    try node.archive.writer.read { db in
+public func bundleLines(_ node: NodeArchive, _ obs: Int64, previous: String?, format: Int? = nil) throws -> ([[UInt8]], String) {
+    try bundleLines(node.archive, obs, previous: previous, format: format)
+}
+
+/// The same, from any archive (a replica's bundles built again).
+public func bundleLines(_ archive: Archive, _ obs: Int64, previous: String?, format: Int? = nil) throws -> ([[UInt8]], String) {
+    try archive.writer.read { db in
         var lines: [[UInt8]] = []
-        let (header, trailer, hash) = try ObservationBundleBuilder.build(db, observationID: obs, previousManifestHash: previous) { _, bytes, _ in
+        let (header, trailer, hash) = try ObservationBundleBuilder.build(db, observationID: obs, previousManifestHash: previous, format: format) { _, bytes, _ in
             lines.append(bytes)
         }
         return ([try CanonicalJSON.encode(header.json)] + lines + [try CanonicalJSON.encode(trailer.json)], hash)

@@ -139,6 +139,8 @@ public enum BundleApplier {
             INSERT INTO bundle_log(device_chain_id, sequence, observation_id, manifest_hash, previous_manifest_hash, item_count, direction, recorded_at)
             VALUES (?, ?, ?, ?, ?, ?, 'received', ?)
             """).execute(arguments: [s.chainID, s.header.sequence, s.observationID, computed, s.header.previousManifestHash, verifier.itemCount, now])
+        // The chain's format from here on, for a node that restored it and builds its bundles again.
+        if s.header.bundleFormat >= 2 { try ArchiveMetadataRecord.beginBundleFormat2(db, at: s.header.sequence) }
         return s.outcome
     }
 
@@ -164,6 +166,8 @@ public enum BundleApplier {
         /// The largest sample rowid before this bundle's samples.
         let samplesBefore: Int64
         var observationID: Int64 = 0
+        /// The observation's `observed_at` (a new_sample's dates).
+        var observedAt: Double = 0
         var outcome: Outcome
         /// Sample types met so far, by the UTF-8 of their identifier.
         var typeIDs: [(name: [UInt8], id: Int64)] = []
@@ -263,6 +267,10 @@ public enum BundleApplier {
             guard header.sequence == lastSequence + 1 else {
                 throw ApplyError(code: .outOfOrder, message: "chain \(header.deviceChainHash.prefix(16)) expects sequence \(lastSequence + 1) next, not \(header.sequence); send the missing bundles first")
             }
+            // A chain's format never goes back (what a node sent, it builds again in the same format).
+            if header.bundleFormat < 2, let from = try ArchiveMetadataRecord.bundleFormat2From(db), from <= header.sequence {
+                throw BundleError(.malformed, line: 1, "header: bundle_format 1, but this chain's bundles are format 2 from sequence \(from) on; a chain does not go back to format 1")
+            }
             let samplesBefore = try Int64.fetchOne(db.cachedStatement(sql: "SELECT ifnull(max(id), 0) FROM samples")) ?? 0
             return .apply(State(header: header, chainID: chainID, previousLogged: last?["manifest_hash"], samplesBefore: samplesBefore,
                                 outcome: .applied(observationID: 0, sequence: header.sequence), inserted: InsertedRows(limit: remembered),
@@ -328,10 +336,51 @@ public enum BundleApplier {
             return id
         }
 
+        /// Inserts a sample (a `sample` or `new_sample` item's) and returns its rowid.
+        mutating func insertSample(_ db: Database, type: Int64, uuid: Digest32?, strict: Digest32, semantic: Digest32?, fuzzyKey: ItemText?,
+                                   firstSeenAt: Double, line: Int, kind: BundleItemKind) throws -> Int64 {
+            // The same sample twice in one bundle: found here when kept by key (outside the run),
+            // else refused at its line by the UNIQUE index on type and fingerprint prefix.
+            if inserted.sample(type: type, fingerprint: strict) != nil {
+                throw BundleError(.reference, line: line, "line \(line): the \(kind.rawValue) item adds \(Self.what(.sample)) the bundle already holds")
+            }
+            try st.insertSample.run(db, [.int(type), .digest(uuid), .digest(strict), .digest(semantic), Self.t(fuzzyKey), .int(observationID), .double(firstSeenAt)])
+            let id = db.lastInsertedRowID
+            inserted.inserted(sample: id, type: type, fingerprint: strict)
+            return id
+        }
+
+        /// Inserts a version of `sample` (a `version` or `new_sample` item's) and returns its rowid.
+        mutating func insertVersion(_ db: Database, _ p: BundleItem.Payload, hash: Digest32, sample: Int64, type: Int64) throws -> Int64 {
+            let t = Self.t
+            var revision: Int64?
+            if let src = p.source {
+                let rev = p.sourceRevision ?? BundleItem.PayloadRevision()
+                revision = try lastRevision.id(RevisionKey(source: src, revision: rev)) {
+                    guard let sid = try st.source.firstInt(db, [.hexText(src.nameHash), t(src.bundleIdentifier)]) else { return nil }
+                    return try st.revision.firstInt(db, [.int(sid), t(rev.productType), t(rev.version), t(rev.operatingSystemVersion)])
+                }
+                guard revision != nil else { throw ApplyError(code: .unresolved, message: "a version names a source revision the bundle and the replica do not have") }
+            }
+            let deviceID = try p.deviceHash.flatMap { d in try lastDevice.id(d) { try st.device.firstInt(db, [.hexText(d)]) } }
+            let metadataID = try p.metadataHash.flatMap { m in try lastMetadata.id(m) { try st.metadata.firstInt(db, [.hexText(m)]) } }
+            guard (p.deviceHash == nil) == (deviceID == nil) else { throw ApplyError(code: .unresolved, message: "a version names a device the bundle and the replica do not have") }
+            guard (p.metadataHash == nil) == (metadataID == nil) else { throw ApplyError(code: .unresolved, message: "a version names metadata the bundle and the replica do not have") }
+            try st.insertVersion.run(db, [.int(sample), .digest(hash), .double(p.startDate), .double(p.endDate),
+                                          .text(p.valueKind.rawValue), .double(p.numericValue), t(p.unit),
+                                          .int(p.categoryValue), .int(p.workoutActivityType),
+                                          .double(p.durationSeconds), .int(revision), .int(deviceID), .int(metadataID), .int(observationID),
+                                          .double(p.creationDate)])
+            let id = db.lastInsertedRowID
+            inserted.inserted(version: id, sample: sample, payloadHash: hash)
+            sums.version(type: type, start: p.startDate, end: p.endDate, value: p.numericValue, unit: p.unit, revision: revision)
+            return id
+        }
+
         /// What an item of `kind` adds, for a refusal's message.
         static func what(_ kind: BundleItemKind) -> String {
             switch kind {
-            case .sample: "a sample (its strict fingerprint's first 16 bytes) that"
+            case .sample, .newSample: "a sample (its strict fingerprint's first 16 bytes) that"
             case .version: "a version (its payload hash's first 16 bytes) that"
             case .event: "an event of this kind for this sample and observation that"
             case .rangeOpen: "a range that"
@@ -360,37 +409,21 @@ public enum BundleApplier {
             case .version(let v):
                 let type = try typeID(db, v.sample.type)
                 let sample = try sampleID(db, v.sample, type: type)
-                let p = v.payload
-                var revision: Int64?
-                if let src = p.source {
-                    let rev = p.sourceRevision ?? BundleItem.PayloadRevision()
-                    revision = try lastRevision.id(RevisionKey(source: src, revision: rev)) {
-                        guard let sid = try st.source.firstInt(db, [.hexText(src.nameHash), t(src.bundleIdentifier)]) else { return nil }
-                        return try st.revision.firstInt(db, [.int(sid), t(rev.productType), t(rev.version), t(rev.operatingSystemVersion)])
-                    }
-                    guard revision != nil else { throw ApplyError(code: .unresolved, message: "a version names a source revision the bundle and the replica do not have") }
-                }
-                let deviceID = try p.deviceHash.flatMap { d in try lastDevice.id(d) { try st.device.firstInt(db, [.hexText(d)]) } }
-                let metadataID = try p.metadataHash.flatMap { m in try lastMetadata.id(m) { try st.metadata.firstInt(db, [.hexText(m)]) } }
-                guard (p.deviceHash == nil) == (deviceID == nil) else { throw ApplyError(code: .unresolved, message: "a version names a device the bundle and the replica do not have") }
-                guard (p.metadataHash == nil) == (metadataID == nil) else { throw ApplyError(code: .unresolved, message: "a version names metadata the bundle and the replica do not have") }
-                try st.insertVersion.run(db, [.int(sample), .digest(v.payloadHash), .double(p.startDate), .double(p.endDate),
-                                              .text(p.valueKind.rawValue), .double(p.numericValue), t(p.unit),
-                                              .int(p.categoryValue), .int(p.workoutActivityType),
-                                              .double(p.durationSeconds), .int(revision), .int(deviceID), .int(metadataID), .int(obs),
-                                              .double(p.creationDate)])
-                inserted.inserted(version: db.lastInsertedRowID, sample: sample, payloadHash: v.payloadHash)
-                sums.version(type: type, start: p.startDate, end: p.endDate, value: p.numericValue, unit: p.unit, revision: revision)
+                _ = try insertVersion(db, v.payload, hash: v.payloadHash, sample: sample, type: type)
+            case .newSample(let n):
+                // The sample, its version, its appeared event and its opened range, as four items would add them.
+                let type = try typeID(db, n.payload.type)
+                let sample = try insertSample(db, type: type, uuid: n.sampleUUIDHash, strict: n.strictFingerprint, semantic: n.semanticFingerprint,
+                                              fuzzyKey: n.fuzzyKey, firstSeenAt: observedAt, line: line, kind: .newSample)
+                let version = try insertVersion(db, n.payload, hash: n.payloadHash, sample: sample, type: type)
+                try st.insertEvent.run(db, [.int(obs), .int(sample), .int(version), .int(EventKind.appeared.code), .double(observedAt), .int(EvidenceKind.reported.code)])
+                sums.event(type: type, kind: .appeared)
+                try st.openRange.run(db, [.int(sample), .int(version), .int(obs), .double(observedAt)])
+                sums.rangeOpened(type: type, withVersion: true)
             case .sample(let s):
                 let type = try typeID(db, s.typeIdentifier)
-                // The same sample twice in one bundle: found here when kept by key (outside the run),
-                // else refused at its line by the UNIQUE index on type and fingerprint prefix.
-                if inserted.sample(type: type, fingerprint: s.strictFingerprint) != nil {
-                    throw BundleError(.reference, line: line, "line \(line): the sample item adds \(Self.what(.sample)) the bundle already holds")
-                }
-                try st.insertSample.run(db, [.int(type), .digest(s.sampleUUIDHash), .digest(s.strictFingerprint), .digest(s.semanticFingerprint), t(s.fuzzyKey),
-                                             .int(obs), .double(s.firstSeenAt)])
-                inserted.inserted(sample: db.lastInsertedRowID, type: type, fingerprint: s.strictFingerprint)
+                _ = try insertSample(db, type: type, uuid: s.sampleUUIDHash, strict: s.strictFingerprint, semantic: s.semanticFingerprint,
+                                     fuzzyKey: s.fuzzyKey, firstSeenAt: s.firstSeenAt, line: line, kind: .sample)
             case .observation(let o):
                 // Observations follow one another in time: none is earlier than the chain's previous one.
                 if let previous = try Double.fetchOne(db.cachedStatement(sql: "SELECT max(observed_at) FROM observations WHERE device_chain_id = ?"), arguments: [chainID]),
@@ -405,6 +438,7 @@ public enum BundleApplier {
                                              o.osVersion?.string, o.timeZoneIdentifier?.string, o.timeZoneSecondsFromGMT, o.schemaVersion,
                                              o.selectedTypeSetHash?.hex, o.notes?.string])
                 observationID = db.lastInsertedRowID
+                observedAt = o.observedAt
                 outcome = .applied(observationID: observationID, sequence: header.sequence)
                 sums.observed(zoneID: o.timeZoneIdentifier?.string, zoneOffset: o.timeZoneSecondsFromGMT.map { Int(truncatingIfNeeded: $0) })
             case .sampleType(let k):

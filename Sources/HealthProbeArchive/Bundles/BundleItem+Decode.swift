@@ -44,24 +44,19 @@ extension BundleItem {
                 firstSeenAt: try r.date("first_seen_at"), fuzzyKey: try r.optionalText("fuzzy_key"), sampleUUIDHash: try r.optionalHash("sample_uuid_hash"),
                 semanticFingerprint: try r.optionalHash("semantic_fingerprint"), strictFingerprint: try r.hash("strict_fingerprint"),
                 typeIdentifier: try r.text("type_identifier")))
+        case .newSample:
+            let fuzzyKey = try r.optionalText("fuzzy_key")
+            let p = try r.object("payload")
+            payloadBytes = o.valueRange(p)
+            let payload = try r.payload(p)
+            // The hash is no member: it is the payload's, computed over its canonical bytes as they arrived.
+            let hash = o.bytes.withUnsafeBytes { ArchiveHasher.sha256Digest(.payload, buffer: UnsafeRawBufferPointer(rebasing: $0[payloadBytes])) }
+            item = .newSample(NewSample(fuzzyKey: fuzzyKey, payload: payload, payloadHash: hash, sampleUUIDHash: try r.optionalHash("sample_uuid_hash"),
+                                        semanticFingerprint: try r.optionalHash("semantic_fingerprint"), strictFingerprint: try r.hash("strict_fingerprint")))
         case .version:
             let p = try r.object("payload")
             payloadBytes = o.valueRange(p)
-            let source = try r.optionalObject("source", in: p), revision = try r.optionalObject("source_revision", in: p)
-            let payload = Payload(
-                categoryValue: try r.optionalInt("category_value", in: p), creationDate: try r.optionalDate("creation_date", in: p),
-                deviceHash: try r.optionalHash("device_hash", in: p), durationSeconds: try r.optionalNumber("duration_seconds", in: p),
-                endDate: try r.date("end_date", in: p), metadataHash: try r.optionalHash("metadata_hash", in: p),
-                numericValue: try r.optionalNumber("numeric_value", in: p),
-                source: try source.map { s throws(BundleError) in
-                    PayloadSource(bundleIdentifier: try r.optionalText("bundle_identifier", in: s), nameHash: try r.optionalHash("name_hash", in: s))
-                },
-                sourceRevision: try revision.map { v throws(BundleError) in
-                    PayloadRevision(operatingSystemVersion: try r.optionalText("operating_system_version", in: v),
-                                    productType: try r.optionalText("product_type", in: v), version: try r.optionalText("version", in: v))
-                },
-                startDate: try r.date("start_date", in: p), type: try r.text("type", in: p), unit: try r.optionalText("unit", in: p),
-                valueKind: try r.value("value_kind", in: p), workoutActivityType: try r.optionalInt("workout_activity_type", in: p))
+            let payload = try r.payload(p)
             item = .version(Version(payload: payload, payloadHash: try r.hash("payload_hash"), sample: try r.reference("sample")))
         case .event:
             item = .event(Event(eventKind: try r.value("event_kind"), evidenceKind: try r.value("evidence_kind"), observedAt: try r.date("observed_at"),
@@ -90,6 +85,8 @@ extension BundleItem {
             // Over the payload's canonical bytes, as they arrived.
             let computed = o.bytes.withUnsafeBytes { ArchiveHasher.sha256Digest(.payload, buffer: UnsafeRawBufferPointer(rebasing: $0[payloadBytes])) }
             guard computed == v.payloadHash else { throw BundleError(.payloadHash, line: line, "line \(line): payload_hash does not match the payload") }
+        case .newSample:
+            break
         case .metadata(let m):
             guard ArchiveHasher.sha256Digest(.metadata, Array(m.metadataJSON.utf8)) == m.metadataHash else {
                 throw BundleError(.metadataHash, line: line, "line \(line): metadata_hash does not match metadata_json")
@@ -107,6 +104,10 @@ extension BundleItem {
             if let start, let end, end < start { throw fail("ended_at is before started_at") }
         }
         switch self {
+        case .newSample(let n):
+            guard (n.payload.source == nil) == (n.payload.sourceRevision == nil) else {
+                throw fail("payload.source and payload.source_revision must both be null or both be objects")
+            }
         case .version(let v):
             // The payload names the sample's own type.
             guard v.payload.type == v.sample.type else { throw fail("payload.type differs from sample.type") }
@@ -236,6 +237,25 @@ extension BundleItem {
         mutating func object(_ key: StaticString, in parent: Int32 = -1) throws(BundleError) -> Int32 {
             guard let i = try optionalObject(key, in: parent) else { throw fail(key, "must be an object") }
             return i
+        }
+
+        /// The payload object at `p` (a `version`'s or a `new_sample`'s).
+        mutating func payload(_ p: Int32) throws(BundleError) -> Payload {
+            let source = try optionalObject("source", in: p), revision = try optionalObject("source_revision", in: p)
+            return Payload(
+                categoryValue: try optionalInt("category_value", in: p), creationDate: try optionalDate("creation_date", in: p),
+                deviceHash: try optionalHash("device_hash", in: p), durationSeconds: try optionalNumber("duration_seconds", in: p),
+                endDate: try date("end_date", in: p), metadataHash: try optionalHash("metadata_hash", in: p),
+                numericValue: try optionalNumber("numeric_value", in: p),
+                source: try source.map { s throws(BundleError) in
+                    PayloadSource(bundleIdentifier: try optionalText("bundle_identifier", in: s), nameHash: try optionalHash("name_hash", in: s))
+                },
+                sourceRevision: try revision.map { v throws(BundleError) in
+                    PayloadRevision(operatingSystemVersion: try optionalText("operating_system_version", in: v),
+                                    productType: try optionalText("product_type", in: v), version: try optionalText("version", in: v))
+                },
+                startDate: try date("start_date", in: p), type: try text("type", in: p), unit: try optionalText("unit", in: p),
+                valueKind: try value("value_kind", in: p), workoutActivityType: try optionalInt("workout_activity_type", in: p))
         }
 
         mutating func reference(_ key: StaticString) throws(BundleError) -> SampleReference {

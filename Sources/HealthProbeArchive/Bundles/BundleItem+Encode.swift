@@ -55,6 +55,14 @@ extension BundleItem {
             w.field("kind", "metadata")
             w.field("metadata_hash", m.metadataHash)
             w.field("metadata_json", m.metadataJSON)
+        case .newSample(let n):
+            w.field("fuzzy_key", n.fuzzyKey)
+            w.field("kind", "new_sample")
+            w.key("payload")
+            try n.payload.write(to: &w)
+            w.field("sample_uuid_hash", n.sampleUUIDHash)
+            w.field("semantic_fingerprint", n.semanticFingerprint)
+            w.field("strict_fingerprint", n.strictFingerprint)
         case .sample(let s):
             w.field("first_seen_at", date: s.firstSeenAt)
             w.field("fuzzy_key", s.fuzzyKey)

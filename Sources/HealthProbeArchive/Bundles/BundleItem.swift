@@ -14,6 +14,7 @@ public indirect enum BundleItem: Sendable {
     case sourceRevision(SourceRevision)
     case device(Device)
     case metadata(Metadata)
+    case newSample(NewSample)
     case sample(Sample)
     case version(Version)
     case event(Event)
@@ -31,6 +32,7 @@ public indirect enum BundleItem: Sendable {
         case .sourceRevision: .sourceRevision
         case .device: .device
         case .metadata: .metadata
+        case .newSample: .newSample
         case .sample: .sample
         case .version: .version
         case .event: .event
@@ -99,6 +101,23 @@ public indirect enum BundleItem: Sendable {
         public var semanticFingerprint: Digest32?
         public var strictFingerprint: Digest32
         public var typeIdentifier: ItemText
+    }
+
+    /// A sample first seen in this observation together with what it brought (bundle
+    /// format 2): the `sample` item (type `payload.type`, first seen at the observation's
+    /// `observed_at`), its `version`, its `appeared` event (evidence `reported`) and the range
+    /// it opened, each with the payload's hash. That hash is no member: it is computed.
+    public struct NewSample: Sendable, Equatable {
+        public var fuzzyKey: ItemText?
+        public var payload: Payload
+        /// The hash of the payload's canonical bytes (computed when decoded, read when built).
+        public var payloadHash: Digest32
+        public var sampleUUIDHash: Digest32?
+        public var semanticFingerprint: Digest32?
+        public var strictFingerprint: Digest32
+
+        /// How the other items name the sample.
+        public var sample: SampleReference { SampleReference(strictFingerprint: strictFingerprint, type: payload.type) }
     }
 
     /// How an item names a sample: its type and strict fingerprint.

@@ -12,6 +12,8 @@ public enum BundleItemKind: String, CaseIterable, Sendable, Comparable {
     case sourceRevision = "source_revision"
     case device
     case metadata
+    /// Format 2: a sample first seen with its first version, its `appeared` event and its opened range, as one item.
+    case newSample = "new_sample"
     case sample
     case version
     case event
@@ -29,13 +31,14 @@ public enum BundleItemKind: String, CaseIterable, Sendable, Comparable {
         case .sourceRevision: 3
         case .device: 4
         case .metadata: 5
-        case .sample: 6
-        case .version: 7
-        case .event: 8
-        case .rangeOpen: 9
-        case .rangeClose: 10
-        case .relationship: 11
-        case .typeRun: 12
+        case .newSample: 6
+        case .sample: 7
+        case .version: 8
+        case .event: 9
+        case .rangeOpen: 10
+        case .rangeClose: 11
+        case .relationship: 12
+        case .typeRun: 13
         }
     }
 

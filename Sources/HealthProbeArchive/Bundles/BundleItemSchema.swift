@@ -68,6 +68,17 @@ public enum BundleItemSchema {
     static func names<E: RawRepresentable & CaseIterable>(_: E.Type) -> [[UInt8]] where E.RawValue == String { E.allCases.map { Array($0.rawValue.utf8) } }
     static func text(_ names: [[UInt8]]) -> String { names.map { String(decoding: $0, as: UTF8.self) }.joined(separator: ", ") }
 
+    /// A version's payload (in `version` and `new_sample` items).
+    private static let payload = Field("payload", .object([
+        Field("category_value", .nullable(.int(exactIntegers))), Field("creation_date", .nullable(.date)), Field("device_hash", .nullable(.hex)),
+        Field("duration_seconds", .nullable(.number)), Field("end_date", .date), Field("metadata_hash", .nullable(.hex)),
+        Field("numeric_value", .nullable(.number)),
+        Field("source", .nullable(.object([Field("bundle_identifier", text), Field("name_hash", .nullable(.hex))]))),
+        Field("source_revision", .nullable(.object([Field("operating_system_version", text), Field("product_type", text), Field("version", text)]))),
+        Field("start_date", .date), Field("type", typeIdentifier), Field("unit", text),
+        Field("value_kind", .oneOf(names(ValueKind.self))), Field("workout_activity_type", .nullable(.int(exactIntegers))),
+    ]))
+
     /// The members of each kind as the protocol lists them (the `kind` member added and
     /// everything sorted in canonical key order by `fieldsByKind`).
     private static func members(_ kind: BundleItemKind) -> [Field] {
@@ -92,20 +103,16 @@ public enum BundleItemSchema {
             Field("software_version", text), Field("udi_hash", optionalHex),
         ]
         case .metadata: [Field("metadata_hash", .hex), Field("metadata_json", .jsonObject(max: maxMetadataJSON))]
+        case .newSample: [
+            Field("fuzzy_key", text), payload, Field("sample_uuid_hash", optionalHex),
+            Field("semantic_fingerprint", optionalHex), Field("strict_fingerprint", .hex),
+        ]
         case .sample: [
             Field("first_seen_at", date), Field("fuzzy_key", text), Field("sample_uuid_hash", optionalHex),
             Field("semantic_fingerprint", optionalHex), Field("strict_fingerprint", .hex), Field("type_identifier", typeIdentifier),
         ]
         case .version: [
-            Field("payload", .object([
-                Field("category_value", .nullable(.int(exactIntegers))), Field("creation_date", optionalDate), Field("device_hash", optionalHex),
-                Field("duration_seconds", .nullable(.number)), Field("end_date", date), Field("metadata_hash", optionalHex),
-                Field("numeric_value", .nullable(.number)),
-                Field("source", .nullable(.object([Field("bundle_identifier", text), Field("name_hash", optionalHex)]))),
-                Field("source_revision", .nullable(.object([Field("operating_system_version", text), Field("product_type", text), Field("version", text)]))),
-                Field("start_date", date), Field("type", typeIdentifier), Field("unit", text),
-                Field("value_kind", .oneOf(names(ValueKind.self))), Field("workout_activity_type", .nullable(.int(exactIntegers))),
-            ])),
+            payload,
             Field("payload_hash", .hex), Field("sample", sampleReference),
         ]
         case .event: [

@@ -8,10 +8,13 @@ import HealthProbeCanonical
 public enum ObservationBundleBuilder {
     /// Streams the items of observation `observationID` to `emit(kind, canonicalBytes, itemHash)`
     /// and returns the header, trailer and manifest hash.
-    public static func build(_ db: Database, observationID obs: Int64, previousManifestHash: String?,
+    /// `format` 2 writes each sample first seen with its version, appeared event and opened range as one
+    /// `new_sample` item; nil builds the format the archive sent (or will send) its bundle at that
+    /// sequence in (`ArchiveMetadataRecord.bundleFormat`), so that a bundle is the same bytes whenever built.
+    public static func build(_ db: Database, observationID obs: Int64, previousManifestHash: String?, format: Int? = nil,
                              onHeader: (BundleHeader) throws -> Void = { _ in },
                              emit: (BundleItemKind, [UInt8], Digest32) throws -> Void) throws -> (BundleHeader, BundleTrailer, String) {
-        try build(db, observationID: obs, previousManifestHash: previousManifestHash, provenanceIDLimit: provenanceIDLimit, onHeader: onHeader, emit: emit)
+        try build(db, observationID: obs, previousManifestHash: previousManifestHash, format: format, provenanceIDLimit: provenanceIDLimit, onHeader: onHeader, emit: emit)
     }
 
     /// A kind of provenance (sources, source revisions, devices, metadata) with more ids than
@@ -19,7 +22,7 @@ public enum ObservationBundleBuilder {
     static let provenanceIDLimit = 1 << 16
 
     /// The same, with the id limit given (tests pass a small one).
-    static func build(_ db: Database, observationID obs: Int64, previousManifestHash: String?, provenanceIDLimit: Int,
+    static func build(_ db: Database, observationID obs: Int64, previousManifestHash: String?, format asked: Int? = nil, provenanceIDLimit: Int,
                       onHeader: (BundleHeader) throws -> Void = { _ in },
                       emit: (BundleItemKind, [UInt8], Digest32) throws -> Void) throws -> (BundleHeader, BundleTrailer, String) {
         guard let o = try Row.fetchOne(db, sql: "SELECT * FROM observations WHERE id = ?", arguments: [obs]) else {
@@ -30,7 +33,9 @@ public enum ObservationBundleBuilder {
         let samplesBefore: Int64 = o["samples_before"] ?? 0, versionsBefore: Int64 = o["versions_before"] ?? 0
         let chainHash = try String.fetchOne(db, sql: "SELECT device_chain_hash FROM device_chains WHERE id = ?", arguments: [chainID])!
         let sequence = try Int.fetchOne(db, sql: "SELECT count(*) FROM observations WHERE device_chain_id = ? AND id <= ?", arguments: [chainID, obs])!
-        let header = BundleHeader(deviceChainHash: chainHash, sequence: sequence, observationId: obs, previousManifestHash: previousManifestHash)
+        let format = try asked ?? ArchiveMetadataRecord.bundleFormat(db, sequence: sequence)
+        guard BundleHeader.formats.contains(format) else { throw ArchiveError(.invalidState, "bundle format \(format) is not one this build writes (\(BundleHeader.formats))") }
+        let header = BundleHeader(deviceChainHash: chainHash, sequence: sequence, observationId: obs, previousManifestHash: previousManifestHash, format: format)
         var manifest = try ManifestHasher(header: header)
         try onHeader(header)
 
@@ -118,28 +123,10 @@ public enum ObservationBundleBuilder {
         // The four per-sample kinds: columns by position, stored hashes read as their
         // bytes, repeated text (a type, a unit, a source revision) kept from the row before.
         var types = LastText(), units = LastText()
-        try FastStatement(db, """
-            SELECT s.first_seen_at, s.fuzzy_key, s.sample_uuid_hash, s.semantic_fingerprint, s.strict_fingerprint, st.type_identifier
-            FROM samples s JOIN sample_types st ON st.id = s.sample_type_id
-            WHERE s.id > ? AND s.first_seen_observation_id = ? ORDER BY s.id
-            """).query(db, [.int(samplesBefore), .int(obs)]) { r in
-            try emitItem(.sample(BundleItem.Sample(
-                firstSeenAt: try c.required(r.double(0), "samples.first_seen_at"), fuzzyKey: r.textBytes(1).map { ItemText(utf8: Array($0)) },
-                sampleUUIDHash: try c.digest(r, 2, "samples.sample_uuid_hash"), semanticFingerprint: try c.digest(r, 3, "samples.semantic_fingerprint"),
-                strictFingerprint: try c.required(c.digest(r, 4, "samples.strict_fingerprint"), "samples.strict_fingerprint"),
-                typeIdentifier: try c.required(types.text(r.textBytes(5)), "sample_types.type_identifier"))))
-        }
+        // A version's payload from columns 0 to 19 of a row (the version and new_sample queries
+        // read the same columns): the type, the strict fingerprint, then the payload's.
         var lastRevision: (id: Int64, source: BundleItem.PayloadSource, revision: BundleItem.PayloadRevision)?
-        try FastStatement(db, """
-            SELECT st.type_identifier, s.strict_fingerprint, v.source_revision_id, v.category_value, v.creation_date, h.device_hash,
-                   v.duration_seconds, v.end_date, m.metadata_hash, v.numeric_value, so.bundle_identifier, so.source_name_hash,
-                   sr.operating_system_version, sr.product_type, sr.version, v.start_date, v.unit, v.value_kind,
-                   v.workout_activity_type, v.payload_hash
-            FROM sample_versions v JOIN samples s ON s.id = v.sample_id JOIN sample_types st ON st.id = s.sample_type_id
-            LEFT JOIN source_revisions sr ON sr.id = v.source_revision_id LEFT JOIN sources so ON so.id = sr.source_id
-            LEFT JOIN hk_devices h ON h.id = v.hk_device_id LEFT JOIN metadata_blobs m ON m.id = v.metadata_id
-            WHERE v.id > ? AND v.created_observation_id = ? ORDER BY v.id
-            """).query(db, [.int(versionsBefore), .int(obs)]) { r in
+        func payload(_ r: FastStatement) throws -> (BundleItem.Payload, Digest32) {
             var source: BundleItem.PayloadSource?, revision: BundleItem.PayloadRevision?
             if let id = r.int(2) {
                 if lastRevision?.id != id {
@@ -158,15 +145,74 @@ public enum ObservationBundleBuilder {
                 source: source, sourceRevision: revision, startDate: try c.required(r.double(15), "sample_versions.start_date"),
                 type: type, unit: units.text(r.textBytes(16)), valueKind: try c.required(c.value(r, 17, "sample_versions.value_kind"), "sample_versions.value_kind"),
                 workoutActivityType: r.int(18))
+            return (payload, try c.required(c.digest(r, 19, "sample_versions.payload_hash"), "sample_versions.payload_hash"))
+        }
+        let payloadColumns = """
+            st.type_identifier, s.strict_fingerprint, v.source_revision_id, v.category_value, v.creation_date, h.device_hash,
+            v.duration_seconds, v.end_date, m.metadata_hash, v.numeric_value, so.bundle_identifier, so.source_name_hash,
+            sr.operating_system_version, sr.product_type, sr.version, v.start_date, v.unit, v.value_kind,
+            v.workout_activity_type, v.payload_hash
+            """
+        let provenanceJoins = """
+            LEFT JOIN source_revisions sr ON sr.id = v.source_revision_id LEFT JOIN sources so ON so.id = sr.source_id
+            LEFT JOIN hk_devices h ON h.id = v.hk_device_id LEFT JOIN metadata_blobs m ON m.id = v.metadata_id
+            """
+        // Format 2: each sample first seen here with its appeared event, that event's version (created
+        // here) and the range it opened, as one item; the rows it covers are left out of the kinds below.
+        let covered = CoveredRows()
+        var skip = (samples: "", versions: "", events: "", ranges: "")
+        if format >= 2 {
+            try FastStatement(db, """
+                SELECT \(payloadColumns), s.fuzzy_key, s.sample_uuid_hash, s.semantic_fingerprint, s.id, v.id, e.id, g.rowid
+                FROM samples s JOIN sample_types st ON st.id = s.sample_type_id
+                JOIN sample_observation_events e ON e.sample_id = s.id AND e.observation_id = ?2 AND e.event_kind = \(EventKind.appeared.code)
+                     AND e.evidence_kind = \(EvidenceKind.reported.code)
+                JOIN sample_versions v ON v.id = e.version_id AND v.created_observation_id = ?2 AND v.sample_id = s.id
+                JOIN sample_visibility_ranges g ON g.sample_id = s.id AND g.version_id = v.id AND g.first_observation_id = ?2
+                \(provenanceJoins)
+                WHERE s.id > ?1 AND s.first_seen_observation_id = ?2 ORDER BY s.id
+                """).query(db, [.int(samplesBefore), .int(obs)]) { r in
+                guard let sample = r.int(23), let version = r.int(24), let event = r.int(25), let range = r.int(26) else { return }
+                // A sample met twice (two such events or ranges: a damaged archive) is written once.
+                guard covered.insert(sample: sample, version: version, event: event, range: range) else { return }
+                let (p, hash) = try payload(r)
+                try emitItem(.newSample(BundleItem.NewSample(
+                    fuzzyKey: r.textBytes(20).map { ItemText(utf8: Array($0)) }, payload: p, payloadHash: hash,
+                    sampleUUIDHash: try c.digest(r, 21, "samples.sample_uuid_hash"), semanticFingerprint: try c.digest(r, 22, "samples.semantic_fingerprint"),
+                    strictFingerprint: try c.required(c.digest(r, 1, "samples.strict_fingerprint"), "samples.strict_fingerprint"))))
+            }
+            try covered.register(db)
+            skip = (" AND NOT \(CoveredRows.function)(0, s.id)", " AND NOT \(CoveredRows.function)(1, v.id)",
+                    " AND NOT \(CoveredRows.function)(2, e.id)", " AND NOT \(CoveredRows.function)(3, g.rowid)")
+        }
+        defer { covered.unregister(db) }
+        try FastStatement(db, """
+            SELECT s.first_seen_at, s.fuzzy_key, s.sample_uuid_hash, s.semantic_fingerprint, s.strict_fingerprint, st.type_identifier
+            FROM samples s JOIN sample_types st ON st.id = s.sample_type_id
+            WHERE s.id > ? AND s.first_seen_observation_id = ?\(skip.samples) ORDER BY s.id
+            """).query(db, [.int(samplesBefore), .int(obs)]) { r in
+            try emitItem(.sample(BundleItem.Sample(
+                firstSeenAt: try c.required(r.double(0), "samples.first_seen_at"), fuzzyKey: r.textBytes(1).map { ItemText(utf8: Array($0)) },
+                sampleUUIDHash: try c.digest(r, 2, "samples.sample_uuid_hash"), semanticFingerprint: try c.digest(r, 3, "samples.semantic_fingerprint"),
+                strictFingerprint: try c.required(c.digest(r, 4, "samples.strict_fingerprint"), "samples.strict_fingerprint"),
+                typeIdentifier: try c.required(types.text(r.textBytes(5)), "sample_types.type_identifier"))))
+        }
+        try FastStatement(db, """
+            SELECT \(payloadColumns)
+            FROM sample_versions v JOIN samples s ON s.id = v.sample_id JOIN sample_types st ON st.id = s.sample_type_id
+            \(provenanceJoins)
+            WHERE v.id > ? AND v.created_observation_id = ?\(skip.versions) ORDER BY v.id
+            """).query(db, [.int(versionsBefore), .int(obs)]) { r in
+            let (p, hash) = try payload(r)
             try emitItem(.version(BundleItem.Version(
-                payload: payload, payloadHash: try c.required(c.digest(r, 19, "sample_versions.payload_hash"), "sample_versions.payload_hash"),
-                sample: BundleItem.SampleReference(strictFingerprint: try c.required(c.digest(r, 1, "samples.strict_fingerprint"), "samples.strict_fingerprint"), type: type))))
+                payload: p, payloadHash: hash,
+                sample: BundleItem.SampleReference(strictFingerprint: try c.required(c.digest(r, 1, "samples.strict_fingerprint"), "samples.strict_fingerprint"), type: p.type))))
         }
         try FastStatement(db, """
             SELECT st.type_identifier, s.strict_fingerprint, e.event_kind, e.evidence_kind, e.observed_at, v.payload_hash
             FROM sample_observation_events e JOIN samples s ON s.id = e.sample_id JOIN sample_types st ON st.id = s.sample_type_id
             LEFT JOIN sample_versions v ON v.id = e.version_id
-            WHERE e.observation_id = ? ORDER BY e.id
+            WHERE e.observation_id = ?\(skip.events) ORDER BY e.id
             """).query(db, [.int(obs)]) { r in
             try emitItem(.event(BundleItem.Event(
                 eventKind: try c.required(r.int(2).flatMap(EventKind.item(code:)), "sample_observation_events.event_kind"),
@@ -178,7 +224,7 @@ public enum ObservationBundleBuilder {
             SELECT st.type_identifier, s.strict_fingerprint, g.first_seen_at, v.payload_hash
             FROM sample_visibility_ranges g JOIN samples s ON s.id = g.sample_id JOIN sample_types st ON st.id = s.sample_type_id
             LEFT JOIN sample_versions v ON v.id = g.version_id
-            WHERE g.first_observation_id = ? ORDER BY g.rowid
+            WHERE g.first_observation_id = ?\(skip.ranges) ORDER BY g.rowid
             """).query(db, [.int(obs)]) { r in
             try emitItem(.rangeOpen(BundleItem.RangeOpen(
                 firstSeenAt: try c.required(r.double(2), "sample_visibility_ranges.first_seen_at"),

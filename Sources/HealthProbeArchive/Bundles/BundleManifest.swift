@@ -15,7 +15,11 @@ public struct BundleHeader: Sendable, Equatable, Codable {
     /// The previous bundle's manifest hash in this chain; nil for sequence 1.
     public var previousManifestHash: String?
 
-    public init(deviceChainHash: String, sequence: Int, observationId: Int64, previousManifestHash: String?) {
+    /// The bundle formats this build reads and writes (Protocol/bundles.md): 2 adds `new_sample` items.
+    public static let formats: ClosedRange<Int> = 1...2
+
+    public init(deviceChainHash: String, sequence: Int, observationId: Int64, previousManifestHash: String?, format: Int = 1) {
+        bundleFormat = format
         self.deviceChainHash = deviceChainHash
         self.sequence = sequence
         self.observationId = observationId

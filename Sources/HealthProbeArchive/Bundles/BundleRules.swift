@@ -41,6 +41,13 @@ struct BundleRules {
             }
             index[name] = types.count
             types.append(TypeState(name: name, category: t.category))
+        case .newSample(let n):
+            // A sample, its version and its appeared event at once (its dates are the observation's by definition).
+            guard let t = find(n.payload.type) else { throw fail("payload.type names a type with no sample_type item") }
+            if let category = types[t].category, n.payload.valueKind != category {
+                throw fail("payload.value_kind differs from its type's sample_type category \(category.rawValue)")
+            }
+            types[t].inserted += 1
         case .sample(let s):
             guard find(s.typeIdentifier) != nil else { throw fail("type_identifier names a type with no sample_type item") }
             guard s.firstSeenAt == observedAt else { throw fail("first_seen_at differs from the observation's observed_at") }

@@ -104,6 +104,10 @@ public struct BundleVerifier {
                 if line == 2 { throw BundleError(.order, line: line, "line 2: the first item must be the observation") }
                 throw BundleError(.order, line: line, "line \(line): a \(kind.rawValue) item is out of order (Protocol/bundles.md, item order)")
             }
+            // Format 1 has no new_sample: a format-1 reader does not know the kind.
+            if kind == .newSample && header!.bundleFormat < 2 {
+                throw BundleError(.unknownKind, line: line, "line \(line): new_sample items are bundle format 2; this bundle's header says bundle_format 1")
+            }
             self.kind = kind
             let item = try decodedItem.get()
             try rules.check(item, line: line)
@@ -203,7 +207,9 @@ public struct BundleVerifier {
         guard Set(o.keys) == ["bundle_format", "device_chain_hash", "observation_id", "previous_manifest_hash", "sequence"] else {
             throw headerMembers(line: line)
         }
-        guard case .number(let f)? = o["bundle_format"], f == 1 else { throw fail("bundle_format must be 1") }
+        guard case .number(let f)? = o["bundle_format"], let format = BundleHeader.formats.first(where: { Double($0) == f }) else {
+            throw fail("bundle_format must be 1 or 2")
+        }
         guard case .string(let chain)? = o["device_chain_hash"], ArchiveHasher.isLowerHex(chain.utf8) else {
             throw fail("device_chain_hash must be 64 lower-case hex digits")
         }
@@ -223,7 +229,7 @@ public struct BundleVerifier {
         default: throw fail("previous_manifest_hash must be 64 lower-case hex digits or null")
         }
         guard (prev == nil) == (sequence == 1) else { throw fail("previous_manifest_hash must be null exactly when sequence is 1") }
-        return BundleHeader(deviceChainHash: chain, sequence: Int(sequence), observationId: observation, previousManifestHash: prev)
+        return BundleHeader(deviceChainHash: chain, sequence: Int(sequence), observationId: observation, previousManifestHash: prev, format: format)
     }
 }
 

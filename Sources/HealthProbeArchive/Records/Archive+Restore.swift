@@ -9,13 +9,16 @@ public struct RestorePoint: Sendable, Equatable {
     public var manifestHash: String
     public var itemCount: Int
     public var observationID: Int64
+    /// The bundle's format (Protocol/bundles.md): 2 is sent only in sessions of protocol version 4.
+    public var bundleFormat: Int
 }
 
 extension RestorePoint {
     /// The received bundle at `sequence` as the log holds it; nil when the replica has none.
     public static func at(_ db: Database, sequence: Int) throws -> RestorePoint? {
         guard let row = try BundleLogRecord.all().received().filter(BundleLogRecord.Columns.sequence == sequence).fetchOne(db) else { return nil }
-        return RestorePoint(sequence: sequence, manifestHash: row.manifestHash, itemCount: row.itemCount, observationID: row.observationID)
+        return RestorePoint(sequence: sequence, manifestHash: row.manifestHash, itemCount: row.itemCount, observationID: row.observationID,
+                            bundleFormat: try ArchiveMetadataRecord.bundleFormat(db, sequence: sequence))
     }
 }
 

@@ -24,6 +24,36 @@ public struct ArchiveMetadataRecord: Codable, Sendable, FetchableRecord, Persist
     }
 }
 
+/// The bundle format of each sequence of the archive's chain: 1 up to the sequence stored under
+/// `bundle_format_2_from`, 2 from it on (Protocol/bundles.md, format 2). A node stores it before it
+/// first sends a format-2 bundle, and a restore when it applies the first one it receives, so that
+/// every bundle is built again in the format it was sent in.
+extension ArchiveMetadataRecord {
+    public static let bundleFormat2FromKey = "bundle_format_2_from"
+
+    /// The format of the chain's bundle at `sequence`.
+    public static func bundleFormat(_ db: Database, sequence: Int) throws -> Int {
+        guard let from = try bundleFormat2From(db) else { return 1 }
+        return sequence >= from ? 2 : 1
+    }
+
+    /// The first sequence of format 2, nil when none is.
+    public static func bundleFormat2From(_ db: Database) throws -> Int? {
+        guard let text = try value(db, key: bundleFormat2FromKey) else { return nil }
+        guard let from = Int(text), from >= 1 else {
+            throw ArchiveError(.invalidState, "archive_metadata.\(bundleFormat2FromKey) is \(text.prefix(40)), not a sequence; restore the archive from a backup")
+        }
+        return from
+    }
+
+    /// Bundles from `sequence` on are format 2, unless a sequence already began it (a chain's
+    /// format never goes back: what was sent is built again as it was).
+    public static func beginBundleFormat2(_ db: Database, at sequence: Int) throws {
+        if try bundleFormat2From(db) != nil { return }
+        try set(db, key: bundleFormat2FromKey, value: String(sequence))
+    }
+}
+
 extension Archive {
     /// The metadata value stored under `key`, `nil` when none.
     public func metadata(_ key: String) throws -> String? {
@@ -34,6 +64,16 @@ extension Archive {
     public func setMetadata(_ values: KeyValuePairs<String, String>) throws {
         let pairs = values.map { ($0.key, $0.value) }
         try writer.write { db in for (k, v) in pairs { try ArchiveMetadataRecord.set(db, key: k, value: v) } }
+    }
+
+    /// The bundle format this archive sends its chain's bundle at `sequence` in (`ArchiveMetadataRecord.bundleFormat`).
+    public func bundleFormat(sequence: Int) async throws -> Int {
+        try await writer.read { db in try ArchiveMetadataRecord.bundleFormat(db, sequence: sequence) }
+    }
+
+    /// Bundles from `sequence` on are sent in format 2 (`ArchiveMetadataRecord.beginBundleFormat2`).
+    public func beginBundleFormat2(at sequence: Int) async throws {
+        try await writer.write { db in try ArchiveMetadataRecord.beginBundleFormat2(db, at: sequence) }
     }
 
     /// Sets `created_at` to now (a replica made by copying a template).

@@ -135,6 +135,9 @@ struct BundleTests {
         _ = try SimulatorCapture.run(home: t.home, options: o)
         let (lines, hash) = try bundleLines(try t.open(), 1, previous: nil)
         let valid = lines.map { String(decoding: $0, as: UTF8.self) }.joined(separator: "\n") + "\n"
+        // The same capture in format 2 (section 4.6).
+        let (lines2, hash2) = try bundleLines(try t.open(), 1, previous: nil, format: 2)
+        let valid2 = lines2.map { String(decoding: $0, as: UTF8.self) }.joined(separator: "\n") + "\n"
 
         if ProcessInfo.processInfo.environment["HP_WRITE_VECTORS"] == "1" {
             try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
@@ -154,7 +157,14 @@ struct BundleTests {
             // or of a bundle of the committed chain.
             let (chainHome, _, chain) = try DigestVectorTests.chain()
             defer { withExtendedLifetime(chainHome) {} }
-            for m in BundleVectors.meaning(lines) + BundleVectors.chained(chain) {
+            cases.append(.init(file: "observation-1-format-2.jsonl", manifestHash: hash2, error: nil, line: nil))
+            try valid2.write(to: dir.appendingPathComponent("observation-1-format-2.jsonl"), atomically: true, encoding: .utf8)
+            // The home's next capture, built in format 1 after bundle 1 in format 2.
+            var next = o
+            next.days = 1
+            _ = try SimulatorCapture.run(home: t.home, options: next)
+            let after2 = try bundleLines(try t.open(), 2, previous: hash2, format: 1)
+            for m in BundleVectors.meaning(lines) + BundleVectors.chained(chain) + BundleVectors.format2(lines2, next: after2) {
                 try (m.lines.map { String(decoding: $0, as: UTF8.self) }.joined(separator: "\n") + (m.unterminated ? "" : "\n"))
                     .write(to: dir.appendingPathComponent(m.file), atomically: true, encoding: .utf8)
                 cases.append(.init(file: m.file, manifestHash: m.hash, error: m.error, line: m.line, stage: m.stage, after: m.after))
@@ -170,8 +180,10 @@ struct BundleTests {
         dec.keyDecodingStrategy = .convertFromSnakeCase
         let index = try dec.decode(VectorIndex.self, from: Data(contentsOf: dir.appendingPathComponent("bundles.json")))
         // Every case of Protocol/bundles.md sections 4.5 and 5 has its vector.
-        #expect(index.cases.count >= 32)
+        #expect(index.cases.count >= 37)
         #expect(try String(contentsOf: dir.appendingPathComponent("observation-1.jsonl"), encoding: .utf8) == valid)
+        #expect(try String(contentsOf: dir.appendingPathComponent("observation-1-format-2.jsonl"), encoding: .utf8) == valid2)
+        #expect(index.cases.contains { $0.file == "observation-1-format-2.jsonl" && $0.manifestHash == hash2 && $0.error == nil })
         #expect(index.cases.first?.manifestHash == hash)
         for c in index.cases {
             // Read as a file is read (a last line without its newline is seen).

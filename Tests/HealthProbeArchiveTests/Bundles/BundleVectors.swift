@@ -50,6 +50,7 @@ enum BundleVectors {
 
     static func sampleType(_ o: Object) -> String? {
         if case .object(let s)? = o["sample"], case .string(let t)? = s["type"] { return t }
+        if o["kind"] == .string("new_sample"), case .object(let p)? = o["payload"], case .string(let t)? = p["type"] { return t }
         if case .string(let t)? = o["type_identifier"] { return t }
         return nil
     }
@@ -126,6 +127,44 @@ enum BundleVectors {
             edit(lines, "event") { with($0, "payload_hash", .string(String(repeating: "0", count: 64))) })
         let sampleTwice = edit(lines, "sample") { [$0, $0] }
         add("sample-twice.jsonl", "reference", stage: "apply", lineOverride: sampleTwice.line + 1, sampleTwice)
+        return out
+    }
+
+    /// Vectors of format 2 (section 4.6): `lines` is the valid vector's capture built in format 2
+    /// (`observation-1-format-2.jsonl`), `next` the same home's next bundle built in format 1 after it.
+    static func format2(_ lines: [[UInt8]], next: (lines: [[UInt8]], hash: String)) -> [Vector] {
+        var out: [Vector] = []
+        func add(_ file: String, _ error: String, stage: String? = nil, after: [String]? = nil, lineOverride: Int? = nil,
+                 _ e: (lines: [[UInt8]], hash: String, line: Int)) {
+            out.append(Vector(file: file, lines: e.lines, hash: e.hash, error: error, line: lineOverride ?? e.line, stage: stage, after: after))
+        }
+        let first = line(of: "new_sample", in: lines)
+        // A format-1 header over new_sample items: a format-1 reader does not know the kind.
+        if case .object(var header)? = try? JSONParser.parse(lines[0]) {
+            header["bundle_format"] = .int(1)
+            let (l, h) = try! rebundle(header: try! CanonicalJSON.encode(.object(header)), items: Array(lines.dropFirst().dropLast()))
+            add("new-sample-format-1.jsonl", "unknown_kind", (l, h, first))
+        }
+        // Its type's category contradicts its payload's value_kind (section 4.5).
+        let category = edit(lines, "sample_type", where: { $0["category"] == .string("quantity") }) { with($0, "category", .string("category")) }
+        let categoryType = sampleType(try! JSONParser.parse(lines[category.line - 1]).objectValue!)
+        add("new-sample-category.jsonl", "inconsistent", lineOverride: line(of: "new_sample", in: category.lines) { sampleType($0) == categoryType }, category)
+        // The first new_sample's sample sent again as a sample item: added twice (section 5.2).
+        let n = try! JSONParser.parse(lines[first - 1]).objectValue!
+        let observedAt = try! JSONParser.parse(lines[1]).objectValue!["observed_at"]!
+        let sample: Object = ["kind": .string("sample"), "type_identifier": .string(sampleType(n)!), "sample_uuid_hash": n["sample_uuid_hash"]!,
+                              "strict_fingerprint": n["strict_fingerprint"]!, "semantic_fingerprint": n["semantic_fingerprint"]!,
+                              "fuzzy_key": n["fuzzy_key"]!, "first_seen_at": observedAt]
+        var at = 0
+        let later: Set<String> = ["version", "event", "range_open", "range_close", "relationship", "type_run"]
+        let (twice, twiceHash) = try! editedBundle(lines) { i, o in
+            guard at == 0, case .string(let k)? = o["kind"], later.contains(k) else { return [o] }
+            at = i + 1
+            return [sample, o]
+        }
+        add("new-sample-twice.jsonl", "reference", stage: "apply", (twice, twiceHash, at))
+        // The chain's next bundle in format 1 after a bundle of format 2 (section 5.2).
+        add("format-1-after-2.jsonl", "malformed", stage: "apply", after: ["observation-1-format-2.jsonl"], (next.lines, next.hash, 1))
         return out
     }
 
