@@ -12,24 +12,32 @@ final class CoveredRows {
     /// The SQL function's name.
     static let function = "hp_bundle_covered"
 
-    /// One table's ids: a bit each, from `base` on (a lower id moves `base` down).
+    /// One table's ids: a bit each, from `base` on (a lower id moves `base` down), for ids
+    /// within `maxSpan` of the others; any farther one (only a damaged archive's rowids are so
+    /// spread) in a set, so memory stays bounded by the ids kept.
     private struct Bits {
+        static let maxSpan: Int64 = 1 << 24
         var base: Int64 = 0
         var words: [UInt64] = []
+        var far: Set<Int64> = []
 
         func contains(_ id: Int64) -> Bool {
             let i = id &- base
-            guard i >= 0, i >> 6 < Int64(words.count) else { return false }
+            guard i >= 0, i >> 6 < Int64(words.count) else { return !far.isEmpty && far.contains(id) }
             return words[Int(i >> 6)] & (1 << UInt64(i & 63)) != 0
         }
 
         /// Adds `id`; false when it was there.
         mutating func insert(_ id: Int64) -> Bool {
-            if words.isEmpty { base = id & ~63 }
+            let low = id & ~63
+            if words.isEmpty { base = low }
+            let top = base + Int64(words.count) * 64
+            // How far outside the bits `id` lies (wrapping: a gap past Int64's range reads negative, and is far).
+            let gap: Int64 = id < base ? base &- id : (id >= top ? id &- top : 0)
+            guard gap >= 0, gap < Self.maxSpan, top - base + gap <= 4 * Self.maxSpan else { return far.insert(id).inserted }
             if id < base {
-                let shift = Int((base - (id & ~63)) >> 6)
-                words.insert(contentsOf: repeatElement(0, count: shift), at: 0)
-                base = id & ~63
+                words.insert(contentsOf: repeatElement(0, count: Int((base - low) >> 6)), at: 0)
+                base = low
             }
             let i = id - base, w = Int(i >> 6)
             if w >= words.count { words.append(contentsOf: repeatElement(0, count: w - words.count + 1)) }
