@@ -101,7 +101,7 @@ public struct NodeRestore {
                          checkpoints: BackgroundCheckpoints?) async throws -> Report {
         let archive = node.archive
         return try await SyncSession.with(host: h, port: p, fingerprint: enrollment.fingerprint, replyTimeout: replyTimeout,
-                                          version: version) { session in
+                                          version: version, helloRefusals: true) { session in
             try await session.authenticate(name: enrollment.name, credential: enrollment.credential, clientTime: node.clock.now())
             let status = try await session.chainStatus(node.deviceChainHash)
             guard progress.lastSequence <= status.lastSequence else {

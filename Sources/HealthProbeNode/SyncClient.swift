@@ -80,7 +80,7 @@ public struct SyncClient {
 
     private func sync(_ enrollment: NodeEnrollment, host: String, port: Int, version: UInt16) async throws -> Report {
         try await SyncSession.with(host: host, port: port, fingerprint: enrollment.fingerprint, replyTimeout: replyTimeout, version: version,
-                                   keepalive: keepalive) { session in
+                                   keepalive: keepalive, helloRefusals: true) { session in
             try await session.authenticate(name: enrollment.name, credential: enrollment.credential, clientTime: node.clock.now())
             return try await send(&session)
         }
@@ -125,6 +125,9 @@ public struct SyncClient {
                                      total: observations.count, report: &report, buffer: &buffer, record: false)
         } catch let e as SyncProtocolError where e.code == .divergence {
             logger.warning("the server refused this node's history as divergent", metadata: ["sync.sequence": "\(sequence)"])
+        } catch let e as SyncProtocolError where e.code == .protocolVersion {
+            // The bundle's format is not one this session carries (nothing was sent): the divergence is told all the same.
+            logger.warning("the divergent bundle was not sent: \(e.message)", metadata: ["sync.sequence": "\(sequence)"])
         }
     }
 
@@ -208,8 +211,9 @@ public struct SyncClient {
         let archive = node.archive
         var format = try await archive.bundleFormat(sequence: sequence)
         if format < 2, record, session.version >= SyncHello.bundleFormatVersion {
+            // Format 2 begins here, or after the last bundle logged as sent (those went in format 1).
             try await archive.beginBundleFormat2(at: sequence)
-            format = 2
+            format = try await archive.bundleFormat(sequence: sequence)
         }
         guard format < 2 || session.version >= SyncHello.bundleFormatVersion else {
             throw SyncProtocolError(.protocolVersion, "this node sends its bundles in format 2 (since an earlier sync with a newer server), which needs sync protocol version \(SyncHello.bundleFormatVersion); the server speaks \(session.version). Upgrade hp-server")

@@ -21,12 +21,14 @@ public struct SyncSession {
     /// Connects to `host:port` over TLS pinned to `fingerprint`, exchanges hellos, runs `body`, closes.
     /// A reply that takes longer than `replyTimeout` fails the connection with `timeout` (`ReplyDeadline`).
     /// `version` is the hello's: 1 for everything but restore and streamed bundles (any server
-    /// speaks it), 2 for restore, 3 to stream bundles. A server that does not speak it fails
-    /// with `protocol_version`.
+    /// speaks it), 2 for restore, 3 to stream bundles, 4 for bundle format 2. A server that does
+    /// not speak it fails with `protocol_version` (`HelloRefused` with `helloRefusals`, for `preferring`).
     /// `keepalive`: once authenticated, a `PING` after each whole such interval without a frame while no answer is owed (`SessionKeepalive`).
     public static func with<T: Sendable>(host: String, port: Int, fingerprint: String, replyTimeout: TimeAmount = SyncSession.replyTimeout,
-                                         version: UInt16 = SyncHello.currentVersion, keepalive: TimeAmount? = nil,
+                                         version: UInt16 = SyncHello.currentVersion, keepalive: TimeAmount? = nil, helloRefusals: Bool = false,
                                          _ body: (inout SyncSession) async throws -> T) async throws -> T {
+        /// The server refused the hello's version: thrown so with `helloRefusals`.
+        func refused(_ e: SyncProtocolError) -> any Error { helloRefusals ? HelloRefused(error: e) : e }
         let pings = SessionKeepalive.Count()
         let tls = try PinnedTLS.clientContext()
         let channel: NIOAsyncChannel<SyncInbound, SyncOutbound>
@@ -57,18 +59,20 @@ public struct SyncSession {
                 try await outbound.write(.hello(SyncHello(version: version)))
                 let answer: SyncInbound?
                 do { answer = try await session.messages.next() } catch let e as SyncProtocolError where (e.code == .protocolVersion || e.code == .badMagic) && version > 1 {
-                    throw SyncProtocolError(.protocolVersion, "the server does not speak sync protocol version \(version)\(version == SyncHello.restoreVersion ? ", which restore needs" : "") (\(e.message)); upgrade hp-server")
+                    throw refused(SyncProtocolError(.protocolVersion, "the server does not speak sync protocol version \(version)\(version == SyncHello.restoreVersion ? ", which restore needs" : "") (\(e.message)); upgrade hp-server"))
                 }
                 guard case .hello(let hello)? = answer else {
                     throw SyncProtocolError(.badMagic, "the server did not answer the hello")
                 }
                 guard hello.version == version else {
-                    throw SyncProtocolError(.protocolVersion, "the server answered the hello with version \(hello.version); this node asked for \(version)")
+                    throw refused(SyncProtocolError(.protocolVersion, "the server answered the hello with version \(hello.version); this node asked for \(version)"))
                 }
                 guard hello.flags == 0 else {
                     throw SyncProtocolError(.malformedFrame, "the server's hello sets flags \(hello.flags); version \(version) defines none")
                 }
             } catch let e as SyncProtocolError {
+                throw e
+            } catch let e as HelloRefused {
                 throw e
             } catch {
                 // The TLS handshake failed (a wrong certificate closes the channel under the hello).
@@ -79,7 +83,9 @@ public struct SyncSession {
     }
 
     /// `attempt` with the hello version `preferred`, and again with each of `fallbacks` lower than
-    /// it, in order, while the server refuses the hello (`protocol_version`: a server that predates it).
+    /// it, in order, while the server refuses the hello (a server that predates the version). The
+    /// attempt connects with `helloRefusals`; any other failure, `protocol_version` raised later in
+    /// the session included, ends it. The last refusal is thrown as its `protocol_version` error.
     static func preferring<T>(_ preferred: UInt16, else fallbacks: [UInt16], logger: Logger,
                               _ attempt: (UInt16) async throws -> T) async throws -> T {
         var versions = [preferred] + fallbacks.filter { $0 < preferred }
@@ -87,10 +93,16 @@ public struct SyncSession {
             let version = versions.removeFirst()
             do {
                 return try await attempt(version)
-            } catch let e as SyncProtocolError where e.code == .protocolVersion && !versions.isEmpty {
+            } catch let refusal as HelloRefused {
+                guard !versions.isEmpty else { throw refusal.error }
                 logger.info("the server does not speak protocol version \(version); connecting with version \(versions[0])")
             }
         }
+    }
+
+    /// The server refused a hello's version (`with`'s `helloRefusals`).
+    struct HelloRefused: Error {
+        let error: SyncProtocolError
     }
 
     /// How long a node waits for any answer: 5 minutes (a server applying a first bundle of a

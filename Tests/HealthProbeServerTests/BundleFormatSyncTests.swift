@@ -94,3 +94,42 @@ struct BundleFormatSyncTests {
         #expect(try ArchiveVerifier.sentBundles(node).status == .ok)
     }
 }
+
+extension BundleFormatSyncTests {
+    @Test("bundles a node sent in format 1 go again in format 1 to a server restored from an older backup, with version 4, and format 2 begins after them: the node's log and the server agree, and the next syncs find nothing diverged")
+    func resentAsSent() async throws {
+        let home = TempHome()
+        try simulate(home, days: 2)
+        let data = TempDir(), backup = TempDir()
+        let chain = try home.open().deviceChainHash
+        let enrolled = Box<NodeEnrollment>()
+        try await withServer(data, versions: 1...3) { server in
+            enrolled.value = try await server.enroll("phone")
+            let report = try await Self.sync(home, try #require(enrolled.value), port: server.port)
+            #expect(report.sent == 1)
+        }
+        // The stopped server's data directory, holding bundle 1: a backup.
+        try FileManager.default.removeItem(atPath: backup.path)
+        try FileManager.default.copyItem(atPath: data.path, toPath: backup.path)
+        try simulate(home, days: 1)
+        try simulate(home, days: 1)
+        let e = try #require(enrolled.value)
+        try await withServer(data, versions: 1...3) { server in
+            let report = try await Self.sync(home, e, port: server.port)
+            #expect(report.sent == 2)
+        }
+        // The server restored from the backup, now of version 4: bundles 2 and 3 again, as they were sent.
+        try simulate(home, days: 1)
+        try await withServer(backup) { server in
+            let first = try await Self.sync(home, e, port: server.port)
+            #expect(first.sent == 3)
+            #expect(try Self.keptFormat(server.store, chain, 2) == 1)
+            #expect(try Self.keptFormat(server.store, chain, 3) == 1)
+            #expect(try Self.keptFormat(server.store, chain, 4) == 2)
+            let again = try await Self.sync(home, e, port: server.port)
+            #expect(again.sent == 0 && again.lastSequence == 4)
+        }
+        #expect(try Self.format2From(try home.open()) == 4)
+        #expect(try ArchiveVerifier.sentBundles(try home.open()).status == .ok)
+    }
+}

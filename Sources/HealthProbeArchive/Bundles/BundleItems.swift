@@ -162,6 +162,11 @@ public enum ObservationBundleBuilder {
         let covered = CoveredRows()
         var skip = (samples: "", versions: "", events: "", ranges: "")
         if format >= 2 {
+            // A row whose dates are not the observation's, or whose stored payload hash is not its
+            // payload's, would be carried as four items would not carry it: such a sample goes as
+            // format 1's items (whose checks the receiver applies), or the build stops.
+            let observedAt: Double = try c.required(o, "observed_at")
+            var payloadWriter = CanonicalJSONWriter(capacity: 1024)
             try FastStatement(db, """
                 SELECT \(payloadColumns), s.fuzzy_key, s.sample_uuid_hash, s.semantic_fingerprint, s.id, v.id, e.id, g.rowid
                 FROM samples s JOIN sample_types st ON st.id = s.sample_type_id
@@ -170,12 +175,18 @@ public enum ObservationBundleBuilder {
                 JOIN sample_versions v ON v.id = e.version_id AND v.created_observation_id = ?2 AND v.sample_id = s.id
                 JOIN sample_visibility_ranges g ON g.sample_id = s.id AND g.version_id = v.id AND g.first_observation_id = ?2
                 \(provenanceJoins)
-                WHERE s.id > ?1 AND s.first_seen_observation_id = ?2 ORDER BY s.id
-                """).query(db, [.int(samplesBefore), .int(obs)]) { r in
+                WHERE s.id > ?1 AND s.first_seen_observation_id = ?2 AND s.first_seen_at = ?3 AND e.observed_at = ?3 AND g.first_seen_at = ?3
+                ORDER BY s.id
+                """).query(db, [.int(samplesBefore), .int(obs), .double(observedAt)]) { r in
                 guard let sample = r.int(23), let version = r.int(24), let event = r.int(25), let range = r.int(26) else { return }
                 // A sample met twice (two such events or ranges: a damaged archive) is written once.
                 guard covered.insert(sample: sample, version: version, event: event, range: range) else { return }
                 let (p, hash) = try payload(r)
+                payloadWriter.reset()
+                try p.write(to: &payloadWriter)
+                guard ArchiveHasher.sha256Digest(.payload, payloadWriter.bytes) == hash else {
+                    throw ArchiveError(.invalidState, "sample_versions.payload_hash of version \(version) is not the hash of its payload as a bundle writes it; the archive is damaged (run hp-node verify, restore it from a backup or from the server)")
+                }
                 try emitItem(.newSample(BundleItem.NewSample(
                     fuzzyKey: r.textBytes(20).map { ItemText(utf8: Array($0)) }, payload: p, payloadHash: hash,
                     sampleUUIDHash: try c.digest(r, 21, "samples.sample_uuid_hash"), semanticFingerprint: try c.digest(r, 22, "samples.semantic_fingerprint"),
@@ -230,12 +241,16 @@ public enum ObservationBundleBuilder {
                 firstSeenAt: try c.required(r.double(2), "sample_visibility_ranges.first_seen_at"),
                 payloadHash: try c.digest(r, 3, "sample_versions.payload_hash"), sample: try c.reference(r, type: 0, fingerprint: 1, &types))))
         }
+        // Format 1 closes ranges in the order their rows were made; format 2 by what they are (the
+        // observation that opened each, its type, its sample), since a replica made a format-2
+        // bundle's new samples' rows before its other ranges' and numbers them otherwise.
+        let closeOrder = format >= 2 ? "g.first_observation_id, st.type_identifier, s.strict_fingerprint" : "g.rowid"
         try each("""
             SELECT st.type_identifier, lower(hex(s.strict_fingerprint)) AS strict_fingerprint, nullif(lower(hex(v.payload_hash)), '') AS payload_hash, g.last_seen_at,
                    (SELECT count(*) FROM observations o2 WHERE o2.device_chain_id = ? AND o2.id <= g.first_observation_id) AS first_sequence
             FROM sample_visibility_ranges g JOIN samples s ON s.id = g.sample_id JOIN sample_types st ON st.id = s.sample_type_id
             LEFT JOIN sample_versions v ON v.id = g.version_id
-            WHERE g.last_observation_id = ? ORDER BY g.rowid
+            WHERE g.last_observation_id = ? ORDER BY \(closeOrder)
             """, [chainID, obs]) { r in
             try emitItem(.rangeClose(BundleItem.RangeClose(
                 firstSequence: try c.required(r, "first_sequence"), lastSeenAt: try c.required(r, "last_seen_at"),

@@ -100,13 +100,13 @@ public struct BundleVerifier {
         case .unknownKind:
             throw BundleError(.unknownKind, line: line, "line \(line): unknown item kind")
         case .item(let kind, let decodedItem, let itemHash):
+            // Format 1 has no new_sample: a format-1 reader does not know the kind (before its order is looked at).
+            if kind == .newSample && header!.bundleFormat < 2 {
+                throw BundleError(.unknownKind, line: line, "line \(line): new_sample items are bundle format 2; this bundle's header says bundle_format 1")
+            }
             guard kind >= self.kind, (kind == .observation) == (line == 2) else {
                 if line == 2 { throw BundleError(.order, line: line, "line 2: the first item must be the observation") }
                 throw BundleError(.order, line: line, "line \(line): a \(kind.rawValue) item is out of order (Protocol/bundles.md, item order)")
-            }
-            // Format 1 has no new_sample: a format-1 reader does not know the kind.
-            if kind == .newSample && header!.bundleFormat < 2 {
-                throw BundleError(.unknownKind, line: line, "line \(line): new_sample items are bundle format 2; this bundle's header says bundle_format 1")
             }
             self.kind = kind
             let item = try decodedItem.get()

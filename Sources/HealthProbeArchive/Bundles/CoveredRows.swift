@@ -29,6 +29,8 @@ final class CoveredRows {
 
         /// Adds `id`; false when it was there.
         mutating func insert(_ id: Int64) -> Bool {
+            // Near Int64's ends the bits' bounds could not be computed: such ids are far.
+            guard id > Int64.min + 8 * Self.maxSpan, id < Int64.max - 8 * Self.maxSpan else { return far.insert(id).inserted }
             let low = id & ~63
             if words.isEmpty { base = low }
             let top = base + Int64(words.count) * 64
@@ -67,18 +69,24 @@ final class CoveredRows {
     /// Registers `hp_bundle_covered` on `db`'s connection (until `unregister`).
     func register(_ db: Database) throws {
         guard let connection = db.sqliteConnection else { throw ArchiveError(.invalidState, "the database connection is closed") }
-        let context = Unmanaged.passUnretained(self).toOpaque()
+        // SQLite holds a reference until the function is removed or the connection closes (`xDestroy`).
+        let context = Unmanaged.passRetained(self).toOpaque()
         let code = sqlite3_create_function_v2(connection, Self.function, 2, SQLITE_UTF8, context, { ctx, argc, argv in
             guard let ctx, argc == 2, let argv, let me = sqlite3_user_data(ctx) else { return }
             let rows = Unmanaged<CoveredRows>.fromOpaque(me).takeUnretainedValue()
             let table = Int(sqlite3_value_int64(argv[0])), id = sqlite3_value_int64(argv[1])
             sqlite3_result_int(ctx, rows.contains(table: table, id) ? 1 : 0)
-        }, nil, nil, nil)
+        }, nil, nil, { me in
+            if let me { Unmanaged<CoveredRows>.fromOpaque(me).release() }
+        })
+        // On failure SQLite has already called xDestroy, which released the reference.
         guard code == SQLITE_OK else { throw ArchiveError(.invalidState, "SQLite refused the function \(Self.function) (\(code))") }
         registered = connection
     }
 
     /// Removes the function again (the builder's connection is a pool's, used by others after).
+    /// Should SQLite refuse (a statement still running), the function stays until the connection
+    /// closes: it holds its own reference, so nothing dangles, and it is registered anew next time.
     func unregister(_ db: Database) {
         guard let connection = registered else { return }
         sqlite3_create_function_v2(connection, Self.function, 2, SQLITE_UTF8, nil, nil, nil, nil, nil)

@@ -71,6 +71,11 @@ extension BundleLogRecord {
         try Int64.fetchOne(db, sql: "SELECT observation_id FROM bundle_log WHERE direction = 'received' AND sequence = ?", arguments: [sequence])
     }
 
+    /// The highest sequence logged as sent, `nil` when none.
+    public static func lastSentSequence(_ db: Database) throws -> Int? {
+        try Int.fetchOne(db, sql: "SELECT max(sequence) FROM bundle_log WHERE direction = 'sent'")
+    }
+
     /// The highest received sequence, `nil` when none.
     public static func lastReceivedSequence(_ db: Database) throws -> Int? {
         try Int.fetchOne(db, sql: "SELECT max(sequence) FROM bundle_log WHERE direction = 'received'")

@@ -164,7 +164,8 @@ struct BundleTests {
             next.days = 1
             _ = try SimulatorCapture.run(home: t.home, options: next)
             let after2 = try bundleLines(try t.open(), 2, previous: hash2, format: 1)
-            for m in BundleVectors.meaning(lines) + BundleVectors.chained(chain) + BundleVectors.format2(lines2, next: after2) {
+            let after2in2 = try bundleLines(try t.open(), 2, previous: hash2, format: 2)
+            for m in BundleVectors.meaning(lines) + BundleVectors.chained(chain) + BundleVectors.format2(lines2, next: after2, next2: after2in2) {
                 try (m.lines.map { String(decoding: $0, as: UTF8.self) }.joined(separator: "\n") + (m.unterminated ? "" : "\n"))
                     .write(to: dir.appendingPathComponent(m.file), atomically: true, encoding: .utf8)
                 cases.append(.init(file: m.file, manifestHash: m.hash, error: m.error, line: m.line, stage: m.stage, after: m.after))
@@ -180,7 +181,7 @@ struct BundleTests {
         dec.keyDecodingStrategy = .convertFromSnakeCase
         let index = try dec.decode(VectorIndex.self, from: Data(contentsOf: dir.appendingPathComponent("bundles.json")))
         // Every case of Protocol/bundles.md sections 4.5 and 5 has its vector.
-        #expect(index.cases.count >= 37)
+        #expect(index.cases.count >= 38)
         #expect(try String(contentsOf: dir.appendingPathComponent("observation-1.jsonl"), encoding: .utf8) == valid)
         #expect(try String(contentsOf: dir.appendingPathComponent("observation-1-format-2.jsonl"), encoding: .utf8) == valid2)
         #expect(index.cases.contains { $0.file == "observation-1-format-2.jsonl" && $0.manifestHash == hash2 && $0.error == nil })

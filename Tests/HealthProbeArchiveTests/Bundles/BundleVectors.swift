@@ -132,7 +132,8 @@ enum BundleVectors {
 
     /// Vectors of format 2 (section 4.6): `lines` is the valid vector's capture built in format 2
     /// (`observation-1-format-2.jsonl`), `next` the same home's next bundle built in format 1 after it.
-    static func format2(_ lines: [[UInt8]], next: (lines: [[UInt8]], hash: String)) -> [Vector] {
+    /// `next2` the same next bundle built in format 2.
+    static func format2(_ lines: [[UInt8]], next: (lines: [[UInt8]], hash: String), next2: (lines: [[UInt8]], hash: String)) -> [Vector] {
         var out: [Vector] = []
         func add(_ file: String, _ error: String, stage: String? = nil, after: [String]? = nil, lineOverride: Int? = nil,
                  _ e: (lines: [[UInt8]], hash: String, line: Int)) {
@@ -163,6 +164,21 @@ enum BundleVectors {
             return [sample, o]
         }
         add("new-sample-twice.jsonl", "reference", stage: "apply", (twice, twiceHash, at))
+        // The next bundle in format 2 carrying again the first new_sample of the bundle before it:
+        // a sample the replica holds (section 5.2), its run counting the appearance.
+        let heldType = sampleType(n)
+        var heldAt = 0
+        let (held, heldHash) = try! editedBundle(next2.lines) { i, o in
+            if heldAt == 0, o["kind"] == .string("new_sample") {
+                heldAt = i + 1
+                return [n, o]
+            }
+            if o["kind"] == .string("type_run"), sampleType(o) == heldType, case .number(let c)? = o["inserted_event_count"] {
+                return with(o, "inserted_event_count", .number(c + 1))
+            }
+            return [o]
+        }
+        add("new-sample-held.jsonl", "reference", stage: "apply", after: ["observation-1-format-2.jsonl"], (held, heldHash, heldAt))
         // The chain's next bundle in format 1 after a bundle of format 2 (section 5.2).
         add("format-1-after-2.jsonl", "malformed", stage: "apply", after: ["observation-1-format-2.jsonl"], (next.lines, next.hash, 1))
         return out

@@ -20,5 +20,12 @@ struct CoveredRowsTests {
             #expect(!rows.contains(table: 0, id), "\(id)")
         }
         #expect(!rows.contains(table: 4, 1_000) && !rows.contains(table: -1, 1_000))
+        // The first ids at Int64's very ends: kept, found, and no arithmetic past them.
+        let ends = CoveredRows()
+        for id in [Int64.max - 10, Int64.max - 5, Int64.max, Int64.min, Int64.min + 70, 0] {
+            #expect(ends.insert(sample: id, version: id, event: id, range: id), "\(id)")
+            #expect(ends.contains(table: 3, id))
+        }
+        #expect(!ends.contains(table: 0, Int64.max - 6) && !ends.contains(table: 0, Int64.min + 1))
     }
 }
