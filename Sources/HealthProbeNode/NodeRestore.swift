@@ -85,7 +85,7 @@ public struct NodeRestore {
         do {
             // A server that predates version 3 sends each bundle's chain state before its parts (version 2).
             let report = try await SyncSession.preferring(version, else: [SyncHello.streamVersion, SyncHello.restoreVersion], logger: logger) { v in
-                // Read again for each attempt: one refused mid-restore (a bundle its version cannot carry) kept what it applied.
+                // Read as each attempt starts (one whose hello is refused ends before its first bundle).
                 try await restore(enrollment, host: h, port: p, version: v, progress: try archive.restoreProgress(chain: chain), started: started, checkpoints: checkpoints)
             }
             try await Self.offload { checkpoints?.finish() }

@@ -210,10 +210,11 @@ public struct SyncClient {
     func chooseFormat(sequence: Int, session: SyncSession, record: Bool) async throws {
         let archive = node.archive
         var format = try await archive.bundleFormat(sequence: sequence)
-        if format < 2, record, session.version >= SyncHello.bundleFormatVersion {
-            // Format 2 begins here, or after the last bundle logged as sent (those went in format 1).
+        // Format 2 begins at a sequence never sent: one logged as sent went in format 1 and goes so again.
+        if format < 2, record, session.version >= SyncHello.bundleFormatVersion,
+           sequence > (try await archive.lastSentSequence(chain: node.deviceChainID) ?? 0) {
             try await archive.beginBundleFormat2(at: sequence)
-            format = try await archive.bundleFormat(sequence: sequence)
+            format = 2
         }
         guard format < 2 || session.version >= SyncHello.bundleFormatVersion else {
             throw SyncProtocolError(.protocolVersion, "this node sends its bundles in format 2 (since an earlier sync with a newer server), which needs sync protocol version \(SyncHello.bundleFormatVersion); the server speaks \(session.version). Upgrade hp-server")

@@ -21,14 +21,17 @@ final class CoveredRows {
         var words: [UInt64] = []
         var far: Set<Int64> = []
 
+        /// An id kept as far stays there, though the bits may grow over it later.
         func contains(_ id: Int64) -> Bool {
+            if !far.isEmpty, far.contains(id) { return true }
             let i = id &- base
-            guard i >= 0, i >> 6 < Int64(words.count) else { return !far.isEmpty && far.contains(id) }
+            guard i >= 0, i >> 6 < Int64(words.count) else { return false }
             return words[Int(i >> 6)] & (1 << UInt64(i & 63)) != 0
         }
 
         /// Adds `id`; false when it was there.
         mutating func insert(_ id: Int64) -> Bool {
+            if !far.isEmpty, far.contains(id) { return false }
             // Near Int64's ends the bits' bounds could not be computed: such ids are far.
             guard id > Int64.min + 8 * Self.maxSpan, id < Int64.max - 8 * Self.maxSpan else { return far.insert(id).inserted }
             let low = id & ~63

@@ -47,13 +47,12 @@ extension ArchiveMetadataRecord {
     }
 
     /// Bundles from `sequence` on are format 2, unless a sequence already began it (a chain's
-    /// format never goes back: what was sent is built again as it was). A sequence the log
-    /// holds as sent went in format 1 and stays so: format 2 begins after the last of them
-    /// (a server restored from an older backup is sent them again as they were).
+    /// format never goes back: what was sent is built again as it was). A node begins it only
+    /// at a sequence it never sent (`SyncClient`): one logged as sent went in format 1 and is
+    /// sent again so (to a server restored from an older backup).
     public static func beginBundleFormat2(_ db: Database, at sequence: Int) throws {
         if try bundleFormat2From(db) != nil { return }
-        let lastSent = try BundleLogRecord.lastSentSequence(db) ?? 0
-        try set(db, key: bundleFormat2FromKey, value: String(max(sequence, lastSent + 1)))
+        try set(db, key: bundleFormat2FromKey, value: String(sequence))
     }
 }
 

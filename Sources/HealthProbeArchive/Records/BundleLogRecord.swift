@@ -71,9 +71,9 @@ extension BundleLogRecord {
         try Int64.fetchOne(db, sql: "SELECT observation_id FROM bundle_log WHERE direction = 'received' AND sequence = ?", arguments: [sequence])
     }
 
-    /// The highest sequence logged as sent, `nil` when none.
-    public static func lastSentSequence(_ db: Database) throws -> Int? {
-        try Int.fetchOne(db, sql: "SELECT max(sequence) FROM bundle_log WHERE direction = 'sent'")
+    /// The highest sequence of `chain` logged as sent, `nil` when none.
+    public static func lastSentSequence(_ db: Database, chain: Int64) throws -> Int? {
+        try Int.fetchOne(db, sql: "SELECT max(sequence) FROM bundle_log WHERE device_chain_id = ? AND direction = 'sent'", arguments: [chain])
     }
 
     /// The highest received sequence, `nil` when none.

@@ -27,5 +27,11 @@ struct CoveredRowsTests {
             #expect(ends.contains(table: 3, id))
         }
         #expect(!ends.contains(table: 0, Int64.max - 6) && !ends.contains(table: 0, Int64.min + 1))
+        // An id kept apart, far from the first, stays found once the bits have grown over it.
+        let grown = CoveredRows()
+        let spread: [Int64] = [0, 1 << 25, (1 << 24) - 100, (1 << 25) - 200, (1 << 25) + 50]
+        for id in spread { #expect(grown.insert(sample: id, version: id, event: id, range: id), "\(id)") }
+        for id in spread { #expect(grown.contains(table: 2, id), "\(id)") }
+        #expect(!grown.insert(sample: 1 << 25, version: 1, event: 1, range: 1), "taken once, wherever it is kept")
     }
 }
