@@ -348,9 +348,9 @@ public struct SyncServer: Sendable {
 
     /// `RESTORE_REQUEST`: the kept bundle at the requested sequence of a chain this device
     /// owns, as `RESTORE_BUNDLE` (with the replica's chain-state digest after it) and its
-    /// `RESTORE_PART`s, read one part at a time (`RestoreParts`). With `stateAfterParts` (a
-    /// version-3 session), as `RESTORE_STREAM`, the parts, and `RESTORE_STATE`: the digest is
-    /// computed while the parts are sent.
+    /// `RESTORE_PART`s, read one part at a time (`RestoreParts`). In a session of `version` 3
+    /// or later, as `RESTORE_STREAM`, the parts, and `RESTORE_STATE`: the digest is computed
+    /// while the parts are sent. A bundle of format 2 goes only in a session of version 4 or later.
     func restore(_ request: RestoreRequest, session: ServerSessionStateMachine.Session, version: UInt16,
                  outbound: NIOAsyncChannelOutboundWriter<SyncOutbound>) async throws {
         let stateAfterParts = version >= SyncHello.streamVersion
