@@ -22,7 +22,7 @@ schemas = {
  "Login": {"type": "object", "properties": {"name": string, "password": string}, "required": ["name", "password"]},
  "Session": S(person=string, role={"type": "string", "enum": ["admin", "member", "viewer"]}, csrf_token=string),
  "Me": S(name=string, role={"type": "string", "enum": ["admin", "member", "viewer"]}, devices=arr(string)),
- "Alert": optional_keys(S(kind={"type": "string", "enum": ["refused_bundles", "clock_skew", "disappeared", "loss", "verification_problem", "not_verified"]}, message=string, link=string), ["link"]),
+ "Alert": optional_keys(S(kind={"type": "string", "enum": ["refused_bundles", "clock_skew", "disappeared", "loss", "verification_problem", "not_verified", "replaced_device"]}, message=string, link=string), ["link"]),
  "Glance": optional_keys(S(state={"type": "string", "enum": ["up_to_date", "needs_attention", "loss_found"]}, label=string, reason=string, fix=string, link=string), ["reason", "fix", "link"]),
  "Verification": S(checked_at=date, mode={"type": "string", "enum": ["quick", "full"]}, ok=boolean, problems=arr(string)),
  "DeviceStatus": optional_keys(S(state={"type": "string", "enum": ["syncing", "silent", "refused", "revoked", "never"]}, label=string, needs_action=boolean, since=date, reason=string, fix=string,

@@ -20,6 +20,8 @@ public enum Dashboard {
             case verificationProblem = "verification_problem"
             /// The chain was never verified.
             case notVerified = "not_verified"
+            /// A device replaced by another (its history taken over) still tried to sync it; nothing was stored.
+            case replacedDevice = "replaced_device"
         }
         public var kind: Kind
         public var message: String

@@ -64,6 +64,11 @@ struct DashboardQueries: Sendable {
             let kinds = events.keys.sorted().map { "\($0) \(events[$0]!)" }.joined(separator: ", ")
             alerts.append(.init(kind: .refusedBundles, message: "\(total) bundle(s) refused, nothing of them stored (\(kinds))"))
         }
+        for a in try registry.replacedAttempts(chain: chain) {
+            let times = a.count == 1 ? "once" : "\(a.count) times"
+            alerts.append(.init(kind: .replacedDevice, message: "\(a.device) was replaced by \(a.replacedBy ?? "another device") and has tried to sync this history "
+                                + "\(times) since; nothing of it was stored. If \(a.device) is no longer used, an administrator can revoke it on the admin page"))
+        }
         if let offset = facts.clockOffset, abs(offset) > Self.skewSeconds {
             alerts.append(.init(kind: .clockSkew, message: "the device clock is \(Int(offset.rounded())) s \(offset > 0 ? "ahead of" : "behind") the server's"))
         }

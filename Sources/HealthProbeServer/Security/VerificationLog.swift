@@ -32,14 +32,42 @@ extension DeviceRegistry {
         }
     }
 
-    /// Integrity events per kind for a chain (refused bundles and the like).
+    /// Integrity events per kind for a chain (refused bundles and the like), but for a replaced
+    /// device's refused attempts on the chain its replacement took over (`replacedAttempts`).
     public func eventCounts(chain: String) throws -> [String: Int] {
         try database.read { db in
             var counts: [String: Int] = [:]
-            for r in try Row.fetchAll(db, sql: "SELECT kind, count(*) FROM integrity_events WHERE device_chain_hash = ? GROUP BY kind", arguments: [chain]) {
+            for r in try Row.fetchAll(db, sql: """
+                SELECT kind, count(*) FROM integrity_events e WHERE device_chain_hash = ?
+                  AND NOT (kind = 'forbidden' AND EXISTS (SELECT 1 FROM devices d WHERE d.name = e.device_name
+                      AND d.replaced_by_device_id = (SELECT device_id FROM chain_owners WHERE device_chain_hash = e.device_chain_hash)))
+                GROUP BY kind
+                """, arguments: [chain]) {
                 counts[r[0]] = r[1]
             }
             return counts
+        }
+    }
+
+    /// A device replaced by the chain's owner (a restore token's take-over) that still tried to
+    /// write or read the chain: refused (`forbidden`), nothing of it stored.
+    public struct ReplacedAttempts: Sendable, Equatable {
+        public var device: String
+        public var replacedBy: String?
+        public var count: Int
+        public var last: Double
+    }
+
+    /// The refused attempts on `chain` of devices since replaced, by device.
+    public func replacedAttempts(chain: String) throws -> [ReplacedAttempts] {
+        try database.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT e.device_name, r.name AS replaced_by, count(*) AS n, max(e.recorded_at) AS last
+                FROM integrity_events e JOIN devices d ON d.name = e.device_name LEFT JOIN devices r ON r.id = d.replaced_by_device_id
+                WHERE e.device_chain_hash = ? AND e.kind = 'forbidden'
+                  AND d.replaced_by_device_id = (SELECT device_id FROM chain_owners WHERE device_chain_hash = e.device_chain_hash)
+                GROUP BY e.device_name ORDER BY e.device_name
+                """, arguments: [chain]).map { ReplacedAttempts(device: $0["device_name"], replacedBy: $0["replaced_by"], count: $0["n"], last: $0["last"]) }
         }
     }
 }

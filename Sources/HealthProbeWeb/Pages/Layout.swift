@@ -93,6 +93,7 @@ struct Pages: Sendable {
         dl.facts dt { color: var(--muted); } dl.facts dd { margin: 0; overflow-wrap: anywhere; }
         .alert { margin: .4rem 0 0; padding: .3rem .5rem; border-left: 3px solid var(--warn); background: #fff6e8; font-size: .85rem; }
         .alert.verification_problem, .alert.refused_bundles, .alert.loss { border-color: var(--bad); background: #fdecea; }
+        .alert.replaced_device { border-color: var(--line); background: #f4f5f8; }
         .glance { margin: 0 0 .5rem; padding: .35rem .5rem; border-radius: .3rem; font-size: .9rem; }
         .glance.up_to_date { background: #e9f6ee; color: var(--ok); } .glance.needs_attention { background: #fff6e8; }
         .glance.loss_found { background: #fdecea; color: var(--bad); }
