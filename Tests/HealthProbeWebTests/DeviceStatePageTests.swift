@@ -64,6 +64,10 @@ extension DeviceStatePageTests {
             try registry.recordEvent(kind: "forbidden", chain: bob, sequence: 3, device: "ann-phone", detail: "BUNDLE_BEGIN: not this device's chain", now: now)
             let after = try await b.request("GET", "/api/v1/overview").body
             #expect(after.contains("\"kind\":\"refused_bundles\"") && after.contains("1 bundle(s) refused") && after.contains("\"kind\":\"replaced_device\""))
+            // Revoked, the old phone is dealt with: its note goes, and its attempts are not refusals either.
+            try registry.revoke(name: "bob-phone", now: now)
+            let revoked = try await b.request("GET", "/api/v1/overview").body
+            #expect(!revoked.contains("replaced_device") && revoked.contains("1 bundle(s) refused"), "\(revoked)")
         }
     }
 }

@@ -58,13 +58,14 @@ extension DeviceRegistry {
         public var last: Double
     }
 
-    /// The refused attempts on `chain` of devices since replaced, by device.
+    /// The refused attempts on `chain` of devices since replaced and not revoked yet (once
+    /// revoked, the administrator has done what there was to do), by device.
     public func replacedAttempts(chain: String) throws -> [ReplacedAttempts] {
         try database.read { db in
             try Row.fetchAll(db, sql: """
                 SELECT e.device_name, r.name AS replaced_by, count(*) AS n, max(e.recorded_at) AS last
                 FROM integrity_events e JOIN devices d ON d.name = e.device_name LEFT JOIN devices r ON r.id = d.replaced_by_device_id
-                WHERE e.device_chain_hash = ? AND e.kind = 'forbidden'
+                WHERE e.device_chain_hash = ? AND e.kind = 'forbidden' AND d.revoked_at IS NULL
                   AND d.replaced_by_device_id = (SELECT device_id FROM chain_owners WHERE device_chain_hash = e.device_chain_hash)
                 GROUP BY e.device_name ORDER BY e.device_name
                 """, arguments: [chain]).map { ReplacedAttempts(device: $0["device_name"], replacedBy: $0["replaced_by"], count: $0["n"], last: $0["last"]) }
