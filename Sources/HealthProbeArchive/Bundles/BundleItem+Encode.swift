@@ -4,8 +4,11 @@ import HealthProbeCanonical
 extension BundleItem {
     /// Writes the item's canonical JSON (RFC 8785: members in key order, its `kind`
     /// among them) to `w`: the one encoding of every kind. The committed vectors pin
-    /// it to the generic encoder's bytes (`CanonicalJSON.encode`).
-    public func write(to w: inout CanonicalJSONWriter) throws(HashingError) {
+    /// it to the generic encoder's bytes (`CanonicalJSON.encode`). Returns where in `w` the
+    /// payload of a `version` or `new_sample` went (the bytes its hash covers); nil for other kinds.
+    @discardableResult
+    public func write(to w: inout CanonicalJSONWriter) throws(HashingError) -> Range<Int>? {
+        var payload: Range<Int>?
         w.beginObject()
         switch self {
         case .observation(let o):
@@ -59,7 +62,9 @@ extension BundleItem {
             w.field("fuzzy_key", n.fuzzyKey)
             w.field("kind", "new_sample")
             w.key("payload")
+            let start = w.count
             try n.payload.write(to: &w)
+            payload = start..<w.count
             w.field("sample_uuid_hash", n.sampleUUIDHash)
             w.field("semantic_fingerprint", n.semanticFingerprint)
             w.field("strict_fingerprint", n.strictFingerprint)
@@ -74,7 +79,9 @@ extension BundleItem {
         case .version(let v):
             w.field("kind", "version")
             w.key("payload")
+            let start = w.count
             try v.payload.write(to: &w)
+            payload = start..<w.count
             w.field("payload_hash", v.payloadHash)
             w.field("sample", v.sample)
         case .event(let e):
@@ -118,6 +125,7 @@ extension BundleItem {
             try w.field("verified_visible_count", number: r.verifiedVisibleCount)
         }
         w.endObject()
+        return payload
     }
 
     /// The item's canonical bytes.

@@ -41,10 +41,18 @@ public enum ObservationBundleBuilder {
 
         // Every item is written by its typed model (`BundleItem.write`) into one reused buffer.
         var w = CanonicalJSONWriter(capacity: 1024)
-        func emitItem(_ item: BundleItem) throws {
+        /// `stored`: the payload hash the archive holds for the item's version (and the version's
+        /// id), checked against its payload as written, where the item does not carry the hash.
+        func emitItem(_ item: BundleItem, stored: (hash: Digest32, version: Int64)? = nil) throws {
             w.reset()
-            try item.write(to: &w)
+            let payload = try item.write(to: &w)
             let bytes = w.bytes
+            if let stored, let payload {
+                let written = bytes.withUnsafeBytes { ArchiveHasher.sha256Digest(.payload, buffer: UnsafeRawBufferPointer(rebasing: $0[payload])) }
+                guard written == stored.hash else {
+                    throw ArchiveError(.invalidState, "sample_versions.payload_hash of version \(stored.version) is not the hash of its payload as a bundle writes it; the archive is damaged (run hp-node verify, restore it from a backup or from the server)")
+                }
+            }
             let hash = ArchiveHasher.sha256Digest(.item, bytes)
             manifest.add(itemHash: hash, kind: item.kind)
             try emit(item.kind, bytes, hash)
@@ -166,7 +174,6 @@ public enum ObservationBundleBuilder {
             // payload's, would be carried as four items would not carry it: such a sample goes as
             // format 1's items (whose checks the receiver applies), or the build stops.
             let observedAt: Double = try c.required(o, "observed_at")
-            var payloadWriter = CanonicalJSONWriter(capacity: 1024)
             try FastStatement(db, """
                 SELECT \(payloadColumns), s.fuzzy_key, s.sample_uuid_hash, s.semantic_fingerprint, s.id, v.id, e.id, g.rowid
                 FROM samples s JOIN sample_types st ON st.id = s.sample_type_id
@@ -182,15 +189,11 @@ public enum ObservationBundleBuilder {
                 // A sample met twice (two such events or ranges: a damaged archive) is written once.
                 guard covered.insert(sample: sample, version: version, event: event, range: range) else { return }
                 let (p, hash) = try payload(r)
-                payloadWriter.reset()
-                try p.write(to: &payloadWriter)
-                guard ArchiveHasher.sha256Digest(.payload, payloadWriter.bytes) == hash else {
-                    throw ArchiveError(.invalidState, "sample_versions.payload_hash of version \(version) is not the hash of its payload as a bundle writes it; the archive is damaged (run hp-node verify, restore it from a backup or from the server)")
-                }
                 try emitItem(.newSample(BundleItem.NewSample(
                     fuzzyKey: r.textBytes(20).map { ItemText(utf8: Array($0)) }, payload: p, payloadHash: hash,
                     sampleUUIDHash: try c.digest(r, 21, "samples.sample_uuid_hash"), semanticFingerprint: try c.digest(r, 22, "samples.semantic_fingerprint"),
-                    strictFingerprint: try c.required(c.digest(r, 1, "samples.strict_fingerprint"), "samples.strict_fingerprint"))))
+                    strictFingerprint: try c.required(c.digest(r, 1, "samples.strict_fingerprint"), "samples.strict_fingerprint"))),
+                    stored: (hash, version))
             }
             try covered.register(db)
             skip = (" AND NOT \(CoveredRows.function)(0, s.id)", " AND NOT \(CoveredRows.function)(1, v.id)",

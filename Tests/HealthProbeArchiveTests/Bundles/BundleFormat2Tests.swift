@@ -162,3 +162,20 @@ extension BundleFormat2Tests {
         }
     }
 }
+
+extension BundleFormat2Tests {
+    @Test("a stored payload hash that is not its payload's stops a format-2 build, naming the version (format 1 carries it, and a verifier refuses it as payload_hash)")
+    func damagedPayloadHash() throws {
+        let t = TempHome()
+        let node = try t.open()
+        try capture(node, samples: [hr(0), hr(1)])
+        try node.archive.writer.write { db in
+            try db.execute(sql: "UPDATE sample_versions SET payload_hash = ? WHERE id = (SELECT max(id) FROM sample_versions)", arguments: [Data(repeating: 7, count: 32)])
+        }
+        #expect { _ = try bundleLines(node, 1, previous: nil, format: 2) } throws: { "\($0)".contains("sample_versions.payload_hash of version 2") }
+        let (one, hash) = try bundleLines(node, 1, previous: nil, format: 1)
+        #expect(throws: BundleError(.payloadHash, line: one.firstIndex { String(decoding: $0, as: UTF8.self).contains("\"kind\":\"version\"") }! + 2, "")) {
+            try verify(one, expected: hash)
+        }
+    }
+}
