@@ -208,14 +208,8 @@ public struct SyncClient {
     /// build, so that the bundle is built in it again whenever it is). A chain never goes back to
     /// format 1: with a server that cannot take format 2 any more, the sync stops and says so.
     func chooseFormat(sequence: Int, session: SyncSession, record: Bool) async throws {
-        let archive = node.archive
-        var format = try await archive.bundleFormat(sequence: sequence)
-        // Format 2 begins at a sequence never sent: one logged as sent went in format 1 and goes so again.
-        if format < 2, record, session.version >= SyncHello.bundleFormatVersion,
-           sequence > (try await archive.lastSentSequence(chain: node.deviceChainID) ?? 0) {
-            try await archive.beginBundleFormat2(at: sequence)
-            format = 2
-        }
+        let format = try await node.archive.sendingFormat(sequence: sequence, chain: node.deviceChainID,
+                                                          mayBegin: record && session.version >= SyncHello.bundleFormatVersion)
         guard format < 2 || session.version >= SyncHello.bundleFormatVersion else {
             throw SyncProtocolError(.protocolVersion, "this node sends its bundles in format 2 (since an earlier sync with a newer server), which needs sync protocol version \(SyncHello.bundleFormatVersion); the server speaks \(session.version). Upgrade hp-server")
         }

@@ -60,11 +60,6 @@ extension Archive {
         try await writer.read { db in try BundleLogRecord.sentManifestHashes(db, chain: chain, upTo: sequence) }
     }
 
-    /// The highest sequence of `chain` logged as sent, `nil` when none.
-    public func lastSentSequence(chain: Int64) async throws -> Int? {
-        try await writer.read { db in try BundleLogRecord.lastSentSequence(db, chain: chain) }
-    }
-
     /// Logs a bundle the server acknowledged.
     public func recordSent(chain: Int64, sequence: Int, observation: Int64, manifestHash: String, previous: String?, items: Int, now: Double) async throws {
         try await writer.write { db in

@@ -48,7 +48,7 @@ extension ArchiveMetadataRecord {
 
     /// Bundles from `sequence` on are format 2, unless a sequence already began it (a chain's
     /// format never goes back: what was sent is built again as it was). A node begins it only
-    /// at a sequence it never sent (`SyncClient`): one logged as sent went in format 1 and is
+    /// at a sequence it never sent (`Archive.sendingFormat`): one logged as sent went in format 1 and is
     /// sent again so (to a server restored from an older backup).
     public static func beginBundleFormat2(_ db: Database, at sequence: Int) throws {
         if try bundleFormat2From(db) != nil { return }
@@ -68,14 +68,20 @@ extension Archive {
         try writer.write { db in for (k, v) in pairs { try ArchiveMetadataRecord.set(db, key: k, value: v) } }
     }
 
-    /// The bundle format this archive sends its chain's bundle at `sequence` in (`ArchiveMetadataRecord.bundleFormat`).
-    public func bundleFormat(sequence: Int) async throws -> Int {
-        try await writer.read { db in try ArchiveMetadataRecord.bundleFormat(db, sequence: sequence) }
-    }
-
-    /// Bundles from `sequence` on are sent in format 2 (`ArchiveMetadataRecord.beginBundleFormat2`).
-    public func beginBundleFormat2(at sequence: Int) async throws {
-        try await writer.write { db in try ArchiveMetadataRecord.beginBundleFormat2(db, at: sequence) }
+    /// The format `chain`'s bundle at `sequence` is sent in (`ArchiveMetadataRecord.bundleFormat`).
+    /// With `mayBegin` (a session that carries format 2), format 2 begins at `sequence` when no
+    /// sequence began it yet and the log holds none at or after it as sent: one logged as sent
+    /// went in format 1 and goes so again. Recorded before the bundle is built, so that it is
+    /// built in that format whenever it is. One read, and a write only when format 2 begins.
+    public func sendingFormat(sequence: Int, chain: Int64, mayBegin: Bool) async throws -> Int {
+        let (format, lastSent) = try await writer.read { db in
+            (try ArchiveMetadataRecord.bundleFormat(db, sequence: sequence), try BundleLogRecord.lastSentSequence(db, chain: chain))
+        }
+        guard format < 2, mayBegin, sequence > lastSent ?? 0 else { return format }
+        return try await writer.write { db in
+            try ArchiveMetadataRecord.beginBundleFormat2(db, at: sequence)
+            return try ArchiveMetadataRecord.bundleFormat(db, sequence: sequence)
+        }
     }
 
     /// Sets `created_at` to now (a replica made by copying a template).
