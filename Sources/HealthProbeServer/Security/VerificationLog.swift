@@ -39,8 +39,7 @@ extension DeviceRegistry {
             var counts: [String: Int] = [:]
             for r in try Row.fetchAll(db, sql: """
                 SELECT kind, count(*) FROM integrity_events e WHERE device_chain_hash = ?
-                  AND NOT (kind = 'forbidden' AND EXISTS (SELECT 1 FROM devices d WHERE d.name = e.device_name
-                      AND d.replaced_by_device_id = (SELECT device_id FROM chain_owners WHERE device_chain_hash = e.device_chain_hash)))
+                  AND NOT (kind = 'forbidden' AND EXISTS (SELECT 1 FROM devices d WHERE d.name = e.device_name AND \(Self.replacedByOwner)))
                 GROUP BY kind
                 """, arguments: [chain]) {
                 counts[r[0]] = r[1]
@@ -55,20 +54,22 @@ extension DeviceRegistry {
         public var device: String
         public var replacedBy: String?
         public var count: Int
-        public var last: Double
     }
+
+    /// Device `d` was replaced by the owner of event `e`'s chain: the one condition by which
+    /// both `eventCounts` leaves its attempts out and `replacedAttempts` counts them.
+    static let replacedByOwner = "d.replaced_by_device_id = (SELECT device_id FROM chain_owners WHERE device_chain_hash = e.device_chain_hash)"
 
     /// The refused attempts on `chain` of devices since replaced and not revoked yet (once
     /// revoked, the administrator has done what there was to do), by device.
     public func replacedAttempts(chain: String) throws -> [ReplacedAttempts] {
         try database.read { db in
             try Row.fetchAll(db, sql: """
-                SELECT e.device_name, r.name AS replaced_by, count(*) AS n, max(e.recorded_at) AS last
+                SELECT e.device_name, r.name AS replaced_by, count(*) AS n
                 FROM integrity_events e JOIN devices d ON d.name = e.device_name LEFT JOIN devices r ON r.id = d.replaced_by_device_id
-                WHERE e.device_chain_hash = ? AND e.kind = 'forbidden' AND d.revoked_at IS NULL
-                  AND d.replaced_by_device_id = (SELECT device_id FROM chain_owners WHERE device_chain_hash = e.device_chain_hash)
+                WHERE e.device_chain_hash = ? AND e.kind = 'forbidden' AND d.revoked_at IS NULL AND \(Self.replacedByOwner)
                 GROUP BY e.device_name ORDER BY e.device_name
-                """, arguments: [chain]).map { ReplacedAttempts(device: $0["device_name"], replacedBy: $0["replaced_by"], count: $0["n"], last: $0["last"]) }
+                """, arguments: [chain]).map { ReplacedAttempts(device: $0["device_name"], replacedBy: $0["replaced_by"], count: $0["n"]) }
         }
     }
 }
