@@ -61,10 +61,7 @@ extension BundleItem {
         case .newSample(let n):
             w.field("fuzzy_key", n.fuzzyKey)
             w.field("kind", "new_sample")
-            w.key("payload")
-            let start = w.count
-            try n.payload.write(to: &w)
-            payload = start..<w.count
+            payload = try n.payload.writeMember(to: &w)
             w.field("sample_uuid_hash", n.sampleUUIDHash)
             w.field("semantic_fingerprint", n.semanticFingerprint)
             w.field("strict_fingerprint", n.strictFingerprint)
@@ -78,10 +75,7 @@ extension BundleItem {
             w.field("type_identifier", s.typeIdentifier)
         case .version(let v):
             w.field("kind", "version")
-            w.key("payload")
-            let start = w.count
-            try v.payload.write(to: &w)
-            payload = start..<w.count
+            payload = try v.payload.writeMember(to: &w)
             w.field("payload_hash", v.payloadHash)
             w.field("sample", v.sample)
         case .event(let e):
@@ -139,6 +133,14 @@ extension BundleItem {
 }
 
 extension BundleItem.Payload {
+    /// Writes the `payload` member of an item, and returns where in `w` its value went.
+    func writeMember(to w: inout CanonicalJSONWriter) throws(HashingError) -> Range<Int> {
+        w.key("payload")
+        let start = w.count
+        try write(to: &w)
+        return start..<w.count
+    }
+
     /// The payload's canonical JSON: the bytes its `payload_hash` covers, the document
     /// `SampleEncoding.payload` writes at capture (whose hash every received bundle is checked against).
     func write(to w: inout CanonicalJSONWriter) throws(HashingError) {

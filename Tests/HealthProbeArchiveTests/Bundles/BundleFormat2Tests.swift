@@ -115,24 +115,31 @@ extension BundleFormat2Tests {
         let t = TempHome()
         try t.simulate(seed: 5, days: [8, 3, 3, 3, 3, 3, 3])
         let node = try t.open()
+        let bundles = try Self.replayedOnReplica(node, observations: 7)
+        #expect(bundles.reduce(0) { $0 + (Self.kinds($1)["range_close"] ?? 0) } > 0)
+    }
+
+    /// Applies the node's first `observations` bundles, built in format 2, to a new replica (a
+    /// node that restored the chain), expects the replica to build each again to the same
+    /// manifest hash, and returns the bundles' lines.
+    static func replayedOnReplica(_ node: NodeArchive, observations: Int64) throws -> [[[UInt8]]] {
         let replica = try Archive.open(path: TempDir().file("replica.sqlite"))
         var previous: String?
-        var hashes: [String] = []
-        var closes = 0
-        for obs in Int64(1)...7 {
+        var hashes: [String] = [], bundles: [[[UInt8]]] = []
+        for obs in Int64(1)...observations {
             let (two, hash) = try bundleLines(node, obs, previous: previous, format: 2)
             _ = try BundleApplier.apply(replica, lines: two, manifestHash: hash, now: 1)
-            closes += Self.kinds(two)["range_close"] ?? 0
+            bundles.append(two)
             hashes.append(hash)
             previous = hash
         }
-        #expect(closes > 0)
         previous = nil
-        for obs in Int64(1)...7 {
+        for obs in Int64(1)...observations {
             let (_, again) = try bundleLines(replica, obs, previous: previous)
             #expect(again == hashes[Int(obs) - 1], "bundle \(obs) built again from the replica")
             previous = again
         }
+        return bundles
     }
 }
 
@@ -144,22 +151,8 @@ extension BundleFormat2Tests {
         try capture(node, samples: [hr(0), hr(1), hr(2)])
         try capture(node, samples: [hr(0, value: 61), hr(1), hr(2), hr(3)])
         try capture(node, samples: [hr(1), hr(2)])
-        let replica = try Archive.open(path: TempDir().file("replica.sqlite"))
-        var previous: String?
-        var hashes: [String] = []
-        for obs in Int64(1)...3 {
-            let (two, hash) = try bundleLines(node, obs, previous: previous, format: 2)
-            if obs == 3 { #expect(Self.kinds(two)["range_close"] == 2) }
-            _ = try BundleApplier.apply(replica, lines: two, manifestHash: hash, now: 1)
-            hashes.append(hash)
-            previous = hash
-        }
-        previous = nil
-        for obs in Int64(1)...3 {
-            let (_, again) = try bundleLines(replica, obs, previous: previous)
-            #expect(again == hashes[Int(obs) - 1], "bundle \(obs) built again from the replica")
-            previous = again
-        }
+        let bundles = try Self.replayedOnReplica(node, observations: 3)
+        #expect(Self.kinds(bundles[2])["range_close"] == 2)
     }
 }
 
